@@ -1,0 +1,44 @@
+"""The `.rm` language: read and write labeled MDPs, reward machines and tasks.
+
+Mirrors :mod:`json`: :func:`loads`/:func:`load` read text/a file into an :class:`RmFile`,
+:func:`dumps`/:func:`dump` write canonical text. The grammar is ``grammars/rmtk.lark``.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import RmtkError
+from .document import RmFile
+from .parser import parse_text
+from .printer import dumps
+
+
+def loads(text: str, *, file: str = "<string>") -> RmFile:
+    """Parse `.rm` text; errors name ``file``, the line and the column."""
+    return parse_text(text, file)
+
+
+def load(path: str | os.PathLike) -> RmFile:
+    """Parse a `.rm` file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RmtkError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise RmtkError(f"{p}: is a directory, not an .rm file") from None
+    except UnicodeDecodeError as err:
+        raise RmtkError(f"{p}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    return parse_text(text, str(path))
+
+
+def dump(obj, path: str | os.PathLike, *, overwrite: bool = False) -> None:
+    """Write ``obj`` as `.rm` text to ``path``; an existing file is kept unless ``overwrite``."""
+    p = Path(path)
+    if p.exists() and not overwrite:
+        raise RmtkError(f"{p}: already exists; pass overwrite=True (CLI: --force) to replace it")
+    p.write_text(dumps(obj), encoding="utf-8")
+
+
+__all__ = ["RmFile", "load", "loads", "dump", "dumps"]

@@ -1,0 +1,20 @@
+"""Generators of the paper's environments: each returns a :class:`~rmtk.mdp.LabeledMDP`
+whose ``source`` is the normalised :class:`~rmtk.mdp.GeneratorCall`, so that
+``GENERATORS[call.generator](**call.kwargs(), name=mdp.name) == mdp``."""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..mdp import LabeledMDP
+from .blockworld import blockworld
+from .gridworld import gridworld
+from .labyrinth import labyrinth
+
+#: Generator name (as written in `.rm` files) → function.
+GENERATORS: dict[str, Callable[..., LabeledMDP]] = {
+    "gridworld": gridworld,
+    "blockworld": blockworld,
+    "labyrinth": labyrinth,
+}
+
+__all__ = ["gridworld", "blockworld", "labyrinth", "GENERATORS"]

@@ -1,0 +1,76 @@
+"""A task binds a labeled MDP, the reward machine of the expert and the MaxEnt settings
+(paper section 2.2: the expert maximises discounted reward plus λ·entropy)."""
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from .errors import ModelError
+from .machine import RewardMachine
+from .mdp import LabeledMDP
+
+
+def _opt_float(v):
+    return None if v is None else float(v)
+
+
+def _opt_int(v):
+    return None if v is None else int(v)
+
+
+@attrs.frozen
+class Task:
+    """An MDP, the expert's reward machine, and the MaxEnt settings.
+
+    Attributes:
+        mdp: the labeled MDP.
+        machine: the (true) reward machine; its alphabet must contain every MDP proposition.
+        gamma: discount; ``None`` means the MDP's own ``gamma``.
+        lam: entropy weight λ > 0 of the MaxEnt objective.
+        depth: suggested prefix-tree depth for learning (``None``: the learner's default).
+        max_nodes: suggested bound ``u_max`` on the number of machine nodes.
+        name: the block name used in `.rm` files.
+    """
+
+    mdp: LabeledMDP
+    machine: RewardMachine
+    gamma: float | None = attrs.field(default=None, converter=_opt_float)
+    lam: float = attrs.field(default=1.0, converter=float)
+    depth: int | None = attrs.field(default=None, converter=_opt_int)
+    max_nodes: int | None = attrs.field(default=None, converter=_opt_int)
+    name: str = attrs.field(default="task", converter=str)
+
+    def __attrs_post_init__(self) -> None:
+        missing = [p for p in self.mdp.propositions if p not in self.machine.alphabet]
+        if missing:
+            raise ModelError(
+                f"task {self.name!r}: machine {self.machine.name!r} has no transitions on "
+                f"{', '.join(map(repr, missing))}, which mdp {self.mdp.name!r} produces"
+            )
+        if self.gamma is not None and not 0.0 <= self.gamma < 1.0:
+            raise ModelError(f"task {self.name!r}: gamma={self.gamma} must lie in [0, 1)")
+        if not (self.lam > 0 and np.isfinite(self.lam)):
+            raise ModelError(f"task {self.name!r}: lambda={self.lam} must be a positive number")
+        if self.depth is not None and self.depth < 1:
+            raise ModelError(f"task {self.name!r}: depth must be at least 1")
+        if self.max_nodes is not None and self.max_nodes < 1:
+            raise ModelError(f"task {self.name!r}: max_nodes must be at least 1")
+
+    @property
+    def discount(self) -> float:
+        """The discount in force: the task's ``gamma`` or else the MDP's."""
+        return self.mdp.gamma if self.gamma is None else self.gamma
+
+    @property
+    def letter_of_proposition(self) -> np.ndarray:
+        """``[k]``: index in ``machine.alphabet`` of the MDP's proposition ``k``."""
+        return np.array([self.machine.alphabet.index(p) for p in self.mdp.propositions], dtype=np.int64)
+
+    def summary(self) -> str:
+        extra = "".join(
+            f", {k} {v}" for k, v in (("depth", self.depth), ("max_nodes", self.max_nodes)) if v is not None
+        )
+        return (
+            f"task {self.name}: mdp {self.mdp.name}, machine {self.machine.name}, "
+            f"gamma {self.discount:g}, lambda {self.lam:g}{extra}"
+        )
