@@ -3,6 +3,7 @@ from .errors import DataError, DslError, DslMeaningError, DslSyntaxError, ModelE
 from .machine import RewardMachine, isomorphic
 from .mdp import GeneratorCall, LabeledMDP
 from .task import Task
+from .learner import Learner, LearnResult
 
 __version__ = "0.1.0"
 
@@ -10,6 +11,8 @@ __all__ = [
     "LabeledMDP",
     "RewardMachine",
     "Task",
+    "Learner",
+    "LearnResult",
     "GeneratorCall",
     "isomorphic",
     "RmtkError",

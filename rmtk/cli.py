@@ -113,6 +113,101 @@ def _to_json(obj):
     return obj.to_dict()
 
 
+def _load_task(file: str, name: str | None) -> Task:
+    doc = dsl.load(file)
+    if name is not None:
+        return doc.get(name, "task")
+    return doc.only("task")
+
+
+def learner_from_args(args):
+    """The :class:`~rmtk.learner.Learner` the command-line options describe."""
+    from .learner import Learner
+    from .solve import EncodingOptions, Progress, StderrProgress
+
+    return Learner(
+        depth=args.depth,
+        max_nodes=args.max_nodes,
+        nodes=args.nodes,
+        source=args.policy,
+        compress=not args.no_compress,
+        encoding=EncodingOptions(
+            non_stuttering=not args.stuttering,
+            symmetry_breaking=not args.no_symmetry_breaking,
+            negatives=args.negatives,
+            solver=args.solver,
+        ),
+        max_solutions=args.max_solutions,
+        time_limit=args.time_limit,
+        progress=Progress() if args.quiet else StderrProgress(),
+    )
+
+
+PAIR_COUNT_LIMIT = 5_000_000
+
+
+def report(task: Task, result, *, out=None) -> None:
+    """Print a learning result as .rm text with '#' comment lines (the output stays loadable)."""
+    out = out or sys.stdout
+    st = result.stats()
+    t = result.timings
+    w = lambda line="": print(line, file=out)  # noqa: E731
+    w(f"# learned from task {task.name}: prefix tree depth {result.tree.depth}, "
+      f"{'compressed' if result.tree.trie.compressed else 'uncompressed'} words")
+    pairs = st["per_state_pairs"]
+    distinct = f"{len(result.classes.distinct_pairs())} distinct word pairs" if pairs <= PAIR_COUNT_LIMIT else "distinct pairs not counted"
+    w(f"# prefix tree: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs, {st['classes']} policy classes")
+    w(f"# negative examples: {pairs} per-state pairs, {distinct}")
+    tried = ", ".join(f"{n}: {'sat' if ok else 'unsat' if ok is False else 'interrupted'}" for n, ok in result.search.tried)
+    w(f"# SAT: nodes tried {tried} (lower bound {st['lower_bound']}); {st['clauses']} clauses, {st['variables']} variables")
+    w("# timings (s): " + ", ".join(f"{k} {v:.4f}" for k, v in t.items()))
+    if result.n_nodes is None:
+        w(f"# no solution: {result.search.message}")
+        return
+    w(f"# solutions: {result.distinct_count} machine{'s' if result.distinct_count != 1 else ''} up to renaming, "
+      f"{result.raw_count} raw assignments (node 0 fixed, the paper's count)"
+      + ("" if result.search.complete else f"; {result.search.message}"))
+    iso = result.isomorphic_to_truth()
+    for i, m in enumerate(result.machines):
+        w()
+        free = result.unconstrained(i)
+        if free:
+            w("# unconstrained by the data (written as self-loops): " + ", ".join(f"{u} on {a}" for u, a in free))
+        if result.verdicts is not None:
+            same = f"; isomorphic to the true machine '{task.machine.name}'" if iso and iso[i] else ""
+            w(f"# verdict: {result.verdicts[i]}{same}")
+        out.write(dsl.dumps(m))
+
+
+def _figure_paths(path: str, count: int) -> list[Path]:
+    p = Path(path)
+    if count == 1:
+        return [p]
+    return [p.with_name(f"{p.stem}_{i + 1}{p.suffix}") for i in range(count)]
+
+
+def cmd_learn(args) -> int:
+    """Learn the smallest machine from a task's exact prefix tree policy."""
+    task = _load_task(args.file, args.task)
+    learner = learner_from_args(args)
+    result = learner.fit(task)
+    report(task, result)
+    if result.n_nodes is None:
+        return 1
+    from . import export
+
+    for opt, write in (("dot", lambda m, p: p.write_text(export.to_dot(m))), ("png", export.draw_machine)):
+        target = getattr(args, opt)
+        if target:
+            paths = _figure_paths(target, len(result.machines))
+            for p in paths:
+                _writable(p, args.force)
+            for m, p in zip(result.machines, paths):
+                write(m, p)
+                print(f"wrote {p}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rmtk", description=__doc__.splitlines()[0])
     from . import __version__
@@ -131,6 +226,31 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--png", metavar="PATH", help="draw the machine (or a grid world's map) to PATH (.png or .svg)")
     s.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
     s.set_defaults(func=cmd_show)
+
+    ln = sub.add_parser("learn", help="learn the smallest reward machine from a task's exact policy")
+    ln.add_argument("file", metavar="FILE", help="a .rm file with a task")
+    ln.add_argument("task", nargs="?", metavar="TASK", help="the task to learn (default: the file's only task)")
+    ln.add_argument("--depth", type=int, help="prefix tree depth l (default: the task's depth, else 6)")
+    ln.add_argument("--max-nodes", type=int, help="bound u_max on the nodes (default: the task's, else 4)")
+    ln.add_argument("--nodes", type=int, help="solve for exactly this many nodes (the paper solves at n = u_max)")
+    ln.add_argument("--policy", choices=("soft-optimal", "distinct"), default="soft-optimal",
+                    help="soft-optimal: the task's MaxEnt policy; distinct: one policy per node (the paper's counts)")
+    ln.add_argument("--no-compress", action="store_true", help="key the tree by uncompressed words")
+    ln.add_argument("--stuttering", action="store_true", help="drop the non-stuttering constraint (needs --no-compress)")
+    ln.add_argument("--no-symmetry-breaking", action="store_true", help="enumerate without BFS symmetry breaking")
+    ln.add_argument("--negatives", choices=("classes", "pairs"), default="classes",
+                    help="encode negative examples grouped by policy class (default) or pair by pair")
+    from .solve import SOLVERS
+
+    ln.add_argument("--solver", default="cadical153", choices=SOLVERS, metavar="NAME",
+                    help="SAT solver of python-sat (default cadical153)")
+    ln.add_argument("--max-solutions", type=int, help="stop after this many machines")
+    ln.add_argument("--time-limit", type=float, help="seconds for the SAT search; what was found is reported")
+    ln.add_argument("--dot", metavar="PATH", help="write the learned machine(s) as DOT")
+    ln.add_argument("--png", metavar="PATH", help="draw the learned machine(s) (.png or .svg)")
+    ln.add_argument("--force", action="store_true", help="overwrite existing output files")
+    ln.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    ln.set_defaults(func=cmd_learn)
     return p
 
 

@@ -1,0 +1,309 @@
+"""The :class:`Learner`: prefix tree policy → negative examples → SAT → machines, with the
+exact equivalence verdict when the truth is known (paper Algorithm 1).
+
+Each stage is a small strategy object that can be swapped without touching the others:
+
+* a policy *source* gives the action distribution of every (word, state) pair:
+  :class:`SoftOptimal` (the task's MaxEnt policy), :class:`DistinctPerNode` (every node its
+  own policy, the convention behind the paper's counts) or :class:`NodePolicyTable` (any
+  per-node stochastic policy: optimality is not needed, paper appendix B);
+* a *miner* turns it into policy classes (:class:`ExactMiner`);
+* the encoder options (:class:`~rmtk.solve.EncodingOptions`) and the search settings decide
+  the SAT problem and how it is solved.
+"""
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+import attrs
+import numpy as np
+
+from .equivalence import Verdict, consistency, policy_class_table
+from .errors import ModelError, RmtkError
+from .machine import RewardMachine, isomorphic
+from .mdp import LabeledMDP
+from .negatives import POLICY_TOL, PolicyClasses, policy_classes
+from .ptp import PrefixTree, PrefixTreePolicy, build_prefix_tree
+from .solve import Encoder, EncodingOptions, Progress, SearchResult, Solution, search
+from .task import Task
+
+
+# ---------------------------------------------------------------------- policy sources
+class PolicySource(Protocol):
+    """Gives the prefix tree policy of a task on a prefix tree, and the true policy classes
+    of its (state, node) pairs for the equivalence verdict."""
+
+    name: str
+
+    def prefix_tree_policy(self, task: Task, tree: PrefixTree) -> PrefixTreePolicy: ...
+
+    def class_table(self, task: Task) -> np.ndarray: ...
+
+
+def _true_nodes(task: Task, tree: PrefixTree) -> np.ndarray:
+    nodes = tree.trie.run(task.machine.delta_u, task.machine.initial, task.letter_of_proposition)
+    return nodes[tree.pair_node]
+
+
+@attrs.define
+class SoftOptimal:
+    """The task's soft-optimal (MaxEnt) product policy (γ and λ of the task)."""
+
+    tol: float = POLICY_TOL
+    name: str = "soft-optimal"
+    _cache: dict = attrs.field(factory=dict, repr=False)
+
+    def policy(self, task: Task) -> np.ndarray:
+        """``(S, n, A)`` product policy (cached per task)."""
+        from .planning import task_policy
+
+        key = id(task)
+        if key not in self._cache:
+            self._cache = {key: (task, task_policy(task).pi)}
+        return self._cache[key][1]
+
+    def prefix_tree_policy(self, task: Task, tree: PrefixTree) -> PrefixTreePolicy:
+        true = _true_nodes(task, tree)
+        return PrefixTreePolicy(tree, self.policy(task)[tree.pair_state, true], true_nodes=true)
+
+    def class_table(self, task: Task) -> np.ndarray:
+        return policy_class_table(self.policy(task), self.tol)
+
+
+@attrs.define
+class DistinctPerNode(SoftOptimal):
+    """Every node has its own policy at every state, except nodes whose soft-optimal
+    policies agree at every state (stack-avoid's u2 and u3). Reproduces the paper's counts."""
+
+    name: str = "distinct"
+
+    def node_classes(self, task: Task) -> np.ndarray:
+        pi = self.policy(task)
+        n = pi.shape[1]
+        same = np.abs(pi[:, :, None, :] - pi[:, None, :, :]).max(axis=(0, 3)) <= self.tol
+        return np.argmax(same, axis=1)  # first node with the same policy everywhere
+
+    def prefix_tree_policy(self, task: Task, tree: PrefixTree) -> PrefixTreePolicy:
+        ptp = super().prefix_tree_policy(task, tree)
+        return attrs.evolve(ptp, classes=self.node_classes(task)[ptp.true_nodes])
+
+    def class_table(self, task: Task) -> np.ndarray:
+        return np.broadcast_to(self.node_classes(task), (task.mdp.n_states, task.machine.n_nodes)).copy()
+
+
+@attrs.define
+class NodePolicyTable:
+    """A given stochastic policy per node of the task's machine: ``table[u, s, a]``."""
+
+    table: np.ndarray
+    tol: float = POLICY_TOL
+    name: str = "table"
+
+    def __attrs_post_init__(self):
+        self.table = np.asarray(self.table, dtype=float)
+        if self.table.ndim != 3:
+            raise ModelError(f"a node policy table has shape (nodes, states, actions), got {self.table.shape}")
+        if np.any(self.table < 0) or not np.allclose(self.table.sum(axis=2), 1.0, atol=1e-9):
+            raise ModelError("every row of a node policy table must be a probability distribution")
+
+    def _check(self, task: Task) -> None:
+        want = (task.machine.n_nodes, task.mdp.n_states, task.mdp.n_actions)
+        if self.table.shape != want:
+            raise ModelError(f"node policy table has shape {self.table.shape}, the task needs {want}")
+
+    def prefix_tree_policy(self, task: Task, tree: PrefixTree) -> PrefixTreePolicy:
+        self._check(task)
+        true = _true_nodes(task, tree)
+        return PrefixTreePolicy(tree, self.table[true, tree.pair_state], true_nodes=true)
+
+    def class_table(self, task: Task) -> np.ndarray:
+        self._check(task)
+        return policy_class_table(self.table.transpose(1, 0, 2), self.tol)
+
+
+SOURCES = {"soft-optimal": SoftOptimal, "distinct": DistinctPerNode}
+
+
+@attrs.frozen
+class ExactMiner:
+    """Policy classes per state, rows compared with a tolerance (exact setting)."""
+
+    tol: float = POLICY_TOL
+
+    def mine(self, ptp: PrefixTreePolicy) -> PolicyClasses:
+        return policy_classes(ptp, tol=self.tol)
+
+
+# ---------------------------------------------------------------------- result
+@attrs.frozen
+class LearnResult:
+    """What :meth:`Learner.fit` found.
+
+    Attributes:
+        machines: the learned machine models, one per solution up to renaming, canonical
+            node names ``u0 u1 ...``, alphabet = the MDP's propositions, rewards 0
+            (unconstrained transitions are self-loops; see ``solutions``).
+        solutions: the SAT solutions (transitions, which are determined, raw counts).
+        search: the search outcome (sizes tried, clauses, solver timings, messages).
+        classes: the policy classes (negative examples) used.
+        tree: the prefix tree.
+        verdicts: exact consistency of each machine with the true policy (when known).
+        timings: seconds per stage: tree, policy, mine, encode, solve, enumerate, verdict, total.
+    """
+
+    machines: tuple[RewardMachine, ...]
+    solutions: tuple[Solution, ...]
+    search: SearchResult
+    classes: PolicyClasses
+    tree: PrefixTree
+    mdp: LabeledMDP
+    verdicts: tuple[Verdict, ...] | None
+    timings: dict
+    truth: RewardMachine | None = None
+
+    @property
+    def n_nodes(self) -> int | None:
+        return self.search.n_nodes
+
+    @property
+    def raw_count(self) -> int:
+        """Satisfying assignments with node 0 fixed (the paper's solution count)."""
+        return self.search.raw_count
+
+    @property
+    def distinct_count(self) -> int:
+        return len(self.machines)
+
+    def isomorphic_to_truth(self) -> tuple[bool, ...] | None:
+        if self.truth is None:
+            return None
+        truth = self.truth.with_rewards(np.zeros_like(self.truth.delta_r))
+        return tuple(isomorphic(m.with_alphabet_order(truth.alphabet), truth, rewards=False)
+                     if set(m.alphabet) == set(truth.alphabet) else False for m in self.machines)
+
+    def unconstrained(self, i: int) -> list[tuple[str, str]]:
+        """``(node, letter)`` transitions of machine ``i`` that the data leave free."""
+        m = self.machines[i]
+        return [(m.nodes[u], m.alphabet[k]) for u, k in self.solutions[i].unconstrained]
+
+    def stats(self) -> dict:
+        return {
+            "trie_nodes": self.tree.trie.n_nodes,
+            "pairs": self.tree.n_pairs,
+            "classes": self.classes.n_classes,
+            "per_state_pairs": self.classes.per_state_pairs(),
+            "lower_bound": self.classes.lower_bound(),
+            "clauses": self.search.clauses,
+            "variables": self.search.variables,
+        }
+
+
+# ---------------------------------------------------------------------- learner
+@attrs.define
+class Learner:
+    """Learn the smallest reward machine consistent with a prefix tree policy.
+
+    Args:
+        depth: prefix tree depth l (default: the task's ``depth``, else 6).
+        max_nodes: bound u_max on the number of nodes (default: the task's, else 4).
+        nodes: solve for exactly this many nodes instead of the smallest feasible number
+            (the paper's experiments solve at n = u_max).
+        source: policy source (:class:`SoftOptimal`, :class:`DistinctPerNode`,
+            :class:`NodePolicyTable`) or its name ("soft-optimal", "distinct").
+        miner: negative example miner (default :class:`ExactMiner`).
+        compress: key the trie by non-stuttering compressed words (needs non_stuttering).
+        encoding: :class:`~rmtk.solve.EncodingOptions` (non-stuttering, symmetry breaking,
+            class-grouped or pairwise negatives, solver name).
+        max_solutions: stop after this many distinct machines.
+        time_limit: seconds for the whole SAT search; the best found so far is returned.
+        progress: a :class:`~rmtk.solve.Progress` (e.g. :class:`~rmtk.solve.StderrProgress`).
+    """
+
+    depth: int | None = None
+    max_nodes: int | None = None
+    nodes: int | None = None
+    source: object = attrs.field(factory=SoftOptimal)
+    miner: ExactMiner = attrs.field(factory=ExactMiner)
+    compress: bool = True
+    encoding: EncodingOptions = attrs.field(factory=EncodingOptions)
+    max_solutions: int | None = None
+    time_limit: float | None = None
+    progress: Progress = attrs.field(factory=Progress)
+
+    def __attrs_post_init__(self):
+        if isinstance(self.source, str):
+            if self.source not in SOURCES:
+                raise RmtkError(f"unknown policy source {self.source!r}; choose one of {', '.join(SOURCES)}")
+            self.source = SOURCES[self.source]()
+        if self.compress and not self.encoding.non_stuttering:
+            raise RmtkError("compressed prefixes assume a non-stuttering machine: "
+                            "turn compression off to learn without the non-stuttering constraint")
+        for name in ("depth", "max_nodes", "nodes", "max_solutions"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise RmtkError(f"{name} must be at least 1, got {v}")
+
+    def fit(self, task: Task) -> LearnResult:
+        """Learn from the task's exact prefix tree policy; the verdict compares with its machine."""
+        depth = self.depth or task.depth or 6
+        max_nodes = self.max_nodes or task.max_nodes or 4
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        tree = build_prefix_tree(task.mdp, depth, compress=self.compress)
+        timings["tree"] = time.perf_counter() - t0
+        self.progress.stage("prefix tree", timings["tree"], words=tree.trie.n_nodes - 1, pairs=tree.n_pairs)
+        t = time.perf_counter()
+        ptp = self.source.prefix_tree_policy(task, tree)
+        timings["policy"] = time.perf_counter() - t
+        result = self._learn(task.mdp, ptp, max_nodes, timings, t0)
+        t = time.perf_counter()
+        true_du = task.machine.delta_u[:, task.letter_of_proposition]
+        table = self.source.class_table(task)
+        verdicts = tuple(
+            consistency(task.mdp, true_du, table, m.delta_u, true_initial=task.machine.initial)
+            for m in result.machines
+        )
+        timings["verdict"] = time.perf_counter() - t
+        timings["total"] = time.perf_counter() - t0
+        return attrs.evolve(result, verdicts=verdicts, truth=task.machine)
+
+    def fit_policy(self, mdp: LabeledMDP, ptp: PrefixTreePolicy, *, max_nodes: int | None = None) -> LearnResult:
+        """Learn from a given prefix tree policy (no truth: no verdict)."""
+        t0 = time.perf_counter()
+        return self._learn(mdp, ptp, max_nodes or self.max_nodes or 4, {}, t0)
+
+    def _learn(self, mdp: LabeledMDP, ptp: PrefixTreePolicy, max_nodes: int, timings: dict, t0: float):
+        t = time.perf_counter()
+        classes = self.miner.mine(ptp)
+        timings["mine"] = time.perf_counter() - t
+        self.progress.stage("negative examples", timings["mine"], classes=classes.n_classes)
+        pairs = None
+        if self.encoding.negatives == "pairs":
+            pairs = classes.distinct_pairs()
+        encoder = Encoder(ptp.trie, mdp.n_propositions, classes, pairs, self.encoding)
+        if self.nodes is not None and self.nodes > max_nodes:
+            max_nodes = self.nodes
+        res = search(
+            encoder,
+            max_nodes=max_nodes,
+            min_nodes=min(classes.lower_bound(), max_nodes),
+            exact_nodes=self.nodes,
+            max_solutions=self.max_solutions,
+            time_limit=self.time_limit,
+            progress=self.progress,
+        )
+        timings.update(encode=res.time_encode, solve=res.time_solve, enumerate=res.time_enumerate)
+        machines = tuple(
+            RewardMachine(
+                nodes=[f"u{i}" for i in range(res.n_nodes)],
+                alphabet=mdp.propositions,
+                delta_u=s.delta_u,
+                delta_r=np.zeros(s.delta_u.shape),
+                initial=0,
+                name="learned" if len(res.solutions) == 1 else f"learned_{i + 1}",
+            )
+            for i, s in enumerate(res.solutions)
+        )
+        timings["total"] = time.perf_counter() - t0
+        return LearnResult(machines, res.solutions, res, classes, ptp.tree, mdp, None, timings)

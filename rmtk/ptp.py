@@ -1,0 +1,191 @@
+"""Prefix tree policies (paper section 2.3): for every label word σ the MDP can produce
+(1 ≤ |σ| ≤ l, from the start states) and every state s ∈ Reach(σ), the action
+distribution π_PTP(·|s, σ).
+
+The words form a trie. With non-stuttering *compression* (on by default, design.md),
+runs of a repeated label collapse (``AAB`` → ``AB``): a trie node then stands for every word
+of length ≤ l that compresses to it, and its reachable states are the union of theirs.
+
+The trie is built level by level over the uncompressed length with numpy: a frontier of
+(trie node, state) pairs is expanded through the MDP's successor relation, child ids are
+found or created by a sorted-key lookup on ``(parent, label)``, and pairs already reached at
+a smaller length are dropped (they were expanded then). No Python loop runs per pair.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import attrs
+import numpy as np
+
+from ._arrays import array_eq, frozen_array
+from .errors import ModelError
+from .mdp import LabeledMDP
+
+
+@attrs.frozen
+class Trie:
+    """Label words as a trie; node 0 is the empty word (the root).
+
+    Attributes:
+        parent: ``parent[p]`` (−1 for the root).
+        letter: last proposition index of the word of ``p`` (−1 for the root).
+        length: number of letters of the (compressed) word of ``p``.
+        compressed: whether runs of a repeated label are collapsed.
+    """
+
+    parent: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq)
+    letter: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq)
+    length: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq)
+    compressed: bool = True
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.parent)
+
+    def word(self, p: int) -> list[int]:
+        """Proposition indices of the word of trie node ``p``."""
+        out = []
+        while p > 0:
+            out.append(int(self.letter[p]))
+            p = int(self.parent[p])
+        return out[::-1]
+
+    def run(self, delta_u: np.ndarray, initial: int, letter_map: np.ndarray | None = None) -> np.ndarray:
+        """``node[p] = δ*(u_I, word(p))`` for every trie node, vectorised by word length.
+
+        ``letter_map`` maps the trie's proposition indices to the machine's letter indices.
+        """
+        node = np.empty(self.n_nodes, dtype=np.int64)
+        node[0] = initial
+        letters = self.letter if letter_map is None else np.where(self.letter >= 0, letter_map[self.letter], -1)
+        for level in self.levels()[1:]:
+            node[level] = delta_u[node[self.parent[level]], letters[level]]
+        return node
+
+    def levels(self) -> list[np.ndarray]:
+        """Trie node ids grouped by word length (level 0 is the root)."""
+        order = np.argsort(self.length, kind="stable")
+        bounds = np.searchsorted(self.length[order], np.arange(self.length.max() + 2))
+        return [order[bounds[d] : bounds[d + 1]] for d in range(len(bounds) - 1)]
+
+    def children(self) -> tuple[np.ndarray, np.ndarray]:
+        """Trie edges as arrays ``(parents, children)`` (root's children included)."""
+        kids = np.arange(1, self.n_nodes)
+        return self.parent[kids], kids
+
+
+@attrs.frozen
+class PrefixTree:
+    """The domain of a depth-``l`` prefix tree policy: a trie of label words and the
+    (trie node, state) pairs ``(σ, s)`` with ``s ∈ Reach(σ)``, sorted by node then state."""
+
+    trie: Trie
+    pair_node: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq)
+    pair_state: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq)
+    depth: int = 0
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.pair_node)
+
+
+def build_prefix_tree(mdp: LabeledMDP, depth: int, *, compress: bool = True, start=None) -> PrefixTree:
+    """All ``(σ, s)`` with ``1 ≤ |σ| ≤ depth`` (uncompressed length), σ the labels of a
+    feasible state sequence from a start state (the support of μ0 unless ``start`` is given)."""
+    if depth < 1:
+        raise ModelError(f"the prefix tree depth must be at least 1, got {depth}")
+    S, K = mdp.n_states, mdp.n_propositions
+    succ = mdp.successor_matrix()
+    labels = mdp.labels
+    starts = np.asarray(mdp.start_states if start is None else start, dtype=np.int64)
+
+    # trie storage (grown by appending); child lookup by sorted keys parent*K + letter
+    parent = [np.array([-1])]
+    letter = [np.array([-1])]
+    length = [np.array([0])]
+    n_nodes = 1
+    child_keys = np.empty(0, dtype=np.int64)
+    child_ids = np.empty(0, dtype=np.int64)
+
+    def children_of(par: np.ndarray, lab: np.ndarray) -> np.ndarray:
+        nonlocal n_nodes, child_keys, child_ids
+        keys = par * K + lab
+        if len(child_keys):
+            pos = np.searchsorted(child_keys, keys).clip(max=len(child_keys) - 1)
+            found = child_keys[pos] == keys
+        else:
+            pos, found = np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=bool)
+        out = np.empty(len(keys), dtype=np.int64)
+        out[found] = child_ids[pos[found]]
+        new_keys, inverse = np.unique(keys[~found], return_inverse=True)
+        new_ids = n_nodes + np.arange(len(new_keys))
+        out[~found] = new_ids[inverse]
+        if len(new_keys):
+            n_nodes += len(new_keys)
+            parent.append(new_keys // K)
+            letter.append(new_keys % K)
+            length.append(np.concatenate(length)[new_keys // K] + 1)
+            merged = np.concatenate([child_keys, new_keys])
+            order = np.argsort(merged, kind="stable")
+            child_keys = merged[order]
+            child_ids = np.concatenate([child_ids, new_ids])[order]
+        return out
+
+    nodes = children_of(np.zeros(len(starts), dtype=np.int64), labels[starts])
+    frontier = np.unique(nodes * S + starts)
+    seen = frontier
+    for _ in range(depth - 1):
+        f_node, f_state = frontier // S, frontier % S
+        counts = succ.indptr[f_state + 1] - succ.indptr[f_state]
+        if counts.sum() == 0:
+            break
+        rep = np.repeat(np.arange(len(frontier)), counts)
+        offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        nxt = succ.indices[succ.indptr[f_state][rep] + offsets]
+        par = f_node[rep]
+        lab = labels[nxt]
+        child = np.empty(len(nxt), dtype=np.int64)
+        letter_all = np.concatenate(letter)
+        stay = (letter_all[par] == lab) if compress else np.zeros(len(nxt), bool)
+        child[stay] = par[stay]
+        if (~stay).any():
+            child[~stay] = children_of(par[~stay], lab[~stay])
+        keys = np.unique(child * S + nxt)
+        keys = keys[~np.isin(keys, seen, assume_unique=True)]
+        if len(keys) == 0:
+            break
+        seen = np.union1d(seen, keys)
+        frontier = keys
+    pairs = seen
+    trie = Trie(np.concatenate(parent), np.concatenate(letter), np.concatenate(length), compressed=compress)
+    return PrefixTree(trie, pairs // S, pairs % S, depth)
+
+
+PolicyFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+@attrs.frozen
+class PrefixTreePolicy:
+    """A prefix tree with an action distribution per (word, state) pair.
+
+    Attributes:
+        tree: the domain (trie + pairs).
+        policy: ``(n_pairs, |A|)`` action distributions, row ``i`` for pair ``i``.
+        true_nodes: optional ``(n_pairs,)`` node of the generating machine (for evaluation).
+        classes: optional ``(n_pairs,)`` policy-class ids that override the comparison of
+            ``policy`` rows (the "one distinct policy per node" mode of the paper's counts).
+    """
+
+    tree: PrefixTree
+    policy: np.ndarray = attrs.field(converter=frozen_array(float), eq=array_eq, repr=False)
+    true_nodes: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
+    classes: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
+
+    @property
+    def trie(self) -> Trie:
+        return self.tree.trie
+
+    @property
+    def n_pairs(self) -> int:
+        return self.tree.n_pairs

@@ -1,0 +1,315 @@
+"""Search for the smallest consistent machine and enumerate every solution
+(paper section 3.2, Algorithm 1), with time limits and progress.
+
+Enumeration blocks a solution on its *used* transitions only — those that some word of the
+prefix tree exercises. The other transitions are unconstrained by the data: they are
+reported (and printed as the default self-loops), not multiplied out. Counts are given in
+two conventions:
+
+* distinct machines up to renaming of nodes (what a user wants), and
+* raw satisfying assignments with node 0 fixed as u_I (the paper's convention), computed
+  exactly as Σ over machines of (n−1)!/r! relabellings × the completions of the unused
+  transitions (r = nodes no word reaches; completions respect non-stuttering).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+import time
+from typing import Callable, Sequence
+
+import attrs
+import numpy as np
+from pysat.solvers import Solver, SolverNames
+
+from .encoding import (
+    VarPool,
+    decode_transitions,
+    determinism,
+    full_specification,
+    negative_classes,
+    negative_pairs,
+    non_stuttering,
+    prefix_runs,
+    symmetry_breaking_bfs,
+)
+from .errors import RmtkError
+from .negatives import PolicyClasses
+from .ptp import Trie
+
+SOLVERS = tuple(sorted(k for k in vars(SolverNames) if not k.startswith("_")))
+
+
+class Progress:
+    """Hooks called by long stages; the default does nothing (the algorithm never prints)."""
+
+    def stage(self, name: str, seconds: float, **info) -> None:
+        """A stage finished."""
+
+    def size(self, n: int, satisfiable: bool | None, seconds: float) -> None:
+        """SAT at ``n`` nodes decided (``None``: interrupted)."""
+
+    def solution(self, count: int, distinct: int) -> None:
+        """``count`` solutions found so far, ``distinct`` up to renaming."""
+
+
+class StderrProgress(Progress):
+    """Periodic lines on stderr."""
+
+    def __init__(self, stream=None, every: float = 1.0):
+        import sys
+
+        self.stream = stream or sys.stderr
+        self.every, self._last = every, 0.0
+
+    def stage(self, name, seconds, **info):
+        extra = "".join(f", {k} {v}" for k, v in info.items())
+        print(f"rmtk: {name} done in {seconds:.3f} s{extra}", file=self.stream)
+
+    def size(self, n, satisfiable, seconds):
+        verdict = {True: "satisfiable", False: "unsatisfiable", None: "interrupted"}[satisfiable]
+        print(f"rmtk: {n} node{'s' if n != 1 else ''}: {verdict} ({seconds:.3f} s)", file=self.stream)
+
+    def solution(self, count, distinct):
+        now = time.monotonic()
+        if now - self._last >= self.every:
+            self._last = now
+            print(f"rmtk: {count} solutions enumerated, {distinct} distinct up to renaming", file=self.stream)
+
+
+@attrs.frozen
+class EncodingOptions:
+    """Which constraint families to use (see :mod:`rmtk.encoding`)."""
+
+    non_stuttering: bool = True
+    symmetry_breaking: bool = True
+    negatives: str = "classes"  # "classes" or "pairs"
+    solver: str = "cadical153"
+
+    def __attrs_post_init__(self):
+        if self.negatives not in ("classes", "pairs"):
+            raise RmtkError(f"negatives must be 'classes' or 'pairs', not {self.negatives!r}")
+        if self.solver not in SOLVERS:
+            raise RmtkError(f"unknown SAT solver {self.solver!r}; available: {', '.join(SOLVERS)}")
+
+
+@attrs.frozen
+class Solution:
+    """One learned machine model (up to renaming), in canonical BFS numbering.
+
+    Attributes:
+        delta_u: ``(n, K)`` transitions; unconstrained ones are self-loops.
+        used: ``(n, K)`` transitions determined by the data: exercised by some word of the
+            prefix tree, or forced by non-stuttering; the others are unconstrained.
+        raw_count: satisfying assignments of this machine (renamings × completions).
+    """
+
+    delta_u: np.ndarray = attrs.field(eq=False)
+    used: np.ndarray = attrs.field(eq=False)
+    raw_count: int
+    completions: int
+
+    @property
+    def unconstrained(self) -> list[tuple[int, int]]:
+        return [tuple(map(int, ik)) for ik in np.argwhere(~self.used)]
+
+
+@attrs.frozen
+class SearchResult:
+    """Outcome of :func:`search`."""
+
+    n_nodes: int | None
+    solutions: tuple[Solution, ...]
+    complete: bool
+    tried: tuple[tuple[int, bool | None], ...]
+    clauses: int
+    variables: int
+    time_encode: float
+    time_solve: float
+    time_enumerate: float
+    message: str = ""
+
+    @property
+    def raw_count(self) -> int:
+        return sum(s.raw_count for s in self.solutions)
+
+
+class Encoder:
+    """Builds the clauses for a given number of nodes."""
+
+    def __init__(self, trie: Trie, n_letters: int, classes: PolicyClasses | None, pairs: np.ndarray | None,
+                 options: EncodingOptions):
+        self.trie, self.K, self.classes, self.pairs, self.options = trie, n_letters, classes, pairs, options
+
+    def encode(self, n: int) -> tuple[VarPool, list[list[int]]]:
+        o = self.options
+        pool = VarPool(n, self.K, self.trie.n_nodes, self.classes.n_classes if self.classes is not None else 0)
+        clauses = determinism(pool) + full_specification(pool)  # eq. 2, 3
+        clauses += prefix_runs(pool, self.trie)  # runs of the words on the machine
+        if o.negatives == "classes" and self.classes is not None:
+            clauses += negative_classes(pool, self.classes)  # eq. 6, grouped by class
+        if self.pairs is not None and len(self.pairs):
+            clauses += negative_pairs(pool, self.pairs)  # eq. 6, pairwise
+        if o.non_stuttering:
+            clauses += non_stuttering(pool)  # eq. 7
+        if o.symmetry_breaking and n > 1:
+            clauses += symmetry_breaking_bfs(pool)
+        return pool, clauses
+
+
+def used_transitions(trie: Trie, delta_u: np.ndarray, initial: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(used (n, K) mask, node reached by each trie node) of ``delta_u`` on the trie."""
+    node = trie.run(delta_u, initial)
+    used = np.zeros(delta_u.shape, dtype=bool)
+    par, kid = trie.children()
+    used[node[par], trie.letter[kid]] = True
+    return used, node
+
+
+def canonical_partial(delta_u: np.ndarray, used: np.ndarray, initial: int = 0) -> tuple[tuple, list[int]]:
+    """A renaming-invariant key of the used part, and the BFS order of the reached nodes."""
+    order, seen = [initial], {initial}
+    i = 0
+    while i < len(order):
+        u = order[i]
+        for k in range(delta_u.shape[1]):
+            if used[u, k] and int(delta_u[u, k]) not in seen:
+                seen.add(int(delta_u[u, k]))
+                order.append(int(delta_u[u, k]))
+        i += 1
+    pos = {u: r for r, u in enumerate(order)}
+    key = tuple(
+        (pos[u], k, pos[int(delta_u[u, k])]) for u in order for k in range(delta_u.shape[1]) if used[u, k]
+    )
+    return (len(order), delta_u.shape[0], key), order
+
+
+def count_completions(delta_u: np.ndarray, used: np.ndarray, non_stuttering: bool,
+                      cap: int = 2_000_000) -> tuple[int, np.ndarray]:
+    """Number of ways to fill the unused transitions, and which transitions are determined
+    (used, or forced by non-stuttering). Letters are independent; with non-stuttering each
+    letter's map must be idempotent: f(f(i)) = f(i)."""
+    n, K = delta_u.shape
+    total = 1
+    determined = used.copy()
+    for k in range(K):
+        free = np.flatnonzero(~used[:, k])
+        if not non_stuttering:
+            total *= n ** len(free)
+            continue
+        if n ** len(free) > cap:
+            raise RmtkError(f"too many completions to count ({n}^{len(free)}) for letter {k}")
+        f = np.tile(delta_u[:, k], (n ** len(free), 1))
+        f[:, free] = np.array(list(itertools.product(range(n), repeat=len(free))), dtype=np.int64)
+        ok = f[np.all(np.take_along_axis(f, f, axis=1) == f, axis=1)]
+        total *= len(ok)
+        if len(ok):
+            determined[free, k] = np.all(ok[:, free] == ok[:1, free], axis=0)
+    return total, determined
+
+
+def _solve(solver: Solver, deadline: float | None) -> bool | None:
+    if deadline is None:
+        return solver.solve()
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        return None
+    timer = threading.Timer(remaining, solver.interrupt)
+    timer.start()
+    try:
+        result = solver.solve_limited(expect_interrupt=True)
+    finally:
+        timer.cancel()
+        solver.clear_interrupt()
+    return result
+
+
+def search(
+    encoder: Encoder,
+    *,
+    max_nodes: int,
+    min_nodes: int = 1,
+    exact_nodes: int | None = None,
+    max_solutions: int | None = None,
+    time_limit: float | None = None,
+    progress: Progress | None = None,
+) -> SearchResult:
+    """Smallest n in [min_nodes, max_nodes] (or exactly ``exact_nodes``) with a consistent
+    machine, and all its solutions (up to ``max_solutions`` distinct machines / the time limit)."""
+    progress = progress or Progress()
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    sizes: Sequence[int] = [exact_nodes] if exact_nodes is not None else range(max(1, min_nodes), max_nodes + 1)
+    tried: list[tuple[int, bool | None]] = []
+    t_enc = t_solve = 0.0
+    for n in sizes:
+        t0 = time.perf_counter()
+        pool, clauses = encoder.encode(n)
+        t1 = time.perf_counter()
+        t_enc += t1 - t0
+        with Solver(name=encoder.options.solver, bootstrap_with=clauses) as solver:
+            sat = _solve(solver, deadline)
+            t2 = time.perf_counter()
+            t_solve += t2 - t1
+            tried.append((n, sat))
+            progress.size(n, sat, t2 - t1)
+            if sat is None:
+                return SearchResult(None, (), False, tuple(tried), len(clauses), pool.top, t_enc, t_solve, 0.0,
+                                    f"time limit reached while deciding {n} nodes")
+            if not sat:
+                continue
+            sols, complete, t_enum = _enumerate(solver, pool, encoder, n, max_solutions, deadline, progress)
+            msg = "" if complete else "enumeration stopped early (limit reached); the solutions found are listed"
+            return SearchResult(n, sols, complete, tuple(tried), len(clauses), pool.top, t_enc, t_solve, t_enum, msg)
+    lo, hi = sizes[0], sizes[-1]
+    what = f"exactly {hi}" if exact_nodes is not None else (f"at most {hi}" if lo <= 1 else f"{lo} to {hi}")
+    return SearchResult(None, (), True, tuple(tried), 0, 0, t_enc, t_solve, 0.0,
+                        f"no machine with {what} nodes is consistent with the prefix tree policy")
+
+
+def _enumerate(solver, pool, encoder, n, max_solutions, deadline, progress):
+    t0 = time.perf_counter()
+    found: dict[tuple, Solution] = {}
+    numbered = 0
+    complete = True
+    model = solver.get_model()
+    while True:
+        du = decode_transitions(model, pool)
+        used, _ = used_transitions(encoder.trie, du)
+        key, order = canonical_partial(du, used)
+        numbered += 1
+        if key not in found:
+            r = n - len(order)
+            rest = [u for u in range(n) if u not in set(order)]
+            perm = order + rest
+            canon_du, canon_used = _renumber(du, used, perm)
+            comp, determined = count_completions(canon_du, canon_used, encoder.options.non_stuttering)
+            relabel = math.factorial(n - 1) // math.factorial(r)
+            found[key] = Solution(canon_du, determined, relabel * comp, comp)
+        progress.solution(numbered, len(found))
+        solver.add_clause([-int(pool.t(i, k, du[i, k])) for i, k in np.argwhere(used)])
+        if max_solutions is not None and len(found) >= max_solutions:
+            complete = False
+            break
+        sat = _solve(solver, deadline)
+        if sat is None:
+            complete = False
+            break
+        if not sat:
+            break
+        model = solver.get_model()
+    return tuple(found.values()), complete, time.perf_counter() - t0
+
+
+def _renumber(du: np.ndarray, used: np.ndarray, perm: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Renumber nodes so that old node ``perm[r]`` becomes ``r``; unused transitions become
+    self-loops (always valid under non-stuttering)."""
+    inv = np.empty(len(perm), dtype=np.int64)
+    inv[perm] = np.arange(len(perm))
+    new_du = inv[du[perm]]
+    new_used = used[perm]
+    loops = np.broadcast_to(np.arange(len(perm))[:, None], new_du.shape)
+    return np.where(new_used, new_du, loops), new_used
+
+
+ProgressFactory = Callable[[], Progress]
