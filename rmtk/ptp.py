@@ -90,6 +90,74 @@ class PrefixTree:
         return len(self.pair_node)
 
 
+class TrieBuilder:
+    """Grows a trie by batches: :meth:`children` returns (creating when missing) the ids of
+    the children ``(parent, letter)`` of whole arrays at once, by a sorted-key lookup."""
+
+    def __init__(self, n_letters: int):
+        self.K = n_letters
+        self._parent = [np.array([-1], dtype=np.int64)]
+        self._letter = [np.array([-1], dtype=np.int64)]
+        self._length = [np.array([0], dtype=np.int64)]
+        self.n_nodes = 1
+        self._keys = np.empty(0, dtype=np.int64)  # sorted parent*K + letter
+        self._ids = np.empty(0, dtype=np.int64)
+        self._flat: tuple | None = None
+
+    def _flatten(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._flat is None or len(self._flat[0]) != self.n_nodes:
+            self._parent = [np.concatenate(self._parent)]
+            self._letter = [np.concatenate(self._letter)]
+            self._length = [np.concatenate(self._length)]
+            self._flat = (self._parent[0], self._letter[0], self._length[0])
+        return self._flat
+
+    def letters(self) -> np.ndarray:
+        """Last letter of every node so far (−1 for the root)."""
+        return self._flatten()[1]
+
+    def children(self, parent: np.ndarray, letter: np.ndarray) -> np.ndarray:
+        keys = np.asarray(parent, dtype=np.int64) * self.K + letter
+        if len(self._keys):
+            pos = np.searchsorted(self._keys, keys).clip(max=len(self._keys) - 1)
+            found = self._keys[pos] == keys
+        else:
+            pos, found = np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=bool)
+        out = np.empty(len(keys), dtype=np.int64)
+        out[found] = self._ids[pos[found]]
+        if found.all():
+            return out
+        new_keys, inverse = np.unique(keys[~found], return_inverse=True)
+        new_ids = self.n_nodes + np.arange(len(new_keys))
+        out[~found] = new_ids[inverse]
+        lengths = self._flatten()[2]
+        self.n_nodes += len(new_keys)
+        self._parent.append(new_keys // self.K)
+        self._letter.append(new_keys % self.K)
+        self._length.append(lengths[new_keys // self.K] + 1)
+        merged = np.concatenate([self._keys, new_keys])
+        order = np.argsort(merged, kind="stable")
+        self._keys = merged[order]
+        self._ids = np.concatenate([self._ids, new_ids])[order]
+        return out
+
+    @classmethod
+    def from_trie(cls, trie: Trie, n_letters: int) -> "TrieBuilder":
+        """A builder that continues an existing trie (ids are kept)."""
+        b = cls(n_letters)
+        b._parent, b._letter, b._length = [trie.parent.copy()], [trie.letter.copy()], [trie.length.copy()]
+        b.n_nodes = trie.n_nodes
+        kids = np.arange(1, trie.n_nodes)
+        keys = trie.parent[kids] * n_letters + trie.letter[kids]
+        order = np.argsort(keys, kind="stable")
+        b._keys, b._ids = keys[order], kids[order]
+        return b
+
+    def trie(self, compressed: bool) -> Trie:
+        parent, letter, length = self._flatten()
+        return Trie(parent, letter, length, compressed=compressed)
+
+
 def build_prefix_tree(mdp: LabeledMDP, depth: int, *, compress: bool = True, start=None) -> PrefixTree:
     """All ``(σ, s)`` with ``1 ≤ |σ| ≤ depth`` (uncompressed length), σ the labels of a
     feasible state sequence from a start state (the support of μ0 unless ``start`` is given)."""
@@ -100,37 +168,8 @@ def build_prefix_tree(mdp: LabeledMDP, depth: int, *, compress: bool = True, sta
     labels = mdp.labels
     starts = np.asarray(mdp.start_states if start is None else start, dtype=np.int64)
 
-    # trie storage (grown by appending); child lookup by sorted keys parent*K + letter
-    parent = [np.array([-1])]
-    letter = [np.array([-1])]
-    length = [np.array([0])]
-    n_nodes = 1
-    child_keys = np.empty(0, dtype=np.int64)
-    child_ids = np.empty(0, dtype=np.int64)
-
-    def children_of(par: np.ndarray, lab: np.ndarray) -> np.ndarray:
-        nonlocal n_nodes, child_keys, child_ids
-        keys = par * K + lab
-        if len(child_keys):
-            pos = np.searchsorted(child_keys, keys).clip(max=len(child_keys) - 1)
-            found = child_keys[pos] == keys
-        else:
-            pos, found = np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=bool)
-        out = np.empty(len(keys), dtype=np.int64)
-        out[found] = child_ids[pos[found]]
-        new_keys, inverse = np.unique(keys[~found], return_inverse=True)
-        new_ids = n_nodes + np.arange(len(new_keys))
-        out[~found] = new_ids[inverse]
-        if len(new_keys):
-            n_nodes += len(new_keys)
-            parent.append(new_keys // K)
-            letter.append(new_keys % K)
-            length.append(np.concatenate(length)[new_keys // K] + 1)
-            merged = np.concatenate([child_keys, new_keys])
-            order = np.argsort(merged, kind="stable")
-            child_keys = merged[order]
-            child_ids = np.concatenate([child_ids, new_ids])[order]
-        return out
+    grow = TrieBuilder(K)
+    children_of = grow.children
 
     nodes = children_of(np.zeros(len(starts), dtype=np.int64), labels[starts])
     frontier = np.unique(nodes * S + starts)
@@ -146,8 +185,7 @@ def build_prefix_tree(mdp: LabeledMDP, depth: int, *, compress: bool = True, sta
         par = f_node[rep]
         lab = labels[nxt]
         child = np.empty(len(nxt), dtype=np.int64)
-        letter_all = np.concatenate(letter)
-        stay = (letter_all[par] == lab) if compress else np.zeros(len(nxt), bool)
+        stay = (grow.letters()[par] == lab) if compress else np.zeros(len(nxt), bool)
         child[stay] = par[stay]
         if (~stay).any():
             child[~stay] = children_of(par[~stay], lab[~stay])
@@ -158,8 +196,7 @@ def build_prefix_tree(mdp: LabeledMDP, depth: int, *, compress: bool = True, sta
         seen = np.union1d(seen, keys)
         frontier = keys
     pairs = seen
-    trie = Trie(np.concatenate(parent), np.concatenate(letter), np.concatenate(length), compressed=compress)
-    return PrefixTree(trie, pairs // S, pairs % S, depth)
+    return PrefixTree(grow.trie(compress), pairs // S, pairs % S, depth)
 
 
 PolicyFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -175,12 +212,14 @@ class PrefixTreePolicy:
         true_nodes: optional ``(n_pairs,)`` node of the generating machine (for evaluation).
         classes: optional ``(n_pairs,)`` policy-class ids that override the comparison of
             ``policy`` rows (the "one distinct policy per node" mode of the paper's counts).
+        counts: for an empirical policy, the ``(n_pairs, |A|)`` action counts behind it.
     """
 
     tree: PrefixTree
     policy: np.ndarray = attrs.field(converter=frozen_array(float), eq=array_eq, repr=False)
     true_nodes: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
     classes: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
+    counts: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def trie(self) -> Trie:
