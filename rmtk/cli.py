@@ -140,6 +140,9 @@ def learner_from_args(args):
         max_solutions=args.max_solutions,
         time_limit=args.time_limit,
         progress=Progress() if args.quiet else StderrProgress(),
+        alpha=args.alpha,
+        maxsat=args.maxsat,
+        weights=args.weights,
     )
 
 
@@ -152,14 +155,21 @@ def report(task: Task, result, *, out=None) -> None:
     st = result.stats()
     t = result.timings
     w = lambda line="": print(line, file=out)  # noqa: E731
-    w(f"# learned from task {task.name}: prefix tree depth {result.tree.depth}, "
-      f"{'compressed' if result.tree.trie.compressed else 'uncompressed'} words")
-    pairs = st["per_state_pairs"]
-    distinct = f"{len(result.classes.distinct_pairs())} distinct word pairs" if pairs <= PAIR_COUNT_LIMIT else "distinct pairs not counted"
-    w(f"# prefix tree: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs, {st['classes']} policy classes")
-    w(f"# negative examples: {pairs} per-state pairs, {distinct}")
+    words = "compressed" if result.tree.trie.compressed else "uncompressed"
+    if result.classes is not None:
+        w(f"# learned from task {task.name}: exact prefix tree policy of depth {result.tree.depth}, {words} words")
+        pairs = st["per_state_pairs"]
+        distinct = (f"{len(result.classes.distinct_pairs())} distinct word pairs" if pairs <= PAIR_COUNT_LIMIT
+                    else "distinct pairs not counted")
+        w(f"# prefix tree: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs, {st['classes']} policy classes")
+        w(f"# negative examples: {pairs} per-state pairs, {distinct}")
+    else:
+        w(f"# learned from task {task.name}: empirical prefix tree policy, {words} words")
+        w(f"# empirical prefix tree: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs")
+        report_demos(result, out=out)
     tried = ", ".join(f"{n}: {'sat' if ok else 'unsat' if ok is False else 'interrupted'}" for n, ok in result.search.tried)
-    w(f"# SAT: nodes tried {tried} (lower bound {st['lower_bound']}); {st['clauses']} clauses, {st['variables']} variables")
+    bound = f" (lower bound {st['lower_bound']})" if "lower_bound" in st else ""
+    w(f"# SAT: nodes tried {tried}{bound}; {st['clauses']} clauses, {st['variables']} variables")
     w("# timings (s): " + ", ".join(f"{k} {v:.4f}" for k, v in t.items()))
     if result.n_nodes is None:
         w(f"# no solution: {result.search.message}")
@@ -176,6 +186,10 @@ def report(task: Task, result, *, out=None) -> None:
         if result.verdicts is not None:
             same = f"; isomorphic to the true machine '{task.machine.name}'" if iso and iso[i] else ""
             w(f"# verdict: {result.verdicts[i]}{same}")
+        if result.negatives is not None and result.solutions[i].dropped:
+            shown = result.dropped(i)[:5]
+            more = f" and {len(result.solutions[i].dropped) - 5} more" if len(result.solutions[i].dropped) > 5 else ""
+            w("# violates the negative examples: " + "; ".join(f"{' '.join(a)} / {' '.join(b)}" for a, b in shown) + more)
         out.write(dsl.dumps(m))
 
 
@@ -186,11 +200,74 @@ def _figure_paths(path: str, count: int) -> list[Path]:
     return [p.with_name(f"{p.stem}_{i + 1}{p.suffix}") for i in range(count)]
 
 
+class ProgressBar:
+    """A one-line progress bar on stderr (redrawn at most every 0.2 s)."""
+
+    def __init__(self, label: str, total: int, stream=None):
+        import time
+
+        self.label, self.total, self.stream = label, total, stream or sys.stderr
+        self._time = time.monotonic
+        self._last = 0.0
+        self._start = self._time()
+
+    def __call__(self, done: int, total: int | None = None) -> None:
+        now = self._time()
+        total = total or self.total
+        if now - self._last < 0.2 and done < total:
+            return
+        self._last = now
+        width = 30
+        fill = int(width * done / max(total, 1))
+        rate = done / max(now - self._start, 1e-9)
+        end = "\n" if done >= total else "\r"
+        print(f"rmtk: {self.label} [{'#' * fill}{'.' * (width - fill)}] {done}/{total} ({rate:,.0f}/s)",
+              end=end, file=self.stream, flush=True)
+
+
+def cmd_simulate(args) -> int:
+    """Sample demonstrations from a task's soft-optimal product policy."""
+    from .data import save
+    from .simulate import simulate
+
+    task = _load_task(args.file, args.task)
+    out = _writable(Path(args.output), args.force)
+    if args.lam is not None:
+        import attrs
+
+        task = attrs.evolve(task, lam=args.lam)
+    bar = None if args.quiet else ProgressBar("simulating", args.n)
+    demos = simulate(task, args.n, args.horizon, seed=args.seed, progress=bar)
+    save(demos, out, task.mdp, overwrite=True)
+    print(f"wrote {out}: {demos.summary()}, seed {args.seed}", file=sys.stderr)
+    return 0
+
+
+def report_demos(result, *, out=None) -> None:
+    """The negative examples part of a report on learning from demonstrations."""
+    out = out or sys.stdout
+    neg = result.negatives
+    fpr = result.false_positive_rate
+    extra = "" if fpr is None else f", false positive rate {100 * fpr:.2f}% against the true machine"
+    print(f"# demonstrations: {len(neg)} negative examples at alpha {neg.alpha:g}{extra}", file=out)
+    if result.search.cost is not None:
+        print(f"# MaxSAT: optimum drops {result.search.cost} negative example(s)", file=out)
+
+
 def cmd_learn(args) -> int:
-    """Learn the smallest machine from a task's exact prefix tree policy."""
+    """Learn the smallest machine from a task's exact prefix tree policy or from demonstrations."""
     task = _load_task(args.file, args.task)
     learner = learner_from_args(args)
-    result = learner.fit(task)
+    if args.demos:
+        from .data import load
+
+        demos = load(args.demos, task.mdp)
+        print(f"rmtk: loaded {args.demos}: {demos.summary()}", file=sys.stderr)
+        result = learner.fit_demonstrations(task, demos)
+    else:
+        if args.maxsat:
+            raise RmtkError("--maxsat applies to learning from demonstrations (--demos FILE)")
+        result = learner.fit(task)
     report(task, result)
     if result.n_nodes is None:
         return 1
@@ -244,6 +321,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     ln.add_argument("--solver", default="cadical153", choices=SOLVERS, metavar="NAME",
                     help="SAT solver of python-sat (default cadical153)")
+    ln.add_argument("--demos", metavar="FILE", help="learn from demonstrations (.npz or .csv) instead of the exact policy")
+    ln.add_argument("--alpha", type=float, default=0.05, help="confidence level of the negative examples (default 0.05)")
+    ln.add_argument("--maxsat", action="store_true", help="weighted MaxSAT: robust to false positive negative examples")
+    ln.add_argument("--weights", choices=("unit", "evidence"), default="unit",
+                    help="MaxSAT weight of a negative example: 1, or growing with its evidence")
     ln.add_argument("--max-solutions", type=int, help="stop after this many machines")
     ln.add_argument("--time-limit", type=float, help="seconds for the SAT search; what was found is reported")
     ln.add_argument("--dot", metavar="PATH", help="write the learned machine(s) as DOT")
@@ -251,6 +333,18 @@ def build_parser() -> argparse.ArgumentParser:
     ln.add_argument("--force", action="store_true", help="overwrite existing output files")
     ln.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     ln.set_defaults(func=cmd_learn)
+
+    sm = sub.add_parser("simulate", help="sample demonstrations from a task's soft-optimal policy")
+    sm.add_argument("file", metavar="FILE", help="a .rm file with a task")
+    sm.add_argument("task", nargs="?", metavar="TASK")
+    sm.add_argument("-n", type=int, required=True, help="number of trajectories")
+    sm.add_argument("-T", "--horizon", type=int, required=True, help="steps per trajectory")
+    sm.add_argument("--seed", type=int, required=True, help="random seed (results are reproducible)")
+    sm.add_argument("-o", "--output", required=True, metavar="PATH", help="output file (.npz or .csv)")
+    sm.add_argument("--lambda", dest="lam", type=float, help="expert temperature λ (default: the task's)")
+    sm.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
+    sm.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    sm.set_defaults(func=cmd_simulate)
     return p
 
 

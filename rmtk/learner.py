@@ -23,9 +23,9 @@ from .equivalence import Verdict, consistency, policy_class_table
 from .errors import ModelError, RmtkError
 from .machine import RewardMachine, isomorphic
 from .mdp import LabeledMDP
-from .negatives import POLICY_TOL, PolicyClasses, policy_classes
+from .negatives import POLICY_TOL, ConfidenceMiner, NegativePairs, PolicyClasses, policy_classes
 from .ptp import PrefixTree, PrefixTreePolicy, build_prefix_tree
-from .solve import Encoder, EncodingOptions, Progress, SearchResult, Solution, search
+from .solve import Encoder, EncodingOptions, Progress, SearchResult, Solution, maxsat_search, search
 from .task import Task
 
 
@@ -155,12 +155,14 @@ class LearnResult:
     machines: tuple[RewardMachine, ...]
     solutions: tuple[Solution, ...]
     search: SearchResult
-    classes: PolicyClasses
+    classes: PolicyClasses | None
     tree: PrefixTree
     mdp: LabeledMDP
     verdicts: tuple[Verdict, ...] | None
     timings: dict
     truth: RewardMachine | None = None
+    negatives: NegativePairs | None = None
+    false_positives: np.ndarray | None = None
 
     @property
     def n_nodes(self) -> int | None:
@@ -187,16 +189,30 @@ class LearnResult:
         m = self.machines[i]
         return [(m.nodes[u], m.alphabet[k]) for u, k in self.solutions[i].unconstrained]
 
+    @property
+    def false_positive_rate(self) -> float | None:
+        """Share of mined negative examples that are wrong under the true machine."""
+        if self.false_positives is None or not len(self.false_positives):
+            return None
+        return float(self.false_positives.mean())
+
+    def dropped(self, i: int) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+        """The negative examples (as word pairs) that MaxSAT solution ``i`` violates."""
+        trie, props = self.tree.trie, self.mdp.propositions
+        word = lambda p: tuple(props[k] for k in trie.word(int(p)))  # noqa: E731
+        return [(word(self.negatives.pairs[k, 0]), word(self.negatives.pairs[k, 1])) for k in self.solutions[i].dropped]
+
     def stats(self) -> dict:
-        return {
-            "trie_nodes": self.tree.trie.n_nodes,
-            "pairs": self.tree.n_pairs,
-            "classes": self.classes.n_classes,
-            "per_state_pairs": self.classes.per_state_pairs(),
-            "lower_bound": self.classes.lower_bound(),
-            "clauses": self.search.clauses,
-            "variables": self.search.variables,
-        }
+        out = {"trie_nodes": self.tree.trie.n_nodes, "pairs": self.tree.n_pairs}
+        if self.classes is not None:
+            out.update(classes=self.classes.n_classes, per_state_pairs=self.classes.per_state_pairs(),
+                       lower_bound=self.classes.lower_bound())
+        if self.negatives is not None:
+            out.update(negatives=len(self.negatives), cost=self.search.cost)
+            if self.false_positives is not None:
+                out.update(false_positives=int(self.false_positives.sum()))
+        out.update(clauses=self.search.clauses, variables=self.search.variables)
+        return out
 
 
 # ---------------------------------------------------------------------- learner
@@ -230,6 +246,9 @@ class Learner:
     max_solutions: int | None = None
     time_limit: float | None = None
     progress: Progress = attrs.field(factory=Progress)
+    alpha: float = 0.05
+    maxsat: bool = False
+    weights: str = "unit"
 
     def __attrs_post_init__(self):
         if isinstance(self.source, str):
@@ -239,6 +258,10 @@ class Learner:
         if self.compress and not self.encoding.non_stuttering:
             raise RmtkError("compressed prefixes assume a non-stuttering machine: "
                             "turn compression off to learn without the non-stuttering constraint")
+        if self.weights not in ("unit", "evidence"):
+            raise RmtkError(f"weights must be 'unit' or 'evidence', not {self.weights!r}")
+        if not 0 < self.alpha < 1:
+            raise RmtkError(f"alpha must lie in (0, 1), got {self.alpha}")
         for name in ("depth", "max_nodes", "nodes", "max_solutions"):
             v = getattr(self, name)
             if v is not None and v < 1:
@@ -268,6 +291,71 @@ class Learner:
         timings["total"] = time.perf_counter() - t0
         return attrs.evolve(result, verdicts=verdicts, truth=task.machine)
 
+    def fit_demonstrations(self, target, demos, *, chunk: int = 250_000) -> LearnResult:
+        """Learn from demonstrations (paper section 5): empirical prefix tree policy,
+        confidence-bound negatives (``alpha``), then SAT (smallest n) or, with ``maxsat``,
+        weighted MaxSAT at n = ``nodes`` or ``max_nodes``.
+
+        ``target`` is a :class:`Task` (the truth is then used for the false positive rate and
+        the verdicts) or a bare :class:`LabeledMDP`.
+        """
+        from .empirical import empirical_policy
+
+        task = target if isinstance(target, Task) else None
+        mdp = task.mdp if task is not None else target
+        max_nodes = self.max_nodes or (task.max_nodes if task is not None else None) or 4
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        ptp = empirical_policy(mdp, demos, compress=self.compress, depth=self.depth, chunk=chunk)
+        timings["count"] = time.perf_counter() - t0
+        self.progress.stage("empirical prefix tree", timings["count"], words=ptp.trie.n_nodes - 1, pairs=ptp.n_pairs)
+        t = time.perf_counter()
+        negatives = ConfidenceMiner(alpha=self.alpha).mine(ptp)
+        timings["mine"] = time.perf_counter() - t
+        self.progress.stage("negative examples", timings["mine"], pairs=len(negatives))
+        options = attrs.evolve(self.encoding, negatives="pairs")
+        if self.maxsat:
+            encoder = Encoder(ptp.trie, mdp.n_propositions, None, None, options)
+            res = maxsat_search(encoder, negatives.pairs, negatives.weights(self.weights),
+                                nodes=self.nodes or max_nodes, max_solutions=self.max_solutions,
+                                time_limit=self.time_limit, progress=self.progress)
+        else:
+            encoder = Encoder(ptp.trie, mdp.n_propositions, None, negatives.pairs, options)
+            res = search(encoder, max_nodes=max(max_nodes, self.nodes or 0), exact_nodes=self.nodes,
+                         max_solutions=self.max_solutions, time_limit=self.time_limit, progress=self.progress)
+            if res.n_nodes is None and res.complete:
+                res = attrs.evolve(res, message=res.message + " (the mined negative examples may contain false "
+                                   "positives: try MaxSAT, --maxsat, or a smaller alpha)")
+        timings.update(encode=res.time_encode, solve=res.time_solve, enumerate=res.time_enumerate)
+        result = LearnResult(self._machines(mdp, res), res.solutions, res, None, ptp.tree, mdp, None, timings,
+                             negatives=negatives)
+        if task is not None:
+            t = time.perf_counter()
+            table = self.source.class_table(task)
+            trie_nodes = ptp.trie.run(task.machine.delta_u, task.machine.initial, task.letter_of_proposition)
+            fp = negatives.false_positives(trie_nodes, table)
+            true_du = task.machine.delta_u[:, task.letter_of_proposition]
+            verdicts = tuple(consistency(mdp, true_du, table, m.delta_u, true_initial=task.machine.initial)
+                             for m in result.machines)
+            timings["verdict"] = time.perf_counter() - t
+            result = attrs.evolve(result, verdicts=verdicts, truth=task.machine, false_positives=fp)
+        timings["total"] = time.perf_counter() - t0
+        return result
+
+    @staticmethod
+    def _machines(mdp: LabeledMDP, res: SearchResult) -> tuple[RewardMachine, ...]:
+        return tuple(
+            RewardMachine(
+                nodes=[f"u{i}" for i in range(res.n_nodes)],
+                alphabet=mdp.propositions,
+                delta_u=s.delta_u,
+                delta_r=np.zeros(s.delta_u.shape),
+                initial=0,
+                name="learned" if len(res.solutions) == 1 else f"learned_{i + 1}",
+            )
+            for i, s in enumerate(res.solutions)
+        )
+
     def fit_policy(self, mdp: LabeledMDP, ptp: PrefixTreePolicy, *, max_nodes: int | None = None) -> LearnResult:
         """Learn from a given prefix tree policy (no truth: no verdict)."""
         t0 = time.perf_counter()
@@ -294,16 +382,6 @@ class Learner:
             progress=self.progress,
         )
         timings.update(encode=res.time_encode, solve=res.time_solve, enumerate=res.time_enumerate)
-        machines = tuple(
-            RewardMachine(
-                nodes=[f"u{i}" for i in range(res.n_nodes)],
-                alphabet=mdp.propositions,
-                delta_u=s.delta_u,
-                delta_r=np.zeros(s.delta_u.shape),
-                initial=0,
-                name="learned" if len(res.solutions) == 1 else f"learned_{i + 1}",
-            )
-            for i, s in enumerate(res.solutions)
-        )
+        machines = self._machines(mdp, res)
         timings["total"] = time.perf_counter() - t0
         return LearnResult(machines, res.solutions, res, classes, ptp.tree, mdp, None, timings)

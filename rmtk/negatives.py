@@ -102,3 +102,123 @@ def policy_classes(ptp: PrefixTreePolicy, *, tol: float = POLICY_TOL) -> PolicyC
             class_state.append(s)
             todo &= ~close
     return PolicyClasses(pair_class, np.array(class_state, dtype=np.int64), ptp.tree.pair_node)
+
+
+# ---------------------------------------------------------------------- from demonstrations
+@attrs.frozen
+class NegativePairs:
+    """Negative examples as word pairs (not transitive, so not classes): trie nodes
+    ``pairs[k] = (p, q)`` with ``p < q``, the state where the evidence is strongest, and
+    ``log_delta[k] = log(δ1 + δ2)`` there (smaller is stronger)."""
+
+    pairs: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq)
+    state: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq)
+    log_delta: np.ndarray = attrs.field(converter=frozen_array(float), eq=array_eq)
+    detections: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq, repr=False)
+    alpha: float = 0.05
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def weights(self, mode: str = "unit") -> np.ndarray:
+        """MaxSAT weights: 1 each ("unit"), or ⌊log(δ1+δ2)/log α⌋ ≥ 1 ("evidence")."""
+        if mode == "unit":
+            return np.ones(len(self), dtype=np.int64)
+        if mode == "evidence":
+            return np.maximum(1, np.floor(self.log_delta / np.log(self.alpha) + 1e-9)).astype(np.int64)
+        raise ValueError(f"weights must be 'unit' or 'evidence', not {mode!r}")
+
+    def false_positives(self, trie_nodes: np.ndarray, classes: np.ndarray) -> np.ndarray:
+        """Which pairs are wrong under the truth: at every state where the pair was detected,
+        both words carry the same true policy. ``trie_nodes[p]`` is the true node of trie
+        node p; ``classes[s, u]`` the true policy class of (state, node)."""
+        d = self.detections  # rows (pair index, state)
+        k, s = d[:, 0], d[:, 1]
+        p, q = self.pairs[k, 0], self.pairs[k, 1]
+        wrong = classes[s, trie_nodes[p]] == classes[s, trie_nodes[q]]
+        right = np.bincount(k[~wrong], minlength=len(self)) > 0
+        return ~right
+
+
+def log_weissman_constant(n_actions: int) -> float:
+    """``log(2^|A| − 2)`` (Weissman et al. 2003), stable for large |A|."""
+    if n_actions < 2:
+        return -np.inf
+    return n_actions * np.log(2.0) + np.log1p(-(2.0 ** (1 - n_actions)))
+
+
+@attrs.frozen
+class ConfidenceMiner:
+    """Negative examples from empirical counts (paper eq. 18-19): words σ1, σ2 differ at
+    state s when 1 − δ1 − δ2 ≥ 1 − α, with δj = (2^|A| − 2)·exp(−nj ε²/2) and
+    ε = ½‖p̂1 − p̂2‖₁. Computed in log space. A (word, state) pair seen fewer than
+    2·(log(2^|A|−2) − log α) times can never pass (ε ≤ 1) and is pruned first; the remaining
+    pairs are compared state by state in vectorised batches."""
+
+    alpha: float = 0.05
+    batch: int = 4_000_000
+
+    def __attrs_post_init__(self):
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha must lie in (0, 1), got {self.alpha}")
+
+    def min_count(self, n_actions: int) -> float:
+        return 2.0 * (log_weissman_constant(n_actions) - np.log(self.alpha))
+
+    def mine(self, ptp) -> NegativePairs:
+        counts = ptp.counts
+        if counts is None:
+            raise ValueError("the confidence miner needs an empirical policy (with counts)")
+        A = counts.shape[1]
+        c = log_weissman_constant(A)
+        log_alpha = np.log(self.alpha)
+        n = counts.sum(axis=1)
+        keep = np.flatnonzero(n >= self.min_count(A))
+        state = ptp.tree.pair_state[keep]
+        order = keep[np.argsort(state, kind="stable")]
+        st = ptp.tree.pair_state[order]
+        starts = np.flatnonzero(np.r_[True, st[1:] != st[:-1]]) if len(st) else np.empty(0, np.int64)
+        sizes = np.diff(np.r_[starts, len(st)])
+        multi = sizes >= 2
+        starts, sizes = starts[multi], sizes[multi]
+        rows = np.concatenate([np.arange(a, a + m) for a, m in zip(starts, sizes)]) if len(starts) else np.empty(0, np.int64)
+        phat = counts[order] / n[order, None]
+        nn = n[order].astype(float)
+        found_i, found_j, found_ld = [], [], []
+        # batches of rows so that the pairs of one batch fit in memory
+        per_row = np.repeat(starts + sizes, sizes) - rows - 1 if len(rows) else np.empty(0, np.int64)
+        cum = np.cumsum(per_row * A)
+        cuts = np.searchsorted(cum, np.arange(self.batch, cum[-1], self.batch), side="right") if len(cum) else []
+        bounds = np.unique(np.r_[0, cuts, len(rows)]).tolist()
+        group_of_row = np.repeat(np.arange(len(starts)), sizes)
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            if hi <= lo:
+                continue
+            sub = rows[lo:hi]
+            g = group_of_row[lo:hi]
+            end = (starts + sizes)[g]
+            cnt = end - sub - 1
+            i = np.repeat(sub, cnt)
+            j = i + 1 + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))
+            eps = 0.5 * np.abs(phat[i] - phat[j]).sum(axis=1)
+            ld = np.logaddexp(c - nn[i] * eps**2 / 2, c - nn[j] * eps**2 / 2)
+            ok = ld <= log_alpha
+            found_i.append(i[ok])
+            found_j.append(j[ok])
+            found_ld.append(ld[ok])
+        if not found_i or not sum(len(x) for x in found_i):
+            empty = np.empty((0, 2), dtype=np.int64)
+            return NegativePairs(empty, np.empty(0, np.int64), np.empty(0), np.empty((0, 2), np.int64), self.alpha)
+        i, j, ld = np.concatenate(found_i), np.concatenate(found_j), np.concatenate(found_ld)
+        node = ptp.tree.pair_node[order]
+        p, q = np.minimum(node[i], node[j]), np.maximum(node[i], node[j])
+        s = st[i]
+        key = p * (int(node.max()) + 1) + q
+        srt = np.lexsort((ld, key))  # strongest detection first within each pair
+        key, p, q, s, ld = key[srt], p[srt], q[srt], s[srt], ld[srt]
+        first = np.r_[True, key[1:] != key[:-1]]
+        pair_index = np.cumsum(first) - 1
+        return NegativePairs(
+            np.stack([p[first], q[first]], axis=1), s[first], ld[first],
+            np.stack([pair_index, s], axis=1), self.alpha,
+        )

@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 
 import attrs
 import numpy as np
+from pysat.card import CardEnc, EncType
 from pysat.solvers import Solver, SolverNames
 
 from .encoding import (
@@ -109,6 +110,7 @@ class Solution:
     used: np.ndarray = attrs.field(eq=False)
     raw_count: int
     completions: int
+    dropped: tuple[int, ...] = ()
 
     @property
     def unconstrained(self) -> list[tuple[int, int]]:
@@ -129,6 +131,7 @@ class SearchResult:
     time_solve: float
     time_enumerate: float
     message: str = ""
+    cost: int | None = None
 
     @property
     def raw_count(self) -> int:
@@ -264,30 +267,40 @@ def search(
     lo, hi = sizes[0], sizes[-1]
     what = f"exactly {hi}" if exact_nodes is not None else (f"at most {hi}" if lo <= 1 else f"{lo} to {hi}")
     return SearchResult(None, (), True, tuple(tried), 0, 0, t_enc, t_solve, 0.0,
-                        f"no machine with {what} nodes is consistent with the prefix tree policy")
+                        f"no machine with {what} node{'s' if hi != 1 else ''} is consistent with the prefix tree policy")
 
 
-def _enumerate(solver, pool, encoder, n, max_solutions, deadline, progress):
+def _record(found: dict, model, pool: VarPool, encoder: "Encoder", n: int, dropped=()) -> list[int]:
+    """Decode a model, file its machine under its renaming-invariant key; return the
+    blocking clause (the negation of its used transitions)."""
+    du = decode_transitions(model, pool)
+    used, _ = used_transitions(encoder.trie, du)
+    key, order = canonical_partial(du, used)
+    if key not in found:
+        reached = set(order)
+        perm = order + [u for u in range(n) if u not in reached]
+        canon_du, canon_used = _renumber(du, used, perm)
+        comp, determined = count_completions(canon_du, canon_used, encoder.options.non_stuttering)
+        relabel = math.factorial(n - 1) // math.factorial(n - len(order))
+        found[key] = Solution(canon_du, determined, relabel * comp, comp, tuple(dropped))
+    return [-int(pool.t(i, k, du[i, k])) for i, k in np.argwhere(used)]
+
+
+def _enumerate(solver, pool, encoder, n, max_solutions, deadline, progress, relax=None):
     t0 = time.perf_counter()
     found: dict[tuple, Solution] = {}
     numbered = 0
     complete = True
     model = solver.get_model()
     while True:
-        du = decode_transitions(model, pool)
-        used, _ = used_transitions(encoder.trie, du)
-        key, order = canonical_partial(du, used)
+        dropped = ()
+        if relax is not None:
+            m = np.asarray(model)
+            dropped = np.flatnonzero(m[relax - 1] > 0).tolist()
+        block = _record(found, model, pool, encoder, n, dropped)
         numbered += 1
-        if key not in found:
-            r = n - len(order)
-            rest = [u for u in range(n) if u not in set(order)]
-            perm = order + rest
-            canon_du, canon_used = _renumber(du, used, perm)
-            comp, determined = count_completions(canon_du, canon_used, encoder.options.non_stuttering)
-            relabel = math.factorial(n - 1) // math.factorial(r)
-            found[key] = Solution(canon_du, determined, relabel * comp, comp)
         progress.solution(numbered, len(found))
-        solver.add_clause([-int(pool.t(i, k, du[i, k])) for i, k in np.argwhere(used)])
+        solver.add_clause(block)
         if max_solutions is not None and len(found) >= max_solutions:
             complete = False
             break
@@ -299,6 +312,84 @@ def _enumerate(solver, pool, encoder, n, max_solutions, deadline, progress):
             break
         model = solver.get_model()
     return tuple(found.values()), complete, time.perf_counter() - t0
+
+
+def maxsat_search(
+    encoder: "Encoder",
+    pairs: np.ndarray,
+    weights: np.ndarray,
+    *,
+    nodes: int,
+    max_solutions: int | None = None,
+    time_limit: float | None = None,
+    progress: Progress | None = None,
+) -> SearchResult:
+    """Weighted MaxSAT (paper section 5.2): determinism, full specification, prefix runs,
+    non-stuttering (and symmetry breaking) are hard; each negative example {p, q} is soft:
+    ¬x[p,i] ∨ ¬x[q,i] ∨ b_pq for every node i, with the soft unit ¬b_pq of its weight.
+    Every optimal machine is enumerated (blocking its used transitions, as for SAT); the
+    examples each one violates are reported. The time limit is checked between solutions."""
+    from pysat.examples.rc2 import RC2, RC2Stratified
+    from pysat.formula import WCNF
+
+    progress = progress or Progress()
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    t0 = time.perf_counter()
+    pool, hard = encoder.encode(nodes)
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    relax = np.array([pool.new(("drop", k)) for k in range(len(pairs))], dtype=np.int64)
+    i = np.arange(nodes)
+    soft_pairs = np.stack(
+        [-pool.x(pairs[:, :1], i), -pool.x(pairs[:, 1:], i), np.broadcast_to(relax[:, None], (len(pairs), nodes))],
+        axis=-1,
+    ).reshape(-1, 3)
+    wcnf = WCNF()
+    wcnf.extend(hard)
+    wcnf.extend(soft_pairs.tolist())
+    for b, w in zip(relax.tolist(), np.asarray(weights).tolist()):
+        wcnf.append([-b], weight=int(w))
+    t1 = time.perf_counter()
+    weights = np.asarray(weights, dtype=np.int64)
+    uniform = len(set(weights.tolist())) <= 1
+    solver_name = encoder.options.solver
+    found: dict[tuple, Solution] = {}
+    complete = True
+    with (RC2 if uniform else RC2Stratified)(wcnf, solver=solver_name) as rc2:
+        model = rc2.compute()
+        t2 = time.perf_counter()
+        if model is None:
+            return SearchResult(None, (), True, ((nodes, False),), len(wcnf.hard) + len(wcnf.soft), pool.top,
+                                t1 - t0, t2 - t1, 0.0, f"the hard constraints with {nodes} nodes are unsatisfiable")
+        progress.size(nodes, True, t2 - t1)
+        best = int(rc2.cost)
+        if not uniform:  # weighted: enumerate the optima with RC2 itself
+            truth = np.zeros(pool.top + 1, dtype=bool)
+            while model is not None and rc2.cost == best:
+                m = np.asarray(model)
+                truth[:] = False
+                truth[m[(m > 0) & (m <= pool.top)]] = True
+                dropped = np.flatnonzero(truth[relax])
+                rc2.add_clause(_record(found, model, pool, encoder, nodes, dropped.tolist()))
+                progress.solution(len(found), len(found))
+                if (max_solutions is not None and len(found) >= max_solutions) or (
+                        deadline is not None and time.monotonic() > deadline):
+                    complete = False
+                    break
+                model = rc2.compute()
+    if uniform:
+        # unit weights: the optima are the models of hard ∧ (at most `best` dropped examples);
+        # a plain SAT solver enumerates them much faster than repeated MaxSAT calls
+        bound = [[-int(b)] for b in relax] if best == 0 or len(relax) == 0 else CardEnc.atmost(
+            relax.tolist(), bound=best, vpool=pool.aux, encoding=EncType.totalizer).clauses
+        with Solver(name=solver_name, bootstrap_with=wcnf.hard + bound) as solver:
+            if not solver.solve():  # pragma: no cover - RC2 found a model of these clauses
+                raise RmtkError("internal error: the MaxSAT optimum is not reproducible by SAT")
+            sols, complete, _ = _enumerate(solver, pool, encoder, nodes, max_solutions, deadline, progress, relax)
+            found = {i: s for i, s in enumerate(sols)}
+    t3 = time.perf_counter()
+    msg = "" if complete else "enumeration stopped early (limit reached); the solutions found are listed"
+    return SearchResult(nodes, tuple(found.values()), complete, ((nodes, True),), len(wcnf.hard) + len(wcnf.soft),
+                        pool.top, t1 - t0, t2 - t1, t3 - t2, msg, cost=int(best))
 
 
 def _renumber(du: np.ndarray, used: np.ndarray, perm: list[int]) -> tuple[np.ndarray, np.ndarray]:

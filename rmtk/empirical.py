@@ -1,0 +1,134 @@
+"""Empirical prefix tree policy (paper eq. 17): action counts per (word, state) pair,
+counted from demonstrations.
+
+Counting is written as a *map* over chunks of trajectories (:func:`count_chunk`: a local
+trie and a table of (node, state, action) counts) and an associative *reduce*
+(:func:`merge_counts`: graft one trie onto the other and add the tables), so memory stays
+bounded by the chunk size and the same two functions can run on a distributed engine. Both
+are vectorised over trajectories: the only Python loops run over time steps and trie levels.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+import attrs
+import numpy as np
+
+from ._arrays import array_eq, frozen_array
+from .data import Demonstrations
+from .errors import DataError
+from .mdp import LabeledMDP
+from .ptp import PrefixTree, PrefixTreePolicy, Trie, TrieBuilder
+
+
+@attrs.frozen
+class CountTable:
+    """Action counts on a trie: ``keys`` are sorted unique ``(node·S + state)·A + action``."""
+
+    trie: Trie
+    keys: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq)
+    counts: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq)
+    n_states: int
+    n_actions: int
+    n_letters: int
+
+    @property
+    def n_steps(self) -> int:
+        return int(self.counts.sum())
+
+
+def _aggregate(keys: np.ndarray, counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    if counts is None:
+        return np.unique(keys, return_counts=True)
+    uniq, inv = np.unique(keys, return_inverse=True)
+    return uniq, np.bincount(inv, weights=counts, minlength=len(uniq)).astype(np.int64)
+
+
+def count_chunk(mdp: LabeledMDP, demos: Demonstrations, *, compress: bool = True, depth: int | None = None) -> CountTable:
+    """The map: count the actions of ``demos`` per (word, state), on a trie of its own."""
+    S, A, K = mdp.n_states, mdp.n_actions, mdp.n_propositions
+    if demos.states.max(initial=-1) >= S or demos.actions.max(initial=-1) >= A:
+        raise DataError("demonstrations refer to states or actions the MDP does not have; validate them first")
+    T = demos.horizon if depth is None else min(depth, demos.horizon)
+    grow = TrieBuilder(K)
+    node = np.zeros(demos.n_trajectories, dtype=np.int64)
+    last = np.full(demos.n_trajectories, -1, dtype=np.int64)
+    keys = []
+    for t in range(T):
+        active = np.flatnonzero(demos.lengths > t)
+        if not len(active):
+            break
+        s = demos.states[active, t].astype(np.int64)
+        lab = mdp.labels[s]
+        move = active[lab != last[active]] if compress else active
+        if len(move):
+            node[move] = grow.children(node[move], mdp.labels[demos.states[move, t]])
+        last[active] = lab
+        keys.append((node[active] * S + s) * A + demos.actions[active, t])
+    uniq, counts = _aggregate(np.concatenate(keys) if keys else np.empty(0, np.int64))
+    return CountTable(grow.trie(compress), uniq, counts, S, A, K)
+
+
+def merge_counts(a: CountTable, b: CountTable) -> CountTable:
+    """The reduce: ``b``'s words grafted onto ``a``'s trie (``a``'s ids kept), counts added."""
+    if (a.n_states, a.n_actions, a.n_letters) != (b.n_states, b.n_actions, b.n_letters):
+        raise DataError("cannot merge counts made on different MDPs")
+    if a.trie.compressed != b.trie.compressed:
+        raise DataError("cannot merge compressed and uncompressed counts")
+    grow = TrieBuilder.from_trie(a.trie, a.n_letters)
+    mapped = np.zeros(b.trie.n_nodes, dtype=np.int64)
+    for level in b.trie.levels()[1:]:
+        mapped[level] = grow.children(mapped[b.trie.parent[level]], b.trie.letter[level])
+    SA = a.n_states * a.n_actions
+    b_keys = mapped[b.keys // SA] * SA + b.keys % SA
+    keys, counts = _aggregate(np.concatenate([a.keys, b_keys]), np.concatenate([a.counts, b.counts]))
+    return CountTable(grow.trie(a.trie.compressed), keys, counts, a.n_states, a.n_actions, a.n_letters)
+
+
+def count_stream(
+    mdp: LabeledMDP,
+    chunks: Iterable[Demonstrations],
+    *,
+    compress: bool = True,
+    depth: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> CountTable:
+    """Map every chunk and reduce as they come: trajectories are never all in memory."""
+    total: CountTable | None = None
+    done = 0
+    for chunk in chunks:
+        table = count_chunk(mdp, chunk, compress=compress, depth=depth)
+        total = table if total is None else merge_counts(total, table)
+        done += chunk.n_trajectories
+        if progress is not None:
+            progress(done)
+    if total is None:
+        raise DataError("no demonstrations to count")
+    return total
+
+
+def to_policy(table: CountTable, depth: int | None = None) -> PrefixTreePolicy:
+    """The empirical prefix tree policy p̂(a | s, σ) with its counts."""
+    SA, A = table.n_states * table.n_actions, table.n_actions
+    pair_key, action = table.keys // A, table.keys % A
+    pairs, inv = np.unique(pair_key, return_inverse=True)
+    counts = np.zeros((len(pairs), A), dtype=np.int64)
+    np.add.at(counts, (inv, action), table.counts)
+    tree = PrefixTree(table.trie, pairs // table.n_states, pairs % table.n_states,
+                      depth if depth is not None else int(table.trie.length.max()))
+    del SA
+    return PrefixTreePolicy(tree, counts / counts.sum(axis=1, keepdims=True), counts=counts)
+
+
+def empirical_policy(
+    mdp: LabeledMDP,
+    demos: Demonstrations,
+    *,
+    compress: bool = True,
+    depth: int | None = None,
+    chunk: int = 250_000,
+    progress: Callable[[int], None] | None = None,
+) -> PrefixTreePolicy:
+    """Count ``demos`` in chunks of ``chunk`` trajectories and return the empirical policy."""
+    table = count_stream(mdp, demos.chunks(chunk), compress=compress, depth=depth, progress=progress)
+    return to_policy(table, depth)

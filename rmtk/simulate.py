@@ -1,0 +1,229 @@
+"""Simulating demonstrations of a product policy (paper appendix "Constructing the
+Prefix-Tree Policy via Simulation").
+
+A trajectory of ``horizon`` steps is drawn as in section 2 of the paper (design.md,
+"Prefix convention": the first label already moves the machine)::
+
+    s_0 ~ μ0                        u_0     = δ_u(u_I, L(s_0))
+    a_t ~ π(· | s_t, u_t)           s_{t+1} ~ P(· | s_t, a_t)
+                                    u_{t+1} = δ_u(u_t, L(s_{t+1}))
+
+(The appendix's pseudo-code applies δ_u one label later; section 2 is followed here.)
+
+Everything is vectorised across trajectories; the only Python loops are over chunks of
+trajectories and time steps. Every categorical draw is an inverse-CDF lookup with one
+uniform number: the rows of all distributions of one kind (the policy's ``(s, u)`` rows, the
+MDP's ``(s, a)`` rows) are stored as one increasing array of keys ``row + F_row(j)``
+(``F_row`` the row's cumulative distribution), so a single :func:`numpy.searchsorted` of
+``row + U`` samples every trajectory at once (:class:`RowSampler`).
+
+Reproducibility: one ``numpy.random.default_rng(seed)`` stream is read trajectory by
+trajectory, ``2·horizon`` uniforms each (start state, then an action and a successor per
+step). Trajectory ``i`` therefore depends only on ``(seed, horizon, i)``: the result does not
+depend on ``chunk``, and ``simulate(n=m)`` is the first ``m`` trajectories of
+``simulate(n=M)`` for ``m ≤ M``. It may change if the policy, the MDP or numpy's generator
+changes.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .data import PAD, Demonstrations
+from .errors import DataError, ModelError
+from .task import Task
+
+#: Tolerance on the rows of a user-given policy summing to 1.
+POLICY_TOL = 1e-6
+
+__all__ = ["simulate", "rollout_nodes", "sample_categorical", "RowSampler", "node_table"]
+
+
+class RowSampler:
+    """Inverse-CDF sampling from many categorical distributions stored CSR-style.
+
+    Row ``r`` has probabilities ``data[indptr[r]:indptr[r+1]]`` (need not be normalised;
+    every row must have a positive sum). :meth:`sample` returns *storage positions*: for
+    row ``r`` and uniform ``U ∈ [0, 1)`` the position ``indptr[r] + j`` of the first entry ``j``
+    whose cumulative probability exceeds ``U`` (entries of probability 0 are never returned).
+    """
+
+    def __init__(self, indptr, data):
+        indptr = np.asarray(indptr, dtype=np.int64)
+        data = np.asarray(data, dtype=float)
+        n_rows = indptr.size - 1
+        counts = np.diff(indptr)
+        if n_rows < 1 or np.any(counts < 1):
+            raise ModelError("every categorical row needs at least one entry")
+        if not np.all(np.isfinite(data)) or (data.size and data.min() < 0):
+            raise ModelError("probabilities must be finite and non-negative")
+        row_of = np.repeat(np.arange(n_rows), counts)
+        cs = np.cumsum(data)
+        before = np.concatenate([[0.0], cs])[indptr[:-1]]  # cumulative mass before each row
+        within = cs - before[row_of]
+        total = within[indptr[1:] - 1]
+        if np.any(~(total > 0)):
+            raise ModelError(f"categorical row {int(np.flatnonzero(~(total > 0))[0])} has no probability mass")
+        cdf = within / total[row_of]
+        # the last entry of positive probability and everything after it: exactly 1
+        pos = np.arange(data.size)
+        last_pos = np.maximum.reduceat(np.where(data > 0, pos, -1), indptr[:-1])
+        cdf[pos >= last_pos[row_of]] = 1.0
+        # keys row + F(j) increase weakly; row r's last key is exactly r + 1
+        self.keys = row_of + cdf
+        self.last_pos = last_pos
+        self.indptr = indptr
+        self.n_rows = n_rows
+        # rows with a single entry of positive probability need no search (same result)
+        self.deterministic = bool(np.all(np.add.reduceat((data > 0).astype(np.int64), indptr[:-1]) == 1))
+
+    def sample(self, rows: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Storage positions sampled from ``rows`` with uniforms ``u`` (same shape)."""
+        if self.deterministic:
+            return self.last_pos[rows]
+        pos = np.searchsorted(self.keys, rows + u, side="right")
+        # r + u may round up to r + 1 when u is within an ulp of 1: stay inside the row
+        return np.minimum(pos, self.last_pos[rows])
+
+
+def sample_categorical(cdf_rows: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Inverse-CDF draws from dense cumulative rows.
+
+    ``cdf_rows`` is ``(m, K)`` with each row non-decreasing (its last entry is the row's total
+    mass, normally 1); ``u`` is ``(m,)`` uniforms in ``[0, 1)``. Returns ``(m,)`` indices: the
+    first ``j`` with ``u·total < cdf_rows[i, j]`` (never an entry of probability 0).
+    """
+    cdf_rows = np.asarray(cdf_rows, dtype=float)
+    if cdf_rows.ndim != 2:
+        raise ValueError(f"cdf_rows must be 2-D, got shape {cdf_rows.shape}")
+    m, K = cdf_rows.shape
+    probs = np.diff(cdf_rows, axis=1, prepend=0.0)
+    sampler = RowSampler(np.arange(0, m * K + 1, K), probs.ravel())
+    rows = np.arange(m)
+    return sampler.sample(rows, np.asarray(u, dtype=float)) - rows * K
+
+
+def node_table(task: Task) -> np.ndarray:
+    """``(S, n)``: ``δ_u(u, L(s))``, the node after the machine in ``u`` reads the label of ``s``."""
+    letter = task.letter_of_proposition[task.mdp.labels]
+    return np.ascontiguousarray(task.machine.delta_u[:, letter].T)
+
+
+def _policy_table(task: Task, policy) -> np.ndarray:
+    S, n, A = task.mdp.n_states, task.machine.n_nodes, task.mdp.n_actions
+    if policy is None:
+        from .planning import task_policy
+
+        return np.asarray(task_policy(task).pi, dtype=float)
+    pi = np.asarray(getattr(policy, "pi", policy), dtype=float)
+    if pi.shape != (S, n, A):
+        raise ModelError(f"policy must have shape (states, nodes, actions) = ({S}, {n}, {A}), got {pi.shape}")
+    if not np.all(np.isfinite(pi)) or pi.min() < 0:
+        raise ModelError("policy has a negative or non-finite probability")
+    sums = pi.sum(axis=2)
+    bad = np.argwhere(np.abs(sums - 1.0) > POLICY_TOL)
+    if bad.size:
+        s, u = bad[0]
+        raise ModelError(
+            f"policy probabilities at state {task.mdp.states[s]!r}, node {task.machine.nodes[u]!r} "
+            f"sum to {sums[s, u]:.12g}, expected 1 (±{POLICY_TOL:g})"
+        )
+    return pi
+
+
+def simulate(
+    task: Task,
+    n: int,
+    horizon: int,
+    *,
+    seed,
+    policy=None,
+    chunk: int = 100_000,
+    progress: Callable[[int, int], None] | None = None,
+) -> Demonstrations:
+    """Sample ``n`` trajectories of exactly ``horizon`` steps of a product policy on ``task``.
+
+    Args:
+        task: the MDP (start distribution ``μ0``, kernel ``P``, labels) and the machine whose
+            node the policy conditions on.
+        n: number of trajectories (≥ 1).
+        horizon: steps per trajectory (≥ 1); step ``t`` records ``(s_t, a_t)``.
+        seed: seed of ``numpy.random.default_rng`` (an int, a ``SeedSequence``, or ``None``
+            for fresh entropy). The data depend only on the seed, the task, the policy and
+            ``horizon`` — not on ``chunk`` — and trajectory ``i`` is the same for every
+            ``n > i``.
+        policy: ``(S, n_nodes, A)`` array, ``policy[s, u, a] = π(a | s, u)`` (each row sums to
+            1), or an object with such a ``.pi`` (a :class:`~rmtk.planning.SoftPolicy`).
+            Default: the task's soft-optimal policy ``task_policy(task).pi``. Any stochastic
+            per-node policy is allowed (the paper's sub-optimal experts).
+        chunk: trajectories simulated at once (working memory ≈ ``chunk · horizon · 40`` bytes on
+            top of the result); it only trades memory for speed.
+        progress: called as ``progress(done, n)`` after each chunk.
+
+    Returns:
+        :class:`~rmtk.data.Demonstrations` with ``(n, horizon)`` int32 states and actions.
+    """
+    n, horizon, chunk = int(n), int(horizon), int(chunk)
+    if n < 1:
+        raise DataError(f"cannot simulate {n} trajectories")
+    if horizon < 1:
+        raise DataError(f"horizon must be at least 1, got {horizon}")
+    if chunk < 1:
+        raise DataError(f"chunk must be at least 1, got {chunk}")
+    mdp = task.mdp
+    S, A, n_nodes = mdp.n_states, mdp.n_actions, task.machine.n_nodes
+    pi = _policy_table(task, policy)
+
+    T = mdp.transitions
+    start = RowSampler([0, S], mdp.initial)
+    moves = RowSampler(T.indptr, T.data)
+    succ = np.asarray(T.indices, dtype=np.intp)
+    acts = RowSampler(np.arange(0, S * n_nodes * A + 1, A), pi.reshape(-1))
+    nxt = node_table(task).ravel().astype(np.intp)  # [s·n + u] -> δ_u(u, L(s))
+    u_init = task.machine.initial
+
+    states = np.empty((n, horizon), dtype=np.int32)
+    actions = np.empty((n, horizon), dtype=np.int32)
+    rng = np.random.default_rng(seed)
+    W = 2 * horizon  # uniforms per trajectory: start, then (action, successor) per step
+    for lo in range(0, n, chunk):
+        hi = min(n, lo + chunk)
+        m = hi - lo
+        U = np.ascontiguousarray(rng.random((m, W)).T)  # (W, m); row k = k-th draw of each trajectory
+        s = start.sample(np.zeros(m, dtype=np.intp), U[0])  # positions in the one row = states
+        u = nxt[s * n_nodes + u_init]
+        st = np.empty((horizon, m), dtype=np.int32)
+        ac = np.empty((horizon, m), dtype=np.int32)
+        for t in range(horizon):
+            r = s * n_nodes + u
+            a = acts.sample(r, U[2 * t + 1]) - r * A
+            st[t] = s
+            ac[t] = a
+            if t + 1 < horizon:
+                s = succ[moves.sample(s * A + a, U[2 * t + 2])]
+                u = nxt[s * n_nodes + u]
+        states[lo:hi] = st.T
+        actions[lo:hi] = ac.T
+        del U, st, ac
+        if progress is not None:
+            progress(hi, n)
+    return Demonstrations(states, actions, np.full(n, horizon, dtype=np.int64))
+
+
+def rollout_nodes(task: Task, demos: Demonstrations) -> np.ndarray:
+    """``(N, T)`` int32: the node ``u_t = δ_u*(u_I, L(s_0)…L(s_t))`` of the task's machine at
+    every step of ``demos`` (the node the action ``a_t`` was drawn from), −1 in padding."""
+    nxt = node_table(task).ravel().astype(np.intp)
+    n_nodes = task.machine.n_nodes
+    N, T = demos.states.shape
+    if N and (demos.states.max() >= task.mdp.n_states):
+        raise DataError(f"state index {int(demos.states.max())} outside the MDP's {task.mdp.n_states} states")
+    out = np.full((N, T), PAD, dtype=np.int32)
+    u = np.full(N, task.machine.initial, dtype=np.intp)
+    for t in range(T):
+        live = demos.lengths > t
+        s = demos.states[:, t].astype(np.intp)
+        u = np.where(live, nxt[np.where(live, s, 0) * n_nodes + u], u)
+        out[live, t] = u[live]
+    return out
