@@ -285,6 +285,30 @@ def cmd_learn(args) -> int:
     return 0
 
 
+def cmd_reproduce(args) -> int:
+    """Run one of the paper's experiments and print our numbers beside the paper's."""
+    from .reproduce import EXPERIMENTS, Options, run
+
+    names = sorted(EXPERIMENTS) if args.name == "all" else [args.name]
+    overrides = {}
+    for item in args.set or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise RmtkError(f"--set expects KEY=VALUE, got {item!r}")
+        try:
+            overrides[key] = float(value) if any(c in value for c in ".e") else int(value)
+        except ValueError:
+            overrides[key] = value
+    figdir = Path(args.figures) if args.figures else None
+    if figdir is not None and not figdir.is_dir():
+        raise RmtkError(f"{figdir}: no such directory")
+    opts = Options(quick=args.quick, seed=args.seed, figure_dir=figdir, overrides=overrides,
+                   progress=None if args.quiet else (lambda msg: print(f"rmtk: {msg}", file=sys.stderr)))
+    for name in names:
+        print(run(name, opts).text())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rmtk", description=__doc__.splitlines()[0])
     from . import __version__
@@ -345,6 +369,18 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
     sm.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     sm.set_defaults(func=cmd_simulate)
+
+    from .reproduce import EXPERIMENTS
+
+    rp = sub.add_parser("reproduce", help="run one of the paper's experiments (ours beside the paper's numbers)")
+    rp.add_argument("name", choices=sorted(EXPERIMENTS) + ["all"], metavar="NAME",
+                    help=f"one of: {', '.join(sorted(EXPERIMENTS))}, or all")
+    rp.add_argument("--quick", action="store_true", help="a small version (seconds)")
+    rp.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    rp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override an experiment setting")
+    rp.add_argument("--figures", metavar="DIR", help="directory for the figures (default: none written)")
+    rp.add_argument("-q", "--quiet", action="store_true")
+    rp.set_defaults(func=cmd_reproduce)
     return p
 
 

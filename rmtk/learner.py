@@ -148,7 +148,10 @@ class LearnResult:
         search: the search outcome (sizes tried, clauses, solver timings, messages).
         classes: the policy classes (negative examples) used.
         tree: the prefix tree.
-        verdicts: exact consistency of each machine with the true policy (when known).
+        verdicts: exact consistency of each machine with the true policy (when known), its
+            free transitions written as self-loops.
+        completion_consistent: whether some filling of each machine's free transitions is
+            consistent at every depth (the data cannot tell the fillings apart).
         timings: seconds per stage: tree, policy, mine, encode, solve, enumerate, verdict, total.
     """
 
@@ -163,6 +166,7 @@ class LearnResult:
     truth: RewardMachine | None = None
     negatives: NegativePairs | None = None
     false_positives: np.ndarray | None = None
+    completion_consistent: tuple[bool, ...] | None = None
 
     @property
     def n_nodes(self) -> int | None:
@@ -281,15 +285,27 @@ class Learner:
         timings["policy"] = time.perf_counter() - t
         result = self._learn(task.mdp, ptp, max_nodes, timings, t0)
         t = time.perf_counter()
-        true_du = task.machine.delta_u[:, task.letter_of_proposition]
-        table = self.source.class_table(task)
-        verdicts = tuple(
-            consistency(task.mdp, true_du, table, m.delta_u, true_initial=task.machine.initial)
-            for m in result.machines
-        )
+        verdicts, some = self._verdicts(task, result.machines, result.solutions)
         timings["verdict"] = time.perf_counter() - t
         timings["total"] = time.perf_counter() - t0
-        return attrs.evolve(result, verdicts=verdicts, truth=task.machine)
+        return attrs.evolve(result, verdicts=verdicts, truth=task.machine, completion_consistent=some)
+
+    def _verdicts(self, task: Task, machines, solutions) -> tuple[tuple[Verdict, ...], tuple[bool, ...]]:
+        from .solve import completions
+
+        true_du = task.machine.delta_u[:, task.letter_of_proposition]
+        table = self.source.class_table(task)
+
+        def check(du):
+            return consistency(task.mdp, true_du, table, du, true_initial=task.machine.initial)
+
+        verdicts = tuple(check(m.delta_u) for m in machines)
+        some = tuple(
+            v.consistent or any(check(du).consistent
+                                for du in completions(sol, self.encoding.non_stuttering, limit=256))
+            for v, sol in zip(verdicts, solutions)
+        )
+        return verdicts, some
 
     def fit_demonstrations(self, target, demos, *, chunk: int = 250_000) -> LearnResult:
         """Learn from demonstrations (paper section 5): empirical prefix tree policy,
@@ -334,11 +350,10 @@ class Learner:
             table = self.source.class_table(task)
             trie_nodes = ptp.trie.run(task.machine.delta_u, task.machine.initial, task.letter_of_proposition)
             fp = negatives.false_positives(trie_nodes, table)
-            true_du = task.machine.delta_u[:, task.letter_of_proposition]
-            verdicts = tuple(consistency(mdp, true_du, table, m.delta_u, true_initial=task.machine.initial)
-                             for m in result.machines)
+            verdicts, some = self._verdicts(task, result.machines, result.solutions)
             timings["verdict"] = time.perf_counter() - t
-            result = attrs.evolve(result, verdicts=verdicts, truth=task.machine, false_positives=fp)
+            result = attrs.evolve(result, verdicts=verdicts, truth=task.machine, false_positives=fp,
+                                  completion_consistent=some)
         timings["total"] = time.perf_counter() - t0
         return result
 

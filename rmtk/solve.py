@@ -188,11 +188,26 @@ def canonical_partial(delta_u: np.ndarray, used: np.ndarray, initial: int = 0) -
     return (len(order), delta_u.shape[0], key), order
 
 
+def letter_completions(delta_u: np.ndarray, used: np.ndarray, k: int, non_stuttering: bool,
+                       cap: int = 2_000_000) -> np.ndarray:
+    """Every valid column ``δ(·, k)`` that keeps the used transitions: an ``(m, n)`` array
+    (with non-stuttering the column must be idempotent: f(f(i)) = f(i))."""
+    n = delta_u.shape[0]
+    free = np.flatnonzero(~used[:, k])
+    if n ** len(free) > cap:
+        raise RmtkError(f"too many completions to list ({n}^{len(free)}) for letter {k}")
+    f = np.tile(delta_u[:, k], (n ** len(free), 1))
+    if len(free):
+        f[:, free] = np.array(list(itertools.product(range(n), repeat=len(free))), dtype=np.int64)
+    if non_stuttering:
+        f = f[np.all(np.take_along_axis(f, f, axis=1) == f, axis=1)]
+    return f
+
+
 def count_completions(delta_u: np.ndarray, used: np.ndarray, non_stuttering: bool,
                       cap: int = 2_000_000) -> tuple[int, np.ndarray]:
     """Number of ways to fill the unused transitions, and which transitions are determined
-    (used, or forced by non-stuttering). Letters are independent; with non-stuttering each
-    letter's map must be idempotent: f(f(i)) = f(i)."""
+    (used, or forced by non-stuttering). Letters are independent."""
     n, K = delta_u.shape
     total = 1
     determined = used.copy()
@@ -201,15 +216,22 @@ def count_completions(delta_u: np.ndarray, used: np.ndarray, non_stuttering: boo
         if not non_stuttering:
             total *= n ** len(free)
             continue
-        if n ** len(free) > cap:
-            raise RmtkError(f"too many completions to count ({n}^{len(free)}) for letter {k}")
-        f = np.tile(delta_u[:, k], (n ** len(free), 1))
-        f[:, free] = np.array(list(itertools.product(range(n), repeat=len(free))), dtype=np.int64)
-        ok = f[np.all(np.take_along_axis(f, f, axis=1) == f, axis=1)]
+        ok = letter_completions(delta_u, used, k, True, cap)
         total *= len(ok)
-        if len(ok):
+        if len(ok) and len(free):
             determined[free, k] = np.all(ok[:, free] == ok[:1, free], axis=0)
     return total, determined
+
+
+def completions(solution: "Solution", non_stuttering: bool = True, limit: int = 4096):
+    """Full transition tables of a solution (every filling of its free transitions), at
+    most ``limit`` of them."""
+    K = solution.delta_u.shape[1]
+    columns = [letter_completions(solution.delta_u, solution.used, k, non_stuttering) for k in range(K)]
+    for i, combo in enumerate(itertools.product(*columns)):
+        if i >= limit:
+            return
+        yield np.stack(combo, axis=1)
 
 
 def _solve(solver: Solver, deadline: float | None) -> bool | None:

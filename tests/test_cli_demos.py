@@ -1,0 +1,59 @@
+"""rmtk simulate, rmtk learn --demos, rmtk reproduce: end to end through the command line."""
+from pathlib import Path
+
+from rmtk import dsl, isomorphic
+from rmtk.cli import main
+from rmtk.data import load
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+
+
+def test_simulate_then_learn_with_maxsat(tmp_path, capsys):
+    out = tmp_path / "d.npz"
+    assert main(["simulate", str(MODELS / "stack_avoid.rm"), "-n", "3000", "-T", "20", "--seed", "3",
+                 "-o", str(out), "-q"]) == 0
+    task = dsl.load(MODELS / "stack_avoid.rm").tasks["stack_avoid"]
+    demos = load(out, task.mdp)
+    assert (demos.n_trajectories, demos.horizon) == (3000, 20)
+    # the same seed gives the same file content
+    again = tmp_path / "e.npz"
+    main(["simulate", str(MODELS / "stack_avoid.rm"), "-n", "3000", "-T", "20", "--seed", "3", "-o", str(again), "-q"])
+    assert load(again, task.mdp) == demos
+    capsys.readouterr()
+    assert main(["learn", str(MODELS / "stack_avoid.rm"), "--demos", str(out), "--maxsat", "--nodes", "3", "-q"]) == 0
+    text = capsys.readouterr().out
+    assert "negative examples at alpha 0.05, false positive rate 0.00%" in text
+    assert "# MaxSAT: optimum drops 0 negative example(s)" in text
+    learned = dsl.loads(text)
+    assert learned.machines and all(m.n_nodes == 3 for m in learned.machines.values())
+
+
+def test_learn_demos_bad_file_is_reported(tmp_path, capsys):
+    bad = tmp_path / "d.csv"
+    bad.write_text("trajectory,step,state,action\n0,0,r0c0,down\n0,1,r9c9,down\n")
+    assert main(["learn", str(MODELS / "patrol.rm"), "--demos", str(bad), "-q"]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}:3" in err and "r9c9" in err and "Traceback" not in err
+
+
+def test_maxsat_without_demos_is_an_error(capsys):
+    assert main(["learn", str(MODELS / "patrol.rm"), "--maxsat", "-q"]) == 1
+    assert "--demos" in capsys.readouterr().err
+
+
+def test_reproduce_tables_quick(capsys):
+    assert main(["reproduce", "tables", "--quick", "-q"]) == 0
+    out = capsys.readouterr().out
+    lines = [line.split() for line in out.splitlines()]
+    stack = [row for row in lines if row and row[0] in {"1000", "3000", "5000", "10000"}][:4]
+    assert len(stack) == 4
+    assert all(row[-1] in {"24", "12", "8"} for row in stack)  # the paper's numbers are printed beside ours
+    assert all(int(row[3]) >= 2 for row in stack)  # at least the truth and its renaming
+    assert "expert lambda 0.05" in out and "paper solutions" in out
+
+
+def test_simulate_refuses_to_overwrite(tmp_path, capsys):
+    out = tmp_path / "d.npz"
+    out.write_bytes(b"precious")
+    assert main(["simulate", str(MODELS / "stack.rm"), "-n", "10", "-T", "5", "--seed", "0", "-o", str(out), "-q"]) == 1
+    assert out.read_bytes() == b"precious" and "--force" in capsys.readouterr().err
