@@ -322,7 +322,8 @@ class Learner:
         max_nodes = self.max_nodes or (task.max_nodes if task is not None else None) or 4
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        ptp = empirical_policy(mdp, demos, compress=self.compress, depth=self.depth, chunk=chunk)
+        ptp = empirical_policy(mdp, demos, compress=self.compress, depth=self.depth, chunk=chunk,
+                               progress=lambda done: self.progress.count(done, demos.n_trajectories))
         timings["count"] = time.perf_counter() - t0
         self.progress.stage("empirical prefix tree", timings["count"], words=ptp.trie.n_nodes - 1, pairs=ptp.n_pairs)
         t = time.perf_counter()

@@ -54,6 +54,9 @@ class Progress:
     def solution(self, count: int, distinct: int) -> None:
         """``count`` solutions found so far, ``distinct`` up to renaming."""
 
+    def count(self, done: int, total: int) -> None:
+        """``done`` of ``total`` trajectories counted into the empirical prefix tree."""
+
 
 class StderrProgress(Progress):
     """Periodic lines on stderr."""
@@ -71,6 +74,12 @@ class StderrProgress(Progress):
     def size(self, n, satisfiable, seconds):
         verdict = {True: "satisfiable", False: "unsatisfiable", None: "interrupted"}[satisfiable]
         print(f"rmtk: {n} node{'s' if n != 1 else ''}: {verdict} ({seconds:.3f} s)", file=self.stream)
+
+    def count(self, done, total):
+        now = time.monotonic()
+        if now - self._last >= self.every or done >= total:
+            self._last = now
+            print(f"rmtk: counted {done}/{total} trajectories", file=self.stream)
 
     def solution(self, count, distinct):
         now = time.monotonic()
