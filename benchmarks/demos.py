@@ -1,0 +1,269 @@
+"""Benchmark of learning from demonstrations on the block world (simulate → count → mine → MaxSAT).
+
+One table row per (task, N): N trajectories of T = 20 steps on ``models/stack.rm`` (task
+``stack``) and ``models/stack_avoid.rm`` (task ``stack_avoid``), for N = 10^3 … 10^6. The
+stages and what each row reports:
+
+* ``sim_s`` — :func:`rmtk.simulate.simulate` ``(task, N, 20, seed)``; it includes solving the
+  soft Bellman equations for the expert's policy (milliseconds, once per call);
+* ``count_s`` — :func:`rmtk.empirical.empirical_policy`: counting the demonstrations into the
+  empirical prefix tree policy; ``pairs`` its (word, state) pairs, ``trie`` its label words
+  (trie nodes incl. the root);
+* ``mine_s`` — ``ConfidenceMiner(alpha=0.05).mine``: negative word pairs by the Weissman
+  confidence bound (paper eq. 18-19); ``neg`` is |E⁻|;
+* ``maxsat_s`` — encoding (``EncodingOptions(negatives="pairs")``, no policy classes) and
+  weighted MaxSAT with unit weights at exactly 3 nodes, including the enumeration of every
+  optimal machine (:func:`rmtk.solve.maxsat_search`); ``cost`` the optimal cost (violated
+  negatives), ``machines`` the optimal machines up to renaming, ``raw`` their raw
+  solution count (the paper's count);
+* ``mine+maxsat_s`` — the sum of the two;
+* ``pk_*`` — the peak Python/numpy allocation of each stage in MiB (tracemalloc: numpy's
+  buffers are tracked, the SAT solver's C++ heap is not), measured above what was allocated
+  when the stage began, so the simulate peak includes the demonstrations it returns;
+* ``rss`` — the maximum resident set size of the process that ran the row (timed pass).
+
+Each (task, N) runs in a fresh interpreter (this script with ``--one``), so one row's memory
+cannot inflate another's and ``rss`` is that row's own. Inside it, a warm-up run of every
+stage on 200 trajectories comes first (imports, lazy set-up, SAT solver loading), then the
+timed pass (``time.perf_counter`` per stage, tracemalloc off since it slows allocation), then
+a second, untimed pass of the same stages under tracemalloc for the peaks. Both passes use
+the same seed, hence the same data.
+
+The expert. At the paper's λ = 1 the stack task (reward 1 per completed cycle, γ = 0.99) is
+dominated by the entropy term: the soft-optimal policy is nearly uniform, its rows at the
+three machine nodes differ by at most 0.06 in total variation, and the confidence bound then
+needs thousands of visits of two words at the same state before it separates them (0
+negatives at N = 10^5, 3 at 10^6, leaving hundreds of optimal machines). The stack expert is
+therefore sharpened to λ = 0.05 (``--stack-lambda``); stack_avoid keeps its shipped λ = 1
+(``--stack-avoid-lambda`` overrides it), whose policy already differs strongly between nodes.
+
+Targets, checked at N = 10^6 for every task (exit status 1 if one fails): simulate ≤ 15 s;
+count ≤ 5 s with peak allocation ≤ 2 GB (2048 MiB); mine + MaxSAT ≤ 15 s.
+
+    PYTHONPATH=. python benchmarks/demos.py                  # N = 1e3 1e4 1e5 1e6, both tasks
+    PYTHONPATH=. python benchmarks/demos.py --quick          # N = 1e3 1e4 (smoke test)
+    PYTHONPATH=. python benchmarks/demos.py --tasks stack --sizes 1e5 --markdown
+    PYTHONPATH=. python benchmarks/demos.py --stack-lambda 1 --seed 3
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "models"
+TASKS = ("stack", "stack_avoid")
+HORIZON = 20
+ALPHA = 0.05
+NODES = 3
+WARMUP_N = 200
+MARK = "@@demos-bench@@ "
+STAGES = ("sim", "count", "mine", "maxsat")
+
+# targets at N = TARGET_N
+TARGET_N = 10**6
+SIM_MAX_S = 15.0
+COUNT_MAX_S = 5.0
+COUNT_MAX_MB = 2048.0
+MINE_MAXSAT_MAX_S = 15.0
+
+MiB = 2**20
+
+
+# --------------------------------------------------------------------------- child process
+def load_task(name: str, lam: float | None):
+    import attrs
+
+    from rmtk import dsl
+
+    task = dsl.load(MODELS / f"{name}.rm").tasks[name]
+    return task if lam is None else attrs.evolve(task, lam=lam)
+
+
+def run_stages(task, n: int, seed: int, clock, out: dict | None = None) -> dict:
+    """Run simulate → count → mine → MaxSAT; ``clock`` wraps each stage and returns its
+    measurement (seconds or peak bytes). Returns the measurements and the outcome."""
+    from rmtk.empirical import empirical_policy
+    from rmtk.negatives import ConfidenceMiner
+    from rmtk.simulate import simulate
+    from rmtk.solve import Encoder, EncodingOptions, maxsat_search
+
+    m = {}
+    demos, m["sim"] = clock(lambda: simulate(task, n, HORIZON, seed=seed))
+    ptp, m["count"] = clock(lambda: empirical_policy(task.mdp, demos))
+    neg, m["mine"] = clock(lambda: ConfidenceMiner(alpha=ALPHA).mine(ptp))
+
+    def solve():
+        enc = Encoder(ptp.trie, task.mdp.n_propositions, None, None, EncodingOptions(negatives="pairs"))
+        return maxsat_search(enc, neg.pairs, neg.weights("unit"), nodes=NODES)
+
+    res, m["maxsat"] = clock(solve)
+    if out is not None:
+        out.update(steps=int(demos.n_steps), pairs=int(ptp.n_pairs), trie=int(ptp.trie.n_nodes),
+                   neg=len(neg), cost=None if res.cost is None else int(res.cost),
+                   machines=len(res.solutions), raw=int(res.raw_count))
+    del demos, ptp, neg, res
+    return m
+
+
+def wall(fn):
+    gc.collect()
+    t0 = time.perf_counter()
+    r = fn()
+    return r, time.perf_counter() - t0
+
+
+def peak(fn):
+    gc.collect()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    r = fn()
+    return r, tracemalloc.get_traced_memory()[1] - base
+
+
+def max_rss_bytes() -> int:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss * (1 if sys.platform == "darwin" else 1024)
+
+
+def one(name: str, n: int, seed: int, lam: float | None) -> dict:
+    task = load_task(name, lam)
+    run_stages(task, WARMUP_N, seed + 1, wall)  # warm-up
+    gc.collect()
+    rec = {"task": name, "N": n, "lam": task.lam}
+    secs = run_stages(task, n, seed, wall, rec)
+    rec["rss"] = max_rss_bytes()
+    gc.collect()
+    tracemalloc.start()
+    peaks = run_stages(task, n, seed, peak)
+    tracemalloc.stop()
+    rec["secs"], rec["peaks"] = secs, peaks
+    return rec
+
+
+# --------------------------------------------------------------------------- parent process
+def run_child(name: str, n: int, args) -> dict:
+    lam = args.stack_lambda if name == "stack" else args.stack_avoid_lambda
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--one", name, str(n), "--seed", str(args.seed)]
+    if lam is not None:
+        cmd += ["--lambda", repr(lam)]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(MARK)]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"{name} N={n}: child exited with status {proc.returncode}\n{proc.stdout}")
+    return json.loads(lines[-1][len(MARK):])
+
+
+def check(rec: dict) -> list[str]:
+    """The failed targets of a row at N = 10^6 (empty: all pass or not a target row)."""
+    if rec["N"] != TARGET_N:
+        return []
+    s, p = rec["secs"], rec["peaks"]
+    fails = []
+    if s["sim"] > SIM_MAX_S:
+        fails.append(f"simulate {s['sim']:.2f}s > {SIM_MAX_S:g}s")
+    if s["count"] > COUNT_MAX_S:
+        fails.append(f"count {s['count']:.2f}s > {COUNT_MAX_S:g}s")
+    if p["count"] / MiB > COUNT_MAX_MB:
+        fails.append(f"count peak {p['count'] / MiB:.0f}MB > {COUNT_MAX_MB:g}MB")
+    if s["mine"] + s["maxsat"] > MINE_MAXSAT_MAX_S:
+        fails.append(f"mine+MaxSAT {s['mine'] + s['maxsat']:.2f}s > {MINE_MAXSAT_MAX_S:g}s")
+    return fails
+
+
+def row(rec: dict) -> dict:
+    s, p = rec["secs"], rec["peaks"]
+    fails = check(rec)
+    return {
+        "task": rec["task"], "lam": f"{rec['lam']:g}", "N": f"{rec['N']:.0e}".replace("+0", ""),
+        "steps": rec["steps"],
+        "sim_s": f"{s['sim']:.3f}", "count_s": f"{s['count']:.3f}",
+        "pairs": rec["pairs"], "trie": rec["trie"],
+        "mine_s": f"{s['mine']:.3f}", "neg": rec["neg"],
+        "maxsat_s": f"{s['maxsat']:.3f}", "mine+maxsat_s": f"{s['mine'] + s['maxsat']:.3f}",
+        "cost": "-" if rec["cost"] is None else rec["cost"], "machines": rec["machines"], "raw": rec["raw"],
+        **{f"pk_{st}": f"{p[st] / MiB:.1f}" for st in STAGES},
+        "rss": f"{rec['rss'] / MiB:.0f}",
+        "target": "-" if rec["N"] != TARGET_N else ("PASS" if not fails else "FAIL"),
+    }
+
+
+def render(rows: list[dict], markdown: bool) -> str:
+    cols = list(rows[0])
+    cells = [cols] + [[str(r[c]) for c in cols] for r in rows]
+    if markdown:
+        lines = ["| " + " | ".join(r) + " |" for r in cells]
+        lines.insert(1, "|" + "|".join("---" for _ in cols) + "|")
+        return "\n".join(lines)
+    width = [max(len(r[i]) for r in cells) for i in range(len(cols))]
+    left = {"task", "target"}
+    return "\n".join(
+        "  ".join(v.ljust(w) if c in left else v.rjust(w) for v, w, c in zip(r, width, cols)).rstrip()
+        for r in cells)
+
+
+def size(text: str) -> int:
+    v = float(text)
+    if v < 1 or v != int(v):
+        raise argparse.ArgumentTypeError(f"not a positive whole number: {text}")
+    return int(v)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", nargs="+", type=size, default=[10**3, 10**4, 10**5, 10**6],
+                    metavar="N", help="numbers of trajectories (default 1e3 1e4 1e5 1e6)")
+    ap.add_argument("--quick", action="store_true", help="sizes 1e3 1e4 only (smoke test)")
+    ap.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS))
+    ap.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
+    ap.add_argument("--stack-lambda", type=float, default=0.05,
+                    help="entropy weight λ of the stack expert (default 0.05; the model file says 1)")
+    ap.add_argument("--stack-avoid-lambda", type=float, default=None,
+                    help="entropy weight λ of the stack_avoid expert (default: as shipped, 1)")
+    ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    ap.add_argument("--one", nargs=2, metavar=("TASK", "N"), help=argparse.SUPPRESS)
+    ap.add_argument("--lambda", dest="lam", type=float, default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+
+    if args.one:  # child: one (task, N), result as a JSON line
+        rec = one(args.one[0], size(args.one[1]), args.seed, args.lam)
+        print(MARK + json.dumps(rec), flush=True)
+        return 0
+
+    sizes = [10**3, 10**4] if args.quick else args.sizes
+    recs = []
+    for name in args.tasks:
+        for n in sizes:
+            recs.append(run_child(name, n, args))
+            print(f"# done {name} N={n}", file=sys.stderr, flush=True)
+    print(f"# learning from demonstrations, T={HORIZON}, seed={args.seed}, alpha={ALPHA}, MaxSAT at "
+          f"{NODES} nodes; times in s, pk_* = peak allocation per stage in MiB (tracemalloc), "
+          "rss = max RSS of the row's process in MiB")
+    print(render([row(r) for r in recs], args.markdown))
+    target_recs = [r for r in recs if r["N"] == TARGET_N]
+    failed = False
+    for r in target_recs:
+        s, p = r["secs"], r["peaks"]
+        fails = check(r)
+        failed |= bool(fails)
+        print(f"# {r['task']} N=1e6: simulate {s['sim']:.2f}s (<= {SIM_MAX_S:g}), "
+              f"count {s['count']:.2f}s (<= {COUNT_MAX_S:g}) peak {p['count'] / MiB:.0f}MB (<= {COUNT_MAX_MB:g}), "
+              f"mine+MaxSAT {s['mine'] + s['maxsat']:.2f}s (<= {MINE_MAXSAT_MAX_S:g}): "
+              + ("PASS" if not fails else "FAIL: " + "; ".join(fails)))
+    if not target_recs:
+        print("# targets are checked at N = 1e6, not among the sizes run")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
