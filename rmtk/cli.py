@@ -186,6 +186,13 @@ def report(task: Task, result, *, out=None) -> None:
         if result.verdicts is not None:
             same = f"; isomorphic to the true machine '{task.machine.name}'" if iso and iso[i] else ""
             w(f"# verdict: {result.verdicts[i]}{same}")
+        if result.reward_fits is not None and i < len(result.reward_fits):
+            f = result.reward_fits[i]
+            ident = ("identified up to potential shaping" if f.identified_up_to_shaping
+                     else "identification not analysed" if f.null_dim is None
+                     else f"{f.extra_null_dim} reward direction(s) not identified beyond shaping")
+            replan = "" if f.replan_error is None else f", re-planned policy within {f.replan_error:.2g}"
+            w(f"# rewards (MaxEnt, sparsest up to shaping): residual {f.residual:.2g}{replan}; {ident}")
         if result.negatives is not None and result.solutions[i].dropped:
             shown = result.dropped(i)[:5]
             more = f" and {len(result.solutions[i].dropped) - 5} more" if len(result.solutions[i].dropped) > 5 else ""

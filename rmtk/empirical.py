@@ -17,7 +17,7 @@ import numpy as np
 from ._arrays import array_eq, frozen_array
 from .data import Demonstrations
 from .errors import DataError
-from .mdp import LabeledMDP
+from .mdp import LabeledMDP  # noqa: F401  (the usual counting model)
 from .ptp import PrefixTree, PrefixTreePolicy, Trie, TrieBuilder
 
 
@@ -44,11 +44,30 @@ def _aggregate(keys: np.ndarray, counts: np.ndarray | None = None) -> tuple[np.n
     return uniq, np.bincount(inv, weights=counts, minlength=len(uniq)).astype(np.int64)
 
 
-def count_chunk(mdp: LabeledMDP, demos: Demonstrations, *, compress: bool = True, depth: int | None = None) -> CountTable:
-    """The map: count the actions of ``demos`` per (word, state), on a trie of its own."""
+def count_chunk(mdp, demos: Demonstrations, *, compress: bool = True, depth: int | None = None,
+                labels: np.ndarray | None = None) -> CountTable:
+    """The map: count the actions of ``demos`` per (word, state), on a trie of its own.
+
+    ``mdp`` is a :class:`~rmtk.mdp.LabeledMDP` or any object with ``n_states``,
+    ``n_actions``, ``n_propositions`` (and ``labels`` when ``labels`` is not given): the
+    counts need no transition model. ``labels``, an ``(N, T)`` integer array of per-step
+    proposition indices (−1 padded, like ``demos.states``), overrides ``mdp.labels[state]``
+    — for environments whose labels are not a function of the (discretised) state.
+    """
     S, A, K = mdp.n_states, mdp.n_actions, mdp.n_propositions
     if demos.states.max(initial=-1) >= S or demos.actions.max(initial=-1) >= A:
         raise DataError("demonstrations refer to states or actions the MDP does not have; validate them first")
+    if labels is not None:
+        labels = np.asarray(labels)
+        if labels.shape != demos.states.shape:
+            raise DataError(f"labels have shape {labels.shape}, expected {demos.states.shape} like the states")
+        if not np.issubdtype(labels.dtype, np.integer):
+            raise DataError(f"labels have dtype {labels.dtype}, expected integer proposition indices")
+        inside = demos.mask()
+        bad = np.argwhere(inside & ((labels < 0) | (labels >= K)))
+        if bad.size:
+            i, t = bad[0]
+            raise DataError(f"trajectory {i}, step {t}: label {labels[i, t]} is not a proposition index 0..{K - 1}")
     T = demos.horizon if depth is None else min(depth, demos.horizon)
     grow = TrieBuilder(K)
     node = np.zeros(demos.n_trajectories, dtype=np.int64)
@@ -59,10 +78,11 @@ def count_chunk(mdp: LabeledMDP, demos: Demonstrations, *, compress: bool = True
         if not len(active):
             break
         s = demos.states[active, t].astype(np.int64)
-        lab = mdp.labels[s]
-        move = active[lab != last[active]] if compress else active
+        lab = mdp.labels[s] if labels is None else labels[active, t].astype(np.int64)
+        changed = lab != last[active] if compress else np.ones(len(active), dtype=bool)
+        move = active[changed]
         if len(move):
-            node[move] = grow.children(node[move], mdp.labels[demos.states[move, t]])
+            node[move] = grow.children(node[move], lab[changed])
         last[active] = lab
         keys.append((node[active] * S + s) * A + demos.actions[active, t])
     uniq, counts = _aggregate(np.concatenate(keys) if keys else np.empty(0, np.int64))
@@ -86,18 +106,22 @@ def merge_counts(a: CountTable, b: CountTable) -> CountTable:
 
 
 def count_stream(
-    mdp: LabeledMDP,
-    chunks: Iterable[Demonstrations],
+    mdp,
+    chunks: Iterable,
     *,
     compress: bool = True,
     depth: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> CountTable:
-    """Map every chunk and reduce as they come: trajectories are never all in memory."""
+    """Map every chunk and reduce as they come: trajectories are never all in memory.
+
+    Each chunk is a :class:`Demonstrations` or a pair ``(demos, labels)`` with per-step
+    labels (see :func:`count_chunk`)."""
     total: CountTable | None = None
     done = 0
     for chunk in chunks:
-        table = count_chunk(mdp, chunk, compress=compress, depth=depth)
+        chunk, labels = chunk if isinstance(chunk, tuple) else (chunk, None)
+        table = count_chunk(mdp, chunk, compress=compress, depth=depth, labels=labels)
         total = table if total is None else merge_counts(total, table)
         done += chunk.n_trajectories
         if progress is not None:
@@ -121,14 +145,24 @@ def to_policy(table: CountTable, depth: int | None = None) -> PrefixTreePolicy:
 
 
 def empirical_policy(
-    mdp: LabeledMDP,
+    mdp,
     demos: Demonstrations,
     *,
     compress: bool = True,
     depth: int | None = None,
     chunk: int = 250_000,
     progress: Callable[[int], None] | None = None,
+    labels: np.ndarray | None = None,
 ) -> PrefixTreePolicy:
-    """Count ``demos`` in chunks of ``chunk`` trajectories and return the empirical policy."""
-    table = count_stream(mdp, demos.chunks(chunk), compress=compress, depth=depth, progress=progress)
+    """Count ``demos`` in chunks of ``chunk`` trajectories and return the empirical policy
+    (``labels``: optional per-step labels overriding the MDP's, see :func:`count_chunk`)."""
+    if labels is None:
+        chunks = demos.chunks(chunk)
+    else:
+        labels = np.asarray(labels)
+        if labels.shape != demos.states.shape:
+            raise DataError(f"labels have shape {labels.shape}, expected {demos.states.shape} like the states")
+        chunks = ((part, labels[lo : lo + chunk, : part.horizon])
+                  for lo, part in zip(range(0, demos.n_trajectories, chunk), demos.chunks(chunk)))
+    table = count_stream(mdp, chunks, compress=compress, depth=depth, progress=progress)
     return to_policy(table, depth)

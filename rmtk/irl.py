@@ -509,7 +509,8 @@ def describe(fit: RewardFit) -> str:
         verdict = ("identified up to potential shaping on the nodes" if fit.identified_up_to_shaping
                    else f"{fit.extra_null_dim} null direction(s) beyond shaping")
         lines.append(f"null space dimension {fit.null_dim} ({fit.shaping_dim} shaping): {verdict}")
-    lines.append("canonical representative: minimum-norm rewards (orthogonal to every shaping direction)")
+    if "sparsest" not in fit.note:
+        lines.append("canonical representative: minimum-norm rewards (orthogonal to every shaping direction)")
     if fit.note:
         lines.append(f"note: {fit.note}")
     w_u = max(len(u) for u in m.nodes)
@@ -526,3 +527,40 @@ def describe(fit: RewardFit) -> str:
             lines.append(f"  {m.nodes[u]:<{w_u}} --{m.alphabet[k]:<{w_l}}--> {v:<{w_u}}  "
                          f"{fit.delta_r[u, k]:+.6f}  {mark}")
     return "\n".join(lines)
+
+
+def sparsest(fit: RewardFit, *, tol: float = 1e-9) -> RewardFit:
+    """The same fit with the sparsest rewards of its shaping class: the potential φ on the
+    nodes minimising Σ |δ_r(u,ℓ) + γ φ(δ_u(u,ℓ)) − φ(u)| over the constrained entries (a small
+    linear program). Shaping leaves the policy unchanged, so the residual and the re-planning
+    error stay the same; V becomes V − φ(u). Values within ``tol`` of 0 are set to 0 and the
+    rest rounded to 10 significant digits (below the fit's precision)."""
+    from scipy.optimize import linprog
+
+    m, gamma = fit.machine, fit.gamma
+    n, K = m.delta_u.shape
+    entries = np.argwhere(~fit.unconstrained)
+    if not len(entries):
+        return fit
+    u, k = entries[:, 0], entries[:, 1]
+    r0 = fit.delta_r[u, k]
+    B = np.zeros((len(entries), n))
+    B[np.arange(len(entries)), m.delta_u[u, k]] += gamma
+    B[np.arange(len(entries)), u] -= 1.0
+    E = len(entries)
+    # variables [φ (n, free), t (E, ≥ 0)]: minimise Σ t subject to |r0 + Bφ| ≤ t
+    c = np.r_[np.zeros(n), np.ones(E)]
+    A_ub = np.block([[B, -np.eye(E)], [-B, -np.eye(E)]])
+    b_ub = np.r_[-r0, r0]
+    bounds = [(None, None)] * n + [(0, None)] * E
+    lp = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs")
+    if not lp.success:  # pragma: no cover - the LP is always feasible and bounded
+        return fit
+    phi = lp.x[:n]
+    delta_r = np.array(fit.delta_r, dtype=float)
+    delta_r[u, k] = r0 + B @ phi
+    delta_r[np.abs(delta_r) < tol] = 0.0
+    delta_r = np.vectorize(lambda x: float(f"{x:.10g}"))(delta_r)  # drop solver noise (~1e-12)
+    V = np.array(fit.V, dtype=float) - phi[None, :]
+    note = "; ".join(x for x in (fit.note, "canonical representative: sparsest rewards of the shaping class") if x)
+    return attrs.evolve(fit, delta_r=delta_r, V=V, machine=fit.machine.with_rewards(delta_r), note=note)

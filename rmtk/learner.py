@@ -152,6 +152,8 @@ class LearnResult:
             free transitions written as self-loops.
         completion_consistent: whether some filling of each machine's free transitions is
             consistent at every depth (the data cannot tell the fillings apart).
+        reward_fits: per machine, the :class:`~rmtk.irl.RewardFit` of its rewards (MaxEnt
+            linear characterisation on the learned product policy); ``machines`` carry them.
         timings: seconds per stage: tree, policy, mine, encode, solve, enumerate, verdict, total.
     """
 
@@ -167,6 +169,8 @@ class LearnResult:
     negatives: NegativePairs | None = None
     false_positives: np.ndarray | None = None
     completion_consistent: tuple[bool, ...] | None = None
+    ptp: PrefixTreePolicy | None = attrs.field(default=None, repr=False)
+    reward_fits: tuple | None = None
 
     @property
     def n_nodes(self) -> int | None:
@@ -253,6 +257,9 @@ class Learner:
     alpha: float = 0.05
     maxsat: bool = False
     weights: str = "unit"
+    rewards: bool = True
+    reward_limit: int = 10
+    clip: float | None = None
 
     def __attrs_post_init__(self):
         if isinstance(self.source, str):
@@ -287,8 +294,25 @@ class Learner:
         t = time.perf_counter()
         verdicts, some = self._verdicts(task, result.machines, result.solutions)
         timings["verdict"] = time.perf_counter() - t
+        result = attrs.evolve(result, verdicts=verdicts, truth=task.machine, completion_consistent=some)
+        result = self._with_rewards(result, task.discount, task.lam, timings)
         timings["total"] = time.perf_counter() - t0
-        return attrs.evolve(result, verdicts=verdicts, truth=task.machine, completion_consistent=some)
+        return result
+
+    def _with_rewards(self, result: "LearnResult", gamma: float, lam: float, timings: dict) -> "LearnResult":
+        """Recover δ_r for the first ``reward_limit`` machines from the learned product policy."""
+        if not self.rewards or not result.machines:
+            return result
+        from .irl import reward_fit, sparsest
+
+        t = time.perf_counter()
+        fits = tuple(
+            sparsest(reward_fit(result.mdp, m, result.ptp, gamma=gamma, lam=lam, clip=self.clip))
+            for m in result.machines[: self.reward_limit]
+        )
+        timings["rewards"] = time.perf_counter() - t
+        machines = tuple(f.machine for f in fits) + result.machines[len(fits):]
+        return attrs.evolve(result, machines=machines, reward_fits=fits)
 
     def _verdicts(self, task: Task, machines, solutions) -> tuple[tuple[Verdict, ...], tuple[bool, ...]]:
         from .solve import completions
@@ -345,7 +369,7 @@ class Learner:
                                    "positives: try MaxSAT, --maxsat, or a smaller alpha)")
         timings.update(encode=res.time_encode, solve=res.time_solve, enumerate=res.time_enumerate)
         result = LearnResult(self._machines(mdp, res), res.solutions, res, None, ptp.tree, mdp, None, timings,
-                             negatives=negatives)
+                             negatives=negatives, ptp=ptp)
         if task is not None:
             t = time.perf_counter()
             table = self.source.class_table(task)
@@ -355,6 +379,9 @@ class Learner:
             timings["verdict"] = time.perf_counter() - t
             result = attrs.evolve(result, verdicts=verdicts, truth=task.machine, false_positives=fp,
                                   completion_consistent=some)
+        gamma = task.discount if task is not None else mdp.gamma
+        lam = task.lam if task is not None else 1.0
+        result = self._with_rewards(result, gamma, lam, timings)
         timings["total"] = time.perf_counter() - t0
         return result
 
@@ -400,4 +427,4 @@ class Learner:
         timings.update(encode=res.time_encode, solve=res.time_solve, enumerate=res.time_enumerate)
         machines = self._machines(mdp, res)
         timings["total"] = time.perf_counter() - t0
-        return LearnResult(machines, res.solutions, res, classes, ptp.tree, mdp, None, timings)
+        return LearnResult(machines, res.solutions, res, classes, ptp.tree, mdp, None, timings, ptp=ptp)

@@ -295,3 +295,13 @@ def test_cli_learn_writes_pictures(tmp_path, capsys):
 def test_cli_learn_rejects_bad_options(capsys):
     assert main(["learn", str(MODELS / "patrol.rm"), "--stuttering", "-q"]) == 1
     assert "non-stuttering" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name,depth,u", [("patrol", 6, 4), ("stack", 10, 3)])
+def test_learned_machine_carries_the_true_rewards(name, depth, u):
+    """Sparsest shaping representative of the recovered rewards = the (sparse) true rewards."""
+    t = task(name)
+    r = Learner(depth=depth, max_nodes=u).fit(t)
+    fit = r.reward_fits[0]
+    assert fit.residual < 1e-9 and fit.replan_error < 1e-6 and fit.identified_up_to_shaping
+    assert isomorphic(r.machines[0], t.machine.with_alphabet_order(r.machines[0].alphabet), rewards=True)

@@ -1,0 +1,501 @@
+"""Baselines of the paper's experiments (section 6.4, appendix D): tabular Maximum Causal
+Entropy IRL (Ziebart, Bagnell and Dey 2010) with a *static* reward on MDP states.
+
+* **D-IRL** (:func:`d_irl`): dense features, one indicator per state, so every state has its
+  own reward.
+* **F-IRL** (:func:`f_irl`): the one-hot encoding of the state's label (proposition), so
+  every proposition has its own reward.
+* **Uniform** (:func:`uniform_policy`): ``π(a|s) = 1/|A|``.
+
+Conventions
+-----------
+**Reward.** ``r(s, a, s') = θ·φ(s')``: the reward is received on *entering* ``s'``, as the
+machine's ``δ_r(u, L(s'))`` is (design.md, product convention). The start state earns nothing.
+
+**Model.** With entropy weight ``λ``, the soft Bellman equations on the MDP's states are::
+
+    Q(s,a) = Σ_s' P(s'|s,a) [r(s') + γ V'(s')],   V(s) = λ log Σ_a exp(Q(s,a)/λ),
+    π(a|s) = exp((Q(s,a) − V(s))/λ)
+
+in one of two forms:
+
+* **finite horizon** (default; the textbook MaxCausalEnt of Ziebart 2010, undiscounted,
+  ``γ = 1``): a backward recursion of length ``T`` from ``V_T = 0``, ``V' = V_{t+1}``, giving
+  a *time-dependent* policy ``π_t``, ``t = 0..T−1`` (``policy`` of shape ``(T, S, A)``). ``T``
+  is the demonstrations' horizon unless ``horizon=`` says otherwise. Step ``t`` of every
+  trajectory is scored with ``π_t`` (trajectories all start at ``t = 0``; shorter ones are
+  prefixes).
+* **stationary, discounted** (``stationary=True``; ``γ`` defaults to ``mdp.gamma``): the
+  infinite-horizon fixed point ``V' = V``, a *stationary* policy ``(S, A)``. This is the
+  one to use when the baseline must act for longer than the demonstrations (appendix D's
+  rollouts of length 100 from demonstrations of length 10).
+
+Which the experiments use: the held-out log-likelihood of the mice (section 6.4; every
+trajectory has 22 steps and starts at step 0) uses the default finite-horizon model with
+``T`` = the training horizon; the return of rollouts longer than the demonstrations
+(appendix D) needs a policy for every step and uses ``stationary=True`` with the MDP's
+``γ``.
+
+**Fitting.** Maximum likelihood of the demonstrated actions,
+``LL(θ) = Σ_i Σ_t log π_t(a_t | s_t)`` (the Lagrangian dual of the causal-entropy problem),
+maximised with L-BFGS (``scipy.optimize``) or plain gradient ascent. The gradient is exact
+for the observed trajectories: it is computed by one forward (adjoint) sweep along time
+(finite horizon) or one linear solve (stationary), and equals "empirical minus expected
+feature counts" (divided by λ), the expected counts being propagated under the current policy
+from the states the demonstrations actually visit; averaged over the dynamics it is the
+textbook ``E_emp[Σ φ] − E_π[Σ φ]`` from the empirical start distribution.
+
+The reward is identified only up to a constant (adding ``c`` to every state's reward leaves
+every policy unchanged), and with D-IRL a reachable state the demonstrations never enter has
+its reward pushed down without bound (``l2 > 0`` keeps it finite).
+
+Everything is vectorised over states and actions: the only Python loops are over time steps
+(finite horizon) and optimiser iterations.
+"""
+from __future__ import annotations
+
+import time
+
+import attrs
+import numpy as np
+import scipy.optimize
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+from scipy.linalg.lapack import dgesv as _dgesv
+
+from ._arrays import frozen_array
+from .data import Demonstrations
+from .errors import DataError, ModelError, RmtkError
+from .mdp import LabeledMDP
+
+__all__ = [
+    "IRLFit",
+    "IRLError",
+    "maxcausalent_irl",
+    "d_irl",
+    "f_irl",
+    "uniform_policy",
+    "dense_features",
+    "label_features",
+    "MaxCausalEntObjective",
+    "soft_policy",
+]
+
+#: Stationary policy evaluation uses a dense LU (LAPACK ``dgesv``, no BLAS-thread start-up)
+#: up to this many states, a sparse LU above (as :mod:`rmtk.planning` does).
+DENSE_LIMIT = 128
+
+
+class IRLError(RmtkError):
+    """MaxCausalEnt IRL could not be set up or its inner soft Bellman solve failed."""
+
+
+# ====================================================================== features
+def dense_features(mdp: LabeledMDP) -> np.ndarray:
+    """``(S, S)`` identity: one reward per state (D-IRL)."""
+    return np.eye(mdp.n_states)
+
+
+def label_features(mdp: LabeledMDP) -> np.ndarray:
+    """``(S, K)`` one-hot of each state's label: one reward per proposition (F-IRL)."""
+    return np.eye(mdp.n_propositions)[mdp.labels]
+
+
+def uniform_policy(mdp: LabeledMDP) -> np.ndarray:
+    """``(S, A)`` uniform Markovian policy ``π(a|s) = 1/|A|``."""
+    return np.full((mdp.n_states, mdp.n_actions), 1.0 / mdp.n_actions)
+
+
+# ====================================================================== result
+@attrs.frozen
+class IRLFit:
+    """The result of :func:`maxcausalent_irl`.
+
+    Attributes:
+        theta: ``(d,)`` feature weights.
+        reward: ``(S,)`` reward of entering each state, ``features @ theta``.
+        policy: ``(S, A)`` stationary policy, or ``(T, S, A)`` time-dependent policy
+            (finite horizon; ``policy[t]`` acts at step ``t``).
+        log_likelihood: ``Σ_i Σ_t log π(a_t|s_t)`` over the training demonstrations.
+        n_trajectories: number of training trajectories.
+        iterations: optimiser iterations.
+        evaluations: objective (soft Bellman + gradient) evaluations.
+        converged: whether the optimiser met its tolerance.
+        message: the optimiser's message.
+        gamma: discount used (1.0 by default for the finite horizon).
+        lam: entropy weight λ.
+        horizon: ``T`` of the finite-horizon model, ``None`` when stationary.
+        seconds: wall time of the fit.
+    """
+
+    theta: np.ndarray = attrs.field(converter=frozen_array(float), eq=False, repr=False)
+    reward: np.ndarray = attrs.field(converter=frozen_array(float), eq=False, repr=False)
+    policy: np.ndarray = attrs.field(converter=frozen_array(float), eq=False, repr=False)
+    log_likelihood: float
+    n_trajectories: int
+    iterations: int
+    evaluations: int
+    converged: bool
+    message: str
+    gamma: float
+    lam: float
+    horizon: int | None
+    seconds: float = 0.0
+
+    @property
+    def stationary(self) -> bool:
+        return self.horizon is None
+
+    @property
+    def average_log_likelihood(self) -> float:
+        """Mean per-trajectory log-likelihood on the training demonstrations."""
+        return self.log_likelihood / max(self.n_trajectories, 1)
+
+    def summary(self) -> str:
+        kind = "stationary" if self.stationary else f"finite horizon {self.horizon}"
+        return (
+            f"MaxCausalEnt IRL ({kind}, gamma {self.gamma:g}, lambda {self.lam:g}): "
+            f"{self.theta.size} features, train LL {self.log_likelihood:.4f} "
+            f"({self.average_log_likelihood:.4f}/trajectory), {self.iterations} iterations, "
+            f"{'converged' if self.converged else 'NOT converged'}, {self.seconds:.3f}s"
+        )
+
+
+# ====================================================================== soft Bellman on states
+def _lse(x: np.ndarray) -> np.ndarray:
+    mx = x.max(axis=-1, keepdims=True)
+    return (mx + np.log(np.exp(x - mx).sum(axis=-1, keepdims=True)))[..., 0]
+
+
+class _Dynamics:
+    """Precomputed sparse structure of ``P`` for the state-level soft Bellman operators."""
+
+    def __init__(self, mdp: LabeledMDP):
+        self.S, self.A = S, A = mdp.n_states, mdp.n_actions
+        T = mdp.transitions
+        self.P = sp.csr_array(T)  # (S·A, S)
+        self.PT = sp.csr_array(T.T)  # (S, S·A)
+        rows = np.repeat(np.arange(S * A), np.diff(T.indptr))
+        self.rowsA = rows
+        self.flat = (rows // A) * S + T.indices  # position of (s, s') in an S×S matrix
+        self.data = np.asarray(T.data, dtype=float)
+        self.pi_rows = rows // A
+        self.cols = np.asarray(T.indices)
+
+    def backup(self, W: np.ndarray) -> np.ndarray:
+        """``Q[s, a] = Σ_s' P(s'|s,a) W[s']`` as ``(S, A)``."""
+        return (self.P @ W).reshape(self.S, self.A)
+
+    def pull(self, q: np.ndarray) -> np.ndarray:
+        """``f[s'] = Σ_{s,a} q[s, a] P(s'|s,a)`` (the adjoint of :meth:`backup`)."""
+        return self.PT @ q.reshape(-1)
+
+    def P_pi(self, pi: np.ndarray):
+        """``P_π[s, s'] = Σ_a π(a|s) P(s'|s,a)``: dense ``(S, S)`` when small, else CSR."""
+        S = self.S
+        w = self.data * pi.reshape(-1)[self.rowsA]
+        if S <= DENSE_LIMIT:
+            return np.bincount(self.flat, weights=w, minlength=S * S).reshape(S, S)
+        M = sp.csr_array((w, (self.pi_rows, self.cols)), shape=(S, S))
+        M.sum_duplicates()
+        return M
+
+    def solve(self, Ppi, gamma: float, rhs: np.ndarray, *, transpose: bool = False) -> np.ndarray:
+        """``x`` with ``(I − γ P_π) x = rhs`` (or its transpose)."""
+        S = self.S
+        if isinstance(Ppi, np.ndarray):
+            M = -gamma * (Ppi.T if transpose else Ppi)
+            M[np.diag_indices(S)] += 1.0
+            _, _, x, info = _dgesv(M, rhs, overwrite_a=1, overwrite_b=0)
+            if info != 0:  # cannot happen for γ < 1 (I − γP_π is strictly diagonally dominant)
+                raise IRLError(f"policy evaluation: singular system (LAPACK info {info})")
+            return x
+        M = sp.identity(S, format="csc") - gamma * Ppi
+        M = (M.T if transpose else M).tocsc()
+        return spla.spsolve(M, rhs)
+
+
+def _soft(Q: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(V, log π)`` of ``Q`` (last axis: actions)."""
+    z = Q / lam
+    v = _lse(z)
+    return lam * v, z - v[..., None]
+
+
+def _finite(dyn: _Dynamics, r: np.ndarray, gamma: float, lam: float, T: int):
+    """Backward recursion: ``(V (T+1, S), log π (T, S, A))`` with ``V_T = 0``."""
+    S, A = dyn.S, dyn.A
+    V = np.zeros((T + 1, S))
+    logpi = np.empty((T, S, A))
+    for t in range(T - 1, -1, -1):
+        Q = dyn.backup(r + gamma * V[t + 1])
+        V[t], logpi[t] = _soft(Q, lam)
+    return V, logpi
+
+
+def _stationary(dyn: _Dynamics, r: np.ndarray, gamma: float, lam: float, V0=None, *, tol=1e-10, max_iter=200):
+    """Soft policy iteration (Newton on the soft Bellman equation), warm-started at ``V0``.
+
+    Returns ``(V, log π, iterations)``."""
+    if not gamma < 1.0:
+        raise IRLError(f"the stationary model needs a discount gamma < 1, got {gamma}")
+    V = np.zeros(dyn.S) if V0 is None else np.array(V0, dtype=float)
+    Vs, logpi = _soft(dyn.backup(r + gamma * V), lam)
+    for it in range(1, max_iter + 1):
+        # exact evaluation of π = softmax(Q/λ), as a correction: V_π = V + (I − γP_π)^{-1}(Vs − V)
+        V = V + dyn.solve(dyn.P_pi(np.exp(logpi)), gamma, Vs - V)
+        Vs, logpi = _soft(dyn.backup(r + gamma * V), lam)
+        res = float(np.abs(Vs - V).max())
+        if not np.isfinite(res):
+            raise IRLError("soft policy iteration diverged (non-finite values)")
+        if res <= tol * max(1.0, float(np.abs(V).max())):
+            return V, logpi, it
+    raise IRLError(f"soft policy iteration did not converge in {max_iter} iterations (residual {res:.3g})")
+
+
+def soft_policy(
+    mdp: LabeledMDP,
+    reward: np.ndarray,
+    *,
+    gamma: float | None = None,
+    lam: float = 1.0,
+    horizon: int | None = None,
+) -> np.ndarray:
+    """The MaxEnt policy of the state reward ``reward`` (received on entering a state).
+
+    ``horizon=None``: stationary, discounted (``γ`` defaults to ``mdp.gamma``), shape
+    ``(S, A)``. ``horizon=T``: finite horizon (``γ`` defaults to 1), shape ``(T, S, A)``.
+    """
+    r = np.asarray(reward, dtype=float)
+    if r.shape != (mdp.n_states,):
+        raise ModelError(f"reward must have one entry per state ({mdp.n_states}), got shape {r.shape}")
+    dyn = _Dynamics(mdp)
+    if horizon is None:
+        g = mdp.gamma if gamma is None else float(gamma)
+        return np.exp(_stationary(dyn, r, g, float(lam))[1])
+    g = 1.0 if gamma is None else float(gamma)
+    return np.exp(_finite(dyn, r, g, float(lam), int(horizon))[1])
+
+
+# ====================================================================== objective
+class MaxCausalEntObjective:
+    """The demonstrations' log-likelihood ``LL(θ)`` and its exact gradient.
+
+    ``counts[t, s, a]`` is the number of demonstrations taking ``a`` in ``s`` at step ``t``;
+    everything else is computed from these counts, so one evaluation costs
+    ``O(T · nnz(P))`` (finite horizon) or one ``S × S`` solve per policy-iteration step
+    (stationary), independently of the number of trajectories. ``bellman_tol`` is the
+    relative residual at which stationary soft policy iteration stops.
+    """
+
+    def __init__(
+        self,
+        mdp: LabeledMDP,
+        demos: Demonstrations,
+        features: np.ndarray,
+        *,
+        gamma: float | None = None,
+        lam: float = 1.0,
+        horizon: int | None = None,
+        stationary: bool = False,
+        bellman_tol: float = 1e-10,
+    ):
+        S, A = mdp.n_states, mdp.n_actions
+        phi = np.asarray(features, dtype=float)
+        if phi.ndim != 2 or phi.shape[0] != S:
+            raise ModelError(f"features must have shape (states, d) = ({S}, d), got {phi.shape}")
+        if not np.all(np.isfinite(phi)):
+            raise ModelError("features must be finite")
+        lam = float(lam)
+        if not (lam > 0 and np.isfinite(lam)):
+            raise ModelError(f"entropy weight lambda={lam} must be a positive number")
+        mask = demos.mask()
+        st, ac = demos.states[mask].astype(np.int64), demos.actions[mask].astype(np.int64)
+        if st.size and (st.max() >= S or ac.max() >= A):
+            raise DataError(f"demonstrations index states/actions outside the MDP ({S} states, {A} actions)")
+        tt = np.nonzero(mask)[1].astype(np.int64)
+        Td = demos.horizon
+        if stationary:
+            if horizon is not None:
+                raise ModelError("a stationary model has no horizon; pass horizon=None")
+            self.T = None
+            self.gamma = mdp.gamma if gamma is None else float(gamma)
+            if not 0.0 <= self.gamma < 1.0:
+                raise ModelError(f"the stationary model needs 0 <= gamma < 1, got {self.gamma}")
+        else:
+            self.T = Td if horizon is None else int(horizon)
+            if self.T < Td:
+                raise ModelError(f"horizon {self.T} is shorter than the demonstrations ({Td} steps)")
+            self.gamma = 1.0 if gamma is None else float(gamma)
+            if not 0.0 <= self.gamma <= 1.0:
+                raise ModelError(f"discount gamma={self.gamma} must lie in [0, 1]")
+        self.lam = lam
+        self.bellman_tol = float(bellman_tol)
+        self.phi = phi
+        self.dyn = _Dynamics(mdp)
+        self.n_trajectories = demos.n_trajectories
+        counts = np.bincount((tt * S + st) * A + ac, minlength=Td * S * A).reshape(Td, S, A).astype(float)
+        if stationary:
+            self.counts = counts.sum(axis=0)  # (S, A)
+        else:
+            self.counts = counts  # (Td, S, A); zero beyond the demos' horizon
+        self.visits = self.counts.sum(axis=-1)  # (…, S)
+        self._V = None  # warm start of the stationary solver
+        self.evaluations = 0
+
+    @property
+    def d(self) -> int:
+        return self.phi.shape[1]
+
+    def reward(self, theta: np.ndarray) -> np.ndarray:
+        return self.phi @ np.asarray(theta, dtype=float)
+
+    def policy_log(self, theta: np.ndarray) -> np.ndarray:
+        """``log π``: ``(S, A)`` stationary or ``(T, S, A)`` finite horizon."""
+        r = self.reward(theta)
+        if self.T is None:
+            V, logpi, _ = _stationary(self.dyn, r, self.gamma, self.lam, self._V, tol=self.bellman_tol)
+            self._V = V
+            return logpi
+        return _finite(self.dyn, r, self.gamma, self.lam, self.T)[1]
+
+    def __call__(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        """``(LL(θ), ∇_θ LL(θ))`` summed over the demonstrations."""
+        self.evaluations += 1
+        r = self.reward(theta)
+        lam, g, dyn, c = self.lam, self.gamma, self.dyn, self.counts
+        if self.T is None:
+            V, logpi, _ = _stationary(dyn, r, g, lam, self._V, tol=self.bellman_tol)
+            self._V = V
+            pi = np.exp(logpi)
+            ll = float(np.sum(c * logpi))
+            # dLL = Σ q dQ with q = (c − n π)/λ; dQ = P(dr + γ dV), dV = (I − γP_π)^{-1} P_π dr
+            h = dyn.pull((c - self.visits[:, None] * pi) / lam)
+            Ppi = dyn.P_pi(pi)
+            z = dyn.solve(Ppi, g, g * h, transpose=True)
+            grad_r = h + Ppi.T @ z
+        else:
+            _, logpi = _finite(dyn, r, g, lam, self.T)
+            Td = c.shape[0]
+            ll = float(np.sum(c * logpi[:Td]))
+            # forward adjoint sweep: w_t = ∂LL/∂V_t, q_t = ∂LL/∂Q_t (total derivatives)
+            grad_r = np.zeros(dyn.S)
+            carry = np.zeros(dyn.S)
+            for t in range(self.T):
+                pi = np.exp(logpi[t])
+                if t < Td:
+                    q = c[t] / lam + (carry - self.visits[t] / lam)[:, None] * pi
+                else:
+                    q = carry[:, None] * pi
+                f = dyn.pull(q)
+                grad_r += f
+                carry = g * f
+        return ll, self.phi.T @ grad_r
+
+
+# ====================================================================== fitting
+def maxcausalent_irl(
+    mdp: LabeledMDP,
+    demos: Demonstrations,
+    features: np.ndarray,
+    *,
+    gamma: float | None = None,
+    lam: float = 1.0,
+    stationary: bool = False,
+    horizon: int | None = None,
+    method: str = "L-BFGS-B",
+    lr: float = 1.0,
+    iterations: int = 1000,
+    tol: float = 1e-6,
+    l2: float = 0.0,
+    seed=None,
+    theta0: np.ndarray | None = None,
+    bellman_tol: float = 1e-10,
+) -> IRLFit:
+    """Tabular Maximum Causal Entropy IRL with the state reward ``r(s') = θ·φ(s')``.
+
+    Args:
+        features: ``(S, d)`` feature matrix ``φ``.
+        gamma: discount; default 1 (finite horizon) or ``mdp.gamma`` (stationary).
+        lam: entropy weight λ of the soft Bellman equations.
+        stationary: fit the infinite-horizon discounted model (stationary ``(S, A)`` policy)
+            instead of the finite-horizon one (time-dependent ``(T, S, A)`` policy).
+        horizon: ``T`` of the finite-horizon model (default: ``demos.horizon``).
+        method: ``"L-BFGS-B"`` (scipy) or ``"gradient"`` (plain gradient ascent, step ``lr``).
+        lr: step size of ``method="gradient"`` (on the per-trajectory mean log-likelihood).
+        iterations: iteration cap of the optimiser.
+        tol: stop when the largest gradient component of the per-trajectory mean objective
+            is at most ``tol``.
+        l2: ridge penalty ``l2/2·|θ|²`` on the per-trajectory mean objective.
+        seed: if given, start from ``θ0 ~ N(0, 0.01²)`` drawn with this seed (default: ``θ0 = 0``).
+        theta0: explicit starting point (overrides ``seed``).
+        bellman_tol: relative residual at which the stationary soft policy iteration stops.
+
+    The optimiser minimises ``−LL(θ)/N + l2/2·|θ|²`` with ``N`` the number of trajectories.
+    """
+    t0 = time.perf_counter()
+    obj = MaxCausalEntObjective(
+        mdp, demos, features, gamma=gamma, lam=lam, horizon=horizon, stationary=stationary, bellman_tol=bellman_tol
+    )
+    N = max(obj.n_trajectories, 1)
+    l2 = float(l2)
+    if l2 < 0:
+        raise ModelError(f"l2={l2} must be non-negative")
+    if theta0 is not None:
+        x0 = np.asarray(theta0, dtype=float).copy()
+        if x0.shape != (obj.d,):
+            raise ModelError(f"theta0 must have shape ({obj.d},), got {x0.shape}")
+    elif seed is not None:
+        x0 = np.random.default_rng(seed).normal(scale=0.01, size=obj.d)
+    else:
+        x0 = np.zeros(obj.d)
+
+    def fun(x):
+        ll, g = obj(x)
+        return -ll / N + 0.5 * l2 * float(x @ x), -g / N + l2 * x
+
+    if method == "L-BFGS-B":
+        res = scipy.optimize.minimize(
+            fun, x0, jac=True, method="L-BFGS-B",
+            options={"maxiter": int(iterations), "gtol": float(tol), "ftol": 1e-15, "maxfun": 20 * int(iterations)},
+        )
+        theta, nit, msg = res.x, int(res.nit), str(res.message)
+        gnorm = float(np.abs(fun(theta)[1]).max())
+        converged = bool(res.success) or gnorm <= tol
+    elif method == "gradient":
+        theta, nit, converged, msg = x0, 0, False, "iteration cap reached"
+        for nit in range(1, int(iterations) + 1):
+            _, g = fun(theta)
+            if float(np.abs(g).max()) <= tol:
+                converged, msg = True, "gradient below tolerance"
+                break
+            theta = theta - float(lr) * g
+    else:
+        raise ModelError(f"unknown optimisation method {method!r}; expected 'L-BFGS-B' or 'gradient'")
+    ll, _ = obj(theta)
+    logpi = obj.policy_log(theta)
+    return IRLFit(
+        theta=theta,
+        reward=obj.reward(theta),
+        policy=np.exp(logpi),
+        log_likelihood=ll,
+        n_trajectories=obj.n_trajectories,
+        iterations=nit,
+        evaluations=obj.evaluations,
+        converged=converged,
+        message=msg,
+        gamma=obj.gamma,
+        lam=obj.lam,
+        horizon=obj.T,
+        seconds=time.perf_counter() - t0,
+    )
+
+
+def d_irl(mdp: LabeledMDP, demos: Demonstrations, **kw) -> IRLFit:
+    """D-IRL: MaxCausalEnt IRL with one reward per state (identity features)."""
+    return maxcausalent_irl(mdp, demos, dense_features(mdp), **kw)
+
+
+def f_irl(mdp: LabeledMDP, demos: Demonstrations, **kw) -> IRLFit:
+    """F-IRL: MaxCausalEnt IRL with one reward per proposition (label one-hot features)."""
+    return maxcausalent_irl(mdp, demos, label_features(mdp), **kw)
