@@ -306,10 +306,10 @@ def cmd_reproduce(args) -> int:
             overrides[key] = float(value) if any(c in value for c in ".e") else int(value)
         except ValueError:
             overrides[key] = value
-    figdir = Path(args.figures) if args.figures else None
+    figdir = None if args.no_figures else Path(args.figures)
     if figdir is not None and not figdir.is_dir():
         raise RmtkError(f"{figdir}: no such directory")
-    opts = Options(quick=args.quick, seed=args.seed, figure_dir=figdir, overrides=overrides,
+    opts = Options(quick=args.quick, seed=args.seed, figure_dir=figdir, overrides=overrides, force=args.force,
                    progress=None if args.quiet else (lambda msg: print(f"rmtk: {msg}", file=sys.stderr)))
     for name in names:
         print(run(name, opts).text())
@@ -385,7 +385,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--quick", action="store_true", help="a small version (seconds)")
     rp.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     rp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override an experiment setting")
-    rp.add_argument("--figures", metavar="DIR", help="directory for the figures (default: none written)")
+    rp.add_argument("--figures", metavar="DIR", default=".", help="directory for the figures (default: .)")
+    rp.add_argument("--no-figures", action="store_true", help="write no figure")
+    rp.add_argument("--force", action="store_true", help="overwrite existing figures")
     rp.add_argument("-q", "--quiet", action="store_true")
     rp.set_defaults(func=cmd_reproduce)
     return p

@@ -54,7 +54,6 @@ detectable from ≈60 visits of each (word, cell) pair at α = 10⁻³.
 from __future__ import annotations
 
 import math
-import os
 import time
 from typing import Callable, Sequence
 
@@ -215,7 +214,7 @@ class Expert:
         epsilon: probability of a uniformly random action.
     """
 
-    kp: float = 8.0
+    kp: float = 12.0
     w_max: float = 8.0
     gain: float = 4.0
     epsilon: float = EPSILON
@@ -422,11 +421,10 @@ def _count_chunks(jobs, expert: Expert, report: Callable[[int], None] | None):
     return reducer.result(), stats
 
 
-def _worker(jobs, expert, queue):  # pragma: no cover - runs in a child process
+def _worker(index, jobs, expert, queue):  # pragma: no cover - runs in a child process
     try:
-        os.environ.setdefault("OMP_NUM_THREADS", "1")
         table, stats = _count_chunks(jobs, expert, lambda k: queue.put(("progress", k)))
-        queue.put(("result", (table, stats)))
+        queue.put(("result", (index, table, stats)))
     except BaseException as e:  # report, do not hang the parent
         import traceback
 
@@ -472,7 +470,7 @@ def generate_counts(
 
         ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
         queue = ctx.Queue()
-        procs = [ctx.Process(target=_worker, args=(jobs[w::workers], expert, queue), daemon=True)
+        procs = [ctx.Process(target=_worker, args=(w, jobs[w::workers], expert, queue), daemon=True)
                  for w in range(workers)]
         for p in procs:
             p.start()
@@ -494,7 +492,7 @@ def generate_counts(
         if error is not None:
             raise RuntimeError(f"a reacher worker failed: {error}")
         table, stats = None, GenerationStats()
-        for t, s in results:
+        for _, t, s in sorted(results, key=lambda r: r[0]):  # fixed merge order: deterministic ids
             table = t if table is None else merge_counts(table, t)
             stats.add(s)
     stats.seconds = time.perf_counter() - t0
