@@ -306,6 +306,10 @@ def cmd_reproduce(args) -> int:
             overrides[key] = float(value) if any(c in value for c in ".e") else int(value)
         except ValueError:
             overrides[key] = value
+    if args.data:
+        overrides["data"] = args.data
+    if args.trajectories:
+        overrides["trajectories"] = args.trajectories
     figdir = None if args.no_figures else Path(args.figures)
     if figdir is not None and not figdir.is_dir():
         raise RmtkError(f"{figdir}: no such directory")
@@ -383,6 +387,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("name", choices=sorted(EXPERIMENTS) + ["all"], metavar="NAME",
                     help=f"one of: {', '.join(sorted(EXPERIMENTS))}, or all")
     rp.add_argument("--quick", action="store_true", help="a small version (seconds)")
+    rp.add_argument("--data", metavar="PATH", help="trajectories for the mice experiment (.npz with states, actions)")
+    rp.add_argument("--trajectories", type=int, help="number of trajectories to simulate (experiments that simulate)")
     rp.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     rp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override an experiment setting")
     rp.add_argument("--figures", metavar="DIR", default=".", help="directory for the figures (default: .)")

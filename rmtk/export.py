@@ -949,3 +949,41 @@ def write_rm_text(machine: RewardMachine, *, terminal: str | None = None) -> str
             formula = "|".join(machine.alphabet[k] for k in ks)
             lines.append(f"({u},{v},'{formula}',ConstantRewardFunction({_fmt_number(rewards.pop())}))")
     return "\n".join(lines) + "\n"
+
+
+def draw_labyrinth(mdp: LabeledMDP, values=None, path=None, *, ax=None, title=None, sizes=None,
+                   cmap: str = "coolwarm", label: str = "value", limit: float | None = None, colorbar: bool = True):
+    """The binary-tree maze of a ``labyrinth`` MDP as a layered tree (root on top), each node
+    coloured by ``values[s]`` (e.g. the reward for entering it) and sized by ``sizes[s]``
+    (e.g. visit counts); labelled nodes other than the default are annotated."""
+    src = mdp.source
+    if src is None or src.generator != "labyrinth":
+        raise ModelError(f"mdp {mdp.name!r} is not a labyrinth: draw_labyrinth needs an MDP made by 'labyrinth'")
+    S = mdp.n_states
+    s = np.arange(S)
+    depth = np.floor(np.log2(s + 1)).astype(int)
+    x = (s - (2**depth - 1) + 0.5) / 2.0**depth
+    y = -depth.astype(float)
+    fig = None
+    if ax is None:
+        fig, ax = _new_figure((9, 4.5))
+    parents = (s[1:] - 1) // 2
+    for child, par in zip(s[1:], parents):
+        ax.plot([x[par], x[child]], [y[par], y[child]], color="0.75", lw=0.8, zorder=1)
+    vals = np.zeros(S) if values is None else np.asarray(values, dtype=float)
+    size = np.full(S, 30.0) if sizes is None else 15 + 285 * np.asarray(sizes, float) / max(np.max(sizes), 1)
+    lim = limit if limit is not None else max(np.abs(vals).max(), 1e-12)
+    sc = ax.scatter(x, y, c=vals, s=size, cmap=cmap, vmin=-lim, vmax=lim, edgecolors="0.3", linewidths=0.5, zorder=2)
+    counts = np.bincount(mdp.labels, minlength=mdp.n_propositions)
+    default = int(np.argmax(counts))
+    for st in np.flatnonzero(mdp.labels != default):
+        ax.annotate(f"{mdp.propositions[mdp.labels[st]]} ({mdp.states[st]})", (x[st], y[st]), xytext=(0, 9),
+                    textcoords="offset points", ha="center", fontsize=8, fontweight="bold")
+    ax.set_axis_off()
+    if values is not None and colorbar:
+        (fig or ax.figure).colorbar(sc, ax=ax, shrink=0.7, label=label)
+    if title:
+        ax.set_title(title)
+    if path is not None and fig is not None:
+        _save(fig, path)
+    return fig or ax.figure
