@@ -315,9 +315,16 @@ def cmd_reproduce(args) -> int:
         raise RmtkError(f"{figdir}: no such directory")
     opts = Options(quick=args.quick, seed=args.seed, figure_dir=figdir, overrides=overrides, force=args.force,
                    progress=None if args.quiet else (lambda msg: print(f"rmtk: {msg}", file=sys.stderr)))
+    status = 0
     for name in names:
-        print(run(name, opts).text())
-    return 0
+        try:
+            print(run(name, opts).text())
+        except RmtkError as err:
+            if len(names) == 1:
+                raise
+            print(f"== {name}: skipped: {err} ==")
+            status = 1
+    return status
 
 
 def build_parser() -> argparse.ArgumentParser:
