@@ -371,7 +371,7 @@ def draw_machine(
         ax.set_aspect("equal", adjustable="box")
     else:
         fig = ax.figure
-        ax.set_aspect("equal", adjustable="datalim")
+        ax.set_aspect("equal", adjustable="box")  # the limits below are fixed: shrink the box instead
     ax.set_xlim(x0, x1)
     ax.set_ylim(y0, y1)
     ax.set_axis_off()
