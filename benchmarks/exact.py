@@ -29,7 +29,6 @@ import argparse
 import gc
 import resource
 import sys
-import time
 import tracemalloc
 from pathlib import Path
 

@@ -69,7 +69,6 @@ def consistency(
             :func:`policy_class_table`, or the node ids themselves for "one policy per node".
         learned_delta_u: ``(n_l, K)`` learned transitions, same letter indexing.
     """
-    S = mdp.n_states
     nt, nl = true_delta_u.shape[0], learned_delta_u.shape[0]
     succ = mdp.successor_matrix()
     lab = mdp.labels

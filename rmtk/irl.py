@@ -231,7 +231,7 @@ def build_system(
     constrained reward entries (sorted by ``u·K + k``), then ``V`` of every product state that
     is a source or a successor (sorted by ``s·n + u``).
     """
-    S, A, n, K = mdp.n_states, mdp.n_actions, machine.n_nodes, len(machine.alphabet)
+    A, n, K = mdp.n_actions, machine.n_nodes, len(machine.alphabet)
     lp = letter[mdp.labels]  # machine letter of each state's label
     nxt = machine.delta_u[:, lp]  # (n, S)
     src = np.flatnonzero(mask.ravel())  # codes s*n+u

@@ -80,7 +80,6 @@ class DistinctPerNode(SoftOptimal):
 
     def node_classes(self, task: Task) -> np.ndarray:
         pi = self.policy(task)
-        n = pi.shape[1]
         same = np.abs(pi[:, :, None, :] - pi[:, None, :, :]).max(axis=(0, 3)) <= self.tol
         return np.argmax(same, axis=1)  # first node with the same policy everywhere
 

@@ -105,11 +105,11 @@ class _Grid:
 
     def __init__(self, mdp: LabeledMDP, machine: RewardMachine, letter, gamma: float, lam: float):
         letter = letter_map(mdp, machine, letter)
-        self.S, self.A, self.n = S, A, n = mdp.n_states, mdp.n_actions, machine.n_nodes
-        self.N = N = S * n
+        self.S, self.A, self.n = S, _, n = mdp.n_states, mdp.n_actions, machine.n_nodes
+        self.N = S * n
         self.gamma, self.lam = gamma, lam
         lp = letter[mdp.labels]
-        self.T = T = mdp.transitions
+        self.T = mdp.transitions
         self.next_node = machine.delta_u[:, lp].T.copy()  # (S, n): node after entering s' from u
         self.entry_reward = machine.delta_r[:, lp].T.copy()  # (S, n): δ_r(u, L(s'))
         self.rows = np.arange(S)[:, None]

@@ -16,16 +16,9 @@ import numpy as np
 from . import dsl
 from .errors import RmtkError
 
-MODELS = Path(__file__).resolve().parent / "models"
-
-
 def model(name: str):
-    """A shipped model file (installed package data, or the source tree's ``models/``)."""
-    for base in (MODELS, Path(__file__).resolve().parents[1] / "models"):
-        path = base / f"{name}.rm"
-        if path.is_file():
-            return dsl.load(path)
-    raise RmtkError(f"shipped model {name!r} not found")
+    """A shipped model file (see :func:`rmtk.dsl.load_model`)."""
+    return dsl.load_model(name)
 
 
 @attrs.define

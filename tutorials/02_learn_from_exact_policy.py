@@ -11,19 +11,11 @@ Run it with ``python tutorials/02_learn_from_exact_policy.py [OUTPUT_DIR]`` (it 
 nothing; the argument is accepted like in the other tutorials).
 """
 import sys
-from importlib import resources
 from pathlib import Path
 
 from rmtk import dsl
 from rmtk.learner import Learner
 
-
-def load_model(name: str) -> dsl.RmFile:
-    """A shipped model: ``models/`` next to this checkout, else the installed ``rmtk.models``."""
-    local = Path(__file__).resolve().parents[1] / "models" / name
-    if local.is_file():
-        return dsl.load(local)
-    return dsl.loads(resources.files("rmtk.models").joinpath(name).read_text(encoding="utf-8"), file=name)
 
 
 # Like every tutorial this one accepts an output directory as its first argument, but it
@@ -33,7 +25,7 @@ OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else None
 # %% 1. The task
 # patrol.rm: a 4x4 grid of four rooms A, B, C, D; the machine pays 1 each time the agent
 # completes the round A -> B -> C -> D. The task suggests depth 6 and at most 4 nodes.
-task = load_model("patrol.rm").tasks["patrol"]
+task = dsl.load_model("patrol.rm").tasks["patrol"]
 print(task.summary())
 print(task.mdp.summary())
 print(dsl.dumps(task.machine))

@@ -11,7 +11,6 @@ demonstrations are written to OUTPUT_DIR (default: a fresh temporary directory).
 """
 import sys
 import tempfile
-from importlib import resources
 from pathlib import Path
 
 from rmtk import data, dsl
@@ -28,13 +27,6 @@ def output_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="rmtk-tutorial-03-"))
 
 
-def load_model(name: str) -> dsl.RmFile:
-    """A shipped model: ``models/`` next to this checkout, else the installed ``rmtk.models``."""
-    local = Path(__file__).resolve().parents[1] / "models" / name
-    if local.is_file():
-        return dsl.load(local)
-    return dsl.loads(resources.files("rmtk.models").joinpath(name).read_text(encoding="utf-8"), file=name)
-
 
 OUT = output_dir()
 print(f"output directory: {OUT}\n")
@@ -44,7 +36,7 @@ print(f"output directory: {OUT}\n")
 # (label A), then st2 (label B), without passing through the "bad" configuration D; every
 # other configuration is labelled I. Its nodes u2 (success) and u3 (failure) both have the
 # uniform policy, so the smallest machine that explains the behaviour has 3 nodes.
-task = load_model("stack_avoid.rm").tasks["stack_avoid"]
+task = dsl.load_model("stack_avoid.rm").tasks["stack_avoid"]
 mdp = task.mdp
 print(task.summary())
 print(mdp.summary())

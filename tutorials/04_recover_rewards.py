@@ -16,7 +16,6 @@ The learner does this for every machine it finds (``result.reward_fits``, tutori
 Run it with ``python tutorials/04_recover_rewards.py [OUTPUT_DIR]`` (it writes nothing).
 """
 import sys
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -26,19 +25,12 @@ from rmtk.irl import check, describe, reward_fit, sparsest
 from rmtk.planning import task_policy
 
 
-def load_model(name: str) -> dsl.RmFile:
-    """A shipped model: ``models/`` next to this checkout, else the installed ``rmtk.models``."""
-    local = Path(__file__).resolve().parents[1] / "models" / name
-    if local.is_file():
-        return dsl.load(local)
-    return dsl.loads(resources.files("rmtk.models").joinpath(name).read_text(encoding="utf-8"), file=name)
-
 
 # Like every tutorial this one accepts an output directory as its first argument, but it
 # writes no file, so it neither creates nor uses one.
 OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else None
 
-task = load_model("patrol.rm").tasks["patrol"]
+task = dsl.load_model("patrol.rm").tasks["patrol"]
 mdp, machine = task.mdp, task.machine
 gamma, lam = task.discount, task.lam
 print(task.summary())

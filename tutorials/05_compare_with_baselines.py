@@ -12,7 +12,6 @@ Run it with ``python tutorials/05_compare_with_baselines.py [OUTPUT_DIR]`` (it w
 nothing).
 """
 import sys
-from importlib import resources
 from pathlib import Path
 
 import attrs
@@ -27,13 +26,6 @@ from rmtk.planning import soft_bellman, task_policy
 from rmtk.simulate import simulate
 
 
-def load_model(name: str) -> dsl.RmFile:
-    """A shipped model: ``models/`` next to this checkout, else the installed ``rmtk.models``."""
-    local = Path(__file__).resolve().parents[1] / "models" / name
-    if local.is_file():
-        return dsl.load(local)
-    return dsl.loads(resources.files("rmtk.models").joinpath(name).read_text(encoding="utf-8"), file=name)
-
 
 # Like every tutorial this one accepts an output directory as its first argument, but it
 # writes no file, so it neither creates nor uses one.
@@ -43,7 +35,7 @@ OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else None
 # As in the paper's appendix D, completing the patrol pays 10 instead of 1, so the
 # soft-optimal expert is far from random. Models are frozen attrs objects: `attrs.evolve`
 # makes a copy with another machine.
-base = load_model("patrol.rm").tasks["patrol"]
+base = dsl.load_model("patrol.rm").tasks["patrol"]
 task = attrs.evolve(base, machine=base.machine.with_rewards(base.machine.delta_r * 10))
 mdp, truth = task.mdp, task.machine
 print(task.summary())

@@ -10,7 +10,6 @@ to OUTPUT_DIR (default: a fresh temporary directory).
 """
 import sys
 import tempfile
-from importlib import resources
 from pathlib import Path
 
 import networkx as nx
@@ -30,13 +29,6 @@ def output_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="rmtk-tutorial-06-"))
 
 
-def load_model(name: str) -> dsl.RmFile:
-    """A shipped model: ``models/`` next to this checkout, else the installed ``rmtk.models``."""
-    local = Path(__file__).resolve().parents[1] / "models" / name
-    if local.is_file():
-        return dsl.load(local)
-    return dsl.loads(resources.files("rmtk.models").joinpath(name).read_text(encoding="utf-8"), file=name)
-
 
 def wrote(path: Path) -> None:
     print(f"wrote {path.name} ({path.stat().st_size:,} bytes)")
@@ -45,7 +37,7 @@ def wrote(path: Path) -> None:
 OUT = output_dir()
 print(f"output directory: {OUT}\n")
 
-task = load_model("patrol.rm").tasks["patrol"]
+task = dsl.load_model("patrol.rm").tasks["patrol"]
 machine, rooms = task.machine, task.mdp
 
 # %% 1. Pictures
@@ -77,7 +69,7 @@ export.draw_grid(rooms, ax=right, rewards=V - V.max(), title="V(s, u3) - max: in
 fig.savefig(OUT / "patrol_and_rooms.png", dpi=100)
 wrote(OUT / "patrol_and_rooms.png")
 try:  # only grid worlds have a map
-    export.draw_grid(load_model("stack.rm").mdps["blocks"])
+    export.draw_grid(dsl.load_model("stack.rm").mdps["blocks"])
 except ModelError as err:
     print(f"draw_grid on a block world: {type(err).__name__}: {err}")
 

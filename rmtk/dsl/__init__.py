@@ -33,6 +33,24 @@ def load(path: str | os.PathLike) -> RmFile:
     return parse_text(text, str(path))
 
 
+def load_model(name: str) -> RmFile:
+    """A model shipped with rmtk, by file name (``"patrol"`` or ``"patrol.rm"``): from the
+    installed package data ``rmtk.models``, or the source tree's ``models/``."""
+    from importlib import resources
+
+    file = name if name.endswith(".rm") else f"{name}.rm"
+    local = Path(__file__).resolve().parents[2] / "models" / file
+    if local.is_file():
+        return load(local)
+    try:
+        ref = resources.files("rmtk.models").joinpath(file)
+        if ref.is_file():
+            return loads(ref.read_text(encoding="utf-8"), file=file)
+    except ModuleNotFoundError:
+        pass
+    raise RmtkError(f"no shipped model {name!r}")
+
+
 def dump(obj, path: str | os.PathLike, *, overwrite: bool = False) -> None:
     """Write ``obj`` as `.rm` text to ``path``; an existing file is kept unless ``overwrite``."""
     p = Path(path)
@@ -41,4 +59,4 @@ def dump(obj, path: str | os.PathLike, *, overwrite: bool = False) -> None:
     p.write_text(dumps(obj), encoding="utf-8")
 
 
-__all__ = ["RmFile", "load", "loads", "dump", "dumps"]
+__all__ = ["RmFile", "load", "loads", "load_model", "dump", "dumps"]
