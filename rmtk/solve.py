@@ -17,7 +17,7 @@ import itertools
 import math
 import threading
 import time
-from typing import Callable, Sequence
+from typing import Sequence
 
 import attrs
 import numpy as np
@@ -433,5 +433,3 @@ def _renumber(du: np.ndarray, used: np.ndarray, perm: list[int]) -> tuple[np.nda
     loops = np.broadcast_to(np.arange(len(perm))[:, None], new_du.shape)
     return np.where(new_used, new_du, loops), new_used
 
-
-ProgressFactory = Callable[[], Progress]
