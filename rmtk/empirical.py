@@ -17,7 +17,7 @@ import numpy as np
 from ._arrays import array_eq, frozen_array
 from .data import Demonstrations
 from .errors import DataError
-from .mdp import LabeledMDP  # noqa: F401  (the usual counting model)
+from .mdp import LabeledMDP
 from .ptp import PrefixTree, PrefixTreePolicy, Trie, TrieBuilder
 
 
@@ -44,7 +44,7 @@ def _aggregate(keys: np.ndarray, counts: np.ndarray | None = None) -> tuple[np.n
     return uniq, np.bincount(inv, weights=counts, minlength=len(uniq)).astype(np.int64)
 
 
-def count_chunk(mdp, demos: Demonstrations, *, compress: bool = True, depth: int | None = None,
+def count_chunk(mdp: LabeledMDP, demos: Demonstrations, *, compress: bool = True, depth: int | None = None,
                 labels: np.ndarray | None = None) -> CountTable:
     """The map: count the actions of ``demos`` per (word, state), on a trie of its own.
 
@@ -106,7 +106,7 @@ def merge_counts(a: CountTable, b: CountTable) -> CountTable:
 
 
 def count_stream(
-    mdp,
+    mdp: LabeledMDP,
     chunks: Iterable,
     *,
     compress: bool = True,
@@ -145,7 +145,7 @@ def to_policy(table: CountTable, depth: int | None = None) -> PrefixTreePolicy:
 
 
 def empirical_policy(
-    mdp,
+    mdp: LabeledMDP,
     demos: Demonstrations,
     *,
     compress: bool = True,

@@ -464,8 +464,21 @@ def mice(opts: Options) -> Report:
     return report
 
 
+def reacher(opts: Options) -> Report:
+    """Section 6.3: the Reacher arm (optional extra ``pip install .[reacher]``)."""
+    try:
+        import gymnasium  # noqa: F401
+        import mujoco  # noqa: F401
+    except ImportError:
+        raise RmtkError("the reacher experiment needs gymnasium with MuJoCo: pip install '.[reacher]'") from None
+    from .reacher import reproduce_reacher
+
+    return reproduce_reacher(opts)
+
+
 EXPERIMENTS: dict[str, Callable[[Options], Report]] = {
     "mice": mice,
+    "reacher": reacher,
     "tables": tables,
     "sensitivity": sensitivity,
     "transfer": transfer,

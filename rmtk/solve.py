@@ -40,6 +40,19 @@ from .negatives import PolicyClasses
 from .ptp import Trie
 
 SOLVERS = tuple(sorted(k for k in vars(SolverNames) if not k.startswith("_")))
+#: Backends that pysat cannot interrupt (``solve_limited`` is not implemented for them).
+NOT_INTERRUPTIBLE = frozenset({"cadical103", "cadical153", "cadical195", "lingeling"})
+#: The backend used instead when a time limit needs an interruptible solver.
+INTERRUPTIBLE_FALLBACK = "glucose4"
+
+
+def solver_for(name: str, time_limit: float | None) -> tuple[str, str]:
+    """The backend to run and a note: with a time limit, a backend pysat cannot interrupt
+    (CaDiCaL, Lingeling) is replaced by Glucose 4 so that the limit is honoured."""
+    if time_limit is not None and name in NOT_INTERRUPTIBLE:
+        return INTERRUPTIBLE_FALLBACK, (f"solver {INTERRUPTIBLE_FALLBACK} used instead of {name}, which cannot be "
+                                        "interrupted, to honour the time limit")
+    return name, ""
 
 
 class Progress:
@@ -170,6 +183,10 @@ class Encoder:
         return pool, clauses
 
 
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
 def used_transitions(trie: Trie, delta_u: np.ndarray, initial: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(used (n, K) mask, node reached by each trie node) of ``delta_u`` on the trie."""
     node = trie.run(delta_u, initial)
@@ -273,6 +290,7 @@ def search(
     machine, and all its solutions (up to ``max_solutions`` distinct machines / the time limit)."""
     progress = progress or Progress()
     deadline = None if time_limit is None else time.monotonic() + time_limit
+    solver_name, note = solver_for(encoder.options.solver, time_limit)
     sizes: Sequence[int] = [exact_nodes] if exact_nodes is not None else range(max(1, min_nodes), max_nodes + 1)
     tried: list[tuple[int, bool | None]] = []
     t_enc = t_solve = 0.0
@@ -281,7 +299,7 @@ def search(
         pool, clauses = encoder.encode(n)
         t1 = time.perf_counter()
         t_enc += t1 - t0
-        with Solver(name=encoder.options.solver, bootstrap_with=clauses) as solver:
+        with Solver(name=solver_name, bootstrap_with=clauses) as solver:
             sat = _solve(solver, deadline)
             t2 = time.perf_counter()
             t_solve += t2 - t1
@@ -289,12 +307,13 @@ def search(
             progress.size(n, sat, t2 - t1)
             if sat is None:
                 return SearchResult(None, (), False, tuple(tried), len(clauses), pool.top, t_enc, t_solve, 0.0,
-                                    f"time limit reached while deciding {n} nodes")
+                                    _join(f"time limit reached while deciding {n} nodes", note))
             if not sat:
                 continue
             sols, complete, t_enum = _enumerate(solver, pool, encoder, n, max_solutions, deadline, progress)
             msg = "" if complete else "enumeration stopped early (limit reached); the solutions found are listed"
-            return SearchResult(n, sols, complete, tuple(tried), len(clauses), pool.top, t_enc, t_solve, t_enum, msg)
+            return SearchResult(n, sols, complete, tuple(tried), len(clauses), pool.top, t_enc, t_solve, t_enum,
+                                _join(msg, note))
     lo, hi = sizes[0], sizes[-1]
     what = f"exactly {hi}" if exact_nodes is not None else (f"at most {hi}" if lo <= 1 else f"{lo} to {hi}")
     return SearchResult(None, (), True, tuple(tried), 0, 0, t_enc, t_solve, 0.0,
@@ -382,7 +401,7 @@ def maxsat_search(
     t1 = time.perf_counter()
     weights = np.asarray(weights, dtype=np.int64)
     uniform = len(set(weights.tolist())) <= 1
-    solver_name = encoder.options.solver
+    solver_name, note = solver_for(encoder.options.solver, time_limit)
     found: dict[tuple, Solution] = {}
     complete = True
     with (RC2 if uniform else RC2Stratified)(wcnf, solver=solver_name) as rc2:
@@ -420,7 +439,7 @@ def maxsat_search(
     t3 = time.perf_counter()
     msg = "" if complete else "enumeration stopped early (limit reached); the solutions found are listed"
     return SearchResult(nodes, tuple(found.values()), complete, ((nodes, True),), len(wcnf.hard) + len(wcnf.soft),
-                        pool.top, t1 - t0, t2 - t1, t3 - t2, msg, cost=int(best))
+                        pool.top, t1 - t0, t2 - t1, t3 - t2, _join(msg, note), cost=int(best))
 
 
 def _renumber(du: np.ndarray, used: np.ndarray, perm: list[int]) -> tuple[np.ndarray, np.ndarray]:

@@ -305,3 +305,20 @@ def test_learned_machine_carries_the_true_rewards(name, depth, u):
     fit = r.reward_fits[0]
     assert fit.residual < 1e-9 and fit.replan_error < 1e-6 and fit.identified_up_to_shaping
     assert isomorphic(r.machines[0], t.machine.with_alphabet_order(r.machines[0].alphabet), rewards=True)
+
+
+def test_time_limit_with_a_solver_that_cannot_be_interrupted():
+    """pysat cannot interrupt CaDiCaL: a real time limit switches to Glucose 4 and says so."""
+    from rmtk.simulate import simulate
+
+    t = task("stack_avoid")
+    r = Learner(depth=8, nodes=4, max_nodes=4, time_limit=30.0).fit(t)
+    assert r.search.complete and r.distinct_count == 65
+    assert "glucose4 used instead of cadical153" in r.search.message
+    r = Learner(depth=8, nodes=4, max_nodes=4, time_limit=30.0, encoding=EncodingOptions(solver="minisat22")).fit(t)
+    assert r.distinct_count == 65 and "instead of" not in r.search.message
+    demos = simulate(t, 1000, 20, seed=0)
+    limited = Learner(nodes=3, max_nodes=3, maxsat=True, time_limit=30.0).fit_demonstrations(t, demos)
+    plain = Learner(nodes=3, max_nodes=3, maxsat=True).fit_demonstrations(t, demos)
+    assert "glucose4 used instead" in limited.search.message
+    assert (limited.distinct_count, limited.raw_count) == (plain.distinct_count, plain.raw_count)
