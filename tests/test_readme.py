@@ -1,0 +1,17 @@
+"""The README's Python blocks run as written, in order, in one namespace."""
+import os
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_readme_python_blocks_run(tmp_path, monkeypatch):
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+    assert len(blocks) >= 4
+    monkeypatch.chdir(tmp_path)
+    os.symlink(ROOT / "models", tmp_path / "models")  # the README runs from the repository root
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), namespace)
+    assert namespace["result"].distinct_count >= 1 and (tmp_path / "patrol.png").exists()
