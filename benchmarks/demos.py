@@ -58,6 +58,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
+from _table import render  # the script's folder is on sys.path
+
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"
 TASKS = ("stack", "stack_avoid")
@@ -198,20 +200,6 @@ def row(rec: dict) -> dict:
     }
 
 
-def render(rows: list[dict], markdown: bool) -> str:
-    cols = list(rows[0])
-    cells = [cols] + [[str(r[c]) for c in cols] for r in rows]
-    if markdown:
-        lines = ["| " + " | ".join(r) + " |" for r in cells]
-        lines.insert(1, "|" + "|".join("---" for _ in cols) + "|")
-        return "\n".join(lines)
-    width = [max(len(r[i]) for r in cells) for i in range(len(cols))]
-    left = {"task", "target"}
-    return "\n".join(
-        "  ".join(v.ljust(w) if c in left else v.rjust(w) for v, w, c in zip(r, width, cols)).rstrip()
-        for r in cells)
-
-
 def size(text: str) -> int:
     v = float(text)
     if v < 1 or v != int(v):
@@ -249,7 +237,7 @@ def main(argv=None) -> int:
     print(f"# learning from demonstrations, T={HORIZON}, seed={args.seed}, alpha={ALPHA}, MaxSAT at "
           f"{NODES} nodes; times in s, pk_* = peak allocation per stage in MiB (tracemalloc), "
           "rss = max RSS of the row's process in MiB")
-    print(render([row(r) for r in recs], args.markdown))
+    print(render([row(r) for r in recs], args.markdown, frozenset({"task", "target"})))
     target_recs = [r for r in recs if r["N"] == TARGET_N]
     failed = False
     for r in target_recs:

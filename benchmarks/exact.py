@@ -32,6 +32,8 @@ import sys
 import tracemalloc
 from pathlib import Path
 
+from _table import render  # the script's folder is on sys.path
+
 from rmtk import dsl
 from rmtk.learner import Learner
 
@@ -139,20 +141,6 @@ def measure(names: list[str], policy: str, repeat: int) -> list[dict]:
     return out
 
 
-def render(recs: list[dict], markdown: bool) -> str:
-    cols = list(recs[0])
-    cells = [cols] + [[str(r[c]) for c in cols] for r in recs]
-    if markdown:
-        lines = ["| " + " | ".join(row) + " |" for row in cells]
-        lines.insert(1, "|" + "|".join("---" for _ in cols) + "|")
-        return "\n".join(lines)
-    width = [max(len(row[i]) for row in cells) for i in range(len(cols))]
-    left = {"row", "task", "compress", "target", "paper"}
-    return "\n".join(
-        "  ".join(v.ljust(w) if c in left else v.rjust(w) for v, w, c in zip(row, width, cols)).rstrip()
-        for row in cells)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=3, help="timed runs per row, the fastest is kept")
@@ -167,7 +155,7 @@ def main(argv=None) -> int:
     recs = measure(names, args.policy, max(1, args.repeat))
     print(f"# exact pipeline, policy={args.policy}, best of {max(1, args.repeat)}; times in ms;"
           " pipe = tree..enum (rewards and verdict shown apart); target checked on pipe")
-    print(render(recs, args.markdown))
+    print(render(recs, args.markdown, frozenset({"row", "task", "compress", "target", "paper"})))
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
     print(f"# process max RSS: {fmt_bytes(rss)}")
     failed = [r["row"] for r in recs if r["target"].endswith("FAIL")]
