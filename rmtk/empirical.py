@@ -133,14 +133,13 @@ def count_stream(
 
 def to_policy(table: CountTable, depth: int | None = None) -> PrefixTreePolicy:
     """The empirical prefix tree policy p̂(a | s, σ) with its counts."""
-    SA, A = table.n_states * table.n_actions, table.n_actions
+    A = table.n_actions
     pair_key, action = table.keys // A, table.keys % A
     pairs, inv = np.unique(pair_key, return_inverse=True)
-    counts = np.zeros((len(pairs), A), dtype=np.int64)
-    np.add.at(counts, (inv, action), table.counts)
+    counts = np.bincount(inv * A + action, weights=table.counts, minlength=len(pairs) * A)
+    counts = counts.astype(np.int64).reshape(len(pairs), A)
     tree = PrefixTree(table.trie, pairs // table.n_states, pairs % table.n_states,
                       depth if depth is not None else int(table.trie.length.max()))
-    del SA
     return PrefixTreePolicy(tree, counts / counts.sum(axis=1, keepdims=True), counts=counts)
 
 
