@@ -11,9 +11,9 @@ stages and what each row reports:
   (trie nodes incl. the root);
 * ``mine_s`` — ``ConfidenceMiner(alpha=0.05).mine``: negative word pairs by the Weissman
   confidence bound (paper eq. 18-19); ``neg`` is |E⁻|;
-* ``maxsat_s`` — encoding (``EncodingOptions(negatives="pairs")``, no policy classes) and
-  weighted MaxSAT with unit weights at exactly 3 nodes, including the enumeration of every
-  optimal machine (:func:`rmtk.solve.maxsat_search`); ``cost`` the optimal cost (violated
+* ``maxsat_s`` — encoding and weighted MaxSAT with unit weights at exactly 3 nodes
+  (``MaxSatEncoder().search``), including the enumeration of every optimal machine
+  (:func:`rmtk.solve.maxsat_search`); ``cost`` the optimal cost (violated
   negatives), ``machines`` the optimal machines up to renaming, ``raw`` their raw
   solution count (the paper's count);
 * ``mine+maxsat_s`` — the sum of the two;
@@ -96,7 +96,8 @@ def run_stages(task, n: int, seed: int, clock, out: dict | None = None) -> dict:
     from rmtk.empirical import empirical_policy
     from rmtk.negatives import ConfidenceMiner
     from rmtk.simulate import simulate
-    from rmtk.solve import Encoder, EncodingOptions, maxsat_search
+    from rmtk.encoders import MaxSatEncoder
+    from rmtk.encoding import Problem
 
     m = {}
     demos, m["sim"] = clock(lambda: simulate(task, n, HORIZON, seed=seed))
@@ -104,8 +105,7 @@ def run_stages(task, n: int, seed: int, clock, out: dict | None = None) -> dict:
     neg, m["mine"] = clock(lambda: ConfidenceMiner(alpha=ALPHA).mine(ptp))
 
     def solve():
-        enc = Encoder(ptp.trie, task.mdp.n_propositions, None, None, EncodingOptions(negatives="pairs"))
-        return maxsat_search(enc, neg.pairs, neg.weights("unit"), nodes=NODES)
+        return MaxSatEncoder().search(Problem(ptp.trie, task.mdp.n_propositions, neg), max_nodes=NODES)
 
     res, m["maxsat"] = clock(solve)
     if out is not None:

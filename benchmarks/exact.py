@@ -35,7 +35,7 @@ from pathlib import Path
 from _table import render  # the script's folder is on sys.path
 
 from rmtk import dsl
-from rmtk.learner import Learner
+from rmtk.learner import ExactPTP, Learner
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 PAIRS_LIMIT = 5e6
@@ -58,7 +58,7 @@ STAGES = ("tree", "policy", "mine", "encode", "solve", "enumerate")
 
 def learner(row, policy: str) -> Learner:
     _, depth, u_max, nodes, compress = row[:5]
-    return Learner(depth=depth, max_nodes=u_max, nodes=nodes, compress=compress, source=policy)
+    return Learner(ExactPTP(depth, source=policy, compress=compress), max_nodes=u_max, nodes=nodes)
 
 
 STAGES = ("tree", "policy", "mine", "encode", "solve", "enumerate")
@@ -106,7 +106,7 @@ def measure(names: list[str], policy: str, repeat: int) -> list[dict]:
         model = ROWS[name][0]
         if model not in tasks:
             tasks[model] = dsl.load(MODELS / f"{model}.rm").tasks[model]
-            Learner(depth=3, max_nodes=ROWS[name][2], source=policy).fit(tasks[model])
+            Learner(ExactPTP(3, source=policy), max_nodes=ROWS[name][2]).fit(tasks[model])
     out = []
     for name in names:
         row = ROWS[name]

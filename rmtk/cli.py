@@ -120,84 +120,41 @@ def _load_task(file: str, name: str | None) -> Task:
     return doc.only("task")
 
 
-def learner_from_args(args):
-    """The :class:`~rmtk.learner.Learner` the command-line options describe."""
-    from .learner import Learner
-    from .solve import EncodingOptions, Progress, StderrProgress
+def learner_from_args(args, task: Task | None = None):
+    """The :class:`~rmtk.learner.Learner` the command-line options describe (the same
+    strategies a Python user composes)."""
+    from .encoders import MaxSatEncoder, SatEncoder
+    from .learner import EmpiricalPTP, ExactMiner, ExactPTP, Learner
+    from .maxent import MaxEntIRL
+    from .negatives import ConfidenceMiner
+    from .progress import Progress, StderrProgress
 
-    return Learner(
-        depth=args.depth,
-        max_nodes=args.max_nodes,
-        nodes=args.nodes,
-        source=args.policy,
-        compress=not args.no_compress,
-        encoding=EncodingOptions(
-            non_stuttering=not args.stuttering,
-            symmetry_breaking=not args.no_symmetry_breaking,
-            negatives=args.negatives,
-            solver=args.solver,
-        ),
-        max_solutions=args.max_solutions,
-        time_limit=args.time_limit,
-        progress=Progress() if args.quiet else StderrProgress(),
-        alpha=args.alpha,
-        maxsat=args.maxsat,
-        weights=args.weights,
-    )
+    progress = Progress() if args.quiet else StderrProgress()
+    compress = not args.no_compress
+    if args.demos:
+        from .data import load
 
-
-PAIR_COUNT_LIMIT = 5_000_000
-
-
-def report(task: Task, result, *, out=None) -> None:
-    """Print a learning result as .rm text with '#' comment lines (the output stays loadable)."""
-    out = out or sys.stdout
-    st = result.stats()
-    t = result.timings
-    w = lambda line="": print(line, file=out)  # noqa: E731
-    words = "compressed" if result.tree.trie.compressed else "uncompressed"
-    if result.classes is not None:
-        w(f"# learned from task {task.name}: exact prefix tree policy of depth {result.tree.depth}, {words} words")
-        pairs = st["per_state_pairs"]
-        distinct = (f"{len(result.classes.distinct_pairs())} distinct word pairs" if pairs <= PAIR_COUNT_LIMIT
-                    else "distinct pairs not counted")
-        w(f"# prefix tree: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs, {st['classes']} policy classes")
-        w(f"# negative examples: {pairs} per-state pairs, {distinct}")
+        demos = load(args.demos, task.mdp)
+        progress.note(f"loaded {args.demos}: {demos.summary()}")
+        ptp = EmpiricalPTP(demos, depth=args.depth, compress=compress)
+        miner = ConfidenceMiner(alpha=0.05 if args.alpha is None else args.alpha)
     else:
-        w(f"# learned from task {task.name}: empirical prefix tree policy, {words} words")
-        w(f"# empirical prefix tree: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs")
-        report_demos(result, out=out)
-    tried = ", ".join(f"{n}: {'sat' if ok else 'unsat' if ok is False else 'interrupted'}" for n, ok in result.search.tried)
-    bound = f" (lower bound {st['lower_bound']})" if "lower_bound" in st else ""
-    w(f"# SAT: nodes tried {tried}{bound}; {st['clauses']} clauses, {st['variables']} variables")
-    w("# timings (s): " + ", ".join(f"{k} {v:.4f}" for k, v in t.items()))
-    if result.n_nodes is None:
-        w(f"# no solution: {result.search.message}")
-        return
-    w(f"# solutions: {result.distinct_count} machine{'s' if result.distinct_count != 1 else ''} up to renaming, "
-      f"{result.raw_count} raw assignments (node 0 fixed, the paper's count)"
-      + ("" if result.search.complete else f"; {result.search.message}"))
-    iso = result.isomorphic_to_truth()
-    for i, m in enumerate(result.machines):
-        w()
-        free = result.unconstrained(i)
-        if free:
-            w("# unconstrained by the data (written as self-loops): " + ", ".join(f"{u} on {a}" for u, a in free))
-        if result.verdicts is not None:
-            same = f"; isomorphic to the true machine '{task.machine.name}'" if iso and iso[i] else ""
-            w(f"# verdict: {result.verdicts[i]}{same}")
-        if result.reward_fits is not None and i < len(result.reward_fits):
-            f = result.reward_fits[i]
-            ident = ("identified up to potential shaping" if f.identified_up_to_shaping
-                     else "identification not analysed" if f.null_dim is None
-                     else f"{f.extra_null_dim} reward direction(s) not identified beyond shaping")
-            replan = "" if f.replan_error is None else f", re-planned policy within {f.replan_error:.2g}"
-            w(f"# rewards (MaxEnt, sparsest up to shaping): residual {f.residual:.2g}{replan}; {ident}")
-        if result.negatives is not None and result.solutions[i].dropped:
-            shown = result.dropped(i)[:5]
-            more = f" and {len(result.solutions[i].dropped) - 5} more" if len(result.solutions[i].dropped) > 5 else ""
-            w("# violates the negative examples: " + "; ".join(f"{' '.join(a)} / {' '.join(b)}" for a, b in shown) + more)
-        out.write(dsl.dumps(m))
+        for flag, value in (("--alpha", args.alpha), ("--weights", args.weights)):
+            if value is not None and not (flag == "--weights" and args.maxsat):
+                raise RmtkError(f"{flag} applies to learning from demonstrations (--demos FILE)")
+        ptp = ExactPTP(depth=args.depth or "task", source=args.policy, compress=compress)
+        miner = ExactMiner()
+    common = dict(non_stuttering=not args.stuttering, symmetry_breaking=not args.no_symmetry_breaking,
+                  solver=args.solver)
+    if args.maxsat:
+        encoder = MaxSatEncoder(weights=args.weights or "unit", **common)
+    else:
+        if args.weights is not None:
+            raise RmtkError("--weights applies to MaxSAT (--maxsat)")
+        encoder = SatEncoder(negatives=args.negatives, **common)
+    return Learner(ptp=ptp, miner=miner, encoder=encoder, irl=None if args.no_rewards else MaxEntIRL(),
+                   max_nodes=args.max_nodes, nodes=args.nodes, max_solutions=args.max_solutions,
+                   time_limit=args.time_limit, progress=progress)
 
 
 def _figure_paths(path: str, count: int) -> list[Path]:
@@ -205,31 +162,6 @@ def _figure_paths(path: str, count: int) -> list[Path]:
     if count == 1:
         return [p]
     return [p.with_name(f"{p.stem}_{i + 1}{p.suffix}") for i in range(count)]
-
-
-class ProgressBar:
-    """A one-line progress bar on stderr (redrawn at most every 0.2 s)."""
-
-    def __init__(self, label: str, total: int, stream=None):
-        import time
-
-        self.label, self.total, self.stream = label, total, stream or sys.stderr
-        self._time = time.monotonic
-        self._last = 0.0
-        self._start = self._time()
-
-    def __call__(self, done: int, total: int | None = None) -> None:
-        now = self._time()
-        total = total or self.total
-        if now - self._last < 0.2 and done < total:
-            return
-        self._last = now
-        width = 30
-        fill = int(width * done / max(total, 1))
-        rate = done / max(now - self._start, 1e-9)
-        end = "\n" if done >= total else "\r"
-        print(f"rmtk: {self.label} [{'#' * fill}{'.' * (width - fill)}] {done}/{total} ({rate:,.0f}/s)",
-              end=end, file=self.stream, flush=True)
 
 
 def cmd_simulate(args) -> int:
@@ -243,39 +175,22 @@ def cmd_simulate(args) -> int:
         import attrs
 
         task = attrs.evolve(task, lam=args.lam)
-    bar = None if args.quiet else ProgressBar("simulating", args.n)
-    demos = simulate(task, args.n, args.horizon, seed=args.seed, progress=bar)
+    from .progress import Progress, StderrProgress
+
+    demos = simulate(task, args.n, args.horizon, seed=args.seed,
+                     progress=Progress() if args.quiet else StderrProgress())
     save(demos, out, task.mdp, overwrite=True)
     print(f"wrote {out}: {demos.summary()}, seed {args.seed}", file=sys.stderr)
     return 0
 
 
-def report_demos(result, *, out=None) -> None:
-    """The negative examples part of a report on learning from demonstrations."""
-    out = out or sys.stdout
-    neg = result.negatives
-    fpr = result.false_positive_rate
-    extra = "" if fpr is None else f", false positive rate {100 * fpr:.2f}% against the true machine"
-    print(f"# demonstrations: {len(neg)} negative examples at alpha {neg.alpha:g}{extra}", file=out)
-    if result.search.cost is not None:
-        print(f"# MaxSAT: optimum drops {result.search.cost} negative example(s)", file=out)
-
-
 def cmd_learn(args) -> int:
     """Learn the smallest machine from a task's exact prefix tree policy or from demonstrations."""
     task = _load_task(args.file, args.task)
-    learner = learner_from_args(args)
-    if args.demos:
-        from .data import load
+    from .report import report
 
-        demos = load(args.demos, task.mdp)
-        print(f"rmtk: loaded {args.demos}: {demos.summary()}", file=sys.stderr)
-        result = learner.fit_demonstrations(task, demos)
-    else:
-        if args.maxsat:
-            raise RmtkError("--maxsat applies to learning from demonstrations (--demos FILE)")
-        result = learner.fit(task)
-    report(task, result)
+    result = learner_from_args(args, task).fit(task)
+    report(task, result, count_pairs=args.count_pairs)
     if result.n_nodes is None:
         return 1
     from . import export
@@ -294,27 +209,26 @@ def cmd_learn(args) -> int:
 
 def cmd_reproduce(args) -> int:
     """Run one of the paper's experiments and print our numbers beside the paper's."""
-    from .reproduce import EXPERIMENTS, Options, run
+    from .experiments import EXPERIMENTS, Options, check_overrides, run
+    from .progress import Progress, StderrProgress
 
     names = sorted(EXPERIMENTS) if args.name == "all" else [args.name]
     overrides = {}
     for item in args.set or []:
         key, sep, value = item.partition("=")
-        if not sep:
+        if not sep or not key:
             raise RmtkError(f"--set expects KEY=VALUE, got {item!r}")
-        try:
-            overrides[key] = float(value) if any(c in value for c in ".e") else int(value)
-        except ValueError:
-            overrides[key] = value
+        overrides[key] = value
     if args.data:
         overrides["data"] = args.data
     if args.trajectories:
         overrides["trajectories"] = args.trajectories
+    check_overrides(names, overrides)
     figdir = None if args.no_figures else Path(args.figures)
     if figdir is not None and not figdir.is_dir():
         raise RmtkError(f"{figdir}: no such directory")
     opts = Options(quick=args.quick, seed=args.seed, figure_dir=figdir, overrides=overrides, force=args.force,
-                   progress=None if args.quiet else (lambda msg: print(f"rmtk: {msg}", file=sys.stderr)))
+                   progress=Progress() if args.quiet else StderrProgress())
     status = 0
     for name in names:
         try:
@@ -325,6 +239,30 @@ def cmd_reproduce(args) -> int:
             print(f"== {name}: skipped: {err} ==")
             status = 1
     return status
+
+
+def _number(kind, what: str, ok, bound: str):
+    """An argparse type: ``kind(text)`` that must satisfy ``ok``, with a plain message."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"expected {what} {bound}, got {text}")
+        return value
+    return parse
+
+
+_positive_int = _number(int, "a whole number", lambda v: v >= 1, "of at least 1")
+_positive_float = _number(float, "a number", lambda v: 0 < v < float("inf"), "above 0")
+
+
+def _probability(text: str) -> float:
+    value = _positive_float(text)
+    if not value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -349,9 +287,9 @@ def build_parser() -> argparse.ArgumentParser:
     ln = sub.add_parser("learn", help="learn the smallest reward machine from a task's exact policy")
     ln.add_argument("file", metavar="FILE", help="a .rm file with a task")
     ln.add_argument("task", nargs="?", metavar="TASK", help="the task to learn (default: the file's only task)")
-    ln.add_argument("--depth", type=int, help="prefix tree depth l (default: the task's depth, else 6)")
-    ln.add_argument("--max-nodes", type=int, help="bound u_max on the nodes (default: the task's, else 4)")
-    ln.add_argument("--nodes", type=int, help="solve for exactly this many nodes (the paper solves at n = u_max)")
+    ln.add_argument("--depth", type=_positive_int, help="prefix tree depth l (default: the task's depth, else 6)")
+    ln.add_argument("--max-nodes", type=_positive_int, help="bound u_max on the nodes (default: the task's, else 4)")
+    ln.add_argument("--nodes", type=_positive_int, help="solve for exactly this many nodes (the paper solves at n = u_max)")
     ln.add_argument("--policy", choices=("soft-optimal", "distinct"), default="soft-optimal",
                     help="soft-optimal: the task's MaxEnt policy; distinct: one policy per node (the paper's counts)")
     ln.add_argument("--no-compress", action="store_true", help="key the tree by uncompressed words")
@@ -364,12 +302,17 @@ def build_parser() -> argparse.ArgumentParser:
     ln.add_argument("--solver", default="cadical153", choices=SOLVERS, metavar="NAME",
                     help="SAT solver of python-sat (default cadical153)")
     ln.add_argument("--demos", metavar="FILE", help="learn from demonstrations (.npz or .csv) instead of the exact policy")
-    ln.add_argument("--alpha", type=float, default=0.05, help="confidence level of the negative examples (default 0.05)")
+    ln.add_argument("--alpha", type=_probability, help="confidence level of the negative examples (default 0.05)")
     ln.add_argument("--maxsat", action="store_true", help="weighted MaxSAT: robust to false positive negative examples")
-    ln.add_argument("--weights", choices=("unit", "evidence"), default="unit",
-                    help="MaxSAT weight of a negative example: 1, or growing with its evidence")
-    ln.add_argument("--max-solutions", type=int, help="stop after this many machines")
-    ln.add_argument("--time-limit", type=float, help="seconds for the SAT search; what was found is reported")
+    ln.add_argument("--weights", choices=("unit", "evidence"),
+                    help="MaxSAT weight of a negative example: 1 (default), or growing with its evidence")
+    ln.add_argument("--max-solutions", type=_positive_int, help="stop after this many machines")
+    ln.add_argument("--time-limit", type=_positive_float, metavar="S",
+                    help="seconds for the SAT search; what was found is reported")
+    ln.add_argument("--count-pairs", action="store_true",
+                    help="count distinct negative word pairs even above 200,000 per-state pairs (slow)")
+    ln.add_argument("--no-rewards", action="store_true",
+                    help="skip the reward recovery (MaxEnt IRL) of the learned machines")
     ln.add_argument("--dot", metavar="PATH", help="write the learned machine(s) as DOT")
     ln.add_argument("--png", metavar="PATH", help="draw the learned machine(s) (.png or .svg)")
     ln.add_argument("--force", action="store_true", help="overwrite existing output files")
@@ -379,23 +322,25 @@ def build_parser() -> argparse.ArgumentParser:
     sm = sub.add_parser("simulate", help="sample demonstrations from a task's soft-optimal policy")
     sm.add_argument("file", metavar="FILE", help="a .rm file with a task")
     sm.add_argument("task", nargs="?", metavar="TASK")
-    sm.add_argument("-n", type=int, required=True, help="number of trajectories")
-    sm.add_argument("-T", "--horizon", type=int, required=True, help="steps per trajectory")
+    sm.add_argument("-n", type=_positive_int, required=True, help="number of trajectories")
+    sm.add_argument("-T", "--horizon", type=_positive_int, required=True, help="steps per trajectory")
     sm.add_argument("--seed", type=int, required=True, help="random seed (results are reproducible)")
     sm.add_argument("-o", "--output", required=True, metavar="PATH", help="output file (.npz or .csv)")
-    sm.add_argument("--lambda", dest="lam", type=float, help="expert temperature λ (default: the task's)")
+    sm.add_argument("--lambda", dest="lam", type=_positive_float, help="expert temperature λ (default: the task's)")
     sm.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
     sm.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     sm.set_defaults(func=cmd_simulate)
 
-    from .reproduce import EXPERIMENTS
+    from .experiments import EXPERIMENTS
 
-    rp = sub.add_parser("reproduce", help="run one of the paper's experiments (ours beside the paper's numbers)")
+    listing = "; ".join(f"{e.name} ({e.paper}): {e.what}" for e in EXPERIMENTS.values())
+    rp = sub.add_parser("reproduce", help="run one of the paper's experiments (ours beside the paper's numbers)",
+                        description=f"Experiments: {listing}.")
     rp.add_argument("name", choices=sorted(EXPERIMENTS) + ["all"], metavar="NAME",
                     help=f"one of: {', '.join(sorted(EXPERIMENTS))}, or all")
     rp.add_argument("--quick", action="store_true", help="a small version (seconds)")
     rp.add_argument("--data", metavar="PATH", help="trajectories for the mice experiment (.npz with states, actions)")
-    rp.add_argument("--trajectories", type=int, help="number of trajectories to simulate (experiments that simulate)")
+    rp.add_argument("--trajectories", type=_positive_int, help="number of trajectories to simulate (experiments that simulate)")
     rp.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     rp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override an experiment setting")
     rp.add_argument("--figures", metavar="DIR", default=".", help="directory for the figures (default: .)")

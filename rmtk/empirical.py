@@ -1,5 +1,5 @@
 """Empirical prefix tree policy (paper eq. 17): action counts per (word, state) pair,
-counted from demonstrations.
+counted from demonstrations — and :class:`EmpiricalPTP`, the PTP strategy built on it.
 
 Counting is written as a *map* over chunks of trajectories (:func:`count_chunk`: a local
 trie and a table of (node, state, action) counts) and an associative *reduce*
@@ -9,6 +9,7 @@ are vectorised over trajectories: the only Python loops run over time steps and 
 """
 from __future__ import annotations
 
+import time
 from typing import Callable, Iterable
 
 import attrs
@@ -16,9 +17,12 @@ import numpy as np
 
 from ._arrays import array_eq, frozen_array
 from .data import Demonstrations
-from .errors import DataError
+from .errors import DataError, RmtkError
+from .exact import PolicySource, SoftOptimal
 from .mdp import LabeledMDP
+from .progress import Progress, as_progress
 from .ptp import PrefixTree, PrefixTreePolicy, Trie, TrieBuilder
+from .task import Task
 
 
 @attrs.frozen
@@ -111,24 +115,30 @@ def count_stream(
     *,
     compress: bool = True,
     depth: int | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Progress | Callable[[int], None] | None = None,
+    total: int | None = None,
 ) -> CountTable:
     """Map every chunk and reduce as they come: trajectories are never all in memory.
 
     Each chunk is a :class:`Demonstrations` or a pair ``(demos, labels)`` with per-step
-    labels (see :func:`count_chunk`)."""
-    total: CountTable | None = None
+    labels (see :func:`count_chunk`). ``progress`` (a :class:`~rmtk.progress.Progress` or a
+    callable of the number counted so far) hears after every chunk; ``total`` is the
+    number of trajectories expected, when known."""
+    progress = as_progress(progress)
+    table_sum: CountTable | None = None
     done = 0
-    for chunk in chunks:
+    for index, chunk in enumerate(chunks):
         chunk, labels = chunk if isinstance(chunk, tuple) else (chunk, None)
+        if not isinstance(chunk, Demonstrations):
+            raise DataError(f"chunk {index}: expected Demonstrations or (Demonstrations, labels), "
+                            f"got {type(chunk).__name__}")
         table = count_chunk(mdp, chunk, compress=compress, depth=depth, labels=labels)
-        total = table if total is None else merge_counts(total, table)
+        table_sum = table if table_sum is None else merge_counts(table_sum, table)
         done += chunk.n_trajectories
-        if progress is not None:
-            progress(done)
-    if total is None:
+        progress.count(done, total)
+    if table_sum is None:
         raise DataError("no demonstrations to count")
-    return total
+    return table_sum
 
 
 def to_policy(table: CountTable, depth: int | None = None) -> PrefixTreePolicy:
@@ -150,7 +160,7 @@ def empirical_policy(
     compress: bool = True,
     depth: int | None = None,
     chunk: int = 250_000,
-    progress: Callable[[int], None] | None = None,
+    progress: Progress | Callable[[int], None] | None = None,
     labels: np.ndarray | None = None,
 ) -> PrefixTreePolicy:
     """Count ``demos`` in chunks of ``chunk`` trajectories and return the empirical policy
@@ -163,5 +173,96 @@ def empirical_policy(
             raise DataError(f"labels have shape {labels.shape}, expected {demos.states.shape} like the states")
         chunks = ((part, labels[lo : lo + chunk, : part.horizon])
                   for lo, part in zip(range(0, demos.n_trajectories, chunk), demos.chunks(chunk)))
-    table = count_stream(mdp, chunks, compress=compress, depth=depth, progress=progress)
+    table = count_stream(mdp, chunks, compress=compress, depth=depth, progress=progress, total=demos.n_trajectories)
     return to_policy(table, depth)
+
+
+# ---------------------------------------------------------------------- the PTP strategy
+@attrs.frozen
+class EmpiricalPTP:
+    """The PTP strategy of demonstrations (paper section 5, eq. 17): the empirical prefix
+    tree policy p̂(a | s, σ) with its action counts.
+
+    Args:
+        data: :class:`~rmtk.data.Demonstrations`, a :class:`CountTable` already counted
+            (e.g. merged from shards), or an iterable of chunks (:class:`Demonstrations` or
+            ``(demos, labels)`` pairs) counted as they come. A one-shot iterable is counted
+            on the first :meth:`build`; the counts are kept for later builds.
+        depth: count only the first ``depth`` steps of each trajectory (default: all).
+        compress: key the trie by non-stuttering compressed words.
+        chunk: trajectories counted at once when ``data`` is :class:`Demonstrations`.
+        labels: per-step proposition indices overriding the MDP's labels (with
+            :class:`Demonstrations` data only; see :func:`count_chunk`).
+        total: number of trajectories a stream holds, for progress (optional).
+        expert: the policy the demonstrations came from, when the target is a task: used
+            for the false positive rate and the verdicts only (default: the task's
+            soft-optimal policy).
+    """
+
+    data: object
+    depth: int | None = None
+    compress: bool = True
+    chunk: int = 250_000
+    labels: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
+    total: int | None = None
+    expert: PolicySource = attrs.field(factory=SoftOptimal)
+    _counted: dict = attrs.field(factory=dict, init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self):
+        if self.depth is not None and (isinstance(self.depth, bool) or self.depth < 1):
+            raise RmtkError(f"depth must be at least 1 (or None for whole trajectories), got {self.depth!r}")
+        if self.chunk < 1:
+            raise RmtkError(f"chunk must be at least 1, got {self.chunk}")
+        if self.labels is not None and not isinstance(self.data, Demonstrations):
+            raise RmtkError("per-step labels go with Demonstrations data; a stream carries them in its chunks")
+
+    def counts(self, mdp, progress: Progress | None = None) -> CountTable:
+        """The count table of the data on ``mdp`` (counted once, then kept)."""
+        progress = as_progress(progress)
+        data = self.data
+        if isinstance(data, CountTable):
+            if (data.n_states, data.n_actions, data.n_letters) != (mdp.n_states, mdp.n_actions, mdp.n_propositions):
+                raise DataError(f"the count table was made on {data.n_states} states, {data.n_actions} actions and "
+                                f"{data.n_letters} propositions; mdp {getattr(mdp, 'name', '')!r} has "
+                                f"{mdp.n_states}, {mdp.n_actions} and {mdp.n_propositions}")
+            if data.trie.compressed != self.compress:
+                raise DataError("the count table's words are " + ("" if data.trie.compressed else "not ")
+                                + "compressed, unlike this strategy's setting (compress=" + str(self.compress) + ")")
+            return data
+        key = (mdp.n_states, mdp.n_actions, mdp.n_propositions)
+        if key in self._counted:
+            return self._counted[key]
+        if self._counted and not isinstance(data, Demonstrations):
+            raise DataError("this stream of demonstrations was already counted on an MDP of another size; "
+                            "a stream can be read only once")
+        if isinstance(data, Demonstrations):
+            if self.labels is None:
+                chunks = data.chunks(self.chunk)
+            else:
+                labels = np.asarray(self.labels)
+                if labels.shape != data.states.shape:
+                    raise DataError(f"labels have shape {labels.shape}, expected {data.states.shape} like the states")
+                chunks = ((part, labels[lo: lo + self.chunk, : part.horizon])
+                          for lo, part in zip(range(0, data.n_trajectories, self.chunk), data.chunks(self.chunk)))
+            total = data.n_trajectories
+        else:
+            try:
+                chunks = iter(data)
+            except TypeError:
+                raise RmtkError(f"EmpiricalPTP data must be Demonstrations, a CountTable or an iterable of chunks, "
+                                f"not {type(data).__name__}") from None
+            total = self.total
+        table = count_stream(mdp, chunks, compress=self.compress, depth=self.depth, progress=progress, total=total)
+        self._counted[key] = table
+        return table
+
+    def build(self, target, progress: Progress) -> PrefixTreePolicy:
+        mdp = target.mdp if isinstance(target, Task) else target
+        t0 = time.perf_counter()
+        ptp = to_policy(self.counts(mdp, progress), self.depth)
+        progress.stage("count", time.perf_counter() - t0, words=ptp.trie.n_nodes - 1, pairs=ptp.n_pairs)
+        return ptp
+
+    def expert_classes(self, task: Task) -> np.ndarray:
+        """``(S, n)`` policy class of each (state, node) under the expert the data came from."""
+        return self.expert.class_table(task)

@@ -1,5 +1,5 @@
 """SAT encoding of "a machine with n nodes consistent with the prefix tree policy"
-(paper section 3.1), in the linear-size form of design.md.
+(paper section 3.1), in a form linear in the prefix tree (docs/design.md, "The SAT encoding").
 
 Variables (packed ids, see :class:`VarPool`):
 
@@ -16,25 +16,80 @@ Constraint families, one generator each (grep for the name):
   example, with clauses linear in the (word, state) pairs.
 * :func:`negative_pairs`: the plain pairwise form ¬x[p,i] ∨ ¬x[q,i] (to measure against,
   and for confidence-bound negatives, which are not transitive).
+* :func:`soft_negative_pairs` (section 5.2): the pairwise form with a relaxation variable,
+  for weighted MaxSAT.
 * :func:`non_stuttering` (eq. 7): t[i,k,j] → t[j,k,j].
 * :func:`symmetry_breaking_bfs` (Ulyantsev et al. 2015): nodes numbered in breadth-first
   order from u_I, children of a node ordered by their smallest letter.
 
 Clauses are built as numpy arrays (fixed width per family) and handed over as lists; the
-formula is never built by expanding matrix products.
+formula is never built by expanding matrix products. :class:`Problem` is what is encoded,
+:class:`Formula` what an encoder produces for n nodes (:mod:`rmtk.encoders` composes them).
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Iterable
 
+import attrs
 import numpy as np
 from pysat.card import CardEnc, EncType
 from pysat.formula import IDPool
 
-from .negatives import PolicyClasses
+from .negatives import NegativePairs, PolicyClasses
 from .ptp import Trie
 
 Clauses = list[list[int]]
+
+
+@attrs.frozen
+class Problem:
+    """What is encoded: the trie of label words (the prefix tree), the number of letters
+    (the MDP's propositions) and the negative examples — policy classes (exact setting) or
+    word pairs (confidence bound). Negatives given as classes can also be read as pairs
+    (:meth:`negative_pairs`, computed once)."""
+
+    trie: Trie
+    n_letters: int
+    negatives: PolicyClasses | NegativePairs | None = None
+    _pairs: dict = attrs.field(factory=dict, init=False, eq=False, repr=False)
+
+    def negative_pairs(self) -> np.ndarray:
+        """``(k, 2)`` trie-node pairs that must end in different nodes."""
+        if "pairs" not in self._pairs:
+            neg = self.negatives
+            if neg is None:
+                pairs = np.empty((0, 2), dtype=np.int64)
+            elif isinstance(neg, NegativePairs):
+                pairs = np.asarray(neg.pairs)
+            else:
+                pairs = neg.distinct_pairs()
+            self._pairs["pairs"] = pairs
+        return self._pairs["pairs"]
+
+    def lower_bound(self) -> int:
+        """Nodes needed at least: the largest number of policy classes at one state (1 for pairs)."""
+        return self.negatives.lower_bound() if isinstance(self.negatives, PolicyClasses) else 1
+
+
+@attrs.define
+class Formula:
+    """Clauses for a fixed number of nodes: ``hard`` clauses over ``pool``'s variables and,
+    for MaxSAT, one relaxation variable per soft negative example (``relax[k]`` true: example
+    ``k`` is dropped) with its ``weights[k]``; the soft clauses are the units ``¬relax[k]``."""
+
+    pool: "VarPool"
+    hard: Clauses
+    relax: np.ndarray | None = None
+    weights: np.ndarray | None = None
+
+    @property
+    def n_clauses(self) -> int:
+        return len(self.hard) + (0 if self.relax is None else len(self.relax))
+
+    def extend(self, clauses: Iterable[Iterable[int]]) -> "Formula":
+        """Add hard clauses (e.g. a user's extra constraints); returns ``self``."""
+        self.hard.extend([int(v) for v in c] for c in clauses)
+        return self
 
 
 class VarPool:
@@ -209,7 +264,16 @@ def symmetry_breaking_bfs(pool: VarPool) -> Clauses:
     return out
 
 
-ExtraClauseGenerator = Callable[[VarPool], Iterable[list[int]]]
+def soft_negative_pairs(pool: VarPool, pairs: np.ndarray) -> tuple[Clauses, np.ndarray]:
+    """Paper section 5.2: each negative example {p, q} made soft with a relaxation variable
+    b_pq: ¬x[p,i] ∨ ¬x[q,i] ∨ b_pq for every node i. Returns the clauses and the b ids."""
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    relax = np.array([pool.new(("drop", k)) for k in range(len(pairs))], dtype=np.int64)
+    i = np.arange(pool.n)
+    cl = np.stack([-pool.x(pairs[:, :1], i), -pool.x(pairs[:, 1:], i),
+                   np.broadcast_to(relax[:, None], (len(pairs), pool.n))], axis=-1).reshape(-1, 3)
+    return _rows(cl), relax
+
 
 
 def decode_transitions(model: Iterable[int], pool: VarPool) -> np.ndarray:

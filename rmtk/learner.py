@@ -1,137 +1,44 @@
-"""The :class:`Learner`: prefix tree policy → negative examples → SAT → machines, with the
-exact equivalence verdict when the truth is known (paper Algorithm 1).
+"""The :class:`Learner`: prefix tree policy → negative examples → SAT → machines → rewards,
+with the exact equivalence verdict when the truth is known (paper Algorithm 1, section 5).
 
-Each stage is a small strategy object that can be swapped without touching the others:
+A learner composes four strategies, each an object with a small interface, so that a user
+swaps one without touching the others (docs/design.md, "Strategies"):
 
-* a policy *source* gives the action distribution of every (word, state) pair:
-  :class:`SoftOptimal` (the task's MaxEnt policy), :class:`DistinctPerNode` (every node its
-  own policy, the convention behind the paper's counts) or :class:`NodePolicyTable` (any
-  per-node stochastic policy: optimality is not needed, paper appendix B);
-* a *miner* turns it into policy classes (:class:`ExactMiner`);
-* the encoder options (:class:`~rmtk.solve.EncodingOptions`) and the search settings decide
-  the SAT problem and how it is solved.
+* a **PTP** (:class:`~rmtk.ptp.PTP`) builds the prefix tree policy:
+  :class:`~rmtk.exact.ExactPTP` (a task's exact policy) or
+  :class:`~rmtk.empirical.EmpiricalPTP` (demonstrations);
+* a **NegativeExampleMiner** (:class:`~rmtk.negatives.NegativeExampleMiner`) turns it into
+  negative examples: :class:`~rmtk.negatives.ExactMiner` (policy classes) or
+  :class:`~rmtk.negatives.ConfidenceMiner` (the confidence bound of eq. 18-19);
+* a **SatEncoder** (:class:`~rmtk.encoders.SatEncoder`) encodes and searches:
+  :class:`~rmtk.encoders.SatEncoder` (hard negatives, smallest n) or
+  :class:`~rmtk.encoders.MaxSatEncoder` (soft negatives, every optimum);
+* a **MaxEntIRL** (:class:`~rmtk.maxent.MaxEntIRL`) recovers the rewards (``None`` skips it).
 """
 from __future__ import annotations
 
 import time
-from typing import Protocol
 
 import attrs
 import numpy as np
 
-from .equivalence import Verdict, consistency, policy_class_table
-from .errors import ModelError, RmtkError
+from .empirical import EmpiricalPTP
+from .encoders import SatEncoder
+from .encoding import Problem
+from .equivalence import Verdict, consistency
+from .errors import RmtkError
+from .exact import DistinctPerNode, ExactPTP, NodePolicyTable, SoftOptimal
 from .machine import RewardMachine, isomorphic
+from .maxent import MaxEntIRL
 from .mdp import LabeledMDP
-from .negatives import POLICY_TOL, ConfidenceMiner, NegativePairs, PolicyClasses, policy_classes
-from .ptp import PrefixTree, PrefixTreePolicy, build_prefix_tree
-from .solve import Encoder, EncodingOptions, Progress, SearchResult, Solution, maxsat_search, search
+from .negatives import ConfidenceMiner, ExactMiner, NegativeExampleMiner, NegativePairs, PolicyClasses
+from .progress import Progress, Recorder
+from .ptp import PTP, PrefixTree, PrefixTreePolicy
+from .solve import SearchResult, Solution
 from .task import Task
 
-
-# ---------------------------------------------------------------------- policy sources
-class PolicySource(Protocol):
-    """Gives the prefix tree policy of a task on a prefix tree, and the true policy classes
-    of its (state, node) pairs for the equivalence verdict."""
-
-    name: str
-
-    def prefix_tree_policy(self, task: Task, tree: PrefixTree) -> PrefixTreePolicy: ...
-
-    def class_table(self, task: Task) -> np.ndarray: ...
-
-
-def _true_nodes(task: Task, tree: PrefixTree) -> np.ndarray:
-    nodes = tree.trie.run(task.machine.delta_u, task.machine.initial, task.letter_of_proposition)
-    return nodes[tree.pair_node]
-
-
-@attrs.define
-class SoftOptimal:
-    """The task's soft-optimal (MaxEnt) product policy (γ and λ of the task)."""
-
-    tol: float = POLICY_TOL
-    name: str = "soft-optimal"
-    _cache: dict = attrs.field(factory=dict, repr=False)
-
-    def policy(self, task: Task) -> np.ndarray:
-        """``(S, n, A)`` product policy (cached per task)."""
-        from .planning import task_policy
-
-        key = id(task)
-        if key not in self._cache:
-            self._cache = {key: (task, task_policy(task).pi)}
-        return self._cache[key][1]
-
-    def prefix_tree_policy(self, task: Task, tree: PrefixTree) -> PrefixTreePolicy:
-        true = _true_nodes(task, tree)
-        return PrefixTreePolicy(tree, self.policy(task)[tree.pair_state, true], true_nodes=true)
-
-    def class_table(self, task: Task) -> np.ndarray:
-        return policy_class_table(self.policy(task), self.tol)
-
-
-@attrs.define
-class DistinctPerNode(SoftOptimal):
-    """Every node has its own policy at every state, except nodes whose soft-optimal
-    policies agree at every state (stack-avoid's u2 and u3). Reproduces the paper's counts."""
-
-    name: str = "distinct"
-
-    def node_classes(self, task: Task) -> np.ndarray:
-        pi = self.policy(task)
-        same = np.abs(pi[:, :, None, :] - pi[:, None, :, :]).max(axis=(0, 3)) <= self.tol
-        return np.argmax(same, axis=1)  # first node with the same policy everywhere
-
-    def prefix_tree_policy(self, task: Task, tree: PrefixTree) -> PrefixTreePolicy:
-        ptp = super().prefix_tree_policy(task, tree)
-        return attrs.evolve(ptp, classes=self.node_classes(task)[ptp.true_nodes])
-
-    def class_table(self, task: Task) -> np.ndarray:
-        return np.broadcast_to(self.node_classes(task), (task.mdp.n_states, task.machine.n_nodes)).copy()
-
-
-@attrs.define
-class NodePolicyTable:
-    """A given stochastic policy per node of the task's machine: ``table[u, s, a]``."""
-
-    table: np.ndarray
-    tol: float = POLICY_TOL
-    name: str = "table"
-
-    def __attrs_post_init__(self):
-        self.table = np.asarray(self.table, dtype=float)
-        if self.table.ndim != 3:
-            raise ModelError(f"a node policy table has shape (nodes, states, actions), got {self.table.shape}")
-        if np.any(self.table < 0) or not np.allclose(self.table.sum(axis=2), 1.0, atol=1e-9):
-            raise ModelError("every row of a node policy table must be a probability distribution")
-
-    def _check(self, task: Task) -> None:
-        want = (task.machine.n_nodes, task.mdp.n_states, task.mdp.n_actions)
-        if self.table.shape != want:
-            raise ModelError(f"node policy table has shape {self.table.shape}, the task needs {want}")
-
-    def prefix_tree_policy(self, task: Task, tree: PrefixTree) -> PrefixTreePolicy:
-        self._check(task)
-        true = _true_nodes(task, tree)
-        return PrefixTreePolicy(tree, self.table[true, tree.pair_state], true_nodes=true)
-
-    def class_table(self, task: Task) -> np.ndarray:
-        self._check(task)
-        return policy_class_table(self.table.transpose(1, 0, 2), self.tol)
-
-
-SOURCES = {"soft-optimal": SoftOptimal, "distinct": DistinctPerNode}
-
-
-@attrs.frozen
-class ExactMiner:
-    """Policy classes per state, rows compared with a tolerance (exact setting)."""
-
-    tol: float = POLICY_TOL
-
-    def mine(self, ptp: PrefixTreePolicy) -> PolicyClasses:
-        return policy_classes(ptp, tol=self.tol)
+__all__ = ["Learner", "LearnResult", "ExactPTP", "EmpiricalPTP", "SoftOptimal", "DistinctPerNode",
+           "NodePolicyTable", "ExactMiner", "ConfidenceMiner"]
 
 
 # ---------------------------------------------------------------------- result
@@ -223,207 +130,152 @@ class LearnResult:
 
 
 # ---------------------------------------------------------------------- learner
-@attrs.define
+def _at_least_one(instance, attribute, value):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+        raise RmtkError(f"{attribute.name} must be a whole number of at least 1, got {value!r}")
+
+
+def _positive_seconds(instance, attribute, value):
+    if value is not None and not (isinstance(value, (int, float)) and value > 0 and value == value):
+        raise RmtkError(f"{attribute.name} must be a positive number of seconds, got {value!r}")
+
+
+def _has(*methods):
+    def check(instance, attribute, value):
+        if value is None and attribute.name in ("miner", "irl"):
+            return
+        missing = [m for m in methods if not callable(getattr(value, m, None))]
+        if missing:
+            raise RmtkError(f"{attribute.name}={value!r} is not a {attribute.name} strategy: it has no "
+                            f"{' or '.join(missing)} method (see docs/design.md, 'Strategies')")
+    return check
+
+
+@attrs.frozen
 class Learner:
-    """Learn the smallest reward machine consistent with a prefix tree policy.
+    """Learn the smallest reward machine consistent with an expert's behaviour.
 
     Args:
-        depth: prefix tree depth l (default: the task's ``depth``, else 6).
+        ptp: where the prefix tree policy comes from (default :class:`ExactPTP`: the task's
+            exact soft-optimal policy at the task's depth).
+        miner: negative example miner (default: :class:`ExactMiner` for an exact policy,
+            :class:`ConfidenceMiner` (α = 0.05) for one counted from demonstrations).
+        encoder: SAT encoding and search (default :class:`~rmtk.encoders.SatEncoder`).
+        irl: reward recovery (default :class:`~rmtk.maxent.MaxEntIRL`); ``None`` skips it.
         max_nodes: bound u_max on the number of nodes (default: the task's, else 4).
         nodes: solve for exactly this many nodes instead of the smallest feasible number
             (the paper's experiments solve at n = u_max).
-        source: policy source (:class:`SoftOptimal`, :class:`DistinctPerNode`,
-            :class:`NodePolicyTable`) or its name ("soft-optimal", "distinct").
-        miner: negative example miner (default :class:`ExactMiner`).
-        compress: key the trie by non-stuttering compressed words (needs non_stuttering).
-        encoding: :class:`~rmtk.solve.EncodingOptions` (non-stuttering, symmetry breaking,
-            class-grouped or pairwise negatives, solver name).
         max_solutions: stop after this many distinct machines.
-        time_limit: seconds for the whole SAT search; the best found so far is returned.
-        progress: a :class:`~rmtk.solve.Progress` (e.g. :class:`~rmtk.solve.StderrProgress`).
+        time_limit: seconds for the SAT search; the best found so far is returned.
+        progress: a :class:`~rmtk.progress.Progress` (e.g. :class:`~rmtk.progress.StderrProgress`).
     """
 
-    depth: int | None = None
-    max_nodes: int | None = None
-    nodes: int | None = None
-    source: object = attrs.field(factory=SoftOptimal)
-    miner: ExactMiner = attrs.field(factory=ExactMiner)
-    compress: bool = True
-    encoding: EncodingOptions = attrs.field(factory=EncodingOptions)
-    max_solutions: int | None = None
-    time_limit: float | None = None
+    ptp: PTP = attrs.field(factory=ExactPTP, validator=_has("build"))
+    miner: NegativeExampleMiner | None = attrs.field(default=None, validator=_has("mine"))
+    encoder: SatEncoder = attrs.field(factory=SatEncoder, validator=_has("encode", "search"))
+    irl: MaxEntIRL | None = attrs.field(factory=MaxEntIRL, validator=_has("fit"))
+    max_nodes: int | None = attrs.field(default=None, validator=_at_least_one)
+    nodes: int | None = attrs.field(default=None, validator=_at_least_one)
+    max_solutions: int | None = attrs.field(default=None, validator=_at_least_one)
+    time_limit: float | None = attrs.field(default=None, validator=_positive_seconds)
     progress: Progress = attrs.field(factory=Progress)
-    alpha: float = 0.05
-    maxsat: bool = False
-    weights: str = "unit"
-    rewards: bool = True
-    reward_limit: int = 10
-    clip: float | None = None
 
     def __attrs_post_init__(self):
-        if isinstance(self.source, str):
-            if self.source not in SOURCES:
-                raise RmtkError(f"unknown policy source {self.source!r}; choose one of {', '.join(SOURCES)}")
-            self.source = SOURCES[self.source]()
-        if self.compress and not self.encoding.non_stuttering:
-            raise RmtkError("compressed prefixes assume a non-stuttering machine: "
-                            "turn compression off to learn without the non-stuttering constraint")
-        if self.weights not in ("unit", "evidence"):
-            raise RmtkError(f"weights must be 'unit' or 'evidence', not {self.weights!r}")
-        if not 0 < self.alpha < 1:
-            raise RmtkError(f"alpha must lie in (0, 1), got {self.alpha}")
-        for name in ("depth", "max_nodes", "nodes", "max_solutions"):
-            v = getattr(self, name)
-            if v is not None and v < 1:
-                raise RmtkError(f"{name} must be at least 1, got {v}")
+        if getattr(self.ptp, "compress", False) and not getattr(self.encoder, "non_stuttering", True):
+            raise RmtkError("compressed prefixes assume a non-stuttering machine: build the prefix tree with "
+                            "compress=False to learn without the non-stuttering constraint")
 
-    def fit(self, task: Task) -> LearnResult:
-        """Learn from the task's exact prefix tree policy; the verdict compares with its machine."""
-        depth = self.depth or task.depth or 6
-        max_nodes = self.max_nodes or task.max_nodes or 4
-        timings: dict[str, float] = {}
-        t0 = time.perf_counter()
-        tree = build_prefix_tree(task.mdp, depth, compress=self.compress)
-        timings["tree"] = time.perf_counter() - t0
-        self.progress.stage("prefix tree", timings["tree"], words=tree.trie.n_nodes - 1, pairs=tree.n_pairs)
-        t = time.perf_counter()
-        ptp = self.source.prefix_tree_policy(task, tree)
-        timings["policy"] = time.perf_counter() - t
-        result = self._learn(task.mdp, ptp, max_nodes, timings, t0)
-        t = time.perf_counter()
-        verdicts, some = self._verdicts(task, result.machines, result.solutions)
-        timings["verdict"] = time.perf_counter() - t
-        result = attrs.evolve(result, verdicts=verdicts, truth=task.machine, completion_consistent=some)
-        result = self._with_rewards(result, task.discount, task.lam, timings)
-        timings["total"] = time.perf_counter() - t0
-        return result
-
-    def _with_rewards(self, result: "LearnResult", gamma: float, lam: float, timings: dict) -> "LearnResult":
-        """Recover δ_r for the first ``reward_limit`` machines from the learned product policy."""
-        if not self.rewards or not result.machines:
-            return result
-        from .irl import reward_fit, sparsest
-
-        t = time.perf_counter()
-        fits = tuple(
-            sparsest(reward_fit(result.mdp, m, result.ptp, gamma=gamma, lam=lam, clip=self.clip))
-            for m in result.machines[: self.reward_limit]
-        )
-        timings["rewards"] = time.perf_counter() - t
-        machines = tuple(f.machine for f in fits) + result.machines[len(fits):]
-        return attrs.evolve(result, machines=machines, reward_fits=fits)
-
-    def _verdicts(self, task: Task, machines, solutions) -> tuple[tuple[Verdict, ...], tuple[bool, ...]]:
-        from .solve import completions
-
-        true_du = task.machine.delta_u[:, task.letter_of_proposition]
-        table = self.source.class_table(task)
-
-        def check(du):
-            return consistency(task.mdp, true_du, table, du, true_initial=task.machine.initial)
-
-        verdicts = tuple(check(m.delta_u) for m in machines)
-        some = tuple(
-            v.consistent or any(check(du).consistent
-                                for du in completions(sol, self.encoding.non_stuttering, limit=256))
-            for v, sol in zip(verdicts, solutions)
-        )
-        return verdicts, some
-
-    def fit_demonstrations(self, target, demos, *, chunk: int = 250_000) -> LearnResult:
-        """Learn from demonstrations (paper section 5): empirical prefix tree policy,
-        confidence-bound negatives (``alpha``), then SAT (smallest n) or, with ``maxsat``,
-        weighted MaxSAT at n = ``nodes`` or ``max_nodes``.
-
-        ``target`` is a :class:`Task` (the truth is then used for the false positive rate and
-        the verdicts) or a bare :class:`LabeledMDP`.
-        """
-        from .empirical import empirical_policy
-
+    def fit(self, target: Task | LabeledMDP) -> LearnResult:
+        """Learn from ``target``: a :class:`Task` (the truth is known: verdicts, false positive
+        rate) or a bare :class:`LabeledMDP` (with a PTP strategy that needs no truth, such as
+        :class:`EmpiricalPTP`)."""
+        if not isinstance(target, (Task, LabeledMDP)):
+            raise RmtkError(f"fit needs a Task or a LabeledMDP, not {type(target).__name__}")
         task = target if isinstance(target, Task) else None
-        mdp = task.mdp if task is not None else target
-        max_nodes = self.max_nodes or (task.max_nodes if task is not None else None) or 4
-        timings: dict[str, float] = {}
+        mdp = target.mdp if task is not None else target
+        rec = Recorder(self.progress)
         t0 = time.perf_counter()
-        ptp = empirical_policy(mdp, demos, compress=self.compress, depth=self.depth, chunk=chunk,
-                               progress=lambda done: self.progress.count(done, demos.n_trajectories))
-        timings["count"] = time.perf_counter() - t0
-        self.progress.stage("empirical prefix tree", timings["count"], words=ptp.trie.n_nodes - 1, pairs=ptp.n_pairs)
+        ptp = self.ptp.build(target, rec)
+        miner = self.miner or (ExactMiner() if ptp.counts is None else ConfidenceMiner())
         t = time.perf_counter()
-        negatives = ConfidenceMiner(alpha=self.alpha).mine(ptp)
-        timings["mine"] = time.perf_counter() - t
-        self.progress.stage("negative examples", timings["mine"], pairs=len(negatives))
-        options = attrs.evolve(self.encoding, negatives="pairs")
-        if self.maxsat:
-            encoder = Encoder(ptp.trie, mdp.n_propositions, None, None, options)
-            res = maxsat_search(encoder, negatives.pairs, negatives.weights(self.weights),
-                                nodes=self.nodes or max_nodes, max_solutions=self.max_solutions,
-                                time_limit=self.time_limit, progress=self.progress)
+        negatives = miner.mine(ptp)
+        if isinstance(negatives, PolicyClasses):
+            rec.stage("mine", time.perf_counter() - t, classes=negatives.n_classes)
         else:
-            encoder = Encoder(ptp.trie, mdp.n_propositions, None, negatives.pairs, options)
-            res = search(encoder, max_nodes=max(max_nodes, self.nodes or 0), exact_nodes=self.nodes,
-                         max_solutions=self.max_solutions, time_limit=self.time_limit, progress=self.progress)
-            if res.n_nodes is None and res.complete:
-                res = attrs.evolve(res, message=res.message + " (the mined negative examples may contain false "
-                                   "positives: try MaxSAT, --maxsat, or a smaller alpha)")
-        timings.update(encode=res.time_encode, solve=res.time_solve, enumerate=res.time_enumerate)
-        result = LearnResult(self._machines(mdp, res), res.solutions, res, None, ptp.tree, mdp, None, timings,
-                             negatives=negatives, ptp=ptp)
-        if task is not None:
-            t = time.perf_counter()
-            table = self.source.class_table(task)
-            trie_nodes = ptp.trie.run(task.machine.delta_u, task.machine.initial, task.letter_of_proposition)
-            fp = negatives.false_positives(trie_nodes, table)
-            verdicts, some = self._verdicts(task, result.machines, result.solutions)
-            timings["verdict"] = time.perf_counter() - t
-            result = attrs.evolve(result, verdicts=verdicts, truth=task.machine, false_positives=fp,
-                                  completion_consistent=some)
-        gamma = task.discount if task is not None else mdp.gamma
-        lam = task.lam if task is not None else 1.0
-        result = self._with_rewards(result, gamma, lam, timings)
-        timings["total"] = time.perf_counter() - t0
-        return result
-
-    @staticmethod
-    def _machines(mdp: LabeledMDP, res: SearchResult) -> tuple[RewardMachine, ...]:
-        return tuple(
-            RewardMachine(
-                nodes=[f"u{i}" for i in range(res.n_nodes)],
-                alphabet=mdp.propositions,
-                delta_u=s.delta_u,
-                delta_r=np.zeros(s.delta_u.shape),
-                initial=0,
-                name="learned" if len(res.solutions) == 1 else f"learned_{i + 1}",
-            )
-            for i, s in enumerate(res.solutions)
-        )
-
-    def fit_policy(self, mdp: LabeledMDP, ptp: PrefixTreePolicy, *, max_nodes: int | None = None) -> LearnResult:
-        """Learn from a given prefix tree policy (no truth: no verdict)."""
-        t0 = time.perf_counter()
-        return self._learn(mdp, ptp, max_nodes or self.max_nodes or 4, {}, t0)
-
-    def _learn(self, mdp: LabeledMDP, ptp: PrefixTreePolicy, max_nodes: int, timings: dict, t0: float):
-        t = time.perf_counter()
-        classes = self.miner.mine(ptp)
-        timings["mine"] = time.perf_counter() - t
-        self.progress.stage("negative examples", timings["mine"], classes=classes.n_classes)
-        pairs = None
-        if self.encoding.negatives == "pairs":
-            pairs = classes.distinct_pairs()
-        encoder = Encoder(ptp.trie, mdp.n_propositions, classes, pairs, self.encoding)
+            rec.stage("mine", time.perf_counter() - t, pairs=len(negatives))
+        max_nodes = self.max_nodes or (task.max_nodes if task is not None else None) or 4
         if self.nodes is not None and self.nodes > max_nodes:
             max_nodes = self.nodes
-        res = search(
-            encoder,
-            max_nodes=max_nodes,
-            min_nodes=min(classes.lower_bound(), max_nodes),
-            exact_nodes=self.nodes,
-            max_solutions=self.max_solutions,
-            time_limit=self.time_limit,
-            progress=self.progress,
-        )
+        problem = Problem(ptp.trie, mdp.n_propositions, negatives)
+        res = self.encoder.search(problem, max_nodes=max_nodes, min_nodes=min(problem.lower_bound(), max_nodes),
+                                  nodes=self.nodes, max_solutions=self.max_solutions, time_limit=self.time_limit,
+                                  progress=rec)
+        timings = rec.timings
         timings.update(encode=res.time_encode, solve=res.time_solve, enumerate=res.time_enumerate)
-        machines = self._machines(mdp, res)
+        classes = negatives if isinstance(negatives, PolicyClasses) else None
+        pairs = negatives if isinstance(negatives, NegativePairs) else None
+        result = LearnResult(_machines(mdp, res), res.solutions, res, classes, ptp.tree, mdp, None, timings,
+                             negatives=pairs, ptp=ptp)
+        if task is not None:
+            t = time.perf_counter()
+            table = self._expert_classes(task)
+            fp = None
+            if pairs is not None:
+                trie_nodes = ptp.trie.run(task.machine.delta_u, task.machine.initial, task.letter_of_proposition)
+                fp = pairs.false_positives(trie_nodes, table)
+            verdicts, some = _verdicts(task, table, result.machines, result.solutions,
+                                       getattr(self.encoder, "non_stuttering", True))
+            rec.stage("verdict", time.perf_counter() - t)
+            result = attrs.evolve(result, verdicts=verdicts, truth=task.machine, completion_consistent=some,
+                                  false_positives=fp)
+        if self.irl is not None and result.machines:
+            gamma = task.discount if task is not None else mdp.gamma
+            lam = task.lam if task is not None else 1.0
+            fits = tuple(self.irl.fit(mdp, result.machines, ptp, gamma=gamma, lam=lam, progress=rec))
+            machines = tuple(f.machine for f in fits) + result.machines[len(fits):]
+            result = attrs.evolve(result, machines=machines, reward_fits=fits)
         timings["total"] = time.perf_counter() - t0
-        return LearnResult(machines, res.solutions, res, classes, ptp.tree, mdp, None, timings, ptp=ptp)
+        return result
+
+    def _expert_classes(self, task: Task) -> np.ndarray:
+        classes = getattr(self.ptp, "expert_classes", None)
+        return classes(task) if classes is not None else SoftOptimal().class_table(task)
+
+    def fit_demonstrations(self, target: Task | LabeledMDP, demos, *, chunk: int = 250_000) -> LearnResult:
+        """Convenience: :meth:`fit` with ``ptp=EmpiricalPTP(demos)`` (same compression as
+        this learner's PTP; default miner :class:`ConfidenceMiner`)."""
+        ptp = EmpiricalPTP(demos, compress=getattr(self.ptp, "compress", True), chunk=chunk)
+        return attrs.evolve(self, ptp=ptp).fit(target)
+
+
+def _machines(mdp: LabeledMDP, res: SearchResult) -> tuple[RewardMachine, ...]:
+    return tuple(
+        RewardMachine(
+            nodes=[f"u{i}" for i in range(res.n_nodes)],
+            alphabet=mdp.propositions,
+            delta_u=s.delta_u,
+            delta_r=np.zeros(s.delta_u.shape),
+            initial=0,
+            name="learned" if len(res.solutions) == 1 else f"learned_{i + 1}",
+        )
+        for i, s in enumerate(res.solutions)
+    )
+
+
+def _verdicts(task: Task, table: np.ndarray, machines, solutions,
+              non_stuttering: bool) -> tuple[tuple[Verdict, ...], tuple[bool, ...]]:
+    """Exact consistency of each machine at every depth, and whether some filling of its free
+    transitions is consistent."""
+    from .solve import completions
+
+    true_du = task.machine.delta_u[:, task.letter_of_proposition]
+
+    def check(du):
+        return consistency(task.mdp, true_du, table, du, true_initial=task.machine.initial)
+
+    verdicts = tuple(check(m.delta_u) for m in machines)
+    some = tuple(
+        v.consistent or any(check(du).consistent for du in completions(sol, non_stuttering, limit=256))
+        for v, sol in zip(verdicts, solutions)
+    )
+    return verdicts, some

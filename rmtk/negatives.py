@@ -1,22 +1,42 @@
 """Negative examples (paper eq. 6, Lemma 1): two words that reach the same MDP state with
 different action distributions must end in different machine nodes.
 
-In the exact setting rmtk does not list the pairs: at each state the words reaching it are
-grouped into *policy classes* (rows equal within a tolerance), and "different class at a
-common state" is exactly the set of negative examples. The encoder turns classes into
-clauses linear in the number of (word, state) pairs (design.md). Pair counts are still
-available for reporting and comparison with the paper.
+The NegativeExampleMiner strategy turns a prefix tree policy into negative examples:
+
+* :class:`ExactMiner` (exact policies, section 3): rmtk does not list the pairs; at each
+  state the words reaching it are grouped into *policy classes* (rows equal within a
+  tolerance), and "different class at a common state" is exactly the set of negative
+  examples. The encoder turns classes into clauses linear in the number of (word, state)
+  pairs (docs/design.md). Pair counts are still available for reporting.
+* :class:`ConfidenceMiner` (demonstrations, section 5, eq. 18-19): word pairs whose
+  empirical action distributions differ with confidence 1 − α (not transitive, so pairs).
 """
 from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
 
 import attrs
 import numpy as np
 
 from ._arrays import array_eq, frozen_array
+from .errors import ModelError
 from .ptp import PrefixTreePolicy
 
 #: Default tolerance when comparing two action distributions (max absolute difference).
 POLICY_TOL = 1e-9
+
+
+@runtime_checkable
+class NegativeExampleMiner(Protocol):
+    """The NegativeExampleMiner strategy (paper eq. 6; section 3 exact, section 5 from data).
+
+    Consumes a :class:`~rmtk.ptp.PrefixTreePolicy`; produces the negative examples: a
+    :class:`PolicyClasses` (a partition per state, exact setting) or a
+    :class:`NegativePairs` (word pairs, each with the state where it was detected).
+    """
+
+    def mine(self, ptp: PrefixTreePolicy) -> "PolicyClasses | NegativePairs":
+        """The negative examples of ``ptp``."""
 
 
 @attrs.frozen
@@ -104,6 +124,22 @@ def policy_classes(ptp: PrefixTreePolicy, *, tol: float = POLICY_TOL) -> PolicyC
     return PolicyClasses(pair_class, np.array(class_state, dtype=np.int64), ptp.tree.pair_node)
 
 
+@attrs.frozen
+class ExactMiner:
+    """Policy classes per state, action distributions compared with a tolerance (exact
+    setting, paper section 3). Consumes any prefix tree policy; produces :class:`PolicyClasses`."""
+
+    tol: float = attrs.field(default=POLICY_TOL)
+
+    @tol.validator
+    def _check_tol(self, attribute, value):
+        if not value >= 0:
+            raise ModelError(f"tol must be a non-negative number, got {value}")
+
+    def mine(self, ptp: PrefixTreePolicy) -> PolicyClasses:
+        return policy_classes(ptp, tol=self.tol)
+
+
 # ---------------------------------------------------------------------- from demonstrations
 @attrs.frozen
 class NegativePairs:
@@ -120,13 +156,21 @@ class NegativePairs:
     def __len__(self) -> int:
         return len(self.pairs)
 
+    @classmethod
+    def of(cls, pairs, alpha: float = 0.05) -> "NegativePairs":
+        """Negative examples from bare trie-node pairs (no state or evidence recorded: unit
+        weights only; for examples a user states by hand)."""
+        pairs = np.sort(np.asarray(pairs, dtype=np.int64).reshape(-1, 2), axis=1)
+        k = len(pairs)
+        return cls(pairs, np.full(k, -1), np.zeros(k), np.empty((0, 2), np.int64), alpha)
+
     def weights(self, mode: str = "unit") -> np.ndarray:
         """MaxSAT weights: 1 each ("unit"), or ⌊log(δ1+δ2)/log α⌋ ≥ 1 ("evidence")."""
         if mode == "unit":
             return np.ones(len(self), dtype=np.int64)
         if mode == "evidence":
             return np.maximum(1, np.floor(self.log_delta / np.log(self.alpha) + 1e-9)).astype(np.int64)
-        raise ValueError(f"weights must be 'unit' or 'evidence', not {mode!r}")
+        raise ModelError(f"weights must be 'unit' or 'evidence', not {mode!r}")
 
     def false_positives(self, trie_nodes: np.ndarray, classes: np.ndarray) -> np.ndarray:
         """Which pairs are wrong under the truth: at every state where the pair was detected,
@@ -149,7 +193,8 @@ def log_weissman_constant(n_actions: int) -> float:
 
 @attrs.frozen
 class ConfidenceMiner:
-    """Negative examples from empirical counts (paper eq. 18-19): words σ1, σ2 differ at
+    """Negative examples from empirical counts (paper eq. 18-19); consumes an empirical prefix
+    tree policy (with counts), produces :class:`NegativePairs`. Words σ1, σ2 differ at
     state s when 1 − δ1 − δ2 ≥ 1 − α, with δj = (2^|A| − 2)·exp(−nj ε²/2) and
     ε = ½‖p̂1 − p̂2‖₁. Computed in log space. A (word, state) pair seen fewer than
     2·(log(2^|A|−2) − log α) times can never pass (ε ≤ 1) and is pruned first; the remaining
@@ -160,7 +205,7 @@ class ConfidenceMiner:
 
     def __attrs_post_init__(self):
         if not 0 < self.alpha < 1:
-            raise ValueError(f"alpha must lie in (0, 1), got {self.alpha}")
+            raise ModelError(f"alpha must lie in (0, 1), got {self.alpha}")
 
     def min_count(self, n_actions: int) -> float:
         return 2.0 * (log_weissman_constant(n_actions) - np.log(self.alpha))
@@ -168,7 +213,8 @@ class ConfidenceMiner:
     def mine(self, ptp) -> NegativePairs:
         counts = ptp.counts
         if counts is None:
-            raise ValueError("the confidence miner needs an empirical policy (with counts)")
+            raise ModelError("ConfidenceMiner needs an empirical prefix tree policy (action counts from "
+                             "demonstrations); for an exact policy use ExactMiner")
         A = counts.shape[1]
         c = log_weissman_constant(A)
         log_alpha = np.log(self.alpha)

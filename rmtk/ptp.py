@@ -2,7 +2,7 @@
 (1 ≤ |σ| ≤ l, from the start states) and every state s ∈ Reach(σ), the action
 distribution π_PTP(·|s, σ).
 
-The words form a trie. With non-stuttering *compression* (on by default, design.md),
+The words form a trie. With non-stuttering *compression* (on by default, docs/design.md),
 runs of a repeated label collapse (``AAB`` → ``AB``): a trie node then stands for every word
 of length ≤ l that compresses to it, and its reachable states are the union of theirs.
 
@@ -13,7 +13,7 @@ a smaller length are dropped (they were expanded then). No Python loop runs per 
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Protocol, runtime_checkable
 
 import attrs
 import numpy as np
@@ -21,6 +21,10 @@ import numpy as np
 from ._arrays import array_eq, frozen_array
 from .errors import ModelError
 from .mdp import LabeledMDP
+
+if TYPE_CHECKING:
+    from .progress import Progress
+    from .task import Task
 
 
 @attrs.frozen
@@ -228,3 +232,23 @@ class PrefixTreePolicy:
     @property
     def n_pairs(self) -> int:
         return self.tree.n_pairs
+
+
+@runtime_checkable
+class PTP(Protocol):
+    """The PTP strategy: where the prefix tree policy comes from (paper section 2.3, exact;
+    section 5, eq. 17, empirical).
+
+    Consumes the learning target (a :class:`~rmtk.task.Task`, or a bare
+    :class:`~rmtk.mdp.LabeledMDP` when the truth is unknown); produces a
+    :class:`PrefixTreePolicy` — a trie of label words and the action distribution (and, from
+    data, the action counts) at every (word, state) pair. Long stages report to ``progress``.
+
+    A strategy may also define ``expert_classes(task) -> (S, n) array``: the policy class of
+    every (state, true node) of the expert behind the policy, used for equivalence verdicts
+    and false positive rates when the target is a task (default: the task's soft-optimal
+    policy).
+    """
+
+    def build(self, target: "Task | LabeledMDP", progress: "Progress") -> PrefixTreePolicy:
+        """The prefix tree policy of ``target``."""

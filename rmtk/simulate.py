@@ -1,7 +1,7 @@
 """Simulating demonstrations of a product policy (paper appendix "Constructing the
 Prefix-Tree Policy via Simulation").
 
-A trajectory of ``horizon`` steps is drawn as in section 2 of the paper (design.md,
+A trajectory of ``horizon`` steps is drawn as in section 2 of the paper (docs/design.md,
 "Prefix convention": the first label already moves the machine)::
 
     s_0 ~ μ0                        u_0     = δ_u(u_I, L(s_0))
@@ -26,12 +26,11 @@ changes.
 """
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
 
 from .data import PAD, Demonstrations
 from .errors import DataError, ModelError
+from .progress import Progress, as_progress
 from .task import Task
 
 #: Tolerance on the rows of a user-given policy summing to 1.
@@ -140,7 +139,7 @@ def simulate(
     seed,
     policy=None,
     chunk: int = 100_000,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> Demonstrations:
     """Sample ``n`` trajectories of exactly ``horizon`` steps of a product policy on ``task``.
 
@@ -159,12 +158,13 @@ def simulate(
             per-node policy is allowed (the paper's sub-optimal experts).
         chunk: trajectories simulated at once (working memory ≈ ``chunk · horizon · 40`` bytes on
             top of the result); it only trades memory for speed.
-        progress: called as ``progress(done, n)`` after each chunk.
+        progress: a :class:`~rmtk.progress.Progress`; its ``count`` hook hears after each chunk.
 
     Returns:
         :class:`~rmtk.data.Demonstrations` with ``(n, horizon)`` int32 states and actions.
     """
     n, horizon, chunk = int(n), int(horizon), int(chunk)
+    progress = as_progress(progress)
     if n < 1:
         raise DataError(f"cannot simulate {n} trajectories")
     if horizon < 1:
@@ -206,8 +206,7 @@ def simulate(
         states[lo:hi] = st.T
         actions[lo:hi] = ac.T
         del U, st, ac
-        if progress is not None:
-            progress(hi, n)
+        progress.count(hi, n, "trajectories simulated")
     return Demonstrations(states, actions, np.full(n, horizon, dtype=np.int64))
 
 

@@ -17,27 +17,20 @@ import itertools
 import math
 import threading
 import time
-from typing import Sequence
+from typing import Callable, Sequence
 
 import attrs
 import numpy as np
 from pysat.card import CardEnc, EncType
 from pysat.solvers import Solver, SolverNames
 
-from .encoding import (
-    VarPool,
-    decode_transitions,
-    determinism,
-    full_specification,
-    negative_classes,
-    negative_pairs,
-    non_stuttering,
-    prefix_runs,
-    symmetry_breaking_bfs,
-)
+from .encoding import Formula, Problem, VarPool, decode_transitions
 from .errors import RmtkError
-from .negatives import PolicyClasses
+from .progress import Progress
 from .ptp import Trie
+
+#: An encoder's clause builder: the formula of ``problem`` for ``n`` nodes.
+Encode = Callable[[Problem, int], Formula]
 
 SOLVERS = tuple(sorted(k for k in vars(SolverNames) if not k.startswith("_")))
 #: Backends that pysat cannot interrupt (``solve_limited`` is not implemented for them).
@@ -53,68 +46,6 @@ def solver_for(name: str, time_limit: float | None) -> tuple[str, str]:
         return INTERRUPTIBLE_FALLBACK, (f"solver {INTERRUPTIBLE_FALLBACK} used instead of {name}, which cannot be "
                                         "interrupted, to honour the time limit")
     return name, ""
-
-
-class Progress:
-    """Hooks called by long stages; the default does nothing (the algorithm never prints)."""
-
-    def stage(self, name: str, seconds: float, **info) -> None:
-        """A stage finished."""
-
-    def size(self, n: int, satisfiable: bool | None, seconds: float) -> None:
-        """SAT at ``n`` nodes decided (``None``: interrupted)."""
-
-    def solution(self, count: int, distinct: int) -> None:
-        """``count`` solutions found so far, ``distinct`` up to renaming."""
-
-    def count(self, done: int, total: int) -> None:
-        """``done`` of ``total`` trajectories counted into the empirical prefix tree."""
-
-
-class StderrProgress(Progress):
-    """Periodic lines on stderr."""
-
-    def __init__(self, stream=None, every: float = 1.0):
-        import sys
-
-        self.stream = stream or sys.stderr
-        self.every, self._last = every, 0.0
-
-    def stage(self, name, seconds, **info):
-        extra = "".join(f", {k} {v}" for k, v in info.items())
-        print(f"rmtk: {name} done in {seconds:.3f} s{extra}", file=self.stream)
-
-    def size(self, n, satisfiable, seconds):
-        verdict = {True: "satisfiable", False: "unsatisfiable", None: "interrupted"}[satisfiable]
-        print(f"rmtk: {n} node{'s' if n != 1 else ''}: {verdict} ({seconds:.3f} s)", file=self.stream)
-
-    def count(self, done, total):
-        now = time.monotonic()
-        if now - self._last >= self.every or done >= total:
-            self._last = now
-            print(f"rmtk: counted {done}/{total} trajectories", file=self.stream)
-
-    def solution(self, count, distinct):
-        now = time.monotonic()
-        if now - self._last >= self.every:
-            self._last = now
-            print(f"rmtk: {count} solutions enumerated, {distinct} distinct up to renaming", file=self.stream)
-
-
-@attrs.frozen
-class EncodingOptions:
-    """Which constraint families to use (see :mod:`rmtk.encoding`)."""
-
-    non_stuttering: bool = True
-    symmetry_breaking: bool = True
-    negatives: str = "classes"  # "classes" or "pairs"
-    solver: str = "cadical153"
-
-    def __attrs_post_init__(self):
-        if self.negatives not in ("classes", "pairs"):
-            raise RmtkError(f"negatives must be 'classes' or 'pairs', not {self.negatives!r}")
-        if self.solver not in SOLVERS:
-            raise RmtkError(f"unknown SAT solver {self.solver!r}; available: {', '.join(SOLVERS)}")
 
 
 @attrs.frozen
@@ -158,29 +89,6 @@ class SearchResult:
     @property
     def raw_count(self) -> int:
         return sum(s.raw_count for s in self.solutions)
-
-
-class Encoder:
-    """Builds the clauses for a given number of nodes."""
-
-    def __init__(self, trie: Trie, n_letters: int, classes: PolicyClasses | None, pairs: np.ndarray | None,
-                 options: EncodingOptions):
-        self.trie, self.K, self.classes, self.pairs, self.options = trie, n_letters, classes, pairs, options
-
-    def encode(self, n: int) -> tuple[VarPool, list[list[int]]]:
-        o = self.options
-        pool = VarPool(n, self.K, self.trie.n_nodes, self.classes.n_classes if self.classes is not None else 0)
-        clauses = determinism(pool) + full_specification(pool)  # eq. 2, 3
-        clauses += prefix_runs(pool, self.trie)  # runs of the words on the machine
-        if o.negatives == "classes" and self.classes is not None:
-            clauses += negative_classes(pool, self.classes)  # eq. 6, grouped by class
-        if self.pairs is not None and len(self.pairs):
-            clauses += negative_pairs(pool, self.pairs)  # eq. 6, pairwise
-        if o.non_stuttering:
-            clauses += non_stuttering(pool)  # eq. 7
-        if o.symmetry_breaking and n > 1:
-            clauses += symmetry_breaking_bfs(pool)
-        return pool, clauses
 
 
 def _join(*parts: str) -> str:
@@ -276,31 +184,47 @@ def _solve(solver: Solver, deadline: float | None) -> bool | None:
     return result
 
 
+@attrs.frozen
+class _Decoder:
+    """What decoding a model needs besides the model: the words, and whether completions
+    of free transitions must respect non-stuttering."""
+
+    trie: Trie
+    non_stuttering: bool
+
+
 def search(
-    encoder: Encoder,
+    encode: Encode,
+    problem: Problem,
     *,
     max_nodes: int,
     min_nodes: int = 1,
     exact_nodes: int | None = None,
+    solver: str = "cadical153",
+    non_stuttering: bool = True,
     max_solutions: int | None = None,
     time_limit: float | None = None,
     progress: Progress | None = None,
 ) -> SearchResult:
-    """Smallest n in [min_nodes, max_nodes] (or exactly ``exact_nodes``) with a consistent
-    machine, and all its solutions (up to ``max_solutions`` distinct machines / the time limit)."""
+    """Smallest n in [min_nodes, max_nodes] (or exactly ``exact_nodes``) whose formula
+    ``encode(problem, n)`` is satisfiable, and all its solutions (up to ``max_solutions``
+    distinct machines / the time limit). Each size gets a fresh solver; enumeration adds
+    blocking clauses to it incrementally."""
     progress = progress or Progress()
     deadline = None if time_limit is None else time.monotonic() + time_limit
-    solver_name, note = solver_for(encoder.options.solver, time_limit)
+    solver_name, note = solver_for(solver, time_limit)
+    decoder = _Decoder(problem.trie, non_stuttering)
     sizes: Sequence[int] = [exact_nodes] if exact_nodes is not None else range(max(1, min_nodes), max_nodes + 1)
     tried: list[tuple[int, bool | None]] = []
     t_enc = t_solve = 0.0
     for n in sizes:
         t0 = time.perf_counter()
-        pool, clauses = encoder.encode(n)
+        formula = encode(problem, n)
+        pool, clauses = formula.pool, formula.hard
         t1 = time.perf_counter()
         t_enc += t1 - t0
-        with Solver(name=solver_name, bootstrap_with=clauses) as solver:
-            sat = _solve(solver, deadline)
+        with Solver(name=solver_name, bootstrap_with=clauses) as sat_solver:
+            sat = _solve(sat_solver, deadline)
             t2 = time.perf_counter()
             t_solve += t2 - t1
             tried.append((n, sat))
@@ -310,7 +234,7 @@ def search(
                                     _join(f"time limit reached while deciding {n} nodes", note))
             if not sat:
                 continue
-            sols, complete, t_enum = _enumerate(solver, pool, encoder, n, max_solutions, deadline, progress)
+            sols, complete, t_enum = _enumerate(sat_solver, pool, decoder, n, max_solutions, deadline, progress)
             msg = "" if complete else "enumeration stopped early (limit reached); the solutions found are listed"
             return SearchResult(n, sols, complete, tuple(tried), len(clauses), pool.top, t_enc, t_solve, t_enum,
                                 _join(msg, note))
@@ -320,23 +244,23 @@ def search(
                         f"no machine with {what} node{'s' if hi != 1 else ''} is consistent with the prefix tree policy")
 
 
-def _record(found: dict, model, pool: VarPool, encoder: "Encoder", n: int, dropped=()) -> list[int]:
+def _record(found: dict, model, pool: VarPool, decoder: _Decoder, n: int, dropped=()) -> list[int]:
     """Decode a model, file its machine under its renaming-invariant key; return the
     blocking clause (the negation of its used transitions)."""
     du = decode_transitions(model, pool)
-    used, _ = used_transitions(encoder.trie, du)
+    used, _ = used_transitions(decoder.trie, du)
     key, order = canonical_partial(du, used)
     if key not in found:
         reached = set(order)
         perm = order + [u for u in range(n) if u not in reached]
         canon_du, canon_used = _renumber(du, used, perm)
-        comp, determined = count_completions(canon_du, canon_used, encoder.options.non_stuttering)
+        comp, determined = count_completions(canon_du, canon_used, decoder.non_stuttering)
         relabel = math.factorial(n - 1) // math.factorial(n - len(order))
         found[key] = Solution(canon_du, determined, relabel * comp, comp, tuple(dropped))
     return [-int(pool.t(i, k, du[i, k])) for i, k in np.argwhere(used)]
 
 
-def _enumerate(solver, pool, encoder, n, max_solutions, deadline, progress, relax=None):
+def _enumerate(solver, pool, decoder, n, max_solutions, deadline, progress, relax=None):
     t0 = time.perf_counter()
     found: dict[tuple, Solution] = {}
     numbered = 0
@@ -347,7 +271,7 @@ def _enumerate(solver, pool, encoder, n, max_solutions, deadline, progress, rela
         if relax is not None:
             m = np.asarray(model)
             dropped = np.flatnonzero(m[relax - 1] > 0).tolist()
-        block = _record(found, model, pool, encoder, n, dropped)
+        block = _record(found, model, pool, decoder, n, dropped)
         numbered += 1
         progress.solution(numbered, len(found))
         solver.add_clause(block)
@@ -365,50 +289,46 @@ def _enumerate(solver, pool, encoder, n, max_solutions, deadline, progress, rela
 
 
 def maxsat_search(
-    encoder: "Encoder",
-    pairs: np.ndarray,
-    weights: np.ndarray,
+    encode: Encode,
+    problem: Problem,
     *,
     nodes: int,
+    solver: str = "cadical153",
+    non_stuttering: bool = True,
     max_solutions: int | None = None,
     time_limit: float | None = None,
     progress: Progress | None = None,
 ) -> SearchResult:
-    """Weighted MaxSAT (paper section 5.2): determinism, full specification, prefix runs,
-    non-stuttering (and symmetry breaking) are hard; each negative example {p, q} is soft:
-    ¬x[p,i] ∨ ¬x[q,i] ∨ b_pq for every node i, with the soft unit ¬b_pq of its weight.
-    Every optimal machine is enumerated (blocking its used transitions, as for SAT); the
-    examples each one violates are reported. The time limit is checked between solutions."""
+    """Weighted MaxSAT (paper section 5.2) at ``nodes`` nodes on ``encode(problem, nodes)``:
+    its hard clauses, and the soft units ¬relax[k] of weight ``weights[k]`` (one per negative
+    example). Every optimal machine is enumerated (blocking its used transitions, as for
+    SAT); the examples each one violates are reported. The time limit is checked between
+    solutions."""
     from pysat.examples.rc2 import RC2, RC2Stratified
     from pysat.formula import WCNF
 
     progress = progress or Progress()
     deadline = None if time_limit is None else time.monotonic() + time_limit
+    decoder = _Decoder(problem.trie, non_stuttering)
     t0 = time.perf_counter()
-    pool, hard = encoder.encode(nodes)
-    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    relax = np.array([pool.new(("drop", k)) for k in range(len(pairs))], dtype=np.int64)
-    i = np.arange(nodes)
-    soft_pairs = np.stack(
-        [-pool.x(pairs[:, :1], i), -pool.x(pairs[:, 1:], i), np.broadcast_to(relax[:, None], (len(pairs), nodes))],
-        axis=-1,
-    ).reshape(-1, 3)
+    formula = encode(problem, nodes)
+    pool = formula.pool
+    relax = np.empty(0, np.int64) if formula.relax is None else np.asarray(formula.relax, dtype=np.int64)
+    weights = np.ones(len(relax), np.int64) if formula.weights is None else np.asarray(formula.weights, np.int64)
     wcnf = WCNF()
-    wcnf.extend(hard)
-    wcnf.extend(soft_pairs.tolist())
-    for b, w in zip(relax.tolist(), np.asarray(weights).tolist()):
+    wcnf.extend(formula.hard)
+    for b, w in zip(relax.tolist(), weights.tolist()):
         wcnf.append([-b], weight=int(w))
     t1 = time.perf_counter()
-    weights = np.asarray(weights, dtype=np.int64)
     uniform = len(set(weights.tolist())) <= 1
-    solver_name, note = solver_for(encoder.options.solver, time_limit)
+    solver_name, note = solver_for(solver, time_limit)
     found: dict[tuple, Solution] = {}
     complete = True
     with (RC2 if uniform else RC2Stratified)(wcnf, solver=solver_name) as rc2:
         model = rc2.compute()
         t2 = time.perf_counter()
         if model is None:
-            return SearchResult(None, (), True, ((nodes, False),), len(wcnf.hard) + len(wcnf.soft), pool.top,
+            return SearchResult(None, (), True, ((nodes, False),), formula.n_clauses, pool.top,
                                 t1 - t0, t2 - t1, 0.0, f"the hard constraints with {nodes} nodes are unsatisfiable")
         progress.size(nodes, True, t2 - t1)
         best = int(rc2.cost)
@@ -419,7 +339,7 @@ def maxsat_search(
                 truth[:] = False
                 truth[m[(m > 0) & (m <= pool.top)]] = True
                 dropped = np.flatnonzero(truth[relax])
-                rc2.add_clause(_record(found, model, pool, encoder, nodes, dropped.tolist()))
+                rc2.add_clause(_record(found, model, pool, decoder, nodes, dropped.tolist()))
                 progress.solution(len(found), len(found))
                 if (max_solutions is not None and len(found) >= max_solutions) or (
                         deadline is not None and time.monotonic() > deadline):
@@ -431,14 +351,14 @@ def maxsat_search(
         # a plain SAT solver enumerates them much faster than repeated MaxSAT calls
         bound = [[-int(b)] for b in relax] if best == 0 or len(relax) == 0 else CardEnc.atmost(
             relax.tolist(), bound=best, vpool=pool.aux, encoding=EncType.totalizer).clauses
-        with Solver(name=solver_name, bootstrap_with=wcnf.hard + bound) as solver:
-            if not solver.solve():  # pragma: no cover - RC2 found a model of these clauses
+        with Solver(name=solver_name, bootstrap_with=wcnf.hard + bound) as sat_solver:
+            if not sat_solver.solve():  # pragma: no cover - RC2 found a model of these clauses
                 raise RmtkError("internal error: the MaxSAT optimum is not reproducible by SAT")
-            sols, complete, _ = _enumerate(solver, pool, encoder, nodes, max_solutions, deadline, progress, relax)
+            sols, complete, _ = _enumerate(sat_solver, pool, decoder, nodes, max_solutions, deadline, progress, relax)
             found = {i: s for i, s in enumerate(sols)}
     t3 = time.perf_counter()
     msg = "" if complete else "enumeration stopped early (limit reached); the solutions found are listed"
-    return SearchResult(nodes, tuple(found.values()), complete, ((nodes, True),), len(wcnf.hard) + len(wcnf.soft),
+    return SearchResult(nodes, tuple(found.values()), complete, ((nodes, True),), formula.n_clauses,
                         pool.top, t1 - t0, t2 - t1, t3 - t2, _join(msg, note), cost=int(best))
 
 

@@ -36,9 +36,14 @@ def test_learn_demos_bad_file_is_reported(tmp_path, capsys):
     assert f"{bad}:3" in err and "r9c9" in err and "Traceback" not in err
 
 
-def test_maxsat_without_demos_is_an_error(capsys):
-    assert main(["learn", str(MODELS / "patrol.rm"), "--maxsat", "-q"]) == 1
-    assert "--demos" in capsys.readouterr().err
+def test_maxsat_on_an_exact_policy_and_demos_only_options(capsys):
+    """MaxSAT composes with the exact policy (its negative examples are all true: nothing is
+    dropped); --alpha belongs to demonstrations and is refused without them."""
+    assert main(["learn", str(MODELS / "patrol.rm"), "--maxsat", "--nodes", "4", "-q", "--no-rewards"]) == 0
+    out = capsys.readouterr().out
+    assert "# MaxSAT: optimum drops 0 negative example(s)" in out and "6 raw assignments" in out
+    assert main(["learn", str(MODELS / "patrol.rm"), "--alpha", "0.01", "-q"]) == 1
+    assert "--alpha applies to learning from demonstrations" in capsys.readouterr().err
 
 
 def test_reproduce_tables_quick(capsys):

@@ -5,7 +5,7 @@ import pytest
 
 from rmtk import LabeledMDP, ModelError, RewardMachine, dsl
 from rmtk.irl import check, coverage, describe, learned_product_policy, recover_rewards, reward_fit
-from rmtk.learner import Learner, SoftOptimal
+from rmtk.learner import ExactPTP, Learner, SoftOptimal
 from rmtk.planning import soft_bellman, task_policy
 from rmtk.product import product, task_product
 from rmtk.ptp import PrefixTree, PrefixTreePolicy, Trie, build_prefix_tree
@@ -180,7 +180,7 @@ def naive_product_policy(machine, ptp, n_states, letter, use_counts):
 
 def test_learned_product_policy_and_rewards(models_dir):
     task = dsl.load(models_dir / "patrol.rm").tasks["patrol"]
-    learned = Learner(depth=6, max_nodes=4).fit(task).machines[0]
+    learned = Learner(ExactPTP(6), max_nodes=4).fit(task).machines[0]
     ptp = SoftOptimal().prefix_tree_policy(task, build_prefix_tree(task.mdp, 6))
     S = task.mdp.n_states
     pp = learned_product_policy(learned, ptp, n_states=S)

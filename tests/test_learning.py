@@ -11,10 +11,12 @@ from rmtk import RewardMachine, dsl, isomorphic
 from rmtk.cli import main
 from rmtk.encoding import VarPool, decode_transitions, determinism, full_specification, symmetry_breaking_bfs
 from rmtk.equivalence import consistency
-from rmtk.learner import DistinctPerNode, Learner, NodePolicyTable, SoftOptimal
+from rmtk.encoders import MaxSatEncoder, SatEncoder
+from rmtk.encoding import Problem
+from rmtk.learner import DistinctPerNode, ExactPTP, Learner, NodePolicyTable, SoftOptimal
 from rmtk.negatives import policy_classes
 from rmtk.ptp import build_prefix_tree
-from rmtk.solve import Encoder, EncodingOptions, count_completions
+from rmtk.solve import count_completions
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 
@@ -81,8 +83,7 @@ def test_trie_run_matches_machine_run(patrol):
 # ------------------------------------------------------------------ the four tabular tasks
 def test_patrol_depth6_learns_the_true_machine(patrol):
     for compress in (True, False):
-        enc = EncodingOptions(non_stuttering=compress)
-        r = Learner(depth=6, max_nodes=4, compress=compress, encoding=enc).fit(patrol)
+        r = Learner(ExactPTP(6, compress=compress), encoder=SatEncoder(non_stuttering=compress), max_nodes=4).fit(patrol)
         assert r.n_nodes == 4 and r.raw_count == 6 and r.distinct_count == 1
         assert r.isomorphic_to_truth() == (True,)
         assert r.verdicts[0].consistent
@@ -91,20 +92,20 @@ def test_patrol_depth6_learns_the_true_machine(patrol):
 
 
 def test_patrol_hallway_depth9():
-    r = Learner(depth=9, max_nodes=4).fit(task("patrol_hallway"))
+    r = Learner(ExactPTP(9), max_nodes=4).fit(task("patrol_hallway"))
     assert (r.n_nodes, r.raw_count, r.distinct_count) == (4, 6, 1)
     assert r.isomorphic_to_truth() == (True,) and r.verdicts[0].consistent
 
 
 def test_stack_depth10():
-    r = Learner(depth=10, max_nodes=3).fit(task("stack"))
+    r = Learner(ExactPTP(10), max_nodes=3).fit(task("stack"))
     assert (r.n_nodes, r.raw_count, r.distinct_count) == (3, 2, 1)
     assert r.isomorphic_to_truth() == (True,) and r.verdicts[0].consistent
 
 
 def test_stack_avoid_depth8_minimal_three_node_machine():
     t = task("stack_avoid")
-    r = Learner(depth=8, max_nodes=3).fit(t)
+    r = Learner(ExactPTP(8), max_nodes=3).fit(t)
     assert (r.n_nodes, r.raw_count, r.distinct_count) == (3, 2, 1)
     expected = RewardMachine.from_transitions(
         {("u0", "A"): "u1", ("u0", "D"): "u2", ("u1", "B"): "u2", ("u1", "D"): "u2"}, ["A", "B", "D", "I"],
@@ -116,7 +117,7 @@ def test_stack_avoid_depth8_minimal_three_node_machine():
 
 def test_stack_avoid_four_nodes_many_solutions_with_unconstrained_transitions():
     t = task("stack_avoid")
-    r = Learner(depth=8, max_nodes=4, nodes=4).fit(t)
+    r = Learner(ExactPTP(8), max_nodes=4, nodes=4).fit(t)
     assert r.n_nodes == 4 and r.distinct_count == 65
     assert r.raw_count == 1344 > 1000  # the paper: "more than 1000 solutions"
     assert all(v.consistent for v in r.verdicts)  # depth 8 leaves them all policy-equivalent
@@ -124,7 +125,8 @@ def test_stack_avoid_four_nodes_many_solutions_with_unconstrained_transitions():
     # the raw count equals a brute-force enumeration of full assignments (no symmetry breaking)
     tree = build_prefix_tree(t.mdp, 8)
     classes = policy_classes(SoftOptimal().prefix_tree_policy(t, tree))
-    pool, clauses = Encoder(tree.trie, 4, classes, None, EncodingOptions(symmetry_breaking=False)).encode(4)
+    formula = SatEncoder(symmetry_breaking=False).encode(Problem(tree.trie, 4, classes), 4)
+    pool, clauses = formula.pool, formula.hard
     grid = pool.t_grid().ravel()
     count = 0
     with Solver(name="cadical153", bootstrap_with=clauses) as s:
@@ -137,22 +139,22 @@ def test_stack_avoid_four_nodes_many_solutions_with_unconstrained_transitions():
 
 def test_symmetry_breaking_does_not_change_the_answer():
     t = task("stack_avoid")
-    a = Learner(depth=8, nodes=4, max_nodes=4).fit(t)
-    b = Learner(depth=8, nodes=4, max_nodes=4, encoding=EncodingOptions(symmetry_breaking=False)).fit(t)
+    a = Learner(ExactPTP(8), nodes=4, max_nodes=4).fit(t)
+    b = Learner(ExactPTP(8), nodes=4, max_nodes=4, encoder=SatEncoder(symmetry_breaking=False)).fit(t)
     assert (a.distinct_count, a.raw_count) == (b.distinct_count, b.raw_count)
     key = lambda r: sorted(m.delta_u.tobytes() for m in r.machines)  # noqa: E731
     assert key(a) == key(b)  # both in canonical numbering
 
 
 def test_pairwise_negatives_agree_with_classes(patrol):
-    a = Learner(depth=5, max_nodes=4).fit(patrol)
-    b = Learner(depth=5, max_nodes=4, encoding=EncodingOptions(negatives="pairs")).fit(patrol)
+    a = Learner(ExactPTP(5), max_nodes=4).fit(patrol)
+    b = Learner(ExactPTP(5), max_nodes=4, encoder=SatEncoder(negatives="pairs")).fit(patrol)
     assert (a.n_nodes, a.raw_count, a.distinct_count) == (b.n_nodes, b.raw_count, b.distinct_count)
     assert np.array_equal(a.machines[0].delta_u, b.machines[0].delta_u)
 
 
 def test_shallow_depth_gives_several_machines_some_inconsistent(patrol):
-    r = Learner(depth=3, max_nodes=4).fit(patrol)
+    r = Learner(ExactPTP(3), max_nodes=4).fit(patrol)
     assert r.distinct_count > 1
     assert not all(v.consistent for v in r.verdicts)
     bad = next(v for v in r.verdicts if not v.consistent)
@@ -161,16 +163,16 @@ def test_shallow_depth_gives_several_machines_some_inconsistent(patrol):
 
 
 def test_no_solution_is_reported(patrol):
-    r = Learner(depth=6, max_nodes=2).fit(patrol)
+    r = Learner(ExactPTP(6), max_nodes=2).fit(patrol)
     assert r.n_nodes is None and r.machines == ()
     assert "no machine with 2 to 2 nodes" in r.search.message or "at most 2" in r.search.message
 
 
 def test_max_solutions_and_time_limit():
     t = task("stack_avoid")
-    r = Learner(depth=8, nodes=4, max_nodes=4, max_solutions=3).fit(t)
+    r = Learner(ExactPTP(8), nodes=4, max_nodes=4, max_solutions=3).fit(t)
     assert r.distinct_count == 3 and not r.search.complete
-    r = Learner(depth=8, nodes=4, max_nodes=4, time_limit=1e-9).fit(t)
+    r = Learner(ExactPTP(8), nodes=4, max_nodes=4, time_limit=1e-9).fit(t)
     assert not r.search.complete
 
 
@@ -179,7 +181,7 @@ def test_node_policy_table_suboptimal_policy():
     t = task("stack")
     rng = np.random.default_rng(0)
     table = rng.dirichlet(np.ones(t.mdp.n_actions), size=(t.machine.n_nodes, t.mdp.n_states))
-    r = Learner(depth=10, max_nodes=3, source=NodePolicyTable(table)).fit(t)
+    r = Learner(ExactPTP(10, source=NodePolicyTable(table)), max_nodes=3).fit(t)
     assert r.isomorphic_to_truth() == (True,) and r.verdicts[0].consistent
 
 
@@ -301,7 +303,7 @@ def test_cli_learn_rejects_bad_options(capsys):
 def test_learned_machine_carries_the_true_rewards(name, depth, u):
     """Sparsest shaping representative of the recovered rewards = the (sparse) true rewards."""
     t = task(name)
-    r = Learner(depth=depth, max_nodes=u).fit(t)
+    r = Learner(ExactPTP(depth), max_nodes=u).fit(t)
     fit = r.reward_fits[0]
     assert fit.residual < 1e-9 and fit.replan_error < 1e-6 and fit.identified_up_to_shaping
     assert isomorphic(r.machines[0], t.machine.with_alphabet_order(r.machines[0].alphabet), rewards=True)
@@ -312,13 +314,13 @@ def test_time_limit_with_a_solver_that_cannot_be_interrupted():
     from rmtk.simulate import simulate
 
     t = task("stack_avoid")
-    r = Learner(depth=8, nodes=4, max_nodes=4, time_limit=30.0).fit(t)
+    r = Learner(ExactPTP(8), nodes=4, max_nodes=4, time_limit=30.0).fit(t)
     assert r.search.complete and r.distinct_count == 65
     assert "glucose4 used instead of cadical153" in r.search.message
-    r = Learner(depth=8, nodes=4, max_nodes=4, time_limit=30.0, encoding=EncodingOptions(solver="minisat22")).fit(t)
+    r = Learner(ExactPTP(8), nodes=4, max_nodes=4, time_limit=30.0, encoder=SatEncoder(solver="minisat22")).fit(t)
     assert r.distinct_count == 65 and "instead of" not in r.search.message
     demos = simulate(t, 1000, 20, seed=0)
-    limited = Learner(nodes=3, max_nodes=3, maxsat=True, time_limit=30.0).fit_demonstrations(t, demos)
-    plain = Learner(nodes=3, max_nodes=3, maxsat=True).fit_demonstrations(t, demos)
+    limited = Learner(nodes=3, max_nodes=3, encoder=MaxSatEncoder(), time_limit=30.0).fit_demonstrations(t, demos)
+    plain = Learner(nodes=3, max_nodes=3, encoder=MaxSatEncoder()).fit_demonstrations(t, demos)
     assert "glucose4 used instead" in limited.search.message
     assert (limited.distinct_count, limited.raw_count) == (plain.distinct_count, plain.raw_count)

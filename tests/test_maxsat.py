@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from rmtk import dsl, isomorphic
+from rmtk.encoders import MaxSatEncoder, SatEncoder
+from rmtk.encoding import Problem
 from rmtk.learner import DistinctPerNode, Learner
-from rmtk.negatives import ConfidenceMiner, log_weissman_constant, policy_classes
+from rmtk.negatives import ConfidenceMiner, NegativePairs, log_weissman_constant, policy_classes
 from rmtk.ptp import PrefixTree, PrefixTreePolicy, Trie, build_prefix_tree
-from rmtk.solve import Encoder, EncodingOptions, maxsat_search, search
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 
@@ -101,8 +102,8 @@ def test_maxsat_drops_injected_false_positives():
     same = [(p, q) for p, q in itertools.combinations(range(1, tree.trie.n_nodes), 2) if nodes[p] == nodes[q]]
     fake = np.array([same[i] for i in rng.choice(len(same), 15, replace=False)])
     allpairs = np.concatenate([pairs, fake])
-    enc = Encoder(tree.trie, 4, None, None, EncodingOptions(negatives="pairs"))
-    res = maxsat_search(enc, allpairs, np.ones(len(allpairs), dtype=np.int64), nodes=4)
+    problem = Problem(tree.trie, 4, NegativePairs.of(allpairs))
+    res = MaxSatEncoder().search(problem, max_nodes=4)
     assert res.cost <= len(fake)
     truth = task.machine.with_rewards(np.zeros((4, 4)))
     machines = [dsl.loads(dsl.dumps(truth)).machines["patrol"]]
@@ -115,7 +116,7 @@ def test_maxsat_drops_injected_false_positives():
     for s in res.solutions:  # only injected examples are ever dropped
         assert set(s.dropped) <= fake_idx
     # hard SAT cannot satisfy them all with 4 nodes
-    hard = search(Encoder(tree.trie, 4, None, allpairs, EncodingOptions(negatives="pairs")), max_nodes=4)
+    hard = SatEncoder().search(problem, max_nodes=4)
     assert hard.n_nodes is None
 
 
@@ -127,7 +128,8 @@ def test_learner_on_demonstrations_with_truth():
     task = attrs.evolve(dsl.load(MODELS / "stack.rm").tasks["stack"], lam=0.05)
     demos = simulate(task, 3000, 20, seed=1)
     for maxsat in (False, True):
-        r = Learner(max_nodes=3, nodes=3, maxsat=maxsat).fit_demonstrations(task, demos)
+        encoder = MaxSatEncoder() if maxsat else SatEncoder()
+        r = Learner(max_nodes=3, nodes=3, encoder=encoder).fit_demonstrations(task, demos)
         assert len(r.negatives) > 50 and r.false_positive_rate == 0.0
         assert any(r.isomorphic_to_truth())
         truth = r.isomorphic_to_truth().index(True)

@@ -7,7 +7,8 @@ import pytest
 from rmtk import RewardMachine, isomorphic
 from rmtk.data import Demonstrations, load, save
 from rmtk.errors import DataError
-from rmtk.reproduce import Options, model, run
+from rmtk.dsl import load_model as model
+from rmtk.experiments import Options, run
 from rmtk.simulate import simulate
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "mice_water_restricted.npz"

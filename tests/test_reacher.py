@@ -305,10 +305,10 @@ def test_streaming_counts_equal_batch_counts(sim):
 def test_quick_experiment_finds_the_true_machine():
     pytest.importorskip("gymnasium")
     pytest.importorskip("mujoco")
-    from rmtk.reacher import report, run
-    from rmtk.reproduce import Report
+    from rmtk.experiments import Report
+    from rmtk.experiments.reacher import report, simulate_and_learn
 
-    res = run(2000, seed=0, workers=2, alphas=(1e-3,), max_solutions=300)
+    res = simulate_and_learn(2000, seed=0, workers=2, alphas=(1e-3,), max_solutions=300)
     (row,) = res.rows
     assert res.trajectories == 2000 and res.completion_rate >= 0.95
     assert row.false_positives <= row.negatives

@@ -1,7 +1,7 @@
 """The paper's experiments in their --quick form: real outcomes, figures written."""
 import pytest
 
-from rmtk.reproduce import Options, run
+from rmtk.experiments import Options, run
 
 
 def rows(report, i=0):

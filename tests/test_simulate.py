@@ -9,6 +9,7 @@ from rmtk import LabeledMDP, RewardMachine, Task, dsl
 from rmtk.data import Demonstrations
 from rmtk.errors import DataError, ModelError
 from rmtk.planning import task_policy
+from rmtk.progress import Progress
 from rmtk.simulate import RowSampler, node_table, rollout_nodes, sample_categorical, simulate
 
 
@@ -78,10 +79,20 @@ def test_default_policy_is_soft_optimal(small_task):
     assert a == simulate(small_task, 2000, 8, seed=1, policy=pi)  # a SoftPolicy is accepted
 
 
+class Counts(Progress):
+    def __init__(self):
+        self.calls = []
+
+    def count(self, done, total, what="trajectories"):
+        self.calls.append((done, total))
+
+
 def test_progress_called_per_chunk(small_task):
-    calls = []
-    simulate(small_task, 250, 3, seed=0, chunk=100, progress=lambda done, total: calls.append((done, total)))
-    assert calls == [(100, 250), (200, 250), (250, 250)]
+    seen = Counts()
+    simulate(small_task, 250, 3, seed=0, chunk=100, progress=seen)
+    assert seen.calls == [(100, 250), (200, 250), (250, 250)]
+    with pytest.raises(TypeError, match="progress must be a rmtk.progress.Progress"):
+        simulate(small_task, 5, 3, seed=0, progress=print)
 
 
 def test_bad_arguments(small_task, small_policy):

@@ -28,10 +28,10 @@ import numpy as np
 import pytest
 
 from rmtk.equivalence import consistency
-from rmtk.learner import Learner, LearnResult, NodePolicyTable, SoftOptimal
+from rmtk.encoders import SatEncoder
+from rmtk.learner import ExactPTP, Learner, LearnResult, NodePolicyTable, SoftOptimal
 from rmtk.machine import RewardMachine
 from rmtk.mdp import LabeledMDP
-from rmtk.solve import EncodingOptions
 from rmtk.task import Task
 
 U_MAX = 2
@@ -60,9 +60,9 @@ class Instance:
 
     def learner(self, depth: int) -> Learner:
         if self.mode == "non-stuttering":
-            return Learner(depth=depth, max_nodes=U_MAX, source=self.source)
-        return Learner(depth=depth, max_nodes=U_MAX, source=self.source, compress=False,
-                       encoding=EncodingOptions(non_stuttering=False))
+            return Learner(ExactPTP(depth, source=self.source), max_nodes=U_MAX, irl=None)
+        return Learner(ExactPTP(depth, source=self.source, compress=False), max_nodes=U_MAX, irl=None,
+                       encoder=SatEncoder(non_stuttering=False))
 
     def fit(self, depth: int) -> LearnResult:
         return self.learner(depth).fit(self.task)

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from rmtk import dsl
-from rmtk.learner import Learner
+from rmtk import ExactPTP, Learner
 
 
 
@@ -31,14 +31,17 @@ print(task.mdp.summary())
 print(dsl.dumps(task.machine))
 
 # %% 2. Learn
-# `Learner(depth=6, max_nodes=4).fit(task)` runs the whole pipeline:
+# A Learner composes four strategies: where the prefix tree policy comes from (here
+# ExactPTP: the task's exact soft-optimal policy, depth 6), a negative example miner, a SAT
+# encoder and MaxEnt IRL for the rewards (the defaults). `Learner(ExactPTP(6), max_nodes=4)
+# .fit(task)` runs the whole pipeline:
 #   prefix tree of label words (repeated letters compressed: AAB is AB) ->
 #   the expert's action distribution at every (word, state) pair ->
 #   negative examples: two words reaching the same state with different distributions
 #   must end in different nodes -> a SAT problem per number of nodes, smallest first ->
 #   every solution enumerated -> rewards recovered from the policy (tutorial 4) ->
 #   the exact verdict against the true machine.
-result = Learner(depth=6, max_nodes=4).fit(task)
+result = Learner(ExactPTP(6), max_nodes=4).fit(task)
 
 # Counts, in two conventions: raw satisfying assignments with node 0 fixed as the initial
 # node (the paper's count: here the 3! = 6 ways to name the other three nodes), and
@@ -74,7 +77,7 @@ for stage, seconds in result.timings.items():
 # %% 3. A prefix tree that is too shallow
 # With depth 3 the words are too short to tell every node apart: 3 nodes are enough to
 # explain them, and two different 3-node machines do.
-shallow = Learner(depth=3, max_nodes=4).fit(task)
+shallow = Learner(ExactPTP(3), max_nodes=4).fit(task)
 print("\n== depth 3, at most 4 nodes")
 print(f"{shallow.raw_count} raw solutions, {shallow.distinct_count} distinct machine(s) "
       f"with {shallow.n_nodes} nodes")

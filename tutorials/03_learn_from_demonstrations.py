@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from rmtk import data, dsl
-from rmtk.learner import Learner
+from rmtk import ConfidenceMiner, EmpiricalPTP, Learner, MaxSatEncoder
 from rmtk.simulate import simulate
 
 
@@ -73,9 +73,12 @@ print("".join(csv.read_text().splitlines(keepends=True)[:4]), end="")
 # The empirical prefix tree policy counts the actions taken after every (word, state).
 # Two words reaching the same state become a negative example (they must end in different
 # nodes) when their action counts differ beyond the confidence bound at level `alpha`.
-# With `maxsat=True` every negative example is a soft clause: the solver finds the machines
-# with `nodes` nodes that violate the fewest, and enumerates all of them.
-result = Learner(max_nodes=3, nodes=3, maxsat=True).fit_demonstrations(task, loaded)
+# With the MaxSatEncoder every negative example is a soft clause: the solver finds the
+# machines with `nodes` nodes that violate the fewest, and enumerates all of them. The
+# learner composes the strategies: the empirical prefix tree policy of the demonstrations,
+# the confidence-bound miner (alpha 0.05), MaxSAT, and MaxEnt IRL for the rewards.
+learner = Learner(ptp=EmpiricalPTP(loaded), miner=ConfidenceMiner(alpha=0.05), encoder=MaxSatEncoder(), nodes=3)
+result = learner.fit(task)
 print("\n== 20,000 trajectories, MaxSAT at 3 nodes")
 print(f"|E-| = {len(result.negatives)} negative examples")
 # Because the task knows the true machine, rmtk can tell which mined examples are wrong.
@@ -100,9 +103,9 @@ print("stats:", result.stats())
 
 # %% 5. Less data
 # With 500 trajectories far fewer pairs pass the confidence bound, so fewer negative
-# examples constrain the machine and many more machines explain the data. (`rewards=False`
-# skips the reward recovery, which we do not look at here.)
-few = Learner(max_nodes=3, nodes=3, maxsat=True, rewards=False).fit_demonstrations(task, loaded[:500])
+# examples constrain the machine and many more machines explain the data. Only the PTP
+# strategy changes (`irl=None` skips the reward recovery, which we do not look at here).
+few = Learner(ptp=EmpiricalPTP(loaded[:500]), encoder=MaxSatEncoder(), nodes=3, irl=None).fit(task)
 print("\n== 500 trajectories, MaxSAT at 3 nodes")
 print(f"|E-| = {len(few.negatives)}, false positive rate {few.false_positive_rate:.3f}, "
       f"MaxSAT cost {few.search.cost}, {few.distinct_count} distinct machines")

@@ -17,11 +17,10 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from rmtk import dsl
+from rmtk import EmpiricalPTP, Learner, MaxSatEncoder, dsl
 from rmtk.baselines import d_irl, f_irl, uniform_policy
 from rmtk.evaluation import average_log_likelihood, average_return, log_likelihood
 from rmtk.irl import learned_product_policy
-from rmtk.learner import Learner
 from rmtk.planning import soft_bellman, task_policy
 from rmtk.simulate import simulate
 
@@ -52,7 +51,7 @@ print("train:", train.summary(), "| held out:", test.summary())
 # demonstrations themselves (the paper's Algorithm 3): every demonstrated (word, state)
 # adds its action counts to the product state (s, node the word leads to); product states
 # never visited get the uniform distribution.
-result = Learner(max_nodes=4, nodes=4, maxsat=True).fit_demonstrations(task, train)
+result = Learner(EmpiricalPTP(train), encoder=MaxSatEncoder(), nodes=4).fit(task)
 learned = result.machines[0]
 print(f"\nlearned {result.distinct_count} machine(s); |E-| = {len(result.negatives)}, "
       f"MaxSAT cost {result.search.cost}; same structure as the truth: {result.isomorphic_to_truth()[0]}")

@@ -3,7 +3,7 @@ discretised 2-link arm with a scripted expert (:mod:`rmtk.envs.reacher`), count 
 demonstrations into an empirical prefix tree policy, mine confidence-bound negative examples
 for several α, and solve weighted MaxSAT at n = 4 nodes (the paper's u_max) with unit weights.
 
-Needs ``gymnasium[mujoco]`` (``pip install rmtk[reacher]``).
+Needs ``gymnasium[mujoco]`` (``pip install 'rmtk[reacher]'``).
 
 Only (word, cell) pairs seen at least ``2·(log(2^25 − 2) − log α)`` times at a cell where at
 least two such pairs exist can ever yield a negative example (:class:`ConfidenceMiner`
@@ -21,10 +21,13 @@ from typing import Callable
 import attrs
 import numpy as np
 
-from .empirical import CountTable, to_policy
-from .machine import RewardMachine, isomorphic
-from .negatives import ConfidenceMiner
-from .solve import EncodingOptions, Encoder, maxsat_search
+from ..empirical import CountTable, to_policy
+from ..encoders import MaxSatEncoder
+from ..encoding import Problem
+from ..errors import RmtkError
+from ..machine import RewardMachine, isomorphic
+from ..negatives import ConfidenceMiner
+from ._report import Options, Report, Setting
 
 try:
     import resource
@@ -35,8 +38,10 @@ except ImportError:  # pragma: no cover - not on Windows
 PAPER = {1e-3: (1472, 1.90, 4, 2), 1e-4: (1193, 1.67, 4, 2), 1e-5: (882, 1.36, 4, 2)}
 ALPHAS = (1e-3, 1e-4, 1e-5)
 NODES = 4
-#: Trajectories of the quick run.
-QUICK = 2_000
+SETTINGS = {
+    "trajectories": Setting(100_000, "expert episodes of 160 steps (also --trajectories N)", quick=2_000),
+    "workers": Setting(2, "simulation processes"),
+}
 
 
 def prune_counts(table: CountTable, min_count: float) -> CountTable:
@@ -115,7 +120,7 @@ def _maxrss_mb(who: str) -> float:
     return r / 2**20 if sys.platform == "darwin" else r / 1024  # bytes on macOS, KiB on Linux
 
 
-def run(
+def simulate_and_learn(
     n_trajectories: int,
     *,
     alphas=ALPHAS,
@@ -136,7 +141,7 @@ def run(
     Wall time covers everything; memory is the main process's traced peak (tracemalloc) and
     the max RSS of the main process and of the worker processes.
     """
-    from .envs.reacher import PROPOSITIONS, generate_counts, true_machine
+    from ..envs.reacher import PROPOSITIONS, generate_counts, true_machine
 
     say = progress or (lambda msg: None)
     t_start = time.perf_counter()
@@ -171,9 +176,8 @@ def run(
             # truth must violate it, so the truth's MaxSAT cost is the number of them)
             fp = int((true_node[neg.pairs[:, 0]] == true_node[neg.pairs[:, 1]]).sum()) if len(neg) else 0
             say(f"reacher: alpha {alpha:g}: {len(neg)} negative examples, {fp} false positives; MaxSAT at {nodes} nodes")
-            enc = Encoder(trie, len(PROPOSITIONS), None, None, EncodingOptions(negatives="pairs"))
-            res = maxsat_search(enc, neg.pairs, neg.weights("unit"), nodes=nodes, max_solutions=max_solutions,
-                                time_limit=time_limit)
+            res = MaxSatEncoder().search(Problem(trie, len(PROPOSITIONS), neg), max_nodes=nodes,
+                                         max_solutions=max_solutions, time_limit=time_limit)
             machines = [solution_machine(s.delta_u, PROPOSITIONS) for s in res.solutions]
             listed = any(isomorphic(m, truth, rewards=False) for m in machines)
             row = AlphaResult(alpha, len(neg), fp, res.cost, len(res.solutions), res.raw_count, listed, fp,
@@ -212,9 +216,7 @@ def _projection(res: ReacherResult, n: int) -> float:
 
 
 def report(res: ReacherResult, title: str | None = None):
-    """A :class:`rmtk.reproduce.Report` of :func:`run`'s result beside the paper's table."""
-    from .reproduce import Report
-
+    """A :class:`~rmtk.experiments.Report` of :func:`simulate_and_learn`'s result beside the paper's table."""
     rep = Report(title or "reacher (paper section 6.3): discretised 2-link arm, scripted expert, MaxSAT at 4 nodes")
     rows = []
     for r in res.rows:
@@ -264,10 +266,13 @@ def report(res: ReacherResult, title: str | None = None):
     return rep
 
 
-def reproduce_reacher(opts):
-    """``rmtk reproduce reacher``: ``opts.overrides['trajectories']`` (default 100,000;
-    quick: 2,000), ``opts.seed``; progress through ``opts.say``."""
-    n = int(opts.overrides.get("trajectories", QUICK if opts.quick else 100_000))
-    workers = int(opts.overrides.get("workers", 2))
-    res = run(n, seed=opts.seed, workers=workers, progress=opts.say)
+def run(opts: Options) -> Report:
+    """``rmtk reproduce reacher``: settings ``trajectories`` (default 100,000; quick 2,000)
+    and ``workers``; the seed; progress notes."""
+    try:
+        import gymnasium  # noqa: F401
+        import mujoco  # noqa: F401
+    except ImportError:
+        raise RmtkError("the reacher experiment needs gymnasium with MuJoCo: pip install 'rmtk[reacher]'") from None
+    res = simulate_and_learn(opts.get("trajectories"), seed=opts.seed, workers=opts.get("workers"), progress=opts.say)
     return report(res)

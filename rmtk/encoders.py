@@ -1,0 +1,156 @@
+"""The SatEncoder strategies of the :class:`~rmtk.learner.Learner`: from the prefix tree and
+its negative examples to learned machine models (paper sections 3.1-3.2 and 5.2).
+
+An encoder has two methods, and that is the whole interface a user's encoder implements:
+
+* ``encode(problem, n) -> Formula``: the clauses saying "a machine with ``n`` nodes runs
+  every word of the trie and keeps the negative examples apart"
+  (:class:`~rmtk.encoding.Problem` in, :class:`~rmtk.encoding.Formula` out);
+* ``search(problem, *, max_nodes, min_nodes, nodes, max_solutions, time_limit, progress)
+  -> SearchResult``: the machines it finds, every solution enumerated.
+
+:class:`SatEncoder` (hard negatives; smallest ``n`` first) and :class:`MaxSatEncoder` (soft
+negatives; every optimum at a fixed ``n``) implement them with the clause families of
+:mod:`rmtk.encoding` and the searches of :mod:`rmtk.solve`. To change the formula, subclass
+one and override ``encode`` (``search`` calls ``self.encode``); a wrapper around any encoder
+can also hand its own ``encode`` to :func:`rmtk.solve.search`.
+"""
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from .encoding import (
+    Formula,
+    Problem,
+    VarPool,
+    determinism,
+    full_specification,
+    negative_classes,
+    negative_pairs,
+    non_stuttering,
+    prefix_runs,
+    soft_negative_pairs,
+    symmetry_breaking_bfs,
+)
+from .errors import RmtkError
+from .negatives import NegativePairs, PolicyClasses
+from .progress import Progress
+from .solve import SOLVERS, SearchResult, maxsat_search, search
+
+NEGATIVE_MODES = ("classes", "pairs")
+WEIGHT_MODES = ("unit", "evidence")
+
+
+def _one_of(allowed):
+    def check(instance, attribute, value):
+        if value not in allowed:
+            raise RmtkError(f"{attribute.name} must be one of {', '.join(map(repr, allowed))}, not {value!r}")
+    return check
+
+
+def _solver(instance, attribute, value):
+    if value not in SOLVERS:
+        raise RmtkError(f"unknown SAT solver {value!r}; available: {', '.join(SOLVERS)}")
+
+
+@attrs.frozen
+class SatEncoder:
+    """The SatEncoder strategy (paper sections 3.1-3.2) and its default implementation:
+    consumes a :class:`~rmtk.encoding.Problem` (trie of label words, negative examples),
+    produces a :class:`~rmtk.solve.SearchResult` (the machines, every solution enumerated).
+
+    Negative examples are hard clauses; the smallest ``n`` with a solution is searched for,
+    then every solution at that ``n`` is enumerated (paper Algorithm 1).
+
+    Args:
+        symmetry_breaking: BFS numbering of the nodes, so each machine appears once.
+        non_stuttering: the constraint of eq. 7 (needed by compressed prefix trees).
+        solver: a python-sat solver name (see :data:`rmtk.solve.SOLVERS`).
+        negatives: how policy classes are encoded: ``"classes"`` (grouped, linear in the
+            (word, state) pairs) or ``"pairs"`` (one clause set per distinct word pair, as
+            in the paper). Word pairs from demonstrations are always encoded pairwise.
+    """
+
+    symmetry_breaking: bool = True
+    non_stuttering: bool = True
+    solver: str = attrs.field(default="cadical153", validator=_solver)
+    negatives: str = attrs.field(default="classes", validator=_one_of(NEGATIVE_MODES))
+
+    def structure(self, problem: Problem, n: int) -> Formula:
+        """Determinism and full specification (eq. 2, 3), the runs of the words, non-stuttering
+        (eq. 7) and BFS symmetry breaking, on a pool sized for the problem's policy classes."""
+        classes = problem.negatives if isinstance(problem.negatives, PolicyClasses) else None
+        pool = VarPool(n, problem.n_letters, problem.trie.n_nodes, classes.n_classes if classes is not None else 0)
+        clauses = determinism(pool) + full_specification(pool)  # eq. 2, 3
+        clauses += prefix_runs(pool, problem.trie)  # runs of the words on the machine
+        if self.non_stuttering:
+            clauses += non_stuttering(pool)  # eq. 7
+        if self.symmetry_breaking and n > 1:
+            clauses += symmetry_breaking_bfs(pool)
+        return Formula(pool, clauses)
+
+    def encode(self, problem: Problem, n: int) -> Formula:
+        """The formula of ``problem`` at ``n`` nodes, negatives hard (eq. 6)."""
+        formula = self.structure(problem, n)
+        neg = problem.negatives
+        if isinstance(neg, PolicyClasses) and self.negatives == "classes":
+            formula.hard += negative_classes(formula.pool, neg)  # eq. 6, grouped by class
+        elif neg is not None:
+            pairs = problem.negative_pairs()
+            if len(pairs):
+                formula.hard += negative_pairs(formula.pool, pairs)  # eq. 6, pairwise
+        return formula
+
+    def search(self, problem: Problem, *, max_nodes: int, min_nodes: int = 1, nodes: int | None = None,
+               max_solutions: int | None = None, time_limit: float | None = None,
+               progress: Progress | None = None) -> SearchResult:
+        """Smallest n in [min_nodes, max_nodes] (or exactly ``nodes``) and all its solutions."""
+        res = search(self.encode, problem, max_nodes=max(max_nodes, nodes or 0), min_nodes=min_nodes,
+                     exact_nodes=nodes, solver=self.solver, non_stuttering=self.non_stuttering,
+                     max_solutions=max_solutions, time_limit=time_limit, progress=progress)
+        if res.n_nodes is None and res.complete and isinstance(problem.negatives, NegativePairs):
+            res = attrs.evolve(res, message=res.message + " (negative examples mined from data may contain false "
+                               "positives: try MaxSatEncoder (--maxsat) or a smaller alpha)")
+        return res
+
+
+@attrs.frozen
+class MaxSatEncoder(SatEncoder):
+    """Negative examples as soft clauses (paper section 5.2): weighted MaxSAT at a fixed
+    ``n`` (``nodes``, else ``max_nodes``), every optimal machine enumerated with the
+    examples it drops. Robust to false positive negatives mined from finite data.
+
+    Args:
+        weights: ``"unit"`` (each example weighs 1) or ``"evidence"`` (⌊log(δ1+δ2)/log α⌋,
+            stronger evidence weighs more; needs word pairs from a confidence miner).
+        symmetry_breaking, non_stuttering, solver: as for :class:`SatEncoder`; negative
+            examples are always encoded pairwise (``negatives="pairs"``).
+    """
+
+    negatives: str = attrs.field(default="pairs", validator=_one_of(("pairs",)))
+    weights: str = attrs.field(default="unit", validator=_one_of(WEIGHT_MODES))
+
+    def encode(self, problem: Problem, n: int) -> Formula:
+        """The formula of ``problem`` at ``n`` nodes, each negative example soft."""
+        formula = self.structure(problem, n)
+        pairs = problem.negative_pairs()
+        soft, relax = soft_negative_pairs(formula.pool, pairs)
+        formula.hard += soft
+        formula.relax = relax
+        if isinstance(problem.negatives, NegativePairs):
+            formula.weights = problem.negatives.weights(self.weights)
+        elif self.weights != "unit":
+            raise RmtkError("evidence weights need negative examples mined from demonstrations (word pairs with "
+                            "their confidence); exact policy classes have no evidence level: use weights='unit'")
+        else:
+            formula.weights = np.ones(len(pairs), dtype=np.int64)
+        return formula
+
+    def search(self, problem: Problem, *, max_nodes: int, min_nodes: int = 1, nodes: int | None = None,
+               max_solutions: int | None = None, time_limit: float | None = None,
+               progress: Progress | None = None) -> SearchResult:
+        """Every optimal machine at ``nodes`` (else ``max_nodes``) nodes."""
+        return maxsat_search(self.encode, problem, nodes=nodes or max_nodes, solver=self.solver,
+                             non_stuttering=self.non_stuttering, max_solutions=max_solutions,
+                             time_limit=time_limit, progress=progress)

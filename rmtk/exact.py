@@ -1,0 +1,183 @@
+"""The exact prefix tree policy of a task (paper section 2.3): the PTP strategy
+:class:`ExactPTP` and the policy sources it reads the expert's action distributions from.
+
+A *policy source* gives, for a task and a prefix tree, the action distribution of every
+(word, state) pair, and the true policy classes of the (state, node) pairs (for verdicts):
+
+* :class:`SoftOptimal`: the task's soft-optimal (MaxEnt) product policy;
+* :class:`DistinctPerNode`: every node its own policy (the convention behind the paper's
+  counts; nodes whose soft-optimal policies agree everywhere share one);
+* :class:`NodePolicyTable`: any stochastic policy per node (optimality is not needed,
+  paper appendix B).
+"""
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+import attrs
+import numpy as np
+
+from .equivalence import policy_class_table
+from .errors import ModelError, RmtkError
+from .mdp import LabeledMDP
+from .negatives import POLICY_TOL
+from .progress import Progress
+from .ptp import PrefixTree, PrefixTreePolicy, build_prefix_tree
+from .task import Task
+
+#: Depth used when neither the strategy nor the task sets one.
+DEFAULT_DEPTH = 6
+
+
+class PolicySource(Protocol):
+    """Gives the prefix tree policy of a task on a prefix tree, and the true policy classes
+    of its (state, node) pairs for the equivalence verdict."""
+
+    name: str
+
+    def prefix_tree_policy(self, task: Task, tree: PrefixTree) -> PrefixTreePolicy: ...
+
+    def class_table(self, task: Task) -> np.ndarray: ...
+
+
+def _true_nodes(task: Task, tree: PrefixTree) -> np.ndarray:
+    nodes = tree.trie.run(task.machine.delta_u, task.machine.initial, task.letter_of_proposition)
+    return nodes[tree.pair_node]
+
+
+@attrs.define
+class SoftOptimal:
+    """The task's soft-optimal (MaxEnt) product policy (γ and λ of the task)."""
+
+    tol: float = POLICY_TOL
+    name: str = "soft-optimal"
+    _cache: dict = attrs.field(factory=dict, repr=False, eq=False)
+
+    def policy(self, task: Task) -> np.ndarray:
+        """``(S, n, A)`` product policy (cached for the last task)."""
+        from .planning import task_policy
+
+        key = id(task)
+        if key not in self._cache:
+            self._cache = {key: (task, task_policy(task).pi)}
+        return self._cache[key][1]
+
+    def prefix_tree_policy(self, task: Task, tree: PrefixTree) -> PrefixTreePolicy:
+        true = _true_nodes(task, tree)
+        return PrefixTreePolicy(tree, self.policy(task)[tree.pair_state, true], true_nodes=true)
+
+    def class_table(self, task: Task) -> np.ndarray:
+        return policy_class_table(self.policy(task), self.tol)
+
+
+@attrs.define
+class DistinctPerNode(SoftOptimal):
+    """Every node has its own policy at every state, except nodes whose soft-optimal
+    policies agree at every state (stack-avoid's u2 and u3). Reproduces the paper's counts."""
+
+    name: str = "distinct"
+
+    def node_classes(self, task: Task) -> np.ndarray:
+        pi = self.policy(task)
+        same = np.abs(pi[:, :, None, :] - pi[:, None, :, :]).max(axis=(0, 3)) <= self.tol
+        return np.argmax(same, axis=1)  # first node with the same policy everywhere
+
+    def prefix_tree_policy(self, task: Task, tree: PrefixTree) -> PrefixTreePolicy:
+        ptp = super().prefix_tree_policy(task, tree)
+        return attrs.evolve(ptp, classes=self.node_classes(task)[ptp.true_nodes])
+
+    def class_table(self, task: Task) -> np.ndarray:
+        return np.broadcast_to(self.node_classes(task), (task.mdp.n_states, task.machine.n_nodes)).copy()
+
+
+@attrs.define
+class NodePolicyTable:
+    """A given stochastic policy per node of the task's machine: ``table[u, s, a]``."""
+
+    table: np.ndarray
+    tol: float = POLICY_TOL
+    name: str = "table"
+
+    def __attrs_post_init__(self):
+        self.table = np.asarray(self.table, dtype=float)
+        if self.table.ndim != 3:
+            raise ModelError(f"a node policy table has shape (nodes, states, actions), got {self.table.shape}")
+        if np.any(self.table < 0) or not np.allclose(self.table.sum(axis=2), 1.0, atol=1e-9):
+            raise ModelError("every row of a node policy table must be a probability distribution")
+
+    def _check(self, task: Task) -> None:
+        want = (task.machine.n_nodes, task.mdp.n_states, task.mdp.n_actions)
+        if self.table.shape != want:
+            raise ModelError(f"node policy table has shape {self.table.shape}, the task needs {want}")
+
+    def prefix_tree_policy(self, task: Task, tree: PrefixTree) -> PrefixTreePolicy:
+        self._check(task)
+        true = _true_nodes(task, tree)
+        return PrefixTreePolicy(tree, self.table[true, tree.pair_state], true_nodes=true)
+
+    def class_table(self, task: Task) -> np.ndarray:
+        self._check(task)
+        return policy_class_table(self.table.transpose(1, 0, 2), self.tol)
+
+
+SOURCES = {"soft-optimal": SoftOptimal, "distinct": DistinctPerNode}
+
+
+def _source(value):
+    if isinstance(value, str):
+        if value not in SOURCES:
+            raise RmtkError(f"unknown policy source {value!r}; choose one of {', '.join(SOURCES)}")
+        return SOURCES[value]()
+    return value
+
+
+def _depth(instance, attribute, value):
+    if value == "task":
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise RmtkError(f"depth must be a whole number of at least 1 or 'task', got {value!r}")
+
+
+def require_task(target, what: str) -> Task:
+    """``target`` as a :class:`Task`, or a clear error saying why ``what`` needs one."""
+    if isinstance(target, Task):
+        return target
+    if isinstance(target, LabeledMDP):
+        raise RmtkError(f"{what} needs a task (an MDP with the expert's machine); got the bare mdp {target.name!r}")
+    raise RmtkError(f"{what} needs a Task, not {type(target).__name__}")
+
+
+@attrs.frozen
+class ExactPTP:
+    """The PTP strategy of a known expert: the exact prefix tree policy of a task.
+
+    Args:
+        depth: the prefix tree depth l (words of 1..l labels); ``"task"`` (default): the
+            task's ``depth``, else 6.
+        source: the expert's policy: a :class:`PolicySource` or its name (``"soft-optimal"``,
+            ``"distinct"``).
+        compress: key the trie by non-stuttering compressed words (the encoder must then
+            assume non-stuttering machines).
+    """
+
+    depth: int | str = attrs.field(default="task", validator=_depth)
+    source: PolicySource = attrs.field(factory=SoftOptimal, converter=_source)
+    compress: bool = True
+
+    def depth_for(self, task: Task) -> int:
+        return (task.depth or DEFAULT_DEPTH) if self.depth == "task" else int(self.depth)
+
+    def build(self, target, progress: Progress) -> PrefixTreePolicy:
+        task = require_task(target, "the exact prefix tree policy")
+        t0 = time.perf_counter()
+        tree = build_prefix_tree(task.mdp, self.depth_for(task), compress=self.compress)
+        progress.stage("tree", time.perf_counter() - t0, words=tree.trie.n_nodes - 1, pairs=tree.n_pairs)
+        t0 = time.perf_counter()
+        ptp = self.source.prefix_tree_policy(task, tree)
+        progress.stage("policy", time.perf_counter() - t0)
+        return ptp
+
+    def expert_classes(self, task: Task) -> np.ndarray:
+        """``(S, n)`` true policy class of each (state, node) of the task's machine."""
+        return self.source.class_table(task)

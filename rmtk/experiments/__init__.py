@@ -1,0 +1,90 @@
+"""The paper's experiments, one module each, and the registry ``rmtk reproduce`` reads.
+
+Every experiment module defines ``SETTINGS`` (its :class:`Setting` s, overridable with
+``--set KEY=VALUE``) and ``run(opts) -> Report``: our numbers beside the paper's, notes that
+explain any difference, and figures. Modules are imported only when their experiment runs.
+"""
+from __future__ import annotations
+
+import importlib
+import time
+
+import attrs
+
+from ..errors import RmtkError
+from ._report import Options, Report, Setting
+
+
+@attrs.frozen
+class Experiment:
+    """A registry entry: the command name, the paper's section, what it shows, its module and
+    the optional extra it needs (``None``: the core suffices)."""
+
+    name: str
+    paper: str
+    what: str
+    module: str
+    extra: str | None = None
+
+    def load(self):
+        return importlib.import_module(f"{__name__}.{self.module}")
+
+    @property
+    def settings(self) -> dict:
+        return self.load().SETTINGS
+
+
+EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
+    Experiment("tables", "appendix B.1", "solutions vs. number of demonstrations (stack, stack-avoid)", "tables"),
+    Experiment("sensitivity", "appendix D", "u_max in {4, 3, 2}: returns of the learned product policies vs "
+               "D-IRL, F-IRL", "sensitivity"),
+    Experiment("transfer", "appendix E", "learned machines re-planned in rearranged rooms: held-out "
+               "log-likelihood", "transfer"),
+    Experiment("suboptimal", "appendix B", "arbitrary stochastic policy per node: the machine is still identified",
+               "suboptimal"),
+    Experiment("mice", "section 6.4", "real mice in the labyrinth: the machine, rewards, held-out "
+               "log-likelihood (needs --data PATH)", "mice"),
+    Experiment("reacher", "section 6.3", "Reacher-v5 arm, targets b -> y -> r: negatives, false positive rate, "
+               "MaxSAT machines", "reacher", extra="reacher"),
+)}
+
+
+def experiment(name: str) -> Experiment:
+    if name not in EXPERIMENTS:
+        raise RmtkError(f"unknown experiment {name!r}; available: {', '.join(sorted(EXPERIMENTS))}")
+    return EXPERIMENTS[name]
+
+
+def check_overrides(names, overrides: dict) -> None:
+    """Every key of ``overrides`` must be a setting of at least one of the experiments ``names``."""
+    known: dict[str, list[str]] = {}
+    for name in names:
+        for key in experiment(name).settings:
+            known.setdefault(key, []).append(name)
+    unknown = sorted(set(overrides) - set(known))
+    if unknown:
+        listing = "; ".join(f"{k} ({', '.join(v)})" for k, v in sorted(known.items())) or "none"
+        which = names[0] if len(names) == 1 else "these experiments"
+        raise RmtkError(f"unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} for {which}; "
+                        f"known settings: {listing}")
+
+
+def run(name: str, opts: Options | None = None) -> Report:
+    """Run experiment ``name`` with ``opts`` (overrides that are not its settings are ignored
+    when several experiments share one set of options: see :func:`check_overrides`)."""
+    opts = opts or Options()
+    exp = experiment(name)
+    module = exp.load()
+    settings = module.SETTINGS
+    own = {k: v for k, v in opts.overrides.items() if k in settings}
+    opts = attrs.evolve(opts, overrides=own, settings=settings)
+    for key in own:
+        opts.get(key)  # a badly typed value fails here, before any work
+    t0 = time.perf_counter()
+    report = module.run(opts)
+    if not report.seconds:
+        report.seconds = time.perf_counter() - t0
+    return report
+
+
+__all__ = ["EXPERIMENTS", "Experiment", "Options", "Report", "Setting", "check_overrides", "experiment", "run"]

@@ -1,0 +1,129 @@
+"""What every experiment shares: its settings (:class:`Setting`), the options of a run
+(:class:`Options`) and what it returns (:class:`Report`)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import attrs
+
+from ..errors import RmtkError
+from ..progress import Progress
+
+
+@attrs.frozen
+class Setting:
+    """A setting an experiment reads (``rmtk reproduce NAME --set KEY=VALUE``): its default,
+    its default in ``--quick`` runs (``None``: the same) and what it means."""
+
+    default: object
+    help: str
+    quick: object = None
+
+    def value(self, quick: bool):
+        return self.quick if quick and self.quick is not None else self.default
+
+
+@attrs.define
+class Report:
+    """An experiment's outcome: titled tables (header + rows), notes, written figures."""
+
+    title: str
+    tables: list = attrs.field(factory=list)  # (caption, header, rows)
+    notes: list = attrs.field(factory=list)
+    figures: list = attrs.field(factory=list)
+    seconds: float = 0.0
+
+    def text(self) -> str:
+        out = [f"== {self.title} =="]
+        for caption, header, rows in self.tables:
+            out.append("")
+            out.append(caption)
+            cells = [list(map(str, header))] + [[_fmt(c) for c in r] for r in rows]
+            widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+            for k, r in enumerate(cells):
+                out.append("  ".join(c.rjust(w) for c, w in zip(r, widths)))
+                if k == 0:
+                    out.append("  ".join("-" * w for w in widths))
+        for note in self.notes:
+            out.append(f"note: {note}")
+        for fig in self.figures:
+            out.append(f"figure: {fig}")
+        out.append(f"time: {self.seconds:.1f} s")
+        return "\n".join(out)
+
+
+def _fmt(c) -> str:
+    if isinstance(c, float):
+        return f"{c:.3g}" if abs(c) < 1e4 else f"{c:.0f}"
+    return "-" if c is None else str(c)
+
+
+def _convert(value, default, key: str):
+    """``value`` (a string from the command line, or a Python value) as the type of ``default``."""
+    if default is None or isinstance(value, type(default)) and not isinstance(value, bool):
+        return value
+    try:
+        if isinstance(default, bool):
+            if str(value).lower() in ("1", "true", "yes", "on"):
+                return True
+            if str(value).lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        if isinstance(default, int):
+            number = float(value)
+            if not number.is_integer():
+                raise ValueError
+            return int(number)
+        return type(default)(value)
+    except (TypeError, ValueError):
+        raise RmtkError(f"setting {key}: expected {type(default).__name__}, got {value!r}") from None
+
+
+@attrs.frozen
+class Options:
+    """Settings of a run: ``quick`` (small version), ``seed``, ``figure_dir`` (``None``: no
+    figures), ``force`` (overwrite figures), ``progress`` (notes go to its ``note`` hook)
+    and ``overrides`` of the experiment's settings (``--set KEY=VALUE``)."""
+
+    quick: bool = False
+    seed: int = 0
+    figure_dir: Path | None = None
+    progress: Progress = attrs.field(factory=Progress)
+    overrides: dict = attrs.field(factory=dict)
+    force: bool = False
+    settings: dict = attrs.field(factory=dict, repr=False)
+
+    def say(self, msg: str) -> None:
+        self.progress.note(msg)
+
+    def get(self, key: str):
+        """The value of setting ``key``: the override, else its (quick) default."""
+        setting = self.settings[key]
+        default = setting.value(self.quick)
+        if key in self.overrides:
+            return _convert(self.overrides[key], default if default is not None else setting.default, key)
+        return default
+
+    def figure(self, report: Report, name: str, draw: Callable, layout: str | None = "constrained",
+               size: tuple[float, float] = (7, 4.2)) -> None:
+        """Draw with ``draw(fig)`` into ``figure_dir/name`` (never overwriting unless ``force``)."""
+        if self.figure_dir is None:
+            return
+        path = Path(self.figure_dir) / name
+        if path.exists() and not self.force:
+            raise RmtkError(f"{path}: already exists; pass --force to overwrite it")
+        import logging
+
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=size, layout=layout)
+        quiet = logging.getLogger("matplotlib")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)  # aspect-ratio chatter of machine drawings
+        try:
+            draw(fig)
+            fig.savefig(path, dpi=150)
+        finally:
+            quiet.setLevel(level)
+        report.figures.append(str(path))

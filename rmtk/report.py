@@ -1,0 +1,77 @@
+"""A learning result as text: the learned machines as `.rm` text, with the counts, timings,
+verdicts and rewards as ``#`` comment lines, so that the output loads back with
+:func:`rmtk.dsl.loads` (what ``rmtk learn`` prints)."""
+from __future__ import annotations
+
+import sys
+
+from . import dsl
+from .learner import LearnResult
+from .task import Task
+
+#: Distinct word pairs are listed (to be counted) only below this many per-state pairs, unless
+#: asked for: listing them costs time and memory in proportion (about 3 s at 5·10⁶).
+PAIR_COUNT_LIMIT = 200_000
+
+
+def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = False) -> None:
+    """Print a learning result as .rm text with '#' comment lines (the output stays loadable)."""
+    out = out or sys.stdout
+    st = result.stats()
+    t = result.timings
+    w = lambda line="": print(line, file=out)  # noqa: E731
+    words = "compressed" if result.tree.trie.compressed else "uncompressed"
+    if result.classes is not None:
+        w(f"# learned from task {task.name}: exact prefix tree policy of depth {result.tree.depth}, {words} words")
+        pairs = st["per_state_pairs"]
+        distinct = (f"{len(result.classes.distinct_pairs())} distinct word pairs"
+                    if count_pairs or pairs <= PAIR_COUNT_LIMIT else "distinct pairs not counted (--count-pairs)")
+        w(f"# prefix tree: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs, {st['classes']} policy classes")
+        w(f"# negative examples: {pairs} per-state pairs, {distinct}")
+    else:
+        w(f"# learned from task {task.name}: empirical prefix tree policy, {words} words")
+        w(f"# empirical prefix tree: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs")
+        report_demos(result, out=out)
+    if result.search.cost is not None:
+        w(f"# MaxSAT: optimum drops {result.search.cost} negative example(s)")
+    tried = ", ".join(f"{n}: {'sat' if ok else 'unsat' if ok is False else 'interrupted'}" for n, ok in result.search.tried)
+    bound = f" (lower bound {st['lower_bound']})" if "lower_bound" in st else ""
+    w(f"# SAT: nodes tried {tried}{bound}; {st['clauses']} clauses, {st['variables']} variables")
+    w("# timings (s): " + ", ".join(f"{k} {v:.4f}" for k, v in t.items()))
+    if result.n_nodes is None:
+        w(f"# no solution: {result.search.message}")
+        return
+    w(f"# solutions: {result.distinct_count} machine{'s' if result.distinct_count != 1 else ''} up to renaming, "
+      f"{result.raw_count} raw assignments (node 0 fixed, the paper's count)"
+      + ("" if result.search.complete else f"; {result.search.message}"))
+    iso = result.isomorphic_to_truth()
+    for i, m in enumerate(result.machines):
+        w()
+        free = result.unconstrained(i)
+        if free:
+            w("# unconstrained by the data (written as self-loops): " + ", ".join(f"{u} on {a}" for u, a in free))
+        if result.verdicts is not None:
+            same = f"; isomorphic to the true machine '{task.machine.name}'" if iso and iso[i] else ""
+            w(f"# verdict: {result.verdicts[i]}{same}")
+        if result.reward_fits is not None and i < len(result.reward_fits):
+            f = result.reward_fits[i]
+            ident = ("identified up to potential shaping" if f.identified_up_to_shaping
+                     else "identification not analysed" if f.null_dim is None
+                     else f"{f.extra_null_dim} reward direction(s) not identified beyond shaping")
+            replan = "" if f.replan_error is None else f", re-planned policy within {f.replan_error:.2g}"
+            w(f"# rewards (MaxEnt, sparsest up to shaping): residual {f.residual:.2g}{replan}; {ident}")
+        if result.negatives is not None and result.solutions[i].dropped:
+            shown = result.dropped(i)[:5]
+            more = f" and {len(result.solutions[i].dropped) - 5} more" if len(result.solutions[i].dropped) > 5 else ""
+            w("# violates the negative examples: " + "; ".join(f"{' '.join(a)} / {' '.join(b)}" for a, b in shown) + more)
+        out.write(dsl.dumps(m))
+
+
+
+def report_demos(result, *, out=None) -> None:
+    """The negative examples part of a report on learning from demonstrations."""
+    out = out or sys.stdout
+    neg = result.negatives
+    fpr = result.false_positive_rate
+    extra = "" if fpr is None else f", false positive rate {100 * fpr:.2f}% against the true machine"
+    print(f"# demonstrations: {len(neg)} negative examples at alpha {neg.alpha:g}{extra}", file=out)
