@@ -358,7 +358,7 @@ def suboptimal(opts: Options) -> Report:
                      f"{100 * (r.false_positive_rate or 0):.1f}%", r.n_nodes, r.raw_count, r.distinct_count,
                      "yes" if any(found) else "no", sum(r.completion_consistent or ())))
         if not maxsat and r.machines:
-            from .export import draw_machine
+            from .draw import draw_machine
 
             first = r.machines[0]
             opts.figure(report, "suboptimal.png", lambda fig: draw_machine(first, ax=fig.add_subplot()), layout=None)
@@ -386,7 +386,7 @@ def mice(opts: Options) -> Report:
     from .baselines import d_irl, f_irl, uniform_policy
     from .data import load
     from .evaluation import average_log_likelihood
-    from .export import draw_labyrinth
+    from .draw import draw_labyrinth
     from .irl import learned_product_policy
     from .learner import Learner
     from .planning import soft_bellman

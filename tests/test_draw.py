@@ -1,0 +1,183 @@
+"""rmtk.draw: matplotlib pictures of machines, grid worlds and the labyrinth."""
+from __future__ import annotations
+
+import itertools
+import xml.etree.ElementTree as ET
+
+import attrs
+import numpy as np
+import pytest
+
+from example_machines import machine, patrol, tiny
+from rmtk import GeneratorCall, LabeledMDP, ModelError, RewardMachine, RmtkError
+from rmtk.draw import draw_grid, draw_machine, grid_cells, proposition_colours
+from rmtk.io.dot import edge_groups
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+# ---------------------------------------------------------------------------- draw_machine
+def _no_pyplot_figures():
+    from matplotlib._pylab_helpers import Gcf
+
+    return not Gcf.get_all_fig_managers()
+
+
+def test_draw_machine_writes_png_and_svg(tmp_path):
+    m = patrol()
+    fig = draw_machine(m, tmp_path / "patrol.png")
+    data = (tmp_path / "patrol.png").read_bytes()
+    assert data.startswith(PNG_MAGIC) and len(data) > 5000
+    draw_machine(m, str(tmp_path / "patrol.svg"))
+    root = ET.parse(tmp_path / "patrol.svg").getroot()
+    assert root.tag.endswith("svg")
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert sorted(texts) == sorted(["u0", "u1", "u2", "u3", "start", "A", "B", "C", "D / 1",
+                                    "B | C | D", "A | C | D", "A | B | D", "A | B | C"])
+    assert _no_pyplot_figures()
+
+
+def test_draw_machine_rejects_unknown_extension(tmp_path):
+    with pytest.raises(RmtkError, match=r"\.png or \.svg"):
+        draw_machine(tiny(), tmp_path / "picture.xyz")
+
+
+def _overlaps(fig):
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in fig.axes[0].texts]
+    bad = []
+    for (ta, a), (tb, b) in itertools.combinations(boxes, 2):
+        w = min(a.x1, b.x1) - max(a.x0, b.x0)
+        h = min(a.y1, b.y1) - max(a.y0, b.y0)
+        if w > 0.5 and h > 0.5:
+            bad.append((ta, tb))
+    return bad
+
+
+@pytest.mark.parametrize("m", [patrol(), tiny()] + [machine(n, seed=n) for n in range(1, 5)], ids=lambda m: m.name)
+def test_draw_machine_texts_do_not_overlap(m):
+    assert _overlaps(draw_machine(m)) == []
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6])
+def test_draw_machine_one_to_six_nodes_into_a_given_axes(n):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(4, 4))
+    ax = fig.add_subplot()
+    m = machine(n, seed=10 + n)
+    assert draw_machine(m, ax=ax) is fig
+    names = {t.get_text() for t in ax.texts}
+    assert set(m.nodes) | {"start"} <= names
+    # one arrow per (u, v) pair, plus the start arrow
+    pairs = {(u, v) for u, v, _, _ in edge_groups(m)}
+    from matplotlib.patches import FancyArrowPatch
+
+    assert sum(isinstance(p, FancyArrowPatch) for p in ax.patches) == len(pairs) + 1
+
+
+def test_draw_machine_without_defaults_drops_the_default_loops():
+    fig = draw_machine(patrol(), show_defaults=False, title="patrol")
+    texts = sorted(t.get_text() for t in fig.axes[0].texts)
+    assert texts == ["A", "B", "C", "D / 1", "start", "u0", "u1", "u2", "u3"]
+    assert fig.axes[0].get_title() == "patrol"
+
+
+def test_draw_machine_rounds_rewards_in_labels():
+    m = RewardMachine.from_transitions(
+        {("u0", "a"): ("u1", 98.7979798), ("u1", "a"): ("u0", -0.001999999999), ("u1", "b"): ("u1", 0.2)}, "ab"
+    )
+    texts = {t.get_text() for t in draw_machine(m).axes[0].texts}
+    assert {"a / 98.798", "a / -0.002", "b / 0.2"} <= texts
+
+
+# ---------------------------------------------------------------------------- draw_grid
+ROOMS = (("D", "D", "C", "C"), ("D", None, "C", "C"), ("A", "A", "B", "B"), ("A", "A", "B", "B"))
+
+
+def rooms(start=((0, 0), (2, 0)), initial=None) -> LabeledMDP:
+    """The 4x4 rooms map with one blocked cell, built by hand: states are the free cells in
+    column-major order; one action that stays put (the picture only needs the map)."""
+    cells = [(r, c) for c in range(4) for r in range(4) if ROOMS[r][c] is not None]
+    S = len(cells)
+    mdp = LabeledMDP.from_dense(
+        np.eye(S)[None], [ROOMS[r][c] for r, c in cells], ["A", "B", "C", "D"], initial,
+        states=[f"r{r}c{c}" for r, c in cells], name="rooms",
+    )
+    params = (("rows", ROOMS), ("slip", 0.1), ("start", start), ("gamma", 0.99))
+    return attrs.evolve(mdp, source=GeneratorCall("gridworld", params))
+
+
+def _cell_colours(ax):
+    from matplotlib.colors import to_hex
+    from matplotlib.patches import Rectangle
+
+    H = len(ROOMS)
+    return {
+        (H - 1 - int(p.get_y()), int(p.get_x())): to_hex(p.get_facecolor())
+        for p in ax.patches
+        if isinstance(p, Rectangle) and p.get_width() == 1 and p.fill
+    }
+
+
+def test_draw_grid_colours_labels_and_start_cells(tmp_path):
+    from matplotlib.colors import to_hex
+    from matplotlib.patches import Polygon
+
+    mdp = rooms()
+    fig = draw_grid(mdp, tmp_path / "rooms.png")
+    assert (tmp_path / "rooms.png").read_bytes().startswith(PNG_MAGIC)
+    ax = fig.axes[0]
+    colours = proposition_colours("ABCD")
+    assert len(set(colours.values())) == 4
+    cells = _cell_colours(ax)
+    assert len(cells) == 16
+    assert cells[(1, 1)] == "#3d3d3d"
+    assert all(cells[(r, c)] == to_hex(colours[ROOMS[r][c]]) for r in range(4) for c in range(4) if ROOMS[r][c])
+    assert sorted(t.get_text() for t in ax.texts) == sorted(p for row in ROOMS for p in row if p)
+    assert sum(isinstance(p, Polygon) for p in ax.patches) == 2  # start triangles at (0, 0) and (2, 0)
+    assert ax.get_title() == "rooms"
+    draw_grid(mdp, tmp_path / "rooms.svg")
+    assert ET.parse(tmp_path / "rooms.svg").getroot().tag.endswith("svg")
+    assert _no_pyplot_figures()
+
+
+def test_draw_grid_start_from_initial_distribution_and_rewards():
+    init = np.zeros(15)
+    init[[0, 4]] = 0.5  # cells (0, 0) and (0, 1) in column-major order
+    mdp = rooms(start=None, initial=init)
+    assert grid_cells(mdp)[:5] == [(0, 0), (1, 0), (2, 0), (3, 0), (0, 1)]
+    fig = draw_grid(mdp, rewards={"D": 1.0})
+    ax = fig.axes[0]
+    triangles = [p for p in ax.patches if type(p).__name__ == "Polygon"]
+    corners = sorted((round(p.get_xy()[0][0] - 0.1), round(p.get_xy()[0][1] - 0.9)) for p in triangles)
+    assert corners == [(0, 3), (1, 3)]  # (x, y) of rows 0, columns 0 and 1
+    assert sorted(t.get_text() for t in ax.texts).count("1") == 3  # the three D cells
+    uniform = draw_grid(rooms(start=None))
+    assert "any free cell" in uniform.axes[0].get_title()
+    values = draw_grid(mdp, rewards=np.arange(15) / 10)
+    assert "1.4" in [t.get_text() for t in values.axes[0].texts]
+    with pytest.raises(ModelError, match="15 free cells"):
+        draw_grid(mdp, rewards=[1.0, 2.0])
+    with pytest.raises(ModelError, match="no cell is labelled 'Z'"):
+        draw_grid(mdp, rewards={"Z": 1.0})
+
+
+def test_draw_grid_rejects_other_mdps():
+    plain = LabeledMDP.from_dense(np.eye(2)[None], ["A", "B"], name="plain")
+    with pytest.raises(ModelError, match="'plain' is an explicit MDP, not a grid world"):
+        draw_grid(plain)
+    blocks = attrs.evolve(plain, source=GeneratorCall("blockworld", ()))
+    with pytest.raises(ModelError, match="'blockworld' generator, not a grid world"):
+        draw_grid(blocks)
+
+
+def test_draw_grid_into_a_given_axes():
+    from matplotlib.figure import Figure
+
+    fig = Figure()
+    ax1, ax2 = fig.subplots(1, 2)
+    assert draw_grid(rooms(), ax=ax2) is fig
+    assert draw_machine(patrol(), ax=ax1) is fig
+    assert len(ax2.texts) == 15
+
