@@ -462,7 +462,8 @@ def draw_labyrinth(mdp: LabeledMDP, values=None, path=None, *, ax=None, title=No
     y = -depth.astype(float)
     fig = None
     if ax is None:
-        fig, ax = _new_figure((9, 4.5))
+        fig = _new_figure((9, 4.5))
+        ax = fig.add_subplot()
     parents = (s[1:] - 1) // 2
     for child, par in zip(s[1:], parents):
         ax.plot([x[par], x[child]], [y[par], y[child]], color="0.75", lw=0.8, zorder=1)

@@ -10,7 +10,7 @@ import pytest
 
 from example_machines import machine, patrol, tiny
 from rmtk import GeneratorCall, LabeledMDP, ModelError, RewardMachine, RmtkError
-from rmtk.draw import draw_grid, draw_machine, grid_cells, proposition_colours
+from rmtk.draw import draw_grid, draw_labyrinth, draw_machine, grid_cells, proposition_colours
 from rmtk.io.dot import edge_groups
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -181,3 +181,21 @@ def test_draw_grid_into_a_given_axes():
     assert draw_machine(patrol(), ax=ax1) is fig
     assert len(ax2.texts) == 15
 
+
+# ---------------------------------------------------------------------------- draw_labyrinth
+def test_draw_labyrinth_alone_and_into_a_given_axes(tmp_path):
+    from matplotlib.figure import Figure
+
+    from rmtk.envs import labyrinth
+
+    mdp = labyrinth(depth=3, labels=(("h", (0,)), ("w", (10,))))
+    values = np.linspace(-1, 1, mdp.n_states)
+    fig = draw_labyrinth(mdp, values, tmp_path / "maze.png", title="maze", sizes=np.arange(mdp.n_states))
+    assert (tmp_path / "maze.png").read_bytes().startswith(PNG_MAGIC)
+    assert fig.axes[0].get_title() == "maze" and len(fig.axes) == 2  # the maze and its colour bar
+    assert sorted(t.get_text() for t in fig.axes[0].texts) == ["h (n0)", "w (n10)"]
+    own = Figure()
+    assert draw_labyrinth(mdp, ax=own.add_subplot()) is own and len(own.axes) == 1
+    with pytest.raises(ModelError, match="is not a labyrinth"):
+        draw_labyrinth(rooms())
+    assert _no_pyplot_figures()
