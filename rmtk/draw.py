@@ -67,6 +67,11 @@ _DEFAULT = "#8a8a8a"
 _POSITIVE = "#1a7f37"
 _NEGATIVE = "#c0392b"
 
+#: How far an arc bulges: its control point lies this fraction of the chord off the chord's
+#: midpoint; each further arc between the same two nodes bulges ``_BULGE_STEP`` more (:func:`_bulges`).
+_BULGE = 0.22
+_BULGE_STEP = 0.2
+
 
 def _reward_colour(r: float, loop: bool) -> str:
     if r > 0:
@@ -74,14 +79,6 @@ def _reward_colour(r: float, loop: bool) -> str:
     if r < 0:
         return _NEGATIVE
     return _DEFAULT if loop else _EDGE
-
-
-def _arrow_colour(rewards: Sequence[float], loop: bool) -> str:
-    if all(r > 0 for r in rewards):
-        return _POSITIVE
-    if all(r < 0 for r in rewards):
-        return _NEGATIVE
-    return _DEFAULT if loop and all(r == 0 for r in rewards) else _EDGE
 
 
 def _layout_order(machine: RewardMachine) -> list[int]:
@@ -103,6 +100,74 @@ def _box(x: float, y: float, w: float, h: float, ha: str, va: str) -> tuple[floa
     return (x0, y0, x0 + w, y0 + h)
 
 
+def _inside(points: np.ndarray, box: tuple[float, float, float, float]) -> int:
+    """How many of ``points`` (an ``(m, 2)`` array) lie in ``box``."""
+    x, y = points[:, 0], points[:, 1]
+    return int(np.count_nonzero((x > box[0]) & (x < box[2]) & (y > box[1]) & (y < box[3])))
+
+
+def _arc(pu: np.ndarray, pv: np.ndarray, R: float, bulge: float):
+    """The arc from the node at ``pu`` to the node at ``pv`` (radius ``R``) whose control point
+    lies ``bulge`` chord lengths to the right of the chord: ``(start, end, control point, rad)``,
+    ``rad`` as matplotlib's ``arc3`` connection style wants it for the same curve."""
+    d = pv - pu
+    ctrl = (pu + pv) / 2 + bulge * np.array([d[1], -d[0]])
+    pa = pu + R * (ctrl - pu) / np.linalg.norm(ctrl - pu)
+    pb = pv + R * (ctrl - pv) / np.linalg.norm(ctrl - pv)
+    d2 = pb - pa
+    rad = float(np.dot(ctrl - (pa + pb) / 2, [d2[1], -d2[0]]) / np.dot(d2, d2))
+    return pa, pb, ctrl, rad
+
+
+def _loop(c: np.ndarray, a: float, half: float, R: float):
+    """A self-loop on the node at ``c`` (radius ``R``) pointing at the angle ``a`` and spanning
+    ``2 * half``: its Bézier vertices, and where and how to anchor its label at its tip
+    (``(point, ha, va)``)."""
+    L = 3.0 * R
+    verts = [
+        c + R * _unit(a + 0.75 * half),
+        c + L * _unit(a + half),
+        c + L * _unit(a - half),
+        c + R * _unit(a - 0.75 * half),
+    ]
+    tip = 0.125 * verts[0] + 0.375 * verts[1] + 0.375 * verts[2] + 0.125 * verts[3]
+    anchor = c + (np.linalg.norm(tip - c) + 0.04) * _unit(a)
+    ca, sa = math.cos(a), math.sin(a)
+    ha = "left" if ca > 0.35 else "right" if ca < -0.35 else "center"
+    va = "bottom" if sa > 0.35 else "top" if sa < -0.35 else "center"
+    return verts, anchor, ha, va
+
+
+def _bulges(forward: int, backward: int, inward: int) -> tuple[list[float], list[float]]:
+    """The bulges of ``forward`` arcs u→v and ``backward`` arcs v→u, each to the right of its
+    own direction when positive; ``inward`` is the side of u→v facing the centre of the layout
+    (1 right, -1 left, 0 neither).
+
+    The first arc of each direction bulges ``_BULGE`` to its right, so u→v and v→u never
+    overlap. Each further arc takes the next slot, ``_BULGE_STEP`` further out, on the other
+    side while that side is empty, else on its own side unless that side faces the centre,
+    where a wide arc would run into the arcs of the neighbouring nodes.
+    """
+    count = {1: 0, -1: 0}  # arcs on each side of u→v
+
+    def take(side: int) -> float:
+        count[side] += 1
+        return side * (_BULGE + (count[side] - 1) * _BULGE_STEP)
+
+    fw = [take(1)] if forward else []
+    bw = [take(-1)] if backward else []
+    for arcs, own, m in ((fw, 1, forward), (bw, -1, backward)):
+        for _ in range(m - 1):
+            arcs.append(take(-own if count[-own] == 0 or own == inward else own))
+    return fw, [-b for b in bw]
+
+
+def _bezier(pa: np.ndarray, ctrl: np.ndarray, pb: np.ndarray, t) -> np.ndarray:
+    """Points of the quadratic Bézier curve ``pa, ctrl, pb`` at the parameters ``t``."""
+    t = np.asarray(t, dtype=float)[..., None]
+    return (1 - t) ** 2 * pa + 2 * t * (1 - t) * ctrl + t**2 * pb
+
+
 def draw_machine(
     machine: RewardMachine,
     path: str | os.PathLike | None = None,
@@ -114,11 +179,15 @@ def draw_machine(
     """Draw ``machine`` with matplotlib and return the Figure.
 
     Nodes sit on a circle, the initial node at the left and the others clockwise in
-    breadth-first order; edges are arcs (so ``u→v`` and ``v→u`` never overlap) labelled as
-    in :func:`rmtk.io.dot.edge_label`, near their midpoint (moved along the arc when that spot is taken),
-    one line per reward; self-loops are small loops outside the circle (grey for the
-    0-reward defaults, left out with ``show_defaults=False``); rewards are green (positive)
-    or red (negative); an arrow marked "start" points at the initial node.
+    breadth-first order. Every ``(source, target, reward)`` group is its own arrow, coloured by
+    its reward (green positive, red negative) and labelled as in
+    :func:`rmtk.io.dot.edge_label`, so that parallel transitions with different rewards are
+    told apart. Between two nodes the arrows are arcs of different bulges (``u→v`` and
+    ``v→u`` on opposite sides, see :func:`_bulges`), each labelled near its midpoint, moved
+    along its own arc when that spot is taken by another label or hides another arc between
+    the same nodes. Self-loops are small loops outside the circle, fanned out when a node has
+    several, labelled at their tip (grey for the 0-reward defaults, left out with
+    ``show_defaults=False``). An arrow marked "start" points at the initial node.
     With ``ax`` the drawing goes into that Axes (its figure is returned); with ``path`` the
     figure is saved there (PNG or SVG, chosen by the file extension, 150 dpi).
     """
@@ -154,75 +223,73 @@ def draw_machine(
         start_dir = outward[init] + math.radians(40)
         loop_dir[init] = outward[init] - math.radians(45)
 
-    # --- one arrow per (u, v) pair; its label has one line per reward group
+    # --- the reward groups of each (u, v) pair: one arrow and one label each
     pairs: dict[tuple[int, int], list[tuple[float, tuple[str, ...]]]] = {}
     for u, v, r, letters in edge_groups(machine, show_defaults=show_defaults):
         pairs.setdefault((u, v), []).append((r, letters))
 
     arrows: list[tuple[str, Any, str]] = []  # ("arc", (pa, pb, rad), colour) | ("loop", verts, colour)
-    labels: list[tuple[float, float, str, str, list[tuple[str, str]]]] = []  # x, y, ha, va, [(text, colour)]
+    labels: list[tuple[float, float, str, str, str, str]] = []  # x, y, ha, va, text, colour
     occupied: list[tuple[float, float, float, float]] = [
         (pos[u][0] - R, pos[u][1] - R, pos[u][0] + R, pos[u][1] + R) for u in range(n)
     ]
     extent = list(occupied)
 
-    def label_lines(groups, loop):
-        return [(edge_label(letters, r), _reward_colour(r, loop)) for r, letters in groups]
+    def size(text: str) -> tuple[float, float]:
+        return _text_width(text, fs_label) * pt + 0.06, lh + 0.03
 
-    def size(lines):
-        return max(_text_width(t, fs_label) for t, _ in lines) * pt + 0.06, len(lines) * lh + 0.03
-
-    # self-loops first: their labels have fixed places outside the circle
+    # self-loops first, fanned out around the node's loop direction: their labels have fixed
+    # places outside the circle
     for (u, v), groups in sorted(pairs.items()):
         if u != v:
             continue
-        a, c, L = loop_dir[u], pos[u], 3.0 * R
-        verts = [
-            c + R * _unit(a + math.radians(30)),
-            c + L * _unit(a + math.radians(40)),
-            c + L * _unit(a - math.radians(40)),
-            c + R * _unit(a - math.radians(30)),
-        ]
-        tip = 0.125 * verts[0] + 0.375 * verts[1] + 0.375 * verts[2] + 0.125 * verts[3]
-        anchor = c + (np.linalg.norm(tip - c) + 0.04) * _unit(a)
-        ca, sa = math.cos(a), math.sin(a)
-        ha = "left" if ca > 0.35 else "right" if ca < -0.35 else "center"
-        va = "bottom" if sa > 0.35 else "top" if sa < -0.35 else "center"
-        lines = label_lines(groups, True)
-        box = _box(anchor[0], anchor[1], *size(lines), ha, va)
-        arrows.append(("loop", verts, _arrow_colour([r for r, _ in groups], True)))
-        labels.append((anchor[0], anchor[1], ha, va, lines))
-        occupied.append(box)
-        extent += [box, tuple(np.min(verts, axis=0)) + tuple(np.max(verts, axis=0))]
+        half = math.radians(min(40.0, 70.0 / len(groups)))  # half the angle one loop spans
+        for j, (r, letters) in enumerate(groups):
+            a = loop_dir[u] + (2 * j + 1 - len(groups)) * half
+            verts, anchor, ha, va = _loop(pos[u], a, half, R)
+            text = edge_label(letters, r)
+            box = _box(anchor[0], anchor[1], *size(text), ha, va)
+            arrows.append(("loop", verts, _reward_colour(r, True)))
+            labels.append((anchor[0], anchor[1], ha, va, text, _reward_colour(r, True)))
+            occupied.append(box)
+            extent += [box, tuple(np.min(verts, axis=0)) + tuple(np.max(verts, axis=0))]
 
-    # arcs between distinct nodes, shortest first (their labels have the least room)
+    # arcs between distinct nodes, one per reward group (see _bulges)
     def chord_length(p: tuple[int, int]) -> tuple[float, tuple[int, int]]:
         return round(float(np.linalg.norm(pos[p[0]] - pos[p[1]])), 6), p
 
-    arcs = sorted(((u, v) for u, v in pairs if u != v), key=chord_length)
-    for u, v in arcs:
-        groups = pairs[(u, v)]
-        pu, pv = pos[u], pos[v]
-        d = pv - pu
-        ctrl = (pu + pv) / 2 + 0.22 * np.array([d[1], -d[0]])
-        pa = pu + R * (ctrl - pu) / np.linalg.norm(ctrl - pu)
-        pb = pv + R * (ctrl - pv) / np.linalg.norm(ctrl - pv)
-        d2 = pb - pa
-        rad = float(np.dot(ctrl - (pa + pb) / 2, [d2[1], -d2[0]]) / np.dot(d2, d2))
-        lines = label_lines(groups, False)
-        w, h = size(lines)
+    bulges: dict[tuple[int, int], list[float]] = {}
+    for u, v in {(min(p), max(p)) for p in pairs if p[0] != p[1]}:
+        d, mid = pos[v] - pos[u], (pos[u] + pos[v]) / 2
+        out = float(np.dot([d[1], -d[0]], mid))  # > 0: the right of u→v faces away from the centre
+        inward = -1 if out > 1e-9 else 1 if out < -1e-9 else 0
+        bulges[(u, v)], bulges[(v, u)] = _bulges(len(pairs.get((u, v), ())), len(pairs.get((v, u), ())), inward)
+    arcs = []  # (u, v, reward, letters, (pa, pb, ctrl, rad)), shortest chords first
+    for u, v in sorted(((u, v) for u, v in pairs if u != v), key=chord_length):
+        for (r, letters), bulge in zip(pairs[(u, v)], bulges[(u, v)]):
+            arcs.append((u, v, r, letters, _arc(pos[u], pos[v], R, bulge)))
+    curves = [_bezier(pa, ctrl, pb, np.linspace(0.0, 1.0, 41)) for *_, (pa, pb, ctrl, _) in arcs]
+    extent += [tuple(c.min(axis=0)) + tuple(c.max(axis=0)) for c in curves]
+
+    # their labels, shortest chords first (they have the least room): the first spot along the
+    # arc that overlaps no label or node, else the least overlap; among equal overlaps, the
+    # spot that hides the fewest points of the other arcs between the same two nodes
+    for i, (u, v, r, letters, (pa, pb, ctrl, rad)) in enumerate(arcs):
+        siblings = [curves[j] for j, arc in enumerate(arcs) if j != i and {arc[0], arc[1]} == {u, v}]
+        text = edge_label(letters, r)
+        w, h = size(text)
         best = None
         for t in (0.5, 0.42, 0.58, 0.34, 0.66, 0.27, 0.73):
-            at = (1 - t) ** 2 * pa + 2 * t * (1 - t) * ctrl + t**2 * pb
+            at = _bezier(pa, ctrl, pb, t)
             box = _box(at[0], at[1], w, h, "center", "center")
-            cost = sum(_overlap(box, o) for o in occupied)
-            if best is None or cost < best[0] - 1e-12:
+            cost = (round(sum(_overlap(box, o) for o in occupied), 12), sum(_inside(c, box) for c in siblings))
+            if best is None or cost < best[0]:
                 best = (cost, at, box)
-            if cost == 0:
+            if cost == (0, 0):
                 break
         _, at, box = best
-        arrows.append(("arc", (pa, pb, rad), _arrow_colour([r for r, _ in groups], False)))
-        labels.append((at[0], at[1], "center", "center", lines))
+        arrows.append(("arc", (pa, pb, rad), _reward_colour(r, False)))
+        labels.append((at[0], at[1], "center", "center", text, _reward_colour(r, False)))
         occupied.append(box)
         extent.append(box)
 
@@ -267,11 +334,9 @@ def draw_machine(
             patch = FancyArrowPatch(path=path_, arrowstyle="-|>", mutation_scale=12, lw=1.2, color=colour, zorder=2)
         ax.add_patch(patch)
     bbox = dict(boxstyle="round,pad=0.12", facecolor="white", edgecolor="none", alpha=0.9)
-    for x, y, ha, va, lines in labels:
-        _, by0, _, by1 = _box(x, y, 0.0, len(lines) * lh, ha, va)
-        for i, (text, colour) in enumerate(lines):
-            ax.text(x, by1 - (i + 0.5) * lh, text, ha=ha, va="center", fontsize=fs_label, color=colour,
-                    bbox=bbox, zorder=4)
+    for x, y, ha, va, text, colour in labels:
+        _, by0, _, by1 = _box(x, y, 0.0, lh, ha, va)
+        ax.text(x, (by0 + by1) / 2, text, ha=ha, va="center", fontsize=fs_label, color=colour, bbox=bbox, zorder=4)
     ax.add_patch(
         FancyArrowPatch(posA=tuple(s_begin), posB=tuple(s_end), arrowstyle="-|>", mutation_scale=14,
                         shrinkA=0, shrinkB=0, lw=1.4, color=_NODE_EDGE, zorder=2)
@@ -288,6 +353,7 @@ def draw_machine(
     if path is not None:
         _save(fig, path)
     return fig
+
 
 
 # ---------------------------------------------------------------------------- draw_grid

@@ -69,11 +69,10 @@ def test_draw_machine_one_to_six_nodes_into_a_given_axes(n):
     assert draw_machine(m, ax=ax) is fig
     names = {t.get_text() for t in ax.texts}
     assert set(m.nodes) | {"start"} <= names
-    # one arrow per (u, v) pair, plus the start arrow
-    pairs = {(u, v) for u, v, _, _ in edge_groups(m)}
+    # one arrow per (u, v, reward) group, plus the start arrow
     from matplotlib.patches import FancyArrowPatch
 
-    assert sum(isinstance(p, FancyArrowPatch) for p in ax.patches) == len(pairs) + 1
+    assert sum(isinstance(p, FancyArrowPatch) for p in ax.patches) == len(edge_groups(m)) + 1
 
 
 def test_draw_machine_without_defaults_drops_the_default_loops():
@@ -89,6 +88,99 @@ def test_draw_machine_rounds_rewards_in_labels():
     )
     texts = {t.get_text() for t in draw_machine(m).axes[0].texts}
     assert {"a / 98.798", "a / -0.002", "b / 0.2"} <= texts
+
+
+# ---------------------------------------------------------------------------- parallel transitions
+def parallel() -> RewardMachine:
+    """u1 → u2 on B (reward 0) and on D (reward 1), and u2 → u1 on A."""
+    return RewardMachine.from_transitions(
+        {("u0", "A"): "u1", ("u1", "B"): "u2", ("u1", "D"): ("u2", 1.0), ("u2", "A"): ("u1", -0.5)},
+        "ABCD", name="parallel",
+    )
+
+
+def stack_avoid_learned() -> RewardMachine:
+    """The machine learned on stack_avoid (models/stack_avoid.rm): u1 → u2 on B and on D."""
+    return RewardMachine.from_transitions(
+        {("u0", "A"): "u1", ("u0", "B"): ("u0", -0.001999999999), ("u0", "I"): ("u0", -0.001999999999),
+         ("u0", "D"): "u2", ("u1", "A"): ("u1", -0.002020202019), ("u1", "I"): ("u1", -0.002020202019),
+         ("u1", "B"): ("u2", 98.7979798), ("u1", "D"): ("u2", -0.002020202022)},
+        "ABDI", name="stack_avoid_learned",
+    )
+
+
+def both_ways() -> RewardMachine:
+    """Three reward groups from u0 to u1, two back, and two self-loops on each node."""
+    return RewardMachine.from_transitions(
+        {("u0", "a"): "u1", ("u0", "b"): ("u1", 1.0), ("u0", "c"): ("u1", -1.0), ("u0", "d"): ("u0", 2.0),
+         ("u1", "a"): ("u0", 2.0), ("u1", "b"): ("u0", 0.5), ("u1", "c"): ("u1", -0.5)},
+        "abcde", name="both_ways",
+    )
+
+
+def _shafts(fig) -> dict[str, tuple[np.ndarray, float]]:
+    """Each text → 50 points, in pixels, along the shaft of the arrow nearest to its centre,
+    and the distance in pixels from that centre to the shaft."""
+    from matplotlib.patches import FancyArrowPatch
+
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    shafts = []
+    for patch in ax.patches:
+        if isinstance(patch, FancyArrowPatch):
+            # the shaft: the first curve of the path (a move comes first, the head last)
+            segment = next(seg for seg, _ in patch.get_path().iter_bezier() if seg.degree > 0)
+            shafts.append(ax.transData.transform(segment(np.linspace(0, 1, 50))))
+    out = {}
+    for text in ax.texts:
+        box = text.get_window_extent(renderer)
+        centre = np.array([(box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2])
+        distances = [np.min(np.linalg.norm(s - centre, axis=1)) for s in shafts]
+        out[text.get_text()] = shafts[int(np.argmin(distances))], float(min(distances))
+    return out
+
+
+def _apart(a: np.ndarray, b: np.ndarray) -> float:
+    """The least distance in pixels between the middle 80% of two shafts."""
+    a, b = a[5:-5], b[5:-5]
+    return float(np.min(np.linalg.norm(a[:, None, :] - b[None, :, :], axis=2)))
+
+
+@pytest.mark.parametrize(
+    "m, arcs, loops",
+    [
+        (parallel(), [["B", "D / 1", "A / -0.5"]], []),
+        (stack_avoid_learned(), [["B / 98.798", "D / -0.0020202"]], []),
+        (both_ways(), [["c / -1", "a", "b / 1", "a / 2", "b / 0.5"]], [["d / 2", "e"], ["c / -0.5", "d | e"]]),
+    ],
+    ids=lambda x: getattr(x, "name", ""),
+)
+def test_draw_machine_parallel_transitions_are_separate_arrows(m, arcs, loops, tmp_path):
+    """Groups sharing their two nodes (either way, or a node's self-loops) are separate curves,
+    each arc's label on its own curve, and no two labels overlap (on the rendered figure)."""
+    fig = draw_machine(m, tmp_path / f"{m.name}.png")
+    assert _overlaps(fig) == []
+    shafts = _shafts(fig)
+    for labels in arcs + loops:
+        for a, b in itertools.combinations(labels, 2):
+            (sa, _), (sb, _) = shafts[a], shafts[b]
+            assert _apart(sa, sb) > 4, (a, b)
+            assert np.linalg.norm(sa[25] - sb[25]) > 15, (a, b)  # their middles
+    for labels in arcs:
+        assert all(shafts[label][1] < 3 for label in labels)
+
+
+def test_draw_machine_colours_each_parallel_arrow_by_its_reward():
+    from matplotlib.colors import to_hex
+    from matplotlib.patches import FancyArrowPatch
+
+    fig = draw_machine(parallel())
+    ax = fig.axes[0]
+    texts = {t.get_text(): to_hex(t.get_color()) for t in ax.texts}
+    assert texts["D / 1"] == "#1a7f37" and texts["A / -0.5"] == "#c0392b" and texts["B"] == "#2b2b2b"
+    colours = [to_hex(p.get_edgecolor()) for p in ax.patches if isinstance(p, FancyArrowPatch)]
+    assert colours.count("#1a7f37") == 1 and colours.count("#c0392b") == 1
 
 
 # ---------------------------------------------------------------------------- draw_grid

@@ -45,10 +45,10 @@ machine, rooms = task.machine, task.mdp
 
 # %% 1. Pictures
 # `rmtk.draw.draw_machine` puts the nodes on a circle, the initial node at the left with a
-# "start" arrow; edges are labelled with their letters and " / reward" when it is not 0
-# (rounded to 6 significant digits); the grey loops are the 0-reward defaults
-# (`show_defaults=False` leaves them out). The file extension chooses the format.
-# `draw_grid` draws a gridworld's map, start cells marked.
+# "start" arrow; each (source, target, reward) group is its own arc, labelled with its
+# letters and " / reward" when it is not 0 (rounded to 6 significant digits); the grey
+# loops are the 0-reward defaults (`show_defaults=False` leaves them out). The file
+# extension chooses the format. `draw_grid` draws a gridworld's map, start cells marked.
 print("== pictures")
 draw_machine(machine, OUT / "patrol.png")
 wrote(OUT / "patrol.png")
