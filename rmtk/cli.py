@@ -67,14 +67,14 @@ def cmd_show(args) -> int:
     """Print a file or one block as .rm text, DOT or JSON; draw it with --png."""
     doc = dsl.load(args.file)
     if args.png:
-        from . import export
+        from . import draw
 
         out = _writable(Path(args.png), args.force)
         obj = doc.get(args.name) if args.name else None
         if isinstance(obj, LabeledMDP):
-            export.draw_grid(obj, out)
+            draw.draw_grid(obj, out)
         else:
-            export.draw_machine(_pick_machine(doc, args.name), out)
+            draw.draw_machine(_pick_machine(doc, args.name), out)
         print(f"wrote {out}", file=sys.stderr)
         if args.format is None:
             return 0
@@ -82,9 +82,9 @@ def cmd_show(args) -> int:
     if fmt == "rm":
         sys.stdout.write(dsl.dumps(_pick(doc, args.name)))
     elif fmt == "dot":
-        from . import export
+        from .io import dot
 
-        sys.stdout.write(export.to_dot(_pick_machine(doc, args.name)))
+        sys.stdout.write(dot.to_dot(_pick_machine(doc, args.name)))
     else:
         obj = _pick(doc, args.name)
         data = _to_json(obj)
@@ -193,9 +193,10 @@ def cmd_learn(args) -> int:
     report(task, result, count_pairs=args.count_pairs)
     if result.n_nodes is None:
         return 1
-    from . import export
+    from . import draw
+    from .io import dot
 
-    for opt, write in (("dot", lambda m, p: p.write_text(export.to_dot(m))), ("png", export.draw_machine)):
+    for opt, write in (("dot", lambda m, p: p.write_text(dot.to_dot(m))), ("png", draw.draw_machine)):
         target = getattr(args, opt)
         if target:
             paths = _figure_paths(target, len(result.machines))

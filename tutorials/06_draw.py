@@ -15,8 +15,11 @@ from pathlib import Path
 import networkx as nx
 from matplotlib.figure import Figure
 
-from rmtk import dsl, export, isomorphic
+from rmtk import dsl, isomorphic
+from rmtk.draw import draw_grid, draw_machine
 from rmtk.errors import DataError, ModelError
+from rmtk.io.dot import to_dot, to_networkx
+from rmtk.io.rmtext import read_rm_text, write_rm_text
 from rmtk.planning import task_policy
 
 
@@ -41,16 +44,17 @@ task = dsl.load_model("patrol.rm").tasks["patrol"]
 machine, rooms = task.machine, task.mdp
 
 # %% 1. Pictures
-# `draw_machine` puts the nodes on a circle, the initial node at the left with a "start"
-# arrow; edges are labelled with their letters and " / reward" when it is not 0; the grey
+# `rmtk.draw.draw_machine` puts the nodes on a circle, the initial node at the left with a
+# "start" arrow; each (source, target, reward) group is its own arc, labelled with its
+# letters and " / reward" when it is not 0 (rounded to 6 significant digits); the grey
 # loops are the 0-reward defaults (`show_defaults=False` leaves them out). The file
 # extension chooses the format. `draw_grid` draws a gridworld's map, start cells marked.
 print("== pictures")
-export.draw_machine(machine, OUT / "patrol.png")
+draw_machine(machine, OUT / "patrol.png")
 wrote(OUT / "patrol.png")
-export.draw_machine(machine, OUT / "patrol.svg", show_defaults=False, title="patrol, defaults hidden")
+draw_machine(machine, OUT / "patrol.svg", show_defaults=False, title="patrol, defaults hidden")
 wrote(OUT / "patrol.svg")
-export.draw_grid(rooms, OUT / "rooms.png")
+draw_grid(rooms, OUT / "rooms.png")
 wrote(OUT / "rooms.png")
 
 # `draw_grid(rewards=...)` writes a number in each cell: a value per proposition, or one per
@@ -61,23 +65,23 @@ wrote(OUT / "rooms.png")
 V = task_policy(task).V[:, machine.node_index("u3")]
 fig = Figure(figsize=(10, 4.5))
 left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.3, 1]})
-export.draw_machine(machine, ax=left, title="the patrol machine")
+draw_machine(machine, ax=left, title="the patrol machine")
 # draw_machine sets both axis limits on an Axes it is given; keep them (and matplotlib quiet
 # about "ignoring fixed x limits") by letting the box, not the limits, adjust to the aspect.
 left.set_aspect("equal", adjustable="box")
-export.draw_grid(rooms, ax=right, rewards=V - V.max(), title="V(s, u3) - max: in u3, room D pays")
+draw_grid(rooms, ax=right, rewards=V - V.max(), title="V(s, u3) - max: in u3, room D pays")
 fig.savefig(OUT / "patrol_and_rooms.png", dpi=100)
 wrote(OUT / "patrol_and_rooms.png")
 try:  # only grid worlds have a map
-    export.draw_grid(dsl.load_model("stack.rm").mdps["blocks"])
+    draw_grid(dsl.load_model("stack.rm").mdps["blocks"])
 except ModelError as err:
     print(f"draw_grid on a block world: {type(err).__name__}: {err}")
 
 # %% 2. DOT text
-# One edge per (source, target, reward) group, deterministic order; render it with
+# `rmtk.io.dot`: one edge per (source, target, reward) group, deterministic order; render it with
 # Graphviz (`dot -Tpng patrol.dot -o patrol.png`) if you have it.
 print("\n== DOT")
-dot = export.to_dot(machine, title="patrol")
+dot = to_dot(machine, title="patrol")
 (OUT / "patrol.dot").write_text(dot, encoding="utf-8")
 print(dot, end="")
 wrote(OUT / "patrol.dot")
@@ -87,7 +91,7 @@ wrote(OUT / "patrol.dot")
 # and `reward`: handy for graph algorithms, e.g. the shortest word from the start to the
 # paying transition.
 print("\n== networkx")
-g = export.to_networkx(machine)
+g = to_networkx(machine)
 print(g, "| graph attributes:", g.graph)
 path = nx.shortest_path(g, g.graph["initial"], "u3")
 letters = [next(k for k in g[u][v]) for u, v in zip(path, path[1:])]
@@ -97,14 +101,14 @@ print("paying edges:", paying)
 
 # %% 4. The reward_machines text format
 # Line 1: initial node; line 2: terminal nodes; then one line per pair of nodes:
-# (u1, u2, 'formula', ConstantRewardFunction(r)). `write_rm_text` writes one, and
-# `read_rm_text` reads a path or the text itself back into a RewardMachine.
+# (u1, u2, 'formula', ConstantRewardFunction(r)). `rmtk.io.rmtext.write_rm_text` writes one
+# (rewards exact), and `read_rm_text` reads a path or the text itself back into a RewardMachine.
 print("\n== reward_machines text format")
-text = export.write_rm_text(machine)
+text = write_rm_text(machine)
 (OUT / "patrol.txt").write_text(text, encoding="utf-8")
 print(text, end="")
 wrote(OUT / "patrol.txt")
-back = export.read_rm_text(OUT / "patrol.txt", name="patrol")
+back = read_rm_text(OUT / "patrol.txt", name="patrol")
 print("read back: equal to the original:", back == machine, "| isomorphic:", isomorphic(back, machine))
 
 # Files from the research code often have terminal nodes and leave letters unmatched; in
@@ -119,14 +123,14 @@ research = """\
 (1, 1, '!B&!D', ConstantRewardFunction(0))
 (1, 2, 'B', ConstantRewardFunction(1))
 """
-first_b = export.read_rm_text(research, name="a_then_b")
+first_b = read_rm_text(research, name="a_then_b")
 print("\na research-format machine (the letter D at u1 matches no formula):")
 print(dsl.dumps(first_b))
 print("written back with the terminal node:")
-print(export.write_rm_text(first_b, terminal="terminal"), end="")
+print(write_rm_text(first_b, terminal="terminal"), end="")
 
 # Nothing in the file is ever executed: anything but literals is refused, with its line.
 try:
-    export.read_rm_text(research.replace("ConstantRewardFunction(1)", "__import__('os').getcwd()"))
+    read_rm_text(research.replace("ConstantRewardFunction(1)", "__import__('os').getcwd()"))
 except DataError as err:
     print(f"\nrefused: {err}")

@@ -32,7 +32,7 @@ def run(opts: Options) -> Report:
     from ..data import load
     from ..encoders import MaxSatEncoder
     from ..evaluation import average_log_likelihood
-    from ..export import draw_labyrinth
+    from ..draw import draw_labyrinth
     from ..irl import learned_product_policy
     from ..learner import EmpiricalPTP, Learner
     from ..maxent import MaxEntIRL

@@ -47,7 +47,7 @@ def run(opts: Options) -> Report:
                      f"{100 * (r.false_positive_rate or 0):.1f}%", r.n_nodes, r.raw_count, r.distinct_count,
                      "yes" if any(found) else "no", sum(r.completion_consistent or ())))
         if not maxsat and r.machines:
-            from ..export import draw_machine
+            from ..draw import draw_machine
 
             first = r.machines[0]
             opts.figure(report, "suboptimal.png", lambda fig: draw_machine(first, ax=fig.add_subplot()), layout=None)
