@@ -12,6 +12,7 @@ from lark.lexer import PatternStr
 
 from ..errors import DslError, DslSyntaxError, Location
 from . import syntax as S
+from .cache import load_or_build
 
 GRAMMAR = "rmtk.lark"
 
@@ -36,9 +37,14 @@ def grammar_text() -> str:
         return here.read_text(encoding="utf-8")
 
 
+#: Options of the LALR parser; they are part of the cache key (:mod:`rmtk.dsl.cache`).
+OPTIONS = {"parser": "lalr", "propagate_positions": True, "maybe_placeholders": False}
+
+
 @functools.lru_cache(maxsize=1)
 def _parser() -> Lark:
-    return Lark(grammar_text(), parser="lalr", propagate_positions=True, maybe_placeholders=False)
+    """The parser: one per process, loaded from the user's cache after the first build."""
+    return load_or_build(grammar_text(), OPTIONS)
 
 
 def _pos(tok) -> S.Pos:
