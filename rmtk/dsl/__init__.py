@@ -10,12 +10,13 @@ from pathlib import Path
 
 from ..errors import RmtkError
 from .document import RmFile
-from .parser import parse_text
 from .printer import dumps
 
 
 def loads(text: str, *, file: str = "<string>") -> RmFile:
     """Parse `.rm` text; errors name ``file``, the line and the column."""
+    from .parser import parse_text  # imports Lark only when something is parsed
+
     return parse_text(text, file)
 
 
@@ -30,7 +31,7 @@ def load(path: str | os.PathLike) -> RmFile:
         raise RmtkError(f"{p}: is a directory, not an .rm file") from None
     except UnicodeDecodeError as err:
         raise RmtkError(f"{p}: not UTF-8 text ({err.reason} at byte {err.start})") from None
-    return parse_text(text, str(path))
+    return loads(text, file=str(path))
 
 
 def load_model(name: str) -> RmFile:

@@ -6,14 +6,26 @@ import functools
 from importlib import resources
 from pathlib import Path
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 from lark.lexer import PatternStr
 
 from ..errors import DslError, DslSyntaxError, Location
 from . import syntax as S
+from .cache import load_or_build
 
 GRAMMAR = "rmtk.lark"
+
+#: The deepest nesting accepted in a guard (levels of '!' and of parenthesised '&'/'|';
+#: parentheses around a single term do not count) and in a value group. The transformer
+#: and the builder recurse once or twice per level: this keeps them far from Python's
+#: recursion limit, whatever the input.
+MAX_NESTING = 200
+_NESTED = {"not_": "guard", "conj": "guard", "disj": "guard", "group": "value"}
+_TOO_DEEP = {
+    "guard": f"guard nested too deeply: more than {MAX_NESTING} levels of '!' or parentheses; simplify the guard",
+    "value": f"value nested too deeply: more than {MAX_NESTING} levels of parentheses",
+}
 
 
 def grammar_text() -> str:
@@ -25,9 +37,14 @@ def grammar_text() -> str:
         return here.read_text(encoding="utf-8")
 
 
+#: Options of the LALR parser; they are part of the cache key (:mod:`rmtk.dsl.cache`).
+OPTIONS = {"parser": "lalr", "propagate_positions": True, "maybe_placeholders": False}
+
+
 @functools.lru_cache(maxsize=1)
 def _parser() -> Lark:
-    return Lark(grammar_text(), parser="lalr", propagate_positions=True, maybe_placeholders=False)
+    """The parser: one per process, loaded from the user's cache after the first build."""
+    return load_or_build(grammar_text(), OPTIONS)
 
 
 def _pos(tok) -> S.Pos:
@@ -247,12 +264,27 @@ def syntax_error(err: UnexpectedInput, file: str, text: str) -> DslSyntaxError:
     return DslSyntaxError(msg, Location(file, line, col), text)
 
 
+def check_nesting(tree: Tree, file: str, text: str) -> None:
+    """Raise a located :class:`DslSyntaxError` at the outermost, leftmost place nested more
+    than :data:`MAX_NESTING` levels deep. Iterative: safe on a tree of any depth."""
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        kind = _NESTED.get(node.data)
+        if kind is not None:
+            depth += 1
+            if depth > MAX_NESTING:
+                raise DslSyntaxError(_TOO_DEEP[kind], Location(file, node.meta.line, node.meta.column), text)
+        stack.extend((c, depth) for c in reversed(node.children) if isinstance(c, Tree))
+
+
 def parse_text(text: str, file: str = "<string>"):
     """Parse and build a whole `.rm` text; returns an :class:`~rmtk.dsl.RmFile`."""
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as err:
         raise syntax_error(err, file, text) from None
+    check_nesting(tree, file, text)
     try:
         return RmTransformer(file, text).transform(tree)
     except VisitError as err:

@@ -127,6 +127,8 @@ class Block:
 
 
 # ---------------------------------------------------------------------- guards
+# The parser accepts at most MAX_NESTING levels (rmtk/dsl/parser.py), so the recursive
+# `letters` and `props_of` below stay within a few hundred frames.
 @attrs.frozen
 class Prop:
     name: Ident
