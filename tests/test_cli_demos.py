@@ -1,7 +1,7 @@
 """rmtk simulate, rmtk learn --demos, rmtk reproduce: end to end through the command line."""
 from pathlib import Path
 
-from rmtk import dsl, isomorphic
+from rmtk import dsl
 from rmtk.cli import main
 from rmtk.data import load
 

@@ -7,7 +7,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rmtk import data
 from rmtk.data import Demonstrations, load, load_csv, load_npz, save, save_csv, save_npz, validate
 from rmtk.envs import gridworld, labyrinth
 from rmtk.errors import DataError

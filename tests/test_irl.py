@@ -227,9 +227,6 @@ def test_learned_product_policy_and_rewards(models_dir):
 # ------------------------------------------------------------------ (d) counts
 def test_counts_weight_words_by_evidence():
     # states: s0 labelled a, s1 labelled b; machine u0 --b--> u1 (u1 absorbing)
-    P = np.zeros((2, 2, 2))
-    P[:, :, :] = 0.5
-    mdp = LabeledMDP.from_dense(P, ["a", "b"], ["a", "b"])
     m = RewardMachine.from_transitions({("u0", "b"): "u1"}, ["a", "b"], nodes=["u0", "u1"])
     # trie: 1 = a, 2 = ab, 3 = b, 4 = aba (compressed words)
     trie = Trie(parent=[-1, 0, 1, 0, 2], letter=[-1, 0, 1, 1, 0], length=[0, 1, 2, 1, 3])

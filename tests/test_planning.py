@@ -211,7 +211,6 @@ def test_patrol_product_reachability():
     for s in (2, 3, 6, 7):
         assert prod.index[s, 0] == -1
     # ... and index is the inverse of pairs
-    S, n = 16, 4
     assert (prod.index >= 0).sum() == prod.n_pairs
     np.testing.assert_array_equal(prod.index[prod.pairs[:, 0], prod.pairs[:, 1]], np.arange(prod.n_pairs))
     # initial pairs: the first label already moves the machine

@@ -41,6 +41,7 @@ from typing import Any, Callable
 from ..errors import ModelError
 from ..mdp import LabeledMDP
 from . import syntax as S
+from .context import _unknown, _wrong_statement, describe
 from .format import fmt_ident, fmt_number
 
 
@@ -61,12 +62,10 @@ class GeneratorSyntax:
         once: dict[str, Any] = {}
         for st in block.statements:
             if not isinstance(st, (S.Setting, S.Table)):
-                from .builder import _wrong_statement
 
                 _wrong_statement(ctx, st, where)
             key = str(st.key)
             if key not in self.settings + ("gamma", "propositions"):
-                from .builder import _unknown
 
                 _unknown(ctx, st.key, where, self.settings + ("gamma", "propositions"))
             if isinstance(st, S.Table) != (key in self.tables):
@@ -117,7 +116,6 @@ def _cell(v, ctx) -> str | None:
 
 
 def _describe(v) -> str:
-    from .builder import describe
 
     return describe(v)
 
