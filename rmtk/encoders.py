@@ -34,11 +34,12 @@ from .encoding import (
     symmetry_breaking_bfs,
 )
 from .errors import RmtkError
+from .lazy import lazy_search
 from .negatives import NegativePairs, PolicyClasses
 from .progress import Progress
 from .solve import SOLVERS, SearchResult, maxsat_search, search
 
-NEGATIVE_MODES = ("classes", "pairs")
+NEGATIVE_MODES = ("classes", "pairs", "lazy")
 WEIGHT_MODES = ("unit", "evidence")
 
 
@@ -67,9 +68,11 @@ class SatEncoder:
         symmetry_breaking: BFS numbering of the nodes, so each machine appears once.
         non_stuttering: the constraint of eq. 7 (needed by compressed prefix trees).
         solver: a python-sat solver name (see :data:`rmtk.solve.SOLVERS`).
-        negatives: how policy classes are encoded: ``"classes"`` (grouped, linear in the
-            (word, state) pairs) or ``"pairs"`` (one clause set per distinct word pair, as
-            in the paper). Word pairs from demonstrations are always encoded pairwise.
+        negatives: how negative examples are encoded: ``"classes"`` (grouped, linear in the
+            (word, state) pairs), ``"pairs"`` (one clause set per distinct word pair, as in
+            the paper) or ``"lazy"`` (only those a candidate violates, with their words' runs,
+            found by checking candidates against the whole prefix tree policy:
+            :mod:`rmtk.lazy`). Word pairs from demonstrations are always encoded pairwise.
     """
 
     symmetry_breaking: bool = True
@@ -105,7 +108,12 @@ class SatEncoder:
     def search(self, problem: Problem, *, max_nodes: int, min_nodes: int = 1, nodes: int | None = None,
                max_solutions: int | None = None, time_limit: float | None = None,
                progress: Progress | None = None) -> SearchResult:
-        """Smallest n in [min_nodes, max_nodes] (or exactly ``nodes``) and all its solutions."""
+        """Smallest n in [min_nodes, max_nodes] (or exactly ``nodes``) and all its solutions.
+        A problem with an oracle is searched lazily (:func:`rmtk.lazy.lazy_search`)."""
+        if problem.oracle is not None:
+            return lazy_search(self.structure, problem, max_nodes=max(max_nodes, nodes or 0), min_nodes=min_nodes,
+                               exact_nodes=nodes, solver=self.solver, non_stuttering=self.non_stuttering,
+                               max_solutions=max_solutions, time_limit=time_limit, progress=progress)
         res = search(self.encode, problem, max_nodes=max(max_nodes, nodes or 0), min_nodes=min_nodes,
                      exact_nodes=nodes, solver=self.solver, non_stuttering=self.non_stuttering,
                      max_solutions=max_solutions, time_limit=time_limit, progress=progress)
@@ -151,6 +159,9 @@ class MaxSatEncoder(SatEncoder):
                max_solutions: int | None = None, time_limit: float | None = None,
                progress: Progress | None = None) -> SearchResult:
         """Every optimal machine at ``nodes`` (else ``max_nodes``) nodes."""
+        if problem.oracle is not None:
+            raise RmtkError("MaxSAT weighs a finite set of negative examples: lazy and every-depth learning "
+                            "(negatives found by checking candidates) need SatEncoder")
         return maxsat_search(self.encode, problem, nodes=nodes or max_nodes, solver=self.solver,
                              non_stuttering=self.non_stuttering, max_solutions=max_solutions,
                              time_limit=time_limit, progress=progress)

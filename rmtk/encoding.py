@@ -51,6 +51,7 @@ class Problem:
     trie: Trie
     n_letters: int
     negatives: PolicyClasses | NegativePairs | None = None
+    oracle: object = None  # a rmtk.lazy.Oracle: negatives found by checking candidates (lazy search)
     _pairs: dict = attrs.field(factory=dict, init=False, eq=False, repr=False)
 
     def negative_pairs(self) -> np.ndarray:
@@ -68,6 +69,8 @@ class Problem:
 
     def lower_bound(self) -> int:
         """Nodes needed at least: the largest number of policy classes at one state (1 for pairs)."""
+        if self.oracle is not None:
+            return self.oracle.lower_bound()
         return self.negatives.lower_bound() if isinstance(self.negatives, PolicyClasses) else 1
 
 

@@ -1,11 +1,22 @@
-"""Exact consistency of a learned machine with the true prefix tree policy, at every depth.
+"""Exact comparisons of machines on a labeled MDP, at every depth or up to a given depth.
 
-The learned machine induces the prefix tree policy π(·|s, σ) = π_true(·|s, u_true(σ)) only if
-every word reaching the same (state, learned node) carries the same true policy there. The
-words are infinitely many, but the triples (s, u_true, u_learned) they reach are finitely
-many: the synchronised product of both machines with the MDP (paper appendix A.2). A
-breadth-first search over it decides consistency at every depth and returns the two
-shortest words that witness an inconsistency.
+The words a labeled MDP produces are infinitely many, but the triples (state, node of machine
+A, node of machine B) they reach are finitely many: the synchronised product of the MDP with
+both machines (paper appendix A.2). :func:`sync_product` explores it breadth first, one numpy
+expansion per level, recording for every triple the number of labels of its shortest word
+and the triple it was first reached from. On it:
+
+* :func:`consistency`: a learned machine (B) reproduces the true prefix tree policy (A with
+  its policy classes) at every depth — or up to ``max_depth`` labels; otherwise the two
+  shortest words that witness the difference;
+* :func:`conflicts`: every (state, B node) where words of different true classes meet, with
+  a shortest pair of words each (the counterexamples of lazy and every-depth learning);
+* :func:`exercised`: the transitions of B that some word of at most ``max_depth`` labels uses;
+* :func:`distinguish`: a shortest witness that two machines differ — a state and two words
+  reaching it that one machine sends to the same node and the other to different nodes.
+
+Words follow the prefix convention (docs/design.md): the first label already moves both
+machines. Letters are the MDP's proposition indices.
 """
 from __future__ import annotations
 
@@ -15,13 +26,17 @@ import numpy as np
 from .mdp import LabeledMDP
 from .negatives import POLICY_TOL
 
+#: Beyond this many (state, node, node) codes the BFS keeps its visited set sorted instead of dense.
+DENSE_CODES = 50_000_000
+
 
 @attrs.frozen
 class Verdict:
     """Result of :func:`consistency`.
 
     Attributes:
-        consistent: the learned machine reproduces the true prefix tree policy at every depth.
+        consistent: the learned machine reproduces the true prefix tree policy at every depth
+            (or up to the depth checked).
         witness: when inconsistent, ``(word1, word2, state)``: both words reach ``state`` and
             the same learned node, with different true policies (labels as proposition names).
         triples: number of reachable (state, true node, learned node) triples explored.
@@ -42,13 +57,133 @@ class Verdict:
 def policy_class_table(policy: np.ndarray, tol: float = POLICY_TOL) -> np.ndarray:
     """``(S, n)`` class ids: at each state, nodes with equal action distributions (≤ tol)
     share an id. ``policy`` is ``(S, n, A)``."""
-    S, n, _ = policy.shape
-    out = np.zeros((S, n), dtype=np.int64)
-    for s in range(S):
-        rows = policy[s]
-        close = np.abs(rows[:, None, :] - rows[None, :, :]).max(axis=2) <= tol
-        out[s] = np.argmax(close, axis=1)  # the first node with the same distribution
-    return out
+    close = np.abs(policy[:, :, None, :] - policy[:, None, :, :]).max(axis=3) <= tol  # (S, n, n)
+    return np.argmax(close, axis=2).astype(np.int64)  # the first node with the same distribution
+
+
+@attrs.frozen
+class SyncProduct:
+    """The triples ``(s, a, b)`` reachable in MDP × A × B, in breadth-first order.
+
+    Attributes:
+        codes: ``(m,)`` triple codes ``(s·na + a)·nb + b``.
+        depth: ``(m,)`` labels in the shortest word reaching each triple (1 for start triples).
+        parent: ``(m,)`` index of the triple it was first reached from (−1 at the start).
+        na, nb: number of nodes of A and B.
+        complete: whether every reachable triple is listed (``False`` when cut at a depth).
+    """
+
+    codes: np.ndarray
+    depth: np.ndarray
+    parent: np.ndarray
+    na: int
+    nb: int
+    complete: bool = True
+
+    @property
+    def size(self) -> int:
+        return len(self.codes)
+
+    @property
+    def states(self) -> np.ndarray:
+        return self.codes // (self.na * self.nb)
+
+    @property
+    def a(self) -> np.ndarray:
+        return (self.codes // self.nb) % self.na
+
+    @property
+    def b(self) -> np.ndarray:
+        return self.codes % self.nb
+
+    def word(self, i: int, labels: np.ndarray) -> list[int]:
+        """The labels (uncompressed) of the shortest word reaching triple ``i``."""
+        out = []
+        while i >= 0:
+            out.append(int(labels[self.codes[i] // (self.na * self.nb)]))
+            i = int(self.parent[i])
+        return out[::-1]
+
+
+def compressed(word: list[int]) -> list[int]:
+    """``word`` with runs of a repeated letter collapsed (``AAB`` → ``AB``)."""
+    return [k for i, k in enumerate(word) if i == 0 or k != word[i - 1]]
+
+
+def _successors(mdp: LabeledMDP):
+    succ = mdp.successor_matrix()
+    return np.asarray(succ.indptr), np.asarray(succ.indices)
+
+
+def sync_product(mdp: LabeledMDP, delta_a: np.ndarray, delta_b: np.ndarray, *, init_a: int = 0, init_b: int = 0,
+                 max_depth: int | None = None) -> SyncProduct:
+    """Breadth-first search of MDP × A × B from the start states (labels read by both
+    machines), up to words of ``max_depth`` labels (``None``: all). ``delta_*`` are
+    ``(n, K)`` arrays indexed by the MDP's proposition indices."""
+    delta_a, delta_b = np.asarray(delta_a, np.int64), np.asarray(delta_b, np.int64)
+    na, nb = delta_a.shape[0], delta_b.shape[0]
+    indptr, indices = _successors(mdp)
+    lab = mdp.labels
+    total = mdp.n_states * na * nb
+    starts = mdp.start_states
+    first = np.unique((starts * na + delta_a[init_a, lab[starts]]) * nb + delta_b[init_b, lab[starts]])
+    codes, depths, parents = [first], [np.ones(len(first), np.int64)], [np.full(len(first), -1, np.int64)]
+    dense = total <= DENSE_CODES
+    seen = np.zeros(total, dtype=bool) if dense else np.sort(first)
+    if dense:
+        seen[first] = True
+    frontier, base, level = first, 0, 1
+    while len(frontier) and (max_depth is None or level < max_depth):
+        level += 1
+        s, rest = np.divmod(frontier, na * nb)
+        a, b = np.divmod(rest, nb)
+        counts = indptr[s + 1] - indptr[s]
+        which = np.repeat(np.arange(len(frontier)), counts)
+        s2 = indices[indptr[s][which] + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))]
+        new = (s2 * na + delta_a[a[which], lab[s2]]) * nb + delta_b[b[which], lab[s2]]
+        fresh = ~seen[new] if dense else ~np.isin(new, seen, assume_unique=False)
+        new, which = new[fresh], which[fresh]
+        uniq, pos = np.unique(new, return_index=True)
+        order = np.argsort(pos, kind="stable")  # discovery order
+        uniq, pos = uniq[order], pos[order]
+        if dense:
+            seen[uniq] = True
+        else:
+            seen = np.union1d(seen, uniq)
+        codes.append(uniq)
+        depths.append(np.full(len(uniq), level, np.int64))
+        parents.append(base + which[pos])
+        base += len(frontier)
+        frontier = uniq
+    complete = not len(frontier)
+    if len(frontier) and max_depth is not None:  # would the next level add anything?
+        complete = False
+    return SyncProduct(np.concatenate(codes), np.concatenate(depths), np.concatenate(parents), na, nb, complete)
+
+
+def clash_pairs(group: np.ndarray, cls: np.ndarray, depth: np.ndarray, limit: int | None = None) -> list:
+    """For every group id holding several classes, the two triples of different classes with
+    the fewest labels in total; groups with the shortest witnesses first."""
+    order = np.lexsort((depth, cls, group))
+    g, c = group[order], cls[order]
+    bad = np.unique(g[1:][(g[1:] == g[:-1]) & (c[1:] != c[:-1])])
+    out = []
+    starts = np.searchsorted(g, bad)
+    ends = np.searchsorted(g, bad, side="right")
+    for lo, hi in zip(starts, ends):
+        idx = order[lo:hi]
+        firsts = idx[np.unique(cls[idx], return_index=True)[1]]  # the shallowest triple of each class
+        pair = firsts[np.argsort(depth[firsts], kind="stable")[:2]]
+        out.append((int(pair[0]), int(pair[1])))
+    out.sort(key=lambda p: (int(depth[p[0]] + depth[p[1]]), p))
+    return out if limit is None else out[:limit]
+
+
+def clashes(prod: SyncProduct, classes: np.ndarray, limit: int | None = None) -> list[tuple[int, int]]:
+    """Every (state, B node) holding triples of different classes ``classes[s, a]``, as a pair
+    of triple indices with the fewest labels in total, shortest first."""
+    s = prod.states
+    return clash_pairs(s * prod.nb + prod.b, np.asarray(classes)[s, prod.a], prod.depth, limit)
 
 
 def consistency(
@@ -59,6 +194,7 @@ def consistency(
     *,
     true_initial: int = 0,
     learned_initial: int = 0,
+    max_depth: int | None = None,
 ) -> Verdict:
     """Decide whether the learned machine is policy-equivalent to the true one.
 
@@ -68,61 +204,164 @@ def consistency(
         classes: ``(S, n_t)`` policy class of each (state, true node) — e.g. from
             :func:`policy_class_table`, or the node ids themselves for "one policy per node".
         learned_delta_u: ``(n_l, K)`` learned transitions, same letter indexing.
+        max_depth: check only words of at most this many labels (default: every depth).
     """
-    nt, nl = true_delta_u.shape[0], learned_delta_u.shape[0]
-    succ = mdp.successor_matrix()
-    lab = mdp.labels
-
-    def key(s, ut, ul):
-        return (s * nt + ut) * nl + ul
-
-    starts = mdp.start_states
-    cur = np.unique(key(starts, true_delta_u[true_initial, lab[starts]], learned_delta_u[learned_initial, lab[starts]]))
-    parent = {int(k): -1 for k in cur}
-    depth = {int(k): 1 for k in cur}
-    frontier = cur
-    level = 1
-    while len(frontier):
-        level += 1
-        s, rest = np.divmod(frontier, nt * nl)
-        ut, ul = np.divmod(rest, nl)
-        counts = succ.indptr[s + 1] - succ.indptr[s]
-        rep = np.repeat(np.arange(len(frontier)), counts)
-        offs = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-        s2 = succ.indices[succ.indptr[s][rep] + offs]
-        k2 = key(s2, true_delta_u[ut[rep], lab[s2]], learned_delta_u[ul[rep], lab[s2]])
-        new, first = np.unique(k2, return_index=True)
-        fresh = np.array([int(k) not in parent for k in new], dtype=bool) if len(new) else np.zeros(0, bool)
-        for k, src in zip(new[fresh], frontier[rep[first[fresh]]]):
-            parent[int(k)] = int(src)
-            depth[int(k)] = level
-        frontier = new[fresh]
-    reached = np.fromiter(parent.keys(), dtype=np.int64, count=len(parent))
-    s, rest = np.divmod(reached, nt * nl)
-    ut, ul = np.divmod(rest, nl)
-    cls = classes[s, ut]
-    group = s * nl + ul
-    dep = np.array([depth[int(k)] for k in reached])
-    order = np.lexsort((dep, cls, group))
-    g, c = group[order], cls[order]
-    clash_groups = np.unique(g[1:][(g[1:] == g[:-1]) & (c[1:] != c[:-1])])
-    if not len(clash_groups):
-        return Verdict(True, None, len(reached))
-    best = None
-    for grp in clash_groups:  # the shortest pair of witnesses over all clashing groups
-        idx = order[g == grp]
-        firsts = idx[np.unique(cls[idx], return_index=True)[1]]  # min depth per class
-        pair = firsts[np.argsort(dep[firsts], kind="stable")[:2]]
-        cost = dep[pair].sum()
-        if best is None or cost < best[0]:
-            best = (cost, pair)
-    a, b = reached[best[1][0]], reached[best[1][1]]
+    prod = sync_product(mdp, true_delta_u, learned_delta_u, init_a=true_initial, init_b=learned_initial,
+                        max_depth=max_depth)
+    bad = clashes(prod, classes)
+    if not bad:
+        return Verdict(True, None, prod.size)
+    i, j = bad[0]
+    names = mdp.propositions
 
     def word(k: int) -> tuple[str, ...]:
-        out = []
-        while k != -1:
-            out.append(mdp.propositions[lab[k // (nt * nl)]])
-            k = parent[k]
-        return tuple(out[::-1])
+        return tuple(names[x] for x in prod.word(k, mdp.labels))
 
-    return Verdict(False, (word(int(a)), word(int(b)), mdp.states[int(a // (nt * nl))]), len(reached))
+    return Verdict(False, (word(i), word(j), mdp.states[int(prod.states[i])]), prod.size)
+
+
+def exercised(prod: SyncProduct, mdp: LabeledMDP, delta_b: np.ndarray, *, init_b: int = 0,
+              max_depth: int | None = None, compress: bool = True) -> np.ndarray:
+    """``(n_b, K)``: the transitions of B that a word of at most ``max_depth`` labels uses —
+    the first letter from B's initial node, then every letter that extends a word (with
+    ``compress``, a repeated letter extends nothing: the compressed word stays the same)."""
+    used = np.zeros(np.shape(delta_b), dtype=bool)
+    lab = mdp.labels
+    used[init_b, lab[mdp.start_states]] = True
+    keep = np.arange(prod.size) if max_depth is None else np.flatnonzero(prod.depth < max_depth)
+    s, b = prod.states[keep], prod.b[keep]
+    indptr, indices = _successors(mdp)
+    counts = indptr[s + 1] - indptr[s]
+    which = np.repeat(np.arange(len(keep)), counts)
+    s2 = indices[indptr[s][which] + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))]
+    moves = lab[s2] != lab[s[which]] if compress else np.ones(len(s2), dtype=bool)
+    used[b[which][moves], lab[s2][moves]] = True
+    return used
+
+
+@attrs.frozen
+class Witness:
+    """Two words that reach ``state`` and tell two machines apart: ``merged_by`` sends both to
+    the same node, ``split_by`` to different nodes. Observing whether the expert acts the same
+    after both at ``state`` can refute the machine that merges them."""
+
+    state: str
+    word1: tuple[str, ...]
+    word2: tuple[str, ...]
+    merged_by: int
+    split_by: int
+
+    @property
+    def length(self) -> int:
+        return len(self.word1) + len(self.word2)
+
+    def __str__(self) -> str:
+        return (f"state {self.state} after {' '.join(self.word1)} and after {' '.join(self.word2)}: machine "
+                f"{self.merged_by} takes both to one node, machine {self.split_by} to two")
+
+
+def distinguish(mdp: LabeledMDP, delta_1: np.ndarray, delta_2: np.ndarray, *, init_1: int = 0, init_2: int = 0,
+                labels: tuple[int, int] = (1, 2)) -> Witness | None:
+    """A shortest witness telling machine 1 and machine 2 apart (``None``: they induce the same
+    partition of words at every state, so no observation of the expert separates them)."""
+    prod = sync_product(mdp, delta_1, delta_2, init_a=init_1, init_b=init_2)
+    s, a, b = prod.states, prod.a, prod.b
+    found = []
+    for group, cls, who in ((s * prod.nb + b, a, labels[::-1]), (s * prod.na + a, b, labels)):
+        for i, j in clash_pairs(group, cls, prod.depth, limit=1):
+            found.append((int(prod.depth[i] + prod.depth[j]), i, j, who))
+    if not found:
+        return None
+    _, i, j, (merged_by, split_by) = min(found)
+    names = mdp.propositions
+    w1 = tuple(names[x] for x in prod.word(i, mdp.labels))
+    w2 = tuple(names[x] for x in prod.word(j, mdp.labels))
+    return Witness(mdp.states[int(s[i])], w1, w2, merged_by, split_by)
+
+
+class Fillings:
+    """Whether *some* filling of a machine's free transitions (those the data leave
+    unconstrained) is policy-equivalent to the truth at every depth — one SAT query per
+    machine instead of one product search per filling.
+
+    Variables: t[i,k,j] (the machine, its used transitions fixed by assumptions) and R[p,i]
+    (true product state p = (s, u_true) is reached together with machine node i). Clauses: R at
+    the start triples, R[p,i] ∧ t[i,k,j] → R[q,j] along every edge p → q of the true product
+    (k the label entered), and ¬R[p,i] ∨ ¬R[p′,i] where p, p′ share a state with different
+    policy classes. Every model's R holds the reachable triples, and the reachable triples
+    of a consistent filling make a model, so the query is exact. The formula depends only on
+    the number of nodes; machines are checked under assumptions on one solver per size.
+    """
+
+    def __init__(self, mdp: LabeledMDP, true_delta: np.ndarray, table: np.ndarray, *, true_initial: int = 0,
+                 non_stuttering: bool = True):
+        K = true_delta.shape[1]
+        prod = sync_product(mdp, true_delta, np.zeros((1, K), np.int64), init_a=true_initial)
+        nt = true_delta.shape[0]
+        self.pair_code = np.sort(prod.states * nt + prod.a)  # reachable (s, u_true), sorted
+        s, a = self.pair_code // nt, self.pair_code % nt
+        indptr, indices = _successors(mdp)
+        counts = indptr[s + 1] - indptr[s]
+        src = np.repeat(np.arange(len(s)), counts)
+        s2 = indices[indptr[s][src] + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))]
+        lab = mdp.labels
+        dst = np.searchsorted(self.pair_code, s2 * nt + np.asarray(true_delta)[a[src], lab[s2]])
+        self.edges = np.unique(np.stack([src, lab[s2], dst], axis=1), axis=0)
+        starts = mdp.start_states
+        self.starts = np.unique(np.stack([lab[starts], np.searchsorted(
+            self.pair_code, starts * nt + np.asarray(true_delta)[true_initial, lab[starts]])], axis=1), axis=0)
+        cls = np.asarray(table)[s, a]
+        i, j = np.triu_indices(len(s), 1)
+        clash = (s[i] == s[j]) & (cls[i] != cls[j])
+        self.clash = np.stack([i[clash], j[clash]], axis=1)
+        self.K, self.non_stuttering = K, non_stuttering
+        self._solvers: dict[int, object] = {}
+
+    def _solver(self, n: int):
+        if n in self._solvers:
+            return self._solvers[n]
+        from pysat.solvers import Solver
+
+        K = self.K
+
+        def t(i, k, j):
+            return 1 + (np.asarray(i) * K + k) * n + j
+
+        def r(p, i):
+            return 1 + n * K * n + np.asarray(p) * n + i
+
+        ii, jj = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+        ii, jj = ii.ravel(), jj.ravel()
+        parts = [t(np.arange(n)[:, None, None], np.arange(K)[None, :, None], np.arange(n)).reshape(-1, n)]  # ≥ 1
+        lo, hi = np.triu_indices(n, 1)
+        for k in range(K):  # ≤ 1 target per (node, letter)
+            parts.append(-np.stack([t(np.repeat(np.arange(n), len(lo)), k, np.tile(lo, n)),
+                                    t(np.repeat(np.arange(n), len(lo)), k, np.tile(hi, n))], axis=1))
+            if self.non_stuttering:
+                off = ii != jj
+                parts.append(np.stack([-t(ii[off], k, jj[off]), t(jj[off], k, jj[off])], axis=1))
+        k0, p0 = self.starts[:, 0], self.starts[:, 1]
+        parts.append(np.stack([-t(0, k0[:, None], np.arange(n)), r(p0[:, None], np.arange(n))], axis=-1).reshape(-1, 2))
+        e = self.edges
+        parts.append(np.stack([-r(e[:, 0, None], ii), -t(ii, e[:, 1, None], jj), r(e[:, 2, None], jj)],
+                              axis=-1).reshape(-1, 3))
+        c = self.clash
+        parts.append(np.stack([-r(c[:, 0, None], np.arange(n)), -r(c[:, 1, None], np.arange(n))],
+                              axis=-1).reshape(-1, 2))
+        solver = Solver(name="cadical153")
+        for part in parts:
+            solver.append_formula(part.tolist())
+        self._solvers[n] = (solver, t)
+        return self._solvers[n]
+
+    def __call__(self, delta_u: np.ndarray, used: np.ndarray) -> bool:
+        """Some filling of the transitions not in ``used`` makes ``delta_u`` consistent."""
+        n = delta_u.shape[0]
+        solver, t = self._solver(n)
+        fixed = np.argwhere(used)
+        return bool(solver.solve(assumptions=t(fixed[:, 0], fixed[:, 1], delta_u[used]).tolist()))
+
+    def close(self) -> None:
+        for solver, _ in self._solvers.values():
+            solver.delete()
+        self._solvers.clear()

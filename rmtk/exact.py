@@ -13,7 +13,7 @@ A *policy source* gives, for a task and a prefix tree, the action distribution o
 from __future__ import annotations
 
 import time
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 import numpy as np
@@ -25,6 +25,9 @@ from .negatives import POLICY_TOL
 from .progress import Progress
 from .ptp import PrefixTree, PrefixTreePolicy, build_prefix_tree
 from .task import Task
+
+if TYPE_CHECKING:
+    from .lazy import ProductOracle
 
 #: Depth used when neither the strategy nor the task sets one.
 DEFAULT_DEPTH = 6
@@ -111,6 +114,11 @@ class NodePolicyTable:
         if self.table.shape != want:
             raise ModelError(f"node policy table has shape {self.table.shape}, the task needs {want}")
 
+    def policy(self, task: Task) -> np.ndarray:
+        """``(S, n, A)`` product policy."""
+        self._check(task)
+        return self.table.transpose(1, 0, 2)
+
     def prefix_tree_policy(self, task: Task, tree: PrefixTree) -> PrefixTreePolicy:
         self._check(task)
         true = _true_nodes(task, tree)
@@ -133,10 +141,10 @@ def _source(value):
 
 
 def _depth(instance, attribute, value):
-    if value == "task":
+    if value == "task" or value is None:
         return
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise RmtkError(f"depth must be a whole number of at least 1 or 'task', got {value!r}")
+        raise RmtkError(f"depth must be a whole number of at least 1, 'task' or None (every depth), got {value!r}")
 
 
 def require_task(target, what: str) -> Task:
@@ -154,7 +162,8 @@ class ExactPTP:
 
     Args:
         depth: the prefix tree depth l (words of 1..l labels); ``"task"`` (default): the
-            task's ``depth``, else 6.
+            task's ``depth``, else 6; ``None``: every depth (learning is then
+            counterexample-guided on the synchronised product: :meth:`oracle`).
         source: the expert's policy: a :class:`PolicySource` or its name (``"soft-optimal"``,
             ``"distinct"``).
         compress: key the trie by non-stuttering compressed words (the encoder must then
@@ -165,11 +174,27 @@ class ExactPTP:
     source: PolicySource = attrs.field(factory=SoftOptimal, converter=_source)
     compress: bool = True
 
-    def depth_for(self, task: Task) -> int:
+    @property
+    def every_depth(self) -> bool:
+        """Learning must hold at every depth (``depth=None``)."""
+        return self.depth is None
+
+    def depth_for(self, task: Task) -> int | None:
+        if self.depth is None:
+            return None
         return (task.depth or DEFAULT_DEPTH) if self.depth == "task" else int(self.depth)
+
+    def _check_truth(self, task: Task) -> None:
+        if self.compress and not task.machine.is_non_stuttering():
+            raise RmtkError(f"machine {task.machine.name!r} is stuttering: compressed words do not determine its "
+                            "nodes; use ExactPTP(compress=False) with SatEncoder(non_stuttering=False)")
 
     def build(self, target, progress: Progress) -> PrefixTreePolicy:
         task = require_task(target, "the exact prefix tree policy")
+        if self.depth is None:
+            raise RmtkError("a prefix tree of every depth cannot be built: learn at every depth through the "
+                            "Learner, which checks candidates on the synchronised product (ExactPTP.oracle)")
+        self._check_truth(task)
         t0 = time.perf_counter()
         tree = build_prefix_tree(task.mdp, self.depth_for(task), compress=self.compress)
         progress.stage("tree", time.perf_counter() - t0, words=tree.trie.n_nodes - 1, pairs=tree.n_pairs)
@@ -181,3 +206,15 @@ class ExactPTP:
     def expert_classes(self, task: Task) -> np.ndarray:
         """``(S, n)`` true policy class of each (state, node) of the task's machine."""
         return self.source.class_table(task)
+
+    def oracle(self, target) -> "ProductOracle":
+        """The prefix tree policy of this depth as an oracle on the synchronised product (no
+        tree is built): what lazy and every-depth learning check candidates with."""
+        from .lazy import ProductOracle
+
+        task = require_task(target, "the exact prefix tree policy")
+        self._check_truth(task)
+        policy = self.source.policy(task) if hasattr(self.source, "policy") else None
+        return ProductOracle(task.mdp, task.machine.delta_u[:, task.letter_of_proposition],
+                             self.expert_classes(task), policy, self.depth_for(task), self.compress,
+                             task.machine.initial)

@@ -25,7 +25,7 @@ import numpy as np
 from .empirical import EmpiricalPTP
 from .encoders import SatEncoder
 from .encoding import Problem
-from .equivalence import Verdict, consistency
+from .equivalence import Fillings, Verdict, consistency
 from .errors import RmtkError
 from .exact import DistinctPerNode, ExactPTP, NodePolicyTable, SoftOptimal
 from .machine import RewardMachine, isomorphic
@@ -33,7 +33,8 @@ from .maxent import MaxEntIRL
 from .mdp import LabeledMDP
 from .negatives import ConfidenceMiner, ExactMiner, NegativeExampleMiner, NegativePairs, PolicyClasses
 from .progress import Progress, Recorder
-from .ptp import PTP, PrefixTree, PrefixTreePolicy
+from .lazy import TrieOracle
+from .ptp import PTP, PrefixTree, PrefixTreePolicy, Trie
 from .solve import SearchResult, Solution
 from .task import Task
 
@@ -77,6 +78,7 @@ class LearnResult:
     completion_consistent: tuple[bool, ...] | None = None
     ptp: PrefixTreePolicy | None = attrs.field(default=None, repr=False)
     reward_fits: tuple | None = None
+    oracle: object = attrs.field(default=None, repr=False)
 
     @property
     def n_nodes(self) -> int | None:
@@ -195,27 +197,49 @@ class Learner:
         mdp = target.mdp if task is not None else target
         rec = Recorder(self.progress)
         t0 = time.perf_counter()
-        ptp = self.ptp.build(target, rec)
-        miner = self.miner or (ExactMiner() if ptp.counts is None else ConfidenceMiner())
-        t = time.perf_counter()
-        negatives = miner.mine(ptp)
-        if isinstance(negatives, PolicyClasses):
-            rec.stage("mine", time.perf_counter() - t, classes=negatives.n_classes)
+        every_depth = bool(getattr(self.ptp, "every_depth", False))
+        lazy = every_depth or getattr(self.encoder, "negatives", None) == "lazy"
+        ptp = negatives = oracle = None
+        if lazy and task is not None and callable(getattr(self.ptp, "oracle", None)):
+            oracle = self.ptp.oracle(task)  # the expert is known: check on the product, build no tree
+        elif every_depth:
+            raise RmtkError("learning at every depth needs the expert as a task (its product policy); "
+                            f"got {'the bare mdp ' + repr(mdp.name) if task is None else type(self.ptp).__name__}")
         else:
-            rec.stage("mine", time.perf_counter() - t, pairs=len(negatives))
+            ptp = self.ptp.build(target, rec)
+            miner = self.miner or (ExactMiner() if ptp.counts is None else ConfidenceMiner())
+            t = time.perf_counter()
+            negatives = miner.mine(ptp)
+            if isinstance(negatives, PolicyClasses):
+                rec.stage("mine", time.perf_counter() - t, classes=negatives.n_classes)
+            else:
+                rec.stage("mine", time.perf_counter() - t, pairs=len(negatives))
+            if lazy:
+                oracle = TrieOracle(ptp.trie, negatives)
         max_nodes = self.max_nodes or (task.max_nodes if task is not None else None) or 4
         if self.nodes is not None and self.nodes > max_nodes:
             max_nodes = self.nodes
-        problem = Problem(ptp.trie, mdp.n_propositions, negatives)
+        if oracle is not None:
+            compress = getattr(self.ptp, "compress", True) if ptp is None else ptp.trie.compressed
+            problem = Problem(Trie.root(compress), mdp.n_propositions, oracle=oracle)
+        else:
+            problem = Problem(ptp.trie, mdp.n_propositions, negatives)
         res = self.encoder.search(problem, max_nodes=max_nodes, min_nodes=min(problem.lower_bound(), max_nodes),
                                   nodes=self.nodes, max_solutions=self.max_solutions, time_limit=self.time_limit,
                                   progress=rec)
+        if oracle is not None and res.lazy is None:
+            raise RmtkError(f"encoder {type(self.encoder).__name__} does not search lazily (it ignored the oracle "
+                            "of lazy or every-depth learning); use SatEncoder")
+        if ptp is None:
+            tree, negatives = _counterexample_tree(res.lazy, getattr(oracle, "depth", None))
+        else:
+            tree = ptp.tree
         timings = rec.timings
         timings.update(encode=res.time_encode, solve=res.time_solve, enumerate=res.time_enumerate)
         classes = negatives if isinstance(negatives, PolicyClasses) else None
         pairs = negatives if isinstance(negatives, NegativePairs) else None
-        result = LearnResult(_machines(mdp, res), res.solutions, res, classes, ptp.tree, mdp, None, timings,
-                             negatives=pairs, ptp=ptp)
+        result = LearnResult(_machines(mdp, res), res.solutions, res, classes, tree, mdp, None, timings,
+                             negatives=pairs, ptp=ptp, oracle=oracle)
         if task is not None:
             t = time.perf_counter()
             table = self._expert_classes(task)
@@ -231,7 +255,8 @@ class Learner:
         if self.irl is not None and result.machines:
             gamma = task.discount if task is not None else mdp.gamma
             lam = task.lam if task is not None else 1.0
-            fits = tuple(self.irl.fit(mdp, result.machines, ptp, gamma=gamma, lam=lam, progress=rec))
+            source = ptp if ptp is not None else oracle
+            fits = tuple(self.irl.fit(mdp, result.machines, source, gamma=gamma, lam=lam, progress=rec))
             machines = tuple(f.machine for f in fits) + result.machines[len(fits):]
             result = attrs.evolve(result, machines=machines, reward_fits=fits)
         timings["total"] = time.perf_counter() - t0
@@ -262,20 +287,30 @@ def _machines(mdp: LabeledMDP, res: SearchResult) -> tuple[RewardMachine, ...]:
     )
 
 
+def _counterexample_tree(stats, depth) -> tuple[PrefixTree, PolicyClasses]:
+    """The words and (word, state, class) entries a tree-free lazy search used, as a partial
+    prefix tree and its policy classes."""
+    order = np.lexsort((stats.pair_state, stats.pair_node))
+    node, state, cls = stats.pair_node[order], stats.pair_state[order], stats.pair_class[order]
+    kept, dense = np.unique(cls, return_inverse=True)
+    class_state = np.zeros(len(kept), np.int64)
+    class_state[dense] = state
+    tree = PrefixTree(stats.trie, node, state, 0 if depth is None else depth)
+    return tree, PolicyClasses(dense, class_state, node)
+
+
 def _verdicts(task: Task, table: np.ndarray, machines, solutions,
               non_stuttering: bool) -> tuple[tuple[Verdict, ...], tuple[bool, ...]]:
-    """Exact consistency of each machine at every depth, and whether some filling of its free
-    transitions is consistent."""
-    from .solve import completions
-
+    """Exact consistency of each machine at every depth (free transitions as self-loops), and
+    whether some filling of its free transitions is consistent (one SAT query each)."""
     true_du = task.machine.delta_u[:, task.letter_of_proposition]
-
-    def check(du):
-        return consistency(task.mdp, true_du, table, du, true_initial=task.machine.initial)
-
-    verdicts = tuple(check(m.delta_u) for m in machines)
-    some = tuple(
-        v.consistent or any(check(du).consistent for du in completions(sol, non_stuttering, limit=256))
-        for v, sol in zip(verdicts, solutions)
-    )
+    verdicts = tuple(consistency(task.mdp, true_du, table, m.delta_u, true_initial=task.machine.initial)
+                     for m in machines)
+    if all(v.consistent for v in verdicts):
+        return verdicts, tuple(True for _ in verdicts)
+    fillings = Fillings(task.mdp, true_du, table, true_initial=task.machine.initial, non_stuttering=non_stuttering)
+    try:
+        some = tuple(v.consistent or fillings(sol.delta_u, sol.used) for v, sol in zip(verdicts, solutions))
+    finally:
+        fillings.close()
     return verdicts, some

@@ -53,14 +53,28 @@ class MaxEntIRL:
 
     def fit(self, mdp: LabeledMDP, machines: tuple[RewardMachine, ...], ptp: PrefixTreePolicy, *,
             gamma: float, lam: float, progress: Progress | None = None) -> tuple:
-        """Reward fits of the first ``limit`` machines (their ``machine`` has the rewards)."""
+        """Reward fits of the first ``limit`` machines (their ``machine`` has the rewards).
+
+        ``ptp`` is the prefix tree policy the machines were learned from, or an object whose
+        ``product_policy(delta_u)`` gives a machine's product policy and the product states it
+        observes (the oracle of tree-free learning, :class:`~rmtk.lazy.ProductOracle`)."""
         from .irl import reward_fit, sparsest
 
         progress = progress or Progress()
         t0 = time.perf_counter()
         fits = []
         for m in machines[: self.limit]:
-            fit = sparsest(reward_fit(mdp, m, ptp, gamma=gamma, lam=lam, clip=self.clip))
+            if callable(getattr(ptp, "product_policy", None)):
+                from .product import reachable_pairs
+
+                policy, seen = ptp.product_policy(m.delta_u)
+                reach = np.zeros(seen.shape, dtype=bool)
+                pairs = reachable_pairs(mdp, m)
+                reach[pairs[:, 0], pairs[:, 1]] = True
+                fit = reward_fit(mdp, m, policy, gamma=gamma, lam=lam, clip=self.clip, reachable=reach & seen)
+            else:
+                fit = reward_fit(mdp, m, ptp, gamma=gamma, lam=lam, clip=self.clip)
+            fit = sparsest(fit)
             rounded = fit.machine.with_rewards(round_significant(fit.machine.delta_r, self.digits))
             fits.append(attrs.evolve(fit, machine=rounded))
         if fits:

@@ -43,6 +43,11 @@ class Trie:
     length: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq)
     compressed: bool = True
 
+    @classmethod
+    def root(cls, compressed: bool = True) -> "Trie":
+        """The trie of the empty word alone."""
+        return cls(np.array([-1]), np.array([-1]), np.array([0]), compressed=compressed)
+
     @property
     def n_nodes(self) -> int:
         return len(self.parent)

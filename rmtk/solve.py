@@ -85,6 +85,7 @@ class SearchResult:
     time_enumerate: float
     message: str = ""
     cost: int | None = None
+    lazy: object = None  # rmtk.lazy.LazyStats of a counterexample-guided search
 
     @property
     def raw_count(self) -> int:
@@ -248,13 +249,20 @@ def _record(found: dict, model, pool: VarPool, decoder: _Decoder, n: int, droppe
     """Decode a model, file its machine under its renaming-invariant key; return the
     blocking clause (the negation of its used transitions)."""
     du = decode_transitions(model, pool)
-    used, _ = used_transitions(decoder.trie, du)
+    return record(found, du, used_transitions(decoder.trie, du)[0], pool, decoder.non_stuttering, dropped)
+
+
+def record(found: dict, du: np.ndarray, used: np.ndarray, pool: VarPool, non_stuttering: bool, dropped=()) -> list[int]:
+    """File the machine ``du`` (whose ``used`` transitions the data exercise) under its
+    renaming-invariant key, with its raw count; return the blocking clause (the negation of
+    its used transitions)."""
+    n = du.shape[0]
     key, order = canonical_partial(du, used)
     if key not in found:
         reached = set(order)
         perm = order + [u for u in range(n) if u not in reached]
         canon_du, canon_used = _renumber(du, used, perm)
-        comp, determined = count_completions(canon_du, canon_used, decoder.non_stuttering)
+        comp, determined = count_completions(canon_du, canon_used, non_stuttering)
         relabel = math.factorial(n - 1) // math.factorial(n - len(order))
         found[key] = Solution(canon_du, determined, relabel * comp, comp, tuple(dropped))
     return [-int(pool.t(i, k, du[i, k])) for i, k in np.argwhere(used)]
