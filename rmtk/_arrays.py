@@ -137,6 +137,8 @@ class Csr:
         rows, R = self.row_ids(), self.shape[0]
         if x.ndim == 1:
             return np.bincount(rows, weights=self.data * x[self.indices], minlength=R)
+        if x.shape[1] == 1:
+            return (self @ x[:, 0])[:, None]
         k = x.shape[1]
         w = (self.data[:, None] * x[self.indices]).ravel()
         return np.bincount(self._spread("rows", k), weights=w, minlength=R * k).reshape(R, k)
@@ -147,6 +149,8 @@ class Csr:
         rows, C = self.row_ids(), self.shape[1]
         if y.ndim == 1:
             return np.bincount(self.indices, weights=self.data * y[rows], minlength=C)
+        if y.shape[1] == 1:
+            return self.rmatmul(y[:, 0])[:, None]
         k = y.shape[1]
         w = (self.data[:, None] * y[rows]).ravel()
         return np.bincount(self._spread("cols", k), weights=w, minlength=C * k).reshape(C, k)
