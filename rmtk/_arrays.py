@@ -43,6 +43,10 @@ def digest(*arrays) -> str:
 
 array_eq = attrs.cmp_using(eq=np.array_equal)
 
+#: :meth:`Csr.gram` forms ``AᵀA`` with numpy up to this many pairs of entries sharing a row
+#: (about 40 bytes of temporaries each), with scipy's sparse product above.
+GRAM_PAIRS = 2_000_000
+
 
 @attrs.frozen
 class Csr:
@@ -154,6 +158,23 @@ class Csr:
         k = y.shape[1]
         w = (self.data[:, None] * y[rows]).ravel()
         return np.bincount(self._spread("cols", k), weights=w, minlength=C * k).reshape(C, k)
+
+    def gram(self) -> np.ndarray:
+        """The dense Gram matrix ``selfᵀ self``: every pair of entries of a row adds
+        ``a_ei·a_ej`` to ``[i, j]``, rows in order, as scipy's sparse product sums them (so
+        the result is bitwise scipy's). With more than :data:`GRAM_PAIRS` such pairs the
+        product is left to scipy (imported then), which needs no per-pair temporaries."""
+        C = self.shape[1]
+        counts = np.diff(self.indptr)
+        per_entry = counts[self.row_ids()]  # length of the row of each entry
+        if int(per_entry.sum()) > GRAM_PAIRS:
+            mat = self.to_scipy()
+            return (mat.T @ mat).toarray()
+        first = np.repeat(np.arange(self.nnz), per_entry)  # entry p, once per entry of its row
+        starts = np.repeat(self.indptr[:-1][self.row_ids()], per_entry)
+        second = starts + np.arange(len(first)) - np.repeat(np.cumsum(per_entry) - per_entry, per_entry)
+        bins = self.indices[first] * C + self.indices[second]
+        return np.bincount(bins, weights=self.data[first] * self.data[second], minlength=C * C).reshape(C, C)
 
     def row_sums(self) -> np.ndarray:
         """Sum of every row (0 for an empty row)."""
