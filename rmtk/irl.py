@@ -57,6 +57,7 @@ from .errors import ModelError
 from .l1 import l1_fit
 from .machine import RewardMachine
 from .mdp import LabeledMDP
+from .planning import soft_bellman, task_policy
 from .product import gather_rows, letter_map, product
 from .ptp import PrefixTreePolicy
 from .task import Task
@@ -428,8 +429,6 @@ def check(
 ) -> float:
     """Re-plan: max abs difference between the soft-optimal policy of ``machine`` (with its
     rewards) and ``policy`` over the product states of ``mask`` (default: reachable ones)."""
-    from .planning import soft_bellman
-
     letter = letter_map(mdp, machine, letter)
     if mask is None:
         pairs = product(mdp, machine, letter).pairs
@@ -477,8 +476,6 @@ def reward_fit(
     letter = letter_map(mdp, machine, letter)
     reachable = kw.pop("reachable", None)
     if source is None:
-        from .planning import task_policy
-
         if machine is not task.machine:
             raise ModelError("without a policy source the machine must be the task's own")
         policy = task_policy(task, gamma=gamma, lam=lam).pi
