@@ -70,6 +70,10 @@ class Csr:
     shape: tuple[int, int] = attrs.field(converter=lambda s: (int(s[0]), int(s[1])))
     _cache: dict = attrs.field(factory=dict, init=False, eq=False, hash=False, repr=False)
 
+    def __reduce__(self):
+        """Pickle the arrays only, not the cache (which may hold a scipy matrix)."""
+        return (type(self), (self.indptr, self.indices, self.data, self.shape))
+
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_coo(cls, data, rows, cols, shape, *, dtype=float) -> "Csr":
@@ -132,6 +136,7 @@ class Csr:
         if out is None:
             index = self.row_ids() if by == "rows" else self.indices
             out = (index[:, None] * k + np.arange(k)).ravel()
+            out.setflags(write=False)
             self._cache[key] = out
         return out
 

@@ -86,7 +86,7 @@ class SoftPolicy:
 
     def log_pi(self) -> np.ndarray:
         """``log π(a|s,u)`` computed stably from ``Q`` (finite even where ``π`` underflows)."""
-        return _log_softmax(self.Q / self.lam)
+        return soft(self.Q, self.lam)[1]
 
     def on(self, prod: Product) -> np.ndarray:
         """``(m, |A|)`` action distributions of the reachable product states, in ``prod`` order."""
@@ -102,10 +102,6 @@ def lse(x: np.ndarray) -> np.ndarray:
     """log Σ exp over the last axis, shifted by the max."""
     mx = x.max(axis=-1, keepdims=True)
     return (mx + np.log(np.exp(x - mx).sum(axis=-1, keepdims=True)))[..., 0]
-
-
-def _log_softmax(x: np.ndarray) -> np.ndarray:
-    return x - lse(x)[..., None]
 
 
 def soft(Q: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:

@@ -1,5 +1,7 @@
 """The numpy CSR matrix of the core (rmtk._arrays.Csr) against scipy.sparse: the same canonical
 form and bitwise the same products, and the scipy view of LabeledMDP / Product kernels."""
+import pickle
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -78,6 +80,9 @@ def test_models_keep_a_scipy_view(models_dir):
         other = LabeledMDP(mdp.states, mdp.actions, form, mdp.labels, mdp.propositions, mdp.initial,
                            gamma=mdp.gamma, name=mdp.name)
         assert other == mdp and hash(other) == hash(mdp)
+    # pickles (for worker processes) without the cached scipy view
+    back = pickle.loads(pickle.dumps(mdp))
+    assert back == mdp and "scipy" not in back.kernel._cache
     prod = task_product(task)
     assert isinstance(prod.transitions, sp.csr_array) and same(prod.kernel, prod.transitions)
     succ = mdp.successor_matrix()
