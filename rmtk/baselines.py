@@ -58,15 +58,12 @@ import time
 
 import attrs
 import numpy as np
-import scipy.optimize
-import scipy.sparse as sp
-import scipy.sparse.linalg as spla
-from scipy.linalg.lapack import dgesv as _dgesv
 
 from ._arrays import frozen_array
 from .data import Demonstrations
 from .errors import DataError, ModelError, RmtkError
 from .mdp import LabeledMDP
+from .planning import Grid, backward, iterate
 
 __all__ = [
     "IRLFit",
@@ -80,11 +77,6 @@ __all__ = [
     "MaxCausalEntObjective",
     "soft_policy",
 ]
-
-#: Stationary policy evaluation uses a dense LU (LAPACK ``dgesv``, no BLAS-thread start-up)
-#: up to this many states, a sparse LU above (as :mod:`rmtk.planning` does).
-DENSE_LIMIT = 128
-
 
 class IRLError(RmtkError):
     """MaxCausalEnt IRL could not be set up or its inner soft Bellman solve failed."""
@@ -162,95 +154,36 @@ class IRLFit:
 
 
 # ====================================================================== soft Bellman on states
-def _lse(x: np.ndarray) -> np.ndarray:
-    mx = x.max(axis=-1, keepdims=True)
-    return (mx + np.log(np.exp(x - mx).sum(axis=-1, keepdims=True)))[..., 0]
+# A reward on MDP states is the one-node case of the product planner (rmtk.planning): entry
+# reward r(s'), next node 0. The grid of the MDP is built once and serves every θ.
+def _grid(mdp: LabeledMDP) -> Grid:
+    return Grid(mdp.kernel, mdp.n_actions, np.zeros((mdp.n_states, 1), dtype=np.int64))
 
 
-class _Dynamics:
-    """Precomputed sparse structure of ``P`` for the state-level soft Bellman operators."""
-
-    def __init__(self, mdp: LabeledMDP):
-        self.S, self.A = S, A = mdp.n_states, mdp.n_actions
-        T = mdp.transitions
-        self.P = sp.csr_array(T)  # (S·A, S)
-        self.PT = sp.csr_array(T.T)  # (S, S·A)
-        rows = np.repeat(np.arange(S * A), np.diff(T.indptr))
-        self.rowsA = rows
-        self.flat = (rows // A) * S + T.indices  # position of (s, s') in an S×S matrix
-        self.data = np.asarray(T.data, dtype=float)
-        self.pi_rows = rows // A
-        self.cols = np.asarray(T.indices)
-
-    def backup(self, W: np.ndarray) -> np.ndarray:
-        """``Q[s, a] = Σ_s' P(s'|s,a) W[s']`` as ``(S, A)``."""
-        return (self.P @ W).reshape(self.S, self.A)
-
-    def pull(self, q: np.ndarray) -> np.ndarray:
-        """``f[s'] = Σ_{s,a} q[s, a] P(s'|s,a)`` (the adjoint of :meth:`backup`)."""
-        return self.PT @ q.reshape(-1)
-
-    def P_pi(self, pi: np.ndarray):
-        """``P_π[s, s'] = Σ_a π(a|s) P(s'|s,a)``: dense ``(S, S)`` when small, else CSR."""
-        S = self.S
-        w = self.data * pi.reshape(-1)[self.rowsA]
-        if S <= DENSE_LIMIT:
-            return np.bincount(self.flat, weights=w, minlength=S * S).reshape(S, S)
-        M = sp.csr_array((w, (self.pi_rows, self.cols)), shape=(S, S))
-        M.sum_duplicates()
-        return M
-
-    def solve(self, Ppi, gamma: float, rhs: np.ndarray, *, transpose: bool = False) -> np.ndarray:
-        """``x`` with ``(I − γ P_π) x = rhs`` (or its transpose)."""
-        S = self.S
-        if isinstance(Ppi, np.ndarray):
-            M = -gamma * (Ppi.T if transpose else Ppi)
-            M[np.diag_indices(S)] += 1.0
-            _, _, x, info = _dgesv(M, rhs, overwrite_a=1, overwrite_b=0)
-            if info != 0:  # cannot happen for γ < 1 (I − γP_π is strictly diagonally dominant)
-                raise IRLError(f"policy evaluation: singular system (LAPACK info {info})")
-            return x
-        M = sp.identity(S, format="csc") - gamma * Ppi
-        M = (M.T if transpose else M).tocsc()
-        return spla.spsolve(M, rhs)
-
-
-def _soft(Q: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(V, log π)`` of ``Q`` (last axis: actions)."""
-    z = Q / lam
-    v = _lse(z)
-    return lam * v, z - v[..., None]
-
-
-def _finite(dyn: _Dynamics, r: np.ndarray, gamma: float, lam: float, T: int):
+def _finite(grid: Grid, r: np.ndarray, gamma: float, lam: float, T: int):
     """Backward recursion: ``(V (T+1, S), log π (T, S, A))`` with ``V_T = 0``."""
-    S, A = dyn.S, dyn.A
-    V = np.zeros((T + 1, S))
-    logpi = np.empty((T, S, A))
-    for t in range(T - 1, -1, -1):
-        Q = dyn.backup(r + gamma * V[t + 1])
-        V[t], logpi[t] = _soft(Q, lam)
-    return V, logpi
+    V, logpi = backward(grid, r[:, None], gamma, lam, T)
+    return V[..., 0], logpi[:, :, 0, :]
 
 
-def _stationary(dyn: _Dynamics, r: np.ndarray, gamma: float, lam: float, V0=None, *, tol=1e-10, max_iter=200):
-    """Soft policy iteration (Newton on the soft Bellman equation), warm-started at ``V0``.
-
-    Returns ``(V, log π, iterations)``."""
+def _stationary(grid: Grid, r: np.ndarray, gamma: float, lam: float, V0=None, *, tol=1e-10, max_iter=200):
+    """Soft policy iteration (Newton on the soft Bellman equation), warm-started at ``V0``,
+    until the residual is at most ``tol·max(1, max|V|)``. Returns ``(V, log π, iterations)``."""
     if not gamma < 1.0:
         raise IRLError(f"the stationary model needs a discount gamma < 1, got {gamma}")
-    V = np.zeros(dyn.S) if V0 is None else np.array(V0, dtype=float)
-    Vs, logpi = _soft(dyn.backup(r + gamma * V), lam)
-    for it in range(1, max_iter + 1):
-        # exact evaluation of π = softmax(Q/λ), as a correction: V_π = V + (I − γP_π)^{-1}(Vs − V)
-        V = V + dyn.solve(dyn.P_pi(np.exp(logpi)), gamma, Vs - V)
-        Vs, logpi = _soft(dyn.backup(r + gamma * V), lam)
-        res = float(np.abs(Vs - V).max())
-        if not np.isfinite(res):
-            raise IRLError("soft policy iteration diverged (non-finite values)")
-        if res <= tol * max(1.0, float(np.abs(V).max())):
-            return V, logpi, it
-    raise IRLError(f"soft policy iteration did not converge in {max_iter} iterations (residual {res:.3g})")
+    V = np.zeros((grid.S, 1)) if V0 is None else np.array(V0, dtype=float).reshape(grid.S, 1)
+    run = iterate(grid, r[:, None], gamma, lam, V, exact=True, max_iter=max_iter,
+                  stop=lambda change, res, V: res <= tol * max(1.0, float(np.abs(V).max())))
+    if run.status == "diverged":
+        raise IRLError("soft policy iteration diverged (non-finite values)")
+    if run.status != "converged":
+        raise IRLError(f"soft policy iteration did not converge in {max_iter} iterations (residual {run.residual:.3g})")
+    return run.V[:, 0], run.logpi[:, 0, :], run.iterations
+
+
+def _pull(grid: Grid, q: np.ndarray) -> np.ndarray:
+    """``f[s'] = Σ_{s,a} q[s, a] P(s'|s,a)`` (the adjoint of the backup) for ``q`` of shape ``(S, A)``."""
+    return grid.pull(q[:, None, :])[:, 0]
 
 
 def soft_policy(
@@ -269,12 +202,12 @@ def soft_policy(
     r = np.asarray(reward, dtype=float)
     if r.shape != (mdp.n_states,):
         raise ModelError(f"reward must have one entry per state ({mdp.n_states}), got shape {r.shape}")
-    dyn = _Dynamics(mdp)
+    grid = _grid(mdp)
     if horizon is None:
         g = mdp.gamma if gamma is None else float(gamma)
-        return np.exp(_stationary(dyn, r, g, float(lam))[1])
+        return np.exp(_stationary(grid, r, g, float(lam))[1])
     g = 1.0 if gamma is None else float(gamma)
-    return np.exp(_finite(dyn, r, g, float(lam), int(horizon))[1])
+    return np.exp(_finite(grid, r, g, float(lam), int(horizon))[1])
 
 
 # ====================================================================== objective
@@ -332,7 +265,7 @@ class MaxCausalEntObjective:
         self.lam = lam
         self.bellman_tol = float(bellman_tol)
         self.phi = phi
-        self.dyn = _Dynamics(mdp)
+        self.grid = _grid(mdp)
         self.n_trajectories = demos.n_trajectories
         counts = np.bincount((tt * S + st) * A + ac, minlength=Td * S * A).reshape(Td, S, A).astype(float)
         if stationary:
@@ -354,40 +287,39 @@ class MaxCausalEntObjective:
         """``log π``: ``(S, A)`` stationary or ``(T, S, A)`` finite horizon."""
         r = self.reward(theta)
         if self.T is None:
-            V, logpi, _ = _stationary(self.dyn, r, self.gamma, self.lam, self._V, tol=self.bellman_tol)
+            V, logpi, _ = _stationary(self.grid, r, self.gamma, self.lam, self._V, tol=self.bellman_tol)
             self._V = V
             return logpi
-        return _finite(self.dyn, r, self.gamma, self.lam, self.T)[1]
+        return _finite(self.grid, r, self.gamma, self.lam, self.T)[1]
 
     def __call__(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         """``(LL(θ), ∇_θ LL(θ))`` summed over the demonstrations."""
         self.evaluations += 1
         r = self.reward(theta)
-        lam, g, dyn, c = self.lam, self.gamma, self.dyn, self.counts
+        lam, g, grid, c = self.lam, self.gamma, self.grid, self.counts
         if self.T is None:
-            V, logpi, _ = _stationary(dyn, r, g, lam, self._V, tol=self.bellman_tol)
+            V, logpi, _ = _stationary(grid, r, g, lam, self._V, tol=self.bellman_tol)
             self._V = V
             pi = np.exp(logpi)
             ll = float(np.sum(c * logpi))
-            # dLL = Σ q dQ with q = (c − n π)/λ; dQ = P(dr + γ dV), dV = (I − γP_π)^{-1} P_π dr
-            h = dyn.pull((c - self.visits[:, None] * pi) / lam)
-            Ppi = dyn.P_pi(pi)
-            z = dyn.solve(Ppi, g, g * h, transpose=True)
-            grad_r = h + Ppi.T @ z
+            # dLL = Σ q dQ with q = (c − n π)/λ; dQ = P(dr + γ dV), dV = (I − γP_π)^{-1} P_π dr,
+            # so ∇_r LL = h + γ P_πᵀ (I − γP_πᵀ)^{-1} h = (I − γP_πᵀ)^{-1} h with h = Pᵀ q
+            h = _pull(grid, (c - self.visits[:, None] * pi) / lam)
+            grad_r = grid.solve(pi[:, None, :], h[:, None], g, transpose=True)[:, 0]
         else:
-            _, logpi = _finite(dyn, r, g, lam, self.T)
+            _, logpi = _finite(grid, r, g, lam, self.T)
             Td = c.shape[0]
             ll = float(np.sum(c * logpi[:Td]))
             # forward adjoint sweep: w_t = ∂LL/∂V_t, q_t = ∂LL/∂Q_t (total derivatives)
-            grad_r = np.zeros(dyn.S)
-            carry = np.zeros(dyn.S)
+            grad_r = np.zeros(grid.S)
+            carry = np.zeros(grid.S)
             for t in range(self.T):
                 pi = np.exp(logpi[t])
                 if t < Td:
                     q = c[t] / lam + (carry - self.visits[t] / lam)[:, None] * pi
                 else:
                     q = carry[:, None] * pi
-                f = dyn.pull(q)
+                f = _pull(grid, q)
                 grad_r += f
                 carry = g * f
         return ll, self.phi.T @ grad_r
@@ -455,6 +387,8 @@ def maxcausalent_irl(
         return -ll / N + 0.5 * l2 * float(x @ x), -g / N + l2 * x
 
     if method == "L-BFGS-B":
+        import scipy.optimize
+
         res = scipy.optimize.minimize(
             fun, x0, jac=True, method="L-BFGS-B",
             options={"maxiter": int(iterations), "gtol": float(tol), "ftol": 1e-15, "maxfun": 20 * int(iterations)},

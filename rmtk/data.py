@@ -148,7 +148,7 @@ def _show_id(tid) -> str:
 
 def _transition_keys(mdp) -> np.ndarray:
     """Sorted ``(s·A + a)·S + s'`` keys of every positive-probability transition."""
-    T = mdp.transitions
+    T = mdp.kernel
     S = mdp.n_states
     rows = np.repeat(np.arange(T.shape[0], dtype=np.int64), np.diff(T.indptr))
     keys = rows * S + T.indices.astype(np.int64)

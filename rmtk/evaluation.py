@@ -202,7 +202,7 @@ def rollout(
     pi = _policy_table(mdp, policy, machine, need_T=horizon)
     n_rows = pi.size // A
     acts = RowSampler(np.arange(0, n_rows * A + 1, A), pi.reshape(-1))
-    P = mdp.transitions
+    P = mdp.kernel
     moves = RowSampler(P.indptr, P.data)
     succ = np.asarray(P.indices, dtype=np.intp)
     start = RowSampler([0, S], mdp.initial)

@@ -18,7 +18,9 @@ Two steps turn a learned reward machine *model* into a reward machine:
    product state). The equations of every action with ``π(a|s,u) > 0`` form a sparse
    least-squares problem, solved densely (spectral decomposition of ``AᵀA``, with the null
    space, plus iterative refinement) up to
-   :data:`DENSE_LIMIT` unknowns and with ``scipy.sparse.linalg.lsqr`` beyond.
+   :data:`DENSE_LIMIT` unknowns and with ``scipy.sparse.linalg.lsqr`` beyond. The system
+   is held as a numpy :class:`~rmtk._arrays.Csr`; scipy is imported only for the lsqr path
+   (and for a Gram matrix too large to form with numpy, see :meth:`~rmtk._arrays.Csr.gram`).
 
 Identifiability. Rewards are identified at best up to potential-based shaping on the
 machine's nodes: for any ``φ: U → R``,
@@ -49,13 +51,13 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
-from ._arrays import array_eq, frozen_array
+from ._arrays import Csr, array_eq, frozen_array
 from .errors import ModelError
+from .l1 import l1_fit
 from .machine import RewardMachine
 from .mdp import LabeledMDP
+from .planning import soft_bellman, task_policy
 from .product import gather_rows, letter_map, product
 from .ptp import PrefixTreePolicy
 from .task import Task
@@ -200,7 +202,7 @@ class RewardFit:
 
 @attrs.frozen
 class _System:
-    A: sp.csr_array
+    A: Csr
     b: np.ndarray
     n_reward: int  # constrained reward columns come first
     reward_cols: np.ndarray  # flat (u*K + k) index of each reward column
@@ -240,7 +242,7 @@ def build_system(
     ii, aa = np.nonzero(pis > 0)
     E = len(ii)
     b = lam * np.log(pis[ii, aa])
-    T = mdp.transitions
+    T = mdp.kernel
     which, pos = gather_rows(T, s_src[ii] * A + aa)
     s2, p = T.indices[pos], T.data[pos]
     u = u_src[ii][which]
@@ -256,8 +258,7 @@ def build_system(
         nr + np.searchsorted(v_codes, src[ii]),
     ])
     vals = np.concatenate([p, gamma * p, -np.ones(E)])
-    Amat = sp.coo_array((vals, (rows, cols)), shape=(E, nr + len(v_codes))).tocsr()
-    Amat.sum_duplicates()
+    Amat = Csr.from_coo(vals, rows, cols, (E, nr + len(v_codes)))
     return _System(Amat, b, nr, reward_cols, v_codes, mask)
 
 
@@ -348,13 +349,13 @@ def recover_rewards(
         # Spectral decomposition of the (U×U) Gram matrix AᵀA, formed sparsely: its null space
         # is that of A, and the tall E×U matrix never goes through dense LAPACK. The squared
         # conditioning is repaired by iterative refinement on the sparse residual.
-        M = (Amat.T @ Amat).toarray()
+        M = Amat.gram()
         w, Z = np.linalg.eigh(M)
         keep = w > rank_tol**2 * max(float(w[-1]), 0.0)  # σ > rank_tol·σ_max
         Zr, wr = Z[:, keep], w[keep]
         x = np.zeros(U)
         for _ in range(REFINE_STEPS):
-            x = x + Zr @ ((Zr.T @ (Amat.T @ (b - Amat @ x))) / wr)
+            x = x + Zr @ ((Zr.T @ Amat.rmatmul(b - Amat @ x)) / wr)
         N = Z[:, ~keep]  # (U, d) orthonormal null basis
         null_dim = N.shape[1]
         # canonical representative: minimum norm in the reward coordinates
@@ -368,8 +369,10 @@ def recover_rewards(
         Ew = _orth(W - Qg @ (Qg.T @ W), 1e-6)
         identified_c = np.abs(Ew).max(axis=1, initial=0.0) <= IDENT_TOL if nr else np.zeros(0, bool)
     else:
+        import scipy.sparse.linalg as spla
+
         method = "lsqr"
-        out = spla.lsqr(Amat, b, atol=1e-14, btol=1e-14, iter_lim=max(100 * U, 10_000))
+        out = spla.lsqr(Amat.to_scipy(), b, atol=1e-14, btol=1e-14, iter_lim=max(100 * U, 10_000))
         x = out[0]
         c = np.linalg.lstsq(G[:nr], x[:nr], rcond=None)[0]
         x = x - G @ c  # remove the shaping component of the rewards (stays a solution)
@@ -426,8 +429,6 @@ def check(
 ) -> float:
     """Re-plan: max abs difference between the soft-optimal policy of ``machine`` (with its
     rewards) and ``policy`` over the product states of ``mask`` (default: reachable ones)."""
-    from .planning import soft_bellman
-
     letter = letter_map(mdp, machine, letter)
     if mask is None:
         pairs = product(mdp, machine, letter).pairs
@@ -475,8 +476,6 @@ def reward_fit(
     letter = letter_map(mdp, machine, letter)
     reachable = kw.pop("reachable", None)
     if source is None:
-        from .planning import task_policy
-
         if machine is not task.machine:
             raise ModelError("without a policy source the machine must be the task's own")
         policy = task_policy(task, gamma=gamma, lam=lam).pi
@@ -532,11 +531,9 @@ def describe(fit: RewardFit) -> str:
 def sparsest(fit: RewardFit, *, tol: float = 1e-9) -> RewardFit:
     """The same fit with the sparsest rewards of its shaping class: the potential φ on the
     nodes minimising Σ |δ_r(u,ℓ) + γ φ(δ_u(u,ℓ)) − φ(u)| over the constrained entries (a small
-    linear program). Shaping leaves the policy unchanged, so the residual and the re-planning
-    error stay the same; V becomes V − φ(u). Values within ``tol`` of 0 are set to 0 and the
-    rest rounded to 10 significant digits (below the fit's precision)."""
-    from scipy.optimize import linprog
-
+    L1 problem, :func:`rmtk.l1.l1_fit`). Shaping leaves the policy unchanged, so the residual
+    and the re-planning error stay the same; V becomes V − φ(u). Values within ``tol`` of 0
+    are set to 0 and the rest rounded to 10 significant digits (below the fit's precision)."""
     m, gamma = fit.machine, fit.gamma
     n, K = m.delta_u.shape
     entries = np.argwhere(~fit.unconstrained)
@@ -547,16 +544,9 @@ def sparsest(fit: RewardFit, *, tol: float = 1e-9) -> RewardFit:
     B = np.zeros((len(entries), n))
     B[np.arange(len(entries)), m.delta_u[u, k]] += gamma
     B[np.arange(len(entries)), u] -= 1.0
-    E = len(entries)
-    # variables [φ (n, free), t (E, ≥ 0)]: minimise Σ t subject to |r0 + Bφ| ≤ t
-    c = np.r_[np.zeros(n), np.ones(E)]
-    A_ub = np.block([[B, -np.eye(E)], [-B, -np.eye(E)]])
-    b_ub = np.r_[-r0, r0]
-    bounds = [(None, None)] * n + [(0, None)] * E
-    lp = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs")
-    if not lp.success:  # pragma: no cover - the LP is always feasible and bounded
+    phi = l1_fit(B, r0, tol=tol)
+    if phi is None:  # pragma: no cover - the LP is always feasible and bounded
         return fit
-    phi = lp.x[:n]
     delta_r = np.array(fit.delta_r, dtype=float)
     delta_r[u, k] = r0 + B @ phi
     delta_r[np.abs(delta_r) < tol] = 0.0

@@ -1,10 +1,13 @@
 """Labeled MDP models (paper section 2.1): an MDP without reward, with one atomic
 proposition per state.
 
-The transition kernel is stored as one ``scipy.sparse`` CSR array of shape
-``(|S|·|A|, |S|)`` whose row ``s·|A| + a`` is ``P(· | s, a)``: a single sparse product
-``T @ W`` then evaluates ``Σ_s' P(s'|s,a) W[s', ...]`` for every ``(s, a)`` at once,
-which is what planning and the prefix tree need.
+The transition kernel is stored as one sparse CSR matrix of shape ``(|S|·|A|, |S|)``
+whose row ``s·|A| + a`` is ``P(· | s, a)``: a single sparse product ``T @ W`` then
+evaluates ``Σ_s' P(s'|s,a) W[s', ...]`` for every ``(s, a)`` at once, which is what
+planning and the prefix tree need. The core uses it as ``mdp.kernel``, a
+:class:`~rmtk._arrays.Csr` of plain numpy arrays (so that loading and learning a small
+model never imports scipy); ``mdp.transitions`` is the same matrix as a
+``scipy.sparse.csr_array``, built on first use.
 """
 from __future__ import annotations
 
@@ -12,9 +15,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
 
-from ._arrays import array_eq, csr_eq, frozen_array, frozen_csr
+from ._arrays import Csr, array_eq, as_csr, frozen_array
 from .errors import ModelError
 
 #: Tolerance on probability rows and the initial distribution summing to 1.
@@ -56,7 +58,10 @@ class LabeledMDP:
     Attributes:
         states: state names, index ``i`` ↔ ``states[i]``.
         actions: action names.
-        transitions: CSR array ``(|S|·|A|, |S|)``, row ``s·|A|+a`` is ``P(·|s,a)``.
+        kernel: the transition matrix ``(|S|·|A|, |S|)``, row ``s·|A|+a`` is ``P(·|s,a)``,
+            as a :class:`~rmtk._arrays.Csr`; the constructor argument is ``transitions``
+            (a dense array, a ``Csr`` or a ``scipy.sparse`` matrix).
+        transitions: the same matrix as a read-only ``scipy.sparse.csr_array`` (a property).
         labels: ``labels[s]`` is the index in ``propositions`` of ``L(s)``.
         propositions: the alphabet ``AP``.
         initial: the initial distribution ``μ0`` over states.
@@ -67,7 +72,7 @@ class LabeledMDP:
 
     states: tuple[str, ...] = attrs.field(converter=_names)
     actions: tuple[str, ...] = attrs.field(converter=_names)
-    transitions: sp.csr_array = attrs.field(converter=frozen_csr, eq=csr_eq, hash=False, repr=False)
+    kernel: Csr = attrs.field(alias="transitions", converter=as_csr, hash=False, repr=False)
     labels: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq, hash=False, repr=False)
     propositions: tuple[str, ...] = attrs.field(converter=_names)
     initial: np.ndarray = attrs.field(converter=frozen_array(float), eq=array_eq, hash=False, repr=False)
@@ -84,16 +89,17 @@ class LabeledMDP:
             raise ModelError(f"mdp {self.name!r}: no states")
         if A == 0:
             raise ModelError(f"mdp {self.name!r}: no actions")
-        if self.transitions.shape != (S * A, S):
+        T = self.kernel
+        if T.shape != (S * A, S):
             raise ModelError(
-                f"mdp {self.name!r}: transitions have shape {self.transitions.shape}, "
+                f"mdp {self.name!r}: transitions have shape {T.shape}, "
                 f"expected ({S}·{A}, {S}) = ({S * A}, {S})"
             )
-        data = self.transitions.data
+        data = T.data
         if data.size and (not np.all(np.isfinite(data)) or data.min() < 0):
-            row = int(np.searchsorted(self.transitions.indptr, np.flatnonzero(~(data >= 0))[0], side="right") - 1)
+            row = int(np.searchsorted(T.indptr, np.flatnonzero(~(data >= 0))[0], side="right") - 1)
             raise ModelError(f"mdp {self.name!r}: negative or non-finite probability at {self._row_name(row)}")
-        sums = np.asarray(self.transitions.sum(axis=1)).ravel()
+        sums = T.row_sums()
         bad = np.flatnonzero(np.abs(sums - 1.0) > PROB_TOL)
         if bad.size:
             r = int(bad[0])
@@ -168,6 +174,12 @@ class LabeledMDP:
 
     # ------------------------------------------------------------------ queries
     @property
+    def transitions(self):
+        """The transition matrix as a read-only ``scipy.sparse.csr_array`` (imports scipy;
+        built on first use and cached). The core uses :attr:`kernel`."""
+        return self.kernel.to_scipy()
+
+    @property
     def n_states(self) -> int:
         return len(self.states)
 
@@ -183,7 +195,7 @@ class LabeledMDP:
     def P(self) -> np.ndarray:
         """The dense ``P[a, s, s']`` tensor (a copy)."""
         S, A = self.n_states, self.n_actions
-        return self.transitions.toarray().reshape(S, A, S).transpose(1, 0, 2).copy()
+        return self.kernel.toarray().reshape(S, A, S).transpose(1, 0, 2).copy()
 
     @property
     def start_states(self) -> np.ndarray:
@@ -206,18 +218,16 @@ class LabeledMDP:
     def successors(self, state: int | str, action: int | str) -> list[tuple[int, float]]:
         """``[(s', P(s'|s,a)), ...]`` with positive probability, sorted by ``s'``."""
         row = self.state_index(state) * self.n_actions + self.action_index(action)
-        lo, hi = self.transitions.indptr[row], self.transitions.indptr[row + 1]
-        return [(int(j), float(p)) for j, p in zip(self.transitions.indices[lo:hi], self.transitions.data[lo:hi])]
+        T = self.kernel
+        lo, hi = T.indptr[row], T.indptr[row + 1]
+        return [(int(j), float(p)) for j, p in zip(T.indices[lo:hi], T.data[lo:hi])]
 
-    def successor_matrix(self) -> sp.csr_array:
+    def successor_matrix(self) -> Csr:
         """Boolean ``S×S`` CSR: ``[s, s']`` iff some action moves ``s`` to ``s'``."""
         S, A = self.n_states, self.n_actions
-        T = self.transitions
-        rows = np.repeat(np.arange(S * A) // A, np.diff(T.indptr))
-        M = sp.csr_array((np.ones(T.nnz, dtype=bool), (rows, T.indices)), shape=(S, S))
-        M.sum_duplicates()
-        M.sort_indices()
-        return M
+        T = self.kernel
+        codes = np.unique(T.row_ids() // A * S + T.indices)
+        return Csr._from_sorted(np.ones(len(codes), dtype=bool), codes // S, codes % S, (S, S))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (JSON-compatible)."""
@@ -257,7 +267,7 @@ class LabeledMDP:
         return cls(
             states=states,
             actions=actions,
-            transitions=sp.csr_array((vals, (rows, cols)), shape=(len(states) * A, len(states))),
+            transitions=Csr.from_coo(vals, rows, cols, (len(states) * A, len(states))),
             labels=[props.index(d["labels"][s]) for s in states],
             propositions=props,
             initial=init,
@@ -269,7 +279,7 @@ class LabeledMDP:
         kind = self.source.generator if self.source else "explicit"
         return (
             f"mdp {self.name} ({kind}): {self.n_states} states, {self.n_actions} actions, "
-            f"{self.transitions.nnz} transitions, propositions {' '.join(self.propositions)}, "
+            f"{self.kernel.nnz} transitions, propositions {' '.join(self.propositions)}, "
             f"{len(self.start_states)} start states, gamma {self.gamma:g}"
         )
 

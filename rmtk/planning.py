@@ -10,7 +10,7 @@ With entropy weight λ and discount γ the soft-optimal values satisfy, for ever
 Everything is computed on the full grid ``S × n`` (unreachable pairs never influence
 reachable ones, and the grid keeps the code vectorised): with
 ``W[s', u] = δ_r(u, L(s')) + γ V(s', δ_u(u, L(s')))``, one sparse product
-``mdp.transitions @ W`` gives ``Q`` for every ``(s, a, u)``.
+``mdp.kernel @ W`` gives ``Q`` for every ``(s, a, u)``.
 
 Two solvers:
 
@@ -23,24 +23,31 @@ Two solvers:
 
 Both stop when the largest change of ``V`` between iterations is at most ``tol`` and raise
 :class:`PlanningError` if that does not happen within ``max_iter`` iterations.
+
+This module is the one soft Bellman implementation of the package: :class:`Grid` (backup,
+its adjoint, exact policy evaluation), :func:`soft`, :func:`iterate` (soft policy or value
+iteration) and :func:`backward` (finite horizon) also serve the state-reward baselines
+(:mod:`rmtk.baselines`, the one-node grid) and the re-planning check of :mod:`rmtk.irl`.
+Only numpy is imported; scipy's sparse LU is imported when a grid exceeds
+:data:`DENSE_LIMIT` pairs.
 """
 from __future__ import annotations
 
+from typing import Callable, NamedTuple
+
 import attrs
 import numpy as np
-import scipy.sparse as sp
-import scipy.sparse.linalg as spla
-from scipy.linalg.lapack import dgesv as _dgesv
 
-from ._arrays import array_eq, frozen_array
+from ._arrays import Csr, array_eq, frozen_array
 from .errors import ModelError, RmtkError
 from .machine import RewardMachine
 from .mdp import LabeledMDP
 from .product import Product, letter_map
 from .task import Task
 
-#: Grids with at most this many ``(s, u)`` pairs are evaluated with a dense solve; larger ones
-#: with a sparse LU (SuperLU), which is faster and avoids BLAS thread start-up jitter.
+#: Grids with at most this many ``(s, u)`` pairs are evaluated with a dense solve (numpy's
+#: LAPACK); larger ones with a sparse LU (SuperLU, scipy imported then), which is faster and
+#: avoids BLAS thread start-up jitter.
 DENSE_LIMIT = 128
 
 #: Default iteration caps per method.
@@ -79,7 +86,7 @@ class SoftPolicy:
 
     def log_pi(self) -> np.ndarray:
         """``log π(a|s,u)`` computed stably from ``Q`` (finite even where ``π`` underflows)."""
-        return _log_softmax(self.Q / self.lam)
+        return soft(self.Q, self.lam)[1]
 
     def on(self, prod: Product) -> np.ndarray:
         """``(m, |A|)`` action distributions of the reachable product states, in ``prod`` order."""
@@ -90,55 +97,67 @@ class SoftPolicy:
         return self.pi[np.asarray(states), np.asarray(nodes)]
 
 
-def _lse(x: np.ndarray) -> np.ndarray:
+# ---------------------------------------------------------------------- the soft Bellman core
+def lse(x: np.ndarray) -> np.ndarray:
     """log Σ exp over the last axis, shifted by the max."""
     mx = x.max(axis=-1, keepdims=True)
     return (mx + np.log(np.exp(x - mx).sum(axis=-1, keepdims=True)))[..., 0]
 
 
-def _log_softmax(x: np.ndarray) -> np.ndarray:
-    return x - _lse(x)[..., None]
+def soft(Q: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(V, log π)`` of the soft-max policy of ``Q`` (last axis: actions):
+    ``V = λ lse(Q/λ)``, ``log π = Q/λ − lse(Q/λ)``."""
+    z = Q / lam
+    v = lse(z)
+    return lam * v, z - v[..., None]
 
 
-class _Grid:
-    """Precomputed structure of the full-grid product used by both solvers."""
+class Grid:
+    """The grid of (MDP state, node) pairs ``(S, n)`` on which the soft Bellman equations are
+    solved: from ``(s, u)`` action ``a`` moves to ``s' ~ P(·|s, a)`` and node
+    ``next_node[s', u]``. The reward machine product has ``next_node[s', u] = δ_u(u, L(s'))``;
+    a reward on MDP states (:mod:`rmtk.baselines`) is the one-node grid (``next_node = 0``).
+    Rewards, discount and λ are arguments of the functions below, so one grid (and its
+    cached evaluation pattern) serves every reward.
+    """
 
-    def __init__(self, mdp: LabeledMDP, machine: RewardMachine, letter, gamma: float, lam: float):
-        letter = letter_map(mdp, machine, letter)
-        self.S, self.A, self.n = S, _, n = mdp.n_states, mdp.n_actions, machine.n_nodes
-        self.N = S * n
-        self.gamma, self.lam = gamma, lam
-        lp = letter[mdp.labels]
-        self.T = mdp.transitions
-        self.next_node = machine.delta_u[:, lp].T.copy()  # (S, n): node after entering s' from u
-        self.entry_reward = machine.delta_r[:, lp].T.copy()  # (S, n): δ_r(u, L(s'))
-        self.rows = np.arange(S)[:, None]
+    def __init__(self, kernel: Csr, n_actions: int, next_node: np.ndarray):
+        self.T = kernel
+        self.next_node = np.asarray(next_node, dtype=np.int64)
+        self.S, self.n = self.next_node.shape
+        self.A = int(n_actions)
+        self.N = self.S * self.n
+        self.rows = np.arange(self.S)[:, None]
         self._eval = None
 
-    def _to_sna(self, x: np.ndarray) -> np.ndarray:
-        """``(S·A, n)`` (row s·A+a) → ``(S, n, A)``."""
-        return x.reshape(self.S, self.A, self.n).transpose(0, 2, 1)
+    @classmethod
+    def product(cls, mdp: LabeledMDP, machine: RewardMachine, letter=None) -> tuple["Grid", np.ndarray]:
+        """The full product grid ``S × n`` and its entry rewards ``δ_r(u, L(s'))`` as ``(S, n)``."""
+        lp = letter_map(mdp, machine, letter)[mdp.labels]
+        grid = cls(mdp.kernel, mdp.n_actions, machine.delta_u[:, lp].T)
+        return grid, machine.delta_r[:, lp].T.copy()
 
-    def backup(self, V: np.ndarray) -> np.ndarray:
-        """``Q`` of shape ``(S, n, A)`` from ``V`` of shape ``(S, n)``."""
-        W = self.entry_reward + self.gamma * V[self.rows, self.next_node]
-        return self._to_sna(self.T @ W)
+    def follow(self, V: np.ndarray) -> np.ndarray:
+        """``V[s', next_node[s', u]]`` as ``(S, n)``: the value after entering ``s'`` from ``u``."""
+        return V if self.n == 1 else V[self.rows, self.next_node]
 
-    def soft(self, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(V, log π)`` of the soft-max policy of ``Q``."""
-        z = Q / self.lam
-        v = _lse(z)
-        return self.lam * v, z - v[..., None]
+    def backup(self, W: np.ndarray) -> np.ndarray:
+        """``Q[s, u, a] = Σ_s' P(s'|s,a) W[s', u]`` as ``(S, n, A)``."""
+        return (self.T @ W).reshape(self.S, self.A, self.n).transpose(0, 2, 1)
+
+    def pull(self, q: np.ndarray) -> np.ndarray:
+        """The adjoint of :meth:`backup`: ``f[s', u] = Σ_{s,a} q[s, u, a] P(s'|s,a)``."""
+        return self.T.rmatmul(q.transpose(0, 2, 1).reshape(self.S * self.A, self.n))
 
     # ------------------------------------------------------------ exact policy evaluation
     def _prepare_eval(self):
-        S, A, n, N, T = self.S, self.A, self.n, self.N, self.T
-        rowsA = np.repeat(np.arange(S * A), np.diff(T.indptr))  # MDP row s*A+a of each entry
+        A, n, N, T = self.A, self.n, self.N, self.T
+        rowsA = T.row_ids()  # MDP row s*A+a of each entry
         s, a = rowsA // A, rowsA % A
         s2, p = T.indices, T.data
         u = np.arange(n)
         prow = (s[:, None] * n + u).ravel()  # product row (s,u)
-        pcol = (s2[:, None] * n + self.next_node[s2]).ravel()  # product col (s', δ(u,L(s')))
+        pcol = (s2[:, None] * n + self.next_node[s2]).ravel()  # product col (s', next_node[s', u])
         pidx = (prow * A + np.repeat(a, n))  # index of π(a|s,u) in pi.ravel()
         prob = np.repeat(p, n)
         diag = np.arange(N)
@@ -151,29 +170,111 @@ class _Grid:
             indptr = np.searchsorted(uniq // N, np.arange(N + 1))
             self._eval = ("sparse", inv[: len(pcol)], pidx, prob, inv[len(pcol):], uniq % N, indptr, len(uniq))
 
-    def solve(self, pi: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-        """``x`` solving ``(I − γ P_π) x = rhs`` on the grid (``rhs`` and ``x`` of shape ``(S, n)``)."""
+    def solve(self, pi: np.ndarray, rhs: np.ndarray, gamma: float, *, transpose: bool = False) -> np.ndarray:
+        """``x`` solving ``(I − γ P_π) x = rhs`` (or ``(I − γ P_π)ᵀ x = rhs``) on the grid, with
+        ``P_π[(s,u), (s',u')] = Σ_a π(a|s,u) P(s'|s,a) [u' = next_node[s', u]]``; ``pi`` is
+        ``(S, n, A)``, ``rhs`` and ``x`` are ``(S, n)``. A dense LU up to :data:`DENSE_LIMIT`
+        pairs, a sparse LU (scipy, imported then) above."""
         if self._eval is None:
             self._prepare_eval()
-        N, g = self.N, self.gamma
+        N = self.N
         b = rhs.ravel()
-        kind = self._eval[0]
-        if kind == "dense":
+        if self._eval[0] == "dense":
             _, flat, pidx, prob, diag = self._eval
             M = np.bincount(flat, weights=pi.ravel()[pidx] * prob, minlength=N * N)
-            M *= -g
+            M *= -gamma
             M[diag] += 1.0
-            lu, piv, V, info = _dgesv(M.reshape(N, N), b, overwrite_a=1, overwrite_b=0)
-            if info != 0:  # cannot happen for γ < 1 (I − γP_π is strictly diagonally dominant)
-                raise PlanningError(f"policy evaluation: singular system (LAPACK info {info})")
+            M = M.reshape(N, N)
+            try:
+                x = np.linalg.solve(M.T if transpose else M, b)
+            except np.linalg.LinAlgError:  # cannot happen for γ < 1 (I − γP_π is diagonally dominant)
+                raise PlanningError("policy evaluation: singular system") from None
         else:
+            import scipy.sparse as sp
+            import scipy.sparse.linalg as spla
+
             _, inv, pidx, prob, dpos, indices, indptr, nu = self._eval
             data = np.bincount(inv, weights=pi.ravel()[pidx] * prob, minlength=nu)
-            data *= -g
+            data *= -gamma
             data[dpos] += 1.0
-            M = sp.csc_array((data, indices, indptr), shape=(N, N))
-            V = spla.spsolve(M, b)
-        return V.reshape(self.S, self.n)
+            # the CSC arrays of M read as CSR are those of Mᵀ
+            M = (sp.csr_array if transpose else sp.csc_array)((data, indices, indptr), shape=(N, N))
+            x = spla.spsolve(M, b)
+        return x.reshape(self.S, self.n)
+
+
+def q_values(grid: Grid, entry: np.ndarray, V: np.ndarray, gamma: float) -> np.ndarray:
+    """One Bellman backup: ``Q[s,u,a] = Σ_s' P(s'|s,a) [entry[s', u] + γ V(s', next_node[s', u])]``."""
+    return grid.backup(entry + gamma * grid.follow(V))
+
+
+class Iteration(NamedTuple):
+    """The state of :func:`iterate` when it stopped.
+
+    ``V`` is the last iterate, ``Q`` its backup and ``(Vs, logpi) = soft(Q)``; ``change`` is
+    ``max |V_k − V_{k−1}|`` of the last step and ``residual`` is ``max |Vs − V|``. ``status``
+    is ``"converged"``, ``"diverged"`` (non-finite values) or ``"max_iter"``.
+    """
+
+    V: np.ndarray
+    Q: np.ndarray
+    Vs: np.ndarray
+    logpi: np.ndarray
+    iterations: int
+    change: float
+    residual: float
+    status: str
+
+
+def iterate(
+    grid: Grid,
+    entry: np.ndarray,
+    gamma: float,
+    lam: float,
+    V: np.ndarray,
+    *,
+    exact: bool,
+    stop: Callable[[float, float, np.ndarray], bool],
+    max_iter: int,
+) -> Iteration:
+    """Soft policy iteration (``exact=True``) or soft value iteration from ``V`` (``(S, n)``),
+    until ``stop(change, residual, V)`` holds.
+
+    Policy iteration evaluates ``π = softmax(Q/λ)`` exactly, written as a Newton step: since
+    ``Σ_a π (Q − λ log π) = λ lse(Q/λ) = Vs``, the policy's own Bellman operator maps ``V`` to
+    ``Vs``, so ``V_π = V + (I − γ P_π)^{-1} (Vs − V)``. Solving for the correction keeps the
+    rounding error relative to the (small) residual instead of to ``|V|``. Value iteration
+    is ``V ← Vs``.
+    """
+    Q = q_values(grid, entry, V, gamma)
+    Vs, logpi = soft(Q, lam)
+    change = residual = float("inf")
+    it = 0
+    status = "max_iter"
+    while it < max_iter:
+        it += 1
+        V_new = V + grid.solve(np.exp(logpi), Vs - V, gamma) if exact else Vs
+        change = float(np.abs(V_new - V).max())
+        V = V_new
+        Q = q_values(grid, entry, V, gamma)
+        Vs, logpi = soft(Q, lam)
+        residual = float(np.abs(Vs - V).max())
+        if not (np.isfinite(change) and np.isfinite(residual)):
+            status = "diverged"
+            break
+        if stop(change, residual, V):
+            status = "converged"
+            break
+    return Iteration(V, Q, Vs, logpi, it, change, residual, status)
+
+
+def backward(grid: Grid, entry: np.ndarray, gamma: float, lam: float, horizon: int):
+    """Finite-horizon soft Bellman recursion from ``V_T = 0``: ``(V (T+1, S, n), log π (T, S, n, A))``."""
+    V = np.zeros((horizon + 1, grid.S, grid.n))
+    logpi = np.empty((horizon, grid.S, grid.n, grid.A))
+    for t in range(horizon - 1, -1, -1):
+        V[t], logpi[t] = soft(q_values(grid, entry, V[t + 1], gamma), lam)
+    return V, logpi
 
 
 def _check_params(gamma: float, lam: float, method: str, tol: float) -> None:
@@ -219,41 +320,26 @@ def soft_bellman(
     lam = float(lam)
     _check_params(gamma, lam, method, tol)
     cap = MAX_ITER[method] if max_iter is None else int(max_iter)
-    grid = _Grid(mdp, machine, letter, gamma, lam)
+    grid, entry = Grid.product(mdp, machine, letter)
     # rounding floor of the stopping test: an exact policy evaluation is accurate to about
     # eps·|V|/(1−γ) (the conditioning of I − γP_π), a value-iteration step to about eps·|V|
     eps_scale = 4 * np.finfo(float).eps / ((1.0 - gamma) if method == "policy_iteration" else 1.0)
 
-    V = np.zeros((grid.S, grid.n))
-    Q = grid.backup(V)
-    Vs, logpi = grid.soft(Q)
-    delta = np.inf
-    it = 0
-    while it < cap:
-        it += 1
-        if method == "policy_iteration":
-            # Exact evaluation of π = softmax(Q/λ), written as a Newton step: since
-            # Σ_a π (Q − λ log π) = λ lse(Q/λ) = Vs, the policy's own Bellman operator maps V
-            # to Vs, so V_π = V + (I − γ P_π)^{-1} (Vs − V). Solving for the correction keeps
-            # the rounding error relative to the (small) residual instead of to |V|.
-            V_new = V + grid.solve(np.exp(logpi), Vs - V)
-        else:
-            V_new = Vs
-        delta = float(np.abs(V_new - V).max())
-        V = V_new
-        Q = grid.backup(V)
-        Vs, logpi = grid.soft(Q)
-        if not np.isfinite(delta):
-            raise PlanningError(f"soft {method.replace('_', ' ')} diverged (non-finite values) at iteration {it}")
-        if delta <= max(tol, eps_scale * float(np.abs(V).max())):
-            break
-    else:
+    def stop(change: float, residual: float, V: np.ndarray) -> bool:
+        return change <= max(tol, eps_scale * float(np.abs(V).max()))
+
+    run = iterate(grid, entry, gamma, lam, np.zeros((grid.S, grid.n)), exact=method == "policy_iteration",
+                  stop=stop, max_iter=cap)
+    name = method.replace("_", " ")
+    if run.status == "diverged":
+        raise PlanningError(f"soft {name} diverged (non-finite values) at iteration {run.iterations}")
+    if run.status != "converged":
         raise PlanningError(
-            f"soft {method.replace('_', ' ')} did not converge in {cap} iterations "
-            f"(last change of V {delta:.3g} > tol {tol:g}); raise max_iter or tol"
+            f"soft {name} did not converge in {cap} iterations "
+            f"(last change of V {run.change:.3g} > tol {tol:g}); raise max_iter or tol"
         )
-    residual = float(np.abs(Vs - V).max())
-    return SoftPolicy(V=V, Q=Q, pi=np.exp(logpi), gamma=gamma, lam=lam, method=method, iterations=it, residual=residual)
+    return SoftPolicy(V=run.V, Q=run.Q, pi=np.exp(run.logpi), gamma=gamma, lam=lam, method=method,
+                      iterations=run.iterations, residual=run.residual)
 
 
 def task_policy(task: Task, **kw) -> SoftPolicy:

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
 
-from ._arrays import array_eq, csr_eq, frozen_array, frozen_csr
+from ._arrays import Csr, array_eq, as_csr, frozen_array
 from .errors import ModelError
 from .machine import RewardMachine
 from .mdp import LabeledMDP
@@ -51,7 +50,7 @@ def letter_map(mdp: LabeledMDP, machine: RewardMachine, letter=None) -> np.ndarr
     return letter.astype(np.int64)
 
 
-def gather_rows(mat: sp.csr_array, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def gather_rows(mat: Csr, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For CSR ``mat`` and row ids ``rows``: ``(which, pos)`` where ``pos`` lists the storage
     positions of every entry of those rows (rows in the given order, entries in storage order)
     and ``which[e]`` is the index into ``rows`` that entry ``e`` belongs to."""
@@ -70,7 +69,9 @@ class Product:
     Attributes:
         pairs: ``(m, 2)`` product states ``(s, u)`` in BFS discovery order.
         index: ``(S, n)`` id of ``(s, u)`` in ``pairs``, ``-1`` if unreachable.
-        transitions: CSR ``(m·|A|, m)``; row ``i·|A| + a`` is ``P'(· | pairs[i], a)``.
+        kernel: :class:`~rmtk._arrays.Csr` ``(m·|A|, m)``; row ``i·|A| + a`` is
+            ``P'(· | pairs[i], a)`` (constructor argument ``transitions``).
+        transitions: the same as a read-only ``scipy.sparse.csr_array`` (a property).
         rewards: ``(m, |A|)`` expected immediate reward ``Σ_s' P(s'|s,a) δ_r(u, L(s'))``.
         initial: ``(m,)`` initial distribution ``μ0'`` (mass ``μ0(s0)`` on ``(s0, δ_u(u_I, L(s0)))``).
         letter: ``(K,)`` machine letter index of each MDP proposition.
@@ -79,11 +80,16 @@ class Product:
 
     pairs: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq, hash=False, repr=False)
     index: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq, hash=False, repr=False)
-    transitions: sp.csr_array = attrs.field(converter=frozen_csr, eq=csr_eq, hash=False, repr=False)
+    kernel: Csr = attrs.field(alias="transitions", converter=as_csr, hash=False, repr=False)
     rewards: np.ndarray = attrs.field(converter=frozen_array(float), eq=array_eq, hash=False, repr=False)
     initial: np.ndarray = attrs.field(converter=frozen_array(float), eq=array_eq, hash=False, repr=False)
     letter: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq, hash=False, repr=False)
     n_actions: int = attrs.field(converter=int)
+
+    @property
+    def transitions(self):
+        """:attr:`kernel` as a read-only ``scipy.sparse.csr_array`` (imports scipy)."""
+        return self.kernel.to_scipy()
 
     @property
     def n_pairs(self) -> int:
@@ -111,7 +117,7 @@ class Product:
         S, n = self.index.shape
         return (
             f"product: {self.n_pairs} reachable of {S}×{n} = {S * n} pairs, "
-            f"{self.n_actions} actions, {self.transitions.nnz} transitions"
+            f"{self.n_actions} actions, {self.kernel.nnz} transitions"
         )
 
 
@@ -157,7 +163,7 @@ def product(mdp: LabeledMDP, machine: RewardMachine, letter=None) -> Product:
     index = np.full((S, n), -1, dtype=np.int64)
     index[pairs[:, 0], pairs[:, 1]] = np.arange(m)
 
-    T = mdp.transitions
+    T = mdp.kernel
     rows = (pairs[:, 0][:, None] * A + np.arange(A)).ravel()  # product row i*A+a -> MDP row s*A+a
     which, pos = gather_rows(T, rows)
     s2 = T.indices[pos]
@@ -165,9 +171,7 @@ def product(mdp: LabeledMDP, machine: RewardMachine, letter=None) -> Product:
     u = pairs[which // A, 1]
     cols = index[s2, nxt[u, s2]]
     assert (cols >= 0).all(), "product reachability is not closed under transitions"
-    counts = np.bincount(which, minlength=m * A)
-    indptr = np.concatenate([[0], np.cumsum(counts)])
-    trans = sp.csr_array((p, cols, indptr), shape=(m * A, m))
+    trans = Csr.from_coo(p, which, cols, (m * A, m))
     rewards = np.bincount(which, weights=p * rew[u, s2], minlength=m * A).reshape(m, A)
     initial = mdp.initial[pairs[:, 0]] * (np.arange(m) < len(mdp.start_states))
     return Product(

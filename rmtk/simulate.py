@@ -175,7 +175,7 @@ def simulate(
     S, A, n_nodes = mdp.n_states, mdp.n_actions, task.machine.n_nodes
     pi = _policy_table(task, policy)
 
-    T = mdp.transitions
+    T = mdp.kernel
     start = RowSampler([0, S], mdp.initial)
     moves = RowSampler(T.indptr, T.data)
     succ = np.asarray(T.indices, dtype=np.intp)

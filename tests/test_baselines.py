@@ -75,6 +75,23 @@ def test_stationary_soft_policy_matches_planner():
     assert pi.shape == (6, 3) and np.abs(pi - ref).max() < 1e-9
 
 
+@pytest.mark.parametrize("model", ["patrol", "stack", "labyrinth"])
+def test_stationary_baseline_is_the_one_node_planner(models_dir, model):
+    """The baselines solve a state reward with the planner's soft Bellman core (one node, entry
+    reward r(s')): with the per-label reward of a one-node machine, the fitted model's stationary
+    policy is the machine's soft-optimal policy up to rounding."""
+    mdp = next(iter(dsl.load(models_dir / f"{model}.rm").tasks.values())).mdp
+    K = mdp.n_propositions
+    rK = np.linspace(-1.0, 2.0, K)
+    machine = RewardMachine(nodes=["u"], alphabet=mdp.propositions, delta_u=[[0] * K], delta_r=[rK])
+    demos = sample_demonstrations(mdp, uniform_policy(mdp), n=3, horizon=2, seed=0)
+    for lam in (0.5, 1.0):
+        ref = soft_bellman(mdp, machine, lam=lam).pi[:, 0, :]
+        obj = MaxCausalEntObjective(mdp, demos, label_features(mdp), lam=lam, stationary=True, bellman_tol=1e-14)
+        assert np.abs(np.exp(obj.policy_log(rK)) - ref).max() < 1e-12
+        assert np.abs(soft_policy(mdp, rK[mdp.labels], lam=lam) - ref).max() < 1e-8  # default tolerance
+
+
 def test_finite_soft_policy_by_hand():
     """Backward recursion checked against a slow loop over states and actions."""
     mdp = random_mdp(4)

@@ -60,8 +60,9 @@ product_policy = learned_product_policy(learned, result.ptp, n_states=mdp.n_stat
 print("product policy shape (states, nodes, actions):", product_policy.shape)
 # The recovered rewards printed above are estimates from 25,000 steps, so they are noisy,
 # and they are the sparsest of a shaping class (tutorial 4): shaping can move the round's
-# reward of 10 to another transition of the cycle, here entering A. They can be planned
-# with too: the soft-optimal policy of the learned machine with its recovered rewards.
+# reward of 10 to another transition of the cycle (here it stays on the last, entering D).
+# They can be planned with too: the soft-optimal policy of the learned machine with its
+# recovered rewards.
 replanned = soft_bellman(mdp, learned, gamma=task.discount, lam=task.lam)
 
 # %% 4. The baselines

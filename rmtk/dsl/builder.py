@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Iterable, NoReturn
 
 import numpy as np
-import scipy.sparse as sp
 
+from .._arrays import Csr
 from ..errors import ModelError
 from ..machine import RewardMachine
 from ..mdp import PROB_TOL, LabeledMDP
@@ -249,7 +249,7 @@ def build_mdp(block: S.Block, ctx: Context) -> LabeledMDP:
             f"write e.g. '{states[s]} {actions[a]} -> {states[s]}'",
             block.name,
         )
-    P = sp.csr_array((vals, (rows, cols)), shape=(n_s * n_a, n_s))
+    P = Csr.from_coo(vals, rows, cols, (n_s * n_a, n_s))
     try:
         return LabeledMDP(
             states=[str(s) for s in states],

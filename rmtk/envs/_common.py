@@ -8,8 +8,8 @@ import operator
 from typing import Any, Iterable, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
+from .._arrays import Csr
 from ..errors import ModelError
 from ..mdp import GeneratorCall, LabeledMDP
 
@@ -131,7 +131,7 @@ def build(
 ) -> LabeledMDP:
     """The MDP from COO transition arrays (row ``s·A + a``; duplicates are summed)."""
     S, A = len(states), len(actions)
-    T = sp.csr_array((np.asarray(probs, float), (np.asarray(rows), np.asarray(cols))), shape=(S * A, S))
+    T = Csr.from_coo(probs, rows, cols, (S * A, S))
     return LabeledMDP(
         states=states,
         actions=actions,

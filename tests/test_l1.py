@@ -1,0 +1,97 @@
+"""The L1 fit behind irl.sparsest (rmtk.l1): vertex enumeration against the LP on random
+instances and on the shipped tasks, its tie-break, its fallbacks; and the learn path's
+imports (no scipy for a small model)."""
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rmtk import dsl, l1
+from rmtk.irl import check, reward_fit, sparsest
+from rmtk.l1 import l1_fit, lp_l1, vertex_l1
+from rmtk.planning import task_policy
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def machine_rows(rng, n: int, K: int, gamma: float) -> np.ndarray:
+    """The shaping matrix of a random machine: row (u, k) is γ e_{δ_u(u,k)} − e_u."""
+    du = rng.integers(0, n, (n, K))
+    B = np.zeros((n * K, n))
+    B[np.arange(n * K), du.ravel()] += gamma
+    B[np.arange(n * K), np.repeat(np.arange(n), K)] -= 1.0
+    return B
+
+
+def cost(B, r, phi) -> float:
+    return float(np.abs(r + B @ phi).sum())
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_vertex_enumeration_matches_the_lp(seed):
+    rng = np.random.default_rng(seed)
+    # a generic problem has one optimum: both find it
+    B, r = rng.normal(size=(10, 3)), rng.normal(size=10)
+    np.testing.assert_allclose(vertex_l1(B, r), lp_l1(B, r), rtol=0, atol=1e-8)
+    # machine rows repeat (self-loops), so optima are often a whole face: same cost, and the
+    # enumeration's vertex is at least as sparse as the LP's
+    n, K = rng.integers(2, 5), rng.integers(2, 5)
+    B, r = machine_rows(rng, n, K, rng.uniform(0.5, 0.99)), rng.normal(size=n * K)
+    pv, pl = vertex_l1(B, r), lp_l1(B, r)
+    assert pv is not None
+    assert cost(B, r, pv) <= cost(B, r, pl) + 1e-9
+    zeros = lambda phi: int((np.abs(r + B @ phi) < 1e-9).sum())  # noqa: E731
+    assert zeros(pv) >= zeros(pl) >= np.linalg.matrix_rank(B)
+
+
+def test_tie_break_prefers_the_sparsest_then_the_first():
+    B = np.ones((4, 1))
+    # Σ|r + t| is flat on [-1, 0]: t = -1 zeroes one term, t = 0 two
+    assert vertex_l1(B, np.array([1.0, 3.0, 0.0, 0.0]))[0] == 0.0
+    # flat on [-2, -1], one zero at either end: the first equation's vertex
+    assert vertex_l1(np.ones((2, 1)), np.array([1.0, 2.0]))[0] == -1.0
+
+
+def test_fallbacks_to_the_lp():
+    rng = np.random.default_rng(0)
+    B, r = rng.normal(size=(12, 4)), rng.normal(size=12)
+    assert vertex_l1(B, r, max_subsets=10) is None  # C(12, 4) = 495 subsets
+    deficient = np.c_[B[:, :2], B[:, :2].sum(axis=1)]  # rank 2, three columns
+    assert vertex_l1(deficient, r) is None
+    assert cost(deficient, r, l1_fit(deficient, r)) <= cost(deficient, r, lp_l1(deficient, r)) + 1e-9
+    # zero columns (nodes in no constrained entry) get φ = 0
+    padded = np.c_[B[:, :3], np.zeros(12)]
+    phi = vertex_l1(padded, r)
+    assert phi[3] == 0.0 and np.allclose(phi[:3], vertex_l1(B[:, :3], r))
+
+
+@pytest.mark.parametrize("model", ["patrol", "patrol_hallway", "stack", "stack_avoid", "labyrinth"])
+def test_sparsest_agrees_with_the_lp_on_shipped_tasks(models_dir, model, monkeypatch):
+    task = next(iter(dsl.load(models_dir / f"{model}.rm").tasks.values()))
+    fit = reward_fit(task)
+    exact = sparsest(fit)
+    monkeypatch.setattr(l1, "MAX_SUBSETS", 0)  # every problem goes to the LP
+    lp = sparsest(fit)
+    np.testing.assert_allclose(exact.delta_r, lp.delta_r, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(exact.V, lp.V, rtol=0, atol=1e-8)
+    # shaping kept the policy: the sparsest rewards re-plan to the task's policy
+    policy = task_policy(task).pi
+    assert check(task.mdp, exact.machine, policy, gamma=task.discount, lam=task.lam,
+                 letter=task.letter_of_proposition) < 1e-6
+
+
+def test_import_rmtk_imports_no_scipy():
+    probe = "import rmtk, sys; print('scipy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_learning_a_small_model_imports_no_scipy():
+    """Load, learn, recover rewards: the whole `rmtk learn` path of a small model is numpy only."""
+    probe = ("import sys; from rmtk import dsl; from rmtk.learner import Learner; "
+             "task = dsl.load('models/patrol.rm').tasks['patrol']; r = Learner().fit(task); "
+             "assert r.reward_fits and r.verdicts; print(sorted(m for m in sys.modules if m.startswith('scipy')))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
