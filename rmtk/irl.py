@@ -1,5 +1,5 @@
-"""MaxEnt reward extraction (paper section 3.2, end; appendix D, Algorithm 3; design.md,
-"MaxEnt reward extraction").
+"""MaxEnt reward extraction (paper section 3.2, end; appendix D, Algorithm 3; docs/design.md,
+section 6).
 
 Two steps turn a learned reward machine *model* into a reward machine:
 

@@ -2,7 +2,7 @@
 Prefix-Tree Policy via Simulation").
 
 A trajectory of ``horizon`` steps is drawn as in section 2 of the paper (docs/design.md,
-"Prefix convention": the first label already moves the machine)::
+"The prefix convention": the first label already moves the machine)::
 
     s_0 ~ μ0                        u_0     = δ_u(u_I, L(s_0))
     a_t ~ π(· | s_t, u_t)           s_{t+1} ~ P(· | s_t, a_t)

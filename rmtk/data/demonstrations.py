@@ -1,0 +1,248 @@
+"""Demonstrations: trajectories of MDP states and actions (paper section 5), and their
+validation against an MDP.
+
+A :class:`Demonstrations` holds ``N`` trajectories as two ``(N, T)`` integer arrays padded
+with −1 after each trajectory's length: at step ``t`` the expert is in ``states[i, t]`` and
+takes ``actions[i, t]``; the label word of step ``t`` is ``L(s_0) ... L(s_t)`` (docs/design.md,
+"The prefix convention"). Labels are not stored: they are the MDP's; a file may carry them and
+they are then checked against the MDP's labeling.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+import attrs
+import numpy as np
+
+from .._arrays import array_eq, frozen_array
+from ..errors import DataError
+
+PAD = -1
+
+
+def _int_array(dtype):
+    conv = frozen_array(dtype)
+
+    def convert(v):
+        a = conv(v)
+        if a.ndim == 1:
+            a = conv(a[None, :])
+        return a
+
+    return convert
+
+
+@attrs.frozen
+class Demonstrations:
+    """``N`` trajectories of (state, action) indices, padded with −1.
+
+    Attributes:
+        states: ``(N, T)`` state indices.
+        actions: ``(N, T)`` action indices.
+        lengths: ``(N,)`` number of steps of each trajectory (≥ 1).
+    """
+
+    states: np.ndarray = attrs.field(converter=_int_array(np.int32), eq=array_eq, repr=False)
+    actions: np.ndarray = attrs.field(converter=_int_array(np.int32), eq=array_eq, repr=False)
+    lengths: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.states.shape != self.actions.shape:
+            raise DataError(f"states {self.states.shape} and actions {self.actions.shape} differ in shape")
+        N, T = self.states.shape
+        if self.lengths.shape != (N,):
+            raise DataError(f"{self.lengths.size} lengths for {N} trajectories")
+        bad = np.flatnonzero((self.lengths < 1) | (self.lengths > T))
+        if bad.size:
+            i = int(bad[0])
+            what = "is empty" if self.lengths[i] < 1 else f"has length {self.lengths[i]} > {T} columns"
+            raise DataError(f"trajectory {i} {what}")
+        inside = np.arange(T)[None, :] < self.lengths[:, None]
+        for name, arr in (("state", self.states), ("action", self.actions)):
+            neg = np.argwhere(inside & (arr < 0))
+            if neg.size:
+                i, t = neg[0]
+                raise DataError(f"trajectory {i}, step {t}: missing {name} (negative index {arr[i, t]})")
+            pad = np.argwhere(~inside & (arr != PAD))
+            if pad.size:
+                i, t = pad[0]
+                raise DataError(f"trajectory {i}, step {t}: {name} after the trajectory's end (length {self.lengths[i]})")
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_lists(cls, trajectories) -> "Demonstrations":
+        """From ``[[(s, a), (s, a), ...], ...]`` index pairs (ragged lengths allowed)."""
+        trajectories = [list(tr) for tr in trajectories]
+        N = len(trajectories)
+        T = max((len(tr) for tr in trajectories), default=0)
+        states = np.full((N, max(T, 1)), PAD, dtype=np.int32)
+        actions = np.full((N, max(T, 1)), PAD, dtype=np.int32)
+        for i, tr in enumerate(trajectories):
+            if tr:
+                arr = np.asarray(tr, dtype=np.int64).reshape(-1, 2)
+                states[i, : len(tr)], actions[i, : len(tr)] = arr[:, 0], arr[:, 1]
+        return cls(states, actions, [len(tr) for tr in trajectories])
+
+    @classmethod
+    def full(cls, states, actions) -> "Demonstrations":
+        """From ``(N, T)`` arrays without padding (every trajectory has T steps)."""
+        states = np.asarray(states)
+        return cls(states, actions, np.full(states.shape[0] if states.ndim > 1 else 1, states.shape[-1]))
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def n_trajectories(self) -> int:
+        return self.states.shape[0]
+
+    @property
+    def horizon(self) -> int:
+        return self.states.shape[1]
+
+    @property
+    def n_steps(self) -> int:
+        return int(self.lengths.sum())
+
+    def __len__(self) -> int:
+        return self.n_trajectories
+
+    def __getitem__(self, index) -> "Demonstrations":
+        """A subset of trajectories (slice, index array or boolean mask)."""
+        if isinstance(index, (int, np.integer)):
+            index = [int(index)]
+        lengths = self.lengths[index]
+        T = int(lengths.max()) if len(lengths) else 1
+        return Demonstrations(self.states[index, :T], self.actions[index, :T], lengths)
+
+    def chunks(self, size: int) -> Iterator["Demonstrations"]:
+        """Consecutive blocks of at most ``size`` trajectories."""
+        for lo in range(0, self.n_trajectories, size):
+            yield self[lo : lo + size]
+
+    def split(self, n_test: int, *, seed: int) -> tuple["Demonstrations", "Demonstrations"]:
+        """A seeded random (train, test) split with ``n_test`` test trajectories."""
+        if not 0 <= n_test <= self.n_trajectories:
+            raise DataError(f"cannot hold out {n_test} of {self.n_trajectories} trajectories")
+        perm = np.random.default_rng(seed).permutation(self.n_trajectories)
+        return self[np.sort(perm[n_test:])], self[np.sort(perm[:n_test])]
+
+    def mask(self) -> np.ndarray:
+        """``(N, T)`` boolean: step ``t`` is inside trajectory ``i``."""
+        return np.arange(self.horizon)[None, :] < self.lengths[:, None]
+
+    def summary(self) -> str:
+        lo, hi = int(self.lengths.min()), int(self.lengths.max())
+        span = f"{lo}" if lo == hi else f"{lo}-{hi}"
+        return f"{self.n_trajectories} trajectories of {span} steps ({self.n_steps} steps)"
+
+
+# ====================================================================== validation
+def _show_id(tid) -> str:
+    """A trajectory id as written in messages: bare when simple, quoted otherwise."""
+    s = str(tid)
+    return s if s and all(ch.isalnum() or ch in "_.-" for ch in s) else repr(s)
+
+
+def _transition_keys(mdp) -> np.ndarray:
+    """Sorted ``(s·A + a)·S + s'`` keys of every positive-probability transition."""
+    T = mdp.kernel
+    S = mdp.n_states
+    rows = np.repeat(np.arange(T.shape[0], dtype=np.int64), np.diff(T.indptr))
+    keys = rows * S + T.indices.astype(np.int64)
+    # the MDP's CSR is canonical (sorted indices, no explicit zeros), so keys are sorted;
+    # sort anyway if some caller built one by hand
+    if keys.size > 1 and np.any(keys[1:] < keys[:-1]):
+        keys = np.sort(keys)
+    return keys
+
+
+def validate(
+    demos: Demonstrations,
+    mdp,
+    *,
+    labels=None,
+    source: str = "<demonstrations>",
+    trajectory_ids=None,
+    lines=None,
+) -> None:
+    """Check ``demos`` against ``mdp``; raise :class:`DataError` on the first bad step.
+
+    Checked, for every step inside a trajectory: the state and action indices are in range;
+    the MDP can make each step, ``P(s_{t+1} | s_t, a_t) > 0`` (all steps at once with one
+    ``np.searchsorted`` over the MDP's sparse transitions); and, when ``labels`` (an
+    ``(N, T)`` array of proposition indices, −1 padded) is given, ``labels[i, t]`` equals
+    the MDP's label of ``states[i, t]``.
+
+    The error names the first bad record in (trajectory, step) order and says how many
+    more steps are bad. A bad transition is reported at the step whose action fails.
+
+    Args:
+        source: the file name (or other origin) the messages start with.
+        trajectory_ids: names of the trajectories in messages (default: their indices).
+        lines: ``(N, T)`` line numbers of the records in ``source``, for messages.
+    """
+    S, A, P = mdp.n_states, mdp.n_actions, mdp.n_propositions
+    N, T = demos.states.shape
+    inside = demos.mask()
+    states = demos.states.astype(np.int64)
+    actions = demos.actions.astype(np.int64)
+
+    bad_state = inside & (states >= S)
+    bad_action = inside & (actions >= A)
+
+    bad_label_range = np.zeros((N, T), dtype=bool)
+    bad_label = np.zeros((N, T), dtype=bool)
+    if labels is not None:
+        labels = np.asarray(labels)
+        if labels.shape != (N, T):
+            raise DataError(f"{source}: labels have shape {labels.shape}, expected {(N, T)} like the states")
+        if not np.issubdtype(labels.dtype, np.integer):
+            raise DataError(f"{source}: labels have dtype {labels.dtype}, expected integer proposition indices")
+        labels = labels.astype(np.int64)
+        bad_label_range = inside & ((labels < 0) | (labels >= P))
+        ok = inside & ~bad_state & ~bad_label_range
+        expected = np.full((N, T), -1, dtype=np.int64)
+        expected[ok] = mdp.labels[states[ok]]
+        bad_label = ok & (labels != expected)
+
+    # transitions s_t --a_t--> s_{t+1}, reported at step t
+    bad_move = np.zeros((N, T), dtype=bool)
+    if T > 1:
+        step_ok = inside & ~bad_state & ~bad_action
+        pair = step_ok[:, :-1] & inside[:, 1:] & ~bad_state[:, 1:]
+        ii, tt = np.nonzero(pair)
+        if ii.size:
+            key = (states[ii, tt] * A + actions[ii, tt]) * S + states[ii, tt + 1]
+            keys = _transition_keys(mdp)
+            pos = np.searchsorted(keys, key)
+            found = pos < keys.size
+            found[found] = keys[pos[found]] == key[found]
+            bad_move[ii[~found], tt[~found]] = True
+
+    bad = bad_state | bad_action | bad_label_range | bad_label | bad_move
+    if not bad.any():
+        return
+    where = np.argwhere(bad)  # row-major: (trajectory, step) order
+    i, t = (int(x) for x in where[0])
+    more = len(where) - 1
+    tid = trajectory_ids[i] if trajectory_ids is not None else i
+    loc = f"{source}:{int(lines[i, t])}" if lines is not None else source
+    head = f"{loc}: trajectory {_show_id(tid)}, step {t}"
+    s, a = int(states[i, t]), int(actions[i, t])
+    if bad_state[i, t]:
+        what = f"state index {s} is out of range (the MDP {mdp.name!r} has states 0..{S - 1})"
+    elif bad_action[i, t]:
+        what = f"action index {a} is out of range (the MDP {mdp.name!r} has actions 0..{A - 1})"
+    elif bad_label_range[i, t]:
+        lab = int(labels[i, t])
+        what = (f"missing label (index {lab})" if lab < 0 else
+                f"label index {lab} is out of range (the MDP {mdp.name!r} has propositions 0..{P - 1})")
+    elif bad_label[i, t]:
+        what = (f"label {mdp.propositions[labels[i, t]]!r} disagrees with the MDP, which labels "
+                f"state {mdp.states[s]!r} with {mdp.propositions[mdp.labels[s]]!r}")
+    else:
+        s2 = int(states[i, t + 1])
+        what = (f"the MDP cannot move from state {mdp.states[s]!r} to {mdp.states[s2]!r} "
+                f"with action {mdp.actions[a]!r} (probability 0)")
+    if more:
+        what += f"; {more} more bad step{'s' if more > 1 else ''} after this one"
+    raise DataError(f"{head}: {what}")

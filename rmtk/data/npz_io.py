@@ -1,0 +1,80 @@
+"""Demonstrations as NPZ: the padded ``states``, ``actions`` and ``lengths`` arrays (and
+optionally the labels), validated on load."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DataError
+from ._files import _check_writable, _open_write, _read_error
+from .demonstrations import Demonstrations, validate
+
+_NPZ_ARRAYS = ("states", "actions", "lengths", "labels")
+
+
+def save_npz(demos: Demonstrations, path, *, overwrite: bool = False) -> None:
+    """Write ``demos`` as a compressed NPZ with arrays ``states``, ``actions``, ``lengths``."""
+    _check_writable(path, overwrite)
+    with _open_write(path, overwrite) as f:
+        np.savez_compressed(f, states=demos.states, actions=demos.actions, lengths=demos.lengths)
+
+
+def load_npz(path, mdp=None) -> Demonstrations:
+    """Read demonstrations from an NPZ file; validate them against ``mdp`` when given.
+
+    Arrays: ``states`` and ``actions`` (2-D, integer, same shape, −1 after each
+    trajectory's end), optionally ``lengths`` (1-D, one per trajectory; default: every
+    trajectory has all ``T`` steps, as in the mice files) and ``labels`` (like ``states``,
+    proposition indices, checked against the MDP's labels). Other arrays are refused.
+    """
+    src = str(path)
+    try:
+        z = np.load(path, allow_pickle=False)
+    except OSError as e:
+        raise _read_error(src, e) from None
+    except Exception as e:  # not a zip / corrupt file
+        raise DataError(f"{src}: not a readable NPZ file ({e})") from None
+    if not isinstance(z, np.lib.npyio.NpzFile):
+        raise DataError(f"{src}: a single .npy array, not an NPZ archive of named arrays")
+    with z:
+        extra = [k for k in z.files if k not in _NPZ_ARRAYS]
+        if extra:
+            raise DataError(
+                f"{src}: unknown array {extra[0]!r}; the arrays are states, actions and optionally lengths, labels"
+            )
+        arrays = {}
+        for name in _NPZ_ARRAYS:
+            if name not in z.files:
+                if name in ("states", "actions"):
+                    raise DataError(f"{src}: missing array {name!r} (the file has: {', '.join(z.files) or 'none'})")
+                continue
+            try:
+                arrays[name] = z[name]
+            except Exception as e:
+                raise DataError(f"{src}: array {name!r} cannot be read ({e})") from None
+    for name, arr in arrays.items():
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise DataError(f"{src}: array {name!r} has dtype {arr.dtype}, expected integers")
+        want = 1 if name == "lengths" else 2
+        if arr.ndim != want:
+            raise DataError(f"{src}: array {name!r} is {arr.ndim}-D with shape {arr.shape}, expected {want}-D")
+        if arr.size and int(arr.max()) > np.iinfo(np.int32).max:
+            raise DataError(f"{src}: array {name!r} holds {int(arr.max())}, too large for an index")
+    states, actions = arrays["states"], arrays["actions"]
+    for name in ("actions", "labels"):
+        if name in arrays and arrays[name].shape != states.shape:
+            raise DataError(f"{src}: array {name!r} has shape {arrays[name].shape}, but 'states' has {states.shape}")
+    N, T = states.shape
+    if N == 0:
+        raise DataError(f"{src}: no trajectories (array 'states' has shape {states.shape})")
+    has_lengths = "lengths" in arrays
+    lengths = arrays["lengths"] if has_lengths else np.full(N, T)
+    if lengths.shape != (N,):
+        raise DataError(f"{src}: array 'lengths' has {lengths.size} entries for {N} trajectories")
+    try:
+        demos = Demonstrations(states, actions, lengths)
+    except DataError as e:
+        hint = "" if has_lengths else f" (the file has no 'lengths' array, so every trajectory has {T} steps)"
+        raise DataError(f"{src}: {e}{hint}") from None
+    if mdp is not None:
+        validate(demos, mdp, labels=arrays.get("labels"), source=src)
+    return demos
