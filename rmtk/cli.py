@@ -136,13 +136,16 @@ def learner_from_args(args, task: Task | None = None):
 
         demos = load(args.demos, task.mdp)
         progress.note(f"loaded {args.demos}: {demos.summary()}")
+        if args.depth == INF:
+            raise RmtkError("--depth inf applies to the exact policy; demonstrations are counted whole by default")
         ptp = EmpiricalPTP(demos, depth=args.depth, compress=compress)
         miner = ConfidenceMiner(alpha=0.05 if args.alpha is None else args.alpha)
     else:
         for flag, value in (("--alpha", args.alpha), ("--weights", args.weights)):
             if value is not None and not (flag == "--weights" and args.maxsat):
                 raise RmtkError(f"{flag} applies to learning from demonstrations (--demos FILE)")
-        ptp = ExactPTP(depth=args.depth or "task", source=args.policy, compress=compress)
+        depth = None if args.depth == INF else (args.depth or "task")
+        ptp = ExactPTP(depth=depth, source=args.policy, compress=compress)
         miner = ExactMiner()
     common = dict(non_stuttering=not args.stuttering, symmetry_breaking=not args.no_symmetry_breaking,
                   solver=args.solver)
@@ -190,7 +193,7 @@ def cmd_learn(args) -> int:
     from .report import report
 
     result = learner_from_args(args, task).fit(task)
-    report(task, result, count_pairs=args.count_pairs)
+    report(task, result, count_pairs=args.count_pairs, explain=args.explain)
     if result.n_nodes is None:
         return 1
     from . import draw
@@ -256,6 +259,12 @@ def _number(kind, what: str, ok, bound: str):
 
 
 _positive_int = _number(int, "a whole number", lambda v: v >= 1, "of at least 1")
+INF = "inf"
+
+
+def _depth(text: str):
+    """A depth: a whole number of at least 1, or ``inf`` (every depth)."""
+    return INF if text.strip().lower() in ("inf", "infinity") else _positive_int(text)
 _positive_float = _number(float, "a number", lambda v: 0 < v < float("inf"), "above 0")
 
 
@@ -288,7 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
     ln = sub.add_parser("learn", help="learn the smallest reward machine from a task's exact policy")
     ln.add_argument("file", metavar="FILE", help="a .rm file with a task")
     ln.add_argument("task", nargs="?", metavar="TASK", help="the task to learn (default: the file's only task)")
-    ln.add_argument("--depth", type=_positive_int, help="prefix tree depth l (default: the task's depth, else 6)")
+    ln.add_argument("--depth", type=_depth, metavar="L|inf",
+                    help="prefix tree depth l (default: the task's depth, else 6); inf: every depth, learned from "
+                         "counterexamples on the synchronised product")
     ln.add_argument("--max-nodes", type=_positive_int, help="bound u_max on the nodes (default: the task's, else 4)")
     ln.add_argument("--nodes", type=_positive_int, help="solve for exactly this many nodes (the paper solves at n = u_max)")
     ln.add_argument("--policy", choices=("soft-optimal", "distinct"), default="soft-optimal",
@@ -296,8 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
     ln.add_argument("--no-compress", action="store_true", help="key the tree by uncompressed words")
     ln.add_argument("--stuttering", action="store_true", help="drop the non-stuttering constraint (needs --no-compress)")
     ln.add_argument("--no-symmetry-breaking", action="store_true", help="enumerate without BFS symmetry breaking")
-    ln.add_argument("--negatives", choices=("classes", "pairs"), default="classes",
-                    help="encode negative examples grouped by policy class (default) or pair by pair")
+    ln.add_argument("--negatives", choices=("classes", "pairs", "lazy"), default="classes",
+                    help="encode negative examples grouped by policy class (default), pair by pair, or lazily: only "
+                         "those a candidate machine violates (no prefix tree is built from an exact policy)")
     from .solve import SOLVERS
 
     ln.add_argument("--solver", default="cadical153", choices=SOLVERS, metavar="NAME",
@@ -310,6 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
     ln.add_argument("--max-solutions", type=_positive_int, help="stop after this many machines")
     ln.add_argument("--time-limit", type=_positive_float, metavar="S",
                     help="seconds for the SAT search; what was found is reported")
+    ln.add_argument("--explain", action="store_true",
+                    help="when several machines survive: witnesses that would tell them apart (and, from "
+                         "demonstrations, the rarely seen word pairs they disagree on)")
     ln.add_argument("--count-pairs", action="store_true",
                     help="count distinct negative word pairs even above 200,000 per-state pairs (slow)")
     ln.add_argument("--no-rewards", action="store_true",

@@ -35,6 +35,7 @@ class CountTable:
     n_states: int
     n_actions: int
     n_letters: int
+    n_trajectories: int = 0  # trajectories counted (0: not recorded)
 
     @property
     def n_steps(self) -> int:
@@ -90,7 +91,7 @@ def count_chunk(mdp: LabeledMDP, demos: Demonstrations, *, compress: bool = True
         last[active] = lab
         keys.append((node[active] * S + s) * A + demos.actions[active, t])
     uniq, counts = _aggregate(np.concatenate(keys) if keys else np.empty(0, np.int64))
-    return CountTable(grow.trie(compress), uniq, counts, S, A, K)
+    return CountTable(grow.trie(compress), uniq, counts, S, A, K, demos.n_trajectories)
 
 
 def merge_counts(a: CountTable, b: CountTable) -> CountTable:
@@ -106,7 +107,8 @@ def merge_counts(a: CountTable, b: CountTable) -> CountTable:
     SA = a.n_states * a.n_actions
     b_keys = mapped[b.keys // SA] * SA + b.keys % SA
     keys, counts = _aggregate(np.concatenate([a.keys, b_keys]), np.concatenate([a.counts, b.counts]))
-    return CountTable(grow.trie(a.trie.compressed), keys, counts, a.n_states, a.n_actions, a.n_letters)
+    return CountTable(grow.trie(a.trie.compressed), keys, counts, a.n_states, a.n_actions, a.n_letters,
+                      a.n_trajectories + b.n_trajectories)
 
 
 def count_stream(
@@ -150,7 +152,8 @@ def to_policy(table: CountTable, depth: int | None = None) -> PrefixTreePolicy:
     counts = counts.astype(np.int64).reshape(len(pairs), A)
     tree = PrefixTree(table.trie, pairs // table.n_states, pairs % table.n_states,
                       depth if depth is not None else int(table.trie.length.max()))
-    return PrefixTreePolicy(tree, counts / counts.sum(axis=1, keepdims=True), counts=counts)
+    return PrefixTreePolicy(tree, counts / counts.sum(axis=1, keepdims=True), counts=counts,
+                            n_trajectories=table.n_trajectories or None)
 
 
 def empirical_policy(

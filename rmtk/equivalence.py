@@ -248,35 +248,43 @@ class Witness:
     state: str
     word1: tuple[str, ...]
     word2: tuple[str, ...]
-    merged_by: int
-    split_by: int
+    merged_by: str
+    split_by: str
 
     @property
     def length(self) -> int:
         return len(self.word1) + len(self.word2)
 
     def __str__(self) -> str:
-        return (f"state {self.state} after {' '.join(self.word1)} and after {' '.join(self.word2)}: machine "
-                f"{self.merged_by} takes both to one node, machine {self.split_by} to two")
+        return (f"state {self.state} after {' '.join(self.word1)} and after {' '.join(self.word2)}: "
+                f"{self.merged_by} takes both to one node, {self.split_by} to two")
 
 
 def distinguish(mdp: LabeledMDP, delta_1: np.ndarray, delta_2: np.ndarray, *, init_1: int = 0, init_2: int = 0,
-                labels: tuple[int, int] = (1, 2)) -> Witness | None:
+                names: tuple[str, str] = ("machine 1", "machine 2"), both: bool = False):
     """A shortest witness telling machine 1 and machine 2 apart (``None``: they induce the same
-    partition of words at every state, so no observation of the expert separates them)."""
+    partition of words at every state, so no observation of the expert separates them). With
+    ``both``, the list of the shortest witness in each direction (machine 1 merges, machine 2
+    merges) that exists."""
     prod = sync_product(mdp, delta_1, delta_2, init_a=init_1, init_b=init_2)
     s, a, b = prod.states, prod.a, prod.b
     found = []
-    for group, cls, who in ((s * prod.nb + b, a, labels[::-1]), (s * prod.na + a, b, labels)):
+    for group, cls, who in ((s * prod.nb + b, a, names[::-1]), (s * prod.na + a, b, names)):
         for i, j in clash_pairs(group, cls, prod.depth, limit=1):
             found.append((int(prod.depth[i] + prod.depth[j]), i, j, who))
+    labels = mdp.propositions
+
+    def witness(i, j, who) -> Witness:
+        w1 = tuple(labels[x] for x in prod.word(i, mdp.labels))
+        w2 = tuple(labels[x] for x in prod.word(j, mdp.labels))
+        return Witness(mdp.states[int(s[i])], w1, w2, who[0], who[1])
+
+    if both:
+        return [witness(i, j, who) for _, i, j, who in found]
     if not found:
         return None
-    _, i, j, (merged_by, split_by) = min(found)
-    names = mdp.propositions
-    w1 = tuple(names[x] for x in prod.word(i, mdp.labels))
-    w2 = tuple(names[x] for x in prod.word(j, mdp.labels))
-    return Witness(mdp.states[int(s[i])], w1, w2, merged_by, split_by)
+    _, i, j, who = min(found, key=lambda f: f[:3])
+    return witness(i, j, who)
 
 
 class Fillings:

@@ -79,6 +79,7 @@ class LearnResult:
     ptp: PrefixTreePolicy | None = attrs.field(default=None, repr=False)
     reward_fits: tuple | None = None
     oracle: object = attrs.field(default=None, repr=False)
+    expert_classes: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def n_nodes(self) -> int | None:
@@ -117,6 +118,34 @@ class LearnResult:
         trie, props = self.tree.trie, self.mdp.propositions
         word = lambda p: tuple(props[k] for k in trie.word(int(p)))  # noqa: E731
         return [(word(self.negatives.pairs[k, 0]), word(self.negatives.pairs[k, 1])) for k in self.solutions[i].dropped]
+
+    def distinguish(self, i: int, j: int):
+        """A shortest witness telling machines ``i`` and ``j`` apart: a state and two label words
+        reaching it that one sends to the same node and the other to different nodes
+        (:class:`~rmtk.equivalence.Witness`; ``None`` if no observation can)."""
+        from .equivalence import distinguish
+
+        a, b = self.machines[i], self.machines[j]
+        return distinguish(self.mdp, a.delta_u, b.delta_u, names=(a.name, b.name))
+
+    def explain(self, *, limit: int = 10):
+        """What would separate the surviving machines: a small cover of witnesses
+        (:func:`rmtk.explain.cover`) and, from demonstrations, the (word, state) pairs seen too
+        rarely to be negative examples, with the visits they need (:func:`rmtk.explain.rare_pairs`)."""
+        from .explain import Explanation, cover, rare_pairs
+
+        deltas = [m.delta_u for m in self.machines]
+        truth = None
+        if self.truth is not None and self.expert_classes is not None:
+            letter = np.array([self.truth.alphabet.index(p) for p in self.mdp.propositions])
+            truth = (self.truth.delta_u[:, letter], self.expert_classes, self.truth.initial)
+        rare = []
+        if self.negatives is not None and self.ptp is not None and self.ptp.counts is not None and len(deltas) > 1:
+            trajectories = getattr(self.ptp, "n_trajectories", None)
+            rare = rare_pairs(self.mdp, self.ptp, deltas, alpha=self.negatives.alpha, n_trajectories=trajectories,
+                              limit=limit)
+        names = [m.name for m in self.machines]
+        return Explanation(cover(self.mdp, deltas, names, ptp=self.ptp, truth=truth), tuple(rare))
 
     def stats(self) -> dict:
         out = {"trie_nodes": self.tree.trie.n_nodes, "pairs": self.tree.n_pairs}
@@ -251,7 +280,7 @@ class Learner:
                                        getattr(self.encoder, "non_stuttering", True))
             rec.stage("verdict", time.perf_counter() - t)
             result = attrs.evolve(result, verdicts=verdicts, truth=task.machine, completion_consistent=some,
-                                  false_positives=fp)
+                                  false_positives=fp, expert_classes=table)
         if self.irl is not None and result.machines:
             gamma = task.discount if task is not None else mdp.gamma
             lam = task.lam if task is not None else 1.0

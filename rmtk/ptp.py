@@ -222,6 +222,7 @@ class PrefixTreePolicy:
         classes: optional ``(n_pairs,)`` policy-class ids that override the comparison of
             ``policy`` rows (the "one distinct policy per node" mode of the paper's counts).
         counts: for an empirical policy, the ``(n_pairs, |A|)`` action counts behind it.
+        n_trajectories: for an empirical policy, the number of trajectories counted.
     """
 
     tree: PrefixTree
@@ -229,6 +230,7 @@ class PrefixTreePolicy:
     true_nodes: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
     classes: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
     counts: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
+    n_trajectories: int | None = attrs.field(default=None, eq=False)
 
     @property
     def trie(self) -> Trie:

@@ -14,14 +14,24 @@ from .task import Task
 PAIR_COUNT_LIMIT = 200_000
 
 
-def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = False) -> None:
-    """Print a learning result as .rm text with '#' comment lines (the output stays loadable)."""
+def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = False, explain: bool = False) -> None:
+    """Print a learning result as .rm text with '#' comment lines (the output stays loadable);
+    with ``explain``, what would separate the surviving machines (:meth:`LearnResult.explain`)."""
     out = out or sys.stdout
     st = result.stats()
     t = result.timings
     w = lambda line="": print(line, file=out)  # noqa: E731
     words = "compressed" if result.tree.trie.compressed else "uncompressed"
-    if result.classes is not None:
+    lazy = result.search.lazy
+    if result.ptp is None:  # tree-free: the expert checked on the synchronised product
+        depth = getattr(result.oracle, "depth", None)
+        where = "at every depth" if depth is None else f"of depth {depth}"
+        w(f"# learned from task {task.name}: exact prefix tree policy {where}, {words} words, checked on the "
+          "synchronised product (no prefix tree built)")
+        bound = task.mdp.n_states * (result.n_nodes or max(n for n, _ in result.search.tried)) ** 2
+        w(f"# counterexamples: {lazy.counterexamples} in {lazy.rounds} candidate checks; {lazy.trie.n_nodes - 1} "
+          f"words in play; longest {lazy.longest} labels (Theorem 1 depth |S|·n² = {bound})")
+    elif result.classes is not None:
         w(f"# learned from task {task.name}: exact prefix tree policy of depth {result.tree.depth}, {words} words")
         pairs = st["per_state_pairs"]
         distinct = (f"{len(result.classes.distinct_pairs())} distinct word pairs"
@@ -32,6 +42,9 @@ def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = Fal
         w(f"# learned from task {task.name}: empirical prefix tree policy, {words} words")
         w(f"# empirical prefix tree: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs")
         report_demos(result, out=out)
+    if lazy is not None and result.ptp is not None:
+        w(f"# lazy negatives: {lazy.counterexamples} added in {lazy.rounds} candidate checks, "
+          f"{lazy.trie.n_nodes - 1} words in play")
     if result.search.cost is not None:
         w(f"# MaxSAT: optimum drops {result.search.cost} negative example(s)")
     tried = ", ".join(f"{n}: {'sat' if ok else 'unsat' if ok is False else 'interrupted'}" for n, ok in result.search.tried)
@@ -44,6 +57,12 @@ def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = Fal
     w(f"# solutions: {result.distinct_count} machine{'s' if result.distinct_count != 1 else ''} up to renaming, "
       f"{result.raw_count} raw assignments (node 0 fixed, the paper's count)"
       + ("" if result.search.complete else f"; {result.search.message}"))
+    if explain:
+        if result.distinct_count > 1:
+            for line in str(result.explain()).splitlines():
+                w(f"# {line}")
+        else:
+            w("# explain: one machine fits; nothing to separate")
     iso = result.isomorphic_to_truth()
     for i, m in enumerate(result.machines):
         w()

@@ -133,7 +133,7 @@ def test_bounded_product_and_witness_words():
     wrong = m.copy()
     wrong[2, 0] = 0  # u2 -A-> u0
     w = distinguish(t.mdp, m, wrong)
-    assert (w.merged_by, w.split_by) == (2, 1)
+    assert (w.merged_by, w.split_by) == ("machine 2", "machine 1")
     machine = t.machine
     assert machine.final(w.word1) != machine.final(w.word2)
     assert t.mdp.label(w.state) == w.word1[-1] == w.word2[-1]

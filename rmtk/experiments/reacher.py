@@ -57,7 +57,7 @@ def prune_counts(table: CountTable, min_count: float) -> CountTable:
     multi = kept_states[per_state >= 2]
     keep_pair &= np.isin(state, multi)
     keep = keep_pair[inv]
-    return CountTable(table.trie, table.keys[keep], table.counts[keep], S, A, table.n_letters)
+    return CountTable(table.trie, table.keys[keep], table.counts[keep], S, A, table.n_letters, table.n_trajectories)
 
 
 def solution_machine(delta_u: np.ndarray, alphabet) -> RewardMachine:

@@ -1,0 +1,159 @@
+"""What separates the surviving machines: witnesses (checked by running the machines on their
+words), the greedy cover, the rare (word, state) pairs and the visits the bound asks for."""
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+
+import attrs
+import numpy as np
+import pytest
+
+from rmtk import EmpiricalPTP, ExactPTP, Learner, MaxSatEncoder, SoftOptimal, dsl
+from rmtk.cli import main
+from rmtk.explain import growth_factors
+from rmtk.negatives import ConfidenceMiner
+from rmtk.ptp import PrefixTree, PrefixTreePolicy, TrieBuilder
+from rmtk.simulate import simulate
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+
+
+@pytest.fixture(scope="module")
+def stack_avoid():
+    return dsl.load_model("stack_avoid").tasks["stack_avoid"]
+
+
+@pytest.fixture(scope="module")
+def four_nodes(stack_avoid):
+    return Learner(ExactPTP(8), nodes=4, max_nodes=4, irl=None).fit(stack_avoid)
+
+
+def test_cover_witnesses_are_right_and_separate_every_separable_pair(four_nodes, stack_avoid):
+    r = four_nodes
+    explanation = r.explain()
+    cover = explanation.cover
+    assert cover.machines == 65 and 0 < len(cover.witnesses) <= 20
+    separated = set()
+    for cw in cover.witnesses:
+        w = cw.witness
+        assert stack_avoid.mdp.label(w.state) == w.word1[-1] == w.word2[-1]
+        for i, m in enumerate(r.machines):  # merging / splitting recomputed by running each machine
+            merges = m.final(w.word1) == m.final(w.word2)
+            assert (i in cw.merging) == merges and (i in cw.splitting) == (not merges)
+        separated |= {(a, b) for a in cw.merging for b in cw.splitting}
+        separated |= {(b, a) for a in cw.merging for b in cw.splitting}
+        assert cw.expert == "alike"  # all 65 are consistent at every depth: the expert cannot refute any
+    alike = set(cover.alike)
+    for i, j in itertools.combinations(range(65), 2):
+        assert (i, j) in separated or (i, j) in alike
+    for i, j in list(alike)[:5]:  # alike pairs really have no witness
+        assert r.distinguish(i, j) is None
+
+
+def _augment(ptp: PrefixTreePolicy, task, cover) -> PrefixTreePolicy:
+    """The prefix tree policy plus the expert's entries at every witness (both words, its state)."""
+    grow = TrieBuilder.from_trie(ptp.trie, task.mdp.n_propositions)
+    pi = SoftOptimal().policy(task)
+    index = {p: k for k, p in enumerate(task.mdp.propositions)}
+    nodes, states, rows = list(ptp.tree.pair_node), list(ptp.tree.pair_state), list(ptp.policy)
+    for cw in cover.witnesses:
+        s = task.mdp.states.index(cw.witness.state)
+        for word in (cw.witness.word1, cw.witness.word2):
+            p = 0
+            for x in word:
+                p = int(grow.children(np.array([p]), np.array([index[x]]))[0])
+            nodes.append(p)
+            states.append(s)
+            rows.append(pi[s, task.machine.final(word)])
+    order = np.lexsort((states, nodes))
+    _, first = np.unique(np.array(nodes)[order] * 10**6 + np.array(states)[order], return_index=True)
+    keep = order[first]
+    tree = PrefixTree(grow.trie(True), np.array(nodes)[keep], np.array(states)[keep], ptp.tree.depth)
+    return PrefixTreePolicy(tree, np.array(rows)[keep])
+
+
+@attrs.frozen
+class Given:
+    """A PTP strategy of a ready prefix tree policy (a user's own data)."""
+
+    policy: PrefixTreePolicy
+
+    def build(self, target, progress):
+        return self.policy
+
+
+def test_witness_data_leaves_the_every_depth_machines(four_nodes, stack_avoid):
+    every = Learner(ExactPTP(None), nodes=4, max_nodes=4, irl=None).fit(stack_avoid)
+    augmented = _augment(four_nodes.ptp, stack_avoid, four_nodes.explain().cover)
+    assert augmented.n_pairs > four_nodes.ptp.n_pairs
+    again = Learner(Given(augmented), nodes=4, max_nodes=4, irl=None).fit(stack_avoid)
+    key = lambda r: sorted((s.delta_u.tobytes(), s.used.tobytes()) for s in r.solutions)  # noqa: E731
+    assert key(again) == key(every) and again.raw_count == every.raw_count == 1344
+
+
+def test_known_expert_says_which_witness_refutes():
+    patrol = dsl.load_model("patrol").tasks["patrol"]
+    r = Learner(ExactPTP(3), max_nodes=4, irl=None).fit(patrol)
+    (cw,) = r.explain().cover.witnesses
+    assert cw.expert == "differently"
+    (merging,) = cw.merging
+    assert not r.verdicts[merging].consistent
+    assert "the merging machines are refuted" in str(cw)
+
+
+def test_growth_factor_meets_the_bound_exactly():
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        A = int(rng.integers(2, 10))
+        n1, n2 = rng.integers(5, 400, size=2)
+        p1, p2 = rng.dirichlet(np.ones(A), size=2)
+        tv = 0.5 * np.abs(p1 - p2).sum()
+        f = float(growth_factors(np.array([n1]), np.array([n2]), np.array([tv]), A, 0.05)[0])
+        assert f >= 1
+
+        def delta(m):
+            return (2.0 ** A - 2) * math.exp(-m * tv * tv / 2)
+
+        assert delta(f * n1) + delta(f * n2) <= 0.05 * (1 + 1e-9)
+        if f > 1:
+            assert delta(f * 0.999 * n1) + delta(f * 0.999 * n2) > 0.05
+    assert math.isinf(growth_factors(np.array([5]), np.array([5]), np.array([0.0]), 4, 0.05)[0])
+
+
+def test_rare_pairs_from_demonstrations(stack_avoid):
+    demos = simulate(stack_avoid, 1000, 20, seed=0)
+    r = Learner(EmpiricalPTP(demos), encoder=MaxSatEncoder(), nodes=3, irl=None).fit(stack_avoid)
+    assert r.distinct_count > 1
+    e = r.explain(limit=5)
+    assert len(e.cover.witnesses) >= 1 and len(e.rare) == 5
+    mined = {tuple(sorted(p)) for p in r.negatives.pairs.tolist()}
+    trie = r.ptp.trie
+    word_of = {tuple(stack_avoid.mdp.propositions[k] for k in trie.word(p)): p for p in range(1, trie.n_nodes)}
+    for rare in e.rare:
+        p, q = word_of[rare.word1], word_of[rare.word2]
+        assert tuple(sorted((p, q))) not in mined  # not a negative example yet ...
+        assert rare.separates > 0 and rare.trajectories > 0 and rare.extra[0] >= 0
+        # ... but with the counts grown by the factor, the confidence miner finds it
+        s = stack_avoid.mdp.states.index(rare.state)
+        rows = [i for i in range(r.ptp.n_pairs) if r.ptp.tree.pair_state[i] == s and r.ptp.tree.pair_node[i] in (p, q)]
+        counts = np.asarray(r.ptp.counts)[rows].astype(float) * rare.factor
+        tree = PrefixTree(trie, r.ptp.tree.pair_node[rows], r.ptp.tree.pair_state[rows], 20)
+        grown = PrefixTreePolicy(tree, counts / counts.sum(axis=1, keepdims=True), counts=np.ceil(counts))
+        assert len(ConfidenceMiner(alpha=0.05).mine(grown)) == 1
+
+
+def test_cli_learn_every_depth_lazy_and_explain(capsys):
+    assert main(["learn", str(MODELS / "patrol.rm"), "--depth", "inf", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "at every depth" in out and "Theorem 1 depth |S|·n² = 256" in out and "6 raw assignments" in out
+    assert main(["learn", str(MODELS / "stack.rm"), "--depth", "18", "--negatives", "lazy", "-q", "--no-rewards"]) == 0
+    out = capsys.readouterr().out
+    assert "of depth 18" in out and "no prefix tree built" in out and "2 raw assignments" in out
+    assert main(["learn", str(MODELS / "stack_avoid.rm"), "--nodes", "4", "-q", "--no-rewards", "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "witness(es) from the MDP separate the 65 machines" in out
+    assert dsl.loads(out).machines  # still loadable .rm text
+    with pytest.raises(SystemExit):
+        main(["learn", str(MODELS / "patrol.rm"), "--depth", "deep"])
