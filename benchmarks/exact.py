@@ -16,7 +16,14 @@ One table row per (task, depth). For each row the script reports
 * ``peak``: the peak Python allocation (tracemalloc, numpy included, SAT solver's C++ heap
   not) during one fit, measured in a separate, untimed run; the process max RSS is printed
   at the end;
-* the time target (PASS/FAIL on ``pipe``) and the paper's solution count where known.
+* the time target (PASS/FAIL on ``pipe``) and the paper's solution count where known;
+* ``verdict %``: the equivalence verdicts' share of the whole run (pipe + rewards + verdicts),
+  checked against 5 %.
+
+Rows ending in ``-lazy`` use lazy negatives (``SatEncoder(negatives="lazy")``: no prefix tree is
+built, candidates are checked on the synchronised product bounded at the depth); ``-inf`` rows
+learn at every depth (``ExactPTP(None)``). For them ``trie`` counts the counterexample words in
+play and ``cex`` the counterexamples added.
 
 Exit status 1 if any time target fails.
 
@@ -35,12 +42,14 @@ from pathlib import Path
 from _table import render  # the script's folder is on sys.path
 
 from rmtk import dsl
+from rmtk.encoders import SatEncoder
 from rmtk.learner import ExactPTP, Learner
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 PAIRS_LIMIT = 5e6
 
-# name: (model file = task name, depth, u_max, exact nodes, compress, target s, paper count, quick)
+# name: (model file = task name, depth (None: every depth), u_max, exact nodes, compress, target s, paper count,
+#        quick, lazy negatives)
 ROWS = {
     "patrol-d4": ("patrol", 4, 4, None, True, None, None, True),
     "patrol-d5": ("patrol", 5, 4, None, True, None, None, True),
@@ -52,13 +61,22 @@ ROWS = {
     "stack-d14": ("stack", 14, 3, None, True, 10.0, None, False),
     "avoid-d8-u3": ("stack_avoid", 8, 3, None, True, 0.5, "2", True),
     "avoid-d8-u4": ("stack_avoid", 8, 4, 4, True, None, ">1000", True),
+    "patrol-d20-lazy": ("patrol", 20, 4, None, True, 5.0, None, True, True),
+    "stack-d18-lazy": ("stack", 18, 3, None, True, 5.0, None, True, True),
+    "patrol-inf": ("patrol", None, 4, None, True, 0.1, "6", True),
+    "hallway-inf": ("patrol_hallway", None, 4, None, True, 0.1, "6", True),
+    "stack-inf": ("stack", None, 3, None, True, 0.1, "2", True),
+    "avoid-inf-u3": ("stack_avoid", None, 3, None, True, 0.1, "2", True),
+    "avoid-inf-u4": ("stack_avoid", None, 4, 4, True, None, ">1000", True),
 }
 STAGES = ("tree", "policy", "mine", "encode", "solve", "enumerate")
 
 
 def learner(row, policy: str) -> Learner:
     _, depth, u_max, nodes, compress = row[:5]
-    return Learner(ExactPTP(depth, source=policy, compress=compress), max_nodes=u_max, nodes=nodes)
+    lazy = len(row) > 8 and row[8]
+    encoder = SatEncoder(negatives="lazy") if lazy else SatEncoder()
+    return Learner(ExactPTP(depth, source=policy, compress=compress), encoder=encoder, max_nodes=u_max, nodes=nodes)
 
 
 STAGES = ("tree", "policy", "mine", "encode", "solve", "enumerate")
@@ -66,7 +84,7 @@ STAGES = ("tree", "policy", "mine", "encode", "solve", "enumerate")
 
 def pipeline_time(r) -> float:
     """Learning the machines: tree → enumeration (the verdict and reward recovery are apart)."""
-    return sum(r.timings[k] for k in STAGES)
+    return sum(r.timings.get(k, 0.0) for k in STAGES)
 
 
 def timed(row, task, policy: str, repeat: int):
@@ -113,19 +131,24 @@ def measure(names: list[str], policy: str, repeat: int) -> list[dict]:
         model, depth, u_max, nodes, compress, target, paper = row[:7]
         r = timed(row, tasks[model], policy, repeat)
         st = r.stats()
-        big = st["per_state_pairs"] > PAIRS_LIMIT
+        tree_free = r.ptp is None
+        big = tree_free or st["per_state_pairs"] > PAIRS_LIMIT
         iso = r.isomorphic_to_truth() or ()
-        ms = {s: f"{1000 * r.timings[s]:.1f}" for s in STAGES}
+        ms = {s: f"{1000 * r.timings.get(s, 0.0):.1f}" for s in STAGES}
         t = pipeline_time(r)
+        whole = t + r.timings.get("rewards", 0.0) + r.timings["verdict"]
         out.append({
-            "row": name, "task": model, "depth": depth, "compress": "on" if compress else "off",
+            "row": name, "task": model, "depth": "inf" if depth is None else depth,
+            "compress": "on" if compress else "off",
             "u_max": f"{u_max}" if nodes is None else f"={nodes}",
             "trie": st["trie_nodes"], "pairs": st["pairs"], "classes": st["classes"],
             "distinct": "-" if big else len(r.classes.distinct_pairs()),
-            "per_state": st["per_state_pairs"], "clauses": st["clauses"],
+            "per_state": "-" if tree_free else st["per_state_pairs"], "clauses": st["clauses"],
+            "cex": r.search.lazy.counterexamples if r.search.lazy is not None else "-",
             "tree": ms["tree"], "policy": ms["policy"], "mine": ms["mine"], "encode": ms["encode"],
             "solve": ms["solve"], "enum": ms["enumerate"], "pipe": f"{1000 * t:.1f}",
             "verdict_ms": f"{1000 * r.timings['verdict']:.1f}",
+            "verdict %": f"{100 * r.timings['verdict'] / whole:.1f}",
             "rewards_ms": f"{1000 * r.timings.get('rewards', 0.0):.1f}",
             "nodes": r.n_nodes if r.n_nodes is not None else "-",
             "machines": r.distinct_count, "raw": r.raw_count,

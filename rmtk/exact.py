@@ -59,11 +59,13 @@ class SoftOptimal:
 
     def policy(self, task: Task) -> np.ndarray:
         """``(S, n, A)`` product policy (cached for the last task)."""
+        from ._threads import single_blas
         from .planning import task_policy
 
         key = id(task)
         if key not in self._cache:
-            self._cache = {key: (task, task_policy(task).pi)}
+            with single_blas():  # small dense solves (see rmtk/_threads.py)
+                self._cache = {key: (task, task_policy(task).pi)}
         return self._cache[key][1]
 
     def prefix_tree_policy(self, task: Task, tree: PrefixTree) -> PrefixTreePolicy:

@@ -58,26 +58,30 @@ class MaxEntIRL:
         ``ptp`` is the prefix tree policy the machines were learned from, or an object whose
         ``product_policy(delta_u)`` gives a machine's product policy and the product states it
         observes (the oracle of tree-free learning, :class:`~rmtk.lazy.ProductOracle`)."""
-        from .irl import reward_fit, sparsest
+        from ._threads import single_blas
 
         progress = progress or Progress()
         t0 = time.perf_counter()
-        fits = []
-        for m in machines[: self.limit]:
-            if callable(getattr(ptp, "product_policy", None)):
-                from .product import reachable_pairs
-
-                policy, seen = ptp.product_policy(m.delta_u)
-                reach = np.zeros(seen.shape, dtype=bool)
-                pairs = reachable_pairs(mdp, m)
-                reach[pairs[:, 0], pairs[:, 1]] = True
-                fit = reward_fit(mdp, m, policy, gamma=gamma, lam=lam, clip=self.clip, reachable=reach & seen)
-            else:
-                fit = reward_fit(mdp, m, ptp, gamma=gamma, lam=lam, clip=self.clip)
-            fit = sparsest(fit)
-            rounded = fit.machine.with_rewards(round_significant(fit.machine.delta_r, self.digits))
-            fits.append(attrs.evolve(fit, machine=rounded))
+        with single_blas():  # small dense solves: one thread is fastest, and immune to a busy machine
+            fits = [self.fit_one(mdp, m, ptp, gamma=gamma, lam=lam) for m in machines[: self.limit]]
         if fits:
             progress.stage("rewards", time.perf_counter() - t0, machines=len(fits))
         return tuple(fits)
 
+    def fit_one(self, mdp: LabeledMDP, machine: RewardMachine, ptp, *, gamma: float, lam: float):
+        """The reward fit of one machine (see :meth:`fit`)."""
+        from .irl import reward_fit, sparsest
+
+        if callable(getattr(ptp, "product_policy", None)):
+            from .product import reachable_pairs
+
+            policy, seen = ptp.product_policy(machine.delta_u)
+            reach = np.zeros(seen.shape, dtype=bool)
+            pairs = reachable_pairs(mdp, machine)
+            reach[pairs[:, 0], pairs[:, 1]] = True
+            fit = reward_fit(mdp, machine, policy, gamma=gamma, lam=lam, clip=self.clip, reachable=reach & seen)
+        else:
+            fit = reward_fit(mdp, machine, ptp, gamma=gamma, lam=lam, clip=self.clip)
+        fit = sparsest(fit)
+        rounded = fit.machine.with_rewards(round_significant(fit.machine.delta_r, self.digits))
+        return attrs.evolve(fit, machine=rounded)

@@ -57,6 +57,10 @@ def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = Fal
     w(f"# solutions: {result.distinct_count} machine{'s' if result.distinct_count != 1 else ''} up to renaming, "
       f"{result.raw_count} raw assignments (node 0 fixed, the paper's count)"
       + ("" if result.search.complete else f"; {result.search.message}"))
+    fits = result.reward_fits
+    if fits is not None and len(fits) < result.distinct_count:
+        w(f"# rewards recovered for the first {len(fits)} of {result.distinct_count} machines "
+          "(MaxEntIRL(limit=...) sets how many; --no-rewards skips the recovery)")
     if explain:
         if result.distinct_count > 1:
             for line in str(result.explain()).splitlines():
