@@ -5,18 +5,33 @@ A :class:`Learner` composes four strategies: a :class:`PTP` (:class:`ExactPTP`,
 :class:`ConfidenceMiner`), a :class:`SatEncoder` (:class:`SatEncoder`, :class:`MaxSatEncoder`)
 and a :class:`MaxEntIRL`; see docs/design.md.
 """
+import importlib
+
 from .errors import DataError, DslError, DslMeaningError, DslSyntaxError, ModelError, RmtkError
 from .machine import RewardMachine, isomorphic
 from .mdp import GeneratorCall, LabeledMDP
 from .task import Task
-from .ptp import PTP
-from .exact import DistinctPerNode, ExactPTP, NodePolicyTable, SoftOptimal
-from .empirical import EmpiricalPTP
-from .negatives import ConfidenceMiner, ExactMiner, NegativeExampleMiner
-from .encoders import MaxSatEncoder, SatEncoder
-from .maxent import MaxEntIRL
 from .progress import Progress, StderrProgress
-from .learner import Learner, LearnResult
+
+#: Names imported from their modules on first use, so that ``import rmtk`` stays cheap.
+_LAZY = {
+    "PTP": "ptp", "ExactPTP": "exact", "SoftOptimal": "exact", "DistinctPerNode": "exact",
+    "NodePolicyTable": "exact", "EmpiricalPTP": "empirical", "NegativeExampleMiner": "negatives",
+    "ExactMiner": "negatives", "ConfidenceMiner": "negatives", "SatEncoder": "encoders",
+    "MaxSatEncoder": "encoders", "MaxEntIRL": "maxent", "Learner": "learner", "LearnResult": "learner",
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rmtk' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
 
 __version__ = "0.1.0"
 

@@ -196,10 +196,18 @@ def cmd_learn(args) -> int:
     report(task, result, count_pairs=args.count_pairs, explain=args.explain)
     if result.n_nodes is None:
         return 1
-    from . import draw
-    from .io import dot
 
-    for opt, write in (("dot", lambda m, p: p.write_text(dot.to_dot(m))), ("png", draw.draw_machine)):
+    def write_dot(m, p):
+        from .io import dot
+
+        p.write_text(dot.to_dot(m))
+
+    def write_png(m, p):
+        from . import draw
+
+        draw.draw_machine(m, p)
+
+    for opt, write in (("dot", write_dot), ("png", write_png)):
         target = getattr(args, opt)
         if target:
             paths = _figure_paths(target, len(result.machines))

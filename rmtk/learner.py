@@ -22,7 +22,6 @@ import time
 import attrs
 import numpy as np
 
-from .empirical import EmpiricalPTP
 from .encoders import SatEncoder
 from .encoding import Problem
 from .equivalence import Fillings, Verdict, consistency
@@ -40,6 +39,14 @@ from .task import Task
 
 __all__ = ["Learner", "LearnResult", "ExactPTP", "EmpiricalPTP", "SoftOptimal", "DistinctPerNode",
            "NodePolicyTable", "ExactMiner", "ConfidenceMiner"]
+
+
+def __getattr__(name):
+    if name == "EmpiricalPTP":  # re-exported without importing the demonstrations machinery up front
+        from .empirical import EmpiricalPTP
+
+        return EmpiricalPTP
+    raise AttributeError(f"module 'rmtk.learner' has no attribute {name!r}")
 
 
 # ---------------------------------------------------------------------- result
@@ -298,6 +305,8 @@ class Learner:
     def fit_demonstrations(self, target: Task | LabeledMDP, demos, *, chunk: int = 250_000) -> LearnResult:
         """Convenience: :meth:`fit` with ``ptp=EmpiricalPTP(demos)`` (same compression as
         this learner's PTP; default miner :class:`ConfidenceMiner`)."""
+        from .empirical import EmpiricalPTP
+
         ptp = EmpiricalPTP(demos, compress=getattr(self.ptp, "compress", True), chunk=chunk)
         return attrs.evolve(self, ptp=ptp).fit(target)
 
