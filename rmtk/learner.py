@@ -37,7 +37,7 @@ from .ptp import PTP, PrefixTree, PrefixTreePolicy, Trie
 from .solve import SearchResult, Solution
 from .task import Task
 
-__all__ = ["Learner", "LearnResult", "ExactPTP", "EmpiricalPTP", "SoftOptimal", "DistinctPerNode",
+__all__ = ["Learner", "LearnResult", "ExactPTP", "SoftOptimal", "DistinctPerNode",
            "NodePolicyTable", "ExactMiner", "ConfidenceMiner"]
 
 
