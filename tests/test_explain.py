@@ -157,3 +157,12 @@ def test_cli_learn_every_depth_lazy_and_explain(capsys):
     assert dsl.loads(out).machines  # still loadable .rm text
     with pytest.raises(SystemExit):
         main(["learn", str(MODELS / "patrol.rm"), "--depth", "deep"])
+
+
+def test_tables_experiment_explains_its_survivors_at_1000_demonstrations():
+    from rmtk.experiments import Options, run
+
+    report = run("tables", Options(quick=True, overrides={"explain": "true"}))
+    (note,) = [n for n in report.notes if "what would separate" in n]
+    assert note.startswith("stack_avoid, 1000 demonstrations") and "witness(es) from the MDP" in note
+    assert "more trajectories" in note

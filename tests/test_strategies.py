@@ -188,3 +188,31 @@ def test_cli_rejects_bad_numbers_and_settings(capsys):
     assert "unknown setting nosuch for tables; known settings: stack_avoid_lambda (tables); stack_lambda" in err
     assert main(["reproduce", "suboptimal", "--set", "trajectories=many", "-q", "--no-figures"]) == 1
     assert "setting trajectories: expected int, got 'many'" in capsys.readouterr().err
+
+
+def test_report_counts_distinct_pairs_only_when_cheap_or_asked(patrol, monkeypatch):
+    import io
+
+    from rmtk import report as rep
+
+    r = Learner(irl=None).fit(patrol)
+    monkeypatch.setattr(rep, "PAIR_COUNT_LIMIT", 1000)  # patrol depth 6 has 1386 per-state pairs
+    out = io.StringIO()
+    rep.report(patrol, r, out=out)
+    assert "1386 per-state pairs, distinct pairs not counted (--count-pairs)" in out.getvalue()
+    out = io.StringIO()
+    rep.report(patrol, r, out=out, count_pairs=True)
+    assert "1386 per-state pairs, 891 distinct word pairs" in out.getvalue()
+
+
+def test_report_says_when_rewards_cover_some_machines(stack_avoid):
+    import io
+
+    from rmtk.report import report
+
+    r = Learner(ExactPTP(8), nodes=4, irl=MaxEntIRL(limit=2)).fit(stack_avoid)
+    assert len(r.reward_fits) == 2 and r.distinct_count == 65
+    assert all(m.delta_r.any() for m in r.machines[:2]) and not any(m.delta_r.any() for m in r.machines[2:])
+    out = io.StringIO()
+    report(stack_avoid, r, out=out)
+    assert "rewards recovered for the first 2 of 65 machines" in out.getvalue()

@@ -17,6 +17,7 @@ PAPER_TABLES = {
 SETTINGS = {
     "stack_lambda": Setting(0.05, "temperature of the stack expert (see the note printed with the table)"),
     "stack_avoid_lambda": Setting(1.0, "temperature of the stack-avoid expert"),
+    "explain": Setting(False, "print what would separate the MaxSAT machines left at 1,000 demonstrations"),
 }
 
 
@@ -44,6 +45,9 @@ def run(opts: Options) -> Report:
             sat = learner.fit(task)
             mx = attrs.evolve(learner, encoder=MaxSatEncoder()).fit(task)
             iso = mx.isomorphic_to_truth() or ()
+            if opts.get("explain") and n == 1000 and mx.distinct_count > 1:
+                report.notes.append(f"{name}, {n} demonstrations, what would separate the {mx.distinct_count} MaxSAT "
+                                    f"machines:\n{mx.explain(limit=5)}")
             out.append((
                 n, len(sat.negatives), f"{100 * (sat.false_positive_rate or 0):.1f}%",
                 sat.raw_count if sat.n_nodes else 0, sat.distinct_count, mx.raw_count, mx.distinct_count,
