@@ -59,16 +59,26 @@ class LearnResult:
             node names ``u0 u1 ...``, alphabet = the MDP's propositions, rewards 0
             (unconstrained transitions are self-loops; see ``solutions``).
         solutions: the SAT solutions (transitions, which are determined, raw counts).
-        search: the search outcome (sizes tried, clauses, solver timings, messages).
-        classes: the policy classes (negative examples) used.
-        tree: the prefix tree.
+        search: the search outcome (sizes tried, clauses, solver timings, messages; for a
+            lazy or every-depth search, ``search.lazy`` has the counterexamples used).
+        classes: the policy classes (negative examples) used; for a tree-free search, those
+            of the counterexample words.
+        tree: the prefix tree; for a tree-free search, the counterexample words in play.
+        mdp: the labeled MDP learned on.
         verdicts: exact consistency of each machine with the true policy (when known), its
             free transitions written as self-loops.
+        truth: the true machine (when known).
+        negatives: the negative word pairs mined from demonstrations (confidence bound).
+        false_positives: which of them are wrong under the truth (when known).
         completion_consistent: whether some filling of each machine's free transitions is
             consistent at every depth (the data cannot tell the fillings apart).
         reward_fits: per machine, the :class:`~rmtk.irl.RewardFit` of its rewards (MaxEnt
             linear characterisation on the learned product policy); ``machines`` carry them.
-        timings: seconds per stage: tree, policy, mine, encode, solve, enumerate, verdict, total.
+        timings: seconds per stage: tree, policy (or count), mine, encode, solve, enumerate,
+            verdict, rewards, total.
+        ptp: the prefix tree policy learned from (``None`` for a tree-free search).
+        oracle: the oracle of a lazy or every-depth search (:mod:`rmtk.lazy`).
+        expert_classes: ``(S, n_true)`` true policy classes (when the truth is known).
     """
 
     machines: tuple[RewardMachine, ...]
