@@ -33,18 +33,29 @@ class Location:
         return ":".join(parts)
 
 
+#: Characters of a long source line shown on each side of the error's column.
+SHOWN = 60
+
+
 def show_line(text: str | None, line: int | None, column: int | None) -> str:
-    """The source line ``line`` of ``text`` with a caret under ``column`` (or '')."""
+    """The source line ``line`` of ``text`` with a caret under ``column`` (or ''); a line longer
+    than the terminal is cut to a window around the column, marked with '...'."""
     if text is None or line is None:
         return ""
     lines = text.splitlines()
     if not 1 <= line <= len(lines):
         return ""
     src = lines[line - 1].expandtabs(1)
+    col = column
+    if len(src) > 2 * SHOWN + 20:
+        at = (column or 1) - 1
+        lo, hi = max(0, at - SHOWN), min(len(src), at + SHOWN)
+        src = ("..." if lo else "") + src[lo:hi] + ("..." if hi < len(src) else "")
+        col = None if column is None else at - lo + (4 if lo else 1)
     gutter = f"{line:>5} | "
     out = gutter + src
-    if column is not None:
-        out += "\n" + " " * (len(gutter) - 2) + "| " + " " * (column - 1) + "^"
+    if col is not None:
+        out += "\n" + " " * (len(gutter) - 2) + "| " + " " * (col - 1) + "^"
     return out
 
 
