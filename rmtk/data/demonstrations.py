@@ -155,6 +155,13 @@ def _transition_keys(mdp) -> np.ndarray:
     return keys
 
 
+def out_of_range(kind: str, value: int, mdp) -> str:
+    """What is wrong with a ``state``, ``action`` or ``label`` index outside the MDP's range."""
+    n, plural = {"state": (mdp.n_states, "states"), "action": (mdp.n_actions, "actions"),
+                 "label": (mdp.n_propositions, "propositions")}[kind]
+    return f"{kind} index {value} is out of range (the MDP {mdp.name!r} has {plural} 0..{n - 1})"
+
+
 def validate(
     demos: Demonstrations,
     mdp,
@@ -163,6 +170,7 @@ def validate(
     source: str = "<demonstrations>",
     trajectory_ids=None,
     lines=None,
+    rows=None,
 ) -> None:
     """Check ``demos`` against ``mdp``; raise :class:`DataError` on the first bad step.
 
@@ -178,7 +186,10 @@ def validate(
     Args:
         source: the file name (or other origin) the messages start with.
         trajectory_ids: names of the trajectories in messages (default: their indices).
-        lines: ``(N, T)`` line numbers of the records in ``source``, for messages.
+        lines: ``(N, T)`` line numbers of the records in ``source``, for messages
+            (``source:line: ...``).
+        rows: instead of ``lines``, row numbers (``source: row r: ...``); anything indexable
+            by ``[i, t]``.
     """
     S, A, P = mdp.n_states, mdp.n_actions, mdp.n_propositions
     N, T = demos.states.shape
@@ -225,17 +236,17 @@ def validate(
     i, t = (int(x) for x in where[0])
     more = len(where) - 1
     tid = trajectory_ids[i] if trajectory_ids is not None else i
-    loc = f"{source}:{int(lines[i, t])}" if lines is not None else source
+    loc = (f"{source}:{int(lines[i, t])}" if lines is not None else
+           f"{source}: row {int(rows[i, t])}" if rows is not None else source)
     head = f"{loc}: trajectory {_show_id(tid)}, step {t}"
     s, a = int(states[i, t]), int(actions[i, t])
     if bad_state[i, t]:
-        what = f"state index {s} is out of range (the MDP {mdp.name!r} has states 0..{S - 1})"
+        what = out_of_range("state", s, mdp)
     elif bad_action[i, t]:
-        what = f"action index {a} is out of range (the MDP {mdp.name!r} has actions 0..{A - 1})"
+        what = out_of_range("action", a, mdp)
     elif bad_label_range[i, t]:
         lab = int(labels[i, t])
-        what = (f"missing label (index {lab})" if lab < 0 else
-                f"label index {lab} is out of range (the MDP {mdp.name!r} has propositions 0..{P - 1})")
+        what = f"missing label (index {lab})" if lab < 0 else out_of_range("label", lab, mdp)
     elif bad_label[i, t]:
         what = (f"label {mdp.propositions[labels[i, t]]!r} disagrees with the MDP, which labels "
                 f"state {mdp.states[s]!r} with {mdp.propositions[mdp.labels[s]]!r}")
