@@ -3,18 +3,15 @@ table, negatives and machines as the local engine; the same simulated data; fail
 are retried, rescheduled or stop the run naming the partition."""
 from __future__ import annotations
 
-import logging
 import os
 from pathlib import Path
 
 import attrs
 import numpy as np
 import pytest
-from distributed import Client, LocalCluster
-
 from rmtk import ConfidenceMiner, EmpiricalPTP, Learner, MaxSatEncoder, dsl
 from rmtk.cli import main
-from rmtk.dask_engine import DaskEngine, WorkError
+from rmtk.dask_engine import DaskEngine, WorkError, local_cluster
 from rmtk.data import load, save
 from rmtk.data.parquet_dataset import ParquetDataset
 from rmtk.empirical import CountJob, canonical_counts, merge_partial
@@ -28,9 +25,7 @@ MODELS = Path(__file__).resolve().parents[1] / "models"
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                           silence_logs=logging.CRITICAL)
-    c = Client(cluster)
+    cluster, c = local_cluster(2)  # the cluster `--engine dask --workers 2` starts
     yield c
     c.close()
     cluster.close()

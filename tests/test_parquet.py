@@ -265,3 +265,30 @@ def test_good_dataset_of_the_bad_ones_loads(tmp_path, grid):
     d = write(tmp_path / "good" / "part-00000.parquet", rows(grid, GOOD)).parent
     assert load(d, grid) == Demonstrations.from_lists([walk(grid, "r0c0", ["down", "down", "right"]),
                                                        walk(grid, "r3c3", ["up", "up"])])
+
+
+def test_cli_simulate_parquet_locally_and_learn_as_from_npz(tmp_path, capsys):
+    from pathlib import Path
+
+    from rmtk import dsl
+    from rmtk.cli import main
+    from rmtk.simulate import simulate
+
+    model = str(Path(__file__).resolve().parents[1] / "models" / "stack_avoid.rm")
+    task = dsl.load(model).tasks["stack_avoid"]
+    common = [model, "-n", "3000", "-T", "20", "--seed", "5", "-q"]
+    assert main(["simulate", *common, "-o", str(tmp_path / "d.parquet"), "--partition-size", "1000"]) == 0
+    assert main(["simulate", *common, "-o", str(tmp_path / "d.npz")]) == 0
+    assert "wrote" in capsys.readouterr().err
+    assert load(tmp_path / "d.parquet", task.mdp) == load(tmp_path / "d.npz", task.mdp) == simulate(task, 3000, 20, seed=5)
+    assert len(list((tmp_path / "d.parquet").iterdir())) == 3
+    reports = []
+    for demos in ("d.parquet", "d.npz"):
+        assert main(["learn", model, "--demos", str(tmp_path / demos), "--maxsat", "--nodes", "3", "--no-rewards",
+                     "-q"]) == 0
+        reports.append([ln for ln in capsys.readouterr().out.splitlines() if not ln.startswith("# timings")])
+    assert reports[0] == reports[1]
+    assert main(["simulate", *common, "-o", str(tmp_path / "e.npz"), "--partition-size", "10"]) == 1
+    assert "--partition-size applies to Parquet output" in capsys.readouterr().err
+    assert main(["learn", model, "--engine", "dask", "-q"]) == 1
+    assert "--engine applies to learning from demonstrations (--demos)" in capsys.readouterr().err
