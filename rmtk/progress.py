@@ -97,7 +97,8 @@ class StderrProgress(Progress):
         if not final and now - self._last < (0.2 if tty else self.every):
             return
         self._last = now
-        rate = f"({done / max(now - self._start, 1e-9):,.0f}/s)"
+        per_second = done / max(now - self._start, 1e-9)
+        rate = f"({per_second:,.{1 if per_second < 10 else 0}f}/s)"
         if final:
             self._start = None
         if total is None:

@@ -168,3 +168,41 @@ def test_cli_simulate_and_learn_on_a_scheduler(client, task, tmp_path, capsys):
     assert "--scheduler and --workers choose the Dask cluster; add --engine dask" in capsys.readouterr().err
     assert main(["simulate", model, "-n", "10", "-T", "5", "--seed", "0", "-o", str(out), "-q"]) == 1
     assert "the directory holds data (3 entries); pass --force" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------- the facility as an environment uses it
+@attrs.frozen
+class RandomEpisodes:
+    """A shard job like an environment's: a variable number of draws per episode (so the
+    shard's own stream, Shard.spawned_rng), counted into a table, with a statistic beside it."""
+
+    mdp: object
+
+    def __call__(self, shard):
+        rng = shard.spawned_rng()
+        lengths = rng.integers(1, 9, size=shard.size)
+        T = int(lengths.max())
+        inside = np.arange(T) < lengths[:, None]
+        states = np.where(inside, rng.integers(0, self.mdp.n_states, size=(shard.size, T)), -1)
+        actions = np.where(inside, rng.integers(0, self.mdp.n_actions, size=(shard.size, T)), -1)
+        from rmtk.data import Demonstrations
+        from rmtk.empirical import count_chunk
+
+        return count_chunk(self.mdp, Demonstrations(states, actions, lengths)), int(lengths.sum())
+
+
+def merge_episodes(a, b):
+    from rmtk.empirical import merge_counts
+
+    return merge_counts(a[0], b[0]), a[1] + b[1]
+
+
+def test_shards_with_their_own_streams_give_the_same_counts_anywhere(client, task):
+    from rmtk.shards import plan_shards
+
+    shards = plan_shards(5_000, 700, seed=12)
+    results = [engine.map_reduce(RandomEpisodes(task.mdp), shards, reduce=merge_episodes, sizes=lambda s: s.size,
+                                 total=5_000, what="episodes")
+               for engine in (LocalEngine(), DaskEngine(client=client))]
+    assert results[0][1] == results[1][1] > 5_000
+    assert results[0][0] == results[1][0]  # the same tree of merges: identical tables, ids included
