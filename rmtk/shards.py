@@ -53,7 +53,7 @@ class Shard:
       per episode (:func:`rmtk.simulate.simulate` reads ``2·horizon``). Episode ``i`` is
       then the same whatever the shard size and the number of workers: the shards of a run
       concatenate to exactly the unsharded data.
-    * :meth:`spawned_rng` — an independent child stream per shard
+    * :meth:`spawned_rng` (or :meth:`spawned_seed`) — an independent child stream per shard
       (``SeedSequence.spawn``), for generators that draw a variable number of numbers per
       episode (physics engines, environments with random resets). The data then depend on
       the seed and the shard size, still not on the number of workers.
@@ -76,11 +76,16 @@ class Shard:
         bits.advance(self.start * int(draws_per_episode))
         return np.random.Generator(bits)
 
+    def spawned_seed(self) -> np.random.SeedSequence:
+        """This shard's own seed: child ``index`` of the root, i.e.
+        ``SeedSequence(seed).spawn(count)[index]``, for code that seeds several generators
+        (an environment and a policy) from one sequence."""
+        return np.random.SeedSequence(self.seed.entropy, spawn_key=tuple(self.seed.spawn_key) + (self.index,),
+                                      pool_size=self.seed.pool_size)
+
     def spawned_rng(self) -> np.random.Generator:
-        """An independent generator of this shard: child ``index`` of the root seed."""
-        child = np.random.SeedSequence(self.seed.entropy, spawn_key=tuple(self.seed.spawn_key) + (self.index,),
-                                       pool_size=self.seed.pool_size)
-        return np.random.default_rng(child)
+        """An independent generator of this shard: ``default_rng(self.spawned_seed())``."""
+        return np.random.default_rng(self.spawned_seed())
 
     def __str__(self) -> str:
         return f"shard {self.index} of {self.count} (episodes {self.start}..{self.stop - 1})"

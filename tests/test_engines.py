@@ -56,6 +56,7 @@ def test_shards_cover_the_episodes_with_their_streams():
     children = np.random.SeedSequence(3).spawn(3)
     for s, child in zip(shards, children):
         assert np.array_equal(s.spawned_rng().random(5), np.random.default_rng(child).random(5))
+        assert np.array_equal(s.spawned_seed().generate_state(4), child.generate_state(4))
     a, b = plan_shards(10, 4, seed=None), plan_shards(10, 4, seed=None)
     assert a[0].seed.entropy == a[2].seed.entropy != b[0].seed.entropy  # fresh entropy, drawn once per run
     for bad, msg in (((0, 4, 1), "the number of episodes must be"), ((5, 0, 1), "the shard size must be"),
