@@ -50,15 +50,14 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import resource
-import subprocess
 import sys
 import time
 import tracemalloc
 from pathlib import Path
 
-from _table import render  # the script's folder is on sys.path
+from _child import run_child as child, size  # the script's folder is on sys.path
+from _table import render
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"
@@ -154,16 +153,8 @@ def one(name: str, n: int, seed: int, lam: float | None) -> dict:
 # --------------------------------------------------------------------------- parent process
 def run_child(name: str, n: int, args) -> dict:
     lam = args.stack_lambda if name == "stack" else args.stack_avoid_lambda
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--one", name, str(n), "--seed", str(args.seed)]
-    if lam is not None:
-        cmd += ["--lambda", repr(lam)]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(MARK)]
-    if proc.returncode != 0 or not lines:
-        raise RuntimeError(f"{name} N={n}: child exited with status {proc.returncode}\n{proc.stdout}")
-    return json.loads(lines[-1][len(MARK):])
+    extra = ["--lambda", repr(lam)] if lam is not None else []
+    return child(__file__, [name, str(n), "--seed", str(args.seed), *extra], MARK, f"{name} N={n}")
 
 
 def check(rec: dict) -> list[str]:
@@ -198,13 +189,6 @@ def row(rec: dict) -> dict:
         "rss": f"{rec['rss'] / MiB:.0f}",
         "target": "-" if rec["N"] != TARGET_N else ("PASS" if not fails else "FAIL"),
     }
-
-
-def size(text: str) -> int:
-    v = float(text)
-    if v < 1 or v != int(v):
-        raise argparse.ArgumentTypeError(f"not a positive whole number: {text}")
-    return int(v)
 
 
 def main(argv=None) -> int:

@@ -43,6 +43,20 @@ def digest(*arrays) -> str:
 
 array_eq = attrs.cmp_using(eq=np.array_equal)
 
+
+def whole_number(what: str, minimum: int = 1, *, optional: bool = False, error=ValueError):
+    """attrs validator (also callable as ``check(value)``): an integer ≥ ``minimum`` (or None
+    when ``optional``), else ``error("<what> must be a whole number of at least …")``."""
+
+    def check(*args):
+        value = args[-1]
+        if optional and value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+            raise error(f"{what} must be a whole number of at least {minimum}, got {value!r}")
+
+    return check
+
 #: :meth:`Csr.gram` forms ``AᵀA`` with numpy up to this many pairs of entries sharing a row
 #: (about 40 bytes of temporaries each), with scipy's sparse product above.
 GRAM_PAIRS = 2_000_000

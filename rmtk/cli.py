@@ -131,16 +131,21 @@ def learner_from_args(args, task: Task | None = None):
 
     progress = Progress() if args.quiet else StderrProgress()
     compress = not args.no_compress
+    engine = _engine_from_args(args)
     if args.demos:
-        from .data import load
+        from .data import format_of, load
 
-        demos = load(args.demos, task.mdp)
-        progress.note(f"loaded {args.demos}: {demos.summary()}")
         if args.depth == INF:
             raise RmtkError("--depth inf applies to the exact policy; demonstrations are counted whole by default")
-        ptp = EmpiricalPTP(demos, depth=args.depth, compress=compress)
+        data = args.demos  # a Parquet dataset is counted partition by partition, never loaded whole
+        if format_of(args.demos) != "parquet":
+            data = load(args.demos, task.mdp)
+            progress.note(f"loaded {args.demos}: {data.summary()}")
+        ptp = EmpiricalPTP(data, depth=args.depth, compress=compress, engine=engine)
         miner = ConfidenceMiner(alpha=0.05 if args.alpha is None else args.alpha)
     else:
+        if args.engine != "local":
+            raise RmtkError("--engine applies to learning from demonstrations (--demos)")
         for flag, value in (("--alpha", args.alpha), ("--weights", args.weights)):
             if value is not None and not (flag == "--weights" and args.maxsat):
                 raise RmtkError(f"{flag} applies to learning from demonstrations (--demos FILE)")
@@ -167,22 +172,55 @@ def _figure_paths(path: str, count: int) -> list[Path]:
     return [p.with_name(f"{p.stem}_{i + 1}{p.suffix}") for i in range(count)]
 
 
+def _engine_from_args(args):
+    """The engine of ``--engine``, ``--scheduler``, ``--workers`` (:mod:`rmtk.engines`)."""
+    from .engines import as_engine
+
+    if args.engine != "dask" and (args.scheduler or args.workers):
+        raise RmtkError("--scheduler and --workers choose the Dask cluster; add --engine dask")
+    if args.scheduler and args.workers:
+        raise RmtkError("--scheduler connects to a running cluster and --workers starts a local one; give one of them")
+    return as_engine(args.engine, scheduler=args.scheduler, workers=args.workers)
+
+
+def _add_engine_options(parser, what: str) -> None:
+    from .engines import ENGINES
+
+    parser.add_argument("--engine", choices=ENGINES, default="local",
+                        help=f"where the {what} runs: this process (default) or a Dask cluster (pip install 'rmtk[dask]')")
+    parser.add_argument("--scheduler", metavar="ADDRESS", help="with --engine dask: a running scheduler (tcp://host:8786)")
+    parser.add_argument("--workers", type=_positive_int, metavar="N",
+                        help="with --engine dask: start a local cluster of N worker processes (default: one per CPU)")
+
+
 def cmd_simulate(args) -> int:
     """Sample demonstrations from a task's soft-optimal product policy."""
-    from .data import save
-    from .simulate import simulate
+    from .data import format_of, save
+    from .progress import Progress, StderrProgress
+    from .simulate import simulate, simulate_dataset, simulate_sharded
 
     task = _load_task(args.file, args.task)
-    out = _writable(Path(args.output), args.force)
+    fmt = format_of(args.output, args.format)
+    engine = _engine_from_args(args)
+    if args.partition_size is not None and fmt != "parquet":
+        raise RmtkError("--partition-size applies to Parquet output (--format parquet)")
     if args.lam is not None:
         import attrs
 
         task = attrs.evolve(task, lam=args.lam)
-    from .progress import Progress, StderrProgress
-
-    demos = simulate(task, args.n, args.horizon, seed=args.seed,
-                     progress=Progress() if args.quiet else StderrProgress())
-    save(demos, out, task.mdp, overwrite=True)
+    progress = Progress() if args.quiet else StderrProgress()
+    if fmt == "parquet":  # streamed: one partition per shard, written where it was simulated
+        w = simulate_dataset(task, args.n, args.horizon, args.output, seed=args.seed,
+                             partition_size=args.partition_size, overwrite=args.force, engine=engine, progress=progress)
+        print(f"wrote {args.output}: {w.trajectories} trajectories ({w.steps} steps) in {w.files} Parquet "
+              f"file{'s' if w.files != 1 else ''}, {w.bytes / 2**20:.1f} MiB, seed {args.seed}", file=sys.stderr)
+        return 0
+    out = _writable(Path(args.output), args.force)
+    if args.engine == "local":
+        demos = simulate(task, args.n, args.horizon, seed=args.seed, progress=progress)
+    else:
+        demos = simulate_sharded(task, args.n, args.horizon, seed=args.seed, engine=engine, progress=progress)
+    save(demos, out, task.mdp, overwrite=True, format=fmt)
     print(f"wrote {out}: {demos.summary()}, seed {args.seed}", file=sys.stderr)
     return 0
 
@@ -322,7 +360,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     ln.add_argument("--solver", default="cadical153", choices=SOLVERS, metavar="NAME",
                     help="SAT solver of python-sat (default cadical153)")
-    ln.add_argument("--demos", metavar="FILE", help="learn from demonstrations (.npz or .csv) instead of the exact policy")
+    ln.add_argument("--demos", metavar="FILE",
+                    help="learn from demonstrations (.npz, .csv, or a Parquet dataset directory) instead of the exact policy")
+    _add_engine_options(ln, "counting of --demos")
     ln.add_argument("--alpha", type=_probability, help="confidence level of the negative examples (default 0.05)")
     ln.add_argument("--maxsat", action="store_true", help="weighted MaxSAT: robust to false positive negative examples")
     ln.add_argument("--weights", choices=("unit", "evidence"),
@@ -349,7 +389,12 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("-n", type=_positive_int, required=True, help="number of trajectories")
     sm.add_argument("-T", "--horizon", type=_positive_int, required=True, help="steps per trajectory")
     sm.add_argument("--seed", type=int, required=True, help="random seed (results are reproducible)")
-    sm.add_argument("-o", "--output", required=True, metavar="PATH", help="output file (.npz or .csv)")
+    sm.add_argument("-o", "--output", required=True, metavar="PATH",
+                    help="output file (.npz or .csv) or Parquet dataset directory (a .parquet name or --format parquet)")
+    sm.add_argument("--format", choices=("npz", "csv", "parquet"), help="output format (default: from PATH)")
+    sm.add_argument("--partition-size", type=_positive_int, metavar="N",
+                    help="Parquet: trajectories per file (default 500,000)")
+    _add_engine_options(sm, "simulation")
     sm.add_argument("--lambda", dest="lam", type=_positive_float, help="expert temperature λ (default: the task's)")
     sm.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
     sm.add_argument("-q", "--quiet", action="store_true", help="no progress bar")

@@ -4,11 +4,19 @@ counted from demonstrations — and :class:`EmpiricalPTP`, the PTP strategy buil
 Counting is written as a *map* over chunks of trajectories (:func:`count_chunk`: a local
 trie and a table of (node, state, action) counts) and an associative *reduce*
 (:func:`merge_counts`: graft one trie onto the other and add the tables), so memory stays
-bounded by the chunk size and the same two functions can run on a distributed engine. Both
-are vectorised over trajectories: the only Python loops run over time steps and trie levels.
+bounded by the chunk size and the same two functions run on any engine (:mod:`rmtk.engines`:
+this process, or a Dask cluster): :class:`CountJob` is the picklable map over chunks or
+Parquet partitions, :func:`merge_partial` the reduce. Both are vectorised over trajectories:
+the only Python loops run over time steps and trie levels.
+
+Trie ids depend on the order in which words were met; :func:`canonical_counts` renumbers
+the trie breadth-first (children by letter), so the count table :class:`EmpiricalPTP`
+returns is a function of the multiset of trajectories alone — the same, ids included, for
+any chunk or partition size, engine and number of workers.
 """
 from __future__ import annotations
 
+import os
 import time
 from typing import Callable, Iterable
 
@@ -17,11 +25,13 @@ import numpy as np
 
 from ._arrays import array_eq, frozen_array
 from .data import Demonstrations
+from .engines import Engine, as_engine
 from .errors import DataError, RmtkError
 from .exact import PolicySource, SoftOptimal
 from .mdp import LabeledMDP
 from .progress import Progress, as_progress
 from .ptp import PrefixTree, PrefixTreePolicy, Trie, TrieBuilder
+from .shards import TreeReducer
 from .task import Task
 
 
@@ -42,7 +52,15 @@ class CountTable:
         return int(self.counts.sum())
 
 
-def _aggregate(keys: np.ndarray, counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _aggregate(keys: np.ndarray, counts: np.ndarray | None = None, bound: int | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct ``keys`` and their counts (or summed ``counts``). Keys known to lie in
+    ``0..bound-1`` with ``bound`` small beside their number are counted by a histogram
+    instead of a sort (the same result, in linear time)."""
+    if counts is None and bound is not None and bound <= max(4 * len(keys), 1 << 16):
+        hist = np.bincount(keys, minlength=bound)
+        uniq = np.flatnonzero(hist)
+        return uniq, hist[uniq]
     if counts is None:
         return np.unique(keys, return_counts=True)
     uniq, inv = np.unique(keys, return_inverse=True)
@@ -75,22 +93,26 @@ def count_chunk(mdp: LabeledMDP, demos: Demonstrations, *, compress: bool = True
             raise DataError(f"trajectory {i}, step {t}: label {labels[i, t]} is not a proposition index 0..{K - 1}")
     T = demos.horizon if depth is None else min(depth, demos.horizon)
     grow = TrieBuilder(K)
-    node = np.zeros(demos.n_trajectories, dtype=np.int64)
-    last = np.full(demos.n_trajectories, -1, dtype=np.int64)
+    N = demos.n_trajectories
+    node = np.zeros(N, dtype=np.int64)
+    last = np.full(N, -1, dtype=np.int64)
+    everyone = np.arange(N)
+    full = int(demos.lengths.min(initial=T)) >= T  # no padding within the first T steps: no selection
     keys = []
     for t in range(T):
-        active = np.flatnonzero(demos.lengths > t)
+        active = everyone if full else np.flatnonzero(demos.lengths > t)
         if not len(active):
             break
-        s = demos.states[active, t].astype(np.int64)
-        lab = mdp.labels[s] if labels is None else labels[active, t].astype(np.int64)
-        changed = lab != last[active] if compress else np.ones(len(active), dtype=bool)
+        pick = slice(None) if full else active
+        s = demos.states[pick, t].astype(np.int64)
+        lab = mdp.labels[s] if labels is None else labels[pick, t].astype(np.int64)
+        changed = lab != last[pick] if compress else np.ones(len(active), dtype=bool)
         move = active[changed]
         if len(move):
             node[move] = grow.children(node[move], lab[changed])
-        last[active] = lab
-        keys.append((node[active] * S + s) * A + demos.actions[active, t])
-    uniq, counts = _aggregate(np.concatenate(keys) if keys else np.empty(0, np.int64))
+        last[pick] = lab
+        keys.append((node[pick] * S + s) * A + demos.actions[pick, t])
+    uniq, counts = _aggregate(np.concatenate(keys) if keys else np.empty(0, np.int64), bound=grow.n_nodes * S * A)
     return CountTable(grow.trie(compress), uniq, counts, S, A, K, demos.n_trajectories)
 
 
@@ -127,20 +149,119 @@ def count_stream(
     callable of the number counted so far) hears after every chunk; ``total`` is the
     number of trajectories expected, when known."""
     progress = as_progress(progress)
-    table_sum: CountTable | None = None
+    reducer = TreeReducer(merge_counts)
     done = 0
     for index, chunk in enumerate(chunks):
-        chunk, labels = chunk if isinstance(chunk, tuple) else (chunk, None)
-        if not isinstance(chunk, Demonstrations):
-            raise DataError(f"chunk {index}: expected Demonstrations or (Demonstrations, labels), "
-                            f"got {type(chunk).__name__}")
-        table = count_chunk(mdp, chunk, compress=compress, depth=depth, labels=labels)
-        table_sum = table if table_sum is None else merge_counts(table_sum, table)
+        chunk, labels = _chunk(chunk, index)
+        reducer.add(count_chunk(mdp, chunk, compress=compress, depth=depth, labels=labels))
         done += chunk.n_trajectories
         progress.count(done, total)
-    if table_sum is None:
+    if not reducer.n_inputs:
         raise DataError("no demonstrations to count")
-    return table_sum
+    return reducer.result()
+
+
+def _chunk(chunk, index) -> tuple[Demonstrations, np.ndarray | None]:
+    chunk, labels = chunk if isinstance(chunk, tuple) else (chunk, None)
+    if not isinstance(chunk, Demonstrations):
+        raise DataError(f"chunk {index}: expected Demonstrations or (Demonstrations, labels), "
+                        f"got {type(chunk).__name__}")
+    return chunk, labels
+
+
+def canonical_counts(table: CountTable) -> CountTable:
+    """The same counts on the trie renumbered breadth-first: by word length, then by the
+    parent's new id, then by letter. Two tables of the same words and counts become equal
+    arrays, whatever order the words were met in."""
+    trie = table.trie
+    new = np.zeros(trie.n_nodes, dtype=np.int64)
+    next_id = 1
+    for level in trie.levels()[1:]:
+        order = np.lexsort((trie.letter[level], new[trie.parent[level]]))
+        new[level[order]] = next_id + np.arange(len(level))
+        next_id += len(level)
+    old = np.empty_like(new)
+    old[new] = np.arange(trie.n_nodes)
+    parent = trie.parent[old]
+    parent = np.where(parent >= 0, new[np.maximum(parent, 0)], -1)
+    SA = table.n_states * table.n_actions
+    keys = new[table.keys // SA] * SA + table.keys % SA
+    order = np.argsort(keys, kind="stable")
+    return CountTable(Trie(parent, trie.letter[old], trie.length[old], compressed=trie.compressed),
+                      keys[order], table.counts[order], table.n_states, table.n_actions, table.n_letters,
+                      table.n_trajectories)
+
+
+# ---------------------------------------------------------------------- the map and reduce of the engines
+@attrs.frozen
+class PartialCount:
+    """What a count job returns: the table of the trajectories it counted (None if none),
+    their number, and ``(partition, first id, last id)`` of the Parquet partitions among them."""
+
+    table: CountTable | None
+    trajectories: int = 0
+    spans: tuple = ()
+
+
+def merge_partial(a: PartialCount, b: PartialCount) -> PartialCount:
+    """The reduce of :class:`CountJob` results (:func:`merge_counts` on the tables)."""
+    table = a.table if b.table is None else b.table if a.table is None else merge_counts(a.table, b.table)
+    return PartialCount(table, a.trajectories + b.trajectories, a.spans + b.spans)
+
+
+@attrs.frozen
+class CountJob:
+    """The map: count one item — a :class:`~rmtk.data.Demonstrations` chunk, a
+    ``(demos, labels)`` pair, or a :class:`~rmtk.data.parquet_dataset.Partition` of
+    ``dataset`` (read, validated against ``mdp`` and counted ``chunk`` trajectories at a
+    time). Picklable, so any engine can run it."""
+
+    mdp: object
+    compress: bool = True
+    depth: int | None = None
+    chunk: int = 250_000
+    dataset: object = None
+
+    def __call__(self, item) -> PartialCount:
+        if self.dataset is None:
+            demos, labels = _chunk(item, 0)
+            table = count_chunk(self.mdp, demos, compress=self.compress, depth=self.depth, labels=labels)
+            return PartialCount(table, demos.n_trajectories)
+        data = self.dataset.read(item, self.mdp)
+        if not data.n_trajectories:
+            return PartialCount(None)
+        reducer = TreeReducer(merge_counts)
+        for lo in range(0, data.n_trajectories, self.chunk):
+            demos = data.demonstrations(self.mdp, lo, lo + self.chunk)
+            reducer.add(count_chunk(self.mdp, demos, compress=self.compress, depth=self.depth))
+        ids = data.ids
+        return PartialCount(reducer.result(), data.n_trajectories, ((item, int(ids.min()), int(ids.max())),))
+
+
+def count_dataset(engine: Engine, mdp, dataset, *, compress: bool = True, depth: int | None = None,
+                  chunk: int = 250_000, progress: Progress | None = None) -> PartialCount:
+    """Count a :class:`~rmtk.data.parquet_dataset.ParquetDataset` partition by partition on
+    ``engine`` (progress over partitions), and refuse a trajectory whose rows are in two
+    files. The table is in canonical order (:func:`canonical_counts`)."""
+    from .data.parquet_dataset import check_disjoint
+
+    job = CountJob(mdp, compress, depth, chunk, dataset)
+    parts = dataset.partitions
+    out = engine.map_reduce(job, parts, reduce=merge_partial, total=len(parts), what="partitions counted",
+                            progress=progress)
+    spans = sorted(out.spans, key=lambda s: (s[1], s[2]))
+    reach, overlapping = None, set()
+    for part, lo, hi in spans:  # id ranges that overlap: compare the ids exactly
+        if reach is not None and lo <= reach[0]:
+            overlapping |= {part, reach[1]}
+        if reach is None or hi > reach[0]:
+            reach = (hi, part)
+    if overlapping:
+        suspects = sorted(overlapping, key=lambda p: p.index)
+        check_disjoint(list(zip(suspects, engine.map_reduce(dataset.ids, suspects, what="partitions checked"))))
+    if out.table is None:
+        raise DataError(f"{dataset.path}: no trajectories (every partition is empty)")
+    return attrs.evolve(out, table=canonical_counts(out.table))
 
 
 def to_policy(table: CountTable, depth: int | None = None) -> PrefixTreePolicy:
@@ -187,19 +308,29 @@ class EmpiricalPTP:
     tree policy p̂(a | s, σ) with its action counts.
 
     Args:
-        data: :class:`~rmtk.data.Demonstrations`, a :class:`CountTable` already counted
-            (e.g. merged from shards), or an iterable of chunks (:class:`Demonstrations` or
-            ``(demos, labels)`` pairs) counted as they come. A one-shot iterable is counted
-            on the first :meth:`build`; the counts are kept for later builds.
+        data: :class:`~rmtk.data.Demonstrations`; a path (a Parquet dataset directory —
+            read one partition at a time, never whole — or a ``.npz``/``.csv`` file, loaded
+            and validated against the MDP); a :class:`CountTable` already counted (used as
+            it is); or an iterable of chunks (:class:`Demonstrations` or ``(demos, labels)``
+            pairs) counted as they come. A one-shot iterable is counted on the first
+            :meth:`build`; the counts are kept for later builds.
         depth: count only the first ``depth`` steps of each trajectory (default: all).
         compress: key the trie by non-stuttering compressed words.
-        chunk: trajectories counted at once when ``data`` is :class:`Demonstrations`.
+        chunk: trajectories counted at once (memory ∝ chunk · steps).
         labels: per-step proposition indices overriding the MDP's labels (with
             :class:`Demonstrations` data only; see :func:`count_chunk`).
         total: number of trajectories a stream holds, for progress (optional).
         expert: the policy the demonstrations came from, when the target is a task: used
             for the false positive rate and the verdicts only (default: the task's
             soft-optimal policy).
+        engine: where the counting runs: ``"local"`` (this process, the default),
+            ``"dask"`` (a local Dask cluster started for the run) or an engine object such as
+            ``DaskEngine(client=...)`` or ``DaskEngine(scheduler="tcp://host:8786")``
+            (:mod:`rmtk.engines`). Every engine returns the same count table.
+
+    The engine is a setting, not a strategy: it changes where the map and the reduce run,
+    never the prefix tree policy they produce (the table is put in canonical order,
+    :func:`canonical_counts`).
     """
 
     data: object
@@ -209,6 +340,7 @@ class EmpiricalPTP:
     labels: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
     total: int | None = None
     expert: PolicySource = attrs.field(factory=SoftOptimal)
+    engine: Engine = attrs.field(default="local", converter=as_engine)
     _counted: dict = attrs.field(factory=dict, init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self):
@@ -235,6 +367,21 @@ class EmpiricalPTP:
         key = (mdp.n_states, mdp.n_actions, mdp.n_propositions)
         if key in self._counted:
             return self._counted[key]
+        if isinstance(data, (str, os.PathLike)):
+            from .data.parquet_io import is_dataset_path
+
+            if is_dataset_path(data):
+                from .data.parquet_dataset import ParquetDataset
+
+                dataset = ParquetDataset.open(data, mdp)
+                progress.note(f"counting {data}: {dataset.summary()} on the {self.engine}")
+                table = count_dataset(self.engine, mdp, dataset, compress=self.compress, depth=self.depth,
+                                      chunk=self.chunk, progress=progress).table
+                self._counted[key] = table
+                return table
+            from .data import load
+
+            data = load(data, mdp)
         if self._counted and not isinstance(data, Demonstrations):
             raise DataError("this stream of demonstrations was already counted on an MDP of another size; "
                             "a stream can be read only once")
@@ -252,10 +399,13 @@ class EmpiricalPTP:
             try:
                 chunks = iter(data)
             except TypeError:
-                raise RmtkError(f"EmpiricalPTP data must be Demonstrations, a CountTable or an iterable of chunks, "
-                                f"not {type(data).__name__}") from None
+                raise RmtkError(f"EmpiricalPTP data must be Demonstrations, a path, a CountTable or an iterable of "
+                                f"chunks, not {type(data).__name__}") from None
             total = self.total
-        table = count_stream(mdp, chunks, compress=self.compress, depth=self.depth, progress=progress, total=total)
+        out = self.engine.map_reduce(CountJob(mdp, self.compress, self.depth), chunks, reduce=merge_partial,
+                                     sizes=lambda c: len(c[0] if isinstance(c, tuple) else c), total=total,
+                                     what="trajectories", progress=progress)
+        table = canonical_counts(out.table)
         self._counted[key] = table
         return table
 

@@ -30,7 +30,7 @@ from .errors import DataError, ModelError
 from .machine import RewardMachine
 from .mdp import LabeledMDP
 from .product import letter_map
-from .simulate import RowSampler
+from .simulate import RowSampler, check_sizes
 
 __all__ = [
     "log_likelihood",
@@ -191,13 +191,7 @@ def rollout(
         ``(states, actions)``: ``(n, horizon + 1)`` and ``(n, horizon)`` int32 arrays (the
         final state ``s_horizon``, reached by the last action, is included).
     """
-    n, horizon, chunk = int(n), int(horizon), int(chunk)
-    if n < 1:
-        raise DataError(f"cannot roll out {n} trajectories")
-    if horizon < 1:
-        raise DataError(f"horizon must be at least 1, got {horizon}")
-    if chunk < 1:
-        raise DataError(f"chunk must be at least 1, got {chunk}")
+    n, horizon, chunk = check_sizes(n, horizon, chunk, doing="roll out")
     S, A = mdp.n_states, mdp.n_actions
     pi = _policy_table(mdp, policy, machine, need_T=horizon)
     n_rows = pi.size // A

@@ -88,14 +88,17 @@ class StderrProgress(Progress):
 
     def count(self, done, total, what="trajectories"):
         now = time.monotonic()
-        if self._start is None:
+        if self._start is None or done == 0:  # count(0, ...) starts the clock of the rate
             self._start = now
+            if done == 0:
+                return
         final = total is not None and done >= total
         tty = getattr(self.stream, "isatty", lambda: False)()
         if not final and now - self._last < (0.2 if tty else self.every):
             return
         self._last = now
-        rate = f"({done / max(now - self._start, 1e-9):,.0f}/s)"
+        per_second = done / max(now - self._start, 1e-9)
+        rate = f"({per_second:,.{1 if per_second < 10 else 0}f}/s)"
         if final:
             self._start = None
         if total is None:

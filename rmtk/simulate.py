@@ -26,17 +26,23 @@ changes.
 """
 from __future__ import annotations
 
+import operator
+
+import attrs
 import numpy as np
 
 from .data import PAD, Demonstrations
+from .engines import as_engine
 from .errors import DataError, ModelError
 from .progress import Progress, as_progress
+from .shards import Shard, plan_shards
 from .task import Task
 
 #: Tolerance on the rows of a user-given policy summing to 1.
 POLICY_TOL = 1e-6
 
-__all__ = ["simulate", "rollout_nodes", "sample_categorical", "RowSampler", "node_table"]
+__all__ = ["simulate", "simulate_sharded", "simulate_dataset", "SimulationJob", "Written", "rollout_nodes",
+           "sample_categorical", "RowSampler", "node_table"]
 
 
 class RowSampler:
@@ -131,6 +137,63 @@ def _policy_table(task: Task, policy) -> np.ndarray:
     return pi
 
 
+def check_sizes(n, horizon, chunk, doing: str = "simulate") -> tuple[int, int, int]:
+    """``(n, horizon, chunk)`` as ints, each at least 1 (a :class:`DataError` otherwise)."""
+    n, horizon, chunk = int(n), int(horizon), int(chunk)
+    if n < 1:
+        raise DataError(f"cannot {doing} {n} trajectories")
+    if horizon < 1:
+        raise DataError(f"horizon must be at least 1, got {horizon}")
+    if chunk < 1:
+        raise DataError(f"chunk must be at least 1, got {chunk}")
+    return n, horizon, chunk
+
+
+class _Sampler:
+    """The task's samplers (start, policy, successor) and the machine's node table, built
+    once and used for any number of trajectories."""
+
+    def __init__(self, task: Task, pi: np.ndarray):
+        mdp = task.mdp
+        S, A, n_nodes = mdp.n_states, mdp.n_actions, task.machine.n_nodes
+        T = mdp.kernel
+        self.start = RowSampler([0, S], mdp.initial)
+        self.moves = RowSampler(T.indptr, T.data)
+        self.succ = np.asarray(T.indices, dtype=np.intp)
+        self.acts = RowSampler(np.arange(0, S * n_nodes * A + 1, A), pi.reshape(-1))
+        self.nxt = node_table(task).ravel().astype(np.intp)  # [s·n + u] -> δ_u(u, L(s))
+        self.u_init, self.n_nodes, self.A = task.machine.initial, n_nodes, A
+
+    def draw(self, rng: np.random.Generator, n: int, horizon: int, chunk: int,
+             report=lambda done: None) -> Demonstrations:
+        """``n`` trajectories from ``rng``, ``2·horizon`` uniforms each, in order."""
+        states = np.empty((n, horizon), dtype=np.int32)
+        actions = np.empty((n, horizon), dtype=np.int32)
+        n_nodes, A, nxt = self.n_nodes, self.A, self.nxt
+        W = 2 * horizon  # uniforms per trajectory: start, then (action, successor) per step
+        for lo in range(0, n, chunk):
+            hi = min(n, lo + chunk)
+            m = hi - lo
+            U = np.ascontiguousarray(rng.random((m, W)).T)  # (W, m); row k = k-th draw of each trajectory
+            s = self.start.sample(np.zeros(m, dtype=np.intp), U[0])  # positions in the one row = states
+            u = nxt[s * n_nodes + self.u_init]
+            st = np.empty((horizon, m), dtype=np.int32)
+            ac = np.empty((horizon, m), dtype=np.int32)
+            for t in range(horizon):
+                r = s * n_nodes + u
+                a = self.acts.sample(r, U[2 * t + 1]) - r * A
+                st[t] = s
+                ac[t] = a
+                if t + 1 < horizon:
+                    s = self.succ[self.moves.sample(s * A + a, U[2 * t + 2])]
+                    u = nxt[s * n_nodes + u]
+            states[lo:hi] = st.T
+            actions[lo:hi] = ac.T
+            del U, st, ac
+            report(hi)
+        return Demonstrations(states, actions, np.full(n, horizon, dtype=np.int64))
+
+
 def simulate(
     task: Task,
     n: int,
@@ -163,51 +226,95 @@ def simulate(
     Returns:
         :class:`~rmtk.data.Demonstrations` with ``(n, horizon)`` int32 states and actions.
     """
-    n, horizon, chunk = int(n), int(horizon), int(chunk)
+    n, horizon, chunk = check_sizes(n, horizon, chunk)
     progress = as_progress(progress)
-    if n < 1:
-        raise DataError(f"cannot simulate {n} trajectories")
-    if horizon < 1:
-        raise DataError(f"horizon must be at least 1, got {horizon}")
-    if chunk < 1:
-        raise DataError(f"chunk must be at least 1, got {chunk}")
-    mdp = task.mdp
-    S, A, n_nodes = mdp.n_states, mdp.n_actions, task.machine.n_nodes
+    sampler = _Sampler(task, _policy_table(task, policy))
+    return sampler.draw(np.random.default_rng(seed), n, horizon, chunk,
+                        lambda done: progress.count(done, n, "trajectories simulated"))
+
+
+# ---------------------------------------------------------------------- sharded simulation
+@attrs.frozen
+class Written:
+    """What writing shards produced (added up by the reduce)."""
+
+    trajectories: int = 0
+    steps: int = 0
+    bytes: int = 0
+    files: int = 0
+
+    def __add__(self, other: "Written") -> "Written":
+        return Written(*(a + b for a, b in zip(attrs.astuple(self), attrs.astuple(other))))
+
+
+@attrs.frozen
+class SimulationJob:
+    """Simulates one :class:`~rmtk.shards.Shard`: trajectories ``start .. stop − 1`` of
+    ``simulate(task, n, horizon, seed=seed)`` exactly — the run's random stream jumped ahead
+    to the shard (:meth:`~rmtk.shards.Shard.jumped_rng`), so the data do not depend on the
+    shard size nor on the number of workers. Returns the :class:`Demonstrations`, or, with
+    ``directory`` and ``schema``, writes them as Parquet partition ``shard.index`` there and
+    returns a :class:`Written`. Picklable: it is what an engine sends to its workers."""
+
+    task: Task
+    policy: np.ndarray = attrs.field(eq=False, repr=False)
+    horizon: int
+    chunk: int = 100_000
+    schema: object = None
+    directory: str | None = None
+
+    def __call__(self, shard: Shard):
+        sampler = _Sampler(self.task, self.policy)
+        demos = sampler.draw(shard.jumped_rng(2 * self.horizon), shard.size, self.horizon, self.chunk)
+        if self.directory is None:
+            return demos
+        from .data.parquet_io import partition_file
+
+        size = self.schema.write(demos, partition_file(self.directory, shard.index), index=shard.index,
+                                 first_id=shard.start)
+        return Written(demos.n_trajectories, demos.n_steps, size, 1)
+
+
+def simulate_sharded(task: Task, n: int, horizon: int, *, seed, shard_size: int = 100_000, policy=None,
+                     engine="local", progress: Progress | None = None) -> Demonstrations:
+    """:func:`simulate` cut into shards of ``shard_size`` trajectories run on ``engine``
+    (``"local"``, ``"dask"`` or an engine object, :mod:`rmtk.engines`), gathered here:
+    the same trajectories as ``simulate(task, n, horizon, seed=seed)``."""
+    n, horizon, shard_size = check_sizes(n, horizon, shard_size)
+    job = SimulationJob(task, _policy_table(task, policy), horizon, chunk=min(shard_size, 100_000))
+    parts = as_engine(engine).map_reduce(job, plan_shards(n, shard_size, seed), sizes=lambda sh: sh.size,
+                                         total=n, what="trajectories simulated", progress=progress)
+    if len(parts) == 1:
+        return parts[0]
+    return Demonstrations(np.concatenate([d.states for d in parts]), np.concatenate([d.actions for d in parts]),
+                          np.concatenate([d.lengths for d in parts]))
+
+
+def simulate_dataset(task: Task, n: int, horizon: int, path, *, seed, partition_size: int | None = None,
+                     policy=None, labels: bool = False, overwrite: bool = False, engine="local",
+                     progress: Progress | None = None) -> Written:
+    """Simulate straight to a Parquet dataset directory (:mod:`rmtk.data.parquet_io`): one
+    shard of ``partition_size`` trajectories per file, written by whichever worker simulated
+    it, so no process ever holds more than one partition (10⁷ trajectories need no more
+    memory than 10⁵). The data are those of ``simulate(task, n, horizon, seed=seed)``. The
+    dataset appears at ``path`` only once every partition is written; an existing one is
+    replaced only with ``overwrite``. With a Dask cluster, ``path`` must be on a filesystem
+    the workers share."""
+    from .data.parquet_io import PARTITION_SIZE, PartitionSchema, Staging
+
+    partition_size = PARTITION_SIZE if partition_size is None else partition_size
+    n, horizon, partition_size = check_sizes(n, horizon, partition_size)
+    schema = PartitionSchema.of(task.mdp, horizon=horizon, n_trajectories=n, partition_size=partition_size,
+                                labels=labels)
     pi = _policy_table(task, policy)
-
-    T = mdp.kernel
-    start = RowSampler([0, S], mdp.initial)
-    moves = RowSampler(T.indptr, T.data)
-    succ = np.asarray(T.indices, dtype=np.intp)
-    acts = RowSampler(np.arange(0, S * n_nodes * A + 1, A), pi.reshape(-1))
-    nxt = node_table(task).ravel().astype(np.intp)  # [s·n + u] -> δ_u(u, L(s))
-    u_init = task.machine.initial
-
-    states = np.empty((n, horizon), dtype=np.int32)
-    actions = np.empty((n, horizon), dtype=np.int32)
-    rng = np.random.default_rng(seed)
-    W = 2 * horizon  # uniforms per trajectory: start, then (action, successor) per step
-    for lo in range(0, n, chunk):
-        hi = min(n, lo + chunk)
-        m = hi - lo
-        U = np.ascontiguousarray(rng.random((m, W)).T)  # (W, m); row k = k-th draw of each trajectory
-        s = start.sample(np.zeros(m, dtype=np.intp), U[0])  # positions in the one row = states
-        u = nxt[s * n_nodes + u_init]
-        st = np.empty((horizon, m), dtype=np.int32)
-        ac = np.empty((horizon, m), dtype=np.int32)
-        for t in range(horizon):
-            r = s * n_nodes + u
-            a = acts.sample(r, U[2 * t + 1]) - r * A
-            st[t] = s
-            ac[t] = a
-            if t + 1 < horizon:
-                s = succ[moves.sample(s * A + a, U[2 * t + 2])]
-                u = nxt[s * n_nodes + u]
-        states[lo:hi] = st.T
-        actions[lo:hi] = ac.T
-        del U, st, ac
-        progress.count(hi, n, "trajectories simulated")
-    return Demonstrations(states, actions, np.full(n, horizon, dtype=np.int64))
+    with Staging(path, overwrite) as staging:
+        job = SimulationJob(task, pi, horizon, chunk=min(partition_size, 100_000), schema=schema,
+                            directory=str(staging.tmp))
+        written = as_engine(engine).map_reduce(job, plan_shards(n, partition_size, seed), reduce=operator.add,
+                                               sizes=lambda sh: sh.size, total=n, what="trajectories simulated",
+                                               progress=progress)
+        staging.commit()
+    return written
 
 
 def rollout_nodes(task: Task, demos: Demonstrations) -> np.ndarray:

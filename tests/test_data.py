@@ -1,55 +1,30 @@
 """Demonstrations files: validation, CSV and NPZ round trips, bad inputs."""
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from rmtk.data import Demonstrations, load, load_csv, load_npz, save, save_csv, save_npz, validate
-from rmtk.envs import gridworld, labyrinth
-from rmtk.errors import DataError
+from rmtk.envs import labyrinth
 from rmtk.mdp import LabeledMDP
+
+from grid_data import make_grid, raises, three_walks, walk
 
 MICE = Path("/work/shared/data")
 
 HEADER = "trajectory,step,state,action,label\n"
 
 
-def raises(*parts: str):
-    """pytest.raises(DataError) whose message contains every part, in order."""
-    return pytest.raises(DataError, match=".*".join(re.escape(p) for p in parts))
-
-
 @pytest.fixture(scope="module")
 def grid() -> LabeledMDP:
-    # deterministic 4x4 grid: states r{row}c{col} (column-major indices 0..15)
-    return gridworld(["a b c d", "b c d a", "c d a b", "d a b c"], slip=0.0)
-
-
-def step(mdp, s, a):
-    (t, p), = mdp.successors(s, a)
-    return t
-
-
-def walk(mdp, start, moves):
-    """[(s, a), ...] along the deterministic grid."""
-    out, s = [], mdp.state_index(start)
-    for m in moves:
-        a = mdp.action_index(m)
-        out.append((s, a))
-        s = step(mdp, s, a)
-    return out
+    return make_grid()
 
 
 @pytest.fixture(scope="module")
 def demos(grid) -> Demonstrations:
-    return Demonstrations.from_lists([
-        walk(grid, "r0c0", ["down", "right", "right", "up", "left"]),
-        walk(grid, "r3c3", ["up"]),
-        walk(grid, "r1c1", ["left", "down", "down"]),
-    ])
+    return three_walks(grid)
 
 
 def write(tmp_path, text, name="demos.csv"):
@@ -297,10 +272,11 @@ def test_load_save_dispatch(tmp_path, grid, demos):
         p = tmp_path / f"d{ext}"
         save(demos, p, grid)
         assert load(p, grid) == demos
-    with raises("d.parquet: unsupported demonstrations format '.parquet'", ".csv", ".npz"):
-        save(demos, tmp_path / "d.parquet", grid)
-    with raises("d.txt: unsupported demonstrations format '.txt'", ".csv", ".npz"):
+    (tmp_path / "d.txt").write_text("0,0,0,0\n")
+    with raises("d.txt: unsupported demonstrations format '.txt'", ".csv", ".npz", ".parquet"):
         load(tmp_path / "d.txt", grid)
+    with raises("d.npz: partition_size applies to Parquet datasets only"):
+        save(demos, tmp_path / "d.npz", grid, partition_size=2)
 
 
 @pytest.mark.parametrize("ext", [".csv", ".npz"])

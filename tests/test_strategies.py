@@ -185,7 +185,7 @@ def test_cli_rejects_bad_numbers_and_settings(capsys):
     assert "expected a" in capsys.readouterr().err
     assert main(["reproduce", "tables", "--set", "nosuch=3", "--quick", "-q", "--no-figures"]) == 1
     err = capsys.readouterr().err
-    assert "unknown setting nosuch for tables; known settings: stack_avoid_lambda (tables); stack_lambda" in err
+    assert "unknown setting nosuch for tables; known settings: explain (tables); stack_avoid_lambda (tables); " in err
     assert main(["reproduce", "suboptimal", "--set", "trajectories=many", "-q", "--no-figures"]) == 1
     assert "setting trajectories: expected int, got 'many'" in capsys.readouterr().err
 

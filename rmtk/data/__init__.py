@@ -2,8 +2,10 @@
 
 :class:`Demonstrations` (:mod:`rmtk.data.demonstrations`) holds trajectories as padded integer
 arrays; :func:`load` and :func:`save` pick the file format from the extension: CSV
-(:mod:`rmtk.data.csv_io`), NPZ (:mod:`rmtk.data.npz_io`). Loading always validates the data
-against the MDP: indices in range, labels matching, every step possible.
+(:mod:`rmtk.data.csv_io`), NPZ (:mod:`rmtk.data.npz_io`), or a Parquet dataset directory
+(:mod:`rmtk.data.parquet_io`, :mod:`rmtk.data.parquet_dataset`; pyarrow is imported only then).
+Loading always validates the data against the MDP: indices in range, labels matching, every
+step possible.
 """
 from __future__ import annotations
 
@@ -15,32 +17,60 @@ from .csv_io import CSV_COLUMNS, load_csv, save_csv
 from .demonstrations import PAD, Demonstrations, validate
 from .npz_io import load_npz, save_npz
 
-#: Supported file extensions → format name.
-FORMATS = {".csv": "CSV", ".npz": "NPZ"}
+#: Supported file extensions → format name (a Parquet dataset is a directory).
+FORMATS = {".csv": "CSV", ".npz": "NPZ", ".parquet": "Parquet"}
 
 
-def _format(path) -> str:
+def format_of(path, format: str | None = None) -> str:
+    """``"csv"``, ``"npz"`` or ``"parquet"``: ``format`` when given, else from ``path`` (a
+    ``.parquet`` name, an existing directory or a path ending with ``/`` is a Parquet
+    dataset; otherwise the extension)."""
+    if format is not None and format not in ("csv", "npz", "parquet"):
+        raise DataError(f"unknown demonstrations format {format!r}; the formats are csv, npz, parquet")
+    if format is not None:
+        return format
+    from .parquet_io import is_dataset_path
+
+    if is_dataset_path(path):
+        return "parquet"
     ext = os.path.splitext(str(path))[1].lower()
     if ext not in FORMATS:
         supported = ", ".join(f"{e} ({n})" for e, n in FORMATS.items())
         raise DataError(f"{path}: unsupported demonstrations format {ext or '(no extension)'!r}; supported: {supported}")
-    return ext
+    return ext[1:]
 
 
 def load(path, mdp) -> Demonstrations:
-    """Load demonstrations by extension (``.csv`` or ``.npz``) and validate them against ``mdp``."""
-    ext = _format(path)
-    if ext == ".csv":
+    """Load demonstrations by extension (``.csv``, ``.npz``; a directory or ``.parquet`` is a
+    Parquet dataset) and validate them against ``mdp``."""
+    if not os.path.exists(path):
+        raise DataError(f"{path}: no such file or directory")
+    fmt = format_of(path)
+    if fmt == "parquet":
+        from .parquet_dataset import ParquetDataset
+
+        return ParquetDataset.open(path, mdp).load(mdp)
+    if fmt == "csv":
         if mdp is None:
             raise DataError(f"{path}: reading a CSV file needs the MDP (its state, action and label names)")
         return load_csv(path, mdp)
     return load_npz(path, mdp)
 
 
-def save(demos: Demonstrations, path, mdp=None, overwrite: bool = False) -> None:
-    """Save demonstrations by extension (``.csv`` needs ``mdp``; ``.npz`` validates against it when given)."""
-    ext = _format(path)
-    if ext == ".csv":
+def save(demos: Demonstrations, path, mdp=None, overwrite: bool = False, *, format: str | None = None,
+         partition_size: int | None = None) -> None:
+    """Save demonstrations by ``format`` (``"csv"``, ``"npz"``, ``"parquet"``) or by extension
+    (``.csv`` needs ``mdp``; ``.npz`` validates against it when given; a ``.parquet`` name, an
+    existing directory or a path ending with ``/`` is a Parquet dataset directory, which needs
+    ``mdp`` and takes ``partition_size`` trajectories per file)."""
+    fmt = format_of(path, format)
+    if partition_size is not None and fmt != "parquet":
+        raise DataError(f"{path}: partition_size applies to Parquet datasets only")
+    if fmt == "parquet":
+        from .parquet_io import PARTITION_SIZE, save_parquet
+
+        save_parquet(demos, path, mdp, overwrite=overwrite, partition_size=partition_size or PARTITION_SIZE)
+    elif fmt == "csv":
         if mdp is None:
             raise DataError(f"{path}: writing a CSV file needs the MDP (its state, action and label names)")
         save_csv(demos, path, mdp, overwrite=overwrite)
@@ -52,4 +82,4 @@ def save(demos: Demonstrations, path, mdp=None, overwrite: bool = False) -> None
 
 
 __all__ = ["PAD", "Demonstrations", "validate", "load", "save", "load_csv", "save_csv", "load_npz", "save_npz",
-           "FORMATS", "CSV_COLUMNS"]
+           "FORMATS", "CSV_COLUMNS", "format_of"]

@@ -18,6 +18,9 @@ from .._arrays import array_eq, frozen_array
 from ..errors import DataError
 
 PAD = -1
+#: :func:`validate` checks steps against a dense table of the (s, a, s') triples when there
+#: are at most this many (else a binary search in the MDP's sparse transitions).
+DENSE_TRANSITIONS = 1 << 24
 
 
 def _int_array(dtype):
@@ -58,14 +61,15 @@ class Demonstrations:
             what = "is empty" if self.lengths[i] < 1 else f"has length {self.lengths[i]} > {T} columns"
             raise DataError(f"trajectory {i} {what}")
         inside = np.arange(T)[None, :] < self.lengths[:, None]
+        full = bool(inside.all())
         for name, arr in (("state", self.states), ("action", self.actions)):
-            neg = np.argwhere(inside & (arr < 0))
-            if neg.size:
-                i, t = neg[0]
+            neg = inside & (arr < 0)
+            if neg.any():
+                i, t = np.argwhere(neg)[0]
                 raise DataError(f"trajectory {i}, step {t}: missing {name} (negative index {arr[i, t]})")
-            pad = np.argwhere(~inside & (arr != PAD))
-            if pad.size:
-                i, t = pad[0]
+            pad = None if full else ~inside & (arr != PAD)
+            if pad is not None and pad.any():
+                i, t = np.argwhere(pad)[0]
                 raise DataError(f"trajectory {i}, step {t}: {name} after the trajectory's end (length {self.lengths[i]})")
 
     # ------------------------------------------------------------------ constructors
@@ -155,6 +159,13 @@ def _transition_keys(mdp) -> np.ndarray:
     return keys
 
 
+def out_of_range(kind: str, value: int, mdp) -> str:
+    """What is wrong with a ``state``, ``action`` or ``label`` index outside the MDP's range."""
+    n, plural = {"state": (mdp.n_states, "states"), "action": (mdp.n_actions, "actions"),
+                 "label": (mdp.n_propositions, "propositions")}[kind]
+    return f"{kind} index {value} is out of range (the MDP {mdp.name!r} has {plural} 0..{n - 1})"
+
+
 def validate(
     demos: Demonstrations,
     mdp,
@@ -163,6 +174,7 @@ def validate(
     source: str = "<demonstrations>",
     trajectory_ids=None,
     lines=None,
+    rows=None,
 ) -> None:
     """Check ``demos`` against ``mdp``; raise :class:`DataError` on the first bad step.
 
@@ -178,13 +190,15 @@ def validate(
     Args:
         source: the file name (or other origin) the messages start with.
         trajectory_ids: names of the trajectories in messages (default: their indices).
-        lines: ``(N, T)`` line numbers of the records in ``source``, for messages.
+        lines: ``(N, T)`` line numbers of the records in ``source``, for messages
+            (``source:line: ...``).
+        rows: instead of ``lines``, row numbers (``source: row r: ...``); anything indexable
+            by ``[i, t]``.
     """
     S, A, P = mdp.n_states, mdp.n_actions, mdp.n_propositions
     N, T = demos.states.shape
     inside = demos.mask()
-    states = demos.states.astype(np.int64)
-    actions = demos.actions.astype(np.int64)
+    states, actions = demos.states, demos.actions  # int32, non-negative inside (Demonstrations checks)
 
     bad_state = inside & (states >= S)
     bad_action = inside & (actions >= A)
@@ -209,10 +223,20 @@ def validate(
     if T > 1:
         step_ok = inside & ~bad_state & ~bad_action
         pair = step_ok[:, :-1] & inside[:, 1:] & ~bad_state[:, 1:]
-        ii, tt = np.nonzero(pair)
-        if ii.size:
-            key = (states[ii, tt] * A + actions[ii, tt]) * S + states[ii, tt + 1]
-            keys = _transition_keys(mdp)
+        keys = _transition_keys(mdp)
+        if S * A * S <= DENSE_TRANSITIONS:  # a lookup table of every (s, a, s'): one gather, in int32
+            allowed = np.zeros(S * A * S, dtype=bool)
+            allowed[keys] = True
+            key = states[:, :-1] * np.int32(A)
+            key += actions[:, :-1]
+            key *= np.int32(S)
+            key += states[:, 1:]
+            key[~pair] = 0
+            bad_move[:, :-1] = pair & ~allowed[key]
+        else:
+            ii, tt = np.nonzero(pair)
+            s0, a0, s1 = states[ii, tt].astype(np.int64), actions[ii, tt].astype(np.int64), states[ii, tt + 1]
+            key = (s0 * A + a0) * S + s1
             pos = np.searchsorted(keys, key)
             found = pos < keys.size
             found[found] = keys[pos[found]] == key[found]
@@ -225,17 +249,17 @@ def validate(
     i, t = (int(x) for x in where[0])
     more = len(where) - 1
     tid = trajectory_ids[i] if trajectory_ids is not None else i
-    loc = f"{source}:{int(lines[i, t])}" if lines is not None else source
+    loc = (f"{source}:{int(lines[i, t])}" if lines is not None else
+           f"{source}: row {int(rows[i, t])}" if rows is not None else source)
     head = f"{loc}: trajectory {_show_id(tid)}, step {t}"
     s, a = int(states[i, t]), int(actions[i, t])
     if bad_state[i, t]:
-        what = f"state index {s} is out of range (the MDP {mdp.name!r} has states 0..{S - 1})"
+        what = out_of_range("state", s, mdp)
     elif bad_action[i, t]:
-        what = f"action index {a} is out of range (the MDP {mdp.name!r} has actions 0..{A - 1})"
+        what = out_of_range("action", a, mdp)
     elif bad_label_range[i, t]:
         lab = int(labels[i, t])
-        what = (f"missing label (index {lab})" if lab < 0 else
-                f"label index {lab} is out of range (the MDP {mdp.name!r} has propositions 0..{P - 1})")
+        what = f"missing label (index {lab})" if lab < 0 else out_of_range("label", lab, mdp)
     elif bad_label[i, t]:
         what = (f"label {mdp.propositions[labels[i, t]]!r} disagrees with the MDP, which labels "
                 f"state {mdp.states[s]!r} with {mdp.propositions[mdp.labels[s]]!r}")
