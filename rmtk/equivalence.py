@@ -115,18 +115,22 @@ def _successors(mdp: LabeledMDP):
     return np.asarray(succ.indptr), np.asarray(succ.indices)
 
 
-def sync_product(mdp: LabeledMDP, delta_a: np.ndarray, delta_b: np.ndarray, *, init_a: int = 0, init_b: int = 0,
+def sync_product(mdp: LabeledMDP, delta_a: np.ndarray, delta_b: np.ndarray, *, init_a: int = 0, init_b=0,
                  max_depth: int | None = None) -> SyncProduct:
     """Breadth-first search of MDP × A × B from the start states (labels read by both
     machines), up to words of ``max_depth`` labels (``None``: all). ``delta_*`` are
-    ``(n, K)`` arrays indexed by the MDP's proposition indices."""
+    ``(n, K)`` arrays indexed by the MDP's proposition indices. ``init_b`` may list several
+    initial nodes of B: several machines stacked into one are then searched in one pass
+    (:func:`stacked`)."""
     delta_a, delta_b = np.asarray(delta_a, np.int64), np.asarray(delta_b, np.int64)
     na, nb = delta_a.shape[0], delta_b.shape[0]
     indptr, indices = _successors(mdp)
     lab = mdp.labels
     total = mdp.n_states * na * nb
     starts = mdp.start_states
-    first = np.unique((starts * na + delta_a[init_a, lab[starts]]) * nb + delta_b[init_b, lab[starts]])
+    inits = np.atleast_1d(np.asarray(init_b, np.int64))
+    first = np.unique(((starts * na + delta_a[init_a, lab[starts]]) * nb)[:, None]
+                      + delta_b[inits[None, :], lab[starts][:, None]])
     codes, depths, parents = [first], [np.ones(len(first), np.int64)], [np.full(len(first), -1, np.int64)]
     dense = total <= DENSE_CODES
     seen = np.zeros(total, dtype=bool) if dense else np.sort(first)
@@ -161,22 +165,36 @@ def sync_product(mdp: LabeledMDP, delta_a: np.ndarray, delta_b: np.ndarray, *, i
     return SyncProduct(np.concatenate(codes), np.concatenate(depths), np.concatenate(parents), na, nb, complete)
 
 
+def stacked(deltas: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Machines side by side as one: ``(delta, initial nodes, width)`` where machine ``m``'s
+    node ``u`` is node ``m·width + u`` (width = the most nodes of any machine)."""
+    width = max(d.shape[0] for d in deltas)
+    K = deltas[0].shape[1]
+    out = np.zeros((len(deltas) * width, K), np.int64)
+    for m, d in enumerate(deltas):
+        out[m * width: m * width + d.shape[0]] = m * width + np.asarray(d, np.int64)
+        out[m * width + d.shape[0]: (m + 1) * width] = np.arange(m * width + d.shape[0], (m + 1) * width)[:, None]
+    return out, np.arange(len(deltas)) * width, width
+
+
 def clash_pairs(group: np.ndarray, cls: np.ndarray, depth: np.ndarray, limit: int | None = None) -> list:
     """For every group id holding several classes, the two triples of different classes with
-    the fewest labels in total; groups with the shortest witnesses first."""
+    the fewest labels in total (the shallowest triple of each of the two shallowest classes);
+    groups with the shortest witnesses first. Vectorised over all groups."""
     order = np.lexsort((depth, cls, group))
     g, c = group[order], cls[order]
-    bad = np.unique(g[1:][(g[1:] == g[:-1]) & (c[1:] != c[:-1])])
-    out = []
-    starts = np.searchsorted(g, bad)
-    ends = np.searchsorted(g, bad, side="right")
-    for lo, hi in zip(starts, ends):
-        idx = order[lo:hi]
-        firsts = idx[np.unique(cls[idx], return_index=True)[1]]  # the shallowest triple of each class
-        pair = firsts[np.argsort(depth[firsts], kind="stable")[:2]]
-        out.append((int(pair[0]), int(pair[1])))
-    out.sort(key=lambda p: (int(depth[p[0]] + depth[p[1]]), p))
-    return out if limit is None else out[:limit]
+    first = np.r_[True, (g[1:] != g[:-1]) | (c[1:] != c[:-1])] if len(g) else np.zeros(0, bool)
+    reps, rep_group = order[first], g[first]  # the shallowest triple of every (group, class)
+    by = np.lexsort((depth[reps], rep_group))
+    reps, rep_group = reps[by], rep_group[by]
+    starts = np.flatnonzero(np.r_[True, rep_group[1:] != rep_group[:-1]]) if len(reps) else np.empty(0, np.int64)
+    counts = np.diff(np.r_[starts, len(reps)])
+    two = starts[counts >= 2]
+    i, j = reps[two], reps[two + 1]
+    pick = np.lexsort((j, i, depth[i] + depth[j]))
+    if limit is not None:
+        pick = pick[:limit]
+    return [(int(a), int(b)) for a, b in zip(i[pick], j[pick])]
 
 
 def clashes(prod: SyncProduct, classes: np.ndarray, limit: int | None = None) -> list[tuple[int, int]]:
@@ -218,6 +236,36 @@ def consistency(
         return tuple(names[x] for x in prod.word(k, mdp.labels))
 
     return Verdict(False, (word(i), word(j), mdp.states[int(prod.states[i])]), prod.size)
+
+
+def consistency_many(mdp: LabeledMDP, true_delta_u: np.ndarray, classes: np.ndarray, deltas: list[np.ndarray], *,
+                     true_initial: int = 0) -> list[Verdict]:
+    """:func:`consistency` of several machines at every depth, in one search of the product
+    with the machines stacked side by side (:func:`stacked`)."""
+    if not deltas:
+        return []
+    big, inits, width = stacked(deltas)
+    prod = sync_product(mdp, true_delta_u, big, init_a=true_initial, init_b=inits)
+    machine = prod.b // width
+    sizes = np.bincount(machine, minlength=len(deltas))
+    first: dict[int, tuple[int, int]] = {}
+    for i, j in clashes(prod, classes):
+        first.setdefault(int(machine[i]), (i, j))
+        if len(first) == len(deltas):
+            break
+    names = mdp.propositions
+
+    def word(k: int) -> tuple[str, ...]:
+        return tuple(names[x] for x in prod.word(k, mdp.labels))
+
+    out = []
+    for m in range(len(deltas)):
+        if m not in first:
+            out.append(Verdict(True, None, int(sizes[m])))
+        else:
+            i, j = first[m]
+            out.append(Verdict(False, (word(i), word(j), mdp.states[int(prod.states[i])]), int(sizes[m])))
+    return out
 
 
 def exercised(prod: SyncProduct, mdp: LabeledMDP, delta_b: np.ndarray, *, init_b: int = 0,

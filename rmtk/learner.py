@@ -24,7 +24,7 @@ import numpy as np
 
 from .encoders import SatEncoder
 from .encoding import Problem
-from .equivalence import Fillings, Verdict, consistency
+from .equivalence import Fillings, Verdict, consistency_many
 from .errors import RmtkError
 from .exact import DistinctPerNode, ExactPTP, NodePolicyTable, SoftOptimal
 from .machine import RewardMachine, isomorphic
@@ -352,8 +352,8 @@ def _verdicts(task: Task, table: np.ndarray, machines, solutions,
     """Exact consistency of each machine at every depth (free transitions as self-loops), and
     whether some filling of its free transitions is consistent (one SAT query each)."""
     true_du = task.machine.delta_u[:, task.letter_of_proposition]
-    verdicts = tuple(consistency(task.mdp, true_du, table, m.delta_u, true_initial=task.machine.initial)
-                     for m in machines)
+    verdicts = tuple(consistency_many(task.mdp, true_du, table, [m.delta_u for m in machines],
+                                      true_initial=task.machine.initial))
     if all(v.consistent for v in verdicts):
         return verdicts, tuple(True for _ in verdicts)
     fillings = Fillings(task.mdp, true_du, table, true_initial=task.machine.initial, non_stuttering=non_stuttering)

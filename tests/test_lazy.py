@@ -139,3 +139,21 @@ def test_bounded_product_and_witness_words():
     assert t.mdp.label(w.state) == w.word1[-1] == w.word2[-1]
     assert distinguish(t.mdp, m, m) is None
     assert np.array_equal(sync_product(t.mdp, m, wrong).codes[:3], full.codes[:3])
+
+
+def test_stacked_verdicts_equal_one_search_per_machine():
+    from rmtk.equivalence import consistency_many
+
+    compared = 0
+    for seed in range(40):
+        for mode, kind in FAMILIES:
+            inst = random_instance(seed, mode, kind)
+            t = inst.task
+            r = inst.learner(1).fit(t)
+            true_du = t.machine.delta_u[:, t.letter_of_proposition]
+            table = inst.source.class_table(t)
+            deltas = [m.delta_u for m in r.machines]
+            one = [consistency(t.mdp, true_du, table, d, true_initial=t.machine.initial) for d in deltas]
+            assert consistency_many(t.mdp, true_du, table, deltas, true_initial=t.machine.initial) == one
+            compared += len(deltas)
+    assert compared > 100
