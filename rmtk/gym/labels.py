@@ -10,7 +10,7 @@ is not a proposition.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable
 
 import attrs
 import numpy as np
@@ -81,15 +81,15 @@ class Alphabet:
                             f"{' '.join(self.propositions)}")
         return k
 
-    def check(self, indices, where: Sequence[str]) -> np.ndarray:
-        """Indices returned by a batch labeler, checked; ``where[i]`` names entry ``i``."""
+    def check(self, indices, where: Callable[[int], str]) -> np.ndarray:
+        """Indices returned by a batch labeler, checked; ``where(i)`` names entry ``i``."""
         indices = np.asarray(indices)
         if not np.issubdtype(indices.dtype, np.integer):
-            raise DataError(f"{where[0]}: the labeler's batch returned {indices.dtype} values; it must return "
+            raise DataError(f"{where(0)}: the labeler's batch returned {indices.dtype} values; it must return "
                             "proposition indices (integers)")
         bad = np.flatnonzero((indices < 0) | (indices >= len(self.propositions)))
         if bad.size:
             i = int(bad[0])
-            raise DataError(f"{where[i]}: the labeler returned a label that is not a proposition "
+            raise DataError(f"{where(i)}: the labeler returned a label that is not a proposition "
                             f"(index {indices[i]}); the alphabet is {' '.join(self.propositions)}")
         return indices.astype(np.int64)

@@ -116,7 +116,7 @@ class Setup:
         live = np.flatnonzero(alive)
         batch = getattr(self.labeler, "batch", None)
         if self.vector and batch is not None:
-            out[live] = self.alphabet.check(np.asarray(batch(obs, info))[live], [where(int(i)) for i in live])
+            out[live] = self.alphabet.check(np.asarray(batch(obs, info))[live], lambda j: where(int(live[j])))
         elif self.vector:
             for i in live:
                 out[i] = self.alphabet.index(self.labeler(obs[i], _one_info(info, i)), where(int(i)))
