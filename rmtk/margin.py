@@ -121,8 +121,11 @@ class MarginIRL:
             A_ub[r, :nK], A_ub[r, nK:2 * nK], A_ub[r, 2 * nK + k] = -d, d, 1.0
         cost = np.concatenate([np.full(2 * nK, self.l1), -np.ones(nt)])
         box = [(0.0, 1.0) if mv else (0.0, 0.0) for mv in moving]
-        res = linprog(cost, A_ub=A_ub, b_ub=np.zeros(len(gaps)), bounds=box + box + [(None, None)] * nt,
+        res = linprog(cost, A_ub=A_ub, b_ub=np.zeros(len(gaps)), bounds=box + box + [(0.0, None)] * nt,
                       method="highs")
+        if res.status == 2:  # no rewards make every greedy set optimal (noisy data): allow negative margins
+            res = linprog(cost, A_ub=A_ub, b_ub=np.zeros(len(gaps)), bounds=box + box + [(None, None)] * nt,
+                          method="highs")
         if res.status != 0:
             return MarginFit(m.with_rewards(np.zeros((n, K))), 0.0, nt, f"the linear program failed: {res.message}")
         x = res.x[:nK] - res.x[nK:2 * nK]
