@@ -34,6 +34,14 @@ class _Sampler:
         u = rng.random(n) * self.initial[-1]
         return np.minimum(np.searchsorted(self.initial, u, side="right"), len(self.initial) - 1)
 
+    def one(self, state: int, action: int, rng: np.random.Generator) -> int:
+        """The successor of one copy (a deterministic row draws nothing)."""
+        row = state * self.A + action
+        lo, hi = self.indptr[row], self.indptr[row + 1]
+        if hi - lo == 1:
+            return int(self.indices[lo])
+        return int(self.step(np.array([state]), np.array([action]), rng)[0])
+
     def step(self, states: np.ndarray, actions: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         rows = states * self.A + actions
         lo, hi = self.indptr[rows], self.indptr[rows + 1]
@@ -74,9 +82,10 @@ class MdpEnv(gymnasium.Env):
     def step(self, action):
         if self._state is None:
             raise ModelError("call reset() before step()")
-        if not self.action_space.contains(action):
+        if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)) or not \
+                0 <= action < self.mdp.n_actions:
             raise ModelError(f"action {action!r} is not in {self.action_space}")
-        self._state = int(self._sampler.step(np.array([self._state]), np.array([int(action)]), self.np_random)[0])
+        self._state = self._sampler.one(self._state, int(action), self.np_random)
         self._t += 1
         truncated = self.max_steps is not None and self._t >= self.max_steps
         return self._state, 0.0, False, truncated, self._info()

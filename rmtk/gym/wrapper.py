@@ -53,9 +53,10 @@ class Experiences:
 def counterfactual_experiences(machine: RewardMachine, label: str, *, terminal="absorbing",
                                env_reward: float = 0.0, env_terminated: bool = False) -> Experiences:
     """CRM: what reading ``label`` does from every non-terminal node of ``machine``
-    (``env_reward`` is added to every reward, ``env_terminated`` ends every experience)."""
+    (``env_reward`` is added to every reward, ``env_terminated`` ends every experience);
+    ``terminal`` as for :func:`terminal_nodes`, or its mask."""
     k = machine.letter_index(label)
-    end = terminal_nodes(machine, terminal)
+    end = terminal if isinstance(terminal, np.ndarray) else terminal_nodes(machine, terminal)
     nodes = np.flatnonzero(~end)
     nxt = machine.delta_u[nodes, k]
     return Experiences(nodes, nxt, machine.delta_r[nodes, k] + env_reward, end[nxt] | bool(env_terminated))
@@ -87,7 +88,6 @@ class RewardMachineEnv(gymnasium.Wrapper):
         self.machine, self.labeler, self.mode = machine, labeler, observation
         self.add_env_reward = bool(env_reward)
         self.terminal = terminal_nodes(machine, terminal)
-        self._terminal_spec = terminal
         self._letters = {p: i for i, p in enumerate(machine.alphabet)}
         self.node: int | None = None
         self._steps = 0
@@ -162,7 +162,7 @@ class RewardMachineEnv(gymnasium.Wrapper):
         from one step: ``obs`` and ``next_obs`` are product observations (their node is
         ignored), ``info`` is what :meth:`step` returned."""
         env_reward = info.get("env_reward", 0.0) if self.add_env_reward else 0.0
-        exp = counterfactual_experiences(self.machine, info["rm_label"], terminal=self._terminal_spec,
+        exp = counterfactual_experiences(self.machine, info["rm_label"], terminal=self.terminal,
                                          env_reward=env_reward, env_terminated=info.get("env_terminated", False))
         before, after = self.decode(obs)[0], self.decode(next_obs)[0]
         return [(self.encode(before, u), action, float(r), self.encode(after, v), bool(t))
