@@ -52,7 +52,8 @@ class MarginIRL:
         l1: weight of the rewards' L1 norm against the summed margin (sparser rewards).
         min_visits: product states seen fewer times in the data constrain nothing.
         limit: fit at most this many machines (the first ones).
-        max_states: largest product (states × nodes) solved (a dense linear system).
+        max_states: largest product (states × nodes) solved (a sparse linear system with
+            one right-hand side per reward; the Q matrix is dense).
     """
 
     l1: float = 1.0
@@ -71,12 +72,14 @@ class MarginIRL:
         return fits
 
     def _one(self, mdp: LabeledMDP, m: RewardMachine, ptp, gamma: float) -> MarginFit:
+        from scipy import sparse
         from scipy.optimize import linprog
+        from scipy.sparse.linalg import spsolve
 
         S, A, n, K = mdp.n_states, mdp.n_actions, m.n_nodes, len(m.alphabet)
         N = S * n
         if N > self.max_states:
-            raise RmtkError(f"margin IRL solves a dense system of {N} product states; the limit is {self.max_states}")
+            raise RmtkError(f"margin IRL solves a system of {N} product states; the limit is {self.max_states}")
         if callable(getattr(ptp, "product_policy", None)):
             policy, seen = ptp.product_policy(m.delta_u)
             visits = np.where(seen, np.inf, 0.0)
@@ -97,15 +100,12 @@ class MarginIRL:
         s, a, dst, p = (np.tile(x, n) for x in (s, a, dst, p))
         v = m.delta_u[u, mdp.labels[dst]]
         rows = (s * n + u) * A + a
-        E = np.zeros((N * A, n * K))
-        np.add.at(E, (rows, u * K + mdp.labels[dst]), p)
-        T = np.zeros((N * A, N))
         keep = ~ends[v]
-        np.add.at(T, (rows[keep], dst[keep] * n + v[keep]), p[keep])
-        Pi = np.zeros((N, N * A))
-        Pi[np.repeat(np.arange(N), A), np.arange(N * A)] = expert.reshape(-1)
-        V = np.linalg.solve(np.eye(N) - gamma * Pi @ T, Pi @ E)  # V = V·x
-        Q = E + gamma * T @ V  # Q = Q·x, rows (s, u, a)
+        E = sparse.csr_array((p, (rows, u * K + mdp.labels[dst])), shape=(N * A, n * K))
+        T = sparse.csr_array((p[keep], (rows[keep], dst[keep] * n + v[keep])), shape=(N * A, N))
+        Pi = sparse.csr_array((expert.reshape(-1), (np.repeat(np.arange(N), A), np.arange(N * A))), shape=(N, N * A))
+        V = spsolve(sparse.eye(N, format="csc") - gamma * (Pi @ T).tocsc(), (Pi @ E).toarray())  # V = V·x
+        Q = E.toarray() + gamma * (T @ V.reshape(N, n * K))  # Q = Q·x, rows (s, u, a)
         pairs = []
         for su in np.flatnonzero((visits.reshape(-1) >= self.min_visits) & ~np.repeat(ends[None], S, 0).reshape(-1)):
             g = greedy.reshape(N, A)[su]

@@ -111,5 +111,5 @@ def test_margin_irl_on_counts_agrees_with_exact(coffee_counts):
                   max_nodes=4).fit(task)
     m = res.machines[0]
     assert {(m.nodes[u], m.alphabet[k]) for u, k in zip(*np.nonzero(m.delta_r))} == {("u0", "f"), ("u1", "g")}
-    with pytest.raises(RmtkError, match="dense system"):
+    with pytest.raises(RmtkError, match="a system of"):
         MarginIRL(max_states=10).fit(task.mdp, res.machines, res.ptp, gamma=0.9)
