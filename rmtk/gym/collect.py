@@ -24,7 +24,8 @@ import numpy as np
 from ..errors import RmtkError
 from ..progress import Progress, as_progress
 from .play import Setup, make_env, play_shard
-from .recording import Recording
+from .pool import run_shards
+from .recording import Merger, Recording
 
 #: Episodes per shard when not given (rounded up to whole waves of a vector environment).
 SHARD = 1000
@@ -97,7 +98,7 @@ def collect(env, policy, labeler, discretizer, episodes: int, seed=0, *, proposi
         if workers > 1 and made is env:
             raise RmtkError("collect with workers > 1 needs a function that makes the environment (or its id): "
                             "each worker makes its own copy")
-        merged = _Merger()
+        merged = Merger()
         if workers == 1:
             for first, size, seq in plan:
                 merged.add(play_shard(setup, made, policy, size, seq, first, int(max_steps), compress))
@@ -106,38 +107,13 @@ def collect(env, policy, labeler, discretizer, episodes: int, seed=0, *, proposi
             if owned:
                 made.close()
                 owned = False
-            from .pool import run_shards
-
-            for first, size, rec in run_shards(env, policy, setup, plan, workers, int(max_steps), compress):
+            for rec in run_shards(env, policy, setup, plan, workers, int(max_steps), compress,
+                                  lambda done: progress.count(done, episodes, "episodes")):
                 merged.add(rec)
-                progress.count(merged.episodes, episodes, "episodes")
         return merged.result().canonical()
     finally:
         if owned:
             made.close()
-
-
-class _Merger:
-    """Merges recordings like a binary counter (tables of similar size together), so that N
-    shards cost O(N log N) merge work instead of O(N²)."""
-
-    def __init__(self):
-        self.stack: list[tuple[int, Recording]] = []
-        self.episodes = 0
-
-    def add(self, rec: Recording) -> None:
-        self.episodes += rec.episodes
-        weight = 1
-        while self.stack and self.stack[-1][0] <= weight:
-            w, top = self.stack.pop()
-            rec, weight = top.merge(rec), weight + w
-        self.stack.append((weight, rec))
-
-    def result(self) -> Recording:
-        rec = None
-        for _, r in reversed(self.stack):
-            rec = r if rec is None else r.merge(rec)
-        return rec
 
 
 __all__ = ["collect", "collect_shard", "shard_plan", "make_env", "SHARD"]

@@ -81,6 +81,29 @@ class Recording(CountTable):
 _TALLIES = ("episodes", "clipped", "terminated", "truncated", "cut")
 
 
+class Merger:
+    """Merges recordings like a binary counter (tables of similar size together), so that N
+    shards cost O(N log N) merge work instead of O(N²)."""
+
+    def __init__(self):
+        self.stack: list[tuple[int, Recording]] = []
+        self.episodes = 0
+
+    def add(self, rec: Recording) -> None:
+        self.episodes += rec.episodes
+        weight = 1
+        while self.stack and self.stack[-1][0] <= weight:
+            w, top = self.stack.pop()
+            rec, weight = top.merge(rec), weight + w
+        self.stack.append((weight, rec))
+
+    def result(self) -> Recording:
+        rec = None
+        for _, r in reversed(self.stack):
+            rec = r if rec is None else r.merge(rec)
+        return rec
+
+
 def of_table(table: CountTable, propositions, *, name: str = "recording", **tallies) -> Recording:
     """A :class:`Recording` of a count table and its bookkeeping."""
     return Recording(table.trie, table.keys, table.counts, table.n_states, table.n_actions, table.n_letters,
