@@ -34,6 +34,7 @@ from pathlib import Path
 from _table import render  # the script's folder is on sys.path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's rmtk, whatever is installed
 TASKS = ("coffee", "mail", "coffee_mail", "patrol")
 
 

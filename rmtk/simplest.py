@@ -3,7 +3,8 @@ negative example apart, the ones in which the fewest letters move a node.
 
 Demonstrations of a near-deterministic expert exercise many transitions through a few rare
 words that no negative example constrains; plain enumeration (:class:`~rmtk.encoders.SatEncoder`)
-then lists every way of sending them anywhere (thousands of machines on the Office World).
+then lists every way of sending them anywhere (more than 3,000 machines for the Office
+World's coffee-and-mail task).
 Reward machines written by hand move on few letters and loop on the others, so this encoder
 breaks the tie the same way: a weighted MaxSAT at the smallest feasible size whose soft
 clauses are the self-loops ``t[i,k,i]`` (one per node and letter), every optimum
