@@ -54,7 +54,7 @@ class Recording(CountTable):
     @property
     def table(self) -> CountTable:
         """The counts alone."""
-        return CountTable(self.trie, self.keys, self.counts, self.n_states, self.n_actions, self.n_letters)
+        return CountTable(**_counts(self))
 
     def merge(self, other: "Recording") -> "Recording":
         """Both recordings' counts and bookkeeping (the reduce of a sharded collection)."""
@@ -67,8 +67,7 @@ class Recording(CountTable):
 
     def canonical(self) -> "Recording":
         """The same recording with its words numbered canonically (see :func:`canonical`)."""
-        table = canonical(self)
-        return attrs.evolve(self, trie=table.trie, keys=table.keys, counts=table.counts)
+        return canonical(self)
 
     def summary(self) -> str:
         ended = f"{self.terminated} terminated, {self.truncated} truncated, {self.cut} cut at max_steps"
@@ -104,15 +103,20 @@ class Merger:
         return rec
 
 
+def _counts(table: CountTable) -> dict:
+    """The :class:`~rmtk.empirical.CountTable` fields of ``table``, by name."""
+    return {f.name: getattr(table, f.name) for f in attrs.fields(CountTable)}
+
+
 def of_table(table: CountTable, propositions, *, name: str = "recording", **tallies) -> Recording:
     """A :class:`Recording` of a count table and its bookkeeping."""
-    return Recording(table.trie, table.keys, table.counts, table.n_states, table.n_actions, table.n_letters,
-                     propositions=propositions, name=name, **tallies)
+    return Recording(**_counts(table), propositions=propositions, name=name, **tallies)
 
 
 def canonical(table: CountTable) -> CountTable:
-    """``table`` with its trie renumbered breadth first, the children of a word by letter:
-    two tables with the same counts are then equal, however their tries were grown."""
+    """``table`` (a count table or a recording, which stays one) with its trie renumbered
+    breadth first, the children of a word by letter: two tables with the same counts are
+    then equal, however their tries were grown."""
     trie = table.trie
     new = np.zeros(trie.n_nodes, dtype=np.int64)
     top = 1
@@ -126,5 +130,5 @@ def canonical(table: CountTable) -> CountTable:
     SA = table.n_states * table.n_actions
     keys = new[table.keys // SA] * SA + table.keys % SA
     order = np.argsort(keys, kind="stable")
-    return CountTable(Trie(parent, trie.letter[old], trie.length[old], compressed=trie.compressed),
-                      keys[order], table.counts[order], table.n_states, table.n_actions, table.n_letters)
+    return attrs.evolve(table, trie=Trie(parent, trie.letter[old], trie.length[old], compressed=trie.compressed),
+                        keys=keys[order], counts=table.counts[order])
