@@ -35,6 +35,7 @@ from .progress import Progress, Recorder
 from .lazy import TrieOracle
 from .ptp import PTP, PrefixTree, PrefixTreePolicy, Trie
 from .solve import SearchResult, Solution
+from .space import Space
 from .task import Task
 
 __all__ = ["Learner", "LearnResult", "ExactPTP", "SoftOptimal", "DistinctPerNode",
@@ -233,12 +234,14 @@ class Learner:
             raise RmtkError("compressed prefixes assume a non-stuttering machine: build the prefix tree with "
                             "compress=False to learn without the non-stuttering constraint")
 
-    def fit(self, target: Task | LabeledMDP) -> LearnResult:
+    def fit(self, target: Task | LabeledMDP | Space) -> LearnResult:
         """Learn from ``target``: a :class:`Task` (the truth is known: verdicts, false positive
-        rate) or a bare :class:`LabeledMDP` (with a PTP strategy that needs no truth, such as
-        :class:`EmpiricalPTP`)."""
-        if not isinstance(target, (Task, LabeledMDP)):
-            raise RmtkError(f"fit needs a Task or a LabeledMDP, not {type(target).__name__}")
+        rate), a bare :class:`LabeledMDP` or a :class:`~rmtk.space.Space` (an environment
+        without a transition model: no rewards), with a PTP strategy that needs no truth,
+        such as :class:`EmpiricalPTP`."""
+        if not isinstance(target, (Task, LabeledMDP, Space)):
+            raise RmtkError(f"fit needs a Task or a LabeledMDP (or a Space, for data without a transition model), "
+                            f"not {type(target).__name__}")
         task = target if isinstance(target, Task) else None
         mdp = target.mdp if task is not None else target
         rec = Recorder(self.progress)
@@ -298,7 +301,9 @@ class Learner:
             rec.stage("verdict", time.perf_counter() - t)
             result = attrs.evolve(result, verdicts=verdicts, truth=task.machine, completion_consistent=some,
                                   false_positives=fp, expert_classes=table)
-        if self.irl is not None and result.machines:
+        if self.irl is not None and result.machines and isinstance(mdp, Space):
+            rec.note(f"no rewards: {mdp.name!r} has no transition model (pass irl=None to say so)")
+        elif self.irl is not None and result.machines:
             gamma = task.discount if task is not None else mdp.gamma
             lam = task.lam if task is not None else 1.0
             source = ptp if ptp is not None else oracle

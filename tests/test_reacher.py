@@ -1,6 +1,6 @@
-"""The reacher experiment: counting with per-step labels (no LabeledMDP), the discretiser,
-labels and expert (plain numpy), and — when gymnasium and mujoco are installed — the
-simulation, streamed counting and the quick experiment."""
+"""The reacher experiment: counting with per-step labels (no LabeledMDP), the discretiser
+(Bins over joint angles and velocities), labels and expert, and — when mujoco is installed —
+the vector environment, recording with collect and the quick experiment."""
 import math
 from pathlib import Path
 
@@ -10,9 +10,12 @@ import pytest
 
 from rmtk import dsl
 from rmtk.data import Demonstrations
-from rmtk.empirical import count_chunk, count_stream, empirical_policy, merge_counts, to_policy
+from rmtk.empirical import count_chunk, count_stream, empirical_policy, to_policy
 from rmtk.errors import DataError
 from rmtk.envs import reacher as R
+from rmtk.gym import collect
+from rmtk.gym.reacher import ReacherLabels, joint_state, reacher_bins, reacher_expert
+from rmtk.space import Space
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 
@@ -122,24 +125,30 @@ def test_bad_labels_are_refused():
 
 
 def test_keys_are_int64_safe_at_reacher_scale():
-    S = R.Discretiser().n_states
+    S = reacher_bins().n_states
     demos = Demonstrations.full([[S - 1, S - 2]], [[24, 0]])
-    table = count_chunk(R.Space(S), demos, labels=np.array([[3, 2]]))
+    table = count_chunk(Space(S, 25, R.PROPOSITIONS), demos, labels=np.array([[3, 2]]))
     ptp = to_policy(table)
     assert sorted(as_dict(ptp)) == [((3,), S - 1), ((3, 2), S - 2)]
     assert ptp.counts[:, 24].sum() == 1
 
 
-# ====================================================================== discretiser, labels, expert (numpy)
+# ====================================================================== discretiser, labels, expert
+def observations(angles, velocities):
+    """Reacher-v5 observations of joint angles and velocities (target at the origin)."""
+    angles, velocities = np.asarray(angles, float), np.asarray(velocities, float)
+    zeros = np.zeros((len(angles), 2))
+    return np.concatenate([np.cos(angles), np.sin(angles), zeros, velocities, zeros], axis=1)
+
+
 def test_state_count():
-    d = R.Discretiser()
-    assert d.n_states == 36 * 36 * 112 * 112 == 16_257_024
-    assert d.angle_width == pytest.approx(math.radians(10))
-    assert d.velocity_width == pytest.approx(0.25)
+    b = reacher_bins()
+    assert b.n_states == 36 * 36 * 112 * 112 == 16_257_024
+    assert b.n == (36, 36, 112, 112) and b.clip
 
 
 def test_discretiser_bins_by_hand():
-    d = R.Discretiser()
+    b = reacher_bins()
     rad = math.radians
     angles = np.array([
         [-math.pi, 0.0],  # −180° → bin 0; 0° → bin 18
@@ -147,27 +156,28 @@ def test_discretiser_bins_by_hand():
         [rad(9.999), rad(10.001)],  # 18 and 19
         [math.pi, 3 * math.pi],  # +180° wraps to −180° → bin 0 (both)
         [rad(179.999), -rad(0.001)],  # 35 and 17
-        [rad(-190), rad(370)],  # −190° ≡ 170° → 35; 370° ≡ 10° → 19
+        [rad(-190), rad(371)],  # −190° ≡ 170° → 35; 371° ≡ 11° → 19
     ])
     vel = np.array([[0.0, -0.001], [-14.0, 13.999], [14.0, -20.0], [100.0, 0.25], [0.2499, -0.25], [-14.1, 13.75]])
-    b = d.bins(angles, vel)
-    assert b[:, :2].tolist() == [[0, 18], [0, 18], [18, 19], [0, 0], [35, 17], [35, 19]]
-    assert b[:, 2:].tolist() == [[56, 55], [0, 111], [111, 0], [111, 57], [56, 55], [0, 111]]
-    idx = d.index(angles, vel)
-    assert np.array_equal(d.decode(idx), b)
-    assert idx.min() >= 0 and idx.max() < d.n_states
-    assert d.index([[math.pi - 1e-9, math.pi - 1e-9]], [[14, 14]])[0] == d.n_states - 1
-    assert d.index([[-math.pi, -math.pi]], [[-14, -14]])[0] == 0
+    index, outside = b.batch(observations(angles, vel))
+    bins = b.bins(index)
+    assert bins[:, :2].tolist() == [[0, 18], [0, 18], [18, 19], [0, 0], [35, 17], [35, 19]]
+    assert bins[:, 2:].tolist() == [[56, 55], [0, 111], [111, 0], [111, 57], [56, 55], [0, 111]]
+    assert outside.tolist() == [False, False, True, True, False, True]  # velocities beyond ±14, clipped
+    assert index.min() >= 0 and index.max() < b.n_states
+    assert b(observations([[math.pi - 1e-9] * 2], [[14, 14]])[0]) == b.n_states - 1
+    assert b(observations([[-math.pi] * 2], [[-14, -14]])[0]) == 0
 
 
 def test_cell_centres():
-    d = R.Discretiser()
-    a, v = d.centre(d.index([[0.01, -0.01]], [[0.1, -13.99]]))
-    assert np.allclose(np.degrees(a), [[5, -5]])
-    assert np.allclose(v, [[0.125, -13.875]])
+    b = reacher_bins()
+    index, _ = b.batch(observations([[0.01, -0.01]], [[0.1, -13.99]]))
+    centre = b.centres(index)
+    assert np.allclose(np.degrees(centre[:, :2]), [[5, -5]]) and np.allclose(centre[:, 2:], [[0.125, -13.875]])
     rng = np.random.default_rng(0)
-    idx = rng.integers(0, d.n_states, 1000)
-    assert np.array_equal(d.index(*d.centre(idx)), idx)  # a centre lies in its own cell
+    idx = rng.integers(0, b.n_states, 1000)
+    c = b.centres(idx)
+    assert np.array_equal(b.batch(observations(c[:, :2], c[:, 2:]))[0], idx)  # a centre lies in its own cell
 
 
 def test_fingertip_and_labels():
@@ -180,11 +190,13 @@ def test_fingertip_and_labels():
         [0.1 + 0.0201, 0.11], [0.0, 0.0], [0.1, 0.0],  # outside
     ])
     assert R.label(pts).tolist() == [1, 2, 3, 1, 2, 0, 0, 0]
-    # the inverse kinematics hits every target, both elbow branches
-    for sign in (1, -1):
+    for sign in (1, -1):  # the inverse kinematics hits every target, both elbow branches
         q = R.inverse_kinematics(R.TARGETS, sign)
         assert np.allclose(R.fingertip(q), R.TARGETS)
         assert R.label(R.fingertip(q)).tolist() == [1, 2, 3]
+        # the labeler reads the same discs from the observation's cosines and sines
+        assert ReacherLabels().batch(observations(q, np.zeros_like(q))).tolist() == [1, 2, 3]
+    assert ReacherLabels()(observations([[0.0, math.pi / 2]], [[0, 0]])[0]) == "r"
 
 
 def test_true_machine_and_advance():
@@ -198,24 +210,26 @@ def test_true_machine_and_advance():
 
 
 def test_expert_depends_on_cell_centre_and_node_only():
-    d = R.Discretiser()
-    ex = R.Expert()
+    b = reacher_bins()
+    choose = reacher_expert(bins=b).choose
+    ex = choose.expert
     rng = np.random.default_rng(1)
     angles = rng.uniform(-math.pi, math.pi, (500, 2))
     vel = rng.uniform(-15, 15, (500, 2))
-    cells = d.index(angles, vel)
+    cells, _ = b.batch(observations(angles, vel))
     node = rng.integers(0, 4, 500)
-    g = ex.greedy(cells, node)
-    # any other point of the same cell gives the same action
-    jitter_a = angles + rng.uniform(-1, 1, (500, 2)) * 1e-3
-    jitter_v = vel + rng.uniform(-1, 1, (500, 2)) * 1e-3
-    same = d.index(jitter_a, jitter_v) == cells
+    centre = b.centres(cells)
+    g = ex.greedy_from(centre[:, :2], centre[:, 2:], node)
+    jittered, _ = b.batch(observations(angles + rng.uniform(-1, 1, (500, 2)) * 1e-3,
+                                       vel + rng.uniform(-1, 1, (500, 2)) * 1e-3))
+    same = jittered == cells
     assert same.mean() > 0.9
-    assert np.array_equal(ex.greedy(d.index(jitter_a, jitter_v)[same], node[same]), g[same])
-    p = ex.policy(cells, node)
-    assert np.allclose(p.sum(axis=1), 1) and np.allclose(p.max(axis=1), 1 - ex.epsilon + ex.epsilon / 25)
-    assert np.array_equal(p.argmax(axis=1), g)
-    # at rest on a target's inverse kinematics (cell centre) the expert does not push away hard
+    c2 = b.centres(jittered[same])
+    assert np.array_equal(ex.greedy_from(c2[:, :2], c2[:, 2:], node[same]), g[same])
+    # ε-greedy: the greedy action with probability 1 − ε + ε/25
+    picks = np.array([choose(cells[:50], node[:50], np.random.default_rng(k)) for k in range(400)])
+    share = (picks == g[:50]).mean()
+    assert abs(share - (1 - ex.epsilon + ex.epsilon / 25)) < 0.02
     assert ((g >= 0) & (g < 25)).all()
 
 
@@ -225,96 +239,101 @@ def test_actions_decode_to_torques():
     assert np.array_equal(R.TORQUES[a % 5][[1, 12, 23]], [-0.5, 0, 0.5])
 
 
-# ====================================================================== simulation (gymnasium + mujoco)
+# ====================================================================== simulation (mujoco)
 @pytest.fixture(scope="module")
-def sim():
-    pytest.importorskip("gymnasium")
+def vec():
     pytest.importorskip("mujoco")
-    return R.Simulator()
+    from rmtk.gym.reacher import ReacherVectorEnv
+
+    return ReacherVectorEnv(50)
 
 
-def test_expert_completes_the_task(sim):
-    batch = sim.run(50, 123)
-    assert batch.states.shape == batch.actions.shape == batch.labels.shape == (50, R.HORIZON)
-    assert (batch.done_at >= 0).mean() >= 0.95
-    # the recorded labels drive the true machine to u3 exactly when done_at says
-    m = R.true_machine()
-    for i in range(50):
-        nodes = m.run(batch.labels[i].tolist())[1:]
-        first = next((t for t, u in enumerate(nodes) if u == 3), -1)
-        assert first == batch.done_at[i]
+def play(env, policy, seed, steps=R.HORIZON):
+    """The observations, labels, states and actions of one wave, and the true node reached."""
+    from rmtk.gym import Context
+
+    b, labeler = reacher_bins(), ReacherLabels()
+    obs, _ = env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    out = []
+    for t in range(steps):
+        s, _ = b.batch(obs)
+        lab = labeler.batch(obs)
+        a = policy(obs, Context(t, s, lab, R.PROPOSITIONS, rng))
+        out.append((obs, lab, s, a))
+        obs, *_ = env.step(a)
+    return out
 
 
-def test_simulation_matches_gymnasium_step(sim):
+def test_expert_completes_the_task(vec):
+    policy = reacher_expert()
+    steps = play(vec, policy, 123)
+    labels = np.stack([x[1] for x in steps], axis=1)
+    nodes = np.array([R.true_machine().run(row.tolist())[1:] for row in labels])
+    done = (nodes == 3).any(axis=1)
+    assert done.mean() >= 0.95
+    first = np.argmax(nodes == 3, axis=1)[done]
+    assert 20 < first.mean() < 100  # about 53 steps on average
+
+
+def test_simulation_matches_gymnasium_step(vec):
     import gymnasium as gym
-    import mujoco
 
     env = gym.make("Reacher-v5")
-    env.reset(seed=0)
+    obs, _ = env.reset(seed=0)
     u = env.unwrapped
-    state = np.zeros((1, sim.nstate))
-    mujoco.mj_getState(u.model, u.data, state[0], sim.spec)
-    for a in (np.array([0.5, -1.0]), np.array([-1.0, 0.0])):
-        env.step(a)
-        out, _ = sim._rollout.rollout(sim.model, sim.data, state, np.tile(a, (1, sim.frame_skip, 1)))
-        state = out[:, -1]
-        assert np.allclose(state[0, 1:5], u.data.qpos) and np.allclose(state[0, 5:9], u.data.qvel)
+    vec.reset(seed=0)
+    vec._state[:, 1:5], vec._state[:, 5:9] = u.data.qpos, u.data.qvel
+    for a in (13, 0, 24):  # torque levels (0.5, -1) ... as Reacher-v5's continuous actions
+        obs, *_ = env.step(np.array([R.TORQUES[a // 5], R.TORQUES[a % 5]]))
+        vobs, *_ = vec.step(np.full(50, a))
+        assert np.allclose(vobs[0, :8], obs[:8])  # joint cosines, sines, target, velocities
+        assert np.allclose(vobs[0, 8:], obs[8:], atol=1e-5)  # fingertip: forward kinematics
     env.close()
 
 
-def test_determinism(sim):
-    a, b = sim.run(20, 7), sim.run(20, 7)
-    c = sim.run(20, 8)
-    assert np.array_equal(a.states, b.states) and np.array_equal(a.actions, b.actions)
-    assert np.array_equal(a.labels, b.labels)
-    assert not np.array_equal(a.states, c.states)
+def test_recording_is_reproducible_and_worker_independent(vec):
+    from rmtk.gym.reacher import ReacherVectorEnv
+
+    b, labels = reacher_bins(), ReacherLabels()
+    make = lambda: ReacherVectorEnv(25)  # noqa: E731
+    one = collect(make, reacher_expert(bins=b), labels, b, 100, seed=3, shard=25)
+    two = collect(make, reacher_expert(bins=b), labels, b, 100, seed=3, shard=25, workers=2)
+    assert one == two and one.n_steps == 100 * R.HORIZON and one.truncated == 100
+    assert collect(make, reacher_expert(bins=b), labels, b, 100, seed=4, shard=25) != one
+    # the counts are those of the played trajectories (here one wave of 50, logged)
+    steps = play(vec, reacher_expert(bins=b), 7)
+    states, actions, lab = (np.stack([x[k] for x in steps], axis=1) for k in (2, 3, 1))
+    table = count_chunk(Space(b.n_states, 25, R.PROPOSITIONS), Demonstrations.full(states, actions), labels=lab)
+    assert table.n_steps == 50 * R.HORIZON and table_dict(table)
 
 
-def test_labels_and_states_are_consistent(sim):
-    batch = sim.run(30, 5)
-    d = R.Discretiser()
-    angles, _ = d.centre(batch.states.ravel())
+def test_labels_and_states_are_consistent(vec):
+    b = reacher_bins()
+    steps = play(vec, reacher_expert(bins=b), 5, steps=60)
+    obs = np.concatenate([x[0] for x in steps])
+    lab = np.concatenate([x[1] for x in steps])
+    angles = b.centres(b.batch(obs)[0])[:, :2]
     # the label comes from the continuous position: within a cell's reach of the centre's label
     tip = R.fingertip(angles)
     dist = np.sqrt(((tip[:, None, :] - R.TARGETS) ** 2).sum(-1)).min(axis=1)
-    lab = batch.labels.ravel()
     assert (dist[lab > 0] < R.RADIUS + 0.04).all()
-
-
-def test_streaming_counts_equal_batch_counts(sim):
-    pytest.importorskip("gymnasium")
-    n, chunk = 60, 25
-    table, stats = R.generate_counts(n, seed=3, workers=1, chunk=chunk)
-    assert stats.trajectories == n
-    # the same chunks simulated and counted in one batch
-    sizes_seeds = R.chunk_seeds(3, n, chunk)
-    batches = [sim.run(size, seq) for size, seq in sizes_seeds]
-    states = np.concatenate([b.states for b in batches])
-    actions = np.concatenate([b.actions for b in batches])
-    labels = np.concatenate([b.labels for b in batches])
-    whole = count_chunk(R.Space(R.Discretiser().n_states), Demonstrations.full(states, actions), labels=labels)
-    assert table_dict(table) == table_dict(whole)
-    assert table.n_steps == n * R.HORIZON
-    # two worker processes: the same counts (chunk seeds do not depend on the workers)
-    table2, _ = R.generate_counts(n, seed=3, workers=2, chunk=chunk)
-    assert table_dict(table2) == table_dict(whole)
-    # and an unrelated merge order gives the same content
-    assert table_dict(merge_counts(whole, whole)) == {k: tuple(2 * c for c in v) for k, v in table_dict(whole).items()}
+    assert np.allclose(joint_state(obs)[:, 2:], obs[:, 6:8])
 
 
 def test_quick_experiment_finds_the_true_machine():
-    pytest.importorskip("gymnasium")
     pytest.importorskip("mujoco")
     from rmtk.experiments import Report
     from rmtk.experiments.reacher import report, simulate_and_learn
 
     res = simulate_and_learn(2000, seed=0, workers=2, alphas=(1e-3,), max_solutions=300)
     (row,) = res.rows
-    assert res.trajectories == 2000 and res.completion_rate >= 0.95
+    assert res.trajectories == 2000 and abs(sum(res.node_steps) - 1) < 1e-9
+    assert res.node_steps[3] > 0.5  # the expert is done (holding at b) most of the time
     assert row.false_positives <= row.negatives
     # the true machine violates only its false positives, and that is the optimum
     assert row.cost == row.truth_cost == row.false_positives
     assert row.truth_optimal and row.truth_found
     rep = report(res)
     assert isinstance(rep, Report) and len(rep.tables) == 2
-    assert "reacher" in rep.text()
+    assert "reacher" in rep.text() and "rmtk.gym.collect" in rep.text()

@@ -102,6 +102,17 @@ EXPECTED = {
         ],
         ["patrol.png", "patrol.svg", "rooms.png", "patrol_and_rooms.png", "patrol.dot", "patrol.txt"],
     ),
+    "07_gymnasium.py": (
+        [
+            "bins: 20 states; x = 4.3 is state 8",
+            "recording Shuttle: 500 episodes (0 terminated, 500 truncated, 0 cut at max_steps), 30000 steps",
+            re.compile(r"\d+ negative examples; 1 machine\(s\) with 2 nodes"),
+            "the expert's machine, up to renaming: True",
+            "random actions: 0.0 deliveries per episode",
+            "the learned machine makes the agent deliver: True",
+        ],
+        [],
+    ),
 }
 
 

@@ -32,6 +32,14 @@ labyrinth::
       start 0
     }
 
+officeworld (the Office World of Toro Icarte et al., a fixed 9 × 12 map of rooms)::
+
+    mdp office = officeworld {
+      start (7 2)      # (row column) cells, or 'start all'; default: the literature's (7 2)
+      other i          # the proposition of the unmarked cells
+      slip 0           # deterministic moves
+    }
+
 Every generator also accepts ``gamma`` and ``propositions`` (the alphabet's order).
 """
 from __future__ import annotations
@@ -138,14 +146,7 @@ class GridworldSyntax(GeneratorSyntax):
         elif key == "slip":
             kw["slip"] = ctx.number(ctx.one(st, "the slip probability"), "slip")
         else:  # start
-            cells = []
-            for v in st.values:
-                if not isinstance(v, S.Group) or len(v.items) != 2:
-                    ctx.fail(f"'start' expects (row column) cells, got {_describe(v)}", v)
-                cells.append(tuple(ctx.integer(x, "start", "a row or column number") for x in v.items))
-            if not cells:
-                ctx.fail("'start' expects at least one (row column) cell", st.key)
-            kw["start"] = tuple(cells)
+            kw["start"] = _cells(st, ctx)
 
     def complete(self, block, kw, ctx):
         if "rows" not in kw:
@@ -156,9 +157,44 @@ class GridworldSyntax(GeneratorSyntax):
         width = max(len(c) for row in rows for c in row)
         lines = ["map {"] + ["  " + " ".join(c.ljust(width) for c in row).rstrip() for row in rows] + ["}"]
         lines.append(f"slip {fmt_number(kw['slip'])}")
-        if kw.get("start") is not None:
-            lines.append("start " + " ".join(f"({r} {c})" for r, c in kw["start"]))
-        return lines + self.common(kw)
+        return lines + _fmt_cells(kw) + self.common(kw)
+
+
+def _cells(st, ctx) -> tuple[tuple[int, int], ...]:
+    """The ``(row column)`` cells of a ``start`` statement."""
+    cells = []
+    for v in st.values:
+        if not isinstance(v, S.Group) or len(v.items) != 2:
+            ctx.fail(f"'start' expects (row column) cells, got {_describe(v)}", v)
+        cells.append(tuple(ctx.integer(x, "start", "a row or column number") for x in v.items))
+    if not cells:
+        ctx.fail("'start' expects at least one (row column) cell", st.key)
+    return tuple(cells)
+
+
+def _fmt_cells(kw) -> list[str]:
+    if kw.get("start") is None:
+        return []
+    return ["start " + " ".join(f"({r} {c})" for r, c in kw["start"])]
+
+
+class OfficeworldSyntax(GeneratorSyntax):
+    name = "officeworld"
+    settings = ("start", "other", "slip")
+
+    def read(self, st, kw, ctx):
+        key = str(st.key)
+        if key == "start":
+            every = len(st.values) == 1 and isinstance(st.values[0], S.Ident) and str(st.values[0]) == "all"
+            kw["start"] = None if every else _cells(st, ctx)
+        elif key == "other":
+            kw["other"] = str(ctx.ident(ctx.one(st, "a proposition"), "other", "a proposition name"))
+        else:  # slip
+            kw["slip"] = ctx.number(ctx.one(st, "the slip probability"), "slip")
+
+    def format(self, kw):
+        lines = _fmt_cells(kw) or ["start all"]
+        return lines + [f"other {fmt_ident(kw['other'])}", f"slip {fmt_number(kw['slip'])}"] + self.common(kw)
 
 
 def _configuration(values, ctx, key: str) -> tuple[tuple[str, ...], ...]:
@@ -245,4 +281,5 @@ class LabyrinthSyntax(GeneratorSyntax):
         return lines + self.common(kw)
 
 
-SYNTAX: dict[str, GeneratorSyntax] = {s.name: s for s in (GridworldSyntax(), BlockworldSyntax(), LabyrinthSyntax())}
+SYNTAX: dict[str, GeneratorSyntax] = {s.name: s for s in (GridworldSyntax(), BlockworldSyntax(), LabyrinthSyntax(),
+                                                          OfficeworldSyntax())}

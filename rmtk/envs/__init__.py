@@ -9,12 +9,14 @@ from ..mdp import LabeledMDP
 from .blockworld import blockworld
 from .gridworld import gridworld
 from .labyrinth import labyrinth
+from .office import officeworld
 
 #: Generator name (as written in `.rm` files) → function.
 GENERATORS: dict[str, Callable[..., LabeledMDP]] = {
     "gridworld": gridworld,
     "blockworld": blockworld,
     "labyrinth": labyrinth,
+    "officeworld": officeworld,
 }
 
-__all__ = ["gridworld", "blockworld", "labyrinth", "GENERATORS"]
+__all__ = ["gridworld", "blockworld", "labyrinth", "officeworld", "GENERATORS"]

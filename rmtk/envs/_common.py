@@ -108,6 +108,16 @@ def alphabet(
     return props, props
 
 
+def slip_moves(dest: np.ndarray, slip: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """COO ``(rows, cols, probs)`` of grid moves: ``dest[d, s]`` is where direction ``d``
+    leads from ``s``; action ``a`` moves in direction ``a`` with probability ``1 − slip``,
+    and with probability ``slip`` in a direction drawn uniformly (possibly ``a`` itself)."""
+    n_dir, S = dest.shape
+    mass = np.full((n_dir, n_dir), slip / n_dir) + np.eye(n_dir) * (1.0 - slip)
+    a_idx, d_idx, s_idx = np.meshgrid(np.arange(n_dir), np.arange(n_dir), np.arange(S), indexing="ij")
+    return (s_idx * n_dir + a_idx).ravel(), dest[d_idx, s_idx].ravel(), mass[a_idx, d_idx].ravel()
+
+
 def uniform(indices: Sequence[int], n: int) -> np.ndarray:
     init = np.zeros(n)
     init[np.asarray(indices, dtype=np.int64)] = 1.0 / len(indices)
@@ -143,3 +153,33 @@ def build(
         name=name,
         source=GeneratorCall(generator, tuple(sorted(params.items()))),
     )
+
+
+def start_cells(start: Any, where: Where) -> tuple[tuple[int, int], ...]:
+    """``start`` as distinct ``(row, column)`` pairs of whole numbers."""
+    cells = []
+    for cell in as_sequence(start, "start", where):
+        if isinstance(cell, (str, bytes)) or not hasattr(cell, "__len__") or len(cell) != 2:
+            raise where.fail(f"a start cell is a (row, column) pair, got {cell!r}")
+        cells.append((as_int(cell[0], "a start row", where), as_int(cell[1], "a start column", where)))
+    if not cells:
+        raise where.fail("start lists no cells (use None for every cell)")
+    dup = [c for i, c in enumerate(cells) if c in cells[:i]]
+    if dup:
+        raise where.fail(f"start cell {dup[0]} is listed twice")
+    return tuple(cells)
+
+
+def start_states(start: Any, index: np.ndarray, where: Where) -> tuple[tuple[tuple[int, int], ...] | None, np.ndarray]:
+    """``(normalised start cells, their state indices)`` on a grid whose ``index[r, c]`` is
+    the state of a cell (−1: blocked); ``None`` starts anywhere."""
+    if start is None:
+        return None, index[index >= 0]
+    cells = start_cells(start, where)
+    n_rows, n_cols = index.shape
+    for r, c in cells:
+        if not (0 <= r < n_rows and 0 <= c < n_cols):
+            raise where.fail(f"start cell ({r}, {c}) is outside the {n_rows}x{n_cols} grid")
+        if index[r, c] < 0:
+            raise where.fail(f"start cell ({r}, {c}) is blocked")
+    return cells, np.array([index[r, c] for r, c in cells])

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._common import Where, alphabet, as_float, as_int, as_name, as_sequence, build, uniform
+from ._common import Where, alphabet, as_float, as_name, as_sequence, build, slip_moves, start_states, uniform
 
 #: Action names and their (row, column) steps, in action order: the paper's x+1, y+1, x−1, y−1.
 ACTIONS = ("down", "right", "up", "left")
@@ -65,16 +65,7 @@ def gridworld(
     S = rr.size
     index[rr, cc] = np.arange(S)
 
-    if start is None:
-        start_norm, start_idx = None, np.arange(S)
-    else:
-        start_norm = _normalise_start(start, where)
-        for r, c in start_norm:
-            if not (0 <= r < n_rows and 0 <= c < n_cols):
-                raise where.fail(f"start cell ({r}, {c}) is outside the {n_rows}x{n_cols} grid")
-            if index[r, c] < 0:
-                raise where.fail(f"start cell ({r}, {c}) is blocked")
-        start_idx = np.array([index[r, c] for r, c in start_norm])
+    start_norm, start_idx = start_states(start, index, where)
 
     cell_labels = [grid[r][c] for r, c in zip(rr.tolist(), cc.tolist())]
     props_norm, props = alphabet(propositions, cell_labels, where)
@@ -85,10 +76,7 @@ def gridworld(
     inside = (tr >= 0) & (tr < n_rows) & (tc >= 0) & (tc < n_cols)
     target = np.where(inside, index[np.clip(tr, 0, n_rows - 1), np.clip(tc, 0, n_cols - 1)], -1)
     dest = np.where(target >= 0, target, np.arange(S)[None, :])
-    # mass[a, d] of direction d under action a
-    n_dir = len(ACTIONS)
-    mass = np.full((n_dir, n_dir), slip / n_dir) + np.eye(n_dir) * (1.0 - slip)
-    a_idx, d_idx, s_idx = np.meshgrid(np.arange(n_dir), np.arange(n_dir), np.arange(S), indexing="ij")
+    rows, cols, probs = slip_moves(dest, slip)
 
     params: dict[str, Any] = dict(rows=grid, slip=slip, start=start_norm, gamma=gamma, propositions=props_norm)
     return build(
@@ -96,9 +84,9 @@ def gridworld(
         params,
         states=[f"r{r}c{c}" for r, c in zip(rr.tolist(), cc.tolist())],
         actions=ACTIONS,
-        rows=(s_idx * n_dir + a_idx).ravel(),
-        cols=dest[d_idx, s_idx].ravel(),
-        probs=mass[a_idx, d_idx].ravel(),
+        rows=rows,
+        cols=cols,
+        probs=probs,
         labels=np.array([pi[x] for x in cell_labels], dtype=np.int64),
         propositions=props,
         initial=uniform(start_idx, S),
@@ -127,17 +115,3 @@ def _normalise_rows(rows: Any, where: Where) -> tuple[tuple[str | None, ...], ..
         if len(row) != width:
             raise where.fail(f"map row {i} has {len(row)} cells, row 0 has {width}")
     return tuple(grid)
-
-
-def _normalise_start(start: Any, where: Where) -> tuple[tuple[int, int], ...]:
-    cells = []
-    for cell in as_sequence(start, "start", where):
-        if isinstance(cell, (str, bytes)) or not hasattr(cell, "__len__") or len(cell) != 2:
-            raise where.fail(f"a start cell is a (row, column) pair, got {cell!r}")
-        cells.append((as_int(cell[0], "a start row", where), as_int(cell[1], "a start column", where)))
-    if not cells:
-        raise where.fail("start lists no cells (use None for all free cells)")
-    dup = [c for i, c in enumerate(cells) if c in cells[:i]]
-    if dup:
-        raise where.fail(f"start cell {dup[0]} is listed twice")
-    return tuple(cells)

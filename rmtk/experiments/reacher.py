@@ -1,7 +1,9 @@
-"""The reacher experiment (paper section 6.3, table "2D-continuous reacher arm"): simulate the
-discretised 2-link arm with a scripted expert (:mod:`rmtk.envs.reacher`), count the
-demonstrations into an empirical prefix tree policy, mine confidence-bound negative examples
-for several α, and solve weighted MaxSAT at n = 4 nodes (the paper's u_max) with unit weights.
+"""The reacher experiment (paper section 6.3, table "2D-continuous reacher arm"): record the
+scripted expert (:mod:`rmtk.envs.reacher`) in the reacher's Gymnasium vector environment
+with :func:`rmtk.gym.collect` (a labeler, the angle / velocity :class:`~rmtk.gym.Bins`, the
+expert as a policy: ``rmtk/gym/reacher.py``) into an empirical prefix tree policy, mine
+confidence-bound negative examples for several α, and solve weighted MaxSAT at n = 4 nodes
+(the paper's u_max) with unit weights.
 
 Needs ``gymnasium[mujoco]`` (``pip install 'rmtk[reacher]'``).
 
@@ -13,6 +15,7 @@ label word of the data) is kept whole: the SAT encoding runs every word on the m
 """
 from __future__ import annotations
 
+import functools
 import sys
 import time
 import tracemalloc
@@ -27,6 +30,7 @@ from ..encoding import Problem
 from ..errors import RmtkError
 from ..machine import RewardMachine, isomorphic
 from ..negatives import ConfidenceMiner
+from ..progress import Progress
 from ._report import Options, Report, Setting
 
 try:
@@ -99,8 +103,8 @@ class AlphaResult:
 class ReacherResult:
     trajectories: int
     seed: int
-    completion_rate: float
-    mean_completion_step: float
+    node_steps: tuple
+    clipped: int
     generate_seconds: float
     trajectories_per_second: float
     count_keys: int
@@ -132,16 +136,19 @@ def simulate_and_learn(
     time_limit: float | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> ReacherResult:
-    """Generate ``n_trajectories`` expert episodes (``workers`` processes, chunks of
-    ``chunk``), count them, and for each α mine negative examples and solve MaxSAT at
-    ``nodes`` nodes with unit weights, enumerating up to ``max_solutions`` optimal machines.
+    """Record ``n_trajectories`` expert episodes with :func:`rmtk.gym.collect` (``workers``
+    processes, shards of ``chunk`` episodes, each one wave of a :class:`ReacherVectorEnv`),
+    and for each α mine negative examples and solve MaxSAT at ``nodes`` nodes with unit
+    weights, enumerating up to ``max_solutions`` optimal machines.
 
     ``time_limit``: seconds per MaxSAT enumeration (rmtk.solve then runs Glucose 4, since
     pysat cannot interrupt CaDiCaL). ``progress`` receives one-line messages.
     Wall time covers everything; memory is the main process's traced peak (tracemalloc) and
     the max RSS of the main process and of the worker processes.
     """
-    from ..envs.reacher import PROPOSITIONS, generate_counts, true_machine
+    from ..envs.reacher import PROPOSITIONS, true_machine
+    from ..gym import collect
+    from ..gym.reacher import ReacherVectorEnv, reacher_bins, reacher_expert, reacher_labels
 
     say = progress or (lambda msg: None)
     t_start = time.perf_counter()
@@ -149,25 +156,22 @@ def simulate_and_learn(
     if tracing:
         tracemalloc.start()
     try:
-        last = [0.0]
-
-        def tick(done, total):
-            now = time.perf_counter()
-            if now - last[0] >= 10 or done >= total:
-                last[0] = now
-                say(f"reacher: {done}/{total} trajectories simulated and counted ({now - t_start:.0f} s)")
-
-        table, stats = generate_counts(n_trajectories, seed=seed, workers=workers, chunk=chunk, progress=tick)
-        say(f"reacher: {stats.trajectories} trajectories in {stats.seconds:.1f} s "
-            f"({stats.trajectories / stats.seconds:.0f}/s), {len(table.keys)} distinct (word, cell, action), "
-            f"trie of {table.trie.n_nodes} words")
+        bins = reacher_bins()
+        rec = collect(functools.partial(ReacherVectorEnv, chunk), reacher_expert(bins=bins), reacher_labels(), bins,
+                      n_trajectories, seed, shard=chunk, workers=workers, name="reacher", progress=_Ticks(say, t_start))
+        generated = time.perf_counter() - t_start
+        say(f"reacher: {rec.episodes} trajectories in {generated:.1f} s ({rec.episodes / generated:.0f}/s), "
+            f"{len(rec.keys)} distinct (word, cell, action), trie of {rec.trie.n_nodes} words, "
+            f"{rec.clipped} observations clipped into the edge velocity bins")
         alphas = sorted(alphas, reverse=True)
-        min_count = min(ConfidenceMiner(a).min_count(table.n_actions) for a in alphas)
-        n_keys, trie = len(table.keys), table.trie
-        ptp = to_policy(prune_counts(table, min_count))
-        del table
+        min_count = min(ConfidenceMiner(a).min_count(rec.n_actions) for a in alphas)
+        n_keys, trie = len(rec.keys), rec.trie
         truth = true_machine()
         true_node = trie.run(truth.delta_u, truth.initial)
+        steps = np.bincount(true_node[rec.keys // (rec.n_states * rec.n_actions)], weights=rec.counts, minlength=4)
+        ptp = to_policy(prune_counts(rec, min_count))
+        clipped = rec.clipped
+        del rec
         rows = []
         for alpha in alphas:
             t0 = time.perf_counter()
@@ -192,12 +196,12 @@ def simulate_and_learn(
         if tracing:
             tracemalloc.stop()
     return ReacherResult(
-        trajectories=stats.trajectories,
+        trajectories=n_trajectories,
         seed=seed,
-        completion_rate=stats.completion_rate,
-        mean_completion_step=stats.done_steps / max(1, stats.completed),
-        generate_seconds=stats.seconds,
-        trajectories_per_second=stats.trajectories / stats.seconds,
+        node_steps=tuple(float(x) for x in steps / steps.sum()),
+        clipped=clipped,
+        generate_seconds=generated,
+        trajectories_per_second=n_trajectories / generated,
         count_keys=n_keys,
         trie_nodes=trie.n_nodes,
         policy_pairs=ptp.n_pairs,
@@ -207,6 +211,19 @@ def simulate_and_learn(
         maxrss_mb=_maxrss_mb("RUSAGE_SELF"),
         maxrss_children_mb=_maxrss_mb("RUSAGE_CHILDREN"),
     )
+
+
+class _Ticks(Progress):
+    """Progress notes of the collection, at most one every 10 s."""
+
+    def __init__(self, say, t0):
+        self.say, self.t0, self.last = say, t0, 0.0
+
+    def count(self, done, total, what="trajectories"):
+        now = time.perf_counter()
+        if now - self.last >= 10 or done >= total:
+            self.last = now
+            self.say(f"reacher: {done}/{total} trajectories simulated and counted ({now - self.t0:.0f} s)")
 
 
 # ---------------------------------------------------------------------- report
@@ -237,10 +254,10 @@ def report(res: ReacherResult, title: str | None = None):
     ))
     rep.tables.append((
         "cost: wall time and memory of the whole run",
-        ["trajectories", "completed b->y->r", "mean completion step", "trajectories/s", "(word, cell, action) keys",
+        ["trajectories", "steps in u0/u1/u2/u3", "clipped observations", "trajectories/s", "(word, cell, action) keys",
          "trie words", "pairs kept", "wall s", "peak traced MB", "max RSS MB (main)", "max RSS MB (workers)",
          "projected s for 10^6"],
-        [(res.trajectories, f"{100 * res.completion_rate:.2f}%", f"{res.mean_completion_step:.1f}",
+        [(res.trajectories, "/".join(f"{100 * x:.0f}%" for x in res.node_steps), res.clipped,
           f"{res.trajectories_per_second:.0f}", res.count_keys, res.trie_nodes, res.policy_pairs, f"{res.seconds:.1f}",
           f"{res.peak_traced_mb:.0f}", f"{res.maxrss_mb:.0f}", f"{res.maxrss_children_mb:.0f}",
           f"{_projection(res, 1_000_000):.0f}")],
@@ -248,7 +265,8 @@ def report(res: ReacherResult, title: str | None = None):
     rep.notes += [
         "expert: scripted (inverse kinematics + velocity-command control at the cell centre, torques rounded to the "
         "5 levels, epsilon-greedy 0.1), a function of (cell, true node) as the paper's PPO policy sampled at cell "
-        "centres; after r it returns to b and holds there. See rmtk/envs/reacher.py for every choice.",
+        "centres; after r it returns to b and holds there. See rmtk/envs/reacher.py for every choice; recorded "
+        "with rmtk.gym.collect from the reacher's Gymnasium vector environment (rmtk/gym/reacher.py).",
         "labels: the disc (b, y, r; radius 0.02) the fingertip is in, from the continuous angles, else i; words are "
         "compressed (non-stuttering). States: 36 x 36 angle bins (10 deg) x 112 x 112 velocity bins (0.25 rad/s, "
         "clipped to +-14) = 16,257,024 cells (the paper: ~17.4M).",
@@ -272,7 +290,7 @@ def run(opts: Options) -> Report:
     try:
         import gymnasium  # noqa: F401
         import mujoco  # noqa: F401
-    except ImportError:
+    except ImportError:  # only these two: an import error of rmtk itself must show
         raise RmtkError("the reacher experiment needs gymnasium with MuJoCo: pip install 'rmtk[reacher]'") from None
     res = simulate_and_learn(opts.get("trajectories"), seed=opts.seed, workers=opts.get("workers"), progress=opts.say)
     return report(res)

@@ -1,0 +1,34 @@
+"""rmtk and Gymnasium (the optional extra ``pip install 'rmtk[gym]'``; docs/gym.md).
+
+* **Record** what a policy does in any Gymnasium environment, straight into empirical prefix
+  tree counts: :func:`collect` with a labeler (:class:`StateLabels`, :class:`InfoLabel`, any
+  ``labeler(obs, info) -> str``) and a discretiser (:class:`Identity`, :class:`Bins`, any
+  ``obs -> int``); it returns a :class:`Recording`, which
+  :class:`~rmtk.empirical.EmpiricalPTP` takes as it is.
+* **Use** a machine in RL: :class:`RewardMachineEnv` (the product environment),
+  :func:`counterfactual_experiences` (CRM), :class:`QLearning`.
+* **Environments**: any labeled MDP (:class:`MdpEnv`, :class:`MdpVectorEnv`) and the Office
+  World (:func:`office_env`, ``gymnasium.make("rmtk/OfficeWorld-v0")``).
+
+The core package never imports Gymnasium; this one does.
+"""
+from .collect import SHARD, collect, collect_shard, shard_plan
+from .discretize import Bins, Identity
+from .labels import Alphabet, InfoLabel, StateLabels
+from .mdp_env import OFFICE_ID, MdpEnv, MdpVectorEnv, office_env, office_vector_env, register
+from ..shortest import shortest_path_table
+from .policies import Context, NodePolicy
+from .qlearning import Episode, QLearning, Training, greedy_episode
+from .recording import Recording, canonical
+from .wrapper import Experiences, RewardMachineEnv, counterfactual_experiences, terminal_nodes
+
+register()
+
+__all__ = [
+    "collect", "collect_shard", "shard_plan", "SHARD", "Recording", "canonical",
+    "Identity", "Bins", "StateLabels", "InfoLabel", "Alphabet",
+    "Context", "NodePolicy", "shortest_path_table",
+    "RewardMachineEnv", "Experiences", "counterfactual_experiences", "terminal_nodes",
+    "QLearning", "Training", "Episode", "greedy_episode",
+    "MdpEnv", "MdpVectorEnv", "office_env", "office_vector_env", "OFFICE_ID", "register",
+]

@@ -1,0 +1,95 @@
+"""Labelers: what an environment's observation means to a reward machine. Each state carries
+exactly one atomic proposition (paper section 2), so a labeler maps ``(obs, info)`` to one
+proposition name.
+
+A labeler is any callable ``labeler(obs, info) -> str``. rmtk's own (:class:`StateLabels`,
+:class:`InfoLabel`) also know their alphabet (``propositions``) and label a whole batch of a
+vector environment at once (``batch(obs, infos)`` → proposition indices). :class:`Alphabet`
+turns what a labeler returned into indices, with an error naming the episode and step when it
+is not a proposition.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import attrs
+import numpy as np
+
+from ..errors import DataError, ModelError
+from ..mdp import LabeledMDP, _check_unique, _names
+
+
+@attrs.frozen
+class StateLabels:
+    """Labels of state-index observations: ``propositions[labels[obs]]`` (a labeled MDP's
+    labelling, :meth:`of`)."""
+
+    propositions: tuple[str, ...] = attrs.field(converter=_names)
+    labels: tuple[int, ...] = attrs.field(converter=lambda v: tuple(int(x) for x in v))
+
+    def __attrs_post_init__(self):
+        bad = [x for x in self.labels if not 0 <= x < len(self.propositions)]
+        if bad:
+            raise ModelError(f"StateLabels: label index {bad[0]} is not a proposition index 0..{len(self.propositions) - 1}")
+
+    @classmethod
+    def of(cls, mdp: LabeledMDP) -> "StateLabels":
+        return cls(mdp.propositions, mdp.labels.tolist())
+
+    def __call__(self, obs, info=None) -> str:
+        return self.propositions[self.labels[int(obs)]]
+
+    def batch(self, obs, infos=None) -> np.ndarray:
+        return np.asarray(self.labels, dtype=np.int64)[np.asarray(obs, dtype=np.int64)]
+
+
+@attrs.frozen
+class InfoLabel:
+    """The label an environment reports itself, as ``info[key]`` (a proposition name)."""
+
+    propositions: tuple[str, ...] = attrs.field(converter=_names)
+    key: str = "label"
+
+    def __call__(self, obs, info) -> str:
+        try:
+            return info[self.key]
+        except (KeyError, TypeError):
+            raise DataError(f"the environment's info has no {self.key!r} entry to read the label from") from None
+
+
+@attrs.frozen
+class Alphabet:
+    """Proposition names ↔ indices, checking what labelers return."""
+
+    propositions: tuple[str, ...] = attrs.field(converter=_names)
+    _index: dict = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self):
+        if not self.propositions:
+            raise ModelError("the alphabet of propositions is empty")
+        _check_unique("proposition", self.propositions)
+        object.__setattr__(self, "_index", {p: i for i, p in enumerate(self.propositions)})
+
+    def index(self, label, where: str) -> int:
+        """The index of one label; ``where`` (e.g. ``"episode 3, step 7"``) starts the error."""
+        if not isinstance(label, str):
+            raise DataError(f"{where}: the labeler returned {label!r} ({type(label).__name__}); it must return one "
+                            f"proposition name (a string) of {' '.join(self.propositions)}")
+        k = self._index.get(label)
+        if k is None:
+            raise DataError(f"{where}: the labeler returned {label!r}, which is not a proposition; the alphabet is "
+                            f"{' '.join(self.propositions)}")
+        return k
+
+    def check(self, indices, where: Callable[[int], str]) -> np.ndarray:
+        """Indices returned by a batch labeler, checked; ``where(i)`` names entry ``i``."""
+        indices = np.asarray(indices)
+        if not np.issubdtype(indices.dtype, np.integer):
+            raise DataError(f"{where(0)}: the labeler's batch returned {indices.dtype} values; it must return "
+                            "proposition indices (integers)")
+        bad = np.flatnonzero((indices < 0) | (indices >= len(self.propositions)))
+        if bad.size:
+            i = int(bad[0])
+            raise DataError(f"{where(i)}: the labeler returned a label that is not a proposition "
+                            f"(index {indices[i]}); the alphabet is {' '.join(self.propositions)}")
+        return indices.astype(np.int64)

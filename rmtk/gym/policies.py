@@ -1,0 +1,82 @@
+"""Policies for :func:`~rmtk.gym.collect`: what the policy sees at every step
+(:class:`Context`) and a policy that follows a reward machine's node (:class:`NodePolicy`),
+e.g. the scripted expert of :func:`rmtk.shortest.shortest_path_table`.
+
+A policy is any callable ``policy(obs, ctx) -> action``; with a vector environment ``obs``
+is the batch and the policy returns one action per environment. Every random draw it makes
+should come from ``ctx.rng``: collect seeds it per shard, so the same seed gives the same data.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import attrs
+import numpy as np
+
+from ..errors import ModelError
+from ..machine import RewardMachine
+
+
+@attrs.frozen
+class Context:
+    """What :func:`~rmtk.gym.collect` tells the policy at a step.
+
+    Attributes:
+        t: the step within the episode (0 at a reset).
+        state: discretised state index (an array over a vector environment's copies).
+        label: proposition index of this step's label (likewise).
+        propositions: the alphabet, in label-index order.
+        rng: the shard's random generator: the policy's only source of randomness.
+    """
+
+    t: int
+    state: np.ndarray
+    label: np.ndarray
+    propositions: tuple[str, ...]
+    rng: np.random.Generator
+
+
+@attrs.define
+class NodePolicy:
+    """Acts on (state, node): follows ``machine`` on the labels (prefix convention: the
+    step's own label already moves it) and calls ``choose(states, nodes, rng) -> actions``
+    with arrays. The node is reset at every episode start (``ctx.t == 0``); one instance
+    serves one collection (it keeps the nodes of the environments between steps)."""
+
+    machine: RewardMachine
+    choose: Callable[[np.ndarray, np.ndarray, np.random.Generator], np.ndarray]
+    _node: np.ndarray | None = attrs.field(default=None, init=False, repr=False)
+    _letters: dict = attrs.field(factory=dict, init=False, repr=False)
+
+    @classmethod
+    def from_table(cls, machine: RewardMachine, table) -> "NodePolicy":
+        """Sample from ``table[u, s, a]``, a stochastic policy per node (e.g. from
+        :func:`shortest_path_table`)."""
+        cdf = np.cumsum(np.asarray(table, dtype=float), axis=2)
+        if cdf.ndim != 3 or cdf.shape[0] != machine.n_nodes:
+            raise ModelError(f"a node policy table has shape (nodes, states, actions) with {machine.n_nodes} nodes, "
+                             f"got {cdf.shape}")
+
+        def choose(states, nodes, rng):
+            rows = cdf[nodes, states]
+            return np.minimum((rows < rng.random(len(rows))[:, None] * rows[:, -1:]).sum(axis=1), cdf.shape[2] - 1)
+
+        return cls(machine, choose)
+
+    def letters(self, propositions: tuple[str, ...]) -> np.ndarray:
+        """Machine letter index of each proposition index."""
+        if propositions not in self._letters:
+            missing = [p for p in propositions if p not in self.machine.alphabet]
+            if missing:
+                raise ModelError(f"machine {self.machine.name!r} does not read {', '.join(map(repr, missing))}, "
+                                 "which the labeler can return")
+            self._letters[propositions] = np.array([self.machine.alphabet.index(p) for p in propositions])
+        return self._letters[propositions]
+
+    def __call__(self, obs, ctx: Context):
+        state, label = np.atleast_1d(ctx.state), np.atleast_1d(ctx.label)
+        if ctx.t == 0 or self._node is None or len(self._node) != len(state):
+            self._node = np.full(len(state), self.machine.initial, dtype=np.int64)
+        self._node = self.machine.delta_u[self._node, self.letters(ctx.propositions)[label]]
+        actions = np.asarray(self.choose(state, self._node, ctx.rng))
+        return actions if np.ndim(ctx.state) else actions[0]

@@ -1,0 +1,171 @@
+"""The reacher of the paper (section 6.3, appendix C.2) as a Gymnasium vector environment,
+with its labeler, discretiser and scripted expert for :func:`~rmtk.gym.collect`.
+
+:class:`ReacherVectorEnv` steps thousands of Reacher-v5 arms at once (MuJoCo's batched
+rollout: one C call per step for the whole batch, the same physics as ``env.step``), with 25
+discrete actions (torque levels ``TORQUES`` per joint) and Reacher-v5's observation. The
+task lives outside the environment: :func:`reacher_labels` says which target disc the
+fingertip is in, :func:`reacher_bins` is the 36² × 112² grid over joint angles and
+velocities (a :class:`~rmtk.gym.Bins`), and :func:`reacher_expert` is the scripted expert of
+:class:`rmtk.envs.reacher.Expert` as a policy that follows the true machine. Needs
+``gymnasium[mujoco]``; MuJoCo is imported when an environment is made.
+"""
+from __future__ import annotations
+
+import math
+
+import attrs
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from ..envs.reacher import (ELBOW_LIMIT, HORIZON, INITIAL_VELOCITY, LINKS, N_ACTIONS, PROPOSITIONS, TORQUES, Expert,
+                            label, true_machine)
+from .discretize import Bins
+from .policies import NodePolicy
+
+
+def joint_state(obs) -> np.ndarray:
+    """``(N, 4)`` joint angles (wrapped to [−π, π)) and velocities of Reacher-v5 observations
+    ``[cos q, sin q, target, q̇, fingertip − target]``."""
+    obs = np.asarray(obs, dtype=float)
+    angles = np.mod(np.arctan2(obs[:, 2:4], obs[:, 0:2]) + math.pi, 2 * math.pi) - math.pi
+    return np.concatenate([angles, obs[:, 6:8]], axis=1)
+
+
+def reacher_bins(angle_bins: int = 36, velocity_bins: int = 112, velocity_limit: float = 14.0) -> Bins:
+    """Joint angles in ``angle_bins`` bins of [−π, π), velocities clipped to
+    ±``velocity_limit`` in ``velocity_bins`` bins (a fast arm lands in the edge bins, and is
+    counted as clipped): 36² · 112² = 16,257,024 cells by default."""
+    lim = velocity_limit
+    return Bins((-math.pi, -math.pi, -lim, -lim), (math.pi, math.pi, lim, lim),
+                (angle_bins, angle_bins, velocity_bins, velocity_bins), clip=True, features=joint_state)
+
+
+@attrs.frozen
+class ReacherLabels:
+    """The target disc (b, y, r) the fingertip is in, else ``i``: from the observation's
+    cosines and sines (forward kinematics), a whole batch at once."""
+
+    propositions: tuple[str, ...] = PROPOSITIONS
+
+    @staticmethod
+    def tips(obs) -> np.ndarray:
+        obs = np.asarray(obs, dtype=float)
+        c1, c2, s1, s2 = obs[:, 0], obs[:, 1], obs[:, 2], obs[:, 3]
+        l1, l2 = LINKS
+        return np.stack([l1 * c1 + l2 * (c1 * c2 - s1 * s2), l1 * s1 + l2 * (s1 * c2 + c1 * s2)], axis=1)
+
+    def batch(self, obs, infos=None) -> np.ndarray:
+        return label(self.tips(obs))
+
+    def __call__(self, obs, info=None) -> str:
+        return self.propositions[int(self.batch(np.asarray(obs)[None])[0])]
+
+
+def reacher_labels() -> ReacherLabels:
+    return ReacherLabels()
+
+
+@attrs.frozen
+class _Greedy:
+    """The expert's choice at cell centres: ε-greedy on :meth:`Expert.greedy_from`."""
+
+    expert: Expert
+    bins: Bins
+
+    def __call__(self, states, nodes, rng):
+        centre = self.bins.centres(states)
+        greedy = self.expert.greedy_from(centre[:, :2], centre[:, 2:], nodes)
+        explore = rng.random(len(greedy)) < self.expert.epsilon
+        return np.where(explore, rng.integers(0, N_ACTIONS, size=len(greedy)), greedy)
+
+
+def reacher_expert(expert: Expert | None = None, bins: Bins | None = None) -> NodePolicy:
+    """The scripted expert as a :func:`~rmtk.gym.collect` policy: a function of (cell
+    centre, node of the true machine ``u0 -b-> u1 -y-> u2 -r-> u3``), ε-greedy."""
+    return NodePolicy(true_machine(), _Greedy(expert or Expert(), bins or reacher_bins()))
+
+
+class ReacherVectorEnv(VectorEnv):
+    """``num_envs`` Reacher-v5 arms with 25 discrete actions, stepped together.
+
+    Initial state: shoulder angle uniform in [−π, π], elbow uniform in its range
+    [−3, 3] rad, both joint velocities uniform in [−5, 5] rad/s. Episodes last ``horizon``
+    steps of 0.02 s (truncated; autoreset on the next step); the reward is 0 (the task is a
+    reward machine over the labels). The model's target body stays at the origin: it has no
+    contacts and does not move the arm.
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(self, num_envs: int = 2000, horizon: int = HORIZON):
+        import gymnasium
+        import mujoco
+        from mujoco import rollout
+
+        made = gymnasium.make("Reacher-v5")
+        try:
+            self.model, self.frame_skip = made.unwrapped.model, int(made.unwrapped.frame_skip)
+        finally:
+            made.close()
+        self._mujoco, self._rollout = mujoco, rollout
+        self.data = mujoco.MjData(self.model)
+        self.spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+        self.nstate = mujoco.mj_stateSize(self.model, self.spec)  # time, qpos (4), qvel (4), ...
+        self.num_envs, self.horizon = int(num_envs), int(horizon)
+        self.single_observation_space = spaces.Box(-np.inf, np.inf, (10,), np.float64)
+        self.single_action_space = spaces.Discrete(N_ACTIONS)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self._template = np.zeros(self.nstate)
+        mujoco.mj_getState(self.model, self.data, self._template, self.spec)
+        self._rng = np.random.default_rng()
+        self._state = np.zeros((self.num_envs, self.nstate))
+        self._t = np.zeros(self.num_envs, dtype=np.int64)
+        self._ended = np.zeros(self.num_envs, dtype=bool)
+        self._out = np.empty((self.num_envs, self.frame_skip, self.nstate))
+        self._control = np.empty((self.num_envs, self.frame_skip, 2))
+
+    def _initial(self, n: int) -> np.ndarray:
+        state = np.tile(self._template, (n, 1))
+        state[:, 0] = 0.0
+        state[:, 1] = self._rng.uniform(-math.pi, math.pi, n)
+        state[:, 2] = self._rng.uniform(-ELBOW_LIMIT, ELBOW_LIMIT, n)
+        state[:, 3:5] = 0.0
+        state[:, 5:7] = self._rng.uniform(-INITIAL_VELOCITY, INITIAL_VELOCITY, (n, 2))
+        state[:, 7:9] = 0.0
+        return state
+
+    def _obs(self) -> np.ndarray:
+        q, target, v = self._state[:, 1:3], self._state[:, 3:5], self._state[:, 5:7]
+        obs = np.concatenate([np.cos(q), np.sin(q), target, v, np.zeros((self.num_envs, 2))], axis=1)
+        obs[:, 8:10] = ReacherLabels.tips(obs) - target
+        return obs
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        self._state = self._initial(self.num_envs)
+        self._t[:] = 0
+        self._ended[:] = False
+        return self._obs(), {}
+
+    def step(self, actions):
+        a = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
+        if a.min() < 0 or a.max() >= N_ACTIONS:
+            raise ValueError(f"reacher actions lie in 0..{N_ACTIONS - 1}")
+        self._control[:] = np.stack([TORQUES[a // 5], TORQUES[a % 5]], axis=-1)[:, None, :]
+        self._rollout.rollout(self.model, self.data, self._state, self._control, nstep=self.frame_skip,
+                              state=self._out)
+        self._state = self._out[:, -1, :].copy()
+        self._t += 1
+        again = self._ended
+        if again.any():  # the copies that ended on the previous step start over
+            self._state[again] = self._initial(int(again.sum()))
+            self._t[again] = 0
+        truncated = self._t >= self.horizon
+        self._ended = truncated.copy()
+        none = np.zeros(self.num_envs, dtype=bool)
+        return self._obs(), np.zeros(self.num_envs), none, truncated, {}
