@@ -71,7 +71,7 @@ def local_cluster(workers: int):
         def setup(self, worker):
             keep_freed_memory()
 
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                            silence_logs=logging.ERROR)
     client = Client(cluster)
     client.register_plugin(KeepFreedMemory())

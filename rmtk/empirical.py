@@ -172,7 +172,8 @@ def _chunk(chunk, index) -> tuple[Demonstrations, np.ndarray | None]:
 def canonical_counts(table: CountTable) -> CountTable:
     """The same counts on the trie renumbered breadth-first: by word length, then by the
     parent's new id, then by letter. Two tables of the same words and counts become equal
-    arrays, whatever order the words were met in."""
+    arrays, whatever order the words were met in (a subclass, such as a recording of
+    :func:`rmtk.gym.collect`, keeps its class and its other fields)."""
     trie = table.trie
     new = np.zeros(trie.n_nodes, dtype=np.int64)
     next_id = 1
@@ -187,9 +188,8 @@ def canonical_counts(table: CountTable) -> CountTable:
     SA = table.n_states * table.n_actions
     keys = new[table.keys // SA] * SA + table.keys % SA
     order = np.argsort(keys, kind="stable")
-    return CountTable(Trie(parent, trie.letter[old], trie.length[old], compressed=trie.compressed),
-                      keys[order], table.counts[order], table.n_states, table.n_actions, table.n_letters,
-                      table.n_trajectories)
+    return attrs.evolve(table, trie=Trie(parent, trie.letter[old], trie.length[old], compressed=trie.compressed),
+                        keys=keys[order], counts=table.counts[order])
 
 
 # ---------------------------------------------------------------------- the map and reduce of the engines

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from rmtk import ConfidenceMiner, EmpiricalPTP, Learner, MaxSatEncoder, dsl
 from rmtk.cli import main
-from rmtk.dask_engine import DaskEngine, WorkError, local_cluster
+from rmtk.dask_engine import DaskEngine, WorkError
 from rmtk.data import load, save
 from rmtk.data.parquet_dataset import ParquetDataset
 from rmtk.empirical import CountJob, canonical_counts, merge_partial
@@ -24,11 +24,8 @@ MODELS = Path(__file__).resolve().parents[1] / "models"
 
 
 @pytest.fixture(scope="module")
-def client():
-    cluster, c = local_cluster(2)  # the cluster `--engine dask --workers 2` starts
-    yield c
-    c.close()
-    cluster.close()
+def client(dask_client):
+    return dask_client
 
 
 @pytest.fixture(scope="module")

@@ -166,3 +166,24 @@ def test_tables_experiment_explains_its_survivors_at_1000_demonstrations():
     (note,) = [n for n in report.notes if "what would separate" in n]
     assert note.startswith("stack_avoid, 1000 demonstrations") and "witness(es) from the MDP" in note
     assert "more trajectories" in note
+
+
+def test_without_a_model_witnesses_come_from_the_data(stack_avoid):
+    """An environment known only through its data (a Space): the cover's witnesses are
+    (word, word, state) triples of the demonstrations, each checked on the machines."""
+    from rmtk.space import Space
+
+    demos = simulate(stack_avoid, 1000, 20, seed=0)
+    mdp = stack_avoid.mdp
+    space = Space(mdp.n_states, mdp.n_actions, mdp.propositions, "blocks without a model")
+    labels = np.where(demos.states >= 0, mdp.labels[demos.states.clip(0)], -1)  # labels come with the data
+    ptp = EmpiricalPTP(demos, labels=labels)
+    r = Learner(ptp, encoder=MaxSatEncoder(), nodes=3, irl=None).fit(space)
+    assert r.distinct_count > 1 and r.verdicts is None
+    e = r.explain(limit=3)
+    assert e.cover.source == "data" and e.cover.witnesses and len(e.rare) == 3
+    for cw in e.cover.witnesses:
+        w = cw.witness
+        for i, m in enumerate(r.machines):
+            assert (i in cw.merging) == (m.final(w.word1) == m.final(w.word2))
+    assert "witness(es) from the demonstrations" in str(e)

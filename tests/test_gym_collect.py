@@ -12,9 +12,10 @@ from gymnasium import spaces
 
 from rmtk import ConfidenceMiner, DataError, EmpiricalPTP, Learner, RmtkError, dsl, isomorphic
 from rmtk.data import Demonstrations
-from rmtk.empirical import count_chunk, to_policy
-from rmtk.gym import (Bins, Identity, InfoLabel, MdpEnv, MdpVectorEnv, NodePolicy, Recording, StateLabels, canonical,
-                      collect, collect_shard, office_env, shard_plan)
+from rmtk.empirical import canonical_counts, count_chunk, to_policy
+from rmtk.gym import (Bins, Identity, InfoLabel, MdpEnv, MdpVectorEnv, NodePolicy, Recording, StateLabels,
+                      collect, collect_shard, office_env)
+from rmtk.shards import plan_shards
 from rmtk.shortest import shortest_path_table
 from rmtk.simplest import SimplestEncoder
 
@@ -75,27 +76,26 @@ def test_counts_equal_counting_the_trajectories(coffee):
     states, actions, labels = (np.stack([x[k] for x in seen], axis=1) for k in range(3))
     assert np.array_equal(labels, mdp.labels[states])
     whole = count_chunk(mdp, Demonstrations.full(states, actions))
-    assert rec.table == canonical(whole)  # the same counts, canonically numbered
+    assert rec.table == canonical_counts(whole)  # the same counts, canonically numbered
 
 
-def test_same_seed_same_recording_whatever_the_workers(coffee):
+def test_same_seed_same_recording_whatever_the_engine(coffee, dask_client):
     mdp = coffee.mdp
     policy = NodePolicy.from_table(coffee.machine, shortest_path_table(coffee, 0.3))
     make = lambda: MdpVectorEnv(mdp, 100, max_steps=30)  # noqa: E731
     one = collect(make, policy, StateLabels.of(mdp), Identity(), 1000, seed=5, shard=200)
-    two = collect(make, policy, StateLabels.of(mdp), Identity(), 1000, seed=5, shard=200, workers=2)
+    two = collect(make, policy, StateLabels.of(mdp), Identity(), 1000, seed=5, shard=200, client=dask_client)
     assert one == two and one.episodes == 1000
     assert collect(make, policy, StateLabels.of(mdp), Identity(), 1000, seed=6, shard=200) != one
     # a shard is a plain call; shards merge into the whole
-    plan = shard_plan(1000, 200, 5)
-    parts = [collect_shard(make, policy, StateLabels.of(mdp), Identity(), size, seq, first=first)
-             for first, size, seq in plan]
+    parts = [collect_shard(make, policy, StateLabels.of(mdp), Identity(), sh.size, sh.spawned_seed(), first=sh.start)
+             for sh in plan_shards(1000, 200, 5)]
     merged = parts[0]
     for p in parts[1:]:
         merged = merged.merge(p)
     assert merged.canonical() == one
     with pytest.raises(RmtkError, match="needs a function that makes the environment"):
-        collect(make(), policy, StateLabels.of(mdp), Identity(), 400, shard=200, workers=2)
+        collect(make(), policy, StateLabels.of(mdp), Identity(), 400, shard=200, client=dask_client)
 
 
 def test_a_single_environment_and_a_gymnasium_id(coffee):

@@ -292,13 +292,13 @@ def test_simulation_matches_gymnasium_step(vec):
     env.close()
 
 
-def test_recording_is_reproducible_and_worker_independent(vec):
+def test_recording_is_reproducible_and_worker_independent(vec, dask_client):
     from rmtk.gym.reacher import ReacherVectorEnv
 
     b, labels = reacher_bins(), ReacherLabels()
     make = lambda: ReacherVectorEnv(25)  # noqa: E731
     one = collect(make, reacher_expert(bins=b), labels, b, 100, seed=3, shard=25)
-    two = collect(make, reacher_expert(bins=b), labels, b, 100, seed=3, shard=25, workers=2)
+    two = collect(make, reacher_expert(bins=b), labels, b, 100, seed=3, shard=25, client=dask_client)
     assert one == two and one.n_steps == 100 * R.HORIZON and one.truncated == 100
     assert collect(make, reacher_expert(bins=b), labels, b, 100, seed=4, shard=25) != one
     # the counts are those of the played trajectories (here one wave of 50, logged)
@@ -321,12 +321,36 @@ def test_labels_and_states_are_consistent(vec):
     assert np.allclose(joint_state(obs)[:, 2:], obs[:, 6:8])
 
 
-def test_quick_experiment_finds_the_true_machine():
+def test_idle_stages_change_no_state(vec):
+    """The MuJoCo stages skipped for speed compute nothing in Reacher-v5: same states, bitwise."""
+    from rmtk.gym.reacher import ReacherVectorEnv
+
+    skipped = ReacherVectorEnv(40)
+    plain = ReacherVectorEnv(40)
+    plain.model.opt.disableflags = 0
+    assert skipped.model.opt.disableflags != 0
+    rng = np.random.default_rng(0)
+    a, _ = skipped.reset(seed=1)
+    b, _ = plain.reset(seed=1)
+    for _ in range(60):
+        act = rng.integers(0, 25, 40)
+        a, *_ = skipped.step(act)
+        b, *_ = plain.step(act)
+    assert np.array_equal(a, b)
+    euler = ReacherVectorEnv(40, integrator="euler")
+    c, _ = euler.reset(seed=1)
+    c, *_ = euler.step(np.zeros(40, dtype=int))
+    assert c.shape == a.shape
+    with pytest.raises(ValueError, match="integrator must be one of rk4, euler"):
+        ReacherVectorEnv(4, integrator="verlet")
+
+
+def test_quick_experiment_finds_the_true_machine(dask_client):
     pytest.importorskip("mujoco")
     from rmtk.experiments import Report
     from rmtk.experiments.reacher import report, simulate_and_learn
 
-    res = simulate_and_learn(2000, seed=0, workers=2, alphas=(1e-3,), max_solutions=300)
+    res = simulate_and_learn(2000, seed=0, client=dask_client, alphas=(1e-3,), max_solutions=300)
     (row,) = res.rows
     assert res.trajectories == 2000 and abs(sum(res.node_steps) - 1) < 1e-9
     assert res.node_steps[3] > 0.5  # the expert is done (holding at b) most of the time

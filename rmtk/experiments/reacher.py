@@ -44,7 +44,11 @@ ALPHAS = (1e-3, 1e-4, 1e-5)
 NODES = 4
 SETTINGS = {
     "trajectories": Setting(100_000, "expert episodes of 160 steps (also --trajectories N)", quick=2_000),
-    "workers": Setting(2, "simulation processes"),
+    "workers": Setting(2, "processes recording the episodes: a local Dask cluster when above 1 "
+                          "(pip install 'rmtk[dask]'), this process alone when 1"),
+    "integrator": Setting("rk4", "rk4 (Reacher-v5's physics) or euler (about 2.5x faster, a cruder physics)"),
+    "explain": Setting(False, "say what would separate the machines left at the largest alpha, and how many more "
+                              "trajectories the confidence bound asks for"),
 }
 
 
@@ -115,6 +119,8 @@ class ReacherResult:
     peak_traced_mb: float
     maxrss_mb: float
     maxrss_children_mb: float
+    integrator: str = "rk4"
+    explanation: object = None
 
 
 def _maxrss_mb(who: str) -> float:
@@ -130,16 +136,22 @@ def simulate_and_learn(
     alphas=ALPHAS,
     seed: int = 0,
     workers: int = 2,
+    client=None,
+    integrator: str = "rk4",
+    explain: bool = False,
     chunk: int = 2000,
     nodes: int = NODES,
     max_solutions: int = 1000,
     time_limit: float | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> ReacherResult:
-    """Record ``n_trajectories`` expert episodes with :func:`rmtk.gym.collect` (``workers``
-    processes, shards of ``chunk`` episodes, each one wave of a :class:`ReacherVectorEnv`),
-    and for each α mine negative examples and solve MaxSAT at ``nodes`` nodes with unit
-    weights, enumerating up to ``max_solutions`` optimal machines.
+    """Record ``n_trajectories`` expert episodes with :func:`rmtk.gym.collect` (shards of
+    ``chunk`` episodes, each one wave of a :class:`ReacherVectorEnv`; on a local Dask cluster
+    of ``workers`` processes when above 1, or on the Dask ``client`` given; the data depend
+    on the seed alone), and for each α mine negative examples and solve MaxSAT at ``nodes``
+    nodes with unit weights, enumerating up to ``max_solutions`` optimal machines. With
+    ``explain``, what would separate the machines left at the largest α
+    (:mod:`rmtk.explain`: witnesses from the data, rare pairs and the trajectories they need).
 
     ``time_limit``: seconds per MaxSAT enumeration (rmtk.solve then runs Glucose 4, since
     pysat cannot interrupt CaDiCaL). ``progress`` receives one-line messages.
@@ -157,8 +169,10 @@ def simulate_and_learn(
         tracemalloc.start()
     try:
         bins = reacher_bins()
-        rec = collect(functools.partial(ReacherVectorEnv, chunk), reacher_expert(bins=bins), reacher_labels(), bins,
-                      n_trajectories, seed, shard=chunk, workers=workers, name="reacher", progress=_Ticks(say, t_start))
+        rec = collect(functools.partial(ReacherVectorEnv, chunk, integrator=integrator), reacher_expert(bins=bins),
+                      reacher_labels(), bins, n_trajectories, seed, shard=chunk, client=client,
+                      workers=None if client is not None or workers <= 1 else workers, name="reacher",
+                      progress=_Ticks(say, t_start))
         generated = time.perf_counter() - t_start
         say(f"reacher: {rec.episodes} trajectories in {generated:.1f} s ({rec.episodes / generated:.0f}/s), "
             f"{len(rec.keys)} distinct (word, cell, action), trie of {rec.trie.n_nodes} words, "
@@ -170,9 +184,9 @@ def simulate_and_learn(
         true_node = trie.run(truth.delta_u, truth.initial)
         steps = np.bincount(true_node[rec.keys // (rec.n_states * rec.n_actions)], weights=rec.counts, minlength=4)
         ptp = to_policy(prune_counts(rec, min_count))
-        clipped = rec.clipped
+        clipped, space = rec.clipped, rec.space
         del rec
-        rows = []
+        rows, explanation = [], None
         for alpha in alphas:
             t0 = time.perf_counter()
             neg = ConfidenceMiner(alpha).mine(ptp)
@@ -187,6 +201,14 @@ def simulate_and_learn(
             row = AlphaResult(alpha, len(neg), fp, res.cost, len(res.solutions), res.raw_count, listed, fp,
                               res.complete, time.perf_counter() - t0, machines)
             rows.append(row)
+            if explain and alpha == alphas[0] and len(res.solutions) > 1:
+                from ..explain import Explanation, cover, rare_pairs
+
+                deltas = [sol.delta_u for sol in res.solutions]
+                say(f"reacher: alpha {alpha:g}: what would separate the {len(deltas)} machines")
+                explanation = Explanation(cover(space, deltas, ptp=ptp),
+                                          tuple(rare_pairs(space, ptp, deltas, alpha=alpha,
+                                                           n_trajectories=n_trajectories, limit=5)))
             more = "" if res.complete else f" (enumeration stopped at {max_solutions})"
             say(f"reacher: alpha {alpha:g}: cost {res.cost}, {len(res.solutions)} machines{more} "
                 f"({res.raw_count} raw), truth {'optimal' if row.truth_optimal else 'not optimal'}"
@@ -210,6 +232,8 @@ def simulate_and_learn(
         peak_traced_mb=peak / 2**20,
         maxrss_mb=_maxrss_mb("RUSAGE_SELF"),
         maxrss_children_mb=_maxrss_mb("RUSAGE_CHILDREN"),
+        integrator=integrator,
+        explanation=explanation,
     )
 
 
@@ -280,17 +304,28 @@ def report(res: ReacherResult, title: str | None = None):
         "at b, so the negatives separate u1 from u3 and successive nodes; they do not pin the machine down at this "
         "data size: many 4-node machines are optimal, the true one among them.",
     ]
+    if res.integrator != "rk4":
+        rep.notes.append(f"physics: the {res.integrator} integrator, not Reacher-v5's RK4 (--set integrator={res.integrator}):"
+                         " faster, and a different physics; figures are not Reacher-v5's.")
+    if res.explanation is not None:
+        rep.notes.append(f"what would separate the machines at alpha {res.rows[0].alpha:g}:\n{res.explanation}")
     rep.seconds = res.seconds
     return rep
 
 
 def run(opts: Options) -> Report:
-    """``rmtk reproduce reacher``: settings ``trajectories`` (default 100,000; quick 2,000)
-    and ``workers``; the seed; progress notes."""
+    """``rmtk reproduce reacher``: settings ``trajectories`` (default 100,000; quick 2,000),
+    ``workers``, ``integrator`` and ``explain``; the seed; progress notes."""
     try:
         import gymnasium  # noqa: F401
         import mujoco  # noqa: F401
     except ImportError:  # only these two: an import error of rmtk itself must show
         raise RmtkError("the reacher experiment needs gymnasium with MuJoCo: pip install 'rmtk[reacher]'") from None
-    res = simulate_and_learn(opts.get("trajectories"), seed=opts.seed, workers=opts.get("workers"), progress=opts.say)
+    integrator = opts.get("integrator")
+    from ..gym.reacher import INTEGRATORS
+
+    if integrator not in INTEGRATORS:
+        raise RmtkError(f"setting integrator: one of {', '.join(INTEGRATORS)}, not {integrator!r}")
+    res = simulate_and_learn(opts.get("trajectories"), seed=opts.seed, workers=opts.get("workers"),
+                             integrator=integrator, explain=opts.get("explain"), progress=opts.say)
     return report(res)

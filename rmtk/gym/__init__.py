@@ -12,20 +12,20 @@
 
 The core package never imports Gymnasium; this one does.
 """
-from .collect import SHARD, collect, collect_shard, shard_plan
+from .collect import SHARD, CollectJob, collect, collect_shard
 from .discretize import Bins, Identity
 from .labels import Alphabet, InfoLabel, StateLabels
 from .mdp_env import OFFICE_ID, MdpEnv, MdpVectorEnv, office_env, office_vector_env, register
 from ..shortest import shortest_path_table
 from .policies import Context, NodePolicy
 from .qlearning import Episode, QLearning, Training, greedy_episode
-from .recording import Recording, canonical
+from .recording import Recording
 from .wrapper import Experiences, RewardMachineEnv, counterfactual_experiences, terminal_nodes
 
 register()
 
 __all__ = [
-    "collect", "collect_shard", "shard_plan", "SHARD", "Recording", "canonical",
+    "collect", "collect_shard", "CollectJob", "SHARD", "Recording",
     "Identity", "Bins", "StateLabels", "InfoLabel", "Alphabet",
     "Context", "NodePolicy", "shortest_path_table",
     "RewardMachineEnv", "Experiences", "counterfactual_experiences", "terminal_nodes",

@@ -1,12 +1,14 @@
 """Record a policy in any Gymnasium environment straight into empirical prefix tree counts
 (paper section 5): :func:`collect`.
 
-Episodes are played in *shards* (a number of episodes and a seed): :func:`collect_shard` is
-a plain function call returning a :class:`~rmtk.gym.Recording`, and recordings merge, so a
-collection is a map over shards and a reduce (serially here, or over worker processes; a
-distributed engine can call :func:`collect_shard` itself). A shard's seed comes from
-``SeedSequence(seed).spawn`` by its number (:func:`shard_plan`): the same seed gives the same
-recording whatever the number of workers. Only one shard's steps are ever held in memory.
+Episodes are played in *shards* (:func:`rmtk.shards.plan_shards`: consecutive episodes with a
+seed each, ``SeedSequence(seed).spawn`` by shard number), and a shard is one picklable call
+(:class:`CollectJob`, or :func:`collect_shard`) returning a :class:`~rmtk.gym.Recording`;
+recordings merge. So a collection is a map over shards and a reduce, run by an engine
+(:mod:`rmtk.engines`): in this process, or on Dask workers (``engine="dask"``,
+``workers=N`` or a scheduler). The recording is put in canonical numbering: the same seed and
+shard size give an equal recording whatever the engine and the number of workers. Only one
+shard's steps are held in memory per worker.
 
 A vector environment plays ``num_envs`` episodes at a time (a *wave*: every copy is reset
 together, and a copy's steps after its episode ended are ignored), so the labeler, the
@@ -19,28 +21,18 @@ from __future__ import annotations
 
 import math
 
+import attrs
 import numpy as np
 
+from ..engines import LocalEngine, as_engine
 from ..errors import RmtkError
 from ..progress import Progress, as_progress
+from ..shards import Shard, plan_shards
 from .play import Setup, make_env, play_shard
-from .pool import run_shards
-from .recording import Merger, Recording
+from .recording import Recording
 
 #: Episodes per shard when not given (rounded up to whole waves of a vector environment).
 SHARD = 1000
-
-
-def shard_plan(episodes: int, shard: int, seed) -> list[tuple[int, int, np.random.SeedSequence]]:
-    """``(first episode, episodes, seed sequence)`` of every shard: fixed by ``seed`` and
-    ``shard`` alone."""
-    if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) or episodes < 1:
-        raise RmtkError(f"episodes must be a whole number of at least 1, got {episodes!r}")
-    if isinstance(shard, bool) or not isinstance(shard, (int, np.integer)) or shard < 1:
-        raise RmtkError(f"shard must be a whole number of at least 1, got {shard!r}")
-    n = -(-int(episodes) // int(shard))
-    seqs = np.random.SeedSequence(seed).spawn(n)
-    return [(k * shard, min(shard, episodes - k * shard), seqs[k]) for k in range(n)]
 
 
 # ---------------------------------------------------------------------- one shard
@@ -60,16 +52,39 @@ def collect_shard(env, policy, labeler, discretizer, episodes: int, seed, *, fir
             env.close()
 
 
+@attrs.frozen
+class CollectJob:
+    """One shard of a collection as a picklable call (what an engine runs on a worker): the
+    environment (an instance, an id or a factory: each worker makes its own), the policy,
+    the labeling and discretising set-up and the limits."""
+
+    env: object
+    policy: object
+    setup: Setup
+    max_steps: int
+    compress: bool
+
+    def __call__(self, shard: Shard) -> Recording:
+        made, owned = make_env(self.env)
+        try:
+            return play_shard(self.setup, made, self.policy, shard.size, shard.spawned_seed(), shard.start,
+                              self.max_steps, self.compress)
+        finally:
+            if owned:
+                made.close()
+
+
 # ---------------------------------------------------------------------- the collection
 def collect(env, policy, labeler, discretizer, episodes: int, seed=0, *, propositions=None,
-            n_states: int | None = None, max_steps: int = 1000, shard: int | None = None, workers: int = 1,
-            compress: bool = True, name: str | None = None, progress: Progress | None = None) -> Recording:
+            n_states: int | None = None, max_steps: int = 1000, shard: int | None = None, engine=None,
+            workers: int | None = None, scheduler: str | None = None, client=None, compress: bool = True,
+            name: str | None = None, progress: Progress | None = None) -> Recording:
     """Run ``policy`` for ``episodes`` episodes of ``env`` and count them into the empirical
     prefix tree policy; the result goes to :class:`~rmtk.empirical.EmpiricalPTP` as it is.
 
     Args:
         env: a Gymnasium environment or vector environment, an environment id, or a function
-            making one (needed with ``workers`` > 1: each worker makes its own).
+            making one (needed on workers: each makes its own).
         policy: ``policy(obs, ctx) -> action`` (a batch of actions for a vector environment);
             ``ctx`` is a :class:`~rmtk.gym.Context` (discretised state, label, step, ``rng``).
         labeler: ``labeler(obs, info) -> proposition name`` (see :mod:`rmtk.gym.labels`).
@@ -79,41 +94,40 @@ def collect(env, policy, labeler, discretizer, episodes: int, seed=0, *, proposi
         propositions: the alphabet (default: ``labeler.propositions``).
         max_steps: the longest episode recorded (longer ones are cut and counted as such).
         shard: episodes per shard (default 1000, in whole waves of a vector environment).
-        workers: processes playing shards in parallel (the recording does not depend on it).
+        engine: ``"local"`` (this process), ``"dask"`` or an engine object
+            (:mod:`rmtk.engines`); default: Dask when ``workers`` > 1, else local.
+        workers, scheduler, client: the Dask cluster (a local one of ``workers`` processes, a
+            scheduler's address, or a client); the recording does not depend on them.
         compress: key the words by non-stuttering compression (docs/design.md, section 2).
-        progress: hears ``count(done, episodes, "episodes")`` after every shard.
+        progress: hears ``count(done, episodes, "episodes")`` as shards finish.
     """
     progress = as_progress(progress)
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise RmtkError(f"workers must be a whole number of at least 1, got {workers!r}")
     if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
         raise RmtkError(f"max_steps must be a whole number of at least 1, got {max_steps!r}")
+    if engine is None:
+        engine = "dask" if (workers or 1) > 1 or scheduler or client else "local"
     made, owned = make_env(env)
     try:
         setup = Setup.of(made, labeler, discretizer, propositions, n_states, name)
         if shard is None:
             shard = setup.copies * math.ceil(max(SHARD, setup.copies) / setup.copies)
-        plan = shard_plan(episodes, shard, seed)
-        workers = min(workers, len(plan))
-        if workers > 1 and made is env:
-            raise RmtkError("collect with workers > 1 needs a function that makes the environment (or its id): "
+        plan = plan_shards(episodes, shard, seed)
+        runner = as_engine(engine, client=client, scheduler=scheduler,
+                           workers=None if engine == "local" and workers == 1 else workers)
+        local = isinstance(runner, LocalEngine)
+        if not local and made is env:
+            raise RmtkError("collect on workers needs a function that makes the environment (or its id): "
                             "each worker makes its own copy")
-        merged = Merger()
-        if workers == 1:
-            for first, size, seq in plan:
-                merged.add(play_shard(setup, made, policy, size, seq, first, int(max_steps), compress))
-                progress.count(first + size, episodes, "episodes")
-        else:
-            if owned:
-                made.close()
-                owned = False
-            for rec in run_shards(env, policy, setup, plan, workers, int(max_steps), compress,
-                                  lambda done: progress.count(done, episodes, "episodes")):
-                merged.add(rec)
-        return merged.result().canonical()
+        if not local and owned:
+            made.close()
+            owned = False
+        job = CollectJob(made if local else env, policy, setup, int(max_steps), compress)
+        rec = runner.map_reduce(job, plan, reduce=Recording.merge, sizes=lambda s: s.size, total=episodes,
+                                what="episodes", progress=progress)
+        return rec.canonical()
     finally:
         if owned:
             made.close()
 
 
-__all__ = ["collect", "collect_shard", "shard_plan", "make_env", "SHARD"]
+__all__ = ["collect", "collect_shard", "CollectJob", "make_env", "SHARD"]

@@ -4,18 +4,16 @@ counts of the episodes (a :class:`~rmtk.empirical.CountTable`, so
 alone do not say: the propositions in label-index order, and how the episodes went.
 
 Recordings of separate shards merge (:meth:`Recording.merge`, associative) and are put in a
-canonical trie numbering (:func:`canonical`), so the same episodes give an equal recording
-whatever the number of workers or the order of the merges.
+canonical trie numbering (:meth:`Recording.canonical`), so the same episodes give an equal
+recording whatever the engine, the number of workers or the order of the merges.
 """
 from __future__ import annotations
 
 import attrs
-import numpy as np
 
-from ..empirical import CountTable, merge_counts
+from ..empirical import CountTable, canonical_counts, merge_counts
 from ..errors import DataError
 from ..mdp import _names
-from ..ptp import Trie
 from ..space import Space
 
 
@@ -66,8 +64,9 @@ class Recording(CountTable):
                         **{f: getattr(self, f) + getattr(other, f) for f in _TALLIES})
 
     def canonical(self) -> "Recording":
-        """The same recording with its words numbered canonically (see :func:`canonical`)."""
-        return canonical(self)
+        """The same recording with its words numbered canonically
+        (:func:`rmtk.empirical.canonical_counts`)."""
+        return canonical_counts(self)
 
     def summary(self) -> str:
         ended = f"{self.terminated} terminated, {self.truncated} truncated, {self.cut} cut at max_steps"
@@ -80,29 +79,6 @@ class Recording(CountTable):
 _TALLIES = ("episodes", "clipped", "terminated", "truncated", "cut")
 
 
-class Merger:
-    """Merges recordings like a binary counter (tables of similar size together), so that N
-    shards cost O(N log N) merge work instead of O(N²)."""
-
-    def __init__(self):
-        self.stack: list[tuple[int, Recording]] = []
-        self.episodes = 0
-
-    def add(self, rec: Recording) -> None:
-        self.episodes += rec.episodes
-        weight = 1
-        while self.stack and self.stack[-1][0] <= weight:
-            w, top = self.stack.pop()
-            rec, weight = top.merge(rec), weight + w
-        self.stack.append((weight, rec))
-
-    def result(self) -> Recording:
-        rec = None
-        for _, r in reversed(self.stack):
-            rec = r if rec is None else r.merge(rec)
-        return rec
-
-
 def _counts(table: CountTable) -> dict:
     """The :class:`~rmtk.empirical.CountTable` fields of ``table``, by name."""
     return {f.name: getattr(table, f.name) for f in attrs.fields(CountTable)}
@@ -111,24 +87,3 @@ def _counts(table: CountTable) -> dict:
 def of_table(table: CountTable, propositions, *, name: str = "recording", **tallies) -> Recording:
     """A :class:`Recording` of a count table and its bookkeeping."""
     return Recording(**_counts(table), propositions=propositions, name=name, **tallies)
-
-
-def canonical(table: CountTable) -> CountTable:
-    """``table`` (a count table or a recording, which stays one) with its trie renumbered
-    breadth first, the children of a word by letter: two tables with the same counts are
-    then equal, however their tries were grown."""
-    trie = table.trie
-    new = np.zeros(trie.n_nodes, dtype=np.int64)
-    top = 1
-    for level in trie.levels()[1:]:
-        order = level[np.argsort(new[trie.parent[level]] * (table.n_letters + 1) + trie.letter[level], kind="stable")]
-        new[order] = np.arange(top, top + len(order))
-        top += len(order)
-    old = np.empty_like(new)
-    old[new] = np.arange(trie.n_nodes)
-    parent = np.where(trie.parent[old] >= 0, new[np.maximum(trie.parent[old], 0)], -1)
-    SA = table.n_states * table.n_actions
-    keys = new[table.keys // SA] * SA + table.keys % SA
-    order = np.argsort(keys, kind="stable")
-    return attrs.evolve(table, trie=Trie(parent, trie.letter[old], trie.length[old], compressed=trie.compressed),
-                        keys=keys[order], counts=table.counts[order])
