@@ -199,6 +199,14 @@ class RewardFit:
         """Whether the policy determines the rewards up to potential shaping on the nodes."""
         return None if self.null_dim is None else self.null_dim == self.shaping_dim
 
+    def summary(self) -> str:
+        """One line for reports: the residual, the re-planning error, what is identified."""
+        ident = ("identified up to potential shaping" if self.identified_up_to_shaping
+                 else "identification not analysed" if self.null_dim is None
+                 else f"{self.extra_null_dim} reward direction(s) not identified beyond shaping")
+        replan = "" if self.replan_error is None else f", re-planned policy within {self.replan_error:.2g}"
+        return f"rewards (MaxEnt, sparsest up to shaping): residual {self.residual:.2g}{replan}; {ident}"
+
 
 @attrs.frozen
 class _System:

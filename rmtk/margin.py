@@ -43,6 +43,11 @@ class MarginFit:
     states: int
     message: str = ""
 
+    def summary(self) -> str:
+        """One line for reports: the summed margin and how many product states set it."""
+        why = f" ({self.message})" if self.message else ""
+        return f"rewards (margin IRL): summed margin {self.margin:.6g} over {self.states} product states{why}"
+
 
 @attrs.frozen
 class MarginIRL:

@@ -60,7 +60,7 @@ def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = Fal
     fits = result.reward_fits
     if fits is not None and len(fits) < result.distinct_count:
         w(f"# rewards recovered for the first {len(fits)} of {result.distinct_count} machines "
-          "(MaxEntIRL(limit=...) sets how many; --no-rewards skips the recovery)")
+          "(the IRL strategy's limit sets how many; --no-rewards skips the recovery)")
     if explain:
         if result.distinct_count > 1:
             for line in str(result.explain()).splitlines():
@@ -78,11 +78,7 @@ def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = Fal
             w(f"# verdict: {result.verdicts[i]}{same}")
         if result.reward_fits is not None and i < len(result.reward_fits):
             f = result.reward_fits[i]
-            ident = ("identified up to potential shaping" if f.identified_up_to_shaping
-                     else "identification not analysed" if f.null_dim is None
-                     else f"{f.extra_null_dim} reward direction(s) not identified beyond shaping")
-            replan = "" if f.replan_error is None else f", re-planned policy within {f.replan_error:.2g}"
-            w(f"# rewards (MaxEnt, sparsest up to shaping): residual {f.residual:.2g}{replan}; {ident}")
+            w("# " + (f.summary() if hasattr(f, "summary") else f"rewards ({type(f).__name__})"))
         if result.negatives is not None and result.solutions[i].dropped:
             shown = result.dropped(i)[:5]
             more = f" and {len(result.solutions[i].dropped) - 5} more" if len(result.solutions[i].dropped) > 5 else ""

@@ -113,3 +113,19 @@ def test_margin_irl_on_counts_agrees_with_exact(coffee_counts):
     assert {(m.nodes[u], m.alphabet[k]) for u, k in zip(*np.nonzero(m.delta_r))} == {("u0", "f"), ("u1", "g")}
     with pytest.raises(RmtkError, match="a system of"):
         MarginIRL(max_states=10).fit(task.mdp, res.machines, res.ptp, gamma=0.9)
+
+
+def test_report_prints_margin_fits(office):
+    import io
+
+    from rmtk.report import report
+
+    task = office.tasks["coffee"]
+    res = Learner(ExactPTP(None, source=NodePolicyTable(shortest_path_table(task, 0.1))), irl=MarginIRL(),
+                  max_nodes=6).fit(task)
+    out = io.StringIO()
+    report(task, res, out=out)
+    f = res.reward_fits[0]
+    assert f"# rewards (margin IRL): summed margin {f.margin:.6g} over {f.states} product states" in out.getvalue()
+    back = dsl.loads(out.getvalue())  # the report still loads as a .rm file, rewards included
+    assert np.array_equal(next(iter(back.machines.values())).delta_r, res.machines[0].delta_r)
