@@ -305,6 +305,7 @@ def _number(kind, what: str, ok, bound: str):
 
 
 _positive_int = _number(int, "a whole number", lambda v: v >= 1, "of at least 1")
+_seed = _number(int, "a seed (a whole number)", lambda v: v >= 0, "of at least 0")
 INF = "inf"
 
 
@@ -388,7 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("task", nargs="?", metavar="TASK")
     sm.add_argument("-n", type=_positive_int, required=True, help="number of trajectories")
     sm.add_argument("-T", "--horizon", type=_positive_int, required=True, help="steps per trajectory")
-    sm.add_argument("--seed", type=int, required=True, help="random seed (results are reproducible)")
+    sm.add_argument("--seed", type=_seed, required=True, help="random seed (results are reproducible)")
     sm.add_argument("-o", "--output", required=True, metavar="PATH",
                     help="output file (.npz or .csv) or Parquet dataset directory (a .parquet name or --format parquet)")
     sm.add_argument("--format", choices=("npz", "csv", "parquet"), help="output format (default: from PATH)")
@@ -410,7 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--quick", action="store_true", help="a small version (seconds)")
     rp.add_argument("--data", metavar="PATH", help="trajectories for the mice experiment (.npz with states, actions)")
     rp.add_argument("--trajectories", type=_positive_int, help="number of trajectories to simulate (experiments that simulate)")
-    rp.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    rp.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
     rp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override an experiment setting")
     rp.add_argument("--figures", metavar="DIR", default=".", help="directory for the figures (default: .)")
     rp.add_argument("--no-figures", action="store_true", help="write no figure")

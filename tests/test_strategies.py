@@ -183,6 +183,12 @@ def test_cli_rejects_bad_numbers_and_settings(capsys):
             main(argv)
         assert e.value.code == 2
     assert "expected a" in capsys.readouterr().err
+    for argv in (["simulate", patrol_file, "-n", "5", "-T", "3", "--seed", "-1", "-o", "x.npz"],
+                 ["reproduce", "tables", "--seed", "-2"]):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2
+        assert "--seed: expected a seed (a whole number) of at least 0, got -" in capsys.readouterr().err
     assert main(["reproduce", "tables", "--set", "nosuch=3", "--quick", "-q", "--no-figures"]) == 1
     err = capsys.readouterr().err
     assert "unknown setting nosuch for tables; known settings: explain (tables); stack_avoid_lambda (tables); " in err
