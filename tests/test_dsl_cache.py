@@ -90,3 +90,21 @@ def test_importing_rmtk_and_dsl_does_not_import_lark():
             "dsl.loads('machine m { alphabet A; u0 -> u1 on A }'); print('lark' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "True"]
+
+
+def test_writing_a_parser_file_prunes_old_ones(builds, tmp_path):
+    folder = tmp_path / "rmtk"
+    folder.mkdir(mode=0o700)
+    old = []
+    for i in range(cache.KEEP + 3):  # files of other grammars, Lark or Python versions, oldest first
+        f = folder / f"parser-old{i:02d}.pickle"
+        f.write_bytes(b"x")
+        os.utime(f, (1000 + i, 1000 + i))
+        old.append(f)
+    other = folder / "notes.txt"
+    other.write_text("kept")
+    dsl.loads(PATROL)
+    kept = sorted(p.name for p in folder.glob("parser-*.pickle"))
+    assert len(kept) == cache.KEEP and cache_path().name in kept
+    assert set(kept) - {cache_path().name} == {f.name for f in old[-(cache.KEEP - 1):]}  # the newest old ones stay
+    assert other.exists()

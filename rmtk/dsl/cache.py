@@ -10,7 +10,8 @@ The file holds Lark's own ``Lark.save`` format, a pickle, so it is read only whe
 owns it and nobody else may write it, and it is written atomically (readers never see half
 a file). Any failure (no home directory, a read-only or unwritable directory, a corrupt,
 truncated or foreign file) falls back to building the parser: the cache never makes parsing
-fail, it only makes it slower.
+fail, it only makes it slower. Each new file written prunes the folder to the ``KEEP`` newest
+parser files, so upgrades of rmtk, Lark or Python do not pile files up.
 """
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ from pathlib import Path
 
 import lark
 from lark import Lark
+
+#: Parser files kept in the cache folder (several Python environments may share it).
+KEEP = 8
 
 
 def cache_dir() -> Path | None:
@@ -79,6 +83,7 @@ def _save(parser: Lark, path: Path) -> None:
             parser.save(f)
         os.replace(tmp, path)
         tmp = None
+        _prune(path.parent)
     except Exception:  # unwritable or full: keep going without a cache
         pass
     finally:
@@ -87,3 +92,20 @@ def _save(parser: Lark, path: Path) -> None:
                 os.unlink(tmp)
             except OSError:
                 pass
+
+
+def _prune(folder: Path) -> None:
+    """Remove all but the ``KEEP`` most recently written parser files of this user."""
+    files = []
+    for f in folder.glob("parser-*.pickle"):
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        if _trusted(st):
+            files.append((st.st_mtime, f))
+    for _, f in sorted(files, reverse=True)[KEEP:]:
+        try:
+            f.unlink()
+        except OSError:
+            pass
