@@ -24,7 +24,7 @@ from .mdp import LabeledMDP
 from .negatives import POLICY_TOL
 from .progress import Progress
 from .ptp import PrefixTree, PrefixTreePolicy, build_prefix_tree
-from .task import Task
+from .task import EVERY_DEPTH, Task
 
 if TYPE_CHECKING:
     from .lazy import ProductOracle
@@ -181,8 +181,13 @@ class ExactPTP:
         """Learning must hold at every depth (``depth=None``)."""
         return self.depth is None
 
+    def every_depth_for(self, task: Task) -> bool:
+        """Whether learning ``task`` must hold at every depth: ``depth=None``, or ``"task"``
+        with a task that says ``depth inf``."""
+        return self.depth is None or (self.depth == "task" and task.depth == EVERY_DEPTH)
+
     def depth_for(self, task: Task) -> int | None:
-        if self.depth is None:
+        if self.every_depth_for(task):
             return None
         return (task.depth or DEFAULT_DEPTH) if self.depth == "task" else int(self.depth)
 
@@ -193,7 +198,7 @@ class ExactPTP:
 
     def build(self, target, progress: Progress) -> PrefixTreePolicy:
         task = require_task(target, "the exact prefix tree policy")
-        if self.depth is None:
+        if self.every_depth_for(task):
             raise RmtkError("a prefix tree of every depth cannot be built: learn at every depth through the "
                             "Learner, which checks candidates on the synchronised product (ExactPTP.oracle)")
         self._check_truth(task)

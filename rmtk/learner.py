@@ -247,6 +247,8 @@ class Learner:
         rec = Recorder(self.progress)
         t0 = time.perf_counter()
         every_depth = bool(getattr(self.ptp, "every_depth", False))
+        if task is not None and callable(getattr(self.ptp, "every_depth_for", None)):
+            every_depth = self.ptp.every_depth_for(task)  # ExactPTP("task") of a task with depth inf
         lazy = every_depth or getattr(self.encoder, "negatives", None) == "lazy"
         ptp = negatives = oracle = None
         if lazy and task is not None and callable(getattr(self.ptp, "oracle", None)):

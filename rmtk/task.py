@@ -18,6 +18,18 @@ def _opt_int(v):
     return None if v is None else int(v)
 
 
+#: ``Task.depth`` of a task learned at every depth (``depth inf`` in a ``.rm`` file).
+EVERY_DEPTH = "inf"
+
+
+def _task_depth(v):
+    if v is None or v == EVERY_DEPTH:
+        return v
+    if isinstance(v, float) and np.isinf(v) and v > 0:
+        return EVERY_DEPTH
+    return int(v)
+
+
 @attrs.frozen
 class Task:
     """An MDP, the expert's reward machine, and the MaxEnt settings.
@@ -27,7 +39,8 @@ class Task:
         machine: the (true) reward machine; its alphabet must contain every MDP proposition.
         gamma: discount; ``None`` means the MDP's own ``gamma``.
         lam: entropy weight λ > 0 of the MaxEnt objective.
-        depth: suggested prefix-tree depth for learning (``None``: the learner's default).
+        depth: suggested prefix-tree depth for learning (``None``: the learner's default;
+            ``EVERY_DEPTH``, ``"inf"``: learn at every depth, counterexample-guided).
         max_nodes: suggested bound ``u_max`` on the number of machine nodes.
         name: the block name used in `.rm` files.
     """
@@ -36,7 +49,7 @@ class Task:
     machine: RewardMachine
     gamma: float | None = attrs.field(default=None, converter=_opt_float)
     lam: float = attrs.field(default=1.0, converter=float)
-    depth: int | None = attrs.field(default=None, converter=_opt_int)
+    depth: int | str | None = attrs.field(default=None, converter=_task_depth)
     max_nodes: int | None = attrs.field(default=None, converter=_opt_int)
     name: str = attrs.field(default="task", converter=str)
 
@@ -51,7 +64,7 @@ class Task:
             raise ModelError(f"task {self.name!r}: gamma={self.gamma} must lie in [0, 1)")
         if not (self.lam > 0 and np.isfinite(self.lam)):
             raise ModelError(f"task {self.name!r}: lambda={self.lam} must be a positive number")
-        if self.depth is not None and self.depth < 1:
+        if self.depth not in (None, EVERY_DEPTH) and self.depth < 1:
             raise ModelError(f"task {self.name!r}: depth must be at least 1")
         if self.max_nodes is not None and self.max_nodes < 1:
             raise ModelError(f"task {self.name!r}: max_nodes must be at least 1")

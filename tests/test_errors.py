@@ -42,7 +42,7 @@ CASES = [
     ("machine m {\n  u0 -> u1 on A\n}\n", 1, 9, DslMeaningError, r"no 'alphabet' setting"),
     (MACHINE % "" + MACHINE % "", 6, 9, DslMeaningError, r"a second machine is named 'm' \(the first at line 1\)"),
     (MDP % "  s a -> t, s\n  t a -> t", 5, 10, DslMeaningError, r"probability missing after 't'"),
-    (MACHINE % "" + "task t {\n  machine m\n  depth 2.5\n}\n", 8, 9, DslMeaningError, r"'depth' expects a whole number, got the number 2.5"),
+    (MACHINE % "" + "task t {\n  machine m\n  depth 2.5\n}\n", 8, 9, DslMeaningError, r"'depth' expects a whole number or inf \(every depth\), got the number 2.5"),
     ("mdp x {\n  states s\n  actions a\n  label P s\n  gamma 1.5\n  s a -> s\n}\n", 1, 5, DslMeaningError,
      r"discount gamma=1.5 must lie in \[0, 1\)"),
     ("mdp x {\n  states s\n  actions a\n  label P s\n  s a -> s\n}\n" + MACHINE % "" + "task t {\n  mdp x\n  machine m\n}\n",

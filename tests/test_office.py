@@ -129,3 +129,23 @@ def test_every_depth_learning_recovers_the_task(doc, name):
     res = Learner(ExactPTP(None, source=NodePolicyTable(table)), irl=None, max_nodes=6).fit(task)
     assert len(res.machines) == 1 and res.n_nodes == task.machine.n_nodes
     assert res.isomorphic_to_truth() == (True,) and res.verdicts[0].consistent
+
+
+def test_tasks_say_depth_inf_and_learn_at_every_depth(doc):
+    import math
+
+    from rmtk.task import EVERY_DEPTH, Task
+
+    task = doc.tasks["mail"]
+    assert task.depth == EVERY_DEPTH and "depth inf" in dsl.dumps(task)
+    res = Learner(irl=None).fit(task)  # ExactPTP("task"): the task's depth, here every depth
+    assert res.ptp is None and res.search.lazy is not None and res.search.lazy.counterexamples > 0
+    assert res.isomorphic_to_truth() == (True,) and res.verdicts[0].consistent
+    assert Task(task.mdp, task.machine, depth=math.inf).depth == EVERY_DEPTH
+    with pytest.raises(ModelError, match="depth must be at least 1"):
+        Task(task.mdp, task.machine, depth=0)
+    with pytest.raises(Exception, match="cannot be built"):
+        ExactPTP().build(task, None)
+    text = dsl.dumps(task).replace("depth inf", "depth deep")
+    with pytest.raises(DslMeaningError, match=r"'depth' expects a whole number or inf \(every depth\), got the name 'deep'"):
+        dsl.loads(text)

@@ -10,7 +10,7 @@ from .._arrays import Csr
 from ..errors import ModelError
 from ..machine import RewardMachine
 from ..mdp import PROB_TOL, LabeledMDP
-from ..task import Task
+from ..task import EVERY_DEPTH, Task
 from . import syntax as S
 from .context import Context, _unknown, _wrong_statement
 from .document import RmFile
@@ -333,8 +333,10 @@ def build_task(block: S.Block, ctx: Context, mdps: dict, machines: dict) -> Task
                 known = " ".join(table) or "none"
                 ctx.fail(f"undefined {key} {str(name)!r}; this file defines: {known}", name)
             kw[key] = table[name]
+        elif key == "depth" and isinstance(v, S.Ident) and str(v) == EVERY_DEPTH:
+            kw[key] = EVERY_DEPTH
         elif key in ("depth", "max_nodes"):
-            kw[key] = ctx.integer(v, key)
+            kw[key] = ctx.integer(v, key, "a whole number" + (" or inf (every depth)" if key == "depth" else ""))
         else:
             kw["lam" if key == "lambda" else key] = ctx.number(v, key)
     for key in ("mdp", "machine"):
