@@ -28,6 +28,10 @@ N`` starts them (``rmtk.dask_engine.local_cluster``).
 Target (exit status 1 if it fails): 10^7 trajectories counted on 2 Dask workers in ≤ 90 s
 with ≤ 1.5 GiB per worker, and every count table identical to the local engine's.
 
+``--reacher N`` adds ``rmtk reproduce reacher --set trajectories=N`` end to end on a local Dask
+cluster of 2 workers, as a fresh process (``--integrator euler`` for the faster, cruder physics;
+docs/benchmarks.md, section 10, says where its time goes).
+
 Scaling from 1 to 2 workers is reported as measured; on a 2-core machine it stays below 2×:
 the client, the scheduler and the operating system share the two cores with the workers,
 pyarrow decodes with threads of its own, and the runs meet whatever else the machine does
@@ -169,6 +173,10 @@ def main(argv=None) -> int:
     ap.add_argument("--dir", help="where the datasets go (default: a temporary directory)")
     ap.add_argument("--keep", action="store_true", help="keep the datasets")
     ap.add_argument("--quick", action="store_true", help="count on the local engine and 2 workers only")
+    ap.add_argument("--reacher", type=size, metavar="N",
+                    help="also record and learn N reacher trajectories on 2 Dask workers (10^6: about 21 minutes)")
+    ap.add_argument("--integrator", choices=("rk4", "euler"), default="rk4", help="the reacher's integrator")
+    ap.add_argument("--no-blocks", action="store_true", help="skip the block-world rows")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--one", nargs=4, metavar=("STAGE", "WORKERS", "N", "PATH"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -182,7 +190,7 @@ def main(argv=None) -> int:
     base.mkdir(parents=True, exist_ok=True)
     rows, failures = [], []
     try:
-        for n in args.sizes:
+        for n in [] if args.no_blocks else args.sizes:
             local_dir, dask_dir = base / f"blocks-{n}-local", base / f"blocks-{n}-dask"
             for d in (local_dir, dask_dir):
                 shutil.rmtree(d, ignore_errors=True)
@@ -213,10 +221,22 @@ def main(argv=None) -> int:
     finally:
         if not args.keep and not args.dir:
             shutil.rmtree(base, ignore_errors=True)
-    print(f"# block world (stack, lambda {LAMBDA}), T={HORIZON}, seed {SEED}, {args.partition_size} trajectories "
-          f"per Parquet file; {os.cpu_count()} CPUs; peak_MiB: per process that did the work (Dask: per worker)")
-    print(render(rows, args.markdown, frozenset({"stage", "engine", "same"})))
-    if any(n == TARGET_N for n in args.sizes):
+    if rows:
+        print(f"# block world (stack, lambda {LAMBDA}), T={HORIZON}, seed {SEED}, {args.partition_size} trajectories "
+              f"per Parquet file; {os.cpu_count()} CPUs; peak_MiB: per process that did the work (Dask: per worker)")
+        print(render(rows, args.markdown, frozenset({"stage", "engine", "same"})))
+    if args.reacher:
+        from gym import reacher_run  # benchmarks/gym.py: one `rmtk reproduce reacher` process
+
+        r = reacher_run(ROOT, args.reacher, args.integrator)
+        print(f"# reacher ({args.integrator}): rmtk reproduce reacher --set trajectories={args.reacher} on a local Dask "
+              "cluster of 2 workers, end to end (recording, counting, mining, MaxSAT at 3 alphas)")
+        print(render([{"N": f"{args.reacher:.0e}", "wall_s": f"{r['wall_s']:.1f}",
+                       "steps/s": f"{args.reacher * 160 / r['wall_s'] / 1e6:.2f}M",
+                       "peak_MiB_main": f"{r['main_mb']:.0f}", "peak_MiB_worker": f"{r['workers_mb']:.0f}",
+                       "E-": "/".join(x[1] for x in r["rows"]),
+                       "machines (raw)": "/".join(f"{x[3]} ({x[4]})" for x in r["rows"])}], args.markdown, frozenset()))
+    if any(n == TARGET_N for n in args.sizes) and not args.no_blocks:
         print("# target (1e7 on 2 workers <= 90 s, <= 1.5 GiB per worker, identical tables): "
               + ("PASS" if not failures else "FAIL: " + "; ".join(failures)))
     elif failures:
