@@ -27,6 +27,9 @@ def _task_depth(v):
         return v
     if isinstance(v, float) and np.isinf(v) and v > 0:
         return EVERY_DEPTH
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise ModelError(f"a task's depth is a whole number of at least 1 or {EVERY_DEPTH!r} (every depth), "
+                         f"not {v!r}")
     return int(v)
 
 

@@ -144,6 +144,9 @@ def test_tasks_say_depth_inf_and_learn_at_every_depth(doc):
     assert Task(task.mdp, task.machine, depth=math.inf).depth == EVERY_DEPTH
     with pytest.raises(ModelError, match="depth must be at least 1"):
         Task(task.mdp, task.machine, depth=0)
+    for bad in ("deep", 2.5, True):
+        with pytest.raises(ModelError, match="a task's depth is a whole number of at least 1 or 'inf'"):
+            Task(task.mdp, task.machine, depth=bad)
     with pytest.raises(Exception, match="cannot be built"):
         ExactPTP().build(task, None)
     text = dsl.dumps(task).replace("depth inf", "depth deep")
