@@ -100,9 +100,6 @@ def learner(row, policy: str) -> Learner:
     return Learner(ExactPTP(depth, source=policy, compress=compress), encoder=encoder, max_nodes=u_max, nodes=nodes)
 
 
-STAGES = ("tree", "policy", "mine", "encode", "solve", "enumerate")
-
-
 def pipeline_time(r) -> float:
     """Learning the machines: tree → enumeration (the verdict and reward recovery are apart)."""
     return sum(r.timings.get(k, 0.0) for k in STAGES)

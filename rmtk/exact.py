@@ -176,15 +176,10 @@ class ExactPTP:
     source: PolicySource = attrs.field(factory=SoftOptimal, converter=_source)
     compress: bool = True
 
-    @property
-    def every_depth(self) -> bool:
-        """Learning must hold at every depth (``depth=None``)."""
-        return self.depth is None
-
-    def every_depth_for(self, task: Task) -> bool:
+    def every_depth_for(self, task: Task | None) -> bool:
         """Whether learning ``task`` must hold at every depth: ``depth=None``, or ``"task"``
         with a task that says ``depth inf``."""
-        return self.depth is None or (self.depth == "task" and task.depth == EVERY_DEPTH)
+        return self.depth is None or (self.depth == "task" and task is not None and task.depth == EVERY_DEPTH)
 
     def depth_for(self, task: Task) -> int | None:
         if self.every_depth_for(task):

@@ -246,9 +246,8 @@ class Learner:
         mdp = target.mdp if task is not None else target
         rec = Recorder(self.progress)
         t0 = time.perf_counter()
-        every_depth = bool(getattr(self.ptp, "every_depth", False))
-        if task is not None and callable(getattr(self.ptp, "every_depth_for", None)):
-            every_depth = self.ptp.every_depth_for(task)  # ExactPTP("task") of a task with depth inf
+        every_depth_for = getattr(self.ptp, "every_depth_for", None)  # ExactPTP(None), or a task with depth inf
+        every_depth = bool(every_depth_for(task)) if callable(every_depth_for) else False
         lazy = every_depth or getattr(self.encoder, "negatives", None) == "lazy"
         ptp = negatives = oracle = None
         if lazy and task is not None and callable(getattr(self.ptp, "oracle", None)):

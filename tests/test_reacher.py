@@ -361,3 +361,15 @@ def test_quick_experiment_finds_the_true_machine(dask_client):
     rep = report(res)
     assert isinstance(rep, Report) and len(rep.tables) == 2
     assert "reacher" in rep.text() and "rmtk.gym.collect" in rep.text()
+
+
+def test_unknown_integrator_is_refused_before_any_work(capsys):
+    from rmtk.cli import main
+    from rmtk.errors import RmtkError
+    from rmtk.experiments.reacher import simulate_and_learn
+
+    with pytest.raises(RmtkError, match="integrator: one of rk4, euler, not 'verlet'"):
+        simulate_and_learn(10, integrator="verlet", workers=1)
+    if __import__("importlib").util.find_spec("mujoco") is not None:
+        assert main(["reproduce", "reacher", "--set", "integrator=verlet", "-q", "--no-figures"]) == 1
+        assert "integrator: one of rk4, euler, not 'verlet'" in capsys.readouterr().err

@@ -160,8 +160,10 @@ def simulate_and_learn(
     """
     from ..envs.reacher import PROPOSITIONS, true_machine
     from ..gym import collect
-    from ..gym.reacher import ReacherVectorEnv, reacher_bins, reacher_expert, reacher_labels
+    from ..gym.reacher import INTEGRATORS, ReacherVectorEnv, reacher_bins, reacher_expert, reacher_labels
 
+    if integrator not in INTEGRATORS:  # here, not on a worker: a plain error before any work
+        raise RmtkError(f"integrator: one of {', '.join(INTEGRATORS)}, not {integrator!r}")
     say = progress or (lambda msg: None)
     t_start = time.perf_counter()
     tracing = not tracemalloc.is_tracing()
@@ -171,7 +173,7 @@ def simulate_and_learn(
         bins = reacher_bins()
         rec = collect(functools.partial(ReacherVectorEnv, chunk, integrator=integrator), reacher_expert(bins=bins),
                       reacher_labels(), bins, n_trajectories, seed, shard=chunk, client=client,
-                      workers=None if client is not None or workers <= 1 else workers, name="reacher",
+                      workers=None if client is not None else workers, name="reacher",
                       progress=_Ticks(say, t_start))
         generated = time.perf_counter() - t_start
         say(f"reacher: {rec.episodes} trajectories in {generated:.1f} s ({rec.episodes / generated:.0f}/s), "
@@ -321,11 +323,6 @@ def run(opts: Options) -> Report:
         import mujoco  # noqa: F401
     except ImportError:  # only these two: an import error of rmtk itself must show
         raise RmtkError("the reacher experiment needs gymnasium with MuJoCo: pip install 'rmtk[reacher]'") from None
-    integrator = opts.get("integrator")
-    from ..gym.reacher import INTEGRATORS
-
-    if integrator not in INTEGRATORS:
-        raise RmtkError(f"setting integrator: one of {', '.join(INTEGRATORS)}, not {integrator!r}")
     res = simulate_and_learn(opts.get("trajectories"), seed=opts.seed, workers=opts.get("workers"),
-                             integrator=integrator, explain=opts.get("explain"), progress=opts.say)
+                             integrator=opts.get("integrator"), explain=opts.get("explain"), progress=opts.say)
     return report(res)

@@ -43,13 +43,13 @@ def collect_shard(env, policy, labeler, discretizer, episodes: int, seed, *, fir
     :class:`numpy.random.SeedSequence`) and count them. ``first`` numbers the episodes in
     messages. Arguments as for :func:`collect`; ``env`` may be an instance (it is reset, not
     closed), an id or a factory."""
-    env, owned = make_env(env)
+    made, owned = make_env(env)
     try:
-        setup = Setup.of(env, labeler, discretizer, propositions, n_states, name)
-        return play_shard(setup, env, policy, int(episodes), seed, int(first), int(max_steps), compress)
+        setup = Setup.of(made, labeler, discretizer, propositions, n_states, name)
+        return CollectJob(made, policy, setup, int(max_steps), compress).play(int(episodes), seed, int(first))
     finally:
         if owned:
-            env.close()
+            made.close()
 
 
 @attrs.frozen
@@ -65,10 +65,13 @@ class CollectJob:
     compress: bool
 
     def __call__(self, shard: Shard) -> Recording:
+        return self.play(shard.size, shard.spawned_seed(), shard.start)
+
+    def play(self, episodes: int, seed, first: int) -> Recording:
+        """Episodes ``first`` … ``first + episodes − 1``, seeded by ``seed``, counted."""
         made, owned = make_env(self.env)
         try:
-            return play_shard(self.setup, made, self.policy, shard.size, shard.spawned_seed(), shard.start,
-                              self.max_steps, self.compress)
+            return play_shard(self.setup, made, self.policy, episodes, seed, first, self.max_steps, self.compress)
         finally:
             if owned:
                 made.close()
@@ -104,16 +107,17 @@ def collect(env, policy, labeler, discretizer, episodes: int, seed=0, *, proposi
     progress = as_progress(progress)
     if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
         raise RmtkError(f"max_steps must be a whole number of at least 1, got {max_steps!r}")
+    if workers == 1 and engine in (None, "local"):
+        workers = None  # one process: this one
     if engine is None:
-        engine = "dask" if (workers or 1) > 1 or scheduler or client else "local"
+        engine = "dask" if workers is not None or scheduler or client is not None else "local"
     made, owned = make_env(env)
     try:
         setup = Setup.of(made, labeler, discretizer, propositions, n_states, name)
         if shard is None:
             shard = setup.copies * math.ceil(max(SHARD, setup.copies) / setup.copies)
         plan = plan_shards(episodes, shard, seed)
-        runner = as_engine(engine, client=client, scheduler=scheduler,
-                           workers=None if engine == "local" and workers == 1 else workers)
+        runner = as_engine(engine, client=client, scheduler=scheduler, workers=workers)
         local = isinstance(runner, LocalEngine)
         if not local and made is env:
             raise RmtkError("collect on workers needs a function that makes the environment (or its id): "
