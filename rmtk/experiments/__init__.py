@@ -12,7 +12,7 @@ import time
 import attrs
 
 from ..errors import RmtkError
-from ._report import Options, Report, Setting
+from ._report import COUNT, LEVEL, POSITIVE, PROBABILITY, Domain, Options, Report, Setting
 
 
 @attrs.frozen
@@ -89,4 +89,5 @@ def run(name: str, opts: Options | None = None) -> Report:
     return report
 
 
-__all__ = ["EXPERIMENTS", "Experiment", "Options", "Report", "Setting", "check_overrides", "experiment", "run"]
+__all__ = ["COUNT", "EXPERIMENTS", "LEVEL", "POSITIVE", "PROBABILITY", "Domain", "Experiment", "Options", "Report",
+           "Setting", "check_overrides", "experiment", "run"]

@@ -6,12 +6,12 @@ from __future__ import annotations
 import attrs
 
 from .. import dsl
-from ._report import Options, Setting
+from ._report import COUNT, POSITIVE, Options, Setting
 
 SETTINGS = {
-    "reward": Setting(10.0, "reward of the expert for completing the patrol (the paper's footnote)"),
-    "trajectories": Setting(2500, "demonstrations of length 10 learned from"),
-    "ptp_depth": Setting(6, "depth of the expert's exact prefix tree policy used by Algorithm 3"),
+    "reward": Setting(10.0, "reward of the expert for completing the patrol (the paper's footnote)", domain=POSITIVE),
+    "trajectories": Setting(2500, "demonstrations of length 10 learned from", domain=COUNT),
+    "ptp_depth": Setting(6, "depth of the expert's exact prefix tree policy used by Algorithm 3", domain=COUNT),
 }
 
 

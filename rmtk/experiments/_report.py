@@ -12,16 +12,60 @@ from ..progress import Progress
 
 
 @attrs.frozen
+class Domain:
+    """Which values a setting accepts: numbers in a range (``low``/``high``, each bound open
+    or closed) or one of ``choices``; :meth:`why_not` says what is wrong with a value."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    choices: tuple = ()
+
+    def why_not(self, value) -> str | None:
+        if self.choices:
+            return None if value in self.choices else f"one of {', '.join(map(str, self.choices))}"
+        below = self.low is not None and (value <= self.low if self.low_open else value < self.low)
+        above = self.high is not None and (value >= self.high if self.high_open else value > self.high)
+        if not (below or above or value != value):
+            return None
+        if self.high is None:
+            return f"a number {'above' if self.low_open else 'at least'} {self.low:g}"
+        left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
+        return f"a number in {left}{self.low:g}, {self.high:g}{right}"
+
+
+#: Whole counts of at least 1 (trajectories, episodes, depths, runs, ...).
+COUNT = Domain(low=1)
+#: Numbers above 0 (temperatures, concentrations, rewards).
+POSITIVE = Domain(low=0, low_open=True)
+#: Probabilities of an event, 0 and 1 included.
+PROBABILITY = Domain(low=0, high=1)
+#: Confidence levels α: strictly between 0 and 1.
+LEVEL = Domain(low=0, high=1, low_open=True, high_open=True)
+
+
+@attrs.frozen
 class Setting:
     """A setting an experiment reads (``rmtk reproduce NAME --set KEY=VALUE``): its default,
-    its default in ``--quick`` runs (``None``: the same) and what it means."""
+    what it means, its default in ``--quick`` runs (``None``: the same) and the values it
+    accepts (``domain``; every number an experiment reads declares one, so that a bad value
+    is refused under the key the user typed, before any work)."""
 
     default: object
     help: str
     quick: object = None
+    domain: Domain | None = None
 
     def value(self, quick: bool):
         return self.quick if quick and self.quick is not None else self.default
+
+    def check(self, key: str, value):
+        """``value`` if this setting accepts it, else an error naming ``key``."""
+        why = None if self.domain is None or value is None else self.domain.why_not(value)
+        if why is not None:
+            raise RmtkError(f"setting {key}: expected {why}, got {value!r}")
+        return value
 
 
 @attrs.define
@@ -102,7 +146,8 @@ class Options:
         setting = self.settings[key]
         default = setting.value(self.quick)
         if key in self.overrides:
-            return _convert(self.overrides[key], default if default is not None else setting.default, key)
+            value = _convert(self.overrides[key], default if default is not None else setting.default, key)
+            return setting.check(key, value)
         return default
 
     def figure(self, report: Report, name: str, draw: Callable, layout: str | None = "constrained",

@@ -9,13 +9,14 @@ import numpy as np
 
 from .. import dsl
 from ..errors import RmtkError
-from ._report import Options, Report, Setting
+from ._report import COUNT, LEVEL, Domain, Options, Report, Setting
 
 SETTINGS = {
     "data": Setting(None, "the trajectories (.npz with states and actions; also --data PATH)"),
-    "alpha": Setting(0.001, "confidence level of the negative examples"),
-    "clip": Setting(0.05, "minimum action probability of the product policy (the paper's clipping)"),
-    "test": Setting(20, "held-out trajectories"),
+    "alpha": Setting(0.001, "confidence level of the negative examples", domain=LEVEL),
+    "clip": Setting(0.05, "minimum action probability of the product policy (the paper's clipping)",
+                    domain=Domain(low=0, high=1, high_open=True)),
+    "test": Setting(20, "held-out trajectories", domain=COUNT),
 }
 
 PAPER_MICE = {"D-IRL": -28.99, "F-IRL": -28.57, "uniform": -30.49, "learned RM": -9.81}

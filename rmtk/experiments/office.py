@@ -22,18 +22,18 @@ import attrs
 import numpy as np
 
 from ..errors import RmtkError
-from ._report import Options, Report, Setting
+from ._report import COUNT, LEVEL, PROBABILITY, Options, Report, Setting
 
 TASKS = ("coffee", "mail", "coffee_mail", "patrol")
 SETTINGS = {
     "tasks": Setting(",".join(TASKS), "tasks of models/office.rm, comma separated", quick="coffee,mail"),
-    "episodes": Setting(10_000, "expert episodes recorded per task"),
-    "horizon": Setting(40, "steps per recorded episode"),
-    "epsilon": Setting(0.1, "the expert's probability of a uniformly random action"),
-    "alpha": Setting(0.05, "confidence level of the negative examples mined from the episodes"),
-    "steps": Setting(40_000, "Q-learning steps per training run", quick=15_000),
-    "runs": Setting(10, "training runs per agent (seeds)", quick=2),
-    "every": Setting(500, "training steps between two evaluations"),
+    "episodes": Setting(10_000, "expert episodes recorded per task", domain=COUNT),
+    "horizon": Setting(40, "steps per recorded episode", domain=COUNT),
+    "epsilon": Setting(0.1, "the expert's probability of a uniformly random action", domain=PROBABILITY),
+    "alpha": Setting(0.05, "confidence level of the negative examples mined from the episodes", domain=LEVEL),
+    "steps": Setting(40_000, "Q-learning steps per training run", quick=15_000, domain=COUNT),
+    "runs": Setting(10, "training runs per agent (seeds)", quick=2, domain=COUNT),
+    "every": Setting(500, "training steps between two evaluations", domain=COUNT),
 }
 #: Q-learning: learning rate, discount, exploration, optimistic initial value; episode length.
 Q_SETTINGS = dict(alpha=1.0, gamma=0.9, epsilon=0.1, q_init=2.0)

@@ -31,7 +31,7 @@ from ..errors import RmtkError
 from ..machine import RewardMachine, isomorphic
 from ..negatives import ConfidenceMiner
 from ..progress import Progress
-from ._report import Options, Report, Setting
+from ._report import COUNT, Domain, Options, Report, Setting
 
 try:
     import resource
@@ -43,10 +43,12 @@ PAPER = {1e-3: (1472, 1.90, 4, 2), 1e-4: (1193, 1.67, 4, 2), 1e-5: (882, 1.36, 4
 ALPHAS = (1e-3, 1e-4, 1e-5)
 NODES = 4
 SETTINGS = {
-    "trajectories": Setting(100_000, "expert episodes of 160 steps (also --trajectories N)", quick=2_000),
+    "trajectories": Setting(100_000, "expert episodes of 160 steps (also --trajectories N)", quick=2_000,
+                            domain=COUNT),
     "workers": Setting(2, "processes recording the episodes: a local Dask cluster when above 1 "
-                          "(pip install 'rmtk[dask]'), this process alone when 1"),
-    "integrator": Setting("rk4", "rk4 (Reacher-v5's physics) or euler (about 2.5x faster, a cruder physics)"),
+                          "(pip install 'rmtk[dask]'), this process alone when 1", domain=COUNT),
+    "integrator": Setting("rk4", "rk4 (Reacher-v5's physics) or euler (about 2.5x faster, a cruder physics)",
+                          domain=Domain(choices=("rk4", "euler"))),
     "explain": Setting(False, "say what would separate the machines left at the largest alpha, and how many more "
                               "trajectories the confidence bound asks for"),
 }

@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 
 from ._patrol import SETTINGS as PATROL, learn_bounds, patrol_expert, true_ptp
-from ._report import Options, Report, Setting
+from ._report import COUNT, Options, Report, Setting
 
-SETTINGS = {**PATROL, "rollouts": Setting(10_000, "rollouts of 100 steps scored per model", quick=1000)}
+SETTINGS = {**PATROL, "rollouts": Setting(10_000, "rollouts of 100 steps scored per model", quick=1000,
+                                                  domain=COUNT)}
 
 #: Appendix D, Table "varying bound": u_max -> (used negative examples, average return); total 1112.
 PAPER_SENSITIVITY = {4: (1112, 176.62), 3: (902, 148.74), 2: (589, 94.25), "D-IRL": (None, 17.12), "F-IRL": (None, 14.49)}

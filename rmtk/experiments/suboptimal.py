@@ -7,11 +7,12 @@ import time
 import numpy as np
 
 from .. import dsl
-from ._report import Options, Report, Setting
+from ._report import COUNT, POSITIVE, Options, Report, Setting
 
 SETTINGS = {
-    "trajectories": Setting(50_000, "demonstrations of length 20", quick=20_000),
-    "concentration": Setting(1.0, "Dirichlet concentration of the random policy per (state, node)"),
+    "trajectories": Setting(50_000, "demonstrations of length 20", quick=20_000, domain=COUNT),
+    "concentration": Setting(1.0, "Dirichlet concentration of the random policy per (state, node)",
+                             domain=POSITIVE),
 }
 
 

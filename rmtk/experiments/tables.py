@@ -7,7 +7,7 @@ import time
 import attrs
 
 from .. import dsl
-from ._report import Options, Report, Setting
+from ._report import POSITIVE, Options, Report, Setting
 
 PAPER_TABLES = {
     # task: [(trajectories, |E-|, solutions)] — appendix B.1.1 (stack) and B.1.2 (stack-avoid)
@@ -15,8 +15,9 @@ PAPER_TABLES = {
     "stack_avoid": [(200, 26, 32), (500, 52, 8), (1000, 67, 8), (100_000, 1615, 4), (1_000_000, 5330, 4)],
 }
 SETTINGS = {
-    "stack_lambda": Setting(0.05, "temperature of the stack expert (see the note printed with the table)"),
-    "stack_avoid_lambda": Setting(1.0, "temperature of the stack-avoid expert"),
+    "stack_lambda": Setting(0.05, "temperature of the stack expert (see the note printed with the table)",
+                            domain=POSITIVE),
+    "stack_avoid_lambda": Setting(1.0, "temperature of the stack-avoid expert", domain=POSITIVE),
     "explain": Setting(False, "print what would separate the MaxSAT machines left at 1,000 demonstrations"),
 }
 

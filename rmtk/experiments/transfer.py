@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 
 from ._patrol import SETTINGS as PATROL, learn_bounds, patrol_expert, true_ptp
-from ._report import Options, Report, Setting
+from ._report import COUNT, Options, Report, Setting
 
-SETTINGS = {**PATROL, "test_trajectories": Setting(100, "trajectories of the true policy in the new rooms"),
-            "test_length": Setting(20, "their length")}
+SETTINGS = {**PATROL, "test_trajectories": Setting(100, "trajectories of the true policy in the new rooms", domain=COUNT),
+            "test_length": Setting(20, "their length", domain=COUNT)}
 
 #: Appendix E: the rooms rearranged (same labels, same dynamics); A-B and C-D stay adjacent,
 #: B-C and D-A become diagonal.
