@@ -131,6 +131,9 @@ def learner_from_args(args, task: Task | None = None):
 
     progress = Progress() if args.quiet else StderrProgress()
     compress = not args.no_compress
+    if args.stuttering and compress:
+        raise RmtkError("--stuttering needs --no-compress: a tree keyed by compressed words assumes a "
+                        "non-stuttering machine")
     engine = _engine_from_args(args)
     if args.demos:
         from .data import format_of, load

@@ -19,7 +19,7 @@ import attrs
 import numpy as np
 
 from ._arrays import array_eq, frozen_array
-from .errors import ModelError
+from .errors import ModelError, RmtkError
 from .mdp import LabeledMDP
 
 if TYPE_CHECKING:
@@ -167,9 +167,26 @@ class TrieBuilder:
         return Trie(parent, letter, length, compressed=compressed)
 
 
+#: Bounds on a prefix tree that is built: (word, state) pairs, and levels while it still grows.
+MAX_TREE_PAIRS = 4_000_000
+MAX_TREE_LEVELS = 5_000
+
+
+def _too_large(mdp: LabeledMDP, depth: int, level: int, pairs: int) -> RmtkError:
+    return RmtkError(
+        f"a prefix tree of depth {depth} is too large to build: at depth {level} it holds {pairs:,} (word, state) "
+        f"pairs and still grows (bounds: {MAX_TREE_PAIRS:,} pairs, {MAX_TREE_LEVELS:,} levels). No depth beyond "
+        f"|S|·u_max² = {mdp.n_states}·u_max² is ever needed (Theorem 1); learn at every depth instead ('depth inf' "
+        "in the task, --depth inf, ExactPTP(None)), which builds no tree, or give a smaller depth")
+
+
 def build_prefix_tree(mdp: LabeledMDP, depth: int, *, compress: bool = True, start=None) -> PrefixTree:
     """All ``(σ, s)`` with ``1 ≤ |σ| ≤ depth`` (uncompressed length), σ the labels of a
-    feasible state sequence from a start state (the support of μ0 unless ``start`` is given)."""
+    feasible state sequence from a start state (the support of μ0 unless ``start`` is given).
+
+    A tree that passes :data:`MAX_TREE_PAIRS` pairs, or still grows after
+    :data:`MAX_TREE_LEVELS` levels, is refused with an error that points to every-depth
+    learning: a huge depth then ends in a message, not in a run that grows without end."""
     if depth < 1:
         raise ModelError(f"the prefix tree depth must be at least 1, got {depth}")
     S, K = mdp.n_states, mdp.n_propositions
@@ -183,7 +200,9 @@ def build_prefix_tree(mdp: LabeledMDP, depth: int, *, compress: bool = True, sta
     nodes = children_of(np.zeros(len(starts), dtype=np.int64), labels[starts])
     frontier = np.unique(nodes * S + starts)
     seen = frontier
-    for _ in range(depth - 1):
+    for level in range(2, depth + 1):
+        if level > MAX_TREE_LEVELS:
+            raise _too_large(mdp, depth, level - 1, len(seen))
         f_node, f_state = frontier // S, frontier % S
         counts = succ.indptr[f_state + 1] - succ.indptr[f_state]
         if counts.sum() == 0:
@@ -203,6 +222,8 @@ def build_prefix_tree(mdp: LabeledMDP, depth: int, *, compress: bool = True, sta
         if len(keys) == 0:
             break
         seen = np.union1d(seen, keys)
+        if len(seen) > MAX_TREE_PAIRS:
+            raise _too_large(mdp, depth, level, len(seen))
         frontier = keys
     pairs = seen
     return PrefixTree(grow.trie(compress), pairs // S, pairs % S, depth)

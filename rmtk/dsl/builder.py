@@ -120,6 +120,9 @@ def build_machine(block: S.Block, ctx: Context) -> RewardMachine:
 
 # ---------------------------------------------------------------------- explicit MDP
 MDP_SETTINGS = ("states", "actions", "propositions", "label", "start", "gamma")
+#: Settings written at most once per block; list declarations (states, actions, label lines,
+#: a machine's alphabet and nodes) may continue over several lines.
+ONCE = ("start", "gamma", "propositions")
 
 
 def build_mdp(block: S.Block, ctx: Context) -> LabeledMDP:
@@ -132,11 +135,16 @@ def build_mdp(block: S.Block, ctx: Context) -> LabeledMDP:
     start: S.Setting | None = None
     gamma = 0.99
     transitions: list[S.MdpTransition] = []
+    once: dict[str, S.Setting] = {}
     for st in block.statements:
         if isinstance(st, S.MdpTransition):
             transitions.append(st)
         elif isinstance(st, S.Setting) and st.key in MDP_SETTINGS:
             key = str(st.key)
+            if key in ONCE:
+                if key in once:
+                    ctx.fail(f"{where} sets '{key}' twice (first at line {once[key].pos.line})", st.key)
+                once[key] = st
             if key == "states":
                 states += ctx.idents(st, "state names")
             elif key == "actions":
@@ -149,8 +157,6 @@ def build_mdp(block: S.Block, ctx: Context) -> LabeledMDP:
                 ctx.idents(st, "a proposition then state names")
                 labels.append(st)
             elif key == "start":
-                if start is not None:
-                    ctx.fail(f"{where} has two 'start' settings (first at line {start.pos.line})", st.key)
                 start = st
             else:
                 gamma = ctx.number(ctx.one(st, "the discount"), "gamma")
