@@ -184,6 +184,24 @@ def _at_least_one(instance, attribute, value):
         raise RmtkError(f"{attribute.name} must be a whole number of at least 1, got {value!r}")
 
 
+#: The most nodes rmtk searches for. The encoding at n nodes and K letters has n²·K transition
+#: variables, n³·K/2 determinism clauses and n² clauses per word of the prefix tree: at 64 nodes
+#: and 4 letters already half a million clauses before the first word, beyond what a SAT search
+#: enumerates in useful time; far larger counts would not even fit in memory.
+MAX_NODES = 64
+
+
+def _node_count(instance, attribute, value):
+    _at_least_one(instance, attribute, value)
+    if value is not None and value > MAX_NODES:
+        raise RmtkError(f"{attribute.name}={value} is above rmtk's bound of {MAX_NODES} nodes: {_BOUND_WHY}")
+
+
+_BOUND_WHY = (f"the SAT encoding at n nodes has n²·|letters| transition variables, n³·|letters|/2 determinism "
+              f"clauses and n² clauses per word (at {MAX_NODES} nodes and 4 letters already "
+              f"{4 * MAX_NODES ** 2 * (MAX_NODES - 1) // 2:,} clauses before any word)")
+
+
 def _positive_seconds(instance, attribute, value):
     if value is not None and not (isinstance(value, (int, float)) and value > 0 and value == value):
         raise RmtkError(f"{attribute.name} must be a positive number of seconds, got {value!r}")
@@ -223,13 +241,16 @@ class Learner:
     miner: NegativeExampleMiner | None = attrs.field(default=None, validator=_has("mine"))
     encoder: SatEncoder = attrs.field(factory=SatEncoder, validator=_has("encode", "search"))
     irl: MaxEntIRL | None = attrs.field(factory=MaxEntIRL, validator=_has("fit"))
-    max_nodes: int | None = attrs.field(default=None, validator=_at_least_one)
-    nodes: int | None = attrs.field(default=None, validator=_at_least_one)
+    max_nodes: int | None = attrs.field(default=None, validator=_node_count)
+    nodes: int | None = attrs.field(default=None, validator=_node_count)
     max_solutions: int | None = attrs.field(default=None, validator=_at_least_one)
     time_limit: float | None = attrs.field(default=None, validator=_positive_seconds)
     progress: Progress = attrs.field(factory=Progress)
 
     def __attrs_post_init__(self):
+        if self.nodes is not None and self.max_nodes is not None and self.nodes > self.max_nodes:
+            raise RmtkError(f"nodes={self.nodes} contradicts max_nodes={self.max_nodes}: the machine would have more "
+                            "nodes than the bound allows (give one of them, or nodes <= max_nodes)")
         if getattr(self.ptp, "compress", False) and not getattr(self.encoder, "non_stuttering", True):
             raise RmtkError("compressed prefixes assume a non-stuttering machine: build the prefix tree with "
                             "compress=False to learn without the non-stuttering constraint")
@@ -267,8 +288,11 @@ class Learner:
             if lazy:
                 oracle = TrieOracle(ptp.trie, negatives)
         max_nodes = self.max_nodes or (task.max_nodes if task is not None else None) or 4
-        if self.nodes is not None and self.nodes > max_nodes:
-            max_nodes = self.nodes
+        if self.nodes is not None:  # exactly this many: a larger suggestion of the task does not apply
+            max_nodes = self.nodes if max_nodes > MAX_NODES else max(max_nodes, self.nodes)
+        elif max_nodes > MAX_NODES:
+            raise RmtkError(f"task {task.name!r} suggests max_nodes {max_nodes}, above rmtk's bound of {MAX_NODES} "
+                            f"nodes: {_BOUND_WHY}; pass a smaller max_nodes")
         if oracle is not None:
             compress = getattr(self.ptp, "compress", True) if ptp is None else ptp.trie.compressed
             problem = Problem(Trie.root(compress), mdp.n_propositions, oracle=oracle)
