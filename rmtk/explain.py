@@ -72,15 +72,22 @@ class Cover:
         if self.machines < 2:
             return "one machine: nothing to separate"
         where = "the MDP" if self.source == "model" else "the demonstrations"
+        if not self.witnesses:
+            return (f"no witness from {where} separates any two of the {self.machines} machines: each pair "
+                    "splits the words reaching every state the same way, so no observation of the expert can "
+                    f"tell them apart ({_pairs(self.alike)})")
         lines = [f"{len(self.witnesses)} witness(es) from {where} separate the {self.machines} machines "
                  "(#i: the i-th machine printed); where the expert acts differently after the two words, "
                  "every machine that merges them is refuted:"]
         lines += [f"  {i + 1}. {w}" for i, w in enumerate(self.witnesses)]
         if self.alike:
             lines.append(f"  {len(self.alike)} pair(s) of machines are not separated by any witness: "
-                         + ", ".join(f"#{a + 1}~#{b + 1}" for a, b in self.alike[:10])
-                         + (" ..." if len(self.alike) > 10 else ""))
+                         + _pairs(self.alike))
         return "\n".join(lines)
+
+
+def _pairs(pairs, most: int = 10) -> str:
+    return ", ".join(f"#{a + 1}~#{b + 1}" for a, b in pairs[:most]) + (" ..." if len(pairs) > most else "")
 
 
 def _final(delta: np.ndarray, word: list[int], initial: int = 0) -> int:
@@ -156,7 +163,9 @@ def cover(mdp, deltas: list[np.ndarray], names: list[str] | None = None, *, ptp=
                 witnesses.append(w)
                 splits.append(np.array([_final(d, a) != _final(d, b) for d in deltas]))
                 refutes.append(truth is not None and _expert(w, mdp, truth) == "differently")
-        if not open_pairs.any() or not witnesses:
+        if not witnesses:  # every pair tried so far is inseparable: try the open ones left
+            if fresh:
+                continue
             break
         split = np.stack(splits, axis=1)
         gain = _separated(split, open_pairs)

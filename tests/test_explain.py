@@ -93,6 +93,30 @@ def test_witness_data_leaves_the_every_depth_machines(four_nodes, stack_avoid):
     assert key(again) == key(every) and again.raw_count == every.raw_count == 1344
 
 
+def _chain_task():
+    """Three states in a row (labels a, b, c): each state is reached by one word only."""
+    from rmtk import LabeledMDP, RewardMachine, Task
+
+    P = np.zeros((2, 3, 3))
+    P[:, 0, 1] = P[:, 1, 2] = P[:, 2, 2] = 1
+    mdp = LabeledMDP.from_dense(P, ["a", "b", "c"], initial=[1, 0, 0], name="chain")
+    m = RewardMachine(nodes=["u0", "u1"], alphabet=["a", "b", "c"], delta_u=np.array([[0, 1, 1], [1, 1, 1]]),
+                      delta_r=np.zeros((2, 3)), initial=0, name="m")
+    return Task(mdp, m, lam=1.0, depth=4, name="chain")
+
+
+def test_every_inseparable_pair_is_listed_when_no_witness_exists():
+    r = Learner(ExactPTP(4), nodes=2, irl=None).fit(_chain_task())
+    k = r.distinct_count
+    assert k == 8
+    cover = r.explain().cover
+    assert cover.witnesses == ()
+    assert set(cover.alike) == set(itertools.combinations(range(k), 2))  # all 28, not a chain of 7
+    assert all(r.distinguish(i, j) is None for i, j in cover.alike)
+    assert str(cover).startswith("no witness from the MDP separates any two of the 8 machines")
+    assert "#1~#3" in str(cover)
+
+
 def test_known_expert_says_which_witness_refutes():
     patrol = dsl.load_model("patrol").tasks["patrol"]
     r = Learner(ExactPTP(3), max_nodes=4, irl=None).fit(patrol)
