@@ -24,7 +24,6 @@ from .errors import ModelError
 from .mdp import LabeledMDP
 
 if TYPE_CHECKING:
-    from .lazy import Oracle
     from .progress import Progress
     from .space import Space
     from .task import Task
@@ -281,7 +280,7 @@ class PTPCapabilities(Capabilities):
         :meth:`oracle` and builds no tree. Default: ``False``."""
         return False
 
-    def oracle(self, target: "Task | LabeledMDP | Space") -> "Oracle | None":
+    def oracle(self, target: "Task | LabeledMDP | Space") -> object | None:
         """An oracle (:class:`rmtk.lazy.Oracle`) that checks candidate machines against this
         strategy's policy without building the prefix tree, used by lazy and every-depth
         learning; ``None`` (the default): it has none for ``target``, so the learner builds the
