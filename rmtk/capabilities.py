@@ -29,7 +29,7 @@ class Capabilities:
 class _WithDefaults:
     """A structural strategy read with the defaults of a capability class."""
 
-    __slots__ = ("_strategy", "_defaults")
+    __slots__ = ("_defaults", "_strategy")
 
     def __init__(self, strategy, defaults: type):
         self._strategy, self._defaults = strategy, defaults

@@ -24,6 +24,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from .capabilities import Capabilities
 from .encoding import (
     Formula,
     Problem,
@@ -37,7 +38,6 @@ from .encoding import (
     soft_negative_pairs,
     symmetry_breaking_bfs,
 )
-from .capabilities import Capabilities
 from .errors import RmtkError
 from .lazy import lazy_search
 from .negatives import NegativePairs, PolicyClasses

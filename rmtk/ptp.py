@@ -259,7 +259,7 @@ class PTP(Protocol):
     :class:`PTPCapabilities`, with the defaults a strategy gets when it does not say.
     """
 
-    def build(self, target: "Task | LabeledMDP | Space", progress: "Progress") -> PrefixTreePolicy:
+    def build(self, target: Task | LabeledMDP | Space, progress: Progress) -> PrefixTreePolicy:
         """The prefix tree policy of ``target``."""
 
 
@@ -275,19 +275,19 @@ class PTPCapabilities(Capabilities):
     #: encoder must then assume (its ``non_stuttering``). Default: ``True``, rmtk's convention.
     compress: bool = True
 
-    def every_depth_for(self, target: "Task | LabeledMDP | Space | None") -> bool:
+    def every_depth_for(self, target: Task | LabeledMDP | Space | None) -> bool:
         """Whether learning ``target`` must hold at every depth: the learner then needs
         :meth:`oracle` and builds no tree. Default: ``False``."""
         return False
 
-    def oracle(self, target: "Task | LabeledMDP | Space") -> object | None:
+    def oracle(self, target: Task | LabeledMDP | Space) -> object | None:
         """An oracle (:class:`rmtk.lazy.Oracle`) that checks candidate machines against this
         strategy's policy without building the prefix tree, used by lazy and every-depth
         learning; ``None`` (the default): it has none for ``target``, so the learner builds the
         tree and checks candidates against it."""
         return None
 
-    def expert_classes(self, task: "Task") -> np.ndarray | None:
+    def expert_classes(self, task: Task) -> np.ndarray | None:
         """``(S, n)`` policy class of each (state, node of the task's machine) under the expert
         the policy comes from: the learner's verdicts and false positive rates compare with it.
         ``None`` (the default): unknown, so no verdicts are given (a guess could be wrong)."""

@@ -241,7 +241,10 @@ def test_one_machine_from_a_soft_expert_says_why_and_what_would_refute_it(tmp_pa
     f = factors[-1] * (1 - 1e-9)
     meets = np.logaddexp(c - f * n[i] * tv ** 2 / 2, c - f * n[j] * tv ** 2 / 2) <= math.log(0.05)
     trie, names = r.ptp.trie, patrol.mdp.propositions
-    word = lambda p: tuple(names[k] for k in trie.word(int(p)))  # noqa: E731
+
+    def word(p):
+        return tuple(names[k] for k in trie.word(int(p)))
+
     cheaper = {(patrol.mdp.states[state[a]], frozenset((word(node[a]), word(node[b]))))
                for a, b in zip(i[meets], j[meets])}
     listed = {(x.state, frozenset((x.word1, x.word2))) for x in e.rare}
