@@ -12,6 +12,8 @@ base class, so existing strategies keep working unchanged.
 """
 from __future__ import annotations
 
+import inspect
+
 
 class Capabilities:
     """Base of the capability classes: the defaults a strategy has when it does not say."""
@@ -37,8 +39,8 @@ class _WithDefaults:
     def __getattr__(self, name: str):
         if hasattr(self._strategy, name):
             return getattr(self._strategy, name)
-        default = getattr(self._defaults, name)
-        return default.__get__(self._strategy) if callable(default) else default
+        default = inspect.getattr_static(self._defaults, name)  # a method or property is bound to the strategy
+        return default.__get__(self._strategy, type(self._strategy)) if hasattr(default, "__get__") else default
 
     def __repr__(self) -> str:
         return repr(self._strategy)

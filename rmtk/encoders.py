@@ -72,10 +72,12 @@ class EncoderCapabilities(Capabilities):
     #: filling check of the verdicts assumes it. Default: ``True``.
     non_stuttering: bool = True
 
-    #: It wants negative examples found by an oracle checking its candidates (the problem then
-    #: carries ``oracle``; its search must return the lazy statistics) rather than all of them
-    #: encoded from a built tree. Default: ``False``.
-    lazy: bool = False
+    @property
+    def lazy(self) -> bool:
+        """It wants negative examples found by an oracle checking its candidates (the problem
+        then carries ``oracle``; its search must return the lazy statistics) rather than all of
+        them encoded from a built tree. Default: ``False``."""
+        return False
 
 
 @attrs.frozen
