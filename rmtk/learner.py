@@ -14,6 +14,10 @@ swaps one without touching the others (docs/design.md, "Strategies"):
   :class:`~rmtk.encoders.SatEncoder` (hard negatives, smallest n) or
   :class:`~rmtk.encoders.MaxSatEncoder` (soft negatives, every optimum);
 * a **MaxEntIRL** (:class:`~rmtk.maxent.MaxEntIRL`) recovers the rewards (``None`` skips it).
+
+What else a strategy can do (an oracle instead of a tree, every depth, the expert's policy
+classes for verdicts, lazy negatives, ...) it declares as capabilities
+(:mod:`rmtk.capabilities`); :meth:`Learner.fit` takes its path from them.
 """
 from __future__ import annotations
 
