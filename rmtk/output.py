@@ -111,7 +111,8 @@ class _Paused:
         if not self._paused:
             self._paused = True
             self._f.flush()
-            print("rmtk-test: paused mid-write", file=sys.stderr, flush=True)
+            sys.stderr.write("rmtk-test: paused mid-write\n")  # one write: a signal cannot split the line
+            sys.stderr.flush()
             time.sleep(self._seconds)
         return n
 
