@@ -431,8 +431,21 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class _Terminated(BaseException):
+    """SIGTERM, raised like Ctrl-C so that files being written are cleaned up (rmtk/output.py)."""
+
+
+def _terminate(signum, frame):
+    raise _Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import signal
+    import threading
+
     args = build_parser().parse_args(argv)
+    on_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if on_main else None
     try:
         return args.func(args)
     except RmtkError as err:
@@ -441,8 +454,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("rmtk: interrupted", file=sys.stderr)
         return 130
+    except _Terminated:
+        print("rmtk: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except BrokenPipeError:
         return 0
+    finally:
+        if on_main:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -211,6 +211,8 @@ def test_a_write_failing_midway_leaves_nothing(tmp_path, fmt):
 # ---------------------------------------------------------------------- Ctrl-C in the middle of a write
 INTERRUPTED = {  # name: (arguments, the output, a file there before the run)
     "simulate npz": (["simulate", "stack.rm", "-n", "2000", "-T", "10", "--seed", "0", "-o", "d.npz"], "d.npz", None),
+    "simulate npz, SIGTERM": (["simulate", "stack.rm", "-n", "2000", "-T", "10", "--seed", "0", "-o", "d.npz"], "d.npz",
+                              None),
     "simulate csv over a file": (["simulate", "stack.rm", "-n", "2000", "-T", "10", "--seed", "0", "-o", "d.csv",
                                   "--force"], "d.csv", "trajectory,step,state,action\n"),
     "simulate parquet": (["simulate", "stack.rm", "-n", "2000", "-T", "10", "--seed", "0", "-o", "d.parquet",
@@ -222,8 +224,8 @@ INTERRUPTED = {  # name: (arguments, the output, a file there before the run)
 
 def test_sigint_mid_write_leaves_no_finished_looking_file(tmp_path):
     """Each command, paused in the middle of writing its output (the test hook of rmtk/output.py),
-    gets SIGINT: it exits with 130 and one line, and the output is absent (or, when it was
-    replacing a file, that file is unchanged), with no temporary file left. The runs go in
+    gets SIGINT (one SIGTERM): it exits with 130 (143) and one line, and the output is absent
+    (or, when it was replacing a file, that file is unchanged), with no temporary file left. The runs go in
     parallel to keep the test short."""
     runs = {}
     for name, (args, out, before) in INTERRUPTED.items():
@@ -246,7 +248,7 @@ def test_sigint_mid_write_leaves_no_finished_looking_file(tmp_path):
             seen[name] += chunk
             if b"rmtk-test: paused mid-write" in seen[name] or not chunk:  # paused, or ended without pausing
                 if chunk:
-                    runs[name][1].send_signal(signal.SIGINT)
+                    runs[name][1].send_signal(signal.SIGTERM if "SIGTERM" in name else signal.SIGINT)
                 waiting.discard(name)
                 sel.unregister(key.fileobj)
     sel.close()
@@ -260,9 +262,10 @@ def test_sigint_mid_write_leaves_no_finished_looking_file(tmp_path):
         problems = []
         if "rmtk-test: paused mid-write" not in err:
             problems.append("never paused mid-write")
-        if proc.returncode != 130:
+        code, last = (143, "rmtk: terminated") if "SIGTERM" in name else (130, "rmtk: interrupted")
+        if proc.returncode != code:
             problems.append(f"exit {proc.returncode}")
-        if "Traceback" in err or err.strip().splitlines()[-1:] != ["rmtk: interrupted"]:
+        if "Traceback" in err or err.strip().splitlines()[-1:] != [last]:
             problems.append(f"stderr {err!r}")
         if left != expected or (before is not None and (where / out).read_text() != before):
             problems.append(f"left {left}")
