@@ -172,13 +172,14 @@ def replacing(path, *, overwrite: bool = False, text: bool = False, encoding: st
     directory, name = os.path.split(target)
     tmp = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as for open()
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+        fd = os.open(tmp, flags, 0o666)  # the umask applies, as for open()
     except OSError as e:
         raise _fail(error, p, f"cannot create files in {directory} ({e.strerror or e})") from None
     try:
         try:
             if overwrite and os.path.isfile(target):
-                os.chmod(fd, stat.S_IMODE(os.stat(target).st_mode))  # a replaced file keeps its permissions
+                os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))  # a replaced file keeps its permissions
             f = os.fdopen(fd, mode, **kw)
         except BaseException:
             os.close(fd)
