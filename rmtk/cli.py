@@ -40,11 +40,10 @@ def _pick_machine(doc: dsl.RmFile, name: str | None) -> RewardMachine:
 
 
 def _writable(path: Path, force: bool) -> Path:
-    if path.exists() and not force:
-        raise RmtkError(f"{path}: already exists; pass --force to overwrite it")
-    if not path.parent.exists():
-        raise RmtkError(f"{path.parent}: no such directory")
-    return path
+    """``path``, checked before the work to be writable (:func:`rmtk.output.check`)."""
+    from . import output
+
+    return output.check(path, overwrite=force)
 
 
 def cmd_check(args) -> int:
@@ -70,11 +69,10 @@ def cmd_show(args) -> int:
         from . import draw
 
         out = _writable(Path(args.png), args.force)
+        draw.picture_format(out)
         obj = doc.get(args.name) if args.name else None
-        if isinstance(obj, LabeledMDP):
-            draw.draw_grid(obj, out)
-        else:
-            draw.draw_machine(_pick_machine(doc, args.name), out)
+        fig = draw.draw_grid(obj) if isinstance(obj, LabeledMDP) else draw.draw_machine(_pick_machine(doc, args.name))
+        draw.save_picture(fig, out, overwrite=args.force)
         print(f"wrote {out}", file=sys.stderr)
         if args.format is None:
             return 0
@@ -136,8 +134,12 @@ def learner_from_args(args, task: Task | None = None):
                         "non-stuttering machine")
     engine = _engine_from_args(args)
     if args.demos:
+        import os
+
         from .data import format_of, load
 
+        if not os.path.exists(args.demos):
+            raise RmtkError(f"{args.demos}: no such file or directory (--demos)")
         if args.depth == INF:
             raise RmtkError("--depth inf applies to the exact policy; demonstrations are counted whole by default")
         data = args.demos  # a Parquet dataset is counted partition by partition, never loaded whole
@@ -223,7 +225,7 @@ def cmd_simulate(args) -> int:
         demos = simulate(task, args.n, args.horizon, seed=args.seed, progress=progress)
     else:
         demos = simulate_sharded(task, args.n, args.horizon, seed=args.seed, engine=engine, progress=progress)
-    save(demos, out, task.mdp, overwrite=True, format=fmt)
+    save(demos, out, task.mdp, overwrite=args.force, format=fmt)
     print(f"wrote {out}: {demos.summary()}, seed {args.seed}", file=sys.stderr)
     return 0
 
@@ -233,20 +235,28 @@ def cmd_learn(args) -> int:
     task = _load_task(args.file, args.task)
     from .report import report
 
+    if args.dot:
+        _writable(Path(args.dot), args.force)  # before the work: a bad path fails now, not after the search
+    if args.png:
+        from .draw import picture_format
+
+        picture_format(_writable(Path(args.png), args.force))
     result = learner_from_args(args, task).fit(task)
     report(task, result, count_pairs=args.count_pairs, explain=args.explain)
     if result.n_nodes is None:
         return 1
 
     def write_dot(m, p):
+        from . import output
         from .io import dot
 
-        p.write_text(dot.to_dot(m))
+        with output.replacing(p, overwrite=args.force, text=True) as f:
+            f.write(dot.to_dot(m))
 
     def write_png(m, p):
         from . import draw
 
-        draw.draw_machine(m, p)
+        draw.save_picture(draw.draw_machine(m), p, overwrite=args.force)
 
     for opt, write in (("dot", write_dot), ("png", write_png)):
         target = getattr(args, opt)
@@ -424,8 +434,21 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class _Terminated(BaseException):
+    """SIGTERM, raised like Ctrl-C so that files being written are cleaned up (rmtk/output.py)."""
+
+
+def _terminate(signum, frame):
+    raise _Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import signal
+    import threading
+
     args = build_parser().parse_args(argv)
+    on_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if on_main else None
     try:
         return args.func(args)
     except RmtkError as err:
@@ -434,8 +457,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("rmtk: interrupted", file=sys.stderr)
         return 130
+    except _Terminated:
+        print("rmtk: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except BrokenPipeError:
         return 0
+    finally:
+        if on_main:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":  # pragma: no cover

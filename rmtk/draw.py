@@ -18,12 +18,14 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from . import output
 from .errors import ModelError, RmtkError
 from .io.dot import edge_groups, edge_label, format_reward
 from .machine import RewardMachine
 from .mdp import LabeledMDP
 
-__all__ = ["draw_machine", "draw_grid", "draw_labyrinth", "grid_cells", "proposition_colours"]
+__all__ = ["draw_machine", "draw_grid", "draw_labyrinth", "grid_cells", "proposition_colours", "save_figure",
+           "save_picture", "picture_format"]
 
 
 # ---------------------------------------------------------------------------- matplotlib helpers
@@ -36,18 +38,39 @@ def _new_figure(figsize: tuple[float, float]):
     return fig
 
 
-def _save(fig, path: str | os.PathLike, dpi: float = 150) -> None:
+def picture_format(path: str | os.PathLike, fig=None) -> str:
+    """The picture format of ``path``'s extension (``png``, ``svg``, or another that matplotlib
+    writes); a clear error for any other name, before anything is drawn."""
     suffix = Path(path).suffix.lower().lstrip(".")
-    supported = fig.canvas.get_supported_filetypes()
+    if fig is None:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        supported = FigureCanvasAgg.get_supported_filetypes()
+    else:
+        supported = fig.canvas.get_supported_filetypes()
     if suffix not in supported:
         raise RmtkError(
             f"cannot save a picture as {os.fspath(path)!r}: the file name must end in .png or .svg "
             f"(matplotlib also writes {', '.join('.' + s for s in sorted(supported) if s not in ('png', 'svg'))})"
         )
-    try:
-        fig.savefig(path, dpi=dpi, format=suffix, bbox_inches="tight", pad_inches=0.08)
-    except OSError as e:
-        raise RmtkError(f"cannot write the picture {os.fspath(path)!r}: {e.strerror or e}") from None
+    return suffix
+
+
+def save_figure(fig, path: str | os.PathLike, *, dpi: float = 150, overwrite: bool = True, **savefig) -> None:
+    """Write ``fig`` to ``path`` in the format of its extension, whole or not at all
+    (:func:`rmtk.output.replacing`); an existing file is replaced only with ``overwrite``."""
+    suffix = picture_format(path, fig)
+    with output.replacing(path, overwrite=overwrite) as f:
+        fig.savefig(f, dpi=dpi, format=suffix, **savefig)
+
+
+def save_picture(fig, path: str | os.PathLike, *, dpi: float = 150, overwrite: bool = True) -> None:
+    """Write a drawing of this module to ``path``, trimmed to what is drawn (:func:`save_figure`)."""
+    save_figure(fig, path, dpi=dpi, overwrite=overwrite, bbox_inches="tight", pad_inches=0.08)
+
+
+def _save(fig, path: str | os.PathLike, dpi: float = 150) -> None:
+    save_picture(fig, path, dpi=dpi)
 
 
 def _text_width(text: str, fontsize: float) -> float:

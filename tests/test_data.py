@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rmtk.data import Demonstrations, load, load_csv, load_npz, save, save_csv, save_npz, validate
-from rmtk.envs import labyrinth
+from rmtk.envs import gridworld, labyrinth
 from rmtk.mdp import LabeledMDP
 
 from grid_data import make_grid, raises, three_walks, walk
@@ -175,6 +175,8 @@ CSV_BAD = [
     (HEADER + "0,0,r0c0,down,a\n0,x,r1c0,down,b\n", "demos.csv:3: step 'x' is not a non-negative integer"),
     (HEADER + "0,0,r0c0,down,a\n0,-1,r1c0,down,b\n", "demos.csv:3: step '-1' is not a non-negative integer"),
     (HEADER + "0,0,r0c0,down,a\n0,1.0,r1c0,down,b\n", "demos.csv:3: step '1.0'"),
+    (HEADER + "0,0,r0c0,down,a\n0,1" + "0" * 30 + ",r1c0,down,b\n",
+     "demos.csv:3: step '1" + "0" * 30 + "' is too large (column 'step'"),
     (HEADER + "0,0,r0c0,down,a\n0,2,r2c0,down,c\n", "demos.csv:3: trajectory 0: step 2 follows step 0; step 1 is missing"),
     (HEADER + "0,0,r0c0,down,a\nt7,1,r1c0,down,b\n", "demos.csv:3: trajectory t7 starts at step 1; steps count from 0"),
     (HEADER + "0,0,r0c0,down,a\n0,1,r1c0,down,b\n0,1,r1c0,down,b\n",
@@ -266,6 +268,30 @@ def test_npz_bad_input(tmp_path, grid):
         load_npz(tmp_path / "gone.npz")
 
 
+def test_a_trajectory_must_start_where_the_mdp_can_start(tmp_path):
+    """A first state of start probability 0 is refused with the trajectory named, in every
+    format (NPZ, CSV) as a bad step is; the start states are listed."""
+    mdp = gridworld(["a b", "c d"], slip=0.0, start=[(0, 0)])
+    good = walk(mdp, "r0c0", ["right", "down"])
+    late = walk(mdp, "r0c1", ["down"])  # r0c1 is reachable, but no trajectory starts there
+    d = Demonstrations.from_lists([good, good, late])
+    p = npz(tmp_path, states=d.states, actions=d.actions, lengths=d.lengths)
+    message = ("bad.npz: trajectory 2, step 0: the trajectory starts in state 'r0c1', where the MDP cannot start "
+               "(start probability 0; its start state is 'r0c0')")
+    with raises(message):
+        load_npz(p, mdp)
+    with raises(message):
+        load(p, mdp)
+    assert load_npz(p).n_trajectories == 3  # without an MDP there is nothing to check against
+    csv = write(tmp_path, HEADER + "0,0,r0c0,right,a\n7,0,r0c1,down,b\n")
+    with raises("demos.csv:3: trajectory 7, step 0: the trajectory starts in state 'r0c1'"):
+        load_csv(csv, mdp)
+    with raises("out.csv: trajectory 2, step 0: the trajectory starts in state 'r0c1'"):
+        save(d, tmp_path / "out.csv", mdp)
+    assert not (tmp_path / "out.csv").exists()
+    assert load_npz(npz(tmp_path, "ok.npz", states=d.states[:2], actions=d.actions[:2]), mdp).n_steps == 4
+
+
 # ---------------------------------------------------------------------- dispatch, overwrite
 def test_load_save_dispatch(tmp_path, grid, demos):
     for ext in (".csv", ".npz", ".CSV"):
@@ -285,9 +311,9 @@ def test_no_overwrite_without_force(tmp_path, grid, demos, ext):
     save(demos, p, grid)
     before = p.read_bytes()
     other = demos[[0]]
-    with raises(f"d{ext}: the file exists; pass --force", "overwrite=True"):
+    with raises(f"d{ext}: already exists; pass --force", "overwrite=True"):
         save(other, p, grid)
-    with raises("the file exists"):
+    with raises("already exists"):
         (save_csv(other, p, grid) if ext == ".csv" else save_npz(other, p))
     assert p.read_bytes() == before
     save(other, p, grid, overwrite=True)

@@ -60,7 +60,8 @@ def test_round_trip_schema_and_metadata(tmp_path, grid, demos):
         ("trajectory", "uint8"), ("step", "uint8"), ("state", "uint8"), ("action", "uint8")]
     meta = {k.decode(): v.decode() for k, v in schema.metadata.items() if k.startswith(b"rmtk.")}
     assert meta == {"rmtk.format": "1", "rmtk.mdp": "grid", "rmtk.states": "16", "rmtk.actions": "4",
-                    "rmtk.propositions": "4", "rmtk.partition": "1/2", "rmtk.trajectories": "1"}
+                    "rmtk.propositions": "4", "rmtk.partition": "1/2", "rmtk.trajectories": "1",
+                    "rmtk.first": "3", "rmtk.steps": "2"}
     table = pq.read_table(tmp_path / "d.parquet" / files[1])
     assert table.column("trajectory").to_pylist() == [3, 3]  # global ids, ragged rows only
     back = load(tmp_path / "d.parquet", grid)
@@ -292,3 +293,94 @@ def test_cli_simulate_parquet_locally_and_learn_as_from_npz(tmp_path, capsys):
     assert "--partition-size applies to Parquet output" in capsys.readouterr().err
     assert main(["learn", model, "--engine", "dask", "-q"]) == 1
     assert "--engine applies to learning from demonstrations (--demos)" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------- a partition holding less than it says
+@pytest.fixture(scope="module")
+def stack():
+    from pathlib import Path
+
+    from rmtk import dsl
+
+    return dsl.load(Path(__file__).resolve().parents[1] / "models" / "stack.rm").tasks["stack"]
+
+
+def shrunk_dataset(tmp_path, stack, keep, drop_keys=(), shift=0):
+    """100 trajectories of 10 steps in 2 partitions of 50; partition 1 rewritten with its first
+    ``keep`` rows (the metadata kept, as pyarrow keeps it), without the metadata ``drop_keys``,
+    and its trajectory ids shifted by ``shift``."""
+    from rmtk.simulate import simulate_dataset
+
+    d = tmp_path / "d.parquet"
+    simulate_dataset(stack, 100, 10, d, seed=0, partition_size=50)
+    part = d / "part-00001.parquet"
+    table = pq.read_table(part)
+    assert table.num_rows == 500 and table.schema.metadata[b"rmtk.trajectories"] == b"50"
+    table = table.slice(0, keep)
+    if shift:
+        ids = pa.array(table.column("trajectory").to_numpy() + shift, type=table.schema.field("trajectory").type)
+        table = table.set_column(0, "trajectory", ids)
+    meta = {k: v for k, v in table.schema.metadata.items() if k.decode() not in drop_keys}
+    pq.write_table(table.replace_schema_metadata(meta), part)
+    return d
+
+
+SHRUNK = [  # (rows kept, metadata dropped, id shift, message)
+    (250, (), 0, "d.parquet/part-00001.parquet): row 250: the file ends after 250 rows, but rmtk wrote 500 "
+                 "(metadata rmtk.steps): rows 250..499 are missing"),
+    (0, (), 0, "d.parquet/part-00001.parquet): row 0: the file ends after 0 rows, but rmtk wrote 500"),
+    (0, ("rmtk.steps",), 0, "d.parquet/part-00001.parquet): row 0: the file ends after 0 rows, too few for the 50 "
+                            "trajectories its metadata records"),
+    (250, ("rmtk.steps",), 0, "d.parquet/part-00001.parquet): row 250: the file ends after 25 of the 50 "
+                              "trajectories its metadata records"),
+    (255, ("rmtk.steps", "rmtk.first"), 0, "row 255: the file ends after 26 of the 50 trajectories"),
+    (500, ("rmtk.steps",), 10, "d.parquet/part-00001.parquet): row 0: trajectory 60 where its metadata records "
+                               "trajectory 50 (trajectories 50..99)"),
+]
+
+
+@pytest.mark.parametrize("case", SHRUNK, ids=[f"{c[0]} rows, no {'/'.join(c[1])}, +{c[2]}" for c in SHRUNK])
+def test_a_partition_holding_less_than_its_metadata_records_is_refused(tmp_path, stack, case):
+    """A partition file rewritten with fewer rows (or none, or other ids) is refused with the
+    partition and the row named, by the loader and by the streaming counter alike: never
+    counted as if it were whole."""
+    from rmtk import EmpiricalPTP
+
+    keep, dropped, shift, message = case
+    d = shrunk_dataset(tmp_path, stack, keep, dropped, shift)
+    with raises("partition 1 of 2 (", message):
+        load(d, stack.mdp)
+    with raises("partition 1 of 2 (", message):
+        EmpiricalPTP(d).counts(stack.mdp)
+
+
+def test_a_partition_of_another_dataset_is_refused(tmp_path, stack):
+    """Whole files whose id ranges do not follow one another (a file of another dataset of the
+    same shape dropped in) are refused when the dataset is opened."""
+    from rmtk.simulate import simulate_dataset
+
+    d = tmp_path / "d.parquet"
+    simulate_dataset(stack, 100, 10, d, seed=0, partition_size=50)
+    simulate_dataset(stack, 120, 10, tmp_path / "e.parquet", seed=1, partition_size=60)
+    (tmp_path / "e.parquet" / "part-00001.parquet").replace(d / "part-00001.parquet")  # also partition 1 of 2
+    with raises("part-00001.parquet): its metadata records trajectories 60..119, where trajectory 50 comes next: "
+                "trajectories 50..59 are in no file"):
+        ParquetDataset.open(d, stack.mdp)
+    simulate_dataset(stack, 80, 10, tmp_path / "f.parquet", seed=1, partition_size=40)
+    (tmp_path / "f.parquet" / "part-00001.parquet").replace(d / "part-00001.parquet")
+    with raises("trajectories 40..49 are in another file too"):
+        ParquetDataset.open(d, stack.mdp)
+
+
+def test_cli_learn_stops_on_a_shrunk_partition(tmp_path, stack, capsys):
+    from pathlib import Path
+
+    from rmtk.cli import main
+
+    d = shrunk_dataset(tmp_path, stack, 250, ("rmtk.steps",))
+    model = str(Path(__file__).resolve().parents[1] / "models" / "stack.rm")
+    assert main(["learn", model, "--demos", str(d), "--no-rewards", "-q"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and "Traceback" not in captured.err
+    assert captured.err.strip().endswith("row 250: the file ends after 25 of the 50 trajectories its metadata "
+                                         "records (rmtk.trajectories)")

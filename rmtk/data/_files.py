@@ -1,25 +1,21 @@
-"""Opening demonstration files for reading and writing, with errors that name the file."""
+"""Opening demonstration files for reading and writing, with errors that name the file.
+
+Writing goes through :mod:`rmtk.output`: checked before the work, written to a temporary
+file and renamed into place when complete."""
 from __future__ import annotations
 
-import os
-
+from .. import output
 from ..errors import DataError
 
 
 def _check_writable(path, overwrite: bool) -> None:
-    if not overwrite and os.path.exists(path):
-        raise DataError(f"{path}: the file exists; pass --force (command line) or overwrite=True to replace it")
+    output.check(path, overwrite=overwrite, error=DataError)
 
 
 def _open_write(path, overwrite: bool, **kw):
-    """Open for writing; exclusive creation unless ``overwrite``."""
-    mode = ("w" if overwrite else "x") + ("b" if "newline" not in kw else "")
-    try:
-        return open(path, mode, **kw)
-    except FileExistsError:
-        raise DataError(f"{path}: the file exists; pass --force (command line) or overwrite=True to replace it") from None
-    except OSError as e:
-        raise DataError(f"{path}: cannot write: {e.strerror or e}") from None
+    """A context manager: a file whose content appears at ``path`` only when complete."""
+    text = "newline" in kw or "encoding" in kw
+    return output.replacing(path, overwrite=overwrite, text=text, error=DataError, **kw)
 
 
 def _read_error(path, e: OSError) -> DataError:

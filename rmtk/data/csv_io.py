@@ -105,15 +105,20 @@ def _naturals_fast(values) -> np.ndarray:
     return out
 
 
+#: What :func:`_parse_naturals` returns for a number that does not fit in 64 bits.
+TOO_LARGE = -2
+
+
 def _parse_naturals(values, idx: np.ndarray | None = None) -> np.ndarray:
     """Non-negative decimal integers among ``values[idx]`` (surrounding spaces allowed);
-    −1 where a value is not one."""
+    −1 where a value is not one, ``TOO_LARGE`` where it is one beyond 2^63 − 1."""
     sub = values if idx is None else [values[j] for j in idx.tolist()]
     out = _naturals_fast(sub)
+    top = np.iinfo(np.int64).max
     for k in np.flatnonzero(out < 0).tolist():
         v = sub[k].strip()
         if v.isascii() and v.isdigit():
-            out[k] = int(v)
+            out[k] = int(v) if int(v) <= top else TOO_LARGE
     return out
 
 
@@ -223,9 +228,13 @@ def _load_csv(path, mdp) -> Demonstrations:
     if bad.size:
         j = int(bad[0])
         v = col["step"][j]
-        raise DataError(
-            f"{src}:{lines[j]}: " + ("empty step field" if not v.strip() else f"step {v!r} is not a non-negative integer")
-        )
+        if not v.strip():
+            what = "empty step field"
+        elif step[j] == TOO_LARGE:
+            what = f"step {v!r} is too large (column 'step' counts the steps of a trajectory: 0, 1, 2, ...)"
+        else:
+            what = f"step {v!r} is not a non-negative integer"
+        raise DataError(f"{src}:{lines[j]}: {what}")
 
     states = _lookup(col["state"], mdp.states, "state", "a state name", src, lines)
     actions = _lookup(col["action"], mdp.actions, "action", "an action name", src, lines)

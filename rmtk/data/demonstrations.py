@@ -179,8 +179,9 @@ def validate(
     """Check ``demos`` against ``mdp``; raise :class:`DataError` on the first bad step.
 
     Checked, for every step inside a trajectory: the state and action indices are in range;
-    the MDP can make each step, ``P(s_{t+1} | s_t, a_t) > 0`` (all steps at once with one
-    ``np.searchsorted`` over the MDP's sparse transitions); and, when ``labels`` (an
+    each trajectory starts where the MDP can start, ``μ0(s_0) > 0``; the MDP can make each
+    step, ``P(s_{t+1} | s_t, a_t) > 0`` (all steps at once with one ``np.searchsorted`` over
+    the MDP's sparse transitions); and, when ``labels`` (an
     ``(N, T)`` array of proposition indices, −1 padded) is given, ``labels[i, t]`` equals
     the MDP's label of ``states[i, t]``.
 
@@ -218,6 +219,12 @@ def validate(
         expected[ok] = mdp.labels[states[ok]]
         bad_label = ok & (labels != expected)
 
+    # the first state: one the start distribution μ0 can draw
+    bad_start = np.zeros((N, T), dtype=bool)
+    if T:
+        first = inside[:, 0] & ~bad_state[:, 0]
+        bad_start[:, 0] = first & ~(np.asarray(mdp.initial)[np.where(first, states[:, 0], 0)] > 0)
+
     # transitions s_t --a_t--> s_{t+1}, reported at step t
     bad_move = np.zeros((N, T), dtype=bool)
     if T > 1:
@@ -242,7 +249,7 @@ def validate(
             found[found] = keys[pos[found]] == key[found]
             bad_move[ii[~found], tt[~found]] = True
 
-    bad = bad_state | bad_action | bad_label_range | bad_label | bad_move
+    bad = bad_state | bad_action | bad_label_range | bad_label | bad_start | bad_move
     if not bad.any():
         return
     where = np.argwhere(bad)  # row-major: (trajectory, step) order
@@ -263,6 +270,12 @@ def validate(
     elif bad_label[i, t]:
         what = (f"label {mdp.propositions[labels[i, t]]!r} disagrees with the MDP, which labels "
                 f"state {mdp.states[s]!r} with {mdp.propositions[mdp.labels[s]]!r}")
+    elif bad_start[i, t]:
+        starts = [mdp.states[k] for k in np.flatnonzero(np.asarray(mdp.initial) > 0)[:5]]
+        n_starts = int(np.count_nonzero(np.asarray(mdp.initial) > 0))
+        shown = ", ".join(map(repr, starts)) + (f" and {n_starts - 5} more" if n_starts > 5 else "")
+        what = (f"the trajectory starts in state {mdp.states[s]!r}, where the MDP cannot start (start "
+                f"probability 0; its start state{'s are' if n_starts > 1 else ' is'} {shown})")
     else:
         s2 = int(states[i, t + 1])
         what = (f"the MDP cannot move from state {mdp.states[s]!r} to {mdp.states[s2]!r} "

@@ -75,9 +75,64 @@ class Partition:
     path: str
     rows: int
     trajectories: int | None = None  # from the metadata, when written by rmtk
+    first: int | None = None  # the first trajectory id (rmtk writes first .. first + trajectories − 1)
+    steps: int | None = None  # the rows rmtk wrote, from the metadata
 
     def __str__(self) -> str:
         return f"partition {self.index} of {self.count} ({self.path})"
+
+    @classmethod
+    def of(cls, index: int, count: int, path: str, rows: int, info: dict) -> "Partition":
+        """The partition of a file with ``rows`` rows (its footer) and ``rmtk.*`` metadata
+        ``info``, checked to hold what the metadata says it holds as far as the footer tells."""
+        n, first, steps = (_whole(info, key, path) for key in ("rmtk.trajectories", "rmtk.first", "rmtk.steps"))
+        part = cls(index, count, path, rows, n, first, steps)
+        if steps is not None and rows != steps:
+            raise DataError(f"{part}: row {min(rows, steps)}: the file " + (
+                f"ends after {rows} rows, but rmtk wrote {steps} (metadata rmtk.steps): rows {rows}..{steps - 1} "
+                "are missing" if rows < steps else f"holds {rows} rows, but rmtk wrote {steps} (metadata rmtk.steps)"))
+        if n is not None and rows < n:
+            raise DataError(f"{part}: row {rows}: the file ends after {rows} rows, too few for the {n} trajectories "
+                            "its metadata records (rmtk.trajectories)")
+        return part
+
+    def check(self, data: "PartitionData") -> None:
+        """Refuse ``data`` (this partition, read) unless it holds what the footer and the metadata
+        record: the rows, and the trajectories ``first .. first + trajectories − 1`` (or their number)."""
+        rows = int(data.starts[-1])
+        if rows != self.rows:
+            raise DataError(f"{self}: the file changed since the dataset was opened: {rows} rows now, {self.rows} then")
+        n, found = self.trajectories, data.n_trajectories
+        if n is None:
+            return
+        if self.first is None:  # the number only
+            if found == n:
+                return
+            k = min(found, n)
+        else:
+            expected = np.arange(self.first, self.first + n, dtype=np.int64)
+            m = min(found, n)
+            differ = np.flatnonzero(data.ids[:m] != expected[:m])
+            if not differ.size and found == n:
+                return
+            k = int(differ[0]) if differ.size else m
+            if k < m:
+                raise DataError(f"{self}: row {data.row(k)}: trajectory {_show_id(data.ids[k])} where its metadata "
+                                f"records trajectory {expected[k]} (trajectories {self.first}..{self.first + n - 1})")
+        if found < n:
+            raise DataError(f"{self}: row {rows}: the file ends after {found} of the {n} trajectories its metadata "
+                            "records (rmtk.trajectories)")
+        raise DataError(f"{self}: row {data.row(k)}: trajectory {_show_id(data.ids[k])} is one more than the {n} "
+                        "its metadata records (rmtk.trajectories)")
+
+
+def _whole(info: dict, key: str, path: str) -> int | None:
+    value = info.get(key)
+    if value is None:
+        return None
+    if not value.isdigit():
+        raise DataError(f"{path}: unreadable metadata {key} = {value!r}, expected a whole number")
+    return int(value)
 
 
 @attrs.frozen
@@ -123,11 +178,11 @@ class ParquetDataset:
                 first = (src, schema, info)
             else:
                 _same_schema(first, (src, schema, info))
-            n = info.get("rmtk.trajectories")
-            parts.append(Partition(len(parts), len(files), src, meta.num_rows, int(n) if n and n.isdigit() else None))
+            parts.append(Partition.of(len(parts), len(files), src, meta.num_rows, info))
             places.append(info.get("rmtk.partition"))
         if p.is_dir():
             _check_complete(str(path), files, places)
+            _check_ids_tile(parts)
         return cls(str(path), tuple(parts), tuple(first[1].names), first[2])
 
     @property
@@ -148,7 +203,9 @@ class ParquetDataset:
     def read(self, partition: Partition | int, mdp=None) -> "PartitionData":
         """Read one partition and group its rows into trajectories (steps checked)."""
         part = self.partitions[partition] if isinstance(partition, (int, np.integer)) else partition
-        return PartitionData.read(part.path, self.columns, mdp, among=len(self.partitions))
+        data = PartitionData.read(part.path, self.columns, mdp, among=len(self.partitions))
+        part.check(data)
+        return data
 
     def ids(self, partition: Partition | int) -> np.ndarray:
         """The sorted distinct trajectory ids of one partition (reads that column only)."""
@@ -224,6 +281,22 @@ def _check_complete(path: str, files, places) -> None:
         raise DataError(f"{path}: partition {missing[0]} of {n} is missing{more}: {len(files)} of {n} files present")
 
 
+def _check_ids_tile(parts) -> None:
+    """With ``rmtk.first`` and ``rmtk.trajectories`` in every file: the files' id ranges follow
+    one another from 0, as rmtk writes them (a file from another dataset is refused)."""
+    if not parts or any(p.first is None or p.trajectories is None for p in parts):
+        return
+    expected = 0
+    for part in sorted(parts, key=lambda p: p.first):
+        if part.first != expected:
+            what = ("trajectories " + (f"{expected}..{part.first - 1} are in no file" if part.first > expected
+                                       else f"{part.first}..{expected - 1} are in another file too"))
+            last = part.first + part.trajectories - 1
+            raise DataError(f"{part}: its metadata records trajectories {part.first}..{last}, where trajectory "
+                            f"{expected} comes next: {what}")
+        expected += part.trajectories
+
+
 def check_disjoint(ids_per_partition) -> None:
     """Refuse a trajectory whose rows are in two files: ``ids_per_partition`` holds
     ``(partition, sorted distinct ids)`` pairs."""
@@ -268,6 +341,11 @@ class PartitionData:
     @property
     def n_trajectories(self) -> int:
         return len(self.ids)
+
+    def row(self, i: int) -> int:
+        """The file row of the first step of trajectory ``i``."""
+        p = int(self.starts[i])
+        return p if self.order is None else int(self.order[p])
 
     @classmethod
     def read(cls, path: str, expected: tuple[str, ...] | None = None, mdp=None, among: int = 1) -> "PartitionData":

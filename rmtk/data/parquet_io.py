@@ -14,10 +14,12 @@ the values (docs/design.md, "Beyond one machine"):
 =============  ===========================================================================
 
 The schema metadata names the MDP (``rmtk.mdp``, ``rmtk.states``, ``rmtk.actions``,
-``rmtk.propositions``) and the file's place in the dataset (``rmtk.partition`` = ``k/n``,
-``rmtk.trajectories`` in the file), so a dataset read with another MDP, or missing a file,
-is refused. rmtk writes each trajectory whole in one file, rows sorted by (trajectory,
-step), files ``part-00000.parquet``, ``part-00001.parquet``, …
+``rmtk.propositions``) and the file's place in the dataset (``rmtk.partition`` = ``k/n``;
+``rmtk.trajectories``, ``rmtk.first`` and ``rmtk.steps``: the file holds the trajectories
+``first .. first + trajectories − 1`` in ``steps`` rows), so a dataset read with another MDP,
+missing a file, or with a file that lost rows, is refused. rmtk writes each trajectory whole
+in one file, rows sorted by (trajectory, step), files ``part-00000.parquet``,
+``part-00001.parquet``, …
 
 Writing never leaves a half dataset under the requested name: files go to a hidden sibling
 directory that is renamed only when every partition is written (:class:`Staging`).
@@ -32,6 +34,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
+from .. import output
 from .._arrays import whole_number
 from ..errors import DataError, RmtkError
 from .demonstrations import Demonstrations, validate
@@ -100,10 +103,11 @@ class PartitionSchema:
             out["label"] = narrow_uint(self.n_propositions - 1)
         return out
 
-    def metadata(self, index: int, n_trajectories: int) -> dict[str, str]:
+    def metadata(self, index: int, n_trajectories: int, first_id: int, n_steps: int) -> dict[str, str]:
         return {"rmtk.format": FORMAT_VERSION, "rmtk.mdp": self.mdp_name, "rmtk.states": str(self.n_states),
                 "rmtk.actions": str(self.n_actions), "rmtk.propositions": str(self.n_propositions),
-                "rmtk.partition": f"{index}/{self.n_partitions}", "rmtk.trajectories": str(n_trajectories)}
+                "rmtk.partition": f"{index}/{self.n_partitions}", "rmtk.trajectories": str(n_trajectories),
+                "rmtk.first": str(first_id), "rmtk.steps": str(n_steps)}
 
     def write(self, demos: Demonstrations, path, *, index: int, first_id: int) -> int:
         """Write ``demos`` (trajectories ``first_id, first_id + 1, …``) as partition ``index``
@@ -128,16 +132,11 @@ class PartitionSchema:
         if self.labels is not None:
             columns["label"] = self.labels[states].astype(types["label"])
         table = pa.table({k: pa.array(v) for k, v in columns.items()})
-        table = table.replace_schema_metadata(self.metadata(index, N))
+        table = table.replace_schema_metadata(self.metadata(index, N, first_id, len(ids)))
         small = [c for c in columns if c != "trajectory"]
-        try:
-            with open(path, "xb") as f:
-                pq.write_table(table, f, compression="zstd", use_dictionary=small,
-                               column_encoding={"trajectory": "DELTA_BINARY_PACKED"})
-        except FileExistsError:
-            raise DataError(f"{path}: the file exists") from None
-        except OSError as e:
-            raise DataError(f"{path}: cannot write: {e.strerror or e}") from None
+        with output.replacing(path, error=DataError) as f:
+            pq.write_table(table, f, compression="zstd", use_dictionary=small,
+                           column_encoding={"trajectory": "DELTA_BINARY_PACKED"})
         return os.path.getsize(path)
 
 
@@ -159,9 +158,7 @@ class Staging:
         self.path = Path(str(path).rstrip("/\\") or str(path))
         self.overwrite = overwrite
         self._check()
-        parent = self.path.parent
-        if not parent.is_dir():
-            raise DataError(f"{self.path}: cannot write: {parent} is not a directory")
+        parent = output.check_directory(self.path, error=DataError)
         self.tmp = parent / f".{self.path.name}.partial-{uuid.uuid4().hex[:10]}"
         try:
             self.tmp.mkdir()

@@ -58,10 +58,11 @@ def load_model(name: str) -> RmFile:
 
 def dump(obj, path: str | os.PathLike, *, overwrite: bool = False) -> None:
     """Write ``obj`` as `.rm` text to ``path``; an existing file is kept unless ``overwrite``."""
-    p = Path(path)
-    if p.exists() and not overwrite:
-        raise RmtkError(f"{p}: already exists; pass overwrite=True (CLI: --force) to replace it")
-    p.write_text(dumps(obj), encoding="utf-8")
+    from .. import output
+
+    text = dumps(obj)
+    with output.replacing(path, overwrite=overwrite, text=True) as f:  # whole or not at all
+        f.write(text)
 
 
 __all__ = ["RmFile", "load", "loads", "load_model", "dump", "dumps"]

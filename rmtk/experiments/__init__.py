@@ -1,16 +1,19 @@
 """The paper's experiments, one module each, and the registry ``rmtk reproduce`` reads.
 
 Every experiment module defines ``SETTINGS`` (its :class:`Setting` s, overridable with
-``--set KEY=VALUE``) and ``run(opts) -> Report``: our numbers beside the paper's, notes that
-explain any difference, and figures. Modules are imported only when their experiment runs.
+``--set KEY=VALUE``), ``FIGURE`` (the file name of its figure, if it draws one) and
+``run(opts) -> Report``: our numbers beside the paper's, notes that explain any difference,
+and figures. Modules are imported only when their experiment runs.
 """
 from __future__ import annotations
 
 import importlib
 import time
+from pathlib import Path
 
 import attrs
 
+from .. import output
 from ..errors import RmtkError
 from ._report import COUNT, LEVEL, POSITIVE, PROBABILITY, Domain, Options, Report, Setting
 
@@ -82,6 +85,8 @@ def run(name: str, opts: Options | None = None) -> Report:
     opts = attrs.evolve(opts, overrides=own, settings=settings)
     for key in own:
         opts.get(key)  # a badly typed value fails here, before any work
+    if getattr(module, "FIGURE", None) and opts.figure_dir is not None:
+        output.check(Path(opts.figure_dir) / module.FIGURE, overwrite=opts.force)  # before the work, not after it
     t0 = time.perf_counter()
     report = module.run(opts)
     if not report.seconds:

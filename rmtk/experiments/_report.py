@@ -7,6 +7,7 @@ from typing import Callable
 
 import attrs
 
+from .. import output
 from ..errors import RmtkError
 from ..progress import Progress
 
@@ -156,11 +157,12 @@ class Options:
         if self.figure_dir is None:
             return
         path = Path(self.figure_dir) / name
-        if path.exists() and not self.force:
-            raise RmtkError(f"{path}: already exists; pass --force to overwrite it")
+        output.check(path, overwrite=self.force)
         import logging
 
         from matplotlib.figure import Figure
+
+        from ..draw import save_figure
 
         fig = Figure(figsize=size, layout=layout)
         quiet = logging.getLogger("matplotlib")
@@ -168,7 +170,7 @@ class Options:
         quiet.setLevel(logging.ERROR)  # aspect-ratio chatter of machine drawings
         try:
             draw(fig)
-            fig.savefig(path, dpi=150)
+            save_figure(fig, path, dpi=150, overwrite=self.force)
         finally:
             quiet.setLevel(level)
         report.figures.append(str(path))

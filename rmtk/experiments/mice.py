@@ -11,6 +11,8 @@ from .. import dsl
 from ..errors import RmtkError
 from ._report import COUNT, LEVEL, Domain, Options, Report, Setting
 
+#: The figure the experiment draws (checked before the run: :func:`rmtk.experiments.run`).
+FIGURE = "mice.png"
 SETTINGS = {
     "data": Setting(None, "the trajectories (.npz with states and actions; also --data PATH)"),
     "alpha": Setting(0.001, "confidence level of the negative examples", domain=LEVEL),
@@ -97,7 +99,7 @@ def run(opts: Options) -> Report:
                      label="recovered reward")
         fig.suptitle("mice (water-restricted): learned machine u0 -w-> u1; node size = visits")
 
-    opts.figure(report, "mice.png", draw, size=(12, 5))
+    opts.figure(report, FIGURE, draw, size=(12, 5))
     report.notes += [
         "the paper's 180/20 split is not published; ours is seeded (--seed). D-IRL and F-IRL are finite-horizon "
         "MaxCausalEnt IRL (T = 22) on state / label one-hot features; the learned RM's product policy is Algorithm 3 "

@@ -25,6 +25,8 @@ from ..errors import RmtkError
 from ._report import COUNT, LEVEL, PROBABILITY, Options, Report, Setting
 
 TASKS = ("coffee", "mail", "coffee_mail", "patrol")
+#: The figure the experiment draws (checked before the run: :func:`rmtk.experiments.run`).
+FIGURE = "office.png"
 SETTINGS = {
     "tasks": Setting(",".join(TASKS), "tasks of models/office.rm, comma separated", quick="coffee,mail"),
     "episodes": Setting(10_000, "expert episodes recorded per task", domain=COUNT),
@@ -184,7 +186,7 @@ def report(results: list[TaskResult], opts: Options) -> Report:
     rep.notes.append("no machine: one node paying for each label the most the true machine pays for it; it cannot "
                      "tell the order of the marks, nor that a decoration ends the task.")
     size = (9, 3.6) if len(results) <= 2 else (9, 6.5)
-    opts.figure(rep, "office.png", lambda fig: _draw(fig, results, opts), size=size)
+    opts.figure(rep, FIGURE, lambda fig: _draw(fig, results, opts), size=size)
     return rep
 
 

@@ -7,6 +7,8 @@ import time
 from ._patrol import SETTINGS as PATROL, learn_bounds, patrol_expert, true_ptp
 from ._report import COUNT, Options, Report, Setting
 
+#: The figure the experiment draws (checked before the run: :func:`rmtk.experiments.run`).
+FIGURE = "sensitivity.png"
 SETTINGS = {**PATROL, "rollouts": Setting(10_000, "rollouts of 100 steps scored per model", quick=1000,
                                                   domain=COUNT)}
 
@@ -60,7 +62,7 @@ def run(opts: Options) -> Report:
         ax.set_ylabel("average return per rollout")
         ax.set_title("patrol, sensitivity to u_max (black: the paper's values)")
 
-    opts.figure(report, "sensitivity.png", draw)
+    opts.figure(report, FIGURE, draw)
     report.notes += [
         "used = negative examples MaxSAT keeps (total minus the optimum cost); machines = optimal machines up to "
         "renaming (the first is evaluated).",

@@ -9,6 +9,8 @@ import numpy as np
 from .. import dsl
 from ._report import COUNT, POSITIVE, Options, Report, Setting
 
+#: The figure the experiment draws (checked before the run: :func:`rmtk.experiments.run`).
+FIGURE = "suboptimal.png"
 SETTINGS = {
     "trajectories": Setting(50_000, "demonstrations of length 20", quick=20_000, domain=COUNT),
     "concentration": Setting(1.0, "Dirichlet concentration of the random policy per (state, node)",
@@ -51,7 +53,7 @@ def run(opts: Options) -> Report:
             from ..draw import draw_machine
 
             first = r.machines[0]
-            opts.figure(report, "suboptimal.png", lambda fig: draw_machine(first, ax=fig.add_subplot()), layout=None)
+            opts.figure(report, FIGURE, lambda fig: draw_machine(first, ax=fig.add_subplot()), layout=None)
     report.tables.append((
         f"{n} trajectories of length 20; machine u0 -A-> u1 -C-> u0; Dirichlet({opts.get('concentration'):g}) "
         f"policy per (state, node), seed {opts.seed}",

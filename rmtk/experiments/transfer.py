@@ -8,6 +8,8 @@ import time
 from ._patrol import SETTINGS as PATROL, learn_bounds, patrol_expert, true_ptp
 from ._report import COUNT, Options, Report, Setting
 
+#: The figure the experiment draws (checked before the run: :func:`rmtk.experiments.run`).
+FIGURE = "transfer.png"
 SETTINGS = {**PATROL, "test_trajectories": Setting(100, "trajectories of the true policy in the new rooms", domain=COUNT),
             "test_length": Setting(20, "their length", domain=COUNT)}
 
@@ -65,7 +67,7 @@ def run(opts: Options) -> Report:
         ax.set_ylabel("average log-likelihood")
         ax.set_title("transfer: trajectories of the true policy in the rearranged rooms")
 
-    opts.figure(report, "transfer.png", draw)
+    opts.figure(report, FIGURE, draw)
     report.notes += [
         "rooms rearranged as A C / B D (A-B and C-D adjacent, B-C and D-A diagonal); dynamics and start states unchanged.",
         "rewards come from Algorithm 3's product policy built on the expert's prefix tree policy in the original "
