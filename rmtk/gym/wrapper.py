@@ -157,6 +157,10 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         self._letters = {p: i for i, p in enumerate(machine.alphabet)}
         inner = env.observation_space
         self._flat_n = machine.n_nodes if observation == "flat" and isinstance(inner, spaces.Discrete) else 0
+        self._flat_start = int(inner.start) if self._flat_n else 0
+        # Python copies of the machine's tables: a step reads single entries
+        self._next, self._reward = machine.delta_u.tolist(), machine.delta_r.astype(float).tolist()
+        self._terminal = self.terminal.tolist()
         self.node: int | None = None
         self.episode, self._steps = -1, 0
         self._obs = None
@@ -210,15 +214,16 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         self._steps += 1
         label, k = self._letter(obs, info)
         u = self.node
-        self.node = int(self.machine.delta_u[u, k])
-        rm_reward = float(self.machine.delta_r[u, k])
-        reward = rm_reward + (float(env_reward) if self.add_env_reward else 0.0)
-        terminated = bool(env_terminated) or bool(self.terminal[self.node])
-        info = dict(info, rm_node=self.node, rm_label=label, rm_reward=rm_reward, env_reward=float(env_reward),
-                    env_terminated=bool(env_terminated))
-        before, self._obs = self._obs, self.encode(obs, self.node)
+        self.node = v = self._next[u][k]
+        rm_reward = self._reward[u][k]
+        env_reward, env_terminated = float(env_reward), bool(env_terminated)
+        reward = rm_reward + env_reward if self.add_env_reward else rm_reward
+        info = dict(info, rm_node=v, rm_label=label, rm_reward=rm_reward, env_reward=env_reward,
+                    env_terminated=env_terminated)
+        before = self._obs
+        self._obs = int(obs - self._flat_start) * self._flat_n + v if self._flat_n else self.encode(obs, v)
         self._last = (before, action, self._obs, info)
-        return self._obs, reward, terminated, truncated, info
+        return self._obs, reward, env_terminated or self._terminal[v], truncated, info
 
     def counterfactual_experiences(self, obs, action, next_obs, info) -> list[tuple]:
         """CRM: ``(obs, action, reward, next_obs, terminated)`` for every non-terminal node,
