@@ -38,11 +38,11 @@ from _table import render  # the script's folder is on sys.path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's rmtk, whatever is installed
 
-import gymnasium  # noqa: E402
-import numpy as np  # noqa: E402
+import gymnasium
+import numpy as np
 
-from rmtk import RewardMachine  # noqa: E402
-from rmtk.gym import RewardMachineEnv, RewardMachineVectorEnv, StateLabels  # noqa: E402
+from rmtk import RewardMachine
+from rmtk.gym import RewardMachineEnv, RewardMachineVectorEnv, StateLabels
 
 ENV_ID = "FrozenLake-v1"
 CELLS = {1: "e", 2: "p", 5: "h", 7: "h", 11: "h", 12: "h", 15: "g"}  # the other cells: f
@@ -99,7 +99,7 @@ def pycrm_rows(actions, calls: int):
     except ImportError:
         return None
 
-    Event = Enum("Event", ["P", "E", "G", "H"])  # noqa: N806 (PyCRM's labels are the members of an Enum)
+    Event = Enum("Event", ["P", "E", "G", "H"])
     by_letter = {"p": Event.P, "e": Event.E, "g": Event.G, "h": Event.H}
 
     class Labels(LabellingFunction):

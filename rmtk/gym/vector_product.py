@@ -28,7 +28,6 @@ from gymnasium.vector.utils import batch_space
 from ..errors import DataError, ModelError
 from ..machine import RewardMachine
 from .mdp_env import MdpVectorEnv
-from .play import _one_info
 from .wrapper import CrmTables, check_machine, product_space, terminal_nodes
 
 #: vector environments whose copies can be reset one by one (``options={"reset_mask": …}``)
@@ -148,9 +147,10 @@ class RewardMachineVectorEnv(VectorWrapper):
                 raise DataError(f"{self._where(i)}: the labeler returned {got}, which is not a letter of machine "
                                 f"{self.machine.name!r} ({' '.join(self.machine.alphabet)})")
             return out
+        entries = [(key, v, info.get("_" + key)) for key, v in info.items() if not key.startswith("_")]
         for i in np.flatnonzero(which).tolist():
             one = {k: v[i] for k, v in obs.items()} if isinstance(obs, dict) else obs[i]
-            label = self.labeler(one, _one_info(info, i))
+            label = self.labeler(one, {key: v[i] for key, v, set_ in entries if set_ is None or set_[i]})
             k = self._letters.get(label) if isinstance(label, str) else None
             if k is None:
                 raise DataError(f"{self._where(i)}: the labeler returned {label!r}, which is not a letter of machine "
