@@ -89,10 +89,10 @@ class RewardMachineVectorEnv(VectorWrapper):
                              f"environment ends them) or use a SyncVectorEnv or AsyncVectorEnv")
         self._letters = {p: i for i, p in enumerate(machine.alphabet)}
         self._names = np.array(machine.alphabet, dtype=object)
-        props = getattr(labeler, "propositions", None)
-        self._batch = getattr(labeler, "batch", None) if props is not None else None
-        self._lut = None if self._batch is None else np.array([self._letters.get(p, -1) for p in props] + [-1])
-        self._props = props
+        self._props: tuple[str, ...] = tuple(getattr(labeler, "propositions", None) or ())
+        self._batch = getattr(labeler, "batch", None) if self._props else None
+        # proposition index of the batch labeler -> letter index (-1: not a letter, also for index -1)
+        self._lut = np.array([self._letters.get(p, -1) for p in self._props] + [-1], dtype=np.int64)
         N = self.num_envs
         self.nodes = np.zeros(N, dtype=np.int64)
         self.episodes = np.full(N, -1, dtype=np.int64)
@@ -121,9 +121,9 @@ class RewardMachineVectorEnv(VectorWrapper):
         if isinstance(inner, spaces.Discrete):
             s, u = np.divmod(np.asarray(obs, dtype=np.int64), n)
             return s + int(inner.start), u
-        obs = np.asarray(obs)
-        size = int(np.prod(inner.shape))
-        return obs[:, :size].reshape((len(obs),) + inner.shape), np.argmax(obs[:, size:], axis=1)
+        obs, shape = np.asarray(obs), tuple(inner.shape or ())
+        size = int(np.prod(shape))
+        return obs[:, :size].reshape((len(obs), *shape)), np.argmax(obs[:, size:], axis=1)
 
     # ------------------------------------------------------------------ labels
     def _where(self, i: int) -> str:

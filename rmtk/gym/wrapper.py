@@ -156,8 +156,9 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         self.tables = CrmTables.of(machine, self.terminal)
         self._letters = {p: i for i, p in enumerate(machine.alphabet)}
         inner = env.observation_space
-        self._flat_n = machine.n_nodes if observation == "flat" and isinstance(inner, spaces.Discrete) else 0
-        self._flat_start = int(inner.start) if self._flat_n else 0
+        tabular = observation == "flat" and isinstance(inner, spaces.Discrete)
+        self._flat_n = machine.n_nodes if tabular else 0
+        self._flat_start = int(inner.start) if isinstance(inner, spaces.Discrete) else 0
         # Python copies of the machine's tables: a step reads single entries
         self._next, self._reward = machine.delta_u.tolist(), machine.delta_r.astype(float).tolist()
         self._terminal = self.terminal.tolist()
@@ -247,7 +248,7 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         return [] if self._last is None else self.counterfactual_experiences(*self._last)
 
 
-__all__: Iterable[str] = [
+__all__ = [
     "CrmTables",
     "Experiences",
     "RewardMachineEnv",
