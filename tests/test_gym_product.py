@@ -278,3 +278,65 @@ def test_bad_label_names_the_episode_and_step():
     first = RewardMachineEnv(gymnasium.make("FrozenLake-v1"), grid_machine(), lambda obs, info: None)
     with pytest.raises(DataError, match=r"^episode 0, reset: the labeler returned None"):
         first.reset(seed=0)
+
+
+def test_vector_product_of_boxes_flat():
+    """CartPole copies: the one-hot node appended to each observation, and batched CRM equal
+    to the single-env CRM copy by copy, machine-ended episodes included."""
+    m = grid_machine()
+
+    def cart(obs, info=None):
+        return "e" if obs[2] > 0.04 else "p" if obs[0] > 0.01 else "f"
+
+    n = 3
+    vec = RewardMachineVectorEnv(gymnasium.make_vec("CartPole-v1", num_envs=n, vectorization_mode="sync"), m, cart,
+                                 observation="flat")
+    singles = [RewardMachineEnv(gymnasium.make("CartPole-v1"), m, cart, observation="flat") for _ in range(n)]
+    assert vec.single_observation_space == singles[0].observation_space
+    obs, _ = vec.reset(seed=0)
+    prev = [env.reset(seed=i)[0] for i, env in enumerate(singles)]
+    assert np.array_equal(obs, np.stack(prev))
+    rng = np.random.default_rng(0)
+    done, ends = np.zeros(n, bool), 0
+    for _ in range(120):
+        actions = rng.integers(2, size=n)
+        nxt, reward, term, trunc, info = vec.step(actions)
+        batch = vec.counterfactual_experiences(obs, actions, nxt, info)
+        for i, env in enumerate(singles):
+            if done[i]:
+                o, _ = env.reset()
+                assert not (batch.copy == i).any()
+            else:
+                o, r, t, _, single_info = env.step(int(actions[i]))
+                assert (reward[i], term[i]) == (r, t)
+                ends += bool(t)
+                want = env.counterfactual_experiences(prev[i], int(actions[i]), o, single_info)
+                rows = np.flatnonzero(batch.copy == i)
+                assert len(rows) == len(want) == 2
+                for j, (a, _, r2, b, t2) in zip(rows, want):
+                    assert np.array_equal(batch.obs[j], a) and np.array_equal(batch.next_obs[j], b)
+                    assert (batch.reward[j], batch.terminated[j]) == (r2, t2)
+            assert np.array_equal(nxt[i], o)
+            prev[i] = o
+        done, obs = term | trunc, nxt
+    assert ends >= 3
+
+
+def test_vector_product_with_autoreset_disabled():
+    m = grid_machine()
+    disabled = gymnasium.vector.AutoresetMode.DISABLED
+    envs = gymnasium.make_vec("FrozenLake-v1", num_envs=3, vectorization_mode="sync", is_slippery=False,
+                              vector_kwargs={"autoreset_mode": disabled})
+    vec = RewardMachineVectorEnv(envs, m, frozen_labeler)
+    vec.reset(seed=0)
+    obs, reward, term, _, info = vec.step(np.array([2, 1, 0]))  # copy 0 onto e (nothing yet), 1 down, 2 stays
+    assert obs["obs"].tolist() == [1, 4, 0] and obs["node"].tolist() == [0, 0, 0]
+    obs, reward, term, _, info = vec.step(np.array([2, 1, 0]))  # copy 0 onto p: u1, paying 0.5
+    assert obs["obs"].tolist() == [2, 8, 0] and obs["node"].tolist() == [1, 0, 0] and reward.tolist() == [0.5, 0, 0]
+    assert not term.any()
+    obs, reward, term, _, info = vec.step(np.array([0, 2, 0]))  # copy 0 back onto e: the machine ends its episode
+    assert obs["obs"].tolist() == [1, 9, 0] and obs["node"].tolist() == [2, 0, 0]
+    assert term.tolist() == [True, False, False] and reward.tolist() == [1.0, 0.0, 0.0]
+    assert not info["rm_reset"].any()
+    obs, info = vec.reset(options={"reset_mask": np.array([True, False, False])})
+    assert obs["obs"][0] == 0 and obs["node"].tolist() == [0, 0, 0] and vec.episodes.tolist() == [1, 0, 0]
