@@ -6,6 +6,7 @@
   ``obs -> int``); it returns a :class:`Recording`, which
   :class:`~rmtk.empirical.EmpiricalPTP` takes as it is.
 * **Use** a machine in RL: :class:`RewardMachineEnv` (the product environment),
+  :class:`RewardMachineVectorEnv` (the product of a vector environment, batched CRM),
   :func:`counterfactual_experiences` (CRM), :class:`QLearning`.
 * **Environments**: any labeled MDP (:class:`MdpEnv`, :class:`MdpVectorEnv`) and the Office
   World (:func:`office_env`, ``gymnasium.make("rmtk/OfficeWorld-v0")``).
@@ -20,7 +21,8 @@ from ..shortest import shortest_path_table
 from .policies import Context, NodePolicy
 from .qlearning import Episode, QLearning, Training, greedy_episode
 from .recording import Recording
-from .wrapper import Experiences, RewardMachineEnv, counterfactual_experiences, terminal_nodes
+from .vector_product import RewardMachineVectorEnv, Transitions
+from .wrapper import CrmTables, Experiences, RewardMachineEnv, counterfactual_experiences, terminal_nodes
 
 register()
 
@@ -28,7 +30,8 @@ __all__ = [
     "collect", "collect_shard", "CollectJob", "SHARD", "Recording",
     "Identity", "Bins", "StateLabels", "InfoLabel", "Alphabet",
     "Context", "NodePolicy", "shortest_path_table",
-    "RewardMachineEnv", "Experiences", "counterfactual_experiences", "terminal_nodes",
+    "RewardMachineEnv", "Experiences", "counterfactual_experiences", "terminal_nodes", "CrmTables",
+    "RewardMachineVectorEnv", "Transitions",
     "QLearning", "Training", "Episode", "greedy_episode",
     "MdpEnv", "MdpVectorEnv", "office_env", "office_vector_env", "OFFICE_ID", "register",
 ]
