@@ -176,7 +176,7 @@ class LabeledMDP:
     @property
     def transitions(self):
         """The transition matrix as a read-only ``scipy.sparse.csr_array`` (imports scipy;
-        built on first use and cached). The core uses :attr:`kernel`."""
+        built on first use and cached). The core uses ``kernel``."""
         return self.kernel.to_scipy()
 
     @property

@@ -74,7 +74,7 @@ class Task:
 
     @property
     def discount(self) -> float:
-        """The discount in force: the task's ``gamma`` or else the MDP's."""
+        """The discount in force, the task's ``gamma`` or else the MDP's."""
         return self.mdp.gamma if self.gamma is None else self.gamma
 
     @property

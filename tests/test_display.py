@@ -8,8 +8,8 @@ from pathlib import Path
 
 import attrs
 import pytest
-
 from example_machines import patrol
+
 from rmtk import ExactPTP, Learner, RewardMachine, dsl
 from rmtk import display as display_module
 from rmtk.envs import labyrinth
@@ -39,8 +39,9 @@ def test_machine_svg_is_svg_with_its_nodes_and_letters():
 
 
 def test_machine_svg_escapes_names():
-    m = RewardMachine.from_transitions({("<u0>", "a&b"): "u\"1'", ("u\"1'", "c"): ("<u0>", 2.0)}, ["a&b", "c"],
-                                       name="x<y>")
+    m = RewardMachine.from_transitions(
+        {("<u0>", "a&b"): "u\"1'", ("u\"1'", "c"): ("<u0>", 2.0)}, ["a&b", "c"], name="x<y>"
+    )
     text = m._repr_svg_()
     texts = _texts(ET.fromstring(text))  # well-formed XML although the names hold markup characters
     assert {"<u0>", "u\"1'", "x<y>"} <= set(texts)

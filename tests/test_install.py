@@ -29,3 +29,23 @@ def test_installed_copy_has_grammar_and_models(tmp_path):
     if Path(info["file"]).resolve().is_relative_to(ROOT):
         pytest.skip("rmtk is installed in editable mode; CI checks the non-editable install")
     assert info["grammar_in_package"] and info["grammar"] > 1000 and info["nodes"] == 4
+
+
+def test_wheel_ships_py_typed_grammar_and_models(tmp_path):
+    """The wheel carries the marker that tells type checkers rmtk's annotations are its API
+    (``py.typed``), beside the grammar and the models."""
+    import shutil
+    import zipfile
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("setup.cfg", "pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    for name in ("rmtk", "grammars", "models"):
+        shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation",
+                           "-q", "-w", str(tmp_path / "dist")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    (wheel,) = (tmp_path / "dist").glob("rmtk-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {"rmtk/py.typed", "rmtk/grammars/rmtk.lark", "rmtk/models/patrol.rm", "rmtk/display.py"} <= names
