@@ -7,6 +7,9 @@ functions, not by ``import rmtk.draw``, which stays cheap.
 
 Edges of a machine are the ``(source, target, reward)`` groups of :func:`rmtk.io.dot.edge_groups`,
 labelled as in :func:`rmtk.io.dot.edge_label` (rewards rounded for reading).
+
+Size: every picture rmtk draws shares the figure, colour and text helpers here; the machine
+layout (arcs, loops, label placement) is half of the module.
 """
 from __future__ import annotations
 
