@@ -24,6 +24,16 @@ def frozen_array(dtype):
     return convert
 
 
+def int_array(value) -> np.ndarray:
+    """attrs converter: a read-only int64 copy (a named function, so that type checkers see the field's type)."""
+    return frozen_array(np.int64)(value)
+
+
+def float_array(value) -> np.ndarray:
+    """attrs converter: a read-only float copy."""
+    return frozen_array(float)(value)
+
+
 def _readonly(value) -> np.ndarray:
     """A read-only copy of ``value``, keeping its dtype."""
     arr = np.array(value, copy=True)

@@ -7,6 +7,9 @@ functions, not by ``import rmtk.draw``, which stays cheap.
 
 Edges of a machine are the ``(source, target, reward)`` groups of :func:`rmtk.io.dot.edge_groups`,
 labelled as in :func:`rmtk.io.dot.edge_label` (rewards rounded for reading).
+
+Size: every picture rmtk draws shares the figure, colour and text helpers here; the machine
+layout (arcs, loops, label placement) is half of the module.
 """
 from __future__ import annotations
 
@@ -14,15 +17,17 @@ import math
 import os
 import zlib
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from . import output
 from .errors import ModelError, RmtkError
 from .io.dot import edge_groups, edge_label, format_reward
-from .machine import RewardMachine
-from .mdp import LabeledMDP
+
+if TYPE_CHECKING:  # annotations only: the models draw themselves through rmtk.display, which uses this module
+    from .machine import RewardMachine
+    from .mdp import LabeledMDP
 
 __all__ = ["draw_machine", "draw_grid", "draw_labyrinth", "grid_cells", "proposition_colours", "save_figure",
            "save_picture", "picture_format"]
@@ -301,7 +306,7 @@ def draw_machine(
         siblings = [curves[j] for j, arc in enumerate(arcs) if j != i and {arc[0], arc[1]} == {u, v}]
         text = edge_label(letters, r)
         w, h = size(text)
-        best = None
+        best: tuple[tuple[float, int], np.ndarray, tuple[float, float, float, float]] | None = None
         for t in (0.5, 0.42, 0.58, 0.34, 0.66, 0.27, 0.73):
             at = _bezier(pa, ctrl, pb, t)
             box = _box(at[0], at[1], w, h, "center", "center")
@@ -310,6 +315,7 @@ def draw_machine(
                 best = (cost, at, box)
             if cost == (0, 0):
                 break
+        assert best is not None
         _, at, box = best
         arrows.append(("arc", (pa, pb, rad), _reward_colour(r, False)))
         labels.append((at[0], at[1], "center", "center", text, _reward_colour(r, False)))
@@ -419,7 +425,7 @@ def _grid_params(mdp: LabeledMDP) -> tuple[list[list[str | None]], Any]:
         kind = "an explicit MDP" if src is None else f"made by the {src.generator!r} generator"
         raise ModelError(f"mdp {mdp.name!r} is {kind}, not a grid world: draw_grid needs an MDP made by 'gridworld'")
     kw = src.kwargs()
-    rows = kw.get("rows")
+    rows: Any = kw.get("rows")
     rectangular = bool(rows) and all(isinstance(r, (tuple, list)) for r in rows) and len({len(r) for r in rows}) == 1
     if not rectangular or not rows[0]:
         raise ModelError(f"grid world {mdp.name!r}: its 'rows' parameter is not a non-empty rectangular map")
@@ -480,7 +486,7 @@ def draw_grid(
                 raise ModelError(
                     f"grid world {mdp.name!r}: no cell is labelled {unknown[0]!r} (labels: {' '.join(props)})"
                 )
-            numbers = {(r, c): float(rewards[rows[r][c]]) for r, c in cells if rows[r][c] in rewards}
+            numbers = {(r, c): float(rewards[p]) for r, c in cells if (p := rows[r][c]) is not None and p in rewards}
         else:
             vals = np.asarray(rewards, dtype=float).ravel()
             if vals.size != len(cells):

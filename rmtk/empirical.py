@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import attrs
 import numpy as np
 
-from ._arrays import array_eq, frozen_array
+from ._arrays import array_eq, float_array, int_array
 from .data import Demonstrations
-from .engines import Engine, as_engine
+from .engines import Engine, LocalEngine, as_engine
 from .errors import DataError, RmtkError
 from .exact import PolicySource, SoftOptimal
 from .mdp import LabeledMDP
@@ -40,8 +40,8 @@ class CountTable:
     """Action counts on a trie: ``keys`` are sorted unique ``(node·S + state)·A + action``."""
 
     trie: Trie
-    keys: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq)
-    counts: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq)
+    keys: np.ndarray = attrs.field(converter=int_array, eq=array_eq)
+    counts: np.ndarray = attrs.field(converter=int_array, eq=array_eq)
     n_states: int
     n_actions: int
     n_letters: int
@@ -216,11 +216,11 @@ class CountJob:
     ``dataset`` (read, validated against ``mdp`` and counted ``chunk`` trajectories at a
     time). Picklable, so any engine can run it."""
 
-    mdp: object
+    mdp: Any
     compress: bool = True
     depth: int | None = None
     chunk: int = 250_000
-    dataset: object = None
+    dataset: Any = None
 
     def __call__(self, item) -> PartialCount:
         if self.dataset is None:
@@ -289,6 +289,7 @@ def empirical_policy(
 ) -> PrefixTreePolicy:
     """Count ``demos`` in chunks of ``chunk`` trajectories and return the empirical policy
     (``labels``: optional per-step labels overriding the MDP's, see :func:`count_chunk`)."""
+    chunks: Iterable[Any]
     if labels is None:
         chunks = demos.chunks(chunk)
     else:
@@ -336,14 +337,14 @@ class EmpiricalPTP(PTPCapabilities):
     :func:`canonical_counts`).
     """
 
-    data: object
+    data: Any
     depth: int | None = None
     compress: bool = True
     chunk: int = 250_000
     labels: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
     total: int | None = None
     expert: PolicySource = attrs.field(factory=SoftOptimal)
-    engine: Engine = attrs.field(default="local", converter=as_engine)
+    engine: Engine = attrs.field(factory=LocalEngine, converter=as_engine)
     _counted: dict = attrs.field(factory=dict, init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self):
@@ -380,6 +381,7 @@ class EmpiricalPTP(PTPCapabilities):
                 progress.note(f"counting {data}: {dataset.summary()} on the {self.engine}")
                 table = count_dataset(self.engine, mdp, dataset, compress=self.compress, depth=self.depth,
                                       chunk=self.chunk, progress=progress).table
+                assert table is not None  # count_dataset refuses an empty dataset
                 self._counted[key] = table
                 return table
             from .data import load
@@ -388,6 +390,8 @@ class EmpiricalPTP(PTPCapabilities):
         if self._counted and not isinstance(data, Demonstrations):
             raise DataError("this stream of demonstrations was already counted on an MDP of another size; "
                             "a stream can be read only once")
+        chunks: Iterable[Any]
+        total: int | None
         if isinstance(data, Demonstrations):
             if self.labels is None:
                 chunks = data.chunks(self.chunk)

@@ -38,6 +38,7 @@ from pysat.formula import IDPool
 from .negatives import NegativePairs, PolicyClasses
 from .ptp import Trie
 
+#: Clauses, each a list of DIMACS literals (variable numbers, negative when negated).
 Clauses = list[list[int]]
 
 

@@ -1,6 +1,6 @@
 """Engines: where a map over pieces of work and the reduce of their results run.
 
-An engine has one method, :meth:`~LocalEngine.map_reduce`: apply a picklable ``job`` to
+An engine has one method, :meth:`~Engine.map_reduce`: apply a picklable ``job`` to
 every item (a :class:`~rmtk.shards.Shard`, a partition number, a chunk of trajectories) and
 reduce the results with an associative ``reduce`` along the fixed tree of
 :class:`~rmtk.shards.TreeReducer`, reporting progress as items finish. The engine decides

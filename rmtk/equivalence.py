@@ -9,7 +9,7 @@ and the triple it was first reached from. On it:
 * :func:`consistency`: a learned machine (B) reproduces the true prefix tree policy (A with
   its policy classes) at every depth — or up to ``max_depth`` labels; otherwise the two
   shortest words that witness the difference;
-* :func:`conflicts`: every (state, B node) where words of different true classes meet, with
+* :func:`clashes`: every (state, B node) where words of different true classes meet, with
   a shortest pair of words each (the counterexamples of lazy and every-depth learning);
 * :func:`exercised`: the transitions of B that some word of at most ``max_depth`` labels uses;
 * :func:`distinguish`: a shortest witness that two machines differ — a state and two words
@@ -69,7 +69,8 @@ class SyncProduct:
         codes: ``(m,)`` triple codes ``(s·na + a)·nb + b``.
         depth: ``(m,)`` labels in the shortest word reaching each triple (1 for start triples).
         parent: ``(m,)`` index of the triple it was first reached from (−1 at the start).
-        na, nb: number of nodes of A and B.
+        na: number of nodes of A.
+        nb: number of nodes of B.
         complete: whether every reachable triple is listed (``False`` when cut at a depth).
     """
 

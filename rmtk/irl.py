@@ -10,7 +10,7 @@ Two steps turn a learned reward machine *model* into a reward machine:
    that no pair reaches get the uniform distribution.
 
 2. :func:`recover_rewards`: with entropy weight λ the soft-optimal product policy satisfies,
-   on every reachable product state ``(s, u)`` and every action ``a``,
+   on every reachable product state ``(s, u)`` and every action ``a``::
 
        λ log π(a|s,u) = Σ_s' P(s'|s,a) [δ_r(u, L(s')) + γ V(s', δ_u(u, L(s')))] − V(s,u),
 
@@ -165,9 +165,11 @@ class RewardFit:
         replan_error: max abs difference between the soft-optimal policy of ``machine`` and
             the input policy on the product states of the equations (``None`` if not checked).
         mask: ``(S, n)`` product states whose equations were used.
-        n_equations, n_unknowns: size of the least-squares system.
+        n_equations: rows of the least-squares system.
+        n_unknowns: columns of the least-squares system.
         method: ``"dense"`` (eigendecomposition of AᵀA, null space) or ``"lsqr"``.
-        gamma, lam: discount and entropy weight used.
+        gamma: the discount used.
+        lam: the entropy weight used.
         note: remarks (skipped analysis, clipping).
     """
 
@@ -191,7 +193,7 @@ class RewardFit:
 
     @property
     def extra_null_dim(self) -> int | None:
-        """Null directions beyond the shaping ones (0: identified up to shaping)."""
+        """Null directions beyond the shaping ones; 0 means identified up to shaping."""
         return None if self.null_dim is None else self.null_dim - self.shaping_dim
 
     @property
@@ -538,7 +540,7 @@ def describe(fit: RewardFit) -> str:
 
 def sparsest(fit: RewardFit, *, tol: float = 1e-9) -> RewardFit:
     """The same fit with the sparsest rewards of its shaping class: the potential φ on the
-    nodes minimising Σ |δ_r(u,ℓ) + γ φ(δ_u(u,ℓ)) − φ(u)| over the constrained entries (a small
+    nodes minimising ``Σ |δ_r(u,ℓ) + γ φ(δ_u(u,ℓ)) − φ(u)|`` over the constrained entries (a small
     L1 problem, :func:`rmtk.l1.l1_fit`). Shaping leaves the policy unchanged, so the residual
     and the re-planning error stay the same; V becomes V − φ(u). Values within ``tol`` of 0
     are set to 0 and the rest rounded to 10 significant digits (below the fit's precision)."""

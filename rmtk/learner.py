@@ -108,6 +108,12 @@ class LearnResult:
     def n_nodes(self) -> int | None:
         return self.search.n_nodes
 
+    def _repr_html_(self) -> str:
+        """The result as HTML, what Jupyter shows: its table and pictures (:func:`rmtk.display.result_html`)."""
+        from .display import result_html
+
+        return result_html(self)
+
     @property
     def raw_count(self) -> int:
         """Satisfying assignments with node 0 fixed (the paper's solution count)."""

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import attrs
 import numpy as np
 
-from ._arrays import array_eq, frozen_array
+from ._arrays import array_eq, float_array, int_array
 from .errors import ModelError
 from .mdp import _check_unique, _index, _names
 
@@ -34,8 +34,8 @@ class RewardMachine:
 
     nodes: tuple[str, ...] = attrs.field(converter=_names)
     alphabet: tuple[str, ...] = attrs.field(converter=_names)
-    delta_u: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq, hash=False, repr=False)
-    delta_r: np.ndarray = attrs.field(converter=frozen_array(float), eq=array_eq, hash=False, repr=False)
+    delta_u: np.ndarray = attrs.field(converter=int_array, eq=array_eq, hash=False, repr=False)
+    delta_r: np.ndarray = attrs.field(converter=float_array, eq=array_eq, hash=False, repr=False)
     initial: int = attrs.field(default=0, converter=int)
     name: str = attrs.field(default="machine", converter=str)
 
@@ -238,7 +238,7 @@ class RewardMachine:
             if new.max() == block.max():
                 break
             block = new
-        reps = {}
+        reps: dict[int, int] = {}
         for u in range(n):
             reps.setdefault(int(block[u]), u)
         quotient = RewardMachine(
@@ -258,6 +258,12 @@ class RewardMachine:
             f"alphabet {' '.join(self.alphabet)}, {non_default} non-default transitions"
             + ("" if self.is_non_stuttering() else ", stuttering")
         )
+
+    def _repr_svg_(self) -> str:
+        """The machine drawn as SVG: what Jupyter shows (:func:`rmtk.display.machine_svg`)."""
+        from .display import machine_svg
+
+        return machine_svg(self)
 
 
 def isomorphic(a: RewardMachine, b: RewardMachine, *, rewards: bool = True) -> bool:

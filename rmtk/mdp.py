@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import attrs
 import numpy as np
 
-from ._arrays import Csr, array_eq, as_csr, frozen_array
+from ._arrays import Csr, array_eq, as_csr, float_array, int_array
 from .errors import ModelError
 
 #: Tolerance on probability rows and the initial distribution summing to 1.
@@ -73,9 +73,9 @@ class LabeledMDP:
     states: tuple[str, ...] = attrs.field(converter=_names)
     actions: tuple[str, ...] = attrs.field(converter=_names)
     kernel: Csr = attrs.field(alias="transitions", converter=as_csr, hash=False, repr=False)
-    labels: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq, hash=False, repr=False)
+    labels: np.ndarray = attrs.field(converter=int_array, eq=array_eq, hash=False, repr=False)
     propositions: tuple[str, ...] = attrs.field(converter=_names)
-    initial: np.ndarray = attrs.field(converter=frozen_array(float), eq=array_eq, hash=False, repr=False)
+    initial: np.ndarray = attrs.field(converter=float_array, eq=array_eq, hash=False, repr=False)
     gamma: float = attrs.field(default=0.99, converter=float)
     name: str = attrs.field(default="mdp", converter=str)
     source: GeneratorCall | None = attrs.field(default=None, eq=False, repr=False, hash=False)
@@ -149,23 +149,23 @@ class LabeledMDP:
         if P.ndim != 3 or P.shape[1] != P.shape[2]:
             raise ModelError(f"P must have shape (A, S, S), got {P.shape}")
         A, S, _ = P.shape
-        labels = list(labels)
+        given: list[Any] = list(labels)
         if propositions is None:
-            propositions = sorted({str(x) for x in labels}) if labels and isinstance(labels[0], str) else [
-                f"p{i}" for i in range(max(labels) + 1)
+            propositions = sorted({str(x) for x in given}) if given and isinstance(given[0], str) else [
+                f"p{i}" for i in range(max(given) + 1)
             ]
         propositions = list(propositions)
-        if labels and isinstance(labels[0], str):
-            unknown = [x for x in labels if x not in propositions]
+        if given and isinstance(given[0], str):
+            unknown = [x for x in given if x not in propositions]
             if unknown:
                 raise ModelError(f"label {unknown[0]!r} is not in the alphabet {propositions}")
-            labels = [propositions.index(x) for x in labels]
+            given = [propositions.index(x) for x in given]
         flat = P.transpose(1, 0, 2).reshape(S * A, S)
         return cls(
             states=states if states is not None else [f"s{i}" for i in range(S)],
             actions=actions if actions is not None else [f"a{i}" for i in range(A)],
             transitions=flat,
-            labels=labels,
+            labels=given,
             propositions=propositions,
             initial=np.full(S, 1.0 / S) if initial is None else initial,
             gamma=gamma,
@@ -176,7 +176,7 @@ class LabeledMDP:
     @property
     def transitions(self):
         """The transition matrix as a read-only ``scipy.sparse.csr_array`` (imports scipy;
-        built on first use and cached). The core uses :attr:`kernel`."""
+        built on first use and cached). The core uses ``kernel``."""
         return self.kernel.to_scipy()
 
     @property
@@ -231,7 +231,7 @@ class LabeledMDP:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (JSON-compatible)."""
-        trans = {}
+        trans: dict[str, dict[str, dict[str, float]]] = {}
         for s in range(self.n_states):
             for a in range(self.n_actions):
                 succ = self.successors(s, a)
@@ -282,6 +282,13 @@ class LabeledMDP:
             f"{self.kernel.nnz} transitions, propositions {' '.join(self.propositions)}, "
             f"{len(self.start_states)} start states, gamma {self.gamma:g}"
         )
+
+    def _repr_svg_(self) -> str | None:
+        """A grid world's map or the labyrinth as SVG, what Jupyter shows; ``None`` (the text
+        form is shown) for an MDP without a picture (:func:`rmtk.display.mdp_svg`)."""
+        from .display import mdp_svg
+
+        return mdp_svg(self)
 
 
 def _index(names: tuple[str, ...], key: int | str, kind: str, owner: str) -> int:

@@ -66,7 +66,7 @@ class PolicyClasses:
 
     def per_state_pairs(self) -> int:
         """Σ over states of the unordered word pairs in different classes (the paper's
-        |E⁻| convention, without the authors' double-counting artefact)."""
+        ``|E⁻|`` convention, without the authors' double-counting artefact)."""
         m_s = np.bincount(self.class_state, weights=np.bincount(self.pair_class, minlength=self.n_classes))
         m_c = np.bincount(self.pair_class, minlength=self.n_classes).astype(np.int64)
         same = np.bincount(self.class_state, weights=m_c * (m_c - 1) // 2)
@@ -185,7 +185,7 @@ class NegativePairs:
 
 
 def log_weissman_constant(n_actions: int) -> float:
-    """``log(2^|A| − 2)`` (Weissman et al. 2003), stable for large |A|."""
+    """``log(2^|A| − 2)`` (Weissman et al. 2003), stable for large ``|A|``."""
     if n_actions < 2:
         return -np.inf
     return n_actions * np.log(2.0) + np.log1p(-(2.0 ** (1 - n_actions)))

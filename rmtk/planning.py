@@ -1,7 +1,7 @@
 """MaxEnt (soft) optimal policies on the product of a labeled MDP and a reward machine
 (paper section 2.2, objective (1); appendix "Soft Bellman Iteration").
 
-With entropy weight λ and discount γ the soft-optimal values satisfy, for every ``(s, u)``:
+With entropy weight λ and discount γ the soft-optimal values satisfy, for every ``(s, u)``::
 
     Q(s,u,a) = Σ_s' P(s'|s,a) [δ_r(u, L(s')) + γ V(s', δ_u(u, L(s')))]
     V(s,u)   = λ log Σ_a exp(Q(s,u,a) / λ)

@@ -88,7 +88,7 @@ class Product:
 
     @property
     def transitions(self):
-        """:attr:`kernel` as a read-only ``scipy.sparse.csr_array`` (imports scipy)."""
+        """``kernel`` as a read-only ``scipy.sparse.csr_array`` (imports scipy)."""
         return self.kernel.to_scipy()
 
     @property

@@ -1,6 +1,6 @@
 """Prefix tree policies (paper section 2.3): for every label word σ the MDP can produce
-(1 ≤ |σ| ≤ l, from the start states) and every state s ∈ Reach(σ), the action
-distribution π_PTP(·|s, σ).
+(``1 ≤ |σ| ≤ l``, from the start states) and every state s ∈ Reach(σ), the action
+distribution ``π_PTP(·|s, σ)``.
 
 The words form a trie. With non-stuttering *compression* (on by default, docs/design.md),
 runs of a repeated label collapse (``AAB`` → ``AB``): a trie node then stands for every word

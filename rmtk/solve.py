@@ -29,9 +29,10 @@ from .errors import RmtkError
 from .progress import Progress
 from .ptp import Trie
 
-#: An encoder's clause builder: the formula of ``problem`` for ``n`` nodes.
+#: An encoder's clause builder, giving the formula of ``problem`` for ``n`` nodes.
 Encode = Callable[[Problem, int], Formula]
 
+#: The SAT solver names python-sat offers (``rmtk learn --solver``).
 SOLVERS = tuple(sorted(k for k in vars(SolverNames) if not k.startswith("_")))
 #: Backends that pysat cannot interrupt (``solve_limited`` is not implemented for them).
 NOT_INTERRUPTIBLE = frozenset({"cadical103", "cadical153", "cadical195", "lingeling"})

@@ -67,14 +67,14 @@ class Task:
             raise ModelError(f"task {self.name!r}: gamma={self.gamma} must lie in [0, 1)")
         if not (self.lam > 0 and np.isfinite(self.lam)):
             raise ModelError(f"task {self.name!r}: lambda={self.lam} must be a positive number")
-        if self.depth not in (None, EVERY_DEPTH) and self.depth < 1:
+        if isinstance(self.depth, int) and self.depth < 1:
             raise ModelError(f"task {self.name!r}: depth must be at least 1")
         if self.max_nodes is not None and self.max_nodes < 1:
             raise ModelError(f"task {self.name!r}: max_nodes must be at least 1")
 
     @property
     def discount(self) -> float:
-        """The discount in force: the task's ``gamma`` or else the MDP's."""
+        """The discount in force, the task's ``gamma`` or else the MDP's."""
         return self.mdp.gamma if self.gamma is None else self.gamma
 
     @property

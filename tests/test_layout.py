@@ -16,13 +16,27 @@ def _module(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """Nodes under ``if TYPE_CHECKING:``: imports for annotations only, never run."""
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return skip
+
+
 def import_graph() -> nx.DiGraph:
-    """Every import between rmtk modules, at module level or inside functions."""
+    """Every import between rmtk modules that runs, at module level or inside functions
+    (imports under ``if TYPE_CHECKING:`` serve annotations only and are left out)."""
     modules = {_module(p): p for p in PACKAGE.rglob("*.py")}
     graph = nx.DiGraph()
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        skip = _type_checking_only(tree)
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
             targets = []
             if isinstance(node, ast.ImportFrom):
                 base = package.split(".")[: len(package.split(".")) - max(node.level - 1, 0)] if node.level else []

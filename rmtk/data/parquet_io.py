@@ -5,13 +5,13 @@ reads.
 One row per step, like CSV, in columns of the narrowest unsigned integer type that holds
 the values (docs/design.md, "Beyond one machine"):
 
-=============  ===========================================================================
+==============  ==========================================================================
 ``trajectory``  the trajectory's id (rmtk writes 0..N−1; any integers are read)
 ``step``        0, 1, 2, … within the trajectory
 ``state``       state index (0..S−1)
 ``action``      action index (0..A−1)
 ``label``       optional: proposition index of the state, checked against the MDP's
-=============  ===========================================================================
+==============  ==========================================================================
 
 The schema metadata names the MDP (``rmtk.mdp``, ``rmtk.states``, ``rmtk.actions``,
 ``rmtk.propositions``) and the file's place in the dataset (``rmtk.partition`` = ``k/n``;

@@ -12,7 +12,7 @@ import numpy as np
 
 from ._common import Where, alphabet, as_float, as_name, as_sequence, build, slip_moves, start_states, uniform
 
-#: Action names and their (row, column) steps, in action order: the paper's x+1, y+1, x−1, y−1.
+#: Action names and their (row, column) steps, in action order (the paper's x+1, y+1, x−1, y−1).
 ACTIONS = ("down", "right", "up", "left")
 STEPS = np.array([(1, 0), (0, 1), (-1, 0), (0, -1)])
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from ._common import Where, alphabet, as_float, as_name, build, slip_moves, start_states, uniform
 
-#: The marks of the Office World ('.': no mark), row 0 on top.
+#: The marks of the Office World, row 0 on top; '.' is a cell without a mark.
 MAP = (
     ". . . . . . . . . . . .",
     ". b . . n . . n . . c .",
@@ -30,7 +30,7 @@ MAP = (
     ". . . . . . . . . . . .",
 )
 ROWS, COLUMNS = 9, 12
-#: Doors through the room walls: ``(row, column)`` of the cell left of a vertical wall
+#: Doors through the room walls, as the ``(row, column)`` of the cell left of a vertical wall
 #: (a passage to the right), and of the cell above a horizontal wall (a passage down).
 DOORS_RIGHT = tuple((r, c) for r in (1, 7) for c in (2, 5, 8))
 DOORS_DOWN = tuple((2, c) for c in (1, 4, 7, 10)) + tuple((5, c) for c in (1, 10))

@@ -60,7 +60,7 @@ class Bins:
     the state is the bins' mixed-radix index, first dimension most significant.
 
     ``clip``: values outside the box fall into the edge bins and are counted
-    (:attr:`~rmtk.gym.Recording.clipped`); ``False`` makes them an error naming the episode
+    (in ``clipped`` of the :class:`~rmtk.gym.Recording`); ``False`` makes them an error naming the episode
     and step. ``low``, ``high`` and ``n`` are broadcast to one another (a scalar serves every
     dimension). ``features`` maps a batch ``(N, …)`` of observations to ``(N, d)`` values, e.g.
     joint angles from their cosines and sines; it must be picklable for worker processes.

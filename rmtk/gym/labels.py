@@ -22,7 +22,7 @@ from ..mdp import LabeledMDP, _check_unique, _names
 @attrs.frozen
 class StateLabels:
     """Labels of state-index observations: ``propositions[labels[obs]]`` (a labeled MDP's
-    labelling, :meth:`of`)."""
+    labelling, ``StateLabels.of(mdp)``)."""
 
     propositions: tuple[str, ...] = attrs.field(converter=_names)
     labels: tuple[int, ...] = attrs.field(converter=lambda v: tuple(int(x) for x in v))

@@ -10,9 +10,10 @@ with ``show_defaults=False``. The pictures of :mod:`rmtk.draw` use the same grou
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from ..machine import RewardMachine
+if TYPE_CHECKING:  # annotations only (a machine draws itself through rmtk.draw, which uses this module)
+    from ..machine import RewardMachine
 
 __all__ = ["edge_groups", "edge_label", "format_reward", "to_dot", "to_networkx"]
 
