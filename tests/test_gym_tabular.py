@@ -104,3 +104,26 @@ def test_labels_read_from_the_recording_and_unvisited_states():
     full = collect(office_env(max_steps=400), lambda o, c: int(c.rng.integers(4)), StateLabels.of(mdp), Identity(),
                    60, seed=0)
     assert np.array_equal(estimate_mdp(full, warn=False).mdp.labels, mdp.labels)
+
+
+def test_axis_orders_mixed_up_are_named():
+    from rmtk import dsl
+    from rmtk.exact import NodePolicyTable
+    from rmtk.gym import NodePolicy
+    lake = tabular_mdp(gymnasium.make("FrozenLake-v1"), lake_labeler)
+    P = lake.P  # P[a, s, s'] (4, 16, 16)
+    labels = [lake_labeler(s, {}) for s in range(16)]
+    assert LabeledMDP.from_dense(P, labels, ["g", "h", "o"]).P.tolist() == P.tolist()
+    with pytest.raises(ModelError, match=r"P has shape \(16, 4, 16\); expected \(actions, states, next states\) = "
+                                         r"\(4, 16, 16\); it reads as \(states, actions, next states\): pass it "
+                                         r"\.transpose\(1, 0, 2\); from_dense takes P\[a, s, s'\]"):
+        LabeledMDP.from_dense(P.transpose(1, 0, 2), labels, ["g", "h", "o"])
+    machine = dsl.loads("machine m {\n alphabet g h o\n initial u0\n u0 -> u1 on g\n}").machines["m"]
+    table = np.full((2, 16, 4), 0.25)  # (u, s, a)
+    NodePolicy.from_table(machine, table)
+    with pytest.raises(ModelError, match=r"it reads as \(states, nodes, actions\): pass it \.transpose\(1, 0, 2\)"):
+        NodePolicy.from_table(machine, table.transpose(1, 0, 2))
+    given = type("Given", (), {"machine": machine, "mdp": lake})()  # what _check reads of a task
+    with pytest.raises(ModelError, match=r"the node policy table has shape \(16, 2, 4\); expected \(nodes, states, "
+                                         r"actions\) = \(2, 16, 4\); it reads as \(states, nodes, actions\)"):
+        NodePolicyTable(np.full((16, 2, 4), 0.25)).policy(given)
