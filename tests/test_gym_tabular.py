@@ -127,3 +127,16 @@ def test_axis_orders_mixed_up_are_named():
     with pytest.raises(ModelError, match=r"the node policy table has shape \(16, 2, 4\); expected \(nodes, states, "
                                          r"actions\) = \(2, 16, 4\); it reads as \(states, nodes, actions\)"):
         NodePolicyTable(np.full((16, 2, 4), 0.25)).policy(given)
+
+
+def test_a_vector_environment_counts_the_moves_that_end_episodes():
+    # episodes of a sync make_vec end at different steps; each move is one the model allows, and
+    # every step is counted with its successor (the observation that ended it included)
+    env = gymnasium.make("FrozenLake-v1")
+    truth = tabular_mdp(env, lake_labeler)
+    vec = gymnasium.make_vec("FrozenLake-v1", num_envs=4, vectorization_mode="sync")
+    rec = collect(vec, lambda obs, ctx: ctx.rng.integers(0, 4, len(obs)), lake_labeler, Identity(), 40, seed=0)
+    assert rec.terminated == 40 and rec.move_counts.sum() == rec.n_steps
+    allowed = truth.kernel.toarray()
+    assert all(allowed[s * 4 + a, s2] > 0 for s, a, s2 in rec.moves.tolist())
+    assert {s2 for _, _, s2 in rec.moves.tolist()} & {5, 7, 11, 12}  # ended in holes, counted

@@ -183,6 +183,8 @@ class Setup:
             return slow(obs, episode, t)
 
         def final_of(obs):
+            if identity and (type(obs) is int or isinstance(obs, np.integer)) and 0 <= obs < n:
+                return int(obs)
             return int(self.final_states(obs, alive)[0])
 
         return state_of, final_of
@@ -430,7 +432,7 @@ def _wave(setup: Setup, env, policy, size: int, reset_seed: int, first: int, max
         term, trunc = np.atleast_1d(term).astype(bool), np.atleast_1d(trunc).astype(bool)
         ended = alive & (term | trunc)
         if ended.any() and final_obs is not None:
-            finals[ended] = setup.final_states(final_obs(obs, info), ended)
+            finals[ended] = setup.final_states(final_obs(obs, info), ended)[ended]
         lengths[ended] = t + 1
         tallies["terminated"] += int((ended & term).sum())
         tallies["truncated"] += int((ended & trunc & ~term).sum())
@@ -440,6 +442,6 @@ def _wave(setup: Setup, env, policy, size: int, reset_seed: int, first: int, max
     lengths[alive] = len(cols)
     tallies["cut"] += int(alive.sum())
     if alive.any() and final_obs is not None:
-        finals[alive] = setup.final_states(obs, alive)
+        finals[alive] = setup.final_states(obs, alive)[alive]
     states, actions, labels = (np.stack([c[k] for c in cols], axis=1)[:size] for k in range(3))
     return states.astype(np.int32), actions.astype(np.int32), labels, lengths[:size], finals[:size]
