@@ -8,6 +8,7 @@
 * **Model** a tabular environment: :func:`tabular_mdp` (its ``P`` as a labeled MDP) or
   :func:`estimate_mdp` (a maximum-likelihood model of recorded steps).
 * **Use** a machine in RL: :class:`RewardMachineEnv` (the product environment),
+  :class:`RewardMachineVectorEnv` (the product of a vector environment, batched CRM),
   :func:`counterfactual_experiences` (CRM), :class:`QLearning`.
 * **Environments**: any labeled MDP (:class:`MdpEnv`, :class:`MdpVectorEnv`) and the Office
   World (:func:`office_env`, ``gymnasium.make("rmtk/OfficeWorld-v0")``).
@@ -23,7 +24,8 @@ from .policies import Context, NodePolicy
 from .qlearning import Episode, QLearning, Training, greedy_episode
 from .recording import Recording
 from .tabular import Estimate, estimate_mdp, tabular_mdp
-from .wrapper import Experiences, RewardMachineEnv, counterfactual_experiences, terminal_nodes
+from .vector_product import RewardMachineVectorEnv, Transitions
+from .wrapper import CrmTables, Experiences, RewardMachineEnv, counterfactual_experiences, terminal_nodes
 
 register()
 
@@ -31,7 +33,8 @@ __all__ = [
     "collect", "collect_shard", "CollectJob", "SHARD", "Recording", "tabular_mdp", "estimate_mdp", "Estimate",
     "Identity", "Bins", "StateLabels", "InfoLabel", "Alphabet",
     "Context", "NodePolicy", "shortest_path_table",
-    "RewardMachineEnv", "Experiences", "counterfactual_experiences", "terminal_nodes",
+    "RewardMachineEnv", "Experiences", "counterfactual_experiences", "terminal_nodes", "CrmTables",
+    "RewardMachineVectorEnv", "Transitions",
     "QLearning", "Training", "Episode", "greedy_episode",
     "MdpEnv", "MdpVectorEnv", "office_env", "office_vector_env", "OFFICE_ID", "register",
 ]

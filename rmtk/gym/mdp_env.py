@@ -117,9 +117,11 @@ class MdpVectorEnv(VectorEnv):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         if seed is not None:
             self._rng = np.random.default_rng(seed)
-        self._states = self._sampler.reset(self._rng, self.num_envs)
-        self._t[:] = 0
-        self._ended[:] = False
+        mask = np.ones(self.num_envs, dtype=bool) if not options or "reset_mask" not in options else np.asarray(
+            options["reset_mask"], dtype=bool).reshape(self.num_envs)  # reset these copies only
+        self._states = np.where(mask, self._sampler.reset(self._rng, self.num_envs), self._states)
+        self._t[mask] = 0
+        self._ended[mask] = False
         return self._states.copy(), self._info()
 
     def step(self, actions):

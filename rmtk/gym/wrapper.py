@@ -11,31 +11,63 @@ more), such as the ``terminal`` node of the RM literature's files.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import attrs
 import gymnasium
 import numpy as np
 from gymnasium import spaces
+from gymnasium.vector import VectorEnv
 
 from ..errors import DataError, ModelError
 from ..machine import RewardMachine
 
 OBSERVATIONS = ("dict", "flat")
+TERMINAL = ("absorbing", "loops")
+
+
+def check_machine(machine) -> RewardMachine:
+    """``machine`` itself if it is a :class:`~rmtk.machine.RewardMachine`, else a clear error."""
+    if not isinstance(machine, RewardMachine):
+        hint = " (a name: load the machine first, e.g. rmtk.dsl.load(path).machines[name])" if isinstance(
+            machine, str) else ""
+        raise ModelError(f"machine must be a RewardMachine, not {machine!r} ({type(machine).__name__}){hint}")
+    return machine
 
 
 def terminal_nodes(machine: RewardMachine, terminal="absorbing") -> np.ndarray:
     """``(n,)`` mask of the terminal nodes: ``"absorbing"`` (every transition a 0-reward
-    self-loop), or an iterable of node names or indices (empty: none)."""
+    self-loop), ``"loops"`` (every transition a self-loop), or an iterable of node names or
+    indices (empty: none)."""
     loops = (machine.delta_u == np.arange(machine.n_nodes)[:, None]).all(axis=1)
-    if isinstance(terminal, str) and terminal == "absorbing":
-        return loops & (machine.delta_r == 0).all(axis=1)
-    if isinstance(terminal, str) and terminal == "loops":
-        return loops
+    if isinstance(terminal, str):
+        if terminal == "absorbing":
+            return loops & (machine.delta_r == 0).all(axis=1)
+        if terminal == "loops":
+            return loops
+    if isinstance(terminal, (str, bytes)) or not isinstance(terminal, Iterable):
+        raise ModelError(f"terminal must be {' or '.join(map(repr, TERMINAL))}, or a list of node names or "
+                         f"indices, not {terminal!r}")
     mask = np.zeros(machine.n_nodes, dtype=bool)
     for node in terminal:
         mask[machine.node_index(node)] = True
     return mask
+
+
+def product_space(inner: spaces.Space, n_nodes: int, observation: str) -> spaces.Space:
+    """The observation space of one copy of the product (see :class:`RewardMachineEnv`)."""
+    if observation not in OBSERVATIONS:
+        raise ModelError(f"observation must be one of {', '.join(map(repr, OBSERVATIONS))}, not {observation!r}")
+    if observation == "dict":
+        return spaces.Dict({"obs": inner, "node": spaces.Discrete(n_nodes)})
+    if isinstance(inner, spaces.Discrete):
+        return spaces.Discrete(int(inner.n) * n_nodes)
+    if isinstance(inner, spaces.Box):
+        low = np.concatenate([inner.low.ravel(), np.zeros(n_nodes)]).astype(inner.dtype)
+        high = np.concatenate([inner.high.ravel(), np.ones(n_nodes)]).astype(inner.dtype)
+        return spaces.Box(low, high, dtype=inner.dtype)
+    raise ModelError(f"observation='flat' needs a Discrete or Box observation space, not {inner}; "
+                     "use observation='dict'")
 
 
 @attrs.frozen
@@ -50,24 +82,49 @@ class Experiences:
     terminated: np.ndarray
 
 
+@attrs.frozen
+class CrmTables:
+    """What every letter does from every non-terminal node, computed once so that a CRM call
+    is a few lookups: ``next_node[k, i]``, ``reward[k, i]`` and ``ends[k, i]`` (the next node
+    is terminal) for node ``node[i]`` reading letter ``k``; ``rows[k]`` holds the same as
+    Python tuples ``(node, next_node, reward, ends)``."""
+
+    node: np.ndarray
+    next_node: np.ndarray
+    reward: np.ndarray
+    ends: np.ndarray
+    rows: tuple = attrs.field(eq=False, repr=False)
+
+    @classmethod
+    def of(cls, machine: RewardMachine, terminal: np.ndarray) -> CrmTables:
+        node = np.flatnonzero(~terminal)
+        nxt = np.ascontiguousarray(machine.delta_u[node].T)
+        reward = np.ascontiguousarray(machine.delta_r[node].T, dtype=float)
+        ends = terminal[nxt]
+        rows = tuple(tuple(zip(node.tolist(), nxt[k].tolist(), reward[k].tolist(), ends[k].tolist()))
+                     for k in range(len(machine.alphabet)))
+        return cls(node, nxt, reward, ends, rows)
+
+
 def counterfactual_experiences(machine: RewardMachine, label: str, *, terminal="absorbing",
                                env_reward: float = 0.0, env_terminated: bool = False) -> Experiences:
     """CRM: what reading ``label`` does from every non-terminal node of ``machine``
     (``env_reward`` is added to every reward, ``env_terminated`` ends every experience);
     ``terminal`` as for :func:`terminal_nodes`, or its mask."""
-    k = machine.letter_index(label)
+    k = check_machine(machine).letter_index(label)
     end = terminal if isinstance(terminal, np.ndarray) else terminal_nodes(machine, terminal)
     nodes = np.flatnonzero(~end)
     nxt = machine.delta_u[nodes, k]
     return Experiences(nodes, nxt, machine.delta_r[nodes, k] + env_reward, end[nxt] | bool(env_terminated))
 
 
-class RewardMachineEnv(gymnasium.Wrapper):
+class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
     """The product of ``env`` with ``machine``: the observation carries the machine node,
     the reward is the machine's for the transition, episodes end at terminal nodes.
 
     Args:
-        env: a Gymnasium environment.
+        env: a Gymnasium environment (for a vector environment use
+            :class:`~rmtk.gym.RewardMachineVectorEnv`).
         machine: the reward machine; its alphabet holds every label ``labeler`` returns.
         labeler: ``labeler(obs, info) -> proposition name``.
         observation: ``"dict"`` (``{"obs": …, "node": Discrete(n)}``) or ``"flat"``
@@ -77,32 +134,33 @@ class RewardMachineEnv(gymnasium.Wrapper):
         terminal: the terminal nodes (see :func:`terminal_nodes`).
 
     ``info`` gets ``rm_node`` (index), ``rm_label``, ``rm_reward`` (the machine's part) and
-    ``env_reward``, ``env_terminated``.
+    ``env_reward``, ``env_terminated``. The constructor's arguments are recorded, so
+    ``gymnasium.make(env.spec)`` rebuilds the product of a ``gymnasium.make`` environment.
     """
 
     def __init__(self, env: gymnasium.Env, machine: RewardMachine, labeler: Callable, *, observation: str = "dict",
                  env_reward: bool = False, terminal="absorbing"):
+        if isinstance(env, VectorEnv):
+            raise ModelError("RewardMachineEnv wraps one environment; for a vector environment use "
+                             "RewardMachineVectorEnv(envs, machine, labeler) (rmtk.gym), which also gives batched CRM")
+        gymnasium.utils.RecordConstructorArgs.__init__(self, machine=machine, labeler=labeler,
+                                                       observation=observation, env_reward=env_reward,
+                                                       terminal=terminal)
         super().__init__(env)
-        if observation not in OBSERVATIONS:
-            raise ModelError(f"observation must be one of {', '.join(map(repr, OBSERVATIONS))}, not {observation!r}")
-        self.machine, self.labeler, self.mode = machine, labeler, observation
+        self.machine, self.labeler, self.mode = check_machine(machine), labeler, observation
+        if not callable(labeler):
+            raise ModelError(f"labeler must be a function labeler(obs, info) -> proposition name, not {labeler!r}")
+        self.observation_space = product_space(env.observation_space, machine.n_nodes, observation)
         self.add_env_reward = bool(env_reward)
         self.terminal = terminal_nodes(machine, terminal)
+        self.tables = CrmTables.of(machine, self.terminal)
         self._letters = {p: i for i, p in enumerate(machine.alphabet)}
+        inner = env.observation_space
+        self._flat_n = machine.n_nodes if observation == "flat" and isinstance(inner, spaces.Discrete) else 0
         self.node: int | None = None
-        self._steps = 0
-        n, inner = machine.n_nodes, env.observation_space
-        if observation == "dict":
-            self.observation_space = spaces.Dict({"obs": inner, "node": spaces.Discrete(n)})
-        elif isinstance(inner, spaces.Discrete):
-            self.observation_space = spaces.Discrete(inner.n * n)
-        elif isinstance(inner, spaces.Box):
-            low = np.concatenate([inner.low.ravel(), np.zeros(n)]).astype(inner.dtype)
-            high = np.concatenate([inner.high.ravel(), np.ones(n)]).astype(inner.dtype)
-            self.observation_space = spaces.Box(low, high, dtype=inner.dtype)
-        else:
-            raise ModelError(f"observation='flat' needs a Discrete or Box observation space, not {inner}; "
-                             "use observation='dict'")
+        self.episode, self._steps = -1, 0
+        self._obs = None
+        self._last: tuple | None = None
 
     # ------------------------------------------------------------------ encoding
     def encode(self, obs, node: int):
@@ -127,27 +185,30 @@ class RewardMachineEnv(gymnasium.Wrapper):
         size = int(np.prod(inner.shape))
         return np.asarray(obs[:size]).reshape(inner.shape), int(np.argmax(obs[size:]))
 
-    def _letter(self, obs, info, when: str) -> tuple[str, int]:
+    def _letter(self, obs, info) -> tuple[str, int]:
         label = self.labeler(obs, info)
         k = self._letters.get(label) if isinstance(label, str) else None
         if k is None:
-            raise DataError(f"{when}: the labeler returned {label!r}, which is not a letter of machine "
+            where = f"episode {self.episode}, " + (f"step {self._steps}" if self._steps else "reset")
+            raise DataError(f"{where}: the labeler returned {label!r}, which is not a letter of machine "
                             f"{self.machine.name!r} ({' '.join(self.machine.alphabet)})")
         return label, k
 
     # ------------------------------------------------------------------ gymnasium
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         obs, info = self.env.reset(seed=seed, options=options)
-        label, k = self._letter(obs, info, "reset")
-        self.node, self._steps = int(self.machine.delta_u[self.machine.initial, k]), 0
-        return self.encode(obs, self.node), dict(info, rm_node=self.node, rm_label=label)
+        self.episode, self._steps, self._last = self.episode + 1, 0, None
+        label, k = self._letter(obs, info)
+        self.node = int(self.machine.delta_u[self.machine.initial, k])
+        self._obs = self.encode(obs, self.node)
+        return self._obs, dict(info, rm_node=self.node, rm_label=label)
 
     def step(self, action):
         if self.node is None:
             raise ModelError("call reset() before step()")
         obs, env_reward, env_terminated, truncated, info = self.env.step(action)
         self._steps += 1
-        label, k = self._letter(obs, info, f"step {self._steps}")
+        label, k = self._letter(obs, info)
         u = self.node
         self.node = int(self.machine.delta_u[u, k])
         rm_reward = float(self.machine.delta_r[u, k])
@@ -155,19 +216,38 @@ class RewardMachineEnv(gymnasium.Wrapper):
         terminated = bool(env_terminated) or bool(self.terminal[self.node])
         info = dict(info, rm_node=self.node, rm_label=label, rm_reward=rm_reward, env_reward=float(env_reward),
                     env_terminated=bool(env_terminated))
-        return self.encode(obs, self.node), reward, terminated, truncated, info
+        before, self._obs = self._obs, self.encode(obs, self.node)
+        self._last = (before, action, self._obs, info)
+        return self._obs, reward, terminated, truncated, info
 
     def counterfactual_experiences(self, obs, action, next_obs, info) -> list[tuple]:
         """CRM: ``(obs, action, reward, next_obs, terminated)`` for every non-terminal node,
         from one step: ``obs`` and ``next_obs`` are product observations (their node is
         ignored), ``info`` is what :meth:`step` returned."""
-        env_reward = info.get("env_reward", 0.0) if self.add_env_reward else 0.0
-        exp = counterfactual_experiences(self.machine, info["rm_label"], terminal=self.terminal,
-                                         env_reward=env_reward, env_terminated=info.get("env_terminated", False))
+        rows = self.tables.rows[self._letters[info["rm_label"]]]
+        extra = info.get("env_reward", 0.0) if self.add_env_reward else 0.0
+        ended = info.get("env_terminated", False)
+        n = self._flat_n
+        if n:  # the tabular case, kept to integer arithmetic on precomputed rows
+            base, base2 = obs - obs % n, next_obs - next_obs % n
+            if not extra and not ended:
+                return [(base + u, action, r, base2 + v, t) for u, v, r, t in rows]
+            return [(base + u, action, r + extra, base2 + v, t or ended) for u, v, r, t in rows]
         before, after = self.decode(obs)[0], self.decode(next_obs)[0]
-        return [(self.encode(before, u), action, float(r), self.encode(after, v), bool(t))
-                for u, v, r, t in zip(exp.node.tolist(), exp.next_node.tolist(), exp.reward.tolist(),
-                                      exp.terminated.tolist())]
+        return [(self.encode(before, u), action, r + extra, self.encode(after, v), t or ended) for u, v, r, t in rows]
+
+    def last_experiences(self) -> list[tuple]:
+        """CRM of the last :meth:`step` (empty after a reset): the route to CRM when the
+        wrapper is applied inside a vector environment, ``envs.call("last_experiences")``."""
+        return [] if self._last is None else self.counterfactual_experiences(*self._last)
 
 
-__all__: Iterable[str] = ["RewardMachineEnv", "Experiences", "counterfactual_experiences", "terminal_nodes"]
+__all__: Iterable[str] = [
+    "CrmTables",
+    "Experiences",
+    "RewardMachineEnv",
+    "check_machine",
+    "counterfactual_experiences",
+    "product_space",
+    "terminal_nodes",
+]
