@@ -10,7 +10,7 @@ one, :func:`order_hint` names the order it reads as and the transpose that fixes
 from __future__ import annotations
 
 import itertools
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

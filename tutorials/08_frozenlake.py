@@ -20,7 +20,14 @@ import numpy as np
 from gymnasium.utils.env_checker import check_env
 
 from rmtk import ExactPTP, Learner, Task, dsl
-from rmtk.gym import Identity, RewardMachineEnv, StateLabels, collect, estimate_mdp, tabular_mdp
+from rmtk.gym import (
+    Identity,
+    RewardMachineEnv,
+    StateLabels,
+    collect,
+    estimate_mdp,
+    tabular_mdp,
+)
 from rmtk.planning import soft_bellman
 
 OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else None  # accepted, not used: nothing is written
@@ -40,7 +47,7 @@ cells = "".join("".join(row) for row in env.unwrapped.desc.astype(str))
 print("map:", " ".join(cells[r * 4:r * 4 + 4] for r in range(4)))
 KEY = 3
 names = ["k" if s == KEY else {"H": "h", "G": "g"}.get(c, "f") for s, c in enumerate(cells)]
-labeler = StateLabels("f g h k", ["f g h k".split().index(n) for n in names])
+labeler = StateLabels("f g h k", [["f", "g", "h", "k"].index(n) for n in names])
 
 # %% 2. Its P as a labeled MDP, in one call
 # env.unwrapped.P[s][a] lists (probability, next state, reward, terminated). A labeled MDP

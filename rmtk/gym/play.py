@@ -17,7 +17,7 @@ from ..space import Space
 from .discretize import Identity
 from .labels import Alphabet
 from .policies import Context
-from .recording import Recording, of_table
+from .recording import Recording, of_table, sum_rows
 
 
 # ---------------------------------------------------------------------- environments
@@ -189,21 +189,6 @@ class Setup:
 
         return state_of, final_of
 
-    def scalar_labels(self):
-        """``label_of(obs, info, episode, t)``: the checked proposition index of a step."""
-        labeler, alphabet = self.labeler, self.alphabet
-        index = alphabet.mapping
-
-        def label_of(obs, info, episode, t):
-            try:
-                label = labeler(obs, info)
-            except Exception as exc:
-                raise raised("the labeler", exc, f"episode {episode}, step {t}") from exc
-            k = index.get(label) if type(label) is str else None
-            return alphabet.index(label, f"episode {episode}, step {t}") if k is None else k
-
-        return label_of
-
     def scalar_actions(self):
         """``action_of(action, episode, t)``: the policy's action checked against the action
         space, as the Python integer handed to the environment."""
@@ -250,7 +235,7 @@ class Setup:
                     index = np.where(np.isnan(rows.reshape(len(rows), -1)).any(axis=1), -1, index)
             else:
                 index = np.array([int(d(obs[i] if self.vector else obs)) if m else -1 for i, m in enumerate(mask)])
-        except Exception:
+        except Exception:  # noqa: BLE001 - a last observation that cannot be mapped is only not counted
             return out
         index = np.where((index < 0) | (index >= self.n_states), -1, index)
         out[mask] = index[mask]
@@ -307,7 +292,7 @@ def play_shard(setup: Setup, env, policy, episodes: int, seed, first: int, max_s
     rng = np.random.default_rng(policy_seq)
     waves = [min(setup.copies, episodes - w) for w in range(0, episodes, setup.copies)]
     resets = env_seq.generate_state(len(waves), dtype=np.uint32)
-    tallies = dict(clipped=0, terminated=0, truncated=0, cut=0)
+    tallies = {"clipped": 0, "terminated": 0, "truncated": 0, "cut": 0}
     if setup.vector:
         parts, done = [], 0
         for w, size in enumerate(waves):
@@ -338,9 +323,7 @@ def count_moves(states: np.ndarray, actions: np.ndarray, lengths: np.ndarray, fi
     nxt[ran, lengths[ran] - 1] = finals[ran]
     keep = (states >= 0) & (nxt >= 0)
     rows = np.stack([states[keep], actions[keep], nxt[keep]], axis=1).astype(np.int64)
-    if not len(rows):
-        return np.zeros((0, 3), dtype=np.int64), np.zeros(0, dtype=np.int64)
-    return np.unique(rows, axis=0, return_counts=True)
+    return sum_rows(rows.reshape(-1, 3))
 
 
 def _episodes(setup: Setup, env, policy, resets, first: int, max_steps: int, rng: np.random.Generator,
@@ -354,9 +337,13 @@ def _episodes(setup: Setup, env, policy, resets, first: int, max_steps: int, rng
     lengths = np.zeros(n, dtype=np.int64)
     finals = np.full(n, -1, dtype=np.int64)
     state_of, final_of = setup.scalar_states(tallies)
-    label_of, action_of = setup.scalar_labels(), setup.scalar_actions()
+    action_of, alphabet = setup.scalar_actions(), setup.alphabet
     props, start = setup.alphabet.propositions, setup.action_start
     append_s, append_a, append_l = flat_s.append, flat_a.append, flat_l.append
+    # the common cases inline (the functions above check everything else, and name the errors)
+    identity, S = isinstance(setup.discretizer, Identity), setup.n_states
+    labeler, index = setup.labeler, setup.alphabet.mapping
+    stop = start + setup.n_actions
     for e in range(n):
         episode, t = first + e, 0
         try:
@@ -364,13 +351,19 @@ def _episodes(setup: Setup, env, policy, resets, first: int, max_steps: int, rng
         except Exception as exc:
             raise raised("the environment's reset()", exc, _where(episode, 0)) from exc
         while True:
-            s = state_of(obs, episode, t)
-            k = label_of(obs, info, episode, t)
+            s = obs if identity and type(obs) is int and 0 <= obs < S else state_of(obs, episode, t)
+            try:
+                label = labeler(obs, info)
+            except Exception as exc:
+                raise raised("the labeler", exc, _where(episode, t)) from exc
+            k = index.get(label) if type(label) is str else None
+            if k is None:
+                k = alphabet.index(label, _where(episode, t))
             try:
                 action = policy(obs, Context(t, s, k, props, rng))
             except Exception as exc:
                 raise policy_error(policy, exc, _where(episode, t)) from exc
-            a = action_of(action, episode, t)
+            a = action if type(action) is int and start <= action < stop else action_of(action, episode, t)
             try:
                 obs, _, term, trunc, info = env.step(a)
             except Exception as exc:

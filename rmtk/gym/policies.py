@@ -8,7 +8,7 @@ should come from ``ctx.rng``: collect seeds it per shard, so the same seed gives
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import attrs
 import numpy as np
@@ -18,9 +18,9 @@ from ..errors import ModelError
 from ..machine import RewardMachine
 
 
-@attrs.frozen
-class Context:
-    """What :func:`~rmtk.gym.collect` tells the policy at a step.
+class Context(NamedTuple):
+    """What :func:`~rmtk.gym.collect` tells the policy at a step (an immutable named tuple:
+    one is made at every step, and a tuple is the cheapest immutable record to make).
 
     Attributes:
         t: the step within the episode (0 at a reset).

@@ -26,12 +26,23 @@ def _rows(value) -> np.ndarray:
     return arr
 
 
-def _sum_rows(rows: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows (sorted) and their summed counts."""
+def sum_rows(rows: np.ndarray, counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of non-negative integers (sorted) and their summed counts (each row
+    once when ``counts`` is None). Rows are sorted as one integer each when their values fit
+    (the common case, much faster than sorting rows)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if counts is None:
+        counts = np.ones(len(rows), dtype=np.int64)
     if not len(rows):
-        return rows, counts
-    uniq, inv = np.unique(rows, axis=0, return_inverse=True)
-    return uniq, np.bincount(inv.ravel(), weights=counts, minlength=len(uniq)).astype(np.int64)
+        return rows, np.asarray(counts, dtype=np.int64)
+    radix = rows.max(axis=0).astype(object) + 1
+    if int(np.prod(radix)) < 2**62:
+        codes = np.ravel_multi_index(tuple(rows.T), tuple(int(r) for r in radix))
+        uniq, inv = np.unique(codes, return_inverse=True)
+        uniq_rows = np.stack(np.unravel_index(uniq, tuple(int(r) for r in radix)), axis=1).astype(np.int64)
+    else:
+        uniq_rows, inv = np.unique(rows, axis=0, return_inverse=True)
+    return uniq_rows, np.bincount(inv.ravel(), weights=counts, minlength=len(uniq_rows)).astype(np.int64)
 
 
 @attrs.frozen
@@ -93,9 +104,9 @@ class Recording(CountTable):
             raise DataError(f"cannot merge recordings with different propositions: {' '.join(self.propositions)} "
                             f"and {' '.join(other.propositions)}")
         table = merge_counts(self, other)
-        moves, move_counts = _sum_rows(np.concatenate([self.moves, other.moves]),
+        moves, move_counts = sum_rows(np.concatenate([self.moves, other.moves]),
                                        np.concatenate([self.move_counts, other.move_counts]))
-        starts, start_counts = _sum_rows(np.concatenate([self.starts, other.starts])[:, None],
+        starts, start_counts = sum_rows(np.concatenate([self.starts, other.starts])[:, None],
                                          np.concatenate([self.start_counts, other.start_counts]))
         return of_table(table, self.propositions, name=self.name, moves=moves, move_counts=move_counts,
                         starts=starts[:, 0], start_counts=start_counts,

@@ -21,7 +21,7 @@ record more episodes, or accept the self-loops.
 from __future__ import annotations
 
 import warnings
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 import numpy as np
@@ -246,4 +246,4 @@ def _recorded_labels(recording: Recording, where: str) -> dict:
     return out
 
 
-__all__ = ["tabular_mdp", "estimate_mdp", "Estimate"]
+__all__ = ["Estimate", "estimate_mdp", "tabular_mdp"]
