@@ -140,3 +140,21 @@ def test_a_vector_environment_counts_the_moves_that_end_episodes():
     allowed = truth.kernel.toarray()
     assert all(allowed[s * 4 + a, s2] > 0 for s, a, s2 in rec.moves.tolist())
     assert {s2 for _, _, s2 in rec.moves.tolist()} & {5, 7, 11, 12}  # ended in holes, counted
+
+
+@pytest.mark.parametrize("mode", ["SAME_STEP", "DISABLED"])
+def test_vector_autoreset_modes(mode):
+    from gymnasium.vector import AutoresetMode
+
+    from rmtk import RmtkError
+    vec = gymnasium.make_vec("FrozenLake-v1", num_envs=4, vectorization_mode="sync",
+                             vector_kwargs={"autoreset_mode": getattr(AutoresetMode, mode)})
+    run = lambda: collect(vec, lambda o, c: c.rng.integers(0, 4, len(o)), lake_labeler, Identity(), 20, seed=0)  # noqa: E731
+    if mode == "DISABLED":
+        with pytest.raises(RmtkError, match="autoreset_mode=DISABLED forbids"):
+            run()
+        return
+    rec = run()  # the observation that ended an episode comes from info["final_obs"]
+    allowed = tabular_mdp(gymnasium.make("FrozenLake-v1"), lake_labeler).kernel.toarray()
+    assert rec.move_counts.sum() == rec.n_steps
+    assert all(allowed[s * 4 + a, s2] > 0 for s, a, s2 in rec.moves.tolist())

@@ -74,6 +74,11 @@ class Setup:
         import gymnasium
 
         vector = isinstance(env, gymnasium.vector.VectorEnv)
+        mode = env.metadata.get("autoreset_mode") if vector else None
+        if getattr(mode, "value", mode) == "Disabled":
+            raise RmtkError("collect steps every copy of a vector environment until the wave's longest episode ends, "
+                            "which autoreset_mode=DISABLED forbids; make it with the NEXT_STEP (default) or SAME_STEP "
+                            "autoreset mode")
         obs_space = env.single_observation_space if vector else env.observation_space
         act_space = env.single_action_space if vector else env.action_space
         if not isinstance(act_space, gymnasium.spaces.Discrete):
@@ -208,7 +213,7 @@ class Setup:
         """``final(obs, info) -> batch`` holding each copy's last observation of an episode
         that just ended, by the vector environment's autoreset mode (None: not available)."""
         mode = getattr(env.metadata.get("autoreset_mode"), "value", env.metadata.get("autoreset_mode"))
-        if mode in (None, "NextStep", "Disabled"):
+        if mode in (None, "NextStep"):
             return lambda obs, info: obs
         if mode == "SameStep":
             def final(obs, info):
