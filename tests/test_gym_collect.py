@@ -352,3 +352,11 @@ def test_a_recording_counts_moves_and_starts():
     assert vec.move_counts.sum() == 180 and vec.start_counts.tolist() == [30]
     merged = rec.merge(vec)
     assert merged.move_counts.sum() == 360 and merged.start_counts.tolist() == [60]
+
+
+def test_a_labelers_own_error_is_located():
+    with pytest.raises(DataError, match=r"^episode 0, step 0: the environment's info has no 'nope' entry"):
+        collect(office_env(max_steps=3), lambda o, c: 0, InfoLabel("a b", key="nope"), Identity(), 2)
+    with pytest.raises(DataError, match=r"^episode 0, step 1: the labeler raised ZeroDivisionError"):
+        collect(Strict(), lambda o, c: 0, lambda o, i, n=[0]: "a" if n.append(1) or len(n) < 3 else 1 / 0,
+                Identity(), 2, propositions="a")

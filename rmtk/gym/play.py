@@ -263,8 +263,8 @@ def _one_info(info: dict, i: int) -> dict:
 def raised(what: str, exc: Exception, where: str) -> DataError:
     """A :class:`~rmtk.errors.DataError` naming the episode and step at which ``what`` (the
     environment's ``step()``, the policy...) raised ``exc`` (chain it: ``raise ... from exc``)."""
-    if isinstance(exc, DataError) and str(exc).startswith("episode"):
-        return exc
+    if isinstance(exc, RmtkError):  # rmtk's own message (e.g. InfoLabel's), located if it is not
+        return DataError(str(exc) if str(exc).startswith("episode") else f"{where}: {exc}")
     return DataError(f"{where}: {what} raised {type(exc).__name__}: {exc}")
 
 
