@@ -297,6 +297,8 @@ def test_an_environment_that_raises_is_named():
     assert isinstance(err.value.__cause__, ConnectionError)
     with pytest.raises(RmtkError, match=r"cannot make the Gymnasium environment 'NoSuchEnv-v0': NameNotFound"):
         collect("NoSuchEnv-v0", lambda o, c: 0, lambda o, i: "a", Identity(), 2, propositions=["a"])
+    with pytest.raises(RmtkError, match=r"'rmtk/Office-v0'.*named with their module: 'rmtk.gym:rmtk/OfficeWorld-v0'"):
+        collect("rmtk/Office-v0", lambda o, c: 0, lambda o, i: "a", Identity(), 2, propositions=["a"])
 
     def broken():
         raise OSError("no display")
