@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 import attrs
 import numpy as np
 
+from .axes import order_hint
 from .equivalence import policy_class_table
 from .errors import ModelError, RmtkError
 from .mdp import LabeledMDP
@@ -114,7 +115,8 @@ class NodePolicyTable:
     def _check(self, task: Task) -> None:
         want = (task.machine.n_nodes, task.mdp.n_states, task.mdp.n_actions)
         if self.table.shape != want:
-            raise ModelError(f"node policy table has shape {self.table.shape}, the task needs {want}")
+            raise ModelError(order_hint("the node policy table", self.table.shape,
+                                        [("nodes", want[0]), ("states", want[1]), ("actions", want[2])]))
 
     def policy(self, task: Task) -> np.ndarray:
         """``(S, n, A)`` product policy."""

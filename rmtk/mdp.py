@@ -17,6 +17,7 @@ import attrs
 import numpy as np
 
 from ._arrays import Csr, array_eq, as_csr, float_array, int_array
+from .axes import order_hint
 from .errors import ModelError
 
 #: Tolerance on probability rows and the initial distribution summing to 1.
@@ -141,15 +142,21 @@ class LabeledMDP:
         gamma: float = 0.99,
         name: str = "mdp",
     ) -> "LabeledMDP":
-        """Build from a dense ``P[a, s, s']`` tensor.
+        """Build from a dense ``P[a, s, s']`` tensor (action first, unlike the state-first
+        convention of newer APIs: docs/design.md, section 2; a ``P[s, a, s']`` is named in the
+        error when its shape tells).
 
         ``labels`` are proposition indices or names; ``initial`` defaults to uniform.
         """
         P = np.asarray(P, dtype=float)
-        if P.ndim != 3 or P.shape[1] != P.shape[2]:
-            raise ModelError(f"P must have shape (A, S, S), got {P.shape}")
-        A, S, _ = P.shape
         given: list[Any] = list(labels)
+        if P.ndim != 3 or P.shape[1] != P.shape[2] or len(given) != P.shape[1]:
+            if P.ndim == 3 and P.shape[0] == P.shape[2] == len(given):
+                raise ModelError(order_hint("P", P.shape, [("actions", P.shape[1]), ("states", len(given)),
+                                                           ("next states", len(given))])
+                                 + "; from_dense takes P[a, s, s']")
+            raise ModelError(f"P must be P[a, s, s'], shape (A, S, S) with S = {len(given)} labels, got {P.shape}")
+        A, S, _ = P.shape
         if propositions is None:
             propositions = sorted({str(x) for x in given}) if given and isinstance(given[0], str) else [
                 f"p{i}" for i in range(max(given) + 1)

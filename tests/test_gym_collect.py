@@ -227,3 +227,138 @@ def test_bad_discretisers_are_named():
         collect(Line(), lambda o, c: 1, sign, Identity(), 2, propositions=["neg", "pos"])
     with pytest.raises(RmtkError, match="episodes must be a whole number"):
         collect(MdpEnv(mdp), uniform, labels, Identity(), 0)
+
+
+# ---------------------------------------------------------------------- the user's objects failing, named
+class Strict(gymnasium.Env):
+    """Two states; ``step`` accepts only a Python int (as some environments do), and raises
+    at ``fail_step`` of ``fail_episode`` (``reset`` at the episode's start when ``fail_step`` is
+    None)."""
+
+    def __init__(self, fail_episode=None, fail_step=None):
+        self.observation_space, self.action_space = spaces.Discrete(2), spaces.Discrete(3)
+        self.fail_episode, self.fail_step, self.episode = fail_episode, fail_step, -1
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.episode, self.t = self.episode + 1, 0
+        if self.episode == self.fail_episode and self.fail_step is None:
+            raise ConnectionError("simulator lost")
+        return 0, {}
+
+    def step(self, action):
+        if type(action) is not int:
+            raise TypeError(f"step() wants an int, got {type(action).__name__}")
+        if self.episode == self.fail_episode and self.t == self.fail_step:
+            raise RuntimeError("physics exploded")
+        self.t += 1
+        return self.t % 2, 0.0, False, self.t >= 3, {}
+
+
+def test_policy_with_the_wrong_signature_is_named():
+    with pytest.raises(DataError, match=r"episode 0, step 0: the policy cannot be called as policy\(obs, ctx\)"):
+        collect(Strict(), lambda obs: 0, lambda o, i: "a", Identity(), 2, propositions=["a"])
+    # an error inside a policy of the right signature is named, and chained
+    with pytest.raises(DataError, match=r"episode 0, step 1: the policy raised KeyError: 'x'") as err:
+        collect(Strict(), lambda obs, ctx: {}["x"] if ctx.t == 1 else 0, lambda o, i: "a", Identity(), 2,
+                propositions=["a"])
+    assert isinstance(err.value.__cause__, KeyError)
+
+
+def test_the_checked_action_is_what_the_environment_gets():
+    # np.array(2) and np.int64(1) pass the check; the environment gets the Python integer
+    for action in (np.array(2), np.int64(1), 2):
+        rec = collect(Strict(), lambda obs, ctx, a=action: a, lambda o, i: "a", Identity(), 2, propositions=["a"])
+        assert rec.n_steps == 6 and set(rec.keys % 3) == {int(action)}
+    assert office_env().step  # MdpEnv takes what its action space contains
+    env = office_env()
+    env.reset(seed=0)
+    assert env.action_space.contains(np.array(1))
+    assert env.step(np.array(1))[0] == env.mdp.state_index("r7c3")
+    with pytest.raises(RmtkError, match=r"action 4 is not in Discrete\(4\)"):
+        env.step(4)
+
+
+def test_propositions_as_one_string_of_names():
+    rec = collect(Strict(), lambda o, c: 0, lambda o, i: "o" if o else "a", Identity(), 2, propositions="a b c o")
+    assert rec.propositions == ("a", "b", "c", "o")
+    assert StateLabels("a b", [0, 1]).propositions == ("a", "b")
+
+
+def test_an_environment_that_raises_is_named():
+    with pytest.raises(DataError, match=r"episode 2, step 1: the environment's step\(0\) raised RuntimeError: "
+                                        r"physics exploded") as err:
+        collect(Strict(fail_episode=2, fail_step=1), lambda o, c: 0, lambda o, i: "a", Identity(), 4,
+                propositions=["a"])
+    assert isinstance(err.value.__cause__, RuntimeError)
+    with pytest.raises(DataError, match=r"episode 1, step 0: the environment's reset\(\) raised ConnectionError: "
+                                        r"simulator lost") as err:
+        collect(Strict(fail_episode=1), lambda o, c: 0, lambda o, i: "a", Identity(), 4, propositions=["a"])
+    assert isinstance(err.value.__cause__, ConnectionError)
+    with pytest.raises(RmtkError, match=r"cannot make the Gymnasium environment 'NoSuchEnv-v0': NameNotFound"):
+        collect("NoSuchEnv-v0", lambda o, c: 0, lambda o, i: "a", Identity(), 2, propositions=["a"])
+    with pytest.raises(RmtkError, match=r"'rmtk/Office-v0'.*named with their module: 'rmtk.gym:rmtk/OfficeWorld-v0'"):
+        collect("rmtk/Office-v0", lambda o, c: 0, lambda o, i: "a", Identity(), 2, propositions=["a"])
+
+    def broken():
+        raise OSError("no display")
+
+    with pytest.raises(RmtkError, match=r"the environment factory 'broken' raised OSError: no display"):
+        collect(broken, lambda o, c: 0, lambda o, i: "a", Identity(), 2, propositions=["a"])
+
+
+def test_gymnasium_make_by_module_and_id_in_a_fresh_interpreter():
+    code = """
+import gymnasium
+try:
+    gymnasium.make("rmtk/OfficeWorld-v0")
+except gymnasium.error.NamespaceNotFound:
+    print("plain id before import: NamespaceNotFound")
+env = gymnasium.make("rmtk.gym:rmtk/OfficeWorld-v0")
+print("module:id", env.reset(seed=0)[0], env.unwrapped.mdp.n_states)
+vec = gymnasium.make_vec("rmtk.gym:rmtk/OfficeWorld-v0", num_envs=3)
+print("make_vec", type(vec).__name__, vec.reset(seed=0)[0].tolist())
+print("plain id after", gymnasium.make("rmtk/OfficeWorld-v0").reset(seed=0)[0])
+"""
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    start = office_env().mdp.state_index("r7c2")
+    assert out.stdout.splitlines() == ["plain id before import: NamespaceNotFound", f"module:id {start} 108",
+                                       f"make_vec MdpVectorEnv {[start] * 3}", f"plain id after {start}"]
+
+
+def test_a_recording_counts_moves_and_starts():
+    mdp = office_env().mdp
+    seen = []
+
+    def logging(obs, ctx):
+        a = int(ctx.rng.integers(4))
+        seen.append((ctx.t, int(obs), a))
+        return a
+
+    rec = collect(MdpEnv(mdp, max_steps=6), logging, StateLabels.of(mdp), Identity(), 30, seed=2)
+    expected = {}
+    for (t, s, a), nxt in zip(seen, seen[1:] + [None]):
+        if nxt is not None and nxt[0] == t + 1:
+            expected[(s, a, nxt[1])] = expected.get((s, a, nxt[1]), 0) + 1
+    # every step but the last of each episode, checked against the next step's observation
+    got = {tuple(m): int(c) for m, c in zip(rec.moves.tolist(), rec.move_counts)}
+    assert sum(got.values()) == rec.n_steps == 180
+    assert all(got.get(k, 0) >= v for k, v in expected.items()) and sum(expected.values()) == 150
+    for s, a, s2 in got:  # the office moves are deterministic
+        assert mdp.successors(s, a) == [(s2, 1.0)]
+    assert rec.starts.tolist() == [mdp.state_index("r7c2")] and rec.start_counts.tolist() == [30]
+    # a vector environment's recording counts the same moves
+    vec = collect(MdpVectorEnv(mdp, 10, max_steps=6), lambda o, c: c.rng.integers(0, 4, 10), StateLabels.of(mdp),
+                  Identity(), 30, seed=2)
+    assert vec.move_counts.sum() == 180 and vec.start_counts.tolist() == [30]
+    merged = rec.merge(vec)
+    assert merged.move_counts.sum() == 360 and merged.start_counts.tolist() == [60]
+
+
+def test_a_labelers_own_error_is_located():
+    with pytest.raises(DataError, match=r"^episode 0, step 0: the environment's info has no 'nope' entry"):
+        collect(office_env(max_steps=3), lambda o, c: 0, InfoLabel("a b", key="nope"), Identity(), 2)
+    with pytest.raises(DataError, match=r"^episode 0, step 1: the labeler raised ZeroDivisionError"):
+        collect(Strict(), lambda o, c: 0, lambda o, i, n=[0]: "a" if n.append(1) or len(n) < 3 else 1 / 0,
+                Identity(), 2, propositions="a")

@@ -113,6 +113,20 @@ EXPECTED = {
         ],
         [],
     ),
+    "08_frozenlake.py": (
+        [
+            "mdp FrozenLake-v1 (explicit): 16 states, 4 actions",
+            "as the labeled MDP: [(10, 0.33333333333333337), (14, 0.33333333333333337), (15, 0.3333333333333333)]",
+            "a hole absorbs: [(5, 1.0)]",
+            re.compile(r"\d+ machine\(s\) with 2 nodes; every one reproduces the expert's policy after every word: True"),
+            "u0 -> u1 on k",
+            re.compile(r"re-planned policy differs from the expert's by \d\.\de-1[0-9]"),
+            "check_env(RewardMachineEnv(gymnasium.make('FrozenLake-v1'), ...)): passed",
+            "the learned machine's policy does the task: True",
+            "(state, action) pairs never tried (self-loops): (s5, a0)",
+        ],
+        [],
+    ),
 }
 
 

@@ -5,6 +5,8 @@
   ``labeler(obs, info) -> str``) and a discretiser (:class:`Identity`, :class:`Bins`, any
   ``obs -> int``); it returns a :class:`Recording`, which
   :class:`~rmtk.empirical.EmpiricalPTP` takes as it is.
+* **Model** a tabular environment: :func:`tabular_mdp` (its ``P`` as a labeled MDP) or
+  :func:`estimate_mdp` (a maximum-likelihood model of recorded steps).
 * **Use** a machine in RL: :class:`RewardMachineEnv` (the product environment),
   :class:`RewardMachineVectorEnv` (the product of a vector environment, batched CRM),
   :func:`counterfactual_experiences` (CRM), :class:`QLearning`.
@@ -21,13 +23,14 @@ from ..shortest import shortest_path_table
 from .policies import Context, NodePolicy
 from .qlearning import Episode, QLearning, Training, greedy_episode
 from .recording import Recording
+from .tabular import Estimate, estimate_mdp, tabular_mdp
 from .vector_product import RewardMachineVectorEnv, Transitions
 from .wrapper import CrmTables, Experiences, RewardMachineEnv, counterfactual_experiences, terminal_nodes
 
 register()
 
 __all__ = [
-    "collect", "collect_shard", "CollectJob", "SHARD", "Recording",
+    "collect", "collect_shard", "CollectJob", "SHARD", "Recording", "tabular_mdp", "estimate_mdp", "Estimate",
     "Identity", "Bins", "StateLabels", "InfoLabel", "Alphabet",
     "Context", "NodePolicy", "shortest_path_table",
     "RewardMachineEnv", "Experiences", "counterfactual_experiences", "terminal_nodes", "CrmTables",

@@ -19,12 +19,20 @@ from ..errors import DataError, ModelError
 from ..mdp import LabeledMDP, _check_unique, _names
 
 
+def names(value) -> tuple[str, ...]:
+    """Proposition names from a sequence of names or one string of whitespace-separated
+    names (``"a b c o"``: four propositions, as the `.rm` language writes an alphabet)."""
+    if isinstance(value, str):
+        return tuple(value.split())
+    return _names(value)
+
+
 @attrs.frozen
 class StateLabels:
     """Labels of state-index observations: ``propositions[labels[obs]]`` (a labeled MDP's
     labelling, ``StateLabels.of(mdp)``)."""
 
-    propositions: tuple[str, ...] = attrs.field(converter=_names)
+    propositions: tuple[str, ...] = attrs.field(converter=names)
     labels: tuple[int, ...] = attrs.field(converter=lambda v: tuple(int(x) for x in v))
 
     def __attrs_post_init__(self):
@@ -47,7 +55,7 @@ class StateLabels:
 class InfoLabel:
     """The label an environment reports itself, as ``info[key]`` (a proposition name)."""
 
-    propositions: tuple[str, ...] = attrs.field(converter=_names)
+    propositions: tuple[str, ...] = attrs.field(converter=names)
     key: str = "label"
 
     def __call__(self, obs, info) -> str:
@@ -61,7 +69,7 @@ class InfoLabel:
 class Alphabet:
     """Proposition names ↔ indices, checking what labelers return."""
 
-    propositions: tuple[str, ...] = attrs.field(converter=_names)
+    propositions: tuple[str, ...] = attrs.field(converter=names)
     _index: dict = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self):
@@ -80,6 +88,11 @@ class Alphabet:
             raise DataError(f"{where}: the labeler returned {label!r}, which is not a proposition; the alphabet is "
                             f"{' '.join(self.propositions)}")
         return k
+
+    @property
+    def mapping(self) -> dict:
+        """Proposition name → index (read only by convention)."""
+        return self._index
 
     def check(self, indices, where: Callable[[int], str]) -> np.ndarray:
         """Indices returned by a batch labeler, checked; ``where(i)`` names entry ``i``."""

@@ -82,8 +82,7 @@ class MdpEnv(gymnasium.Env):
     def step(self, action):
         if self._state is None:
             raise ModelError("call reset() before step()")
-        if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)) or not \
-                0 <= action < self.mdp.n_actions:
+        if not self.action_space.contains(action):  # what the space accepts: int, numpy integer, 0-d array
             raise ModelError(f"action {action!r} is not in {self.action_space}")
         self._state = self._sampler.one(self._state, int(action), self.np_random)
         self._t += 1

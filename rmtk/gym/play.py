@@ -4,6 +4,7 @@ of an engine (:mod:`rmtk.engines`). The user's labeler, discretiser and policy a
 here, with errors naming the episode and step."""
 from __future__ import annotations
 
+import inspect
 from typing import Callable
 
 import attrs
@@ -13,9 +14,10 @@ from ..data import Demonstrations
 from ..empirical import count_chunk
 from ..errors import DataError, RmtkError
 from ..space import Space
+from .discretize import Identity
 from .labels import Alphabet
 from .policies import Context
-from .recording import Recording, of_table
+from .recording import Recording, of_table, sum_rows
 
 
 # ---------------------------------------------------------------------- environments
@@ -26,14 +28,26 @@ def make_env(env):
     if isinstance(env, (gymnasium.Env, gymnasium.vector.VectorEnv)):
         return env, False
     if isinstance(env, str):
-        return gymnasium.make(env), True
+        try:
+            return gymnasium.make(env), True
+        except Exception as exc:
+            raise RmtkError(f"cannot make the Gymnasium environment {env!r}: {type(exc).__name__}: {exc}"
+                            + (_REGISTERED if "rmtk/" in env else "")) from exc
     if callable(env):
-        made = env()
+        try:
+            made = env()
+        except Exception as exc:
+            raise RmtkError(f"the environment factory {getattr(env, '__name__', env)!r} raised "
+                            f"{type(exc).__name__}: {exc}") from exc
         if not isinstance(made, (gymnasium.Env, gymnasium.vector.VectorEnv)):
             raise RmtkError(f"the environment factory returned {type(made).__name__}, not a Gymnasium environment")
         return made, True
     raise RmtkError(f"env must be a Gymnasium environment, a vector environment, an environment id or a function "
                     f"making one, not {type(env).__name__}")
+
+
+_REGISTERED = ("; rmtk's environments are registered by importing rmtk.gym, or named with their module: "
+               "'rmtk.gym:rmtk/OfficeWorld-v0'")
 
 
 def _env_name(env) -> str:
@@ -60,6 +74,11 @@ class Setup:
         import gymnasium
 
         vector = isinstance(env, gymnasium.vector.VectorEnv)
+        mode = env.metadata.get("autoreset_mode") if vector else None
+        if getattr(mode, "value", mode) == "Disabled":
+            raise RmtkError("collect steps every copy of a vector environment until the wave's longest episode ends, "
+                            "which autoreset_mode=DISABLED forbids; make it with the NEXT_STEP (default) or SAME_STEP "
+                            "autoreset mode")
         obs_space = env.single_observation_space if vector else env.observation_space
         act_space = env.single_action_space if vector else env.action_space
         if not isinstance(act_space, gymnasium.spaces.Discrete):
@@ -145,6 +164,89 @@ class Setup:
         return idx
 
 
+    # ------------------------------------------------------------------ a single environment, one value at a time
+    def scalar_states(self, tallies: dict):
+        """``(state_of(obs, episode, t), final_of(obs))`` for a single environment: the
+        checked state index of a step's observation (clipped ones tallied), and the state of
+        an episode's last observation, −1 when it cannot be discretised (never an error: it
+        only serves the (s, a, s') counts)."""
+        d, n = self.discretizer, self.n_states
+        identity = isinstance(d, Identity)
+        alive = np.ones(1, dtype=bool)
+
+        def slow(obs, episode, t):
+            def where(i):
+                return f"episode {episode}, step {t}"
+
+            index, clipped = self.states(obs, alive, where)
+            tallies["clipped"] += clipped
+            return int(index[0])
+
+        def state_of(obs, episode, t):
+            if identity and (type(obs) is int or isinstance(obs, np.integer)) and 0 <= obs < n:
+                return int(obs)
+            return slow(obs, episode, t)
+
+        def final_of(obs):
+            if identity and (type(obs) is int or isinstance(obs, np.integer)) and 0 <= obs < n:
+                return int(obs)
+            return int(self.final_states(obs, alive)[0])
+
+        return state_of, final_of
+
+    def scalar_actions(self):
+        """``action_of(action, episode, t)``: the policy's action checked against the action
+        space, as the Python integer handed to the environment."""
+        lo, hi = self.action_start, self.action_start + self.n_actions
+        alive = np.ones(1, dtype=bool)
+
+        def action_of(action, episode, t):
+            if type(action) is int and lo <= action < hi:
+                return action
+            idx = self.actions(action, alive, lambda i: f"episode {episode}, step {t}")
+            return int(idx[0]) + lo
+
+        return action_of
+
+    # ------------------------------------------------------------------ the observation that ends an episode
+    def metadata_final(self, env):
+        """``final(obs, info) -> batch`` holding each copy's last observation of an episode
+        that just ended, by the vector environment's autoreset mode (None: not available)."""
+        mode = getattr(env.metadata.get("autoreset_mode"), "value", env.metadata.get("autoreset_mode"))
+        if mode in (None, "NextStep"):
+            return lambda obs, info: obs
+        if mode == "SameStep":
+            def final(obs, info):
+                rows = list(obs)
+                for i in np.flatnonzero(info.get("_final_obs", ())):
+                    rows[i] = info["final_obs"][i]
+                return np.stack([np.asarray(r) for r in rows])
+
+            return final
+        return None
+
+    def final_states(self, obs, mask) -> np.ndarray:
+        """States of the copies in ``mask`` (−1 elsewhere, and where the observation cannot
+        be discretised: outside the bins with ``clip=False``, NaN, a discretiser's error)."""
+        out = np.full(self.copies, -1, dtype=np.int64)
+        d = self.discretizer
+        try:
+            batch = getattr(d, "batch", None)
+            if batch is not None:
+                index, outside = batch(obs if self.vector else np.asarray(obs)[None])
+                index = np.where(np.asarray(outside) & (not getattr(d, "clip", True)), -1, np.asarray(index))
+                rows = np.asarray(obs if self.vector else np.asarray(obs)[None])
+                if rows.dtype.kind == "f":
+                    index = np.where(np.isnan(rows.reshape(len(rows), -1)).any(axis=1), -1, index)
+            else:
+                index = np.array([int(d(obs[i] if self.vector else obs)) if m else -1 for i, m in enumerate(mask)])
+        except Exception:  # noqa: BLE001 - a last observation that cannot be mapped is only not counted
+            return out
+        index = np.where((index < 0) | (index >= self.n_states), -1, index)
+        out[mask] = index[mask]
+        return out
+
+
 def _as_state(value, where: str) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise DataError(f"{where}: the discretiser returned {value!r} ({type(value).__name__}); it must return a "
@@ -155,6 +257,33 @@ def _as_state(value, where: str) -> int:
 def _one_info(info: dict, i: int) -> dict:
     """Copy ``i``'s entries of a vector environment's info (``_key`` masks say which are set)."""
     return {k: v[i] for k, v in info.items() if not k.startswith("_") and info.get("_" + k, np.ones(i + 1, bool))[i]}
+
+
+# ---------------------------------------------------------------------- errors of the user's objects
+def raised(what: str, exc: Exception, where: str) -> DataError:
+    """A :class:`~rmtk.errors.DataError` naming the episode and step at which ``what`` (the
+    environment's ``step()``, the policy...) raised ``exc`` (chain it: ``raise ... from exc``)."""
+    if isinstance(exc, RmtkError):  # rmtk's own message (e.g. InfoLabel's), located if it is not
+        return DataError(str(exc) if str(exc).startswith("episode") else f"{where}: {exc}")
+    return DataError(f"{where}: {what} raised {type(exc).__name__}: {exc}")
+
+
+def policy_error(policy, exc: Exception, where: str) -> DataError:
+    """What a policy's exception means: a wrong signature (it cannot be called as
+    ``policy(obs, ctx)``) or an error inside it."""
+    if isinstance(exc, TypeError):
+        try:
+            inspect.signature(policy).bind(None, None)
+        except TypeError:
+            return DataError(f"{where}: the policy cannot be called as policy(obs, ctx) ({exc}); a policy takes the "
+                             "observation and a Context (step t, state, label, propositions, rng)")
+        except ValueError:  # no signature to inspect (some builtins)
+            pass
+    return raised("the policy", exc, where)
+
+
+def _where(episode: int, t: int) -> str:
+    return f"episode {episode}, step {t}"
 
 
 # ---------------------------------------------------------------------- one shard
@@ -168,25 +297,117 @@ def play_shard(setup: Setup, env, policy, episodes: int, seed, first: int, max_s
     rng = np.random.default_rng(policy_seq)
     waves = [min(setup.copies, episodes - w) for w in range(0, episodes, setup.copies)]
     resets = env_seq.generate_state(len(waves), dtype=np.uint32)
-    parts, tallies = [], dict(clipped=0, terminated=0, truncated=0, cut=0)
-    done = 0
-    for w, size in enumerate(waves):
-        parts.append(_wave(setup, env, policy, size, int(resets[w]), first + done, max_steps, rng, tallies))
-        done += size
-    T = max(p[0].shape[1] for p in parts)
-    pad = lambda a: np.pad(a, ((0, 0), (0, T - a.shape[1])), constant_values=-1)  # noqa: E731
-    states, actions, labels, lengths = (np.concatenate([pad(p[k]) if k < 3 else p[k] for p in parts]) for k in range(4))
+    tallies = {"clipped": 0, "terminated": 0, "truncated": 0, "cut": 0}
+    if setup.vector:
+        parts, done = [], 0
+        for w, size in enumerate(waves):
+            parts.append(_wave(setup, env, policy, size, int(resets[w]), first + done, max_steps, rng, tallies))
+            done += size
+        T = max(p[0].shape[1] for p in parts)
+        pad = lambda a: np.pad(a, ((0, 0), (0, T - a.shape[1])), constant_values=-1)  # noqa: E731
+        states, actions, labels, lengths, finals = (np.concatenate([pad(p[k]) if k < 3 else p[k] for p in parts])
+                                                    for k in range(5))
+    else:
+        states, actions, labels, lengths, finals = _episodes(setup, env, policy, resets, first, max_steps, rng,
+                                                             tallies)
     demos = Demonstrations(states, actions, lengths)
     table = count_chunk(setup.space(), demos, compress=compress, labels=labels)
-    return of_table(table, setup.alphabet.propositions, name=setup.name, episodes=episodes, **tallies)
+    moves, move_counts = count_moves(states, actions, lengths, finals)
+    starts, start_counts = np.unique(states[lengths > 0, 0], return_counts=True)
+    return of_table(table, setup.alphabet.propositions, name=setup.name, episodes=episodes, moves=moves,
+                    move_counts=move_counts, starts=starts, start_counts=start_counts, **tallies)
+
+
+def count_moves(states: np.ndarray, actions: np.ndarray, lengths: np.ndarray, finals: np.ndarray):
+    """Distinct ``(s, a, s')`` rows of the episodes and their counts: each step's state and
+    action with the next step's state, the last step's with ``finals`` (the state of the
+    observation that ended the episode, −1 when it could not be discretised: not counted)."""
+    nxt = np.full_like(states, -1)
+    nxt[:, :-1] = states[:, 1:]
+    ran = np.flatnonzero(lengths > 0)
+    nxt[ran, lengths[ran] - 1] = finals[ran]
+    keep = (states >= 0) & (nxt >= 0)
+    rows = np.stack([states[keep], actions[keep], nxt[keep]], axis=1).astype(np.int64)
+    return sum_rows(rows.reshape(-1, 3))
+
+
+def _episodes(setup: Setup, env, policy, resets, first: int, max_steps: int, rng: np.random.Generator,
+              tallies: dict):
+    """One episode after another on a single environment: plain Python values in the loop
+    (the environment's own speed matters here), arrays at the end."""
+    n = len(resets)
+    flat_s: list[int] = []
+    flat_a: list[int] = []
+    flat_l: list[int] = []
+    lengths = np.zeros(n, dtype=np.int64)
+    finals = np.full(n, -1, dtype=np.int64)
+    state_of, final_of = setup.scalar_states(tallies)
+    action_of, alphabet = setup.scalar_actions(), setup.alphabet
+    props, start = setup.alphabet.propositions, setup.action_start
+    append_s, append_a, append_l = flat_s.append, flat_a.append, flat_l.append
+    # the common cases inline (the functions above check everything else, and name the errors)
+    identity, S = isinstance(setup.discretizer, Identity), setup.n_states
+    labeler, index = setup.labeler, setup.alphabet.mapping
+    stop = start + setup.n_actions
+    for e in range(n):
+        episode, t = first + e, 0
+        try:
+            obs, info = env.reset(seed=int(resets[e]))
+        except Exception as exc:
+            raise raised("the environment's reset()", exc, _where(episode, 0)) from exc
+        while True:
+            s = obs if identity and type(obs) is int and 0 <= obs < S else state_of(obs, episode, t)
+            try:
+                label = labeler(obs, info)
+            except Exception as exc:
+                raise raised("the labeler", exc, _where(episode, t)) from exc
+            k = index.get(label) if type(label) is str else None
+            if k is None:
+                k = alphabet.index(label, _where(episode, t))
+            try:
+                action = policy(obs, Context(t, s, k, props, rng))
+            except Exception as exc:
+                raise policy_error(policy, exc, _where(episode, t)) from exc
+            a = action if type(action) is int and start <= action < stop else action_of(action, episode, t)
+            try:
+                obs, _, term, trunc, info = env.step(a)
+            except Exception as exc:
+                raise raised(f"the environment's step({a})", exc, _where(episode, t)) from exc
+            append_s(s)
+            append_a(a - start)
+            append_l(k)
+            t += 1
+            if term or trunc:
+                tallies["terminated" if term else "truncated"] += 1
+                break
+            if t >= max_steps:
+                tallies["cut"] += 1
+                break
+        lengths[e] = t
+        finals[e] = final_of(obs)
+    T = int(lengths.max(initial=0))
+    filled = np.arange(T) < lengths[:, None]
+    out = []
+    for flat in (flat_s, flat_a, flat_l):
+        arr = np.full((n, T), -1, dtype=np.int64)
+        arr[filled] = flat
+        out.append(arr)
+    states, actions, labels = out
+    return states.astype(np.int32), actions.astype(np.int32), labels, lengths, finals
 
 
 def _wave(setup: Setup, env, policy, size: int, reset_seed: int, first: int, max_steps: int,
           rng: np.random.Generator, tallies: dict):
     """``size`` episodes, one per copy of the environment, played together."""
-    obs, info = env.reset(seed=reset_seed)
+    everyone = f"episodes {first}-{first + size - 1}"
+    try:
+        obs, info = env.reset(seed=reset_seed)
+    except Exception as exc:
+        raise raised("the environment's reset()", exc, f"{everyone}, step 0") from exc
     alive = np.arange(setup.copies) < size
     lengths = np.zeros(setup.copies, dtype=np.int64)
+    finals = np.full(setup.copies, -1, dtype=np.int64)
+    final_obs = setup.metadata_final(env)
     cols: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for t in range(max_steps):
         def where(i, t=t):
@@ -194,15 +415,22 @@ def _wave(setup: Setup, env, policy, size: int, reset_seed: int, first: int, max
 
         s, clipped = setup.states(obs, alive, where)
         lab = setup.labels(obs, info, alive, where)
-        ctx = Context(t, s if setup.vector else int(s[0]), lab if setup.vector else int(lab[0]),
-                      setup.alphabet.propositions, rng)
-        action = policy(obs, ctx)
+        ctx = Context(t, s, lab, setup.alphabet.propositions, rng)
+        try:
+            action = policy(obs, ctx)
+        except Exception as exc:
+            raise policy_error(policy, exc, f"{everyone}, step {t}") from exc
         a = setup.actions(action, alive, where)
         tallies["clipped"] += clipped
         cols.append((np.where(alive, s, -1), np.where(alive, a, -1), np.where(alive, lab, -1)))
-        obs, _, term, trunc, info = env.step(action)
+        try:
+            obs, _, term, trunc, info = env.step(a + setup.action_start)
+        except Exception as exc:
+            raise raised("the environment's step()", exc, f"{everyone}, step {t}") from exc
         term, trunc = np.atleast_1d(term).astype(bool), np.atleast_1d(trunc).astype(bool)
         ended = alive & (term | trunc)
+        if ended.any() and final_obs is not None:
+            finals[ended] = setup.final_states(final_obs(obs, info), ended)[ended]
         lengths[ended] = t + 1
         tallies["terminated"] += int((ended & term).sum())
         tallies["truncated"] += int((ended & trunc & ~term).sum())
@@ -211,5 +439,7 @@ def _wave(setup: Setup, env, policy, size: int, reset_seed: int, first: int, max
             break
     lengths[alive] = len(cols)
     tallies["cut"] += int(alive.sum())
+    if alive.any() and final_obs is not None:
+        finals[alive] = setup.final_states(obs, alive)[alive]
     states, actions, labels = (np.stack([c[k] for c in cols], axis=1)[:size] for k in range(3))
-    return states.astype(np.int32), actions.astype(np.int32), labels, lengths[:size]
+    return states.astype(np.int32), actions.astype(np.int32), labels, lengths[:size], finals[:size]

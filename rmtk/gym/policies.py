@@ -8,18 +8,19 @@ should come from ``ctx.rng``: collect seeds it per shard, so the same seed gives
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import attrs
 import numpy as np
 
+from ..axes import order_hint
 from ..errors import ModelError
 from ..machine import RewardMachine
 
 
-@attrs.frozen
-class Context:
-    """What :func:`~rmtk.gym.collect` tells the policy at a step.
+class Context(NamedTuple):
+    """What :func:`~rmtk.gym.collect` tells the policy at a step (an immutable named tuple:
+    one is made at every step, and a tuple is the cheapest immutable record to make).
 
     Attributes:
         t: the step within the episode (0 at a reset).
@@ -52,10 +53,15 @@ class NodePolicy:
     def from_table(cls, machine: RewardMachine, table) -> "NodePolicy":
         """Sample from ``table[u, s, a]``, a stochastic policy per node (e.g. from
         :func:`shortest_path_table`)."""
-        cdf = np.cumsum(np.asarray(table, dtype=float), axis=2)
-        if cdf.ndim != 3 or cdf.shape[0] != machine.n_nodes:
-            raise ModelError(f"a node policy table has shape (nodes, states, actions) with {machine.n_nodes} nodes, "
-                             f"got {cdf.shape}")
+        table = np.asarray(table, dtype=float)
+        n = machine.n_nodes
+        if table.ndim != 3 or table.shape[0] != n:
+            if table.ndim == 3 and table.shape[1] == n:  # a SoftPolicy's pi is (states, nodes, actions)
+                raise ModelError(order_hint("a node policy table", table.shape,
+                                            [("nodes", n), ("states", table.shape[0]), ("actions", table.shape[2])]))
+            raise ModelError(f"a node policy table has shape {table.shape}; expected (nodes, states, actions) with "
+                             f"{n} nodes")
+        cdf = np.cumsum(table, axis=2)
 
         def choose(states, nodes, rng):
             rows = cdf[nodes, states]

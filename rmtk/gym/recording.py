@@ -10,11 +10,39 @@ recording whatever the engine, the number of workers or the order of the merges.
 from __future__ import annotations
 
 import attrs
+import numpy as np
 
+from .._arrays import array_eq, frozen_array
 from ..empirical import CountTable, canonical_counts, merge_counts
 from ..errors import DataError
 from ..mdp import _names
 from ..space import Space
+
+
+def _rows(value) -> np.ndarray:
+    arr = frozen_array(np.int64)(value)
+    if arr.ndim != 2 or arr.shape[1] != 3:
+        raise DataError(f"recording moves are (state, action, next state) rows, shape (k, 3), not {arr.shape}")
+    return arr
+
+
+def sum_rows(rows: np.ndarray, counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of non-negative integers (sorted) and their summed counts (each row
+    once when ``counts`` is None). Rows are sorted as one integer each when their values fit
+    (the common case, much faster than sorting rows)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if counts is None:
+        counts = np.ones(len(rows), dtype=np.int64)
+    if not len(rows):
+        return rows, np.asarray(counts, dtype=np.int64)
+    radix = rows.max(axis=0).astype(object) + 1
+    if int(np.prod(radix)) < 2**62:
+        codes = np.ravel_multi_index(tuple(rows.T), tuple(int(r) for r in radix))
+        uniq, inv = np.unique(codes, return_inverse=True)
+        uniq_rows = np.stack(np.unravel_index(uniq, tuple(int(r) for r in radix)), axis=1).astype(np.int64)
+    else:
+        uniq_rows, inv = np.unique(rows, axis=0, return_inverse=True)
+    return uniq_rows, np.bincount(inv.ravel(), weights=counts, minlength=len(uniq_rows)).astype(np.int64)
 
 
 @attrs.frozen
@@ -29,6 +57,12 @@ class Recording(CountTable):
         truncated: episodes the environment truncated (its time limit).
         cut: episodes stopped at ``collect``'s ``max_steps``.
         name: the environment's name, for messages.
+        moves: the distinct ``(state, action, next state)`` steps seen, rows sorted, and
+            ``move_counts`` how often each was seen: the data of a maximum-likelihood
+            transition model (:func:`rmtk.gym.estimate_mdp`). An episode's last step counts
+            with the state of the observation that ended it.
+        starts: the distinct start states of the episodes (sorted), ``start_counts`` how
+            often each was one.
     """
 
     propositions: tuple[str, ...] = attrs.field(default=(), converter=_names)
@@ -38,11 +72,21 @@ class Recording(CountTable):
     truncated: int = 0
     cut: int = 0
     name: str = "recording"
+    moves: np.ndarray = attrs.field(factory=lambda: np.zeros((0, 3), np.int64), converter=_rows, eq=array_eq)
+    move_counts: np.ndarray = attrs.field(factory=lambda: np.zeros(0, np.int64), converter=frozen_array(np.int64),
+                                          eq=array_eq)
+    starts: np.ndarray = attrs.field(factory=lambda: np.zeros(0, np.int64), converter=frozen_array(np.int64),
+                                     eq=array_eq)
+    start_counts: np.ndarray = attrs.field(factory=lambda: np.zeros(0, np.int64), converter=frozen_array(np.int64),
+                                           eq=array_eq)
 
     def __attrs_post_init__(self):
         if len(self.propositions) != self.n_letters:
             raise DataError(f"recording {self.name!r}: {len(self.propositions)} propositions for "
                             f"{self.n_letters} label indices")
+        if len(self.moves) != len(self.move_counts) or len(self.starts) != len(self.start_counts):
+            raise DataError(f"recording {self.name!r}: {len(self.moves)} moves for {len(self.move_counts)} counts, "
+                            f"{len(self.starts)} start states for {len(self.start_counts)} counts")
 
     @property
     def space(self) -> Space:
@@ -60,7 +104,12 @@ class Recording(CountTable):
             raise DataError(f"cannot merge recordings with different propositions: {' '.join(self.propositions)} "
                             f"and {' '.join(other.propositions)}")
         table = merge_counts(self, other)
-        return of_table(table, self.propositions, name=self.name,
+        moves, move_counts = sum_rows(np.concatenate([self.moves, other.moves]),
+                                       np.concatenate([self.move_counts, other.move_counts]))
+        starts, start_counts = sum_rows(np.concatenate([self.starts, other.starts])[:, None],
+                                         np.concatenate([self.start_counts, other.start_counts]))
+        return of_table(table, self.propositions, name=self.name, moves=moves, move_counts=move_counts,
+                        starts=starts[:, 0], start_counts=start_counts,
                         **{f: getattr(self, f) + getattr(other, f) for f in _TALLIES})
 
     def canonical(self) -> "Recording":
@@ -77,6 +126,7 @@ class Recording(CountTable):
 
 
 _TALLIES = ("episodes", "clipped", "terminated", "truncated", "cut")
+
 
 
 def _counts(table: CountTable) -> dict:
