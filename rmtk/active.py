@@ -79,6 +79,8 @@ class Round:
     def __str__(self) -> str:
         what = {"start": "from the data there is", "queries": f"{len(self.asked)} queries",
                 "tests": f"{len(self.asked)} queries testing the survivors against larger machines",
+                "free": f"{len(self.asked)} queries using free transitions of the survivors",
+                "transitions": f"{len(self.asked)} queries testing each transition of the survivor",
                 "equivalence": f"equivalence check, {self.walks} walks"}[self.reason]
         return (f"round {self.index}: {what}, {self.new_pairs} new (word, state) pairs; {self.survivors} "
                 f"machine(s) of {self.nodes} nodes survive; spent {self.queries} queries, {self.steps} steps, "
@@ -141,7 +143,7 @@ class ActiveLearner:
     budget: Budget = attrs.field(factory=Budget)
     max_nodes: int | None = None
     max_solutions: int | None = 1000
-    test_rounds: int = 5
+    test_rounds: int = 2
     alpha: float = 0.05
     progress: Progress = attrs.field(factory=Progress)
 
@@ -210,6 +212,12 @@ class ActiveLearner:
                 tests = tests + 1 if keys == last_keys else 0
                 last_keys = keys
                 count = getattr(self.strategy, "alternatives", 0)
+                if not queries and callable(getattr(self.strategy, "free", None)):
+                    queries = self.strategy.free(mdp, res.solutions, knowledge)
+                    reason = "free"
+                if not queries and callable(getattr(self.strategy, "tests", None)):
+                    queries = self.strategy.tests(mdp, res.solutions, knowledge)
+                    reason = "transitions"
                 if not queries and count and tests < self.test_rounds:
                     alternatives = survivors.alternatives(oracle, count)
                     if alternatives:
@@ -228,10 +236,10 @@ class ActiveLearner:
                     exhausted = self._exhausted(spent, t0) or "steps"
                     stopped = f"the {exhausted} budget is spent before the equivalence check: the survivors so far"
                     break
-                obs = self.check.run(expert, n_walks)
-                spent["queries"] += n_walks
-                spent["steps"] += obs.steps
-                new = knowledge.add(obs)
+                answers, asked_n = self.check.run(expert, n_walks, knowledge, deltas)
+                spent["queries"] += asked_n
+                spent["steps"] += sum(obs.steps for obs in answers)
+                new = sum(knowledge.add(obs) for obs in answers)
                 reason, asked, walks = "equivalence", (), n_walks
                 checked = [res.n_nodes, deltas]
         finally:

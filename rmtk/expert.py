@@ -204,7 +204,9 @@ def _positive(instance, attribute, value):
 class TaskExpert:
     """The exact expert of a task: its product policy (``source``: ``"soft-optimal"``,
     ``"distinct"`` or a policy source such as :class:`~rmtk.exact.NodePolicyTable`) at any
-    history. One evaluation per (history, state) asked."""
+    history, one evaluation per (history, state) asked. Its extensions are runs of that
+    policy and show the actions drawn (counts); the learner asks :meth:`act` where it wants
+    the distribution."""
 
     task: Task
     source: object = "soft-optimal"
@@ -231,7 +233,7 @@ class TaskExpert:
     def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
         if word is not None:
             word = _check_word(self.mdp, word, state, self.compressed)
-        return self._product.rollouts(_rng(self.seed, self._calls), word, state, k, m, explore, exact=True)
+        return self._product.rollouts(_rng(self.seed, self._calls), word, state, k, m, explore, exact=False)
 
 
 @attrs.define

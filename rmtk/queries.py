@@ -27,7 +27,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 import numpy as np
 
-from .equivalence import clash_pairs, compressed, sync_product
+from .equivalence import clash_pairs, compressed, exercised, sync_product
 from .errors import RmtkError
 from .expert import Observations
 from .mdp import LabeledMDP
@@ -37,7 +37,8 @@ from .mdp import LabeledMDP
 class Query:
     """One question: the expert's action at ``state`` after ``word`` (``samples`` draws for an
     expert that is run), asked because the witness (``word``, ``partner``, ``state``) separates
-    the surviving pairs ``pairs`` (machine indices of the round, 0-based)."""
+    the surviving pairs ``pairs`` (machine indices of the round, 0-based; ``(i, i)``: it uses a
+    free transition of machine ``i``)."""
 
     word: tuple[int, ...]
     state: int
@@ -53,22 +54,29 @@ class QueryStrategy(Protocol):
     alternatives)`` gets the survivors' ``(n, K)`` transition arrays, the
     :class:`~rmtk.survivors.Knowledge` and machines of one node more that fit it too (to test
     a lone survivor against), and returns :class:`Query` objects (none: nothing worth asking).
-    ``alternatives``: how many such machines it wants per round (0: none)."""
+    ``alternatives``: how many such machines it wants per round (0: none). ``free(mdp,
+    solutions, knowledge)``: questions that make the survivors' free transitions (those no
+    known word uses, :class:`~rmtk.solve.Solution` ``used``) constrained, where the MDP can
+    use them."""
 
     alternatives: int
 
     def choose(self, mdp, deltas: list[np.ndarray], knowledge, expert, alternatives=()) -> list[Query]: ...
 
+    def free(self, mdp, solutions, knowledge) -> list[Query]: ...
+
 
 @runtime_checkable
 class EquivalenceCheck(Protocol):
-    """Looks for behaviour the survivors fail to explain: ``run(expert, walks)`` returns what
-    the expert showed (``walks``: how many of its runs the budget allows, ``None``: all);
-    ``steps(walks)`` is the environment steps that costs and ``walks`` the runs it makes."""
+    """Looks for behaviour the survivors fail to explain: ``run(expert, walks, knowledge,
+    deltas)`` returns the answers to fold in and the number of questions asked (``walks``:
+    how many runs the budget allows, ``None``: all; ``deltas``: the survivors); ``steps(walks)``
+    is the environment steps that costs and ``walks`` the runs it makes."""
 
     walks: int
 
-    def run(self, expert, walks: int | None = None) -> Observations: ...
+    def run(self, expert, walks: int | None = None, knowledge=None,
+            deltas=()) -> tuple[list[Observations], int]: ...
 
     def steps(self, walks: int) -> int: ...
 
@@ -106,10 +114,12 @@ class SplitMostPairs:
         data_pairs: the recorded tree's triples are candidates while it holds at most this
             many (word, state) pairs.
         alternatives: machines of one node more to test a lone survivor against, per round.
+        per_transition: transition tests of a lone survivor per transition (:meth:`tests`).
     """
 
     samples: int = attrs.field(default=200, validator=_positive)
-    alternatives: int = attrs.field(default=16, validator=attrs.validators.ge(0))
+    alternatives: int = attrs.field(default=4, validator=attrs.validators.ge(0))
+    per_transition: int = attrs.field(default=1, validator=attrs.validators.ge(0))
     products: int = attrs.field(default=64, validator=_positive)
     data_pairs: int = attrs.field(default=4000, validator=_positive)
 
@@ -142,6 +152,80 @@ class SplitMostPairs:
                 w1, w2 = tuple(ptp.trie.word(int(node[x]))), tuple(ptp.trie.word(int(node[y])))
                 out.setdefault(tuple(sorted((w1, w2))) + (int(state[x]),), None)
         return out
+
+    def free(self, mdp, solutions, knowledge) -> list[Query]:
+        """For each transition of a survivor that no known word uses but some word of the
+        MDP would, the shortest such history: asking it makes the transition constrained."""
+        if not isinstance(mdp, LabeledMDP):
+            return []
+        out, lab = {}, mdp.labels
+        succ = mdp.successor_matrix()
+        for m, sol in enumerate(solutions):
+            delta = np.asarray(sol.delta_u)
+            prod = sync_product(mdp, np.zeros((1, delta.shape[1]), np.int64), delta)
+            todo = exercised(prod, mdp, delta, compress=knowledge.compressed) & ~np.asarray(sol.used)
+            for i in range(prod.size):
+                if not todo.any():
+                    break
+                s, h = int(prod.states[i]), int(prod.b[i])
+                if not todo[h].any():
+                    continue
+                for s2 in succ.indices[succ.indptr[s]:succ.indptr[s + 1]].tolist():
+                    k = int(lab[s2])
+                    if todo[h, k] and (k != lab[s] or not knowledge.compressed):
+                        todo[h, k] = False
+                        word = tuple(compressed(prod.word(i, lab)) if knowledge.compressed else prod.word(i, lab))
+                        word = word + (k,)
+                        need = self._need(knowledge, word, s2, knowledge.exact)
+                        if need > 0:
+                            out.setdefault((word, s2), Query(word, s2, 1 if knowledge.exact else int(need), (),
+                                                             ((m, m),), float(need)))
+        return list(out.values())
+
+    def tests(self, mdp, solutions, knowledge) -> list[Query]:
+        """Transition tests of a lone survivor: for each of its transitions, the first
+        ``per_transition`` (state, node) pairs reached after it whose shortest word through the
+        transition differs from their shortest word overall; the survivor predicts the expert
+        acts alike after both (a check in the manner of a transition cover)."""
+        if not isinstance(mdp, LabeledMDP) or len(solutions) != 1:
+            return []
+        delta = np.asarray(solutions[0].delta_u)
+        lab, comp = mdp.labels, knowledge.compressed
+        succ = mdp.successor_matrix()
+        nxt = [succ.indices[succ.indptr[s]:succ.indptr[s + 1]].tolist() for s in range(mdp.n_states)]
+        prod = sync_product(mdp, np.zeros((1, delta.shape[1]), np.int64), delta)
+        shortest: dict[tuple[int, int], tuple[int, ...]] = {}
+        for i in range(prod.size):
+            w = prod.word(i, lab)
+            shortest[(int(prod.states[i]), int(prod.b[i]))] = tuple(compressed(w) if comp else w)
+
+        def grow(word, k):
+            return word if comp and word and word[-1] == k else word + (k,)
+
+        out: dict = {}
+        for (h, k) in sorted({(h, int(lab[s2])) for (s, h) in shortest for s2 in nxt[s]
+                              if not (comp and lab[s2] == lab[s])}):
+            frontier = [(s2, int(delta[h, k]), grow(w, k)) for (s, hh), w in shortest.items() if hh == h
+                        for s2 in nxt[s] if lab[s2] == k and not (comp and lab[s] == k)]
+            frontier.sort(key=lambda t: len(t[2]))
+            seen, found = set(), 0
+            while frontier and found < self.per_transition:
+                step = []
+                for s, g, w in frontier:
+                    if (s, g) in seen:
+                        continue
+                    seen.add((s, g))
+                    w0 = shortest.get((s, g))
+                    if w0 is not None and w0 != w and found < self.per_transition:
+                        found += 1
+                        for word, partner in ((w, w0), (w0, w)):
+                            need = self._need(knowledge, word, s, knowledge.exact)
+                            if need > 0:
+                                out.setdefault((word, s), Query(word, s, 1 if knowledge.exact else int(need),
+                                                                partner, ((0, 0),), float(need)))
+                    step += [(s2, int(delta[g, lab[s2]]), grow(w, int(lab[s2]))) for s2 in nxt[s]]
+                frontier = step
+        return list(out.values())
 
     def choose(self, mdp, deltas, knowledge, expert, alternatives=()) -> list[Query]:
         n_surv = len(deltas)
@@ -189,14 +273,29 @@ class SplitMostPairs:
         return out
 
 
+def _groups(knowledge, deltas) -> set:
+    """(machine, state, node) of every (word, state) known, for each machine of ``deltas``."""
+    ptp = knowledge.ptp()
+    if ptp is None:
+        return set()
+    node, state = np.asarray(ptp.tree.pair_node), np.asarray(ptp.tree.pair_state)
+    return {(m, int(s), int(h)) for m, d in enumerate(deltas)
+            for s, h in zip(state.tolist(), ptp.trie.run(d, 0)[node].tolist())}
+
+
 @attrs.frozen
 class ExpertWalks:
     """The sampled equivalence check: ``walks`` runs of the expert from the start, ``length``
-    steps each, a uniform move with probability ``explore`` (see the module docstring)."""
+    steps each, a uniform move with probability ``explore`` (see the module docstring). From
+    an expert that is run, the actions drawn are the observations. From an exact expert, at
+    most ``evaluations`` of the (word, state) pairs visited are asked: first those where a
+    survivor predicts the class of a known pair (same state and node), the longest words
+    first, then pairs of states and nodes nothing is known at."""
 
     walks: int = attrs.field(default=5, validator=_positive)
     length: int = attrs.field(default=40, validator=_positive)
     explore: float = 0.5
+    evaluations: int = attrs.field(default=20, validator=_positive)
 
     def __attrs_post_init__(self):
         if not 0.0 <= self.explore <= 1.0:
@@ -205,6 +304,21 @@ class ExpertWalks:
     def steps(self, walks: int) -> int:
         return walks * self.length
 
-    def run(self, expert, walks: int | None = None) -> Observations:
-        """What ``walks`` (default: all) runs of the expert observe."""
-        return expert.extend(None, None, self.length, self.walks if walks is None else walks, self.explore)
+    def run(self, expert, walks: int | None = None, knowledge=None, deltas=()) -> tuple[list[Observations], int]:
+        """What ``walks`` (default: all) runs of the expert show, as answers to fold in, and
+        the number of questions asked (walks, plus evaluations for an exact expert)."""
+        walks = self.walks if walks is None else walks
+        seen = expert.extend(None, None, self.length, walks, self.explore)
+        if not expert.exact:
+            return [seen], walks
+        known = _groups(knowledge, deltas) if knowledge is not None else set()
+        tests, fresh = [], []
+        for word, s in zip(seen.words, seen.states.tolist()):
+            if knowledge is not None and knowledge.visits(word, s):
+                continue
+            nodes = [(m, s, _final(d, word)) for m, d in enumerate(deltas)]
+            (tests if any(g in known for g in nodes) else fresh).append((-len(word), len(tests) + len(fresh), word, s))
+        chosen = (sorted(tests) + sorted(fresh))[: self.evaluations]
+        answers = [expert.act(word, s) for _, _, word, s in chosen]
+        steps = Observations((), np.empty(0, np.int64), np.empty((0, expert.mdp.n_actions)), True, seen.steps)
+        return [steps] + answers, walks + len(answers)
