@@ -142,7 +142,7 @@ class _Product:
     compressed: bool
 
     @classmethod
-    def of(cls, task: Task, source, compressed: bool) -> "_Product":
+    def of(cls, task: Task, source, compressed: bool) -> _Product:
         if compressed and not task.machine.is_non_stuttering():
             raise QueryError(f"the expert's memory (machine {task.machine.name!r}) stutters: a compressed history "
                              "does not determine its node; ask with uncompressed words (compress=False)")

@@ -208,22 +208,22 @@ class SplitMostPairs:
             frontier = [(s2, int(delta[h, k]), grow(w, k)) for (s, hh), w in shortest.items() if hh == h
                         for s2 in nxt[s] if lab[s2] == k and not (comp and lab[s] == k)]
             frontier.sort(key=lambda t: len(t[2]))
-            seen, found = set(), 0
+            expanded, tested, found = set(), set(), 0
             while frontier and found < self.per_transition:
                 step = []
                 for s, g, w in frontier:
-                    if (s, g) in seen:
-                        continue
-                    seen.add((s, g))
                     w0 = shortest.get((s, g))
-                    if w0 is not None and w0 != w and found < self.per_transition:
+                    if w0 is not None and w0 != w and (s, g) not in tested and found < self.per_transition:
+                        tested.add((s, g))
                         found += 1
                         for word, partner in ((w, w0), (w0, w)):
                             need = self._need(knowledge, word, s, knowledge.exact)
                             if need > 0:
                                 out.setdefault((word, s), Query(word, s, 1 if knowledge.exact else int(need),
                                                                 partner, ((0, 0),), float(need)))
-                    step += [(s2, int(delta[g, lab[s2]]), grow(w, int(lab[s2]))) for s2 in nxt[s]]
+                    if (s, g) not in expanded:
+                        expanded.add((s, g))
+                        step += [(s2, int(delta[g, lab[s2]]), grow(w, int(lab[s2]))) for s2 in nxt[s]]
                 frontier = step
         return list(out.values())
 
