@@ -431,7 +431,8 @@ def build_parser() -> argparse.ArgumentParser:
     ln.add_argument("--expert", choices=("exact", "simulated"),
                     help="with --active: the task's exact policy (default) or runs of it on the task's MDP "
                          "(the default with --demos)")
-    ln.add_argument("--budget-steps", type=_positive_int, metavar="N", help="with --active: at most N environment steps")
+    ln.add_argument("--budget-steps", type=_positive_int, metavar="N",
+                    help="with --active: at most N environment steps")
     ln.add_argument("--budget-queries", type=_positive_int, metavar="N", help="with --active: at most N expert queries")
     ln.add_argument("--budget-seconds", type=_positive_float, metavar="S", help="with --active: at most S seconds")
     ln.add_argument("--samples", type=_positive_int, metavar="M",

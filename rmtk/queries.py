@@ -111,6 +111,7 @@ class SplitMostPairs:
             exact expert is asked once).
         products: at most this many pairs of survivors get their synchronised product
             searched for witnesses per round (the open pairs in order).
+        per_product: witnesses taken from each product and direction, the shortest first.
         data_pairs: the recorded tree's triples are candidates while it holds at most this
             many (word, state) pairs.
         alternatives: machines of one node more to test a lone survivor against, per round.
@@ -120,6 +121,7 @@ class SplitMostPairs:
     samples: int = attrs.field(default=200, validator=_positive)
     alternatives: int = attrs.field(default=4, validator=attrs.validators.ge(0))
     per_transition: int = attrs.field(default=1, validator=attrs.validators.ge(0))
+    per_product: int = attrs.field(default=8, validator=_positive)
     products: int = attrs.field(default=64, validator=_positive)
     data_pairs: int = attrs.field(default=4000, validator=_positive)
 
@@ -136,7 +138,7 @@ class SplitMostPairs:
                 prod = sync_product(mdp, deltas[i], deltas[j])
                 s, a, b = prod.states, prod.a, prod.b
                 for group, cls in ((s * prod.nb + b, a), (s * prod.na + a, b)):
-                    for x, y in clash_pairs(group, cls, prod.depth):
+                    for x, y in clash_pairs(group, cls, prod.depth, self.per_product):
                         w1, w2 = prod.word(x, mdp.labels), prod.word(y, mdp.labels)
                         if knowledge.compressed:
                             w1, w2 = compressed(w1), compressed(w2)

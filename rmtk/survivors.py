@@ -127,7 +127,8 @@ class Knowledge:
             keys_, counts_ = np.array(keys, np.int64), np.array(counts, np.int64)
             order = np.argsort(keys_, kind="stable")
             uniq, inv = np.unique(keys_[order], return_inverse=True)
-            small = CountTable(grow.trie(self.compressed), uniq, np.bincount(inv, weights=counts_[order]).astype(np.int64),
+            summed = np.bincount(inv, weights=counts_[order]).astype(np.int64)
+            small = CountTable(grow.trie(self.compressed), uniq, summed,
                                S, A, self.mdp.n_propositions)
             self.table = merge_counts(self.table, small)
             self._lookup = None

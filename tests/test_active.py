@@ -185,3 +185,16 @@ def test_learn_active_on_the_command_line(capsys):
     assert "--budget-steps applies to active learning" in capsys.readouterr().err
     assert main(["learn", str(MODELS / "patrol.rm"), "--active", "--depth", "3"]) == 1
     assert "does not apply to active learning" in capsys.readouterr().err
+
+
+def test_reproduce_active_quick(tmp_path):
+    from rmtk.experiments import Options, run
+
+    report = run("active", Options(quick=True, figure_dir=tmp_path, overrides={"demos": 200}))
+    (_, header, rows), (_, _, stack_avoid) = report.tables
+    row = dict(zip(header, rows[0]))
+    assert row["task"] == "patrol" and row["truth"] == "yes" and row["consistent"] == "yes"
+    assert row["active evaluations"] * 3 < row["tree evaluations"] == 254
+    passive, active = stack_avoid
+    assert active[3] == active[2] >= 1 and active[4] > passive[4] == 200 * 20  # steps: recorded + asked
+    assert (tmp_path / "active.png").exists()
