@@ -239,7 +239,7 @@ class ActiveLearner:
                 answers, asked_n = self.check.run(expert, n_walks, knowledge, deltas)
                 spent["queries"] += asked_n
                 spent["steps"] += sum(obs.steps for obs in answers)
-                new = sum(knowledge.add(obs) for obs in answers)
+                new = knowledge.add(*answers)
                 reason, asked, walks = "equivalence", (), n_walks
                 checked = [res.n_nodes, deltas]
         finally:
@@ -272,7 +272,7 @@ class ActiveLearner:
         return max(0, int(n))
 
     def _ask(self, expert, queries, knowledge, spent, t0) -> tuple[list[Query], int]:
-        asked, new, b = [], 0, self.budget
+        asked, answers, b = [], [], self.budget
         for q in queries:
             if b.queries is not None and spent["queries"] + 1 > b.queries:
                 break
@@ -283,9 +283,9 @@ class ActiveLearner:
             obs = expert.act(q.word, q.state, q.samples)
             spent["queries"] += 1
             spent["steps"] += obs.steps
-            new += knowledge.add(obs)
+            answers.append(obs)
             asked.append(q)
-        return asked, new
+        return asked, knowledge.add(*answers)
 
     # -- the result -------------------------------------------------------------------------
     def _result(self, task, mdp, expert, res, ptp, neg, oracle, rec, t0) -> LearnResult:

@@ -86,14 +86,13 @@ def realisable(mdp: LabeledMDP, word: tuple[int, ...], compressed: bool = True) 
     """``(S,)`` mask of the states some path from a start state ends in while producing
     ``word`` (compressed: runs of a label may last any number of steps)."""
     succ = mdp.successor_matrix()
-    indptr, indices, lab = np.asarray(succ.indptr), np.asarray(succ.indices), mdp.labels
+    indptr, lab = np.asarray(succ.indptr), mdp.labels
     S = mdp.n_states
+    rows, cols = np.repeat(np.arange(S), np.diff(indptr)), np.asarray(succ.indices)
 
     def step(mask):
         out = np.zeros(S, dtype=bool)
-        src = np.flatnonzero(mask)
-        if len(src):
-            out[np.concatenate([indices[indptr[s]:indptr[s + 1]] for s in src])] = True
+        out[cols[mask[rows]]] = True
         return out
 
     if not word:

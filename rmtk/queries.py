@@ -122,7 +122,7 @@ class SplitMostPairs:
     alternatives: int = attrs.field(default=4, validator=attrs.validators.ge(0))
     per_transition: int = attrs.field(default=1, validator=attrs.validators.ge(0))
     per_product: int = attrs.field(default=8, validator=_positive)
-    products: int = attrs.field(default=64, validator=_positive)
+    products: int = attrs.field(default=24, validator=_positive)
     data_pairs: int = attrs.field(default=4000, validator=_positive)
 
     def _need(self, knowledge, word, state, exact: bool) -> float:

@@ -60,12 +60,17 @@ class Knowledge:
             self.table = EmpiricalPTP(recorded, compress=compressed).counts(mdp)
         elif not exact:
             self.table = CountTable(Trie.root(compressed), np.empty(0, np.int64), np.empty(0, np.int64), S, A, K)
-        self._lookup: dict | None = None
+        self._lookup: tuple | None = None
+        self._pairs: int | None = None
 
     # -- counting -------------------------------------------------------------------------------
     def __len__(self) -> int:
         """Distinct (word, state) pairs known."""
-        return len(self._entry) if self.exact else len(np.unique(self.table.keys // self.mdp.n_actions))
+        if self.exact:
+            return len(self._entry)
+        if self._pairs is None:
+            self._pairs = len(np.unique(self.table.keys // self.mdp.n_actions))
+        return self._pairs
 
     def _node(self, word) -> int:
         p = self._node_of.get(word)
@@ -97,14 +102,17 @@ class Knowledge:
         return float(total.get(p * S + int(state), 0.0))
 
     # -- folding answers ------------------------------------------------------------------------
-    def add(self, obs: Observations) -> int:
-        """Fold answers in; returns the number of (word, state) pairs new to the knowledge."""
+    def add(self, *answers: Observations) -> int:
+        """Fold answers in (one merge for all of them); returns the number of (word, state)
+        pairs new to the knowledge."""
         before = len(self)
-        if obs.exact != self.exact:
-            raise RmtkError("the expert's answers are " + ("exact" if obs.exact else "counts")
-                            + " but the knowledge holds " + ("exact answers" if self.exact else "counts"))
+        for obs in answers:
+            if len(obs) and obs.exact != self.exact:
+                raise RmtkError("the expert's answers are " + ("exact" if obs.exact else "counts")
+                                + " but the knowledge holds " + ("exact answers" if self.exact else "counts"))
         if self.exact:
-            for word, s, dist in zip(obs.words, obs.states.tolist(), obs.values):
+            for word, s, dist in ((w, s, d) for obs in answers
+                                  for w, s, d in zip(obs.words, obs.states.tolist(), obs.values)):
                 key = (self._node(tuple(word)), s)
                 if key in self._entry:
                     continue
@@ -116,7 +124,8 @@ class Knowledge:
         S, A = self.mdp.n_states, self.mdp.n_actions
         grow = TrieBuilder(self.mdp.n_propositions)
         keys, counts = [], []
-        for word, s, row in zip(obs.words, obs.states.tolist(), obs.values):
+        for word, s, row in ((w, s, r) for obs in answers for w, s, r in zip(obs.words, obs.states.tolist(),
+                                                                               obs.values)):
             p = 0
             for k in word:
                 p = int(grow.children(np.array([p]), np.array([k]))[0])
@@ -131,7 +140,7 @@ class Knowledge:
             small = CountTable(grow.trie(self.compressed), uniq, summed,
                                S, A, self.mdp.n_propositions)
             self.table = merge_counts(self.table, small)
-            self._lookup = None
+            self._lookup = self._pairs = None
         return len(self) - before
 
     def _classify(self, s: int, dist: np.ndarray) -> int:
@@ -244,9 +253,18 @@ class Survivors:
     def _maybe_rebuild(self, oracle) -> bool:
         neg = oracle.negatives
         if isinstance(neg, NegativePairs) and self._added:  # counted pairs may have gone: rebuild if so
-            words = {frozenset((tuple(oracle.trie.word(int(p))), tuple(oracle.trie.word(int(q)))))
-                     for p, q in np.asarray(neg.pairs)}
-            if not self._added <= words:
+            t = oracle.trie
+            child = dict(zip(zip(t.parent.tolist(), t.letter.tolist()), range(t.n_nodes)))
+
+            def node(word):
+                p = 0
+                for k in word:
+                    p = child.get((p, k), -1)
+                return p
+
+            pairs = set(map(tuple, np.sort(np.asarray(neg.pairs), axis=1).tolist()))
+            added = (tuple(sorted(node(w) for w in pair)) for pair in self._added)
+            if not all(len(a) == 2 and a in pairs for a in added):
                 self.close()
                 self._added, self.n = set(), 1
                 return True
