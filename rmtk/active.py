@@ -134,6 +134,8 @@ class ActiveLearner:
         test_rounds: rounds of questions that test unchanged survivors against machines of one
             node more (the strategy's ``alternatives``) before the equivalence check.
         alpha: confidence level of negative examples from counts (eq. 18-19).
+        irl: reward recovery on the machines found, from what is known of the expert
+            (:class:`~rmtk.maxent.MaxEntIRL`, :class:`~rmtk.margin.MarginIRL`; ``None``: none).
         progress: a :class:`~rmtk.progress.Progress`; one note per round.
     """
 
@@ -145,6 +147,7 @@ class ActiveLearner:
     max_solutions: int | None = 1000
     test_rounds: int = 2
     alpha: float = 0.05
+    irl: object = None
     progress: Progress = attrs.field(factory=Progress)
 
     def __attrs_post_init__(self):
@@ -304,6 +307,13 @@ class ActiveLearner:
             timings["verdict"] = time.perf_counter() - t
             result = attrs.evolve(result, verdicts=verdicts, truth=task.machine, completion_consistent=some,
                                   expert_classes=table)
+        if self.irl is not None and result.machines and ptp is not None:
+            gamma = task.discount if task is not None else mdp.gamma
+            fits = tuple(self.irl.fit(mdp, result.machines, ptp, gamma=gamma, lam=task.lam if task is not None else 1.0,
+                                      progress=rec))
+            machines = tuple(f.machine for f in fits) + result.machines[len(fits):]
+            result = attrs.evolve(result, machines=machines, reward_fits=fits)
+            timings.update(rec.timings)
         timings["total"] = time.perf_counter() - t0
         return result
 
