@@ -191,6 +191,7 @@ def test_reproduce_active_quick(tmp_path):
     from rmtk.experiments import Options, run
 
     report = run("active", Options(quick=True, figure_dir=tmp_path, overrides={"demos": 200}))
+    assert len(report.tables) == 2  # the soft expert is off in quick runs
     (_, header, rows), (_, _, stack_avoid) = report.tables
     row = dict(zip(header, rows[0]))
     assert row["task"] == "patrol" and row["truth"] == "yes" and row["consistent"] == "yes"

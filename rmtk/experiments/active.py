@@ -17,6 +17,8 @@ SETTINGS = {
     "walks": Setting(5, "expert walks of the equivalence check"),
     "samples": Setting(200, "actions drawn per question to an expert that is run"),
     "demos": Setting(1000, "stack-avoid demonstrations recorded before asking (length 20)", quick=300),
+    "soft": Setting(True, "patrol's soft expert (lambda 1): passive episodes against questions", quick=False),
+    "soft_samples": Setting(5000, "actions drawn per question to patrol's soft expert"),
 }
 
 
@@ -89,6 +91,8 @@ def run(opts: Options) -> Report:
           sum(v.consistent for v in passive.verdicts), n * 20, 0, f"{passive.timings['total']:.2f}"),
          ("+ active", r.n_nodes, r.distinct_count, sum(v.consistent for v in r.verdicts), n * 20 + act.steps,
           act.queries, f"{t_act:.2f}")]))
+    if opts.get("soft"):
+        _soft(report, opts, walks)
     report.notes += [
         ("tree = the paper's pipeline on the full prefix tree policy at the task's depth: one policy evaluation per "
          "(word, state) pair; active = rmtk.active.ActiveLearner with rmtk.expert.TaskExpert, questions chosen by "
@@ -100,6 +104,37 @@ def run(opts: Options) -> Report:
     opts.figure(report, "active.png", lambda fig: _draw(fig, curves), size=(10, 3.2))
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _soft(report: Report, opts: Options, walks) -> None:
+    """patrol as shipped (lambda 1): nearly uniform expert, 10^4 episodes show no negative example."""
+    from ..active import ActiveLearner
+    from ..empirical import EmpiricalPTP
+    from ..expert import SimulatedExpert
+    from ..learner import Learner
+    from ..queries import ExpertWalks, SplitMostPairs
+    from ..simulate import simulate
+
+    task = dsl.load_model("patrol").tasks["patrol"]
+    rows = []
+    for n in (10_000, 100_000):
+        opts.say(f"patrol, soft expert: {n} episodes")
+        t = time.perf_counter()
+        res = Learner(EmpiricalPTP(simulate(task, n, 20, seed=opts.seed)), irl=None, max_solutions=100).fit(task)
+        rows.append((f"passive, {n} episodes of 20 steps", res.n_nodes, res.distinct_count, len(res.negatives),
+                     "yes" if res.isomorphic_to_truth() == (True,) else "no", n * 20, 0,
+                     f"{time.perf_counter() - t:.2f}"))
+    opts.say("patrol, soft expert: active")
+    samples = opts.get("soft_samples")
+    t = time.perf_counter()
+    act = ActiveLearner(strategy=SplitMostPairs(samples=samples), check=ExpertWalks(50, 30)).fit(
+        task, SimulatedExpert(task, seed=opts.seed))
+    r = act.result
+    rows.append((f"active, {samples} actions per question", r.n_nodes, r.distinct_count, len(r.negatives),
+                 "yes" if r.isomorphic_to_truth() == (True,) else "no", act.steps, act.queries,
+                 f"{time.perf_counter() - t:.2f}"))
+    report.tables.append((f"patrol as shipped (lambda 1, a soft expert), active from no data (seed {opts.seed})",
+                          ["", "nodes", "machines", "negatives", "truth", "expert steps", "queries", "s"], rows))
 
 
 def _draw(fig, curves):
