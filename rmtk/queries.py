@@ -115,12 +115,14 @@ class SplitMostPairs:
         data_pairs: the recorded tree's triples are candidates while it holds at most this
             many (word, state) pairs.
         alternatives: machines of one node more to test a lone survivor against, per round.
-        per_transition: transition tests of a lone survivor per transition (:meth:`tests`).
+        per_transition: transition tests of a lone survivor per transition (:meth:`tests`);
+            default 1 for an exact expert, 2 for one that is run (drawn actions can hide a
+            small difference, so one test per transition says less).
     """
 
     samples: int = attrs.field(default=200, validator=_positive)
     alternatives: int = attrs.field(default=4, validator=attrs.validators.ge(0))
-    per_transition: int = attrs.field(default=1, validator=attrs.validators.ge(0))
+    per_transition: int | None = attrs.field(default=None, validator=attrs.validators.optional(attrs.validators.ge(0)))
     per_product: int = attrs.field(default=8, validator=_positive)
     products: int = attrs.field(default=24, validator=_positive)
     data_pairs: int = attrs.field(default=4000, validator=_positive)
@@ -193,6 +195,7 @@ class SplitMostPairs:
             return []
         delta = np.asarray(solutions[0].delta_u)
         lab, comp = mdp.labels, knowledge.compressed
+        per = self.per_transition if self.per_transition is not None else (1 if knowledge.exact else 2)
         succ = mdp.successor_matrix()
         nxt = [succ.indices[succ.indptr[s]:succ.indptr[s + 1]].tolist() for s in range(mdp.n_states)]
         prod = sync_product(mdp, np.zeros((1, delta.shape[1]), np.int64), delta)
@@ -211,11 +214,11 @@ class SplitMostPairs:
                         for s2 in nxt[s] if lab[s2] == k and not (comp and lab[s] == k)]
             frontier.sort(key=lambda t: len(t[2]))
             expanded, tested, found = set(), set(), 0
-            while frontier and found < self.per_transition:
+            while frontier and found < per:
                 step = []
                 for s, g, w in frontier:
                     w0 = shortest.get((s, g))
-                    if w0 is not None and w0 != w and (s, g) not in tested and found < self.per_transition:
+                    if w0 is not None and w0 != w and (s, g) not in tested and found < per:
                         tested.add((s, g))
                         found += 1
                         for word, partner in ((w, w0), (w0, w)):

@@ -169,6 +169,10 @@ def test_bad_input_is_a_clear_error():
     with pytest.raises(RmtkError, match="exact one"):
         ActiveLearner().fit(t, TaskExpert(t), data=simulate(t, 10, 5, seed=0))
     assert isinstance(SplitMostPairs(), QueryStrategy)
+    flip = np.array([[1, 0, 0, 0], [0, 1, 1, 1]])  # reading A twice returns to u0: a stuttering memory
+    stutter = attrs.evolve(t, machine=RewardMachine(["u0", "u1"], t.machine.alphabet, flip, np.zeros((2, 4))))
+    with pytest.raises(QueryError, match="stutters"):
+        SimulatedExpert(stutter)
 
 
 # ---------------------------------------------------------------------- command line

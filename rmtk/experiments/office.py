@@ -36,6 +36,8 @@ SETTINGS = {
     "every": Setting(500, "training steps between two evaluations"),
     "active": Setting(False, "after the recorded episodes, ask the expert for what separates the survivors "
                       "(rmtk.active); the agents then train with the machine found"),
+    "active_tests": Setting(1, "with active: transition tests per transition of a lone survivor (the scripted "
+                            "expert is sharp: one says enough; the default for a run expert is 2)"),
 }
 #: Q-learning: learning rate, discount, exploration, optimistic initial value; episode length.
 Q_SETTINGS = dict(alpha=1.0, gamma=0.9, epsilon=0.1, q_init=2.0)
@@ -137,10 +139,11 @@ def run_task(task, opts: Options) -> TaskResult:
     if opts.get("active"):
         from ..active import ActiveLearner
         from ..expert import SimulatedExpert
-        from ..queries import ExpertWalks
+        from ..queries import ExpertWalks, SplitMostPairs
 
         expert = SimulatedExpert(task, source=NodePolicyTable(table), seed=opts.seed, recorded=rec)
-        run = ActiveLearner(check=ExpertWalks(10, opts.get("horizon")), max_solutions=50, irl=MarginIRL(),
+        run = ActiveLearner(strategy=SplitMostPairs(per_transition=opts.get("active_tests")),
+                            check=ExpertWalks(10, opts.get("horizon")), max_solutions=50, irl=MarginIRL(),
                             progress=opts.progress).fit(task, expert)
         t4 = time.perf_counter()
         active, asked, machine = Learned(f"{episodes} episodes + active", run.result, t4 - t3 + t2 - t1), run.steps, \
