@@ -91,7 +91,8 @@ class Round:
 class ActiveResult:
     """What :meth:`ActiveLearner.fit` found: the :class:`~rmtk.learner.LearnResult` of the
     last round, the log of ``rounds``, why it ``stopped`` and, when a budget ran out, which
-    (``exhausted``: ``"queries"``, ``"steps"`` or ``"seconds"``; the survivors are those so far)."""
+    (``exhausted``: ``"queries"``, ``"steps"``, ``"seconds"`` or ``"rounds"``; the survivors are
+    those so far)."""
 
     result: LearnResult
     rounds: tuple[Round, ...]
@@ -133,6 +134,8 @@ class ActiveLearner:
         max_solutions: stop enumerating a round's survivors after this many.
         test_rounds: rounds of questions that test unchanged survivors against machines of one
             node more (the strategy's ``alternatives``) before the equivalence check.
+        max_rounds: a bound on the rounds whatever the budget (the survivors are then
+            returned, flagged ``exhausted="rounds"``).
         alpha: confidence level of negative examples from counts (eq. 18-19).
         irl: reward recovery on the machines found, from what is known of the expert
             (:class:`~rmtk.maxent.MaxEntIRL`, :class:`~rmtk.margin.MarginIRL`; ``None``: none).
@@ -146,6 +149,7 @@ class ActiveLearner:
     max_nodes: int | None = None
     max_solutions: int | None = 1000
     test_rounds: int = 2
+    max_rounds: int = 500
     alpha: float = 0.05
     irl: object = None
     progress: Progress = attrs.field(factory=Progress)
@@ -204,7 +208,7 @@ class ActiveLearner:
                                    "the equivalence check found no counterexample")
                         break
                     checked = None
-                exhausted = self._exhausted(spent, t0)
+                exhausted = self._exhausted(spent, t0) or ("rounds" if len(rounds) >= self.max_rounds else None)
                 if exhausted:
                     stopped = f"the {exhausted} budget is spent: the survivors so far"
                     break

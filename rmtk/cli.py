@@ -277,7 +277,7 @@ def cmd_learn(args) -> int:
         result = active.result
         kind = "exact policy" if expert.exact else f"runs of its policy (seed {args.seed})"
         print(f"# active learning from the expert's {kind}: {len(active.rounds)} rounds, {active.queries} queries, "
-              f"{active.steps} environment steps, {active.known} (word, state) pairs known")
+              f"{active.steps} environment steps asked, {active.known} (word, state) pairs known")
         for line in active.log().splitlines():
             print(f"#   {line}")
         if active.flagged:

@@ -154,6 +154,8 @@ def test_a_budget_that_runs_out_returns_the_survivors_so_far_flagged():
     assert active.flagged and active.exhausted == "steps" and active.steps <= 500 and active.result.machines
     active = ActiveLearner(budget=Budget(seconds=1e-9)).fit(t, TaskExpert(t))
     assert active.exhausted == "seconds" and len(active.rounds) == 1
+    active = ActiveLearner(max_rounds=2).fit(t, TaskExpert(t))
+    assert active.exhausted == "rounds" and len(active.rounds) == 2 and active.result.machines
 
 
 def test_bad_input_is_a_clear_error():

@@ -94,3 +94,22 @@ def test_bad_environments_are_clear_errors():
         GymExpert(env, mdp, policy, mode="teleport")
     with pytest.raises(QueryError, match="cannot realise"):
         GymExpert(env, mdp, policy).act((1,), 6, 5)
+
+
+def test_office_histories_are_replayed_state_by_state():
+    from rmtk import dsl
+    from rmtk.shortest import shortest_path_table
+
+    task = dsl.load_model("office").tasks["patrol"]
+    mdp = task.mdp
+    table = shortest_path_table(task, 0.1)
+    expert = GymExpert(MdpEnv(mdp), mdp, NodePolicy.from_table(task.machine, table), mode="replay", seed=2)
+    i, a = mdp.propositions.index("i"), mdp.propositions.index("a")
+    word = (i, a, i)
+    state = int(np.flatnonzero(realisable(mdp, word) & (mdp.labels == i))[0])
+    obs = expert.act(word, state, 2000)
+    node = int(task.machine.delta_u[task.machine.delta_u[0, task.letter_of_proposition[a]],
+                                    task.letter_of_proposition[i]])
+    assert np.abs(obs.values[0] / 2000 - table[node, state]).max() < 0.05
+    ext = expert.extend(word, state, 10, 3)
+    assert ext.steps == 30 and all(w[:3] == word for w in ext.words)
