@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any
 
 import attrs
 import numpy as np
@@ -151,7 +152,7 @@ class ActiveLearner:
     test_rounds: int = 2
     max_rounds: int = 500
     alpha: float = 0.05
-    irl: object = None
+    irl: Any = None
     progress: Progress = attrs.field(factory=Progress)
 
     def __attrs_post_init__(self):
@@ -167,7 +168,7 @@ class ActiveLearner:
         path or a count table; default: the expert's recorded data, if any). A task target is
         used for the bound u_max and for verdicts after learning, never by the loop."""
         task = target if isinstance(target, Task) else None
-        mdp = target.mdp if task is not None else target
+        mdp = target.mdp if isinstance(target, Task) else target
         if not isinstance(mdp, LabeledMDP):
             raise RmtkError(f"active learning needs a Task or a LabeledMDP, not {type(target).__name__}")
         _check_expert(mdp, expert)
@@ -180,7 +181,8 @@ class ActiveLearner:
         survivors = Survivors(self.encoder, mdp.n_propositions, max_nodes=max_nodes, compressed=compressed)
         spent = {"queries": 0, "steps": 0}
         rounds: list[Round] = []
-        reason, asked, walks, new = "start", (), 0, len(knowledge)
+        reason, walks, new = "start", 0, len(knowledge)
+        asked: list[Query] = []
         checked: list | None = None  # survivors the last equivalence check was run on
         tests, last_keys = 0, None
         stopped, exhausted = "", None
@@ -219,12 +221,11 @@ class ActiveLearner:
                 tests = tests + 1 if keys == last_keys else 0
                 last_keys = keys
                 count = getattr(self.strategy, "alternatives", 0)
-                if not queries and callable(getattr(self.strategy, "free", None)):
-                    queries = self.strategy.free(mdp, res.solutions, knowledge)
-                    reason = "free"
-                if not queries and callable(getattr(self.strategy, "tests", None)):
-                    queries = self.strategy.tests(mdp, res.solutions, knowledge)
-                    reason = "transitions"
+                for kind in ("free", "tests"):  # optional methods of a strategy
+                    ask = getattr(self.strategy, kind, None)
+                    if not queries and callable(ask):
+                        queries = ask(mdp, res.solutions, knowledge)
+                        reason = "free" if kind == "free" else "transitions"
                 if not queries and count and tests < self.test_rounds:
                     alternatives = survivors.alternatives(oracle, count)
                     if alternatives:
@@ -247,7 +248,7 @@ class ActiveLearner:
                 spent["queries"] += asked_n
                 spent["steps"] += sum(obs.steps for obs in answers)
                 new = knowledge.add(*answers)
-                reason, asked, walks = "equivalence", (), n_walks
+                reason, asked, walks = "equivalence", [], n_walks
                 checked = [res.n_nodes, deltas]
         finally:
             survivors.close()

@@ -62,10 +62,17 @@ class Expert(Protocol):
     :meth:`extend` may be called at all; ``recorded``: data recorded before learning (or
     ``None``)."""
 
-    mdp: LabeledMDP
-    exact: bool
-    answers_queries: bool
-    recorded: object
+    @property
+    def mdp(self) -> LabeledMDP: ...
+
+    @property
+    def exact(self) -> bool: ...
+
+    @property
+    def answers_queries(self) -> bool: ...
+
+    @property
+    def recorded(self) -> object: ...
 
     def act(self, word: tuple[int, ...], state: int, m: int) -> Observations:
         """The expert's action distribution (exact) or ``m`` actions drawn after ``word`` at ``state``."""
@@ -166,6 +173,7 @@ class _Product:
         found: dict[tuple[tuple[int, ...], int], int] = {}
         rows: list[np.ndarray] = []
         for _ in range(m):
+            w: tuple[int, ...]
             if word is None:
                 s = int(rng.choice(mdp.n_states, p=mdp.initial))
                 w = (int(lab[s]),)

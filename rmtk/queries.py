@@ -59,7 +59,8 @@ class QueryStrategy(Protocol):
     known word uses, :class:`~rmtk.solve.Solution` ``used``) constrained, where the MDP can
     use them."""
 
-    alternatives: int
+    @property
+    def alternatives(self) -> int: ...
 
     def choose(self, mdp, deltas: list[np.ndarray], knowledge, expert, alternatives=()) -> list[Query]: ...
 
@@ -73,7 +74,8 @@ class EquivalenceCheck(Protocol):
     how many runs the budget allows, ``None``: all; ``deltas``: the survivors); ``steps(walks)``
     is the environment steps that costs and ``walks`` the runs it makes."""
 
-    walks: int
+    @property
+    def walks(self) -> int: ...
 
     def run(self, expert, walks: int | None = None, knowledge=None,
             deltas=()) -> tuple[list[Observations], int]: ...
@@ -153,8 +155,8 @@ class SplitMostPairs:
             p, q, _ = _disagreements(ptp, deltas)
             node, state = np.asarray(ptp.tree.pair_node), np.asarray(ptp.tree.pair_state)
             for x, y in zip(p.tolist(), q.tolist()):
-                w1, w2 = tuple(ptp.trie.word(int(node[x]))), tuple(ptp.trie.word(int(node[y])))
-                out.setdefault(tuple(sorted((w1, w2))) + (int(state[x]),), None)
+                v1, v2 = tuple(ptp.trie.word(int(node[x]))), tuple(ptp.trie.word(int(node[y])))
+                out.setdefault(tuple(sorted((v1, v2))) + (int(state[x]),), None)
         return out
 
     def free(self, mdp, solutions, knowledge) -> list[Query]:
@@ -162,7 +164,8 @@ class SplitMostPairs:
         MDP would, the shortest such history: asking it makes the transition constrained."""
         if not isinstance(mdp, LabeledMDP):
             return []
-        out, lab = {}, mdp.labels
+        out: dict = {}
+        lab = mdp.labels
         succ = mdp.successor_matrix()
         for m, sol in enumerate(solutions):
             delta = np.asarray(sol.delta_u)
@@ -267,13 +270,13 @@ class SplitMostPairs:
                 break
             col = split[:, best]
             separated = open_pairs & (col[:, None] != col[None, :])
-            pairs = tuple((int(i), int(j)) for i, j in np.argwhere(separated))
+            split_pairs = tuple((int(i), int(j)) for i, j in np.argwhere(separated))
             open_pairs &= col[:, None] == col[None, :]
             w1, w2, s = cands[best]
-            for word, partner, need in ((w1, w2, needs[best][0]), (w2, w1, needs[best][1])):
-                if need > 0 and (word, s) not in asked:
+            for word, partner, more in ((w1, w2, needs[best][0]), (w2, w1, needs[best][1])):
+                if more > 0 and (word, s) not in asked:
                     asked.add((word, s))
-                    out.append(Query(word, s, 1 if exact else int(need), partner, pairs, float(need)))
+                    out.append(Query(word, s, 1 if exact else int(more), partner, split_pairs, float(more)))
             split[:, best] = False  # not picked twice
         return out
 
@@ -317,7 +320,8 @@ class ExpertWalks:
         if not expert.exact:
             return [seen], walks
         known = _groups(knowledge, deltas) if knowledge is not None else set()
-        tests, fresh = [], []
+        tests: list = []
+        fresh: list = []
         for word, s in zip(seen.words, seen.states.tolist()):
             if knowledge is not None and knowledge.visits(word, s):
                 continue

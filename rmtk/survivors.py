@@ -31,7 +31,7 @@ from .expert import Observations
 from .lazy import LazyFormula, TrieOracle
 from .negatives import POLICY_TOL, ConfidenceMiner, NegativePairs, PolicyClasses
 from .ptp import PrefixTree, PrefixTreePolicy, Trie, TrieBuilder
-from .solve import SearchResult, Solution, record
+from .solve import SearchResult, record
 
 
 class Knowledge:
@@ -52,14 +52,12 @@ class Knowledge:
         self._class: list[int] = []  # exact: stable class id per entry
         self._class_state: list[int] = []
         self._reps: dict[int, list[tuple[int, np.ndarray]]] = {}
-        self.table: CountTable | None = None
+        self.table = CountTable(Trie.root(compressed), np.empty(0, np.int64), np.empty(0, np.int64), S, A, K)
         if recorded is not None:
             if exact:
                 raise RmtkError("recorded data are counts: learn from them with an expert that is run "
                                 "(SimulatedExpert or RecordedExpert), not with an exact one")
             self.table = EmpiricalPTP(recorded, compress=compressed).counts(mdp)
-        elif not exact:
-            self.table = CountTable(Trie.root(compressed), np.empty(0, np.int64), np.empty(0, np.int64), S, A, K)
         self._lookup: tuple | None = None
         self._pairs: int | None = None
 
@@ -225,7 +223,7 @@ class Survivors:
         self._rounds += 1
         selector = pool.new(("round", self._rounds))
         assume = [selector, live["alt"]] if alternatives else [selector]
-        found: dict[tuple, Solution] = {}
+        found: dict = {}  # survivors by their renaming-invariant key; alternatives by their number
         complete, t_enc = True, 0.0
         while solver.solve(assumptions=assume):
             du = decode_transitions(solver.get_model(), pool)

@@ -59,11 +59,11 @@ def run(opts: Options) -> Report:
                      act.known, r.distinct_count, "yes" if r.isomorphic_to_truth() == (True,) else "no",
                      "yes" if all(v.consistent for v in r.verdicts) else "no", len(act.rounds), act.queries,
                      f"{t_act:.3f}", f"{m_act:.1f}", f"{full.tree.n_pairs / act.known:.1f}x"))
-        passive = []
-        for depth in range(1, task.depth + 1):
+        by_depth = []
+        for depth in range(1, int(task.depth or 1) + 1):
             res = Learner(ExactPTP(depth), irl=None, max_solutions=1000).fit(task)
-            passive.append((res.tree.n_pairs, res.n_nodes))
-        curves[name] = ([(max(x.known, 1), x.nodes) for x in act.rounds], passive, full.n_nodes)
+            by_depth.append((res.tree.n_pairs, res.n_nodes))
+        curves[name] = ([(max(x.known, 1), x.nodes) for x in act.rounds], by_depth, full.n_nodes)
     report.tables.append((
         (f"exact expert, no initial data (seed {opts.seed}); evaluations = (history, state) pairs whose action "
          "distribution was asked"),
@@ -88,8 +88,8 @@ def run(opts: Options) -> Report:
          "expert run on the MDP"),
         ["", "nodes", "machines", "truth-equivalent", "expert steps", "queries", "s"],
         [("passive (SAT, u_max 3)", passive.n_nodes, passive.distinct_count,
-          sum(v.consistent for v in passive.verdicts), n * 20, 0, f"{passive.timings['total']:.2f}"),
-         ("+ active", r.n_nodes, r.distinct_count, sum(v.consistent for v in r.verdicts), n * 20 + act.steps,
+          sum(v.consistent for v in passive.verdicts or ()), n * 20, 0, f"{passive.timings['total']:.2f}"),
+         ("+ active", r.n_nodes, r.distinct_count, sum(v.consistent for v in r.verdicts or ()), n * 20 + act.steps,
           act.queries, f"{t_act:.2f}")]))
     if opts.get("soft"):
         _soft(report, opts, walks)
@@ -121,7 +121,7 @@ def _soft(report: Report, opts: Options, walks) -> None:
         opts.say(f"patrol, soft expert: {n} episodes")
         t = time.perf_counter()
         res = Learner(EmpiricalPTP(simulate(task, n, 20, seed=opts.seed)), irl=None, max_solutions=100).fit(task)
-        rows.append((f"passive, {n} episodes of 20 steps", res.n_nodes, res.distinct_count, len(res.negatives),
+        rows.append((f"passive, {n} episodes of 20 steps", res.n_nodes, res.distinct_count, len(res.negatives or ()),
                      "yes" if res.isomorphic_to_truth() == (True,) else "no", n * 20, 0,
                      f"{time.perf_counter() - t:.2f}"))
     opts.say("patrol, soft expert: active")
@@ -130,7 +130,7 @@ def _soft(report: Report, opts: Options, walks) -> None:
     act = ActiveLearner(strategy=SplitMostPairs(samples=samples), check=ExpertWalks(50, 30)).fit(
         task, SimulatedExpert(task, seed=opts.seed))
     r = act.result
-    rows.append((f"active, {samples} actions per question", r.n_nodes, r.distinct_count, len(r.negatives),
+    rows.append((f"active, {samples} actions per question", r.n_nodes, r.distinct_count, len(r.negatives or ()),
                  "yes" if r.isomorphic_to_truth() == (True,) else "no", act.steps, act.queries,
                  f"{time.perf_counter() - t:.2f}"))
     report.tables.append((f"patrol as shipped (lambda 1, a soft expert), active from no data (seed {opts.seed})",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 import attrs
 import numpy as np
@@ -48,7 +49,7 @@ class GymExpert:
     the observations, its labels those of the states); ``policy``: the expert;
     ``max_resets``: seeded resets tried to start where a replayed path starts."""
 
-    env: object
+    env: Any
     mdp: LabeledMDP
     policy: NodePolicy
     mode: str = attrs.field(default="restore", validator=_mode)
@@ -87,7 +88,7 @@ class GymExpert:
         if lab[start] != word[0]:
             return None
         first = (start, 1)
-        back = {first: None}
+        back: dict[tuple[int, int], Any] = {first: None}
         queue = deque([first])
         while queue:
             s, i = queue.popleft()
@@ -172,6 +173,7 @@ class GymExpert:
         found: dict = {}
         steps = 0
         for _ in range(int(m)):
+            w: tuple[int, ...]
             if word is None:
                 obs, _ = self.env.reset(seed=int(rng.integers(2**31)))
                 s = int(obs)
