@@ -191,9 +191,11 @@ class SplitMostPairs:
 
     def tests(self, mdp, solutions, knowledge) -> list[Query]:
         """Transition tests of a lone survivor: for each of its transitions, the first
-        ``per_transition`` (state, node) pairs reached after it whose shortest word through the
-        transition differs from their shortest word overall; the survivor predicts the expert
-        acts alike after both (a check in the manner of a transition cover)."""
+        ``per_transition`` (state, node) pairs reached after it whose shortest word overall
+        differs from the shortest one through the transition, and, for an exact expert (whose
+        answers cost an evaluation, not draws), the first ``per_transition`` whose shortest
+        word overall does not use the transition at all; the survivor predicts the expert acts
+        alike after both words (a check in the manner of a transition cover)."""
         if not isinstance(mdp, LabeledMDP) or len(solutions) != 1:
             return []
         delta = np.asarray(solutions[0].delta_u)
@@ -210,29 +212,42 @@ class SplitMostPairs:
         def grow(word, k):
             return word if comp and word and word[-1] == k else word + (k,)
 
+        def uses(word, h, k) -> bool:
+            u = 0
+            for x in word:
+                if (u, x) == (h, k):
+                    return True
+                u = int(delta[u, x])
+            return False
+
         out: dict = {}
         for (h, k) in sorted({(h, int(lab[s2])) for (s, h) in shortest for s2 in nxt[s]
                               if not (comp and lab[s2] == lab[s])}):
             frontier = [(s2, int(delta[h, k]), grow(w, k)) for (s, hh), w in shortest.items() if hh == h
                         for s2 in nxt[s] if lab[s2] == k and not (comp and lab[s] == k)]
             frontier.sort(key=lambda t: len(t[2]))
-            expanded, tested, found = set(), set(), 0
-            while frontier and found < per:
+            expanded, tested = set(), set()
+            found: list = []  # in the order reached
+            good: list = []  # those whose shortest word does not use the transition
+            while frontier and ((knowledge.exact and len(good) < per) or len(found) < per):
                 step = []
                 for s, g, w in frontier:
                     w0 = shortest.get((s, g))
-                    if w0 is not None and w0 != w and (s, g) not in tested and found < per:
+                    if w0 is not None and w0 != w and (s, g) not in tested:
                         tested.add((s, g))
-                        found += 1
-                        for word, partner in ((w, w0), (w0, w)):
-                            need = self._need(knowledge, word, s, knowledge.exact)
-                            if need > 0:
-                                out.setdefault((word, s), Query(word, s, 1 if knowledge.exact else int(need),
-                                                                partner, ((0, 0),), float(need)))
+                        found.append((s, w, w0))
+                        if not uses(w0, h, k):
+                            good.append((s, w, w0))
                     if (s, g) not in expanded:
                         expanded.add((s, g))
                         step += [(s2, int(delta[g, lab[s2]]), grow(w, int(lab[s2]))) for s2 in nxt[s]]
                 frontier = step
+            for s, w, w0 in dict.fromkeys(found[:per] + (good[:per] if knowledge.exact else [])):
+                for word, partner in ((w, w0), (w0, w)):
+                    need = self._need(knowledge, word, s, knowledge.exact)
+                    if need > 0:
+                        out.setdefault((word, s), Query(word, s, 1 if knowledge.exact else int(need), partner,
+                                                        ((0, 0),), float(need)))
         return list(out.values())
 
     def choose(self, mdp, deltas, knowledge, expert, alternatives=()) -> list[Query]:
