@@ -230,6 +230,47 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+def active_from_args(args, task: Task):
+    """The :class:`~rmtk.active.ActiveLearner` and the expert of ``learn --active``: the task's
+    exact policy, or (``--expert simulated``) its soft-optimal policy run on the task's MDP,
+    ``--samples`` actions per question; ``--demos`` are the data recorded before."""
+    from .active import ActiveLearner, Budget
+    from .encoders import SatEncoder
+    from .expert import SimulatedExpert, TaskExpert
+    from .progress import Progress, StderrProgress
+    from .queries import ExpertWalks, SplitMostPairs
+
+    for flag, value in (("--maxsat", args.maxsat), ("--depth", args.depth), ("--nodes", args.nodes),
+                        ("--weights", args.weights), ("--no-compress", args.no_compress)):
+        if value:
+            raise RmtkError(f"{flag} does not apply to active learning (--active)")
+    if args.engine != "local":
+        raise RmtkError("--engine applies to learning from demonstrations without --active")
+    expert_kind = args.expert or ("simulated" if args.demos else "exact")
+    if expert_kind == "exact" and args.demos:
+        raise RmtkError("--demos are counts: with --active they go with --expert simulated, not the exact expert")
+    data = None
+    if args.demos:
+        from .data import format_of, load
+
+        data = args.demos if format_of(args.demos) == "parquet" else load(args.demos, task.mdp)
+    if args.lam is not None:
+        import attrs
+
+        task = attrs.evolve(task, lam=args.lam)
+    make = TaskExpert if expert_kind == "exact" else SimulatedExpert
+    expert = make(task, source=args.policy, seed=args.seed, recorded=data)
+    budget = Budget(queries=args.budget_queries, steps=args.budget_steps, seconds=args.budget_seconds)
+    walks = ExpertWalks(walks=args.walks or 5, length=args.walk_length or 40)
+    learner = ActiveLearner(strategy=SplitMostPairs(samples=args.samples or 200), check=walks,
+                            encoder=SatEncoder(non_stuttering=not args.stuttering, solver=args.solver,
+                                               symmetry_breaking=not args.no_symmetry_breaking),
+                            budget=budget, max_nodes=args.max_nodes, max_solutions=args.max_solutions,
+                            alpha=0.05 if args.alpha is None else args.alpha,
+                            progress=Progress() if args.quiet else StderrProgress())
+    return learner, expert
+
+
 def cmd_learn(args) -> int:
     """Learn the smallest machine from a task's exact prefix tree policy or from demonstrations."""
     task = _load_task(args.file, args.task)
@@ -241,7 +282,24 @@ def cmd_learn(args) -> int:
         from .draw import picture_format
 
         picture_format(_writable(Path(args.png), args.force))
-    result = learner_from_args(args, task).fit(task)
+    if args.active:
+        learner, expert = active_from_args(args, task)
+        active = learner.fit(task, expert)
+        result = active.result
+        kind = "exact policy" if expert.exact else f"runs of its policy (seed {args.seed})"
+        print(f"# active learning from the expert's {kind}: {len(active.rounds)} rounds, {active.queries} queries, "
+              f"{active.steps} environment steps asked, {active.known} (word, state) pairs known")
+        for line in active.log().splitlines():
+            print(f"#   {line}")
+        if active.flagged:
+            print(f"# budget spent ({active.exhausted}): the machines below are the survivors so far")
+    else:
+        for flag, value in (("--budget-steps", args.budget_steps), ("--budget-queries", args.budget_queries),
+                            ("--budget-seconds", args.budget_seconds), ("--expert", args.expert),
+                            ("--samples", args.samples), ("--walks", args.walks), ("--walk-length", args.walk_length)):
+            if value is not None:
+                raise RmtkError(f"{flag} applies to active learning (--active)")
+        result = learner_from_args(args, task).fit(task)
     report(task, result, count_pairs=args.count_pairs, explain=args.explain)
     if result.n_nodes is None:
         return 1
@@ -381,6 +439,23 @@ def build_parser() -> argparse.ArgumentParser:
     ln.add_argument("--maxsat", action="store_true", help="weighted MaxSAT: robust to false positive negative examples")
     ln.add_argument("--weights", choices=("unit", "evidence"),
                     help="MaxSAT weight of a negative example: 1 (default), or growing with its evidence")
+    ln.add_argument("--active", action="store_true",
+                    help="ask the expert for the data that separates the surviving machines (active learning)")
+    ln.add_argument("--expert", choices=("exact", "simulated"),
+                    help="with --active: the task's exact policy (default) or runs of it on the task's MDP "
+                         "(the default with --demos)")
+    ln.add_argument("--budget-steps", type=_positive_int, metavar="N",
+                    help="with --active: at most N environment steps")
+    ln.add_argument("--budget-queries", type=_positive_int, metavar="N", help="with --active: at most N expert queries")
+    ln.add_argument("--budget-seconds", type=_positive_float, metavar="S", help="with --active: at most S seconds")
+    ln.add_argument("--samples", type=_positive_int, metavar="M",
+                    help="with --active --expert simulated: actions drawn per question (default 200)")
+    ln.add_argument("--walks", type=_positive_int, metavar="N", help="with --active: expert walks of the equivalence "
+                    "check (default 5)")
+    ln.add_argument("--walk-length", type=_positive_int, metavar="L", help="with --active: steps per walk (default 40)")
+    ln.add_argument("--seed", type=_seed, default=0, help="with --active: seed of the expert's randomness (default 0)")
+    ln.add_argument("--lambda", dest="lam", type=_positive_float,
+                    help="with --active: the expert's temperature (default: the task's)")
     ln.add_argument("--max-solutions", type=_positive_int, help="stop after this many machines")
     ln.add_argument("--time-limit", type=_positive_float, metavar="S",
                     help="seconds for the SAT search; what was found is reported")

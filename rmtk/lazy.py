@@ -217,10 +217,10 @@ class LazyFormula:
         """The trie node of ``letters``, adding the missing nodes and their prefix runs
         x[p,i] ∧ t[i,k,j] → x[pk,j]."""
         p, n = 0, self.n
-        i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
         for k in letters:
             q = self.child.get((p, int(k)))
             if q is None:
+                i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
                 q = len(self.parent)
                 self.child[(p, int(k))] = q
                 self.parent.append(p)

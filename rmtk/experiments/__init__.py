@@ -49,6 +49,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                "log-likelihood (needs --data PATH)", "mice"),
     Experiment("reacher", "section 6.3", "Reacher-v5 arm, targets b -> y -> r: negatives, false positive rate, "
                "MaxSAT machines", "reacher", extra="reacher"),
+    Experiment("active", "beyond the paper", "active learning: questions to the expert against the full prefix tree "
+               "(four tabular tasks; stack-avoid from 1,000 demonstrations plus questions)", "active"),
     Experiment("office", "Toro Icarte et al.'s Office World", "its four tasks learned from a scripted expert (exact "
                "and 10^4 episodes), then Q-learning with CRM: learned vs true vs no machine", "office", extra="gym"),
 )}

@@ -36,6 +36,10 @@ SETTINGS = {
     "steps": Setting(40_000, "Q-learning steps per training run", quick=15_000, domain=COUNT),
     "runs": Setting(10, "training runs per agent (seeds)", quick=2, domain=COUNT),
     "every": Setting(500, "training steps between two evaluations", domain=COUNT),
+    "active": Setting(False, "after the recorded episodes, ask the expert for what separates the survivors "
+                      "(rmtk.active); the agents then train with the machine found"),
+    "active_tests": Setting(1, "with active: transition tests per transition of a lone survivor (the scripted "
+                            "expert is sharp: one says enough; the default for a run expert is 2)", domain=COUNT),
 }
 #: Q-learning: learning rate, discount, exploration, optimistic initial value; episode length.
 Q_SETTINGS = dict(alpha=1.0, gamma=0.9, epsilon=0.1, q_init=2.0)
@@ -59,6 +63,9 @@ class TaskResult:
     data: Learned
     collect_seconds: float
     curves: dict  # agent -> (steps, mean success per evaluation)
+    active: Learned | None = None
+    recorded_steps: int = 0
+    asked_steps: int = 0
 
 
 def label_machine(truth):
@@ -129,15 +136,30 @@ def run_task(task, opts: Options) -> TaskResult:
                    encoder=SimplestEncoder(), irl=MarginIRL(), max_nodes=task.max_nodes).fit(task)
     t3 = time.perf_counter()
     opts.say(f"office {task.name}: exact {t1 - t0:.2f} s, {episodes} episodes recorded in {t2 - t1:.2f} s and "
-             f"learned in {t3 - t2:.2f} s; training")
+             f"learned in {t3 - t2:.2f} s")
+    active, asked, machine = None, 0, data.machines[0]
+    if opts.get("active"):
+        from ..active import ActiveLearner
+        from ..expert import SimulatedExpert
+        from ..queries import ExpertWalks, SplitMostPairs
+
+        expert = SimulatedExpert(task, source=NodePolicyTable(table), seed=opts.seed, recorded=rec)
+        run = ActiveLearner(strategy=SplitMostPairs(per_transition=opts.get("active_tests")),
+                            check=ExpertWalks(10, opts.get("horizon")), max_solutions=50, irl=MarginIRL(),
+                            progress=opts.progress).fit(task, expert)
+        t4 = time.perf_counter()
+        active, asked, machine = Learned(f"{episodes} episodes + active", run.result, t4 - t3 + t2 - t1), run.steps, \
+            run.result.machines[0]
+        opts.say(f"office {task.name}: active {t4 - t3:.2f} s, {asked} expert steps asked ({run.stopped})")
+    opts.say(f"office {task.name}: training")
     labeler = StateLabels.of(mdp)
     curves = {
-        "learned": train(data.machines[0], truth, labeler, "loops", opts, f"{task.name} learned"),
+        "learned": train(machine, truth, labeler, "loops", opts, f"{task.name} learned"),
         "true": train(truth, truth, labeler, "absorbing", opts, f"{task.name} true"),
         "no machine": train(label_machine(truth), truth, labeler, (), opts, f"{task.name} no machine"),
     }
     return TaskResult(task.name, Learned("exact", exact, t1 - t0), Learned(f"{episodes} episodes", data, t3 - t1),
-                      t2 - t1, curves)
+                      t2 - t1, curves, active, rec.n_steps, asked)
 
 
 def _paying(m) -> str:
@@ -149,7 +171,7 @@ def report(results: list[TaskResult], opts: Options) -> Report:
     rep = Report("office: the Office World's four tasks, learned from a scripted expert and used for Q-learning")
     rows = []
     for r in results:
-        for learned in (r.exact, r.data):
+        for learned in (r.exact, r.data) + ((r.active,) if r.active is not None else ()):
             res = learned.result
             iso = res.isomorphic_to_truth()
             rows.append((r.name, learned.source, res.n_nodes, len(res.machines), res.tree.trie.n_nodes - 1,
@@ -179,6 +201,10 @@ def report(results: list[TaskResult], opts: Options) -> Report:
         + "; ".join(f"{r.name}: {_paying(r.data.result.machines[0])}" for r in results) + ".",
     ]
     for r in results:
+        if r.active is not None:
+            rep.notes.append(f"{r.name}, active: {r.asked_steps} expert steps asked after {r.recorded_steps} recorded "
+                             f"({100 * r.asked_steps / r.recorded_steps:.1f} % more); the learned agent trains with "
+                             "the machine found this way.")
         if not all(v.consistent for v in r.data.result.verdicts):
             rep.notes.append(f"{r.name} from episodes: {r.data.result.n_nodes} nodes, consistent with what the episodes "
                              f"show but not with the expert at every depth ({r.data.result.verdicts[0]}); see "

@@ -1,0 +1,216 @@
+"""Active learning: the experts answer what their policy says, the loop finds what every-depth
+learning finds (shipped tasks, random instances) without reading the true machine, budgets
+stop it cleanly, and bad input is a clear error."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+import numpy as np
+import pytest
+from test_theorem import U_MAX, random_instance
+
+from rmtk import ExactPTP, Learner, SatEncoder, dsl
+from rmtk.active import ActiveLearner, Budget
+from rmtk.cli import main
+from rmtk.empirical import EmpiricalPTP
+from rmtk.errors import RmtkError
+from rmtk.expert import (
+    QueryError,
+    RecordedExpert,
+    SimulatedExpert,
+    TaskExpert,
+    realisable,
+)
+from rmtk.machine import RewardMachine
+from rmtk.negatives import ConfidenceMiner
+from rmtk.planning import task_policy
+from rmtk.queries import ExpertWalks, QueryStrategy, SplitMostPairs
+from rmtk.simulate import simulate
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+SHIPPED = ["patrol", "patrol_hallway", "stack", "stack_avoid"]
+
+
+def task_of(name):
+    return dsl.load_model(name).tasks[name]
+
+
+def letters(task, *names):
+    return tuple(task.mdp.propositions.index(x) for x in names)
+
+
+# ---------------------------------------------------------------------- experts
+def test_task_expert_answers_the_product_policy_after_the_history():
+    t = task_of("patrol")
+    pi = task_policy(t).pi
+    expert = TaskExpert(t)
+    word = letters(t, "A", "B")  # patrol: u0 -A-> u1 -B-> u2
+    state = int(np.flatnonzero(realisable(t.mdp, word))[0])
+    obs = expert.act(word, state)
+    assert obs.exact and obs.evaluations == 1 and obs.steps == 0
+    np.testing.assert_allclose(obs.values[0], pi[state, 2])
+    # an extension drives the memory along the history and on: every word observed starts with it
+    ext = expert.extend(word, state, 6, 3)
+    assert not ext.exact and ext.steps == 18 and ext.values.sum() == 18
+    assert all(w[:2] == word for w in ext.words)
+
+
+def test_simulated_expert_draws_from_the_node_the_history_reaches_and_is_seeded():
+    t = attrs.evolve(task_of("patrol"), lam=0.1)
+    pi = task_policy(t).pi
+    word = letters(t, "A")
+    states = np.flatnonzero(realisable(t.mdp, word))
+    state = int(states[np.argmax(np.abs(pi[states, 1] - pi[states, 0]).max(axis=1))])
+    a = SimulatedExpert(t, seed=5).act(word, state, 20_000)
+    assert a.values.sum() == 20_000 and a.steps == 20_000
+    assert np.abs(a.values[0] / 20_000 - pi[state, 1]).max() < 0.02
+    assert np.abs(pi[state, 1] - pi[state, 0]).max() > 0.1  # u1, not a reset u0, acts here
+    again = SimulatedExpert(t, seed=5).act(word, state, 20_000)
+    np.testing.assert_array_equal(a.values, again.values)
+
+
+def test_a_history_the_mdp_cannot_realise_is_a_clear_error():
+    t = task_of("patrol")
+    expert = TaskExpert(t)
+    a_state = int(np.flatnonzero(t.mdp.labels == letters(t, "A")[0])[0])
+    with pytest.raises(QueryError, match="cannot realise the history 'B'"):
+        expert.act(letters(t, "B"), a_state)  # the word must end with the label of its state
+    with pytest.raises(QueryError, match="not a state"):
+        SimulatedExpert(t).act(letters(t, "A"), 999, 5)
+    with pytest.raises(QueryError, match="answers no queries"):
+        RecordedExpert(t.mdp, None).act(letters(t, "A"), a_state)
+
+
+# ---------------------------------------------------------------------- the loop
+@pytest.mark.parametrize("name", SHIPPED)
+def test_active_learning_finds_what_every_depth_learning_finds(name):
+    t = task_of(name)
+    every = Learner(ExactPTP(None), irl=None).fit(t)
+    full_tree = Learner(ExactPTP(), irl=None).fit(t).tree.n_pairs  # the prefix tree at the task's depth
+    active = ActiveLearner().fit(t, TaskExpert(t))
+    r = active.result
+    assert (r.n_nodes, r.distinct_count, r.raw_count) == (every.n_nodes, every.distinct_count, every.raw_count)
+    assert all(v.consistent for v in r.verdicts)
+    assert r.isomorphic_to_truth() == every.isomorphic_to_truth()
+    assert not active.flagged and "no counterexample" in active.stopped
+    assert active.known == r.ptp.n_pairs < full_tree / 3  # far fewer policy evaluations than the tree
+    assert [x.index for x in active.rounds] == list(range(len(active.rounds)))
+    assert active.rounds[-1].reason == "equivalence" and active.rounds[-1].survivors == 1
+
+
+def test_active_learning_agrees_with_every_depth_on_random_instances():
+    for seed in range(40):
+        for kind in ("soft-optimal", "table"):
+            inst = random_instance(seed, "non-stuttering", kind)
+            every = Learner(ExactPTP(None, source=inst.source), max_nodes=U_MAX, irl=None).fit(inst.task)
+            r = ActiveLearner(max_nodes=U_MAX).fit(inst.task, TaskExpert(inst.task, source=inst.source,
+                                                                          seed=seed)).result
+            assert (r.n_nodes, r.distinct_count) == (every.n_nodes, every.distinct_count), (seed, kind)
+            assert all(v.consistent for v in r.verdicts), (seed, kind)
+
+
+def test_the_loop_never_reads_the_true_machine():
+    t = task_of("patrol")
+    expert = TaskExpert(t)
+    right = ActiveLearner().fit(t, expert)
+    wrong_machine = RewardMachine(["v0", "v1"], t.machine.alphabet, np.zeros((2, 4), np.int64),
+                                  np.zeros((2, 4)), name="wrong")
+    wrong = attrs.evolve(t, machine=wrong_machine)
+    other = ActiveLearner().fit(wrong, TaskExpert(t))  # the truth given for verdicts is wrong
+    assert [m.delta_u.tolist() for m in other.result.machines] == [m.delta_u.tolist() for m in right.result.machines]
+    assert [x.survivors for x in other.rounds] == [x.survivors for x in right.rounds]
+    assert right.result.isomorphic_to_truth() == (True,) and other.result.isomorphic_to_truth() == (False,)
+
+
+def test_a_simulated_expert_is_learned_from_its_runs():
+    t = attrs.evolve(task_of("patrol"), lam=0.1)  # a sharp expert: differences show in 200 draws
+    active = ActiveLearner(check=ExpertWalks(50, 30)).fit(t, SimulatedExpert(t, seed=1))
+    r = active.result
+    assert r.n_nodes == 4 and r.isomorphic_to_truth() == (True,) and r.verdicts[0].consistent
+    assert active.steps == sum(q.samples for x in active.rounds for q in x.asked) + 50 * 30
+    assert r.negatives is not None and len(r.negatives) > 0
+
+
+def test_recorded_data_run_through_the_same_loop_as_passive_learning():
+    t = task_of("stack_avoid")
+    demos = simulate(t, 2000, 20, seed=3)
+    active = ActiveLearner(max_nodes=3).fit(t, RecordedExpert(t.mdp, demos))
+    passive = Learner(EmpiricalPTP(demos), miner=ConfidenceMiner(), encoder=SatEncoder(negatives="lazy"),
+                      max_nodes=3, irl=None).fit(t)
+    r = active.result
+    assert (r.n_nodes, r.distinct_count, r.raw_count) == (passive.n_nodes, passive.distinct_count, passive.raw_count)
+    assert active.queries == active.steps == 0 and len(active.rounds) == 1 and "no queries" in active.stopped
+    assert len(r.negatives) == len(passive.negatives)
+
+
+def test_a_budget_that_runs_out_returns_the_survivors_so_far_flagged():
+    t = task_of("patrol")
+    active = ActiveLearner(budget=Budget(queries=3)).fit(t, TaskExpert(t))
+    assert active.flagged and active.exhausted == "queries" and active.queries <= 3
+    assert active.result.machines and "survivors so far" in active.stopped
+    s = attrs.evolve(t, lam=0.1)
+    active = ActiveLearner(budget=Budget(steps=500)).fit(s, SimulatedExpert(s, seed=1))
+    assert active.flagged and active.exhausted == "steps" and active.steps <= 500 and active.result.machines
+    active = ActiveLearner(budget=Budget(seconds=1e-9)).fit(t, TaskExpert(t))
+    assert active.exhausted == "seconds" and len(active.rounds) == 1
+    active = ActiveLearner(max_rounds=2).fit(t, TaskExpert(t))
+    assert active.exhausted == "rounds" and len(active.rounds) == 2 and active.result.machines
+
+
+def test_bad_input_is_a_clear_error():
+    t = task_of("patrol")
+    for bad in ({"queries": 0}, {"steps": -5}, {"seconds": float("inf")}, {"queries": True}):
+        with pytest.raises(RmtkError, match="budget"):
+            Budget(**bad)
+    other = task_of("stack")
+    with pytest.raises(QueryError, match="alphabet"):
+        ActiveLearner().fit(t, TaskExpert(other))
+    with pytest.raises(RmtkError, match="choose"):
+        ActiveLearner(strategy=object())
+    with pytest.raises(RmtkError, match="exact one"):
+        ActiveLearner().fit(t, TaskExpert(t), data=simulate(t, 10, 5, seed=0))
+    assert isinstance(SplitMostPairs(), QueryStrategy)
+    flip = np.array([[1, 0, 0, 0], [0, 1, 1, 1]])  # reading A twice returns to u0: a stuttering memory
+    stutter = attrs.evolve(t, machine=RewardMachine(["u0", "u1"], t.machine.alphabet, flip, np.zeros((2, 4))))
+    with pytest.raises(QueryError, match="stutters"):
+        SimulatedExpert(stutter)
+
+
+# ---------------------------------------------------------------------- command line
+def test_learn_active_on_the_command_line(capsys):
+    assert main(["learn", str(MODELS / "patrol.rm"), "--active", "--no-rewards", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "# active learning from the expert's exact policy" in out and "isomorphic to the true machine" in out
+    assert main(["learn", str(MODELS / "patrol.rm"), "--active", "--budget-queries", "2", "--no-rewards", "-q"]) == 0
+    assert "# budget spent (queries)" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as err:
+        main(["learn", str(MODELS / "patrol.rm"), "--active", "--budget-steps", "0"])
+    assert err.value.code == 2 and "at least 1, got 0" in capsys.readouterr().err
+    assert main(["learn", str(MODELS / "patrol.rm"), "--budget-steps", "5"]) == 1
+    assert "--budget-steps applies to active learning" in capsys.readouterr().err
+    assert main(["learn", str(MODELS / "patrol.rm"), "--active", "--depth", "3"]) == 1
+    assert "does not apply to active learning" in capsys.readouterr().err
+
+
+def test_reproduce_active_quick(tmp_path):
+    from rmtk.experiments import Options, run
+
+    report = run("active", Options(quick=True, figure_dir=tmp_path, overrides={"demos": 200}))
+    assert len(report.tables) == 2  # the soft expert is off in quick runs
+    (_, header, rows), (_, _, stack_avoid) = report.tables
+    row = dict(zip(header, rows[0]))
+    assert row["task"] == "patrol" and row["truth"] == "yes" and row["consistent"] == "yes"
+    assert row["active evaluations"] * 3 < row["tree evaluations"] == 254
+    passive, active = stack_avoid
+    assert active[3] == active[2] >= 1 and active[4] > passive[4] == 200 * 20  # steps: recorded + asked
+    assert (tmp_path / "active.png").exists()
+
+
+def test_transition_tests_compare_with_a_word_that_avoids_the_transition():
+    """Office coffee starts in every cell: the shortest word to a cell after f is often f
+    itself (a start there), which reads the same letter and tells nothing; the test that finds
+    the truth compares with a word that never reads f."""
+    t = dsl.load_model("office").tasks["coffee"]
+    r = ActiveLearner().fit(t, TaskExpert(t)).result
+    assert r.isomorphic_to_truth() == (True,) and r.verdicts[0].consistent

@@ -1,0 +1,115 @@
+"""The Gymnasium expert of active learning: histories realised by restoring a toy-text state or
+by replaying a planned path (checked state by state), the policy's memory driven along the
+history, and active learning through it equal to every-depth learning."""
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+import pytest
+
+from rmtk import ExactPTP, LabeledMDP, Learner, RewardMachine, RmtkError, Task
+from rmtk.active import ActiveLearner
+from rmtk.expert import QueryError, realisable
+from rmtk.gym import MdpEnv, NodePolicy
+from rmtk.gym.expert import GymExpert
+from rmtk.planning import task_policy
+from rmtk.queries import ExpertWalks
+
+PROPS = ["i", "a", "h", "g"]
+
+
+def lake(slippery: bool):
+    """FrozenLake 4x4 and its labeled MDP: holes h, goal g, the cell right of the start a."""
+    env = gymnasium.make("FrozenLake-v1", is_slippery=slippery)
+    inner = env.unwrapped
+    S, A = inner.observation_space.n, inner.action_space.n
+    P = np.zeros((A, S, S))
+    for s in range(S):
+        for a in range(A):
+            for p, s2, _, _ in inner.P[s][a]:
+                P[a, s, s2] += p
+    desc = inner.desc.ravel()
+    labels = ["a" if s == 2 else {b"H": "h", b"G": "g"}.get(desc[s], "i") for s in range(S)]
+    start = np.eye(S)[0]
+    return env, LabeledMDP.from_dense(P, labels, PROPS, start, gamma=0.9, name="lake")
+
+
+def a_then_g(mdp):
+    """The expert fetches a, then reaches g (soft-optimal, sharp)."""
+    m = RewardMachine(["u0", "u1", "u2"], PROPS, np.array([[0, 1, 0, 0], [1, 1, 1, 2], [2, 2, 2, 2]]),
+                      np.array([[0, 0, 0, 0], [0, 0, 0, 1.0], [0, 0, 0, 0]]), name="a_then_g")
+    task = Task(mdp, m, lam=0.1, max_nodes=4)
+    pi = task_policy(task).pi
+    return task, pi, NodePolicy.from_table(m, pi.transpose(1, 0, 2))
+
+
+@pytest.mark.parametrize("mode", ["restore", "replay"])
+def test_the_expert_acts_from_the_node_its_history_reaches(mode):
+    env, mdp = lake(False)
+    _, pi, policy = a_then_g(mdp)
+    expert = GymExpert(env, mdp, policy, mode=mode, seed=3)
+    word = (0, 1, 0)  # i a i: after fetching a the expert heads for g
+    state = 6
+    assert realisable(mdp, word)[state]
+    obs = expert.act(word, state, 4000)
+    assert obs.steps == 4000 and obs.values.sum() == 4000
+    assert np.abs(obs.values[0] / 4000 - pi[state, 1]).max() < 0.03
+    assert np.abs(pi[state, 1] - pi[state, 0]).max() > 0.2  # node u1, not a reset u0
+    again = GymExpert(env, mdp, policy, mode=mode, seed=3).act(word, state, 4000)
+    np.testing.assert_array_equal(obs.values, again.values)
+    ext = expert.extend(word, state, 5, 4)
+    assert all(w[:3] == word for w in ext.words)
+
+
+@pytest.mark.parametrize("mode", ["restore", "replay"])
+def test_active_learning_through_gymnasium_equals_every_depth(mode):
+    env, mdp = lake(False)
+    task, _, policy = a_then_g(mdp)
+    every = Learner(ExactPTP(None), irl=None).fit(task)
+    run = ActiveLearner(check=ExpertWalks(30, 30)).fit(task, GymExpert(env, mdp, policy, mode=mode, seed=1))
+    r = run.result
+    assert (r.n_nodes, r.distinct_count, r.raw_count) == (every.n_nodes, every.distinct_count, every.raw_count)
+    assert all(v.consistent for v in r.verdicts) and not run.flagged
+
+
+def test_a_replay_that_does_not_reproduce_its_states_is_a_clear_error():
+    env, slippery = lake(True)
+    _, plain = lake(False)
+    _, _, policy = a_then_g(plain)
+    word, state = (0, 1, 0), 10
+    with pytest.raises(QueryError, match="stochastic"):  # the model says the path cannot be replayed
+        GymExpert(env, slippery, policy, mode="replay").act(word, state, 5)
+    with pytest.raises(QueryError, match="reached state"):  # a wrong model: the environment strays
+        GymExpert(env, plain, policy, mode="replay", seed=0).act(word, state, 5)
+
+
+def test_bad_environments_are_clear_errors():
+    env, mdp = lake(False)
+    _, _, policy = a_then_g(mdp)
+    with pytest.raises(QueryError, match="no 's'"):
+        GymExpert(MdpEnv(mdp), mdp, policy).act((0, 1, 0), 6, 5)
+    with pytest.raises(RmtkError, match="not a vector"):
+        GymExpert(gymnasium.vector.SyncVectorEnv([lambda: lake(False)[0]]), mdp, policy)
+    with pytest.raises(RmtkError, match="mode"):
+        GymExpert(env, mdp, policy, mode="teleport")
+    with pytest.raises(QueryError, match="cannot realise"):
+        GymExpert(env, mdp, policy).act((1,), 6, 5)
+
+
+def test_office_histories_are_replayed_state_by_state():
+    from rmtk import dsl
+    from rmtk.shortest import shortest_path_table
+
+    task = dsl.load_model("office").tasks["patrol"]
+    mdp = task.mdp
+    table = shortest_path_table(task, 0.1)
+    expert = GymExpert(MdpEnv(mdp), mdp, NodePolicy.from_table(task.machine, table), mode="replay", seed=2)
+    i, a = mdp.propositions.index("i"), mdp.propositions.index("a")
+    word = (i, a, i)
+    state = int(np.flatnonzero(realisable(mdp, word) & (mdp.labels == i))[0])
+    obs = expert.act(word, state, 2000)
+    node = int(task.machine.delta_u[task.machine.delta_u[0, task.letter_of_proposition[a]],
+                                    task.letter_of_proposition[i]])
+    assert np.abs(obs.values[0] / 2000 - table[node, state]).max() < 0.05
+    ext = expert.extend(word, state, 10, 3)
+    assert ext.steps == 30 and all(w[:3] == word for w in ext.words)
