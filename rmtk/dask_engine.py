@@ -171,16 +171,13 @@ class _Run:
         self.watched: dict[str, tuple[object, str, int]] = {}
         self.attempts: collections.Counter = collections.Counter()
         self.last_news = time.monotonic()
-        self.live: list = []  # every future of the run, cancelled if it stops
 
     def hook(self, phase: str, futures) -> None:
         if self.engine.phase_hook is not None:
             self.engine.phase_hook(phase, self.client, list(futures))
 
     def submit(self, fn, *args, key: str):
-        future = self.client.submit(fn, *args, key=key, retries=0, pure=False)
-        self.live.append(future)
-        return future
+        return self.client.submit(fn, *args, key=key, retries=0, pure=False)
 
     def watch(self, future, name: str, weight: int = 0) -> None:
         self.watched[future.key] = (future, name, weight)
@@ -233,10 +230,12 @@ class _Run:
             self.watch(final, f"merging the results of the {self.slug}")
             self.next_finished()
             return self.fetch(final)
-        except BaseException:
-            if client.status == "running":
+        except BaseException:  # the run's futures still held (finished ones merged are released)
+            live = [f for f, _, _ in self.watched.values()] + ordered + ([] if reducer is None else
+                                                                        [f for _, f in reducer._stack])
+            if client.status == "running" and live:
                 with contextlib.suppress(Exception):
-                    client.cancel(self.live)
+                    client.cancel(live)
             raise
 
     def merge(self, reduce):

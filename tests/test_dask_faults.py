@@ -1,5 +1,5 @@
 """Faults on the Dask engine (docs/design.md, section 11), on a LocalCluster of 2 worker
-processes of this module's own. SLOW-ISH: about 30 s in all (worker restarts, three rmtk subprocesses with
+processes of this module's own. SLOW-ISH: about a minute in all (worker restarts, three rmtk subprocesses with
 clusters of their own); every run here is bounded by a timeout and asserts its outcome.
 
 * A worker process killed (SIGKILL, by pid) at each phase of a run — before the job is sent,
