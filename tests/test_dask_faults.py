@@ -1,6 +1,7 @@
-"""Faults on the Dask engine (docs/design.md, section 11), on a LocalCluster of 2 worker
-processes of this module's own. SLOW-ISH: about a minute in all (worker restarts, three rmtk subprocesses with
-clusters of their own); every run here is bounded by a timeout and asserts its outcome.
+"""Faults on the Dask engine (docs/design.md, section 11.1), on LocalClusters of 2 worker
+processes of this module's own. SLOW: about a minute in all on an idle 2-core machine (a fresh
+cluster for each killed worker, two rmtk subprocesses with clusters of their own); every run
+here is bounded by a timeout and asserts its outcome.
 
 * A worker process killed (SIGKILL, by pid) at each phase of a run — before the job is sent,
   while it is being sent, after, mid-count, during the merges — through the engine's test hook
