@@ -184,8 +184,9 @@ def local_cluster(workers: int):
 
 @contextlib.contextmanager
 def quiet():
-    """Dask's loggers in this process (``distributed`` and below) silenced, and restored after."""
-    names = ["distributed"] + [n for n in logging.root.manager.loggerDict if n.startswith("distributed.")]
+    """Dask's loggers in this process (``distributed`` and below, and ``asyncio``, which reports
+    the exceptions of Dask's event loop) silenced, and restored after."""
+    names = ["distributed", "asyncio"] + [n for n in logging.root.manager.loggerDict if n.startswith("distributed.")]
     loggers = [logging.getLogger(n) for n in names]
     levels = [lg.level for lg in loggers]
     for lg in loggers:

@@ -230,12 +230,15 @@ class _Run:
             self.watch(final, f"merging the results of the {self.slug}")
             self.next_finished()
             return self.fetch(final)
-        except BaseException:  # the run's futures still held (finished ones merged are released)
+        except BaseException:
+            # Released, not cancelled: the scheduler forgets what no one wants any more (running
+            # tasks included), while cancelling a merge whose inputs were released trips an
+            # assertion inside Dask's scheduler.
             live = [f for f, _, _ in self.watched.values()] + ordered + ([] if reducer is None else
                                                                         [f for _, f in reducer._stack])
-            if client.status == "running" and live:
+            for future in live:
                 with contextlib.suppress(Exception):
-                    client.cancel(live)
+                    future.release()
             raise
 
     def merge(self, reduce):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import logging
 import os
 import signal
 import socket
@@ -280,7 +281,7 @@ def _corrupt(task, src, dst, part=3, row=100, state=200):
     return dst / f"part-{part:05d}.parquet"
 
 
-def test_a_data_error_on_a_worker_is_raised_once(client, task, dataset, tmp_path):
+def test_a_data_error_on_a_worker_is_raised_once(client, task, dataset, tmp_path, caplog):
     bad = _corrupt(task, dataset, tmp_path / "bad.parquet")
     marker = tmp_path / "marker"
     marker.mkdir()
@@ -289,6 +290,8 @@ def test_a_data_error_on_a_worker_is_raised_once(client, task, dataset, tmp_path
     with pytest.raises(DataError, match=f"{bad}: row 100: .*state index 200 is out of range"):
         DaskEngine(client=client, retries=2).map_reduce(job, ds.partitions, reduce=merge_partial)
     assert len(os.listdir(marker)) == 1  # not retried
+    time.sleep(0.5)  # the scheduler (in this process) has handled the stopped run
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]  # no error inside Dask
 
 
 @attrs.frozen
