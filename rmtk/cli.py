@@ -185,7 +185,14 @@ def _engine_from_args(args):
         raise RmtkError("--scheduler and --workers choose the Dask cluster; add --engine dask")
     if args.scheduler and args.workers:
         raise RmtkError("--scheduler connects to a running cluster and --workers starts a local one; give one of them")
-    return as_engine(args.engine, scheduler=args.scheduler, workers=args.workers)
+    if args.engine != "dask" and args.dask_timeout is not None:
+        raise RmtkError("--dask-timeout bounds a Dask run; add --engine dask")
+    engine = as_engine(args.engine, scheduler=args.scheduler, workers=args.workers)
+    if args.dask_timeout is not None:
+        import attrs
+
+        engine = attrs.evolve(engine, timeout=args.dask_timeout)
+    return engine
 
 
 def _add_engine_options(parser, what: str) -> None:
@@ -196,6 +203,8 @@ def _add_engine_options(parser, what: str) -> None:
     parser.add_argument("--scheduler", metavar="ADDRESS", help="with --engine dask: a running scheduler (tcp://host:8786)")
     parser.add_argument("--workers", type=_positive_int, metavar="N",
                         help="with --engine dask: start a local cluster of N worker processes (default: one per CPU)")
+    parser.add_argument("--dask-timeout", type=_positive_float, metavar="S",
+                        help="with --engine dask: stop when no piece of work has finished for S seconds (default 600)")
 
 
 def cmd_simulate(args) -> int:
