@@ -1,0 +1,325 @@
+"""Search for the smallest (labeling, machine) pairs consistent with the expert's behaviour
+over state histories: fewest nodes, then fewest propositions (docs/design.md, "Learning the
+labels"), every solution enumerated up to renaming of nodes and of propositions.
+
+The problem is a :class:`~rmtk.encoding.Problem` over the state view (:mod:`rmtk.histories`):
+its trie's letters are states. With an oracle (lazy or every-depth learning) the formula starts
+from the structural clauses alone and grows by the counterexamples each candidate violates; a
+candidate (L, δ) is checked as the machine over states ``D(u, s) = δ(u, L(s))``, so the oracles
+of :mod:`rmtk.lazy` serve unchanged. Counterexamples found at one size are replayed into the
+solver of the next, so each size starts from what the previous ones learned.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Mapping, Sequence
+
+import attrs
+import numpy as np
+from pysat.solvers import Solver
+
+from .encoding import Problem, decode_transitions, determinism, full_specification, negative_classes, \
+    negative_pairs, non_stuttering, symmetry_breaking_bfs
+from .errors import RmtkError
+from .labeling import LabelLazyFormula, LabelPool, all_propositions_used, decode_labels, known_labels, \
+    label_symmetry_breaking, one_label_per_state, shared_labels, state_runs
+from .lazy import TrieOracle
+from .negatives import PolicyClasses
+from .progress import Progress
+from .solve import _join, _solve, canonical_partial, solver_for, used_transitions
+
+
+@attrs.frozen
+class LabelSolution:
+    """One learned (labeling, machine) pair, in canonical form (propositions numbered by first
+    occurrence over the states in index order, nodes in BFS order).
+
+    Attributes:
+        labels: ``(S,)`` learned proposition of each state; −1 for states no history reaches.
+        delta_u: ``(n, k)`` transitions over the learned propositions; free ones are self-loops.
+        used: ``(n, k)`` transitions some history exercises.
+        free: ``((state, (p, …)), …)``: states whose label alone could change to one of the
+            listed propositions, the machine as it is, without breaking consistency.
+        models: satisfying assignments seen for this pair (renamings included when symmetry
+            breaking is off).
+    """
+
+    labels: np.ndarray = attrs.field(eq=False)
+    delta_u: np.ndarray = attrs.field(eq=False)
+    used: np.ndarray = attrs.field(eq=False)
+    free: tuple = ()
+    models: int = 1
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.delta_u.shape[0])
+
+    @property
+    def n_props(self) -> int:
+        return int(self.delta_u.shape[1])
+
+    def state_machine(self) -> np.ndarray:
+        """``(n, S)``: the machine read over states, ``δ(u, L(s))`` (unreached states loop)."""
+        return state_delta(self.delta_u, self.labels)
+
+
+@attrs.frozen
+class LabelSearchResult:
+    """Outcome of :func:`label_search`: the smallest size found (``n_nodes``, ``n_props``), its
+    solutions, and every size tried with its outcome (``tried``: ``(n, k, sat)``, ``None`` when
+    undecided)."""
+
+    n_nodes: int | None
+    n_props: int | None
+    solutions: tuple[LabelSolution, ...]
+    complete: bool
+    tried: tuple[tuple[int, int, bool | None], ...]
+    message: str = ""
+    counterexamples: int = 0
+    rounds: int = 0
+    longest: int = 0
+    histories: int = 0
+    time_solve: float = 0.0
+
+    @property
+    def ruled_out(self) -> tuple[tuple[int, int], ...]:
+        """Sizes ``(n, k)`` proven impossible."""
+        return tuple((n, k) for n, k, sat in self.tried if sat is False)
+
+
+def state_delta(delta_u: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``(n, S)`` machine over states; states with label −1 (unreached) loop."""
+    lab = np.asarray(labels)
+    out = np.asarray(delta_u)[:, np.where(lab >= 0, lab, 0)]
+    out[:, lab < 0] = np.arange(out.shape[0])[:, None]
+    return out
+
+
+def first_occurrence(labels: np.ndarray, order: Sequence[int], first_free: int = 0) -> np.ndarray:
+    """``perm[p]``: the canonical name of proposition p — propositions below ``first_free`` keep
+    theirs, the others are numbered by first occurrence along ``order``."""
+    k_max = int(np.max(labels)) + 1 if len(labels) else 0
+    perm = np.full(max(k_max, first_free), -1, np.int64)
+    perm[:first_free] = np.arange(first_free)
+    nxt = first_free
+    for s in order:
+        p = int(labels[s])
+        if p >= 0 and perm[p] < 0:
+            perm[p] = nxt
+            nxt += 1
+    free = np.flatnonzero(perm < 0)
+    perm[free] = nxt + np.arange(len(free))
+    return perm
+
+
+def canonical_pair(labels: np.ndarray, delta_u: np.ndarray, used: np.ndarray, order: Sequence[int],
+                   first_free: int = 0) -> tuple[tuple, np.ndarray, np.ndarray, np.ndarray]:
+    """A key invariant under renaming of nodes and propositions, and the canonical
+    ``(labels, delta_u, used)``."""
+    perm = first_occurrence(labels, order, first_free)
+    k = delta_u.shape[1]
+    inv = np.argsort(perm[:k])
+    lab = np.where(labels >= 0, perm[np.maximum(labels, 0)], -1)
+    du, us = delta_u[:, inv], used[:, inv]
+    key, bfs = canonical_partial(du, us)
+    n = du.shape[0]
+    nodes = bfs + [u for u in range(n) if u not in set(bfs)]
+    pos = np.empty(n, np.int64)
+    pos[nodes] = np.arange(n)
+    du2 = pos[du[nodes]]
+    us2 = us[nodes]
+    du2[~us2] = np.broadcast_to(np.arange(n)[:, None], du2.shape)[~us2]
+    return (tuple(lab[list(order)].tolist()), key), lab, du2, us2
+
+
+def reached_states(trie_letters: np.ndarray) -> np.ndarray:
+    """States some history of a state trie passes through."""
+    return np.unique(np.asarray(trie_letters)[1:])
+
+
+def mdp_reachable(mdp) -> np.ndarray:
+    """States reachable from the start states."""
+    succ = mdp.successor_matrix()
+    seen = np.zeros(mdp.n_states, bool)
+    frontier = np.unique(mdp.start_states)
+    seen[frontier] = True
+    while len(frontier):
+        nxt = np.concatenate([succ.indices[succ.indptr[s]:succ.indptr[s + 1]] for s in frontier])
+        nxt = np.unique(nxt[~seen[nxt]]) if len(nxt) else nxt
+        seen[nxt] = True
+        frontier = nxt
+    return np.flatnonzero(seen)
+
+
+@attrs.frozen
+class LabelKnowledge:
+    """What the user knows: ``fixed`` ``{state: proposition}`` (propositions ``0 … m−1`` are
+    the named ones, ``first_free = m``), ``shared`` groups of states with one label."""
+
+    fixed: Mapping[int, int] = attrs.field(factory=dict)
+    shared: tuple[tuple[int, ...], ...] = ()
+    first_free: int = 0
+
+
+def _structure(problem: Problem, n: int, k: int, n_states: int, reach: np.ndarray, know: LabelKnowledge,
+               symmetry: bool, stutter_free: bool, exactly: bool):
+    classes = problem.negatives if isinstance(problem.negatives, PolicyClasses) else None
+    pool = LabelPool(n, k, n_states, problem.trie.n_nodes, classes.n_classes if classes is not None else 0)
+    clauses = determinism(pool) + full_specification(pool) + one_label_per_state(pool, reach)
+    clauses.append([int(pool.x(0, 0))])
+    if stutter_free:
+        clauses += non_stuttering(pool)
+    if symmetry:
+        if n > 1:
+            clauses += symmetry_breaking_bfs(pool)
+        clauses += label_symmetry_breaking(pool, reach, know.first_free)
+    if exactly:
+        clauses += all_propositions_used(pool, reach)
+    clauses += known_labels(pool, know.fixed) + shared_labels(pool, know.shared)
+    if problem.oracle is None:
+        par, kid = problem.trie.children()
+        clauses += state_runs(pool, par, problem.trie.letter[kid], kid)
+        if classes is not None:
+            clauses += negative_classes(pool, classes)
+        elif problem.negatives is not None and len(problem.negative_pairs()):
+            clauses += negative_pairs(pool, problem.negative_pairs())
+    return pool, clauses
+
+
+def label_search(
+    problem: Problem,
+    *,
+    n_states: int,
+    reach: np.ndarray,
+    max_nodes: int,
+    min_nodes: int = 1,
+    nodes: int | None = None,
+    props: int | None = None,
+    max_props: int | None = None,
+    knowledge: LabelKnowledge | None = None,
+    symmetry_breaking: bool = True,
+    non_stuttering: bool = True,
+    solver: str = "cadical153",
+    max_solutions: int | None = None,
+    time_limit: float | None = None,
+    freedom: bool = True,
+    progress: Progress | None = None,
+) -> LabelSearchResult:
+    """The smallest (n, k) — fewest nodes, then fewest propositions — with a (labeling, machine)
+    pair the problem accepts, and every such pair up to both renamings. ``props`` fixes k,
+    ``max_props`` bounds it (default: the states that matter)."""
+    progress = progress or Progress()
+    know = knowledge or LabelKnowledge()
+    reach = np.asarray(reach, np.int64)
+    k_hi = props if props is not None else (max_props or max(1, len(reach)))
+    k_lo = props if props is not None else max(1, know.first_free)
+    if k_lo > k_hi:
+        raise RmtkError(f"the known labels name {know.first_free} propositions, more than the {k_hi} allowed")
+    n_sizes = [nodes] if nodes is not None else list(range(max(1, min_nodes), max_nodes + 1))
+    checker = problem.oracle if problem.oracle is not None else TrieOracle(problem.trie, problem.negatives) \
+        if problem.negatives is not None else None
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    solver_name, note = solver_for(solver, time_limit)
+    tried: list[tuple[int, int, bool | None]] = []
+    seen_cex: list = []
+    rounds, longest, t_solve = 0, 0, 0.0
+    histories = problem.trie.n_nodes
+    for n in n_sizes:
+        for k in range(k_lo, k_hi + 1):
+            pool, clauses = _structure(problem, n, k, n_states, reach, know, symmetry_breaking, non_stuttering, True)
+            t0 = time.perf_counter()
+            with Solver(name=solver_name, bootstrap_with=clauses) as sat:
+                lazy = LabelLazyFormula(pool, sat) if problem.oracle is not None else None
+                for cex in seen_cex:
+                    lazy.add(cex)
+                found: dict = {}
+                complete, stop = True, False
+                while True:
+                    ok = _solve(sat, deadline)
+                    rounds += 1
+                    if ok is None:
+                        complete = False
+                        break
+                    if not ok:
+                        break
+                    model = sat.get_model()
+                    labels, du = decode_labels(model, pool), decode_transitions(model, pool)
+                    D = state_delta(du, labels)
+                    if lazy is not None:
+                        counter = problem.oracle.check(D)
+                        if counter:
+                            for cex in counter:
+                                lazy.add(cex)
+                                longest = max(longest, cex.labels)
+                            seen_cex.extend(counter)
+                            progress.count(len(seen_cex), None, "counterexamples")
+                            continue
+                        used_s = problem.oracle.exercised(D)
+                    else:
+                        used_s = used_transitions(problem.trie, D)[0]
+                    sat.add_clause(_record(found, pool, labels, du, used_s, reach, know.first_free))
+                    progress.solution(len(found), len(found))
+                    if max_solutions is not None and len(found) >= max_solutions:
+                        complete, stop = False, True
+                        break
+                t_solve += time.perf_counter() - t0
+                if lazy is not None:
+                    histories = max(histories, len(lazy.parent))
+            decided = True if found else (False if complete else None)
+            tried.append((n, k, decided))
+            progress.note(f"{n} nodes, {k} propositions: "
+                          f"{'undecided' if decided is None else ('satisfiable' if decided else 'none')}")
+            if found or not complete or stop:
+                sols = tuple(found.values())
+                if freedom and checker is not None:
+                    sols = tuple(attrs.evolve(s, free=free_states(checker, s, reach)) for s in sols)
+                msg = "" if complete else ("enumeration stopped early (limit reached); the solutions found are listed"
+                                           if found else f"time limit reached while deciding {n} nodes, {k} "
+                                           "propositions")
+                return LabelSearchResult(n if found else None, k if found else None, sols, complete, tuple(tried),
+                                         _join(msg, note), len(seen_cex), rounds, longest, histories, t_solve)
+    return LabelSearchResult(None, None, (), True, tuple(tried),
+                             _join(f"no labeling with {k_lo}-{k_hi} propositions and machine with "
+                                   f"{n_sizes[0]}-{n_sizes[-1]} nodes is consistent with the expert", note),
+                             len(seen_cex), rounds, longest, histories, t_solve)
+
+
+def _record(found: dict, pool: LabelPool, labels, du, used_s, reach, first_free) -> list[int]:
+    """File the pair under its key invariant under both renamings; return the blocking clause
+    (its labels of the states that matter and its used transitions)."""
+    n, k = du.shape
+    used = np.zeros((n, k), bool)
+    ii, ss = np.nonzero(used_s)
+    used[ii, labels[ss]] = True
+    lab = np.full(len(labels), -1, np.int64)
+    lab[reach] = labels[reach]
+    key, clab, cdu, cused = canonical_pair(lab, du, used, reach, first_free)
+    if key in found:
+        found[key] = attrs.evolve(found[key], models=found[key].models + 1)
+    else:
+        found[key] = LabelSolution(clab, cdu, cused)
+    return [-int(pool.l(s, labels[s])) for s in reach] + [-int(pool.t(i, p, du[i, p])) for i, p in np.argwhere(used)]
+
+
+def free_states(checker, sol: LabelSolution, reach: np.ndarray) -> tuple:
+    """States of ``reach`` whose label alone could change (to which propositions) with the
+    machine as it is and the expert still matched."""
+    out = []
+    for s in reach:
+        alt = []
+        for p in range(sol.n_props):
+            if p == sol.labels[s]:
+                continue
+            lab = sol.labels.copy()
+            lab[s] = p
+            if not checker.check(state_delta(sol.delta_u, lab)):
+                alt.append(p)
+        if alt:
+            out.append((int(s), tuple(alt)))
+    return tuple(out)
+
+
+def renamings(n: int, k: int) -> int:
+    """How many (node, proposition) renamings one pair has at most: (n−1)!·k!."""
+    return math.factorial(n - 1) * math.factorial(k)
