@@ -27,7 +27,7 @@ from .labeling import LabelLazyFormula, LabelPool, all_propositions_used, decode
 from .lazy import TrieOracle
 from .negatives import PolicyClasses
 from .progress import Progress
-from .solve import _join, _solve, canonical_partial, solver_for, used_transitions
+from .solve import _join, _solve, canonical_partial, count_completions, solver_for, used_transitions
 
 
 @attrs.frozen
@@ -176,7 +176,9 @@ def _structure(problem: Problem, n: int, k: int, n_states: int, reach: np.ndarra
         clauses += label_symmetry_breaking(pool, reach, know.first_free)
     if exactly:
         clauses += all_propositions_used(pool, reach)
-    clauses += known_labels(pool, know.fixed) + shared_labels(pool, know.shared)
+    inside = set(reach.tolist())  # states no history reaches are not learned: what is known of them is moot
+    clauses += known_labels(pool, {s: p for s, p in know.fixed.items() if s in inside})
+    clauses += shared_labels(pool, [[s for s in g if s in inside] for g in know.shared])
     if problem.oracle is None:
         par, kid = problem.trie.children()
         clauses += state_runs(pool, par, problem.trie.letter[kid], kid)
@@ -212,7 +214,8 @@ def label_search(
     progress = progress or Progress()
     know = knowledge or LabelKnowledge()
     reach = np.asarray(reach, np.int64)
-    k_hi = props if props is not None else (max_props or max(1, len(reach)))
+    k_hi = props if props is not None else (max_props or max(1, min(len(reach), distinct_columns(max_nodes,
+                                                                                         non_stuttering))))
     k_lo = props if props is not None else max(1, know.first_free)
     if k_lo > k_hi:
         raise RmtkError(f"the known labels name {know.first_free} propositions, more than the {k_hi} allowed")
@@ -258,7 +261,7 @@ def label_search(
                         used_s = problem.oracle.exercised(D)
                     else:
                         used_s = used_transitions(problem.trie, D)[0]
-                    sat.add_clause(_record(found, pool, labels, du, used_s, reach, know.first_free))
+                    sat.add_clause(_record(found, pool, labels, du, used_s, reach, know.first_free, non_stuttering))
                     progress.solution(len(found), len(found))
                     if max_solutions is not None and len(found) >= max_solutions:
                         complete, stop = False, True
@@ -285,13 +288,14 @@ def label_search(
                              len(seen_cex), rounds, longest, histories, t_solve)
 
 
-def _record(found: dict, pool: LabelPool, labels, du, used_s, reach, first_free) -> list[int]:
+def _record(found: dict, pool: LabelPool, labels, du, used_s, reach, first_free, non_stuttering) -> list[int]:
     """File the pair under its key invariant under both renamings; return the blocking clause
     (its labels of the states that matter and its used transitions)."""
     n, k = du.shape
     used = np.zeros((n, k), bool)
     ii, ss = np.nonzero(used_s)
     used[ii, labels[ss]] = True
+    used = count_completions(du, used, non_stuttering)[1]  # with the transitions non-stuttering forces
     lab = np.full(len(labels), -1, np.int64)
     lab[reach] = labels[reach]
     key, clab, cdu, cused = canonical_pair(lab, du, used, reach, first_free)
@@ -318,6 +322,15 @@ def free_states(checker, sol: LabelSolution, reach: np.ndarray) -> tuple:
         if alt:
             out.append((int(s), tuple(alt)))
     return tuple(out)
+
+
+def distinct_columns(n: int, non_stuttering: bool = True) -> int:
+    """How many different columns δ(·, p) a machine with n nodes can have (n^n, or the
+    idempotent maps under non-stuttering): two propositions with the same column can merge, so
+    no smallest labeling needs more propositions."""
+    if not non_stuttering:
+        return n ** n
+    return sum(math.comb(n, j) * j ** (n - j) for j in range(1, n + 1))
 
 
 def renamings(n: int, k: int) -> int:

@@ -86,7 +86,8 @@ def state_runs(pool: LabelPool, parent: np.ndarray, state: np.ndarray, child: np
     n, K = pool.n, pool.K
     i, p, j = (a.ravel() for a in np.meshgrid(np.arange(n), np.arange(K), np.arange(n), indexing="ij"))
     par, st, kid = (np.asarray(a, np.int64)[:, None] for a in (parent, state, child))
-    cl = np.stack([-pool.x(par, i), -pool.l(st, p), -pool.t(i, p, j), pool.x(kid, j)], axis=-1).reshape(-1, 4)
+    cols = np.broadcast_arrays(-pool.x(par, i), -pool.l(st, p), -pool.t(i, p, j)[None, :], pool.x(kid, j))
+    cl = np.stack(cols, axis=-1).reshape(-1, 4)
     return _rows(cl)
 
 

@@ -242,6 +242,9 @@ class Learner:
         if not isinstance(target, (Task, LabeledMDP, Space)):
             raise RmtkError(f"fit needs a Task or a LabeledMDP (or a Space, for data without a transition model), "
                             f"not {type(target).__name__}")
+        fit_labels = getattr(self.encoder, "fit_labels", None)  # an encoder that learns the labels too
+        if callable(fit_labels):
+            return fit_labels(self, target)
         task = target if isinstance(target, Task) else None
         mdp = target.mdp if task is not None else target
         rec = Recorder(self.progress)
