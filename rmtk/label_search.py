@@ -81,10 +81,12 @@ class LabelSearchResult:
     longest: int = 0
     histories: int = 0
     time_solve: float = 0.0
+    lower_bound: int = 1
 
     @property
     def ruled_out(self) -> tuple[tuple[int, int], ...]:
-        """Sizes ``(n, k)`` proven impossible."""
+        """Sizes ``(n, k)`` the solver proved impossible (besides every n below ``lower_bound``,
+        the most policy classes the expert shows at one state, which no n below can hold)."""
         return tuple((n, k) for n, k, sat in self.tried if sat is False)
 
 
@@ -281,11 +283,12 @@ def label_search(
                                            if found else f"time limit reached while deciding {n} nodes, {k} "
                                            "propositions")
                 return LabelSearchResult(n if found else None, k if found else None, sols, complete, tuple(tried),
-                                         _join(msg, note), len(seen_cex), rounds, longest, histories, t_solve)
+                                         _join(msg, note), len(seen_cex), rounds, longest, histories, t_solve,
+                                         min_nodes)
     return LabelSearchResult(None, None, (), True, tuple(tried),
                              _join(f"no labeling with {k_lo}-{k_hi} propositions and machine with "
                                    f"{n_sizes[0]}-{n_sizes[-1]} nodes is consistent with the expert", note),
-                             len(seen_cex), rounds, longest, histories, t_solve)
+                             len(seen_cex), rounds, longest, histories, t_solve, min_nodes)
 
 
 def _record(found: dict, pool: LabelPool, labels, du, used_s, reach, first_free, non_stuttering) -> list[int]:
