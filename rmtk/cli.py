@@ -228,6 +228,10 @@ def cmd_simulate(args) -> int:
 def cmd_learn(args) -> int:
     """Learn the smallest machine from a task's exact prefix tree policy or from demonstrations."""
     task = _load_task(args.file, args.task)
+    if args.learn_labels is not None:
+        from .label_report import learn_labels_cli
+
+        return learn_labels_cli(args, task, learner_from_args(args, task))
     from .report import report
 
     result = learner_from_args(args, task).fit(task)
@@ -368,6 +372,9 @@ def build_parser() -> argparse.ArgumentParser:
     ln.add_argument("--maxsat", action="store_true", help="weighted MaxSAT: robust to false positive negative examples")
     ln.add_argument("--weights", choices=("unit", "evidence"),
                     help="MaxSAT weight of a negative example: 1 (default), or growing with its evidence")
+    ln.add_argument("--learn-labels", nargs="?", const=0, type=_positive_int, metavar="K",
+                    help="learn the labeling function too, from state histories only (the file's labels serve only "
+                         "for the verdict): the fewest nodes, then the fewest propositions, or exactly K")
     ln.add_argument("--max-solutions", type=_positive_int, help="stop after this many machines")
     ln.add_argument("--time-limit", type=_positive_float, metavar="S",
                     help="seconds for the SAT search; what was found is reported")

@@ -24,7 +24,8 @@ from .encoding import Problem, decode_transitions, determinism, full_specificati
 from .errors import RmtkError
 from .labeling import LabelLazyFormula, LabelPool, all_propositions_used, decode_labels, known_labels, \
     label_symmetry_breaking, one_label_per_state, shared_labels, state_runs
-from .lazy import TrieOracle
+from .equivalence import consistency_many
+from .lazy import ProductOracle, TrieOracle
 from .negatives import PolicyClasses
 from .progress import Progress
 from .solve import _join, _solve, canonical_partial, count_completions, solver_for, used_transitions
@@ -228,67 +229,102 @@ def label_search(
     solver_name, note = solver_for(solver, time_limit)
     tried: list[tuple[int, int, bool | None]] = []
     seen_cex: list = []
-    rounds, longest, t_solve = 0, 0, 0.0
-    histories = problem.trie.n_nodes
-    for n in n_sizes:
-        for k in range(k_lo, k_hi + 1):
-            pool, clauses = _structure(problem, n, k, n_states, reach, know, symmetry_breaking, non_stuttering, True)
-            t0 = time.perf_counter()
-            with Solver(name=solver_name, bootstrap_with=clauses) as sat:
-                lazy = LabelLazyFormula(pool, sat) if problem.oracle is not None else None
-                for cex in seen_cex:
-                    lazy.add(cex)
-                found: dict = {}
-                complete, stop = True, False
-                while True:
-                    ok = _solve(sat, deadline)
-                    rounds += 1
-                    if ok is None:
-                        complete = False
-                        break
-                    if not ok:
-                        break
-                    model = sat.get_model()
-                    labels, du = decode_labels(model, pool), decode_transitions(model, pool)
-                    D = state_delta(du, labels)
-                    if lazy is not None:
-                        counter = problem.oracle.check(D)
-                        if counter:
-                            for cex in counter:
-                                lazy.add(cex)
-                                longest = max(longest, cex.labels)
-                            seen_cex.extend(counter)
-                            progress.count(len(seen_cex), None, "counterexamples")
-                            continue
-                        used_s = problem.oracle.exercised(D)
-                    else:
-                        used_s = used_transitions(problem.trie, D)[0]
-                    sat.add_clause(_record(found, pool, labels, du, used_s, reach, know.first_free, non_stuttering))
-                    progress.solution(len(found), len(found))
-                    if max_solutions is not None and len(found) >= max_solutions:
-                        complete, stop = False, True
-                        break
-                t_solve += time.perf_counter() - t0
+    state = {"rounds": 0, "longest": 0, "t_solve": 0.0, "histories": problem.trie.n_nodes}
+
+    def run(n: int, k: int, enumerate_all: bool):
+        """Solve at (n, k): ``(decided, found, complete)``; with ``enumerate_all`` every pair."""
+        pool, clauses = _structure(problem, n, k, n_states, reach, know, symmetry_breaking, non_stuttering, True)
+        t0 = time.perf_counter()
+        found: dict = {}
+        complete = True
+        with Solver(name=solver_name, bootstrap_with=clauses) as sat:
+            lazy = LabelLazyFormula(pool, sat) if problem.oracle is not None else None
+            for cex in seen_cex:
+                lazy.add(cex)
+            while True:
+                ok = _solve(sat, deadline)
+                state["rounds"] += 1
+                if ok is None:
+                    complete = False
+                    break
+                if not ok:
+                    break
+                model = sat.get_model()
+                labels, du = decode_labels(model, pool), decode_transitions(model, pool)
+                D = state_delta(du, labels)
                 if lazy is not None:
-                    histories = max(histories, len(lazy.parent))
-            decided = True if found else (False if complete else None)
+                    counter = problem.oracle.check(D)
+                    if counter:
+                        for cex in counter:
+                            lazy.add(cex)
+                            state["longest"] = max(state["longest"], cex.labels)
+                        seen_cex.extend(counter)
+                        progress.count(len(seen_cex), None, "counterexamples")
+                        continue
+                    used_s = problem.oracle.exercised(D)
+                else:
+                    used_s = used_transitions(problem.trie, D)[0]
+                sat.add_clause(_record(found, pool, labels, du, used_s, reach, know.first_free, non_stuttering))
+                progress.solution(len(found), len(found))
+                if not enumerate_all or (max_solutions is not None and len(found) >= max_solutions):
+                    complete = not enumerate_all
+                    break
+            if lazy is not None:
+                state["histories"] = max(state["histories"], len(lazy.parent))
+        state["t_solve"] += time.perf_counter() - t0
+        decided = True if found else (False if complete else None)
+        progress.note(f"{n} nodes, {k} propositions: "
+                      f"{'undecided' if decided is None else ('satisfiable' if decided else 'none')}")
+        return decided, found, complete
+
+    def result(n, k, found, complete, msg=""):
+        sols = tuple(found.values())
+        if freedom and checker is not None:
+            sols = tuple(attrs.evolve(x, free=free_states(checker, x, reach)) for x in sols)
+        return LabelSearchResult(n, k, sols, complete, tuple(tried), _join(msg, note), len(seen_cex), state["rounds"],
+                                 state["longest"], state["histories"], state["t_solve"], min_nodes)
+
+    # With nothing known, sizes are monotone in k at a fixed n: a pair with k propositions splits
+    # a proposition of two states into two with the same transitions (the same machine over
+    # states) and gains one, and merging propositions of equal columns loses one. So one call at
+    # the largest useful k decides n, and the fewest k is found by bisection.
+    monotone = props is None and not know.fixed and not know.shared
+    for n in n_sizes:
+        top = min(k_hi, distinct_columns(n, non_stuttering)) if monotone else k_hi
+        ks = list(range(k_lo, top + 1))
+        if monotone and ks:
+            decided, found, complete = run(n, top, False)
+            if decided is None:
+                tried.append((n, top, None))
+                return result(None, None, {}, False, f"time limit reached while deciding {n} nodes")
+            if not decided:
+                tried.extend((n, k, False) for k in ks)
+                continue
+            tried.append((n, top, True))
+            lo, hi = k_lo, top
+            while lo < hi:
+                mid = (lo + hi) // 2
+                decided, _, _ = run(n, mid, False)
+                if decided is None:
+                    tried.append((n, mid, None))
+                    return result(None, None, {}, False, f"time limit reached while deciding {n} nodes, {mid} "
+                                  "propositions")
+                tried.append((n, mid, decided))
+                lo, hi = (lo, mid) if decided else (mid + 1, hi)
+            ks = [lo]
+        for k in ks:
+            decided, found, complete = run(n, k, True)
             tried.append((n, k, decided))
-            progress.note(f"{n} nodes, {k} propositions: "
-                          f"{'undecided' if decided is None else ('satisfiable' if decided else 'none')}")
-            if found or not complete or stop:
-                sols = tuple(found.values())
-                if freedom and checker is not None:
-                    sols = tuple(attrs.evolve(s, free=free_states(checker, s, reach)) for s in sols)
+            if found or not complete:
                 msg = "" if complete else ("enumeration stopped early (limit reached); the solutions found are listed"
                                            if found else f"time limit reached while deciding {n} nodes, {k} "
                                            "propositions")
-                return LabelSearchResult(n if found else None, k if found else None, sols, complete, tuple(tried),
-                                         _join(msg, note), len(seen_cex), rounds, longest, histories, t_solve,
-                                         min_nodes)
+                return result(n if found else None, k if found else None, found, complete, msg)
     return LabelSearchResult(None, None, (), True, tuple(tried),
                              _join(f"no labeling with {k_lo}-{k_hi} propositions and machine with "
                                    f"{n_sizes[0]}-{n_sizes[-1]} nodes is consistent with the expert", note),
-                             len(seen_cex), rounds, longest, histories, t_solve, min_nodes)
+                             len(seen_cex), state["rounds"], state["longest"], state["histories"], state["t_solve"],
+                             min_nodes)
 
 
 def _record(found: dict, pool: LabelPool, labels, du, used_s, reach, first_free, non_stuttering) -> list[int]:
@@ -311,20 +347,28 @@ def _record(found: dict, pool: LabelPool, labels, du, used_s, reach, first_free,
 
 def free_states(checker, sol: LabelSolution, reach: np.ndarray) -> tuple:
     """States of ``reach`` whose label alone could change (to which propositions) with the
-    machine as it is and the expert still matched."""
-    out = []
+    machine as it is and the expert still matched. Against an every-depth product oracle all
+    the variants are checked in one search of the product (the machines stacked)."""
+    variants = []
     for s in reach:
-        alt = []
         for p in range(sol.n_props):
-            if p == sol.labels[s]:
-                continue
-            lab = sol.labels.copy()
-            lab[s] = p
-            if not checker.check(state_delta(sol.delta_u, lab)):
-                alt.append(p)
-        if alt:
-            out.append((int(s), tuple(alt)))
-    return tuple(out)
+            if p != sol.labels[s]:
+                lab = sol.labels.copy()
+                lab[s] = p
+                variants.append((int(s), p, state_delta(sol.delta_u, lab)))
+    if not variants:
+        return ()
+    if isinstance(checker, ProductOracle) and checker.depth is None:
+        verdicts = consistency_many(checker.mdp, checker.true_delta, checker.table, [v[2] for v in variants],
+                                    true_initial=checker.true_initial)
+        ok = [v.consistent for v in verdicts]
+    else:
+        ok = [not checker.check(v[2]) for v in variants]
+    out: dict[int, list[int]] = {}
+    for (s, p, _), good in zip(variants, ok):
+        if good:
+            out.setdefault(s, []).append(p)
+    return tuple((s, tuple(ps)) for s, ps in out.items())
 
 
 def distinct_columns(n: int, non_stuttering: bool = True) -> int:

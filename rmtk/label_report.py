@@ -1,0 +1,139 @@
+"""Learned (labeling, machine) pairs as `.rm` text and pictures: each pair is written as an MDP
+with the learned labels (a grid world keeps its generator form, its map carrying the learned
+propositions; any other MDP is written explicitly with ``label`` lines), its machine and a task
+binding them, with the search and the verdicts as ``#`` comment lines, so that the output loads
+back with :func:`rmtk.dsl.loads` (what ``rmtk learn --learn-labels`` prints)."""
+from __future__ import annotations
+
+import sys
+
+import attrs
+import numpy as np
+
+from . import dsl
+from .label_learner import LabelLearnResult
+from .mdp import GeneratorCall, LabeledMDP
+from .task import Task
+
+
+def learned_mdp(result: LabelLearnResult, i: int, name: str | None = None) -> LabeledMDP:
+    """The MDP of ``result`` with solution ``i``'s labels. A grid world stays a grid world
+    (its map rewritten with the learned propositions, so it prints and draws as one)."""
+    mdp = result.mdp
+    name = name or f"{mdp.name}_labels_{i + 1}"
+    labels = np.maximum(result.solutions[i].labels, 0)
+    props = result.propositions
+    src = mdp.source
+    if src is not None and src.generator == "gridworld":
+        from .draw import grid_cells
+        from .dsl.generators import SYNTAX
+
+        kw = src.kwargs()
+        rows = [list(r) for r in kw["rows"]]
+        for s, (r, c) in enumerate(grid_cells(mdp)):
+            rows[r][c] = props[labels[s]]
+        kw.update(rows=tuple(tuple(r) for r in rows), propositions=None)
+        rebuilt = SYNTAX["gridworld"].generator()(**kw, name=name)
+        if rebuilt.states == mdp.states:
+            return attrs.evolve(rebuilt, source=GeneratorCall("gridworld", tuple(sorted(kw.items()))))
+    used = sorted(set(labels.tolist()))
+    dense = {p: j for j, p in enumerate(used)}
+    return attrs.evolve(mdp, labels=[dense[p] for p in labels], propositions=[props[p] for p in used], name=name,
+                        source=None)
+
+
+def learned_tasks(result: LabelLearnResult, base: Task | None = None) -> list[Task]:
+    """One task per solution: its learned MDP and machine (λ, γ of ``base`` when given)."""
+    out = []
+    for i in range(len(result.solutions)):
+        mdp = learned_mdp(result, i)
+        m = result.machine(i)
+        keep = [m.alphabet.index(p) for p in mdp.propositions]
+        m = attrs.evolve(m, alphabet=mdp.propositions, delta_u=m.delta_u[:, keep], delta_r=m.delta_r[:, keep],
+                         name=f"learned_{i + 1}")
+        out.append(Task(mdp, m, gamma=None if base is None else base.gamma, lam=1.0 if base is None else base.lam,
+                        name=f"learned_{i + 1}"))
+    return out
+
+
+def label_report(task: Task, result: LabelLearnResult, *, out=None, explain: bool = False) -> None:
+    """Print the learned pairs as loadable .rm text with '#' comments; with ``explain``, the
+    free states of every pair."""
+    out = out or sys.stdout
+    w = lambda line="": print(line, file=out)  # noqa: E731
+    s = result.search
+    w(f"# labels learned from task {task.name}: state histories only (the file's labels are not used)")
+    w(f"# counterexamples: {s.counterexamples} in {s.rounds} candidate checks; {s.histories - 1} state histories "
+      f"in play; longest {s.longest} states")
+    tried = ", ".join(f"({n}, {k}): {'sat' if ok else 'unsat' if ok is False else 'interrupted'}"
+                      for n, k, ok in s.tried)
+    w(f"# sizes tried (nodes, propositions): {tried}; fewer than {s.lower_bound} nodes ruled out by the policy "
+      "classes at one state")
+    w("# timings (s): " + ", ".join(f"{k} {v:.4f}" for k, v in result.timings.items()))
+    if result.n_nodes is None:
+        w(f"# no solution: {s.message}")
+        return
+    w(f"# solutions: {len(s.solutions)} (labeling, machine) pair{'s' if len(s.solutions) != 1 else ''} with "
+      f"{result.n_nodes} nodes and {result.n_props} propositions, up to renaming of nodes and propositions"
+      + ("" if s.complete else f"; {s.message}"))
+    if result.verdicts is not None:
+        equal = sum(v.equal for v in result.verdicts)
+        ok = sum(v.consistent for v in result.verdicts)
+        w(f"# verdict: {ok} of {len(result.verdicts)} policy-equivalent to the truth at every depth; "
+          f"{equal} equal to the truth up to both renamings (truth: {result.truth_size[0]} nodes, "
+          f"{result.truth_size[1]} propositions)")
+        if not result.truth_is_smaller_or_equal:
+            w("# the truth is not the smallest answer: the expert's behaviour is matched by fewer nodes or "
+              "propositions")
+    tasks = learned_tasks(result, task)
+    for i, t in enumerate(tasks):
+        w()
+        free = result.free(i)
+        w(f"# pair {i + 1}: {len(free)} free state{'s' if len(free) != 1 else ''}"
+          + (f" (labels that could change alone): " + "; ".join(f"{st} -> {'|'.join(ps)}" for st, ps in free)
+             if free and explain else ""))
+        if result.verdicts is not None:
+            v = result.verdicts[i]
+            w(f"# verdict: {'consistent at every depth' if v.consistent else 'inconsistent'}"
+              f"{', equal to the truth up to renaming' if v.equal else ''}")
+        out.write(dsl.dumps(dsl.RmFile.of(t)))
+
+
+def draw_labels(result: LabelLearnResult, i: int, path) -> None:
+    """Solution ``i``'s learned labels on its grid world's map, cells coloured by proposition."""
+    from .draw import draw_grid
+
+    draw_grid(learned_mdp(result, i), path, title=f"learned labels, pair {i + 1}")
+
+
+def learn_labels_cli(args, task: Task, learner) -> int:
+    """``rmtk learn FILE [TASK] --learn-labels [K]``: the command-line learner with a
+    :class:`~rmtk.label_learner.LabelingEncoder`; from the exact expert, at every depth unless
+    ``--depth`` says otherwise. ``--png`` draws each pair's labels on a grid world's map."""
+    from pathlib import Path
+
+    from .errors import RmtkError
+    from .exact import ExactPTP
+    from .label_learner import LabelingEncoder
+
+    if args.maxsat:
+        raise RmtkError("--learn-labels searches with hard negative examples; --maxsat does not apply")
+    ptp = learner.ptp
+    if isinstance(ptp, ExactPTP) and args.depth is None:
+        ptp = attrs.evolve(ptp, depth=None)
+    encoder = LabelingEncoder(props=args.learn_labels or None, symmetry_breaking=not args.no_symmetry_breaking,
+                              non_stuttering=not args.stuttering, solver=args.solver)
+    result = attrs.evolve(learner, ptp=ptp, encoder=encoder, irl=None).fit(task)
+    label_report(task, result, explain=args.explain)
+    if result.n_nodes is None:
+        return 1
+    if args.png:
+        from .cli import _figure_paths, _writable
+
+        paths = _figure_paths(args.png, len(result.solutions))
+        for p in paths:
+            _writable(p, args.force)
+        for i, p in enumerate(paths):
+            draw_labels(result, i, Path(p))
+            print(f"wrote {p}", file=sys.stderr)
+    return 0
