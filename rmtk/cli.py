@@ -229,9 +229,7 @@ def cmd_learn(args) -> int:
     """Learn the smallest machine from a task's exact prefix tree policy or from demonstrations."""
     task = _load_task(args.file, args.task)
     if args.learn_labels is not None:
-        from .label_report import learn_labels_cli
-
-        return learn_labels_cli(args, task, learner_from_args(args, task))
+        return _learn_labels(args, task, learner_from_args(args, task))
     from .report import report
 
     result = learner_from_args(args, task).fit(task)
@@ -258,6 +256,37 @@ def cmd_learn(args) -> int:
             for m, p in zip(result.machines, paths):
                 write(m, p)
                 print(f"wrote {p}", file=sys.stderr)
+    return 0
+
+
+def _learn_labels(args, task: Task, learner) -> int:
+    """``rmtk learn FILE [TASK] --learn-labels [K]``: the command-line learner with a
+    :class:`~rmtk.label_learner.LabelingEncoder`; from the exact expert, at every depth unless
+    ``--depth`` says otherwise. ``--png`` draws each pair's labels on a grid world's map."""
+    import attrs
+
+    from .exact import ExactPTP
+    from .label_learner import LabelingEncoder
+    from .label_report import draw_labels, label_report
+
+    if args.maxsat:
+        raise RmtkError("--learn-labels searches with hard negative examples; --maxsat does not apply")
+    ptp = learner.ptp
+    if isinstance(ptp, ExactPTP) and args.depth is None:
+        ptp = attrs.evolve(ptp, depth=None)
+    encoder = LabelingEncoder(props=args.learn_labels or None, symmetry_breaking=not args.no_symmetry_breaking,
+                              non_stuttering=not args.stuttering, solver=args.solver)
+    result = attrs.evolve(learner, ptp=ptp, encoder=encoder, irl=None).fit(task)
+    label_report(task, result, explain=args.explain)
+    if result.n_nodes is None:
+        return 1
+    if args.png:
+        paths = _figure_paths(args.png, len(result.solutions))
+        for p in paths:
+            _writable(p, args.force)
+        for i, p in enumerate(paths):
+            draw_labels(result, i, Path(p))
+            print(f"wrote {p}", file=sys.stderr)
     return 0
 
 

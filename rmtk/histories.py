@@ -24,7 +24,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from .errors import RmtkError
+from .errors import DataError, RmtkError
 from .machine import RewardMachine
 from .mdp import LabeledMDP
 from .progress import Progress
@@ -98,8 +98,15 @@ class StateHistoryPTP:
         probe = getattr(self.inner, "every_depth_for", None)
         return bool(probe(task)) if callable(probe) else False
 
+    #: Its words are state sequences: only an encoder that learns the labels can use them.
+    state_histories = True
+
     def build(self, target, progress: Progress) -> PrefixTreePolicy:
-        return self.inner.build(state_target(target), progress)
+        view = state_target(target)
+        _check_states(getattr(self.inner, "data", None), view.mdp if isinstance(view, Task) else view)
+        ptp = self.inner.build(view, progress)
+        check_state_keyed(ptp)
+        return ptp
 
     def oracle(self, target):
         make = getattr(self.inner, "oracle", None)
@@ -114,3 +121,27 @@ class StateHistoryPTP:
         from .exact import SoftOptimal
 
         return SoftOptimal().class_table(state_task(task))
+
+
+def _check_states(data, mdp: LabeledMDP) -> None:
+    """Demonstrations whose states exceed the MDP: an error naming the trajectory and step."""
+    states = getattr(data, "states", None)
+    lengths = getattr(data, "lengths", None)
+    if states is None or lengths is None:
+        return
+    inside = np.arange(states.shape[1])[None, :] < np.asarray(lengths)[:, None]
+    bad = inside & (np.asarray(states) >= mdp.n_states)
+    if bad.any():
+        i, t = np.argwhere(bad)[0]
+        raise DataError(f"trajectory {i}, step {t}: state index {int(states[i, t])} is not a state of mdp "
+                        f"{mdp.name!r}, which has {mdp.n_states} states (0 to {mdp.n_states - 1})")
+
+
+def check_state_keyed(ptp: PrefixTreePolicy) -> None:
+    """A prefix tree policy over state histories has, at every word, the state its last letter
+    names; one keyed by label words does not (an error saying so)."""
+    tree = ptp.tree
+    letter = tree.trie.letter[tree.pair_node]
+    if np.any(letter != tree.pair_state):
+        raise RmtkError("this prefix tree policy is keyed by label words, not by state histories: learning the "
+                        "labels needs a PTP strategy built on the state view (StateHistoryPTP)")

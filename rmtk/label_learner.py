@@ -9,8 +9,9 @@ verdicts (policy-equivalence at every depth, equality up to both renamings).
 """
 from __future__ import annotations
 
+import itertools
 import time
-from typing import Mapping
+from collections.abc import Mapping
 
 import attrs
 import numpy as np
@@ -19,8 +20,16 @@ from .encoding import Problem
 from .equivalence import consistency, exercised, sync_product
 from .errors import RmtkError
 from .histories import StateHistoryPTP, state_machine, state_mdp, state_task
-from .label_search import LabelKnowledge, LabelSearchResult, LabelSolution, canonical_pair, label_search, \
-    mdp_reachable, reached_states, state_delta
+from .label_search import (
+    LabelKnowledge,
+    LabelSearchResult,
+    LabelSolution,
+    canonical_pair,
+    label_search,
+    mdp_reachable,
+    reached_states,
+    state_delta,
+)
 from .lazy import TrieOracle
 from .machine import RewardMachine
 from .mdp import LabeledMDP
@@ -99,7 +108,7 @@ class LabelingEncoder:
                 a = parent[a]
             return a
         for g in groups:
-            for a, b in zip(g[:-1], g[1:]):
+            for a, b in itertools.pairwise(g):
                 parent[find(a)] = find(b)
         label_of_root: dict[int, tuple[int, int]] = {}
         for s, p in fixed.items():
@@ -114,7 +123,7 @@ class LabelingEncoder:
                             f"props={self.props}")
         return LabelKnowledge(fixed, groups, len(names)), tuple(names)
 
-    def fit_labels(self, learner, target) -> "LabelLearnResult":
+    def fit_labels(self, learner, target) -> LabelLearnResult:
         """What :meth:`Learner.fit` runs with this encoder."""
         return fit_labels(learner, self, target)
 

@@ -60,7 +60,7 @@ def label_report(task: Task, result: LabelLearnResult, *, out=None, explain: boo
     """Print the learned pairs as loadable .rm text with '#' comments; with ``explain``, the
     free states of every pair."""
     out = out or sys.stdout
-    w = lambda line="": print(line, file=out)  # noqa: E731
+    w = lambda line="": print(line, file=out)
     s = result.search
     w(f"# labels learned from task {task.name}: state histories only (the file's labels are not used)")
     w(f"# counterexamples: {s.counterexamples} in {s.rounds} candidate checks; {s.histories - 1} state histories "
@@ -90,7 +90,7 @@ def label_report(task: Task, result: LabelLearnResult, *, out=None, explain: boo
         w()
         free = result.free(i)
         w(f"# pair {i + 1}: {len(free)} free state{'s' if len(free) != 1 else ''}"
-          + (f" (labels that could change alone): " + "; ".join(f"{st} -> {'|'.join(ps)}" for st, ps in free)
+          + (" (labels that could change alone): " + "; ".join(f"{st} -> {'|'.join(ps)}" for st, ps in free)
              if free and explain else ""))
         if result.verdicts is not None:
             v = result.verdicts[i]
@@ -105,35 +105,3 @@ def draw_labels(result: LabelLearnResult, i: int, path) -> None:
 
     draw_grid(learned_mdp(result, i), path, title=f"learned labels, pair {i + 1}")
 
-
-def learn_labels_cli(args, task: Task, learner) -> int:
-    """``rmtk learn FILE [TASK] --learn-labels [K]``: the command-line learner with a
-    :class:`~rmtk.label_learner.LabelingEncoder`; from the exact expert, at every depth unless
-    ``--depth`` says otherwise. ``--png`` draws each pair's labels on a grid world's map."""
-    from pathlib import Path
-
-    from .errors import RmtkError
-    from .exact import ExactPTP
-    from .label_learner import LabelingEncoder
-
-    if args.maxsat:
-        raise RmtkError("--learn-labels searches with hard negative examples; --maxsat does not apply")
-    ptp = learner.ptp
-    if isinstance(ptp, ExactPTP) and args.depth is None:
-        ptp = attrs.evolve(ptp, depth=None)
-    encoder = LabelingEncoder(props=args.learn_labels or None, symmetry_breaking=not args.no_symmetry_breaking,
-                              non_stuttering=not args.stuttering, solver=args.solver)
-    result = attrs.evolve(learner, ptp=ptp, encoder=encoder, irl=None).fit(task)
-    label_report(task, result, explain=args.explain)
-    if result.n_nodes is None:
-        return 1
-    if args.png:
-        from .cli import _figure_paths, _writable
-
-        paths = _figure_paths(args.png, len(result.solutions))
-        for p in paths:
-            _writable(p, args.force)
-        for i, p in enumerate(paths):
-            draw_labels(result, i, Path(p))
-            print(f"wrote {p}", file=sys.stderr)
-    return 0

@@ -13,22 +13,46 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 import numpy as np
 from pysat.solvers import Solver
 
-from .encoding import Problem, decode_transitions, determinism, full_specification, negative_classes, \
-    negative_pairs, non_stuttering, symmetry_breaking_bfs
-from .errors import RmtkError
-from .labeling import LabelLazyFormula, LabelPool, all_propositions_used, decode_labels, known_labels, \
-    label_symmetry_breaking, one_label_per_state, shared_labels, state_runs
+from .encoding import (
+    Problem,
+    decode_transitions,
+    determinism,
+    full_specification,
+    negative_classes,
+    negative_pairs,
+    non_stuttering,
+    symmetry_breaking_bfs,
+)
 from .equivalence import consistency_many
+from .errors import RmtkError
+from .labeling import (
+    LabelLazyFormula,
+    LabelPool,
+    all_propositions_used,
+    decode_labels,
+    known_labels,
+    label_symmetry_breaking,
+    one_label_per_state,
+    shared_labels,
+    state_runs,
+)
 from .lazy import ProductOracle, TrieOracle
 from .negatives import PolicyClasses
 from .progress import Progress
-from .solve import _join, _solve, canonical_partial, count_completions, solver_for, used_transitions
+from .solve import (
+    _join,
+    _solve,
+    canonical_partial,
+    count_completions,
+    solver_for,
+    used_transitions,
+)
 
 
 @attrs.frozen

@@ -30,7 +30,8 @@ example families are those of :mod:`rmtk.encoding`, on this pool.
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+import itertools
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from pysat.formula import IDPool
@@ -131,7 +132,7 @@ def shared_labels(pool: LabelPool, groups: Sequence[Sequence[int]]) -> Clauses:
     out: Clauses = []
     for group in groups:
         g = [int(s) for s in group]
-        for a, b in zip(g[:-1], g[1:]):
+        for a, b in itertools.pairwise(g):
             for p in range(pool.K):
                 out += [[-int(pool.l(a, p)), int(pool.l(b, p))], [int(pool.l(a, p)), -int(pool.l(b, p))]]
     return out

@@ -230,6 +230,9 @@ class Learner:
     progress: Progress = attrs.field(factory=Progress)
 
     def __attrs_post_init__(self):
+        if getattr(self.ptp, "state_histories", False) and not callable(getattr(self.encoder, "fit_labels", None)):
+            raise RmtkError("the PTP strategy gives state histories, not label words: learn from it with an encoder "
+                            "that learns the labels too (encoder=LabelingEncoder())")
         if getattr(self.ptp, "compress", False) and not getattr(self.encoder, "non_stuttering", True):
             raise RmtkError("compressed prefixes assume a non-stuttering machine: build the prefix tree with "
                             "compress=False to learn without the non-stuttering constraint")

@@ -162,7 +162,7 @@ def test_symmetry_breaking_keeps_one_pair_of_every_renaming_class(seed):
         runs[sb] = r
     on, off = runs[True], runs[False]
     assert (on.n_nodes, on.n_props) == (off.n_nodes, off.n_props)
-    key = lambda r: {pair_key(s.labels, s.delta_u, s.used, reach) for s in r.solutions}  # noqa: E731
+    key = lambda r: {pair_key(s.labels, s.delta_u, s.used, reach) for s in r.solutions}
     assert key(on) == key(off)
     assert all(s.models == 1 for s in on.solutions)
     assert sum(s.models for s in off.solutions) >= sum(s.models for s in on.solutions)
@@ -237,3 +237,76 @@ def test_bad_input_is_a_clear_error():
     with pytest.raises(RmtkError, match="more than props"):
         Learner(ExactPTP(None), encoder=LabelingEncoder(props=1, known={"r0c0": "A", "r2c0": "B"}),
                 irl=None).fit(task)
+
+
+def test_bad_data_and_mismatched_strategies():
+    from rmtk.data.demonstrations import Demonstrations
+    from rmtk.empirical import EmpiricalPTP
+    from rmtk.errors import DataError
+    from rmtk.histories import StateHistoryPTP
+
+    task = dsl.load_model("patrol").tasks["patrol"]
+    demos = Demonstrations.from_lists([[(0, 0), (3, 1)], [(2, 0), (20, 1)]])
+    with pytest.raises(DataError, match="trajectory 1, step 1: state index 20 .* 16 states"):
+        Learner(EmpiricalPTP(demos), encoder=LabelingEncoder(), irl=None).fit(task)
+    with pytest.raises(RmtkError, match="state histories, not label words"):
+        Learner(StateHistoryPTP(ExactPTP(None)))
+
+    class LabelWords:  # a PTP that ignores the state view: label words
+        def build(self, target, progress):
+            return ExactPTP(3).build(task, progress)
+
+    with pytest.raises(RmtkError, match="keyed by label words"):
+        Learner(LabelWords(), encoder=LabelingEncoder(), irl=None).fit(task)
+
+
+def test_state_history_tree_full_and_lazy_agree():
+    """A finite exact state-history tree encoded whole gives the pairs of the lazy search on it."""
+    task, table = random_task(3)
+    ptp = ExactPTP(4) if table is None else ExactPTP(4, source=NodePolicyTable(table))
+    full = Learner(ptp, encoder=LabelingEncoder(negatives="classes"), max_nodes=3, irl=None).fit(task)
+    lazy = Learner(ptp, encoder=LabelingEncoder(), max_nodes=3, irl=None).fit(task)
+    reach = mdp_reachable(task.mdp)
+    key = lambda r: {pair_key(s.labels, s.delta_u, s.used, reach) for s in r.solutions}
+    assert (full.n_nodes, full.n_props) == (lazy.n_nodes, lazy.n_props) and key(full) == key(lazy)
+
+
+def test_demonstrations_without_labels():
+    """From demonstrations, histories are state sequences: the learned pairs reproduce the
+    empirical negatives (checked against the data's own oracle) and the report counts them."""
+    from rmtk.empirical import EmpiricalPTP
+    from rmtk.simulate import simulate
+
+    task, table = random_task(7)
+    table = np.where(table > 0.5, 0.95, 0.05)  # a decisive expert: one preferred action per (node, state)
+    demos = simulate(task, 3000, 6, seed=3, policy=table.transpose(1, 0, 2))
+    res = Learner(EmpiricalPTP(demos), encoder=LabelingEncoder(), max_nodes=3, irl=None).fit(task)
+    from rmtk.histories import StateHistoryPTP
+    from rmtk.lazy import TrieOracle
+    from rmtk.negatives import ConfidenceMiner
+    from rmtk.progress import Progress
+
+    built = StateHistoryPTP(EmpiricalPTP(demos)).build(task, Progress())
+    negatives = ConfidenceMiner().mine(built)
+    assert len(negatives) > 0  # the data do separate some state histories
+    oracle = TrieOracle(built.trie, negatives)
+    assert res.n_nodes is not None and res.solutions
+    assert all(oracle.check(s.state_machine()) == [] for s in res.solutions)
+    assert res.search.counterexamples > 0
+
+
+def test_cli_learn_labels_writes_loadable_pairs(tmp_path, capsys):
+    from rmtk.cli import main
+
+    png = tmp_path / "labels.png"
+    assert main(["learn", "models/patrol.rm", "--learn-labels", "--explain", "-q", "--png", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "1 equal to the truth up to both renamings" in out and png.exists()
+    doc = dsl.loads(out)
+    learned = doc.tasks["learned_1"]
+    task = dsl.load_model("patrol").tasks["patrol"]
+    truth_key = len(set(zip(task.mdp.labels.tolist(), learned.mdp.labels.tolist())))
+    assert truth_key == 4 and learned.mdp.source.generator == "gridworld"
+    with pytest.raises(SystemExit):
+        main(["learn", "models/patrol.rm", "--learn-labels", "0"])
+    assert "at least 1" in capsys.readouterr().err
