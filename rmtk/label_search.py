@@ -310,35 +310,46 @@ def label_search(
 
     # With nothing known, sizes are monotone in k at a fixed n: a pair with k propositions splits
     # a proposition of two states into two with the same transitions (the same machine over
-    # states) and gains one, and merging propositions of equal columns loses one. So one call at
-    # the largest useful k decides n, and the fewest k is found by bisection.
+    # states) and gains one, and merging propositions of equal columns loses one. So k grows by
+    # doubling up to the largest useful k (small k are the cheap calls), then bisection finds
+    # the fewest k; an n with no pair at the largest k has none at any k.
     monotone = props is None and not know.fixed and not know.shared
     for n in n_sizes:
         top = min(k_hi, distinct_columns(n, non_stuttering)) if monotone else k_hi
         ks = list(range(k_lo, top + 1))
         if monotone and ks:
-            decided, found, complete = run(n, top, False)
-            if decided is None:
-                tried.append((n, top, None))
-                return result(None, None, {}, False, f"time limit reached while deciding {n} nodes")
-            if not decided:
-                tried.extend((n, k, False) for k in ks)
+            below, k, first = k_lo - 1, k_lo, None
+            while True:
+                decided, _, _ = run(n, k, False)
+                tried.append((n, k, decided))
+                if decided is None:
+                    return result(None, None, {}, False, f"time limit reached while deciding {n} nodes, {k} "
+                                  "propositions")
+                if decided:
+                    first = k
+                    break
+                below = k
+                if k >= top:
+                    break
+                k = min(2 * k, top)
+            if first is None:
+                called = {kk for nn, kk, _ in tried if nn == n}
+                tried.extend((n, kk, False) for kk in ks if kk not in called)  # ruled out by monotonicity
                 continue
-            tried.append((n, top, True))
-            lo, hi = k_lo, top
+            lo, hi = below + 1, first
             while lo < hi:
                 mid = (lo + hi) // 2
                 decided, _, _ = run(n, mid, False)
+                tried.append((n, mid, decided))
                 if decided is None:
-                    tried.append((n, mid, None))
                     return result(None, None, {}, False, f"time limit reached while deciding {n} nodes, {mid} "
                                   "propositions")
-                tried.append((n, mid, decided))
                 lo, hi = (lo, mid) if decided else (mid + 1, hi)
             ks = [lo]
         for k in ks:
             decided, found, complete = run(n, k, True)
-            tried.append((n, k, decided))
+            if (n, k, decided) not in tried:
+                tried.append((n, k, decided))
             if found or not complete:
                 msg = "" if complete else ("enumeration stopped early (limit reached); the solutions found are listed"
                                            if found else f"time limit reached while deciding {n} nodes, {k} "
