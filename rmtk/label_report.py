@@ -5,6 +5,7 @@ binding them, with the search and the verdicts as ``#`` comment lines, so that t
 back with :func:`rmtk.dsl.loads` (what ``rmtk learn --learn-labels`` prints)."""
 from __future__ import annotations
 
+import re
 import sys
 
 import attrs
@@ -99,9 +100,35 @@ def label_report(task: Task, result: LabelLearnResult, *, out=None, explain: boo
         out.write(dsl.dumps(dsl.RmFile.of(t)))
 
 
-def draw_labels(result: LabelLearnResult, i: int, path) -> None:
-    """Solution ``i``'s learned labels on its grid world's map, cells coloured by proposition."""
-    from .draw import draw_grid
+def label_map(result: LabelLearnResult, i: int) -> LabeledMDP | None:
+    """Solution ``i``'s labels as a grid world to draw: the learned MDP when it is a grid world,
+    else a map built from state names ``r<row>c<column>`` (the Office World's); ``None`` when
+    the states are not cells."""
+    mdp = learned_mdp(result, i)
+    if mdp.source is not None and mdp.source.generator == "gridworld":
+        return mdp
+    cells = [re.fullmatch(r"r(\d+)c(\d+)", s) for s in result.mdp.states]
+    if not all(cells):
+        return None
+    rc = [(int(m.group(1)), int(m.group(2))) for m in cells]
+    H, W = max(r for r, _ in rc) + 1, max(c for _, c in rc) + 1
+    rows: list[list[str | None]] = [[None] * W for _ in range(H)]
+    for s, (r, c) in enumerate(rc):
+        p = result.solutions[i].labels[s]
+        rows[r][c] = result.propositions[p] if p >= 0 else None
+    from .envs import gridworld
 
-    draw_grid(learned_mdp(result, i), path, title=f"learned labels, pair {i + 1}")
+    return gridworld(rows, name=f"{result.mdp.name}_labels_{i + 1}")
+
+
+def draw_labels(result: LabelLearnResult, i: int, path=None, *, ax=None, title: str | None = None):
+    """Solution ``i``'s learned labels on the map, cells coloured by proposition (a grid world,
+    or states named ``r<row>c<column>``)."""
+    from .draw import draw_grid
+    from .errors import ModelError
+
+    grid = label_map(result, i)
+    if grid is None:
+        raise ModelError(f"mdp {result.mdp.name!r} is not a grid of cells: its learned labels have no map to draw")
+    return draw_grid(grid, path, ax=ax, title=title or f"learned labels, pair {i + 1}")
 

@@ -46,6 +46,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                "log-likelihood (needs --data PATH)", "mice"),
     Experiment("reacher", "section 6.3", "Reacher-v5 arm, targets b -> y -> r: negatives, false positive rate, "
                "MaxSAT machines", "reacher", extra="reacher"),
+    Experiment("raw-labels", "beyond the paper", "the labeling function learned with the machine from raw state "
+               "histories: patrol, stack-avoid, Office World, marked grid worlds", "raw_labels"),
     Experiment("office", "Toro Icarte et al.'s Office World", "its four tasks learned from a scripted expert (exact "
                "and 10^4 episodes), then Q-learning with CRM: learned vs true vs no machine", "office", extra="gym"),
 )}
