@@ -310,3 +310,15 @@ def test_cli_learn_labels_writes_loadable_pairs(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["learn", "models/patrol.rm", "--learn-labels", "0"])
     assert "at least 1" in capsys.readouterr().err
+
+
+def test_reproduce_raw_labels_on_a_marked_grid(tmp_path):
+    from rmtk.experiments import Options, run
+
+    rep = run("raw-labels", Options(quick=True, figure_dir=tmp_path,
+                                    overrides={"tasks": "", "grids": "1", "grid_size": "3"}))
+    (_, header, rows), = rep.tables
+    row = dict(zip(header, rows[0]))
+    assert (row["k"], row["n"], row["pairs"], row["consistent"]) == (4, 4, 1, 1)
+    assert row["equal"] == 1 and row["truth n, k"] == "4, 4"
+    assert len(rep.figures) == 1
