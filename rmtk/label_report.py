@@ -86,6 +86,9 @@ def label_report(task: Task, result: LabelLearnResult, *, out=None, explain: boo
         if not result.truth_is_smaller_or_equal:
             w("# the truth is not the smallest answer: the expert's behaviour is matched by fewer nodes or "
               "propositions")
+    if explain and len(result.solutions) > 1:
+        for line in separating(result):
+            w(f"# {line}")
     tasks = learned_tasks(result, task)
     for i, t in enumerate(tasks):
         w()
@@ -98,6 +101,27 @@ def label_report(task: Task, result: LabelLearnResult, *, out=None, explain: boo
             w(f"# verdict: {'consistent at every depth' if v.consistent else 'inconsistent'}"
               f"{', equal to the truth up to renaming' if v.equal else ''}")
         out.write(dsl.dumps(dsl.RmFile.of(t)))
+
+
+def separating(result: LabelLearnResult, limit: int = 10) -> list[str]:
+    """For pairs of surviving solutions (at most ``limit``), a shortest witness on the state
+    view: a state and two state histories reaching it that one pair sends to one node and the
+    other to two (observing the expert there can refute one), or that none exists."""
+    from .equivalence import distinguish
+    from .histories import state_mdp
+
+    smdp = state_mdp(result.mdp)
+    out = []
+    sols = result.solutions
+    for i in range(len(sols)):
+        for j in range(i + 1, len(sols)):
+            if len(out) >= limit:
+                return out + ["(more pairs not listed)"]
+            wit = distinguish(smdp, sols[i].state_machine(), sols[j].state_machine(),
+                              names=(f"pair {i + 1}", f"pair {j + 1}"))
+            out.append(f"pairs {i + 1} and {j + 1}: " + ("no state history separates them" if wit is None else
+                                                        str(wit)))
+    return out
 
 
 def label_map(result: LabelLearnResult, i: int) -> LabeledMDP | None:
