@@ -32,14 +32,19 @@ from .encoding import (
 from .equivalence import consistency_many
 from .errors import RmtkError
 from .labeling import (
+    ColumnLazyFormula,
+    ColumnPool,
     LabelLazyFormula,
     LabelPool,
     all_propositions_used,
+    decode_columns,
     decode_labels,
+    idempotent_maps,
     known_labels,
     label_symmetry_breaking,
     one_label_per_state,
     shared_labels,
+    state_columns,
     state_runs,
 )
 from .lazy import ProductOracle, TrieOracle
@@ -301,6 +306,37 @@ def label_search(
                       f"{'undecided' if decided is None else ('satisfiable' if decided else 'none')}")
         return decided, found, complete
 
+    def any_labeling(n: int):
+        """Whether some labeling (any k) and machine with n nodes fit: each state picks the map
+        it moves the machine by (an idempotent map under non-stuttering); no transition
+        variables. ``(decided, machine over states)``."""
+        maps = idempotent_maps(n)
+        pool = ColumnPool(n, n_states, maps)
+        t0 = time.perf_counter()
+        D = None
+        with Solver(name=solver_name, bootstrap_with=state_columns(pool, reach)) as sat:
+            lazy = ColumnLazyFormula(pool, sat)
+            for cex in seen_cex:
+                lazy.add(cex)
+            while True:
+                ok = _solve(sat, deadline)
+                state["rounds"] += 1
+                if not ok:
+                    break
+                cand = decode_columns(sat.get_model(), pool)
+                counter = problem.oracle.check(cand)
+                if not counter:
+                    D = cand
+                    break
+                for cex in counter:
+                    lazy.add(cex)
+                    state["longest"] = max(state["longest"], cex.labels)
+                seen_cex.extend(counter)
+                progress.count(len(seen_cex), None, "counterexamples")
+        state["t_solve"] += time.perf_counter() - t0
+        progress.note(f"{n} nodes, any labeling: {'undecided' if ok is None else ('satisfiable' if D is not None else 'none')}")
+        return (None if ok is None else D is not None), D
+
     def result(n, k, found, complete, msg=""):
         sols = tuple(found.values())
         if freedom and checker is not None:
@@ -317,7 +353,27 @@ def label_search(
     for n in n_sizes:
         top = min(k_hi, distinct_columns(n, non_stuttering)) if monotone else k_hi
         ks = list(range(k_lo, top + 1))
-        if monotone and ks:
+        if monotone and ks and problem.oracle is not None and non_stuttering and k_lo == 1:
+            decided, D = any_labeling(n)
+            if decided is None:
+                return result(None, None, {}, False, f"time limit reached while deciding {n} nodes")
+            if not decided:
+                tried.extend((n, k, False) for k in ks)
+                continue
+            # the states grouped by the map they move the machine by: a labeling that fits
+            first = min(top, len(np.unique(D[:, reach], axis=1).T)) if len(reach) else 1
+            tried.append((n, first, True))
+            lo, hi = k_lo, first
+            while lo < hi:
+                mid = (lo + hi) // 2
+                decided, _, _ = run(n, mid, False)
+                tried.append((n, mid, decided))
+                if decided is None:
+                    return result(None, None, {}, False, f"time limit reached while deciding {n} nodes, {mid} "
+                                  "propositions")
+                lo, hi = (lo, mid) if decided else (mid + 1, hi)
+            ks = [lo]
+        elif monotone and ks:
             below, k, first = k_lo - 1, k_lo, None
             while True:
                 decided, _, _ = run(n, k, False)

@@ -168,3 +168,72 @@ class LabelLazyFormula(LazyFormula):
                                    axis=1))
             p = q
         return p
+
+
+def idempotent_maps(n: int) -> np.ndarray:
+    """``(F, n)``: every map f of the n nodes with f(f(i)) = f(i) — the columns δ(·, p) a
+    non-stuttering machine can have."""
+    grid = np.array(list(itertools.product(range(n), repeat=n)), dtype=np.int64).reshape(-1, n)
+    return grid[np.all(np.take_along_axis(grid, grid, axis=1) == grid, axis=1)]
+
+
+class ColumnPool:
+    """Variables of the label-free feasibility check at n nodes: ``c[s,f]`` (state s moves the
+    machine by the map f: δ(u, L(s)) = f(u)), then the root's x, then auxiliaries."""
+
+    def __init__(self, n: int, n_states: int, maps: np.ndarray):
+        self.n, self.S, self.maps = n, n_states, maps
+        self.F = len(maps)
+        self.x0 = 1 + n_states * self.F
+        self.aux = IDPool(start_from=self.x0 + n)
+
+    def c(self, s, f):
+        return 1 + np.asarray(s) * self.F + f
+
+    def x(self, p, i):
+        if np.any(np.asarray(p) != 0):
+            raise ValueError("only the root's run variables are packed")
+        return self.x0 + np.asarray(i)
+
+    def new(self, key) -> int:
+        return self.aux.id(key)
+
+
+def state_columns(pool: ColumnPool, states: np.ndarray) -> Clauses:
+    """x[root,0], and every state of ``states`` moves the machine by at least one map (one is
+    enough: a model with several gives runs that cover the runs of any one of them)."""
+    return [[int(pool.x(0, 0))]] + _rows(pool.c(np.asarray(states, np.int64)[:, None], np.arange(pool.F)[None, :]))
+
+
+def decode_columns(model, pool: ColumnPool) -> np.ndarray:
+    """``(n, S)`` machine over states of a model (states with no map chosen loop)."""
+    model = np.asarray(model, dtype=np.int64)
+    truth = np.zeros(pool.x0 + 1, dtype=bool)
+    pos = model[(model > 0) & (model < pool.x0)]
+    truth[pos] = True
+    chosen = truth[pool.c(np.arange(pool.S)[:, None], np.arange(pool.F)[None, :])]
+    out = np.tile(np.arange(pool.n)[:, None], (1, pool.S))
+    has = chosen.any(axis=1)
+    out[:, has] = pool.maps[chosen[has].argmax(axis=1)].T
+    return out
+
+
+class ColumnLazyFormula(LazyFormula):
+    """Counterexample histories run through the chosen maps: x[h,i] ∧ c[s,f] → x[hs,f(i)]."""
+
+    def word(self, letters) -> int:
+        p = 0
+        maps = self.pool.maps
+        for s in letters:
+            q = self.child.get((p, int(s)))
+            if q is None:
+                q = len(self.parent)
+                self.child[(p, int(s))] = q
+                self.parent.append(p)
+                self.letter.append(int(s))
+                self.length.append(self.length[p] + 1)
+                self.x.append(np.array([self.pool.new(("x", q, u)) for u in range(self.n)], dtype=np.int64))
+                i, f = (a.ravel() for a in np.meshgrid(np.arange(self.n), np.arange(len(maps)), indexing="ij"))
+                self._add(np.stack([-self.x[p][i], -self.pool.c(int(s), f), self.x[q][maps[f, i]]], axis=1))
+            p = q
+        return p
