@@ -59,6 +59,10 @@ from .solve import (
     used_transitions,
 )
 
+#: Below this many propositions the size search asks the labeled encoding directly; above, a
+#: label-free check decides the number of nodes first (large k are the expensive calls).
+SMALL_K = 4
+
 
 @attrs.frozen
 class LabelSolution:
@@ -238,11 +242,13 @@ def label_search(
     max_solutions: int | None = None,
     time_limit: float | None = None,
     freedom: bool = True,
+    small_k: int = SMALL_K,
     progress: Progress | None = None,
 ) -> LabelSearchResult:
     """The smallest (n, k) — fewest nodes, then fewest propositions — with a (labeling, machine)
     pair the problem accepts, and every such pair up to both renamings. ``props`` fixes k,
-    ``max_props`` bounds it (default: the states that matter)."""
+    ``max_props`` bounds it (default: the states that matter); past ``small_k`` propositions
+    the number of nodes is decided by the label-free check."""
     progress = progress or Progress()
     know = knowledge or LabelKnowledge()
     reach = np.asarray(reach, np.int64)
@@ -334,7 +340,8 @@ def label_search(
                 seen_cex.extend(counter)
                 progress.count(len(seen_cex), None, "counterexamples")
         state["t_solve"] += time.perf_counter() - t0
-        progress.note(f"{n} nodes, any labeling: {'undecided' if ok is None else ('satisfiable' if D is not None else 'none')}")
+        outcome = "undecided" if ok is None else ("satisfiable" if D is not None else "none")
+        progress.note(f"{n} nodes, any labeling: {outcome}")
         return (None if ok is None else D is not None), D
 
     def result(n, k, found, complete, msg=""):
@@ -347,35 +354,16 @@ def label_search(
     # With nothing known, sizes are monotone in k at a fixed n: a pair with k propositions splits
     # a proposition of two states into two with the same transitions (the same machine over
     # states) and gains one, and merging propositions of equal columns loses one. So k grows by
-    # doubling up to the largest useful k (small k are the cheap calls), then bisection finds
-    # the fewest k; an n with no pair at the largest k has none at any k.
+    # doubling (small k are the cheap calls); past SMALL_K a label-free check decides n for
+    # every k at once (or, without it, the largest useful k does); bisection finds the fewest k.
     monotone = props is None and not know.fixed and not know.shared
+    columns = problem.oracle is not None and non_stuttering and k_lo == 1
     for n in n_sizes:
         top = min(k_hi, distinct_columns(n, non_stuttering)) if monotone else k_hi
         ks = list(range(k_lo, top + 1))
-        if monotone and ks and problem.oracle is not None and non_stuttering and k_lo == 1:
-            decided, D = any_labeling(n)
-            if decided is None:
-                return result(None, None, {}, False, f"time limit reached while deciding {n} nodes")
-            if not decided:
-                tried.extend((n, k, False) for k in ks)
-                continue
-            # the states grouped by the map they move the machine by: a labeling that fits
-            first = min(top, len(np.unique(D[:, reach], axis=1).T)) if len(reach) else 1
-            tried.append((n, first, True))
-            lo, hi = k_lo, first
-            while lo < hi:
-                mid = (lo + hi) // 2
-                decided, _, _ = run(n, mid, False)
-                tried.append((n, mid, decided))
-                if decided is None:
-                    return result(None, None, {}, False, f"time limit reached while deciding {n} nodes, {mid} "
-                                  "propositions")
-                lo, hi = (lo, mid) if decided else (mid + 1, hi)
-            ks = [lo]
-        elif monotone and ks:
+        if monotone and ks:
             below, k, first = k_lo - 1, k_lo, None
-            while True:
+            while first is None and below < top and (k <= small_k or not columns):
                 decided, _, _ = run(n, k, False)
                 tried.append((n, k, decided))
                 if decided is None:
@@ -383,11 +371,15 @@ def label_search(
                                   "propositions")
                 if decided:
                     first = k
-                    break
-                below = k
-                if k >= top:
-                    break
-                k = min(2 * k, top)
+                else:
+                    below, k = k, min(2 * k, top)
+            if first is None and below < top:  # decide n for every labeling at once
+                decided, D = any_labeling(n)
+                if decided is None:
+                    return result(None, None, {}, False, f"time limit reached while deciding {n} nodes")
+                if decided:  # the states grouped by the map they move the machine by: a labeling that fits
+                    first = min(top, len(np.unique(D[:, reach], axis=1).T))
+                    tried.append((n, first, True))
             if first is None:
                 called = {kk for nn, kk, _ in tried if nn == n}
                 tried.extend((n, kk, False) for kk in ks if kk not in called)  # ruled out by monotonicity

@@ -144,6 +144,14 @@ def test_smallest_pairs_equal_a_brute_force_over_every_labeling(seed):
     for s in res.solutions:  # every pair reproduces the expert at every depth (independent check)
         assert consistency(state_mdp(task.mdp), true_D, classes, s.state_machine(),
                            true_initial=task.machine.initial).consistent
+    st = state_task(task)
+    oracle = expert(task, table).oracle(st)
+    for small_k in (1, 2):  # the label-free check decides n past small_k propositions: the same pairs
+        other = label_search(Problem(Trie.root(True), task.mdp.n_states, oracle=oracle), n_states=task.mdp.n_states,
+                             reach=reach, max_nodes=3, min_nodes=oracle.lower_bound(), max_props=3, small_k=small_k,
+                             freedom=False)
+        assert (other.n_nodes, other.n_props) == (res.n_nodes, res.n_props)
+        assert {pair_key(s.labels, s.delta_u, s.used, reach) for s in other.solutions} == pairs
     smaller = res.truth_size > (res.n_nodes, res.n_props)
     assert smaller == (not any(v.equal for v in res.verdicts)) or not smaller
 
