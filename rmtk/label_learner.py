@@ -141,11 +141,14 @@ def _state(mdp: LabeledMDP, name, what: str) -> int:
 class Verdict2:
     """The verdict of one (labeling, machine) pair against the truth: ``consistent`` (policy-
     equivalent at every depth, with a witness otherwise) and ``equal`` (the truth up to
-    renaming of nodes and propositions; ``False`` when the sizes differ)."""
+    renaming of nodes and propositions; ``False`` when the sizes differ); ``merges_truth``: every
+    learned proposition is a union of true ones (the labels differ from the truth's only by
+    merging propositions the expert does not tell apart)."""
 
     consistent: bool
     equal: bool
     witness: tuple | None = None
+    merges_truth: bool = False
 
 
 @attrs.frozen
@@ -296,5 +299,7 @@ def _verdicts(task: Task, ptp: StateHistoryPTP, res: LabelSearchResult, reach) -
     for s in res.solutions:
         v = consistency(st.mdp, true_D, table, s.state_machine(), true_initial=task.machine.initial)
         same = s.delta_u.shape == t_du.shape and canonical_pair(s.labels, s.delta_u, s.used, reach)[0] == t_key
-        out.append(Verdict2(v.consistent, bool(same), v.witness))
+        pairs = set(zip(t_lab[reach].tolist(), s.labels[reach].tolist()))
+        merges = len({t for t, _ in pairs}) == len(pairs)  # each true proposition maps to one learned one
+        out.append(Verdict2(v.consistent, bool(same), v.witness, merges))
     return tuple(out), (int(t_du.shape[0]), int(t_du.shape[1]))

@@ -98,8 +98,9 @@ def label_report(task: Task, result: LabelLearnResult, *, out=None, explain: boo
              if free and explain else ""))
         if result.verdicts is not None:
             v = result.verdicts[i]
+            merged = ", its labels merge true propositions only" if v.merges_truth and not v.equal else ""
             w(f"# verdict: {'consistent at every depth' if v.consistent else 'inconsistent'}"
-              f"{', equal to the truth up to renaming' if v.equal else ''}")
+              f"{', equal to the truth up to renaming' if v.equal else ''}{merged}")
         out.write(dsl.dumps(dsl.RmFile.of(t)))
 
 

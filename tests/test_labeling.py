@@ -211,7 +211,7 @@ def test_shipped_tasks_learn_their_truth_from_raw_states(name, nodes, props, tru
     task = dsl.load_model(name).tasks[name]
     res = Learner(ExactPTP(None), encoder=LabelingEncoder(), irl=None).fit(task)
     assert (res.n_nodes, res.n_props) == (nodes, props) and res.truth_size == truth
-    assert [(v.consistent, v.equal) for v in res.verdicts] == [(True, truth == (nodes, props))]
+    assert [(v.consistent, v.equal, v.merges_truth) for v in res.verdicts] == [(True, truth == (nodes, props), True)]
     assert res.truth_is_smaller_or_equal == (truth == (nodes, props))
     assert (nodes - 1, props) in res.search.ruled_out or res.search.lower_bound == nodes
     assert (nodes, props - 1) in res.search.ruled_out
