@@ -357,7 +357,7 @@ def label_search(
     # doubling (small k are the cheap calls); past SMALL_K a label-free check decides n for
     # every k at once (or, without it, the largest useful k does); bisection finds the fewest k.
     monotone = props is None and not know.fixed and not know.shared
-    columns = problem.oracle is not None and non_stuttering and k_lo == 1
+    columns = problem.oracle is not None and non_stuttering
     for n in n_sizes:
         top = min(k_hi, distinct_columns(n, non_stuttering)) if monotone else k_hi
         ks = list(range(k_lo, top + 1))
@@ -394,6 +394,13 @@ def label_search(
                                   "propositions")
                 lo, hi = (lo, mid) if decided else (mid + 1, hi)
             ks = [lo]
+        elif columns and ks and ks[-1] > small_k:  # no labeling at all fits n: none with these k either
+            decided, _ = any_labeling(n)
+            if decided is None:
+                return result(None, None, {}, False, f"time limit reached while deciding {n} nodes")
+            if not decided:
+                tried.extend((n, k, False) for k in ks)
+                continue
         for k in ks:
             decided, found, complete = run(n, k, True)
             if (n, k, decided) not in tried:
