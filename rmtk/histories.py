@@ -29,6 +29,7 @@ from .machine import RewardMachine
 from .mdp import LabeledMDP
 from .progress import Progress
 from .ptp import PrefixTreePolicy
+from .space import Space
 from .task import Task
 
 _STATE_VIEWS: dict[int, tuple[LabeledMDP, LabeledMDP]] = {}
@@ -69,12 +70,18 @@ def state_task(task: Task) -> Task:
 
 
 def state_target(target):
-    """The state view of a task or an MDP (a :class:`~rmtk.space.Space` has no labels to drop:
-    an error)."""
+    """The state view of a task or an MDP; a :class:`~rmtk.space.Space` recorded with one
+    proposition per state (``collect(..., labeler=None)``) is one already."""
     if isinstance(target, Task):
         return state_task(target)
     if isinstance(target, LabeledMDP):
         return state_mdp(target)
+    if isinstance(target, Space):
+        if target.n_propositions != target.n_states:
+            raise RmtkError(f"space {target.name!r} was recorded with labels ({target.n_propositions} propositions "
+                            f"for {target.n_states} states): to learn the labels, record state histories "
+                            "(rmtk.gym.collect with labeler=None)")
+        return target
     raise RmtkError(f"learning the labels needs a Task or a LabeledMDP (its states), not {type(target).__name__}")
 
 
@@ -103,7 +110,8 @@ class StateHistoryPTP:
 
     def build(self, target, progress: Progress) -> PrefixTreePolicy:
         view = state_target(target)
-        _check_states(getattr(self.inner, "data", None), view.mdp if isinstance(view, Task) else view)
+        if not isinstance(view, Space):
+            _check_states(getattr(self.inner, "data", None), view.mdp if isinstance(view, Task) else view)
         ptp = self.inner.build(view, progress)
         check_state_keyed(ptp)
         return ptp

@@ -37,6 +37,7 @@ from .negatives import ConfidenceMiner, ExactMiner
 from .progress import Recorder
 from .ptp import Trie
 from .solve import SOLVERS
+from .space import Space
 from .task import Task
 
 
@@ -115,7 +116,8 @@ class LabelingEncoder:
             r = find(s)
             if r in label_of_root and label_of_root[r][1] != p:
                 other = label_of_root[r][0]
-                raise RmtkError(f"contradicting partial labels: states {mdp.states[other]!r} and {mdp.states[s]!r} "
+                raise RmtkError(f"contradicting partial labels: states {state_names(mdp)[other]!r} and "
+                                f"{state_names(mdp)[s]!r} "
                                 f"share a label but are known as {names[label_of_root[r][1]]!r} and {names[p]!r}")
             label_of_root[r] = (s, p)
         if self.props is not None and len(names) > self.props:
@@ -128,12 +130,17 @@ class LabelingEncoder:
         return fit_labels(learner, self, target)
 
 
-def _state(mdp: LabeledMDP, name, what: str) -> int:
+def state_names(mdp) -> tuple[str, ...]:
+    """The states' names (a Space of state histories names them by its propositions)."""
+    return mdp.states if isinstance(mdp, LabeledMDP) else mdp.propositions
+
+
+def _state(mdp, name, what: str) -> int:
     if isinstance(name, (int, np.integer)) and not isinstance(name, bool):
         if 0 <= name < mdp.n_states:
             return int(name)
-    elif name in mdp.states:
-        return mdp.states.index(name)
+    elif name in state_names(mdp):
+        return state_names(mdp).index(name)
     raise RmtkError(f"{what}: {name!r} is not a state of mdp {mdp.name!r}")
 
 
@@ -186,11 +193,11 @@ class LabelLearnResult:
     def labeling(self, i: int) -> dict[str, str | None]:
         """``{state: learned proposition}`` of solution ``i`` (``None``: a state no history reaches)."""
         lab = self.solutions[i].labels
-        return {s: (self.propositions[p] if p >= 0 else None) for s, p in zip(self.mdp.states, lab)}
+        return {s: (self.propositions[p] if p >= 0 else None) for s, p in zip(state_names(self.mdp), lab)}
 
     def free(self, i: int) -> list[tuple[str, tuple[str, ...]]]:
         """States of solution ``i`` whose label alone could change, with the propositions it could take."""
-        return [(self.mdp.states[s], tuple(self.propositions[p] for p in ps)) for s, ps in self.solutions[i].free]
+        return [(state_names(self.mdp)[s], tuple(self.propositions[p] for p in ps)) for s, ps in self.solutions[i].free]
 
     def machine(self, i: int) -> RewardMachine:
         """Solution ``i``'s machine over the learned propositions (free transitions loop)."""
@@ -215,8 +222,8 @@ class LabelLearnResult:
 def fit_labels(learner, encoder: LabelingEncoder, target) -> LabelLearnResult:
     """Learn (labeling, machine) pairs from ``target`` with the learner's PTP strategy over
     state histories (see the module docstring)."""
-    if not isinstance(target, (Task, LabeledMDP)):
-        raise RmtkError(f"learning the labels needs a Task or a LabeledMDP (its states and transitions), "
+    if not isinstance(target, (Task, LabeledMDP, Space)):
+        raise RmtkError(f"learning the labels needs a Task, a LabeledMDP or a Space of state histories, "
                         f"not {type(target).__name__}")
     task = target if isinstance(target, Task) else None
     mdp = task.mdp if task is not None else target

@@ -330,3 +330,39 @@ def test_reproduce_raw_labels_on_a_marked_grid(tmp_path):
     assert (row["k"], row["n"], row["pairs"], row["consistent"]) == (4, 4, 1, 1)
     assert row["equal"] == 1 and row["truth n, k"] == "4, 4"
     assert len(rep.figures) == 1
+
+
+def test_collect_without_a_labeler_records_state_histories():
+    """rmtk.gym.collect(..., labeler=None): each state its own proposition; the label learner
+    learns from the recording (a Space, no transition model), and its pairs keep apart every
+    two state histories the recording separates."""
+    import attrs
+
+    pytest.importorskip("gymnasium")
+    from rmtk.empirical import EmpiricalPTP
+    from rmtk.gym import Identity, MdpVectorEnv, NodePolicy, collect
+    from rmtk.histories import StateHistoryPTP
+    from rmtk.lazy import TrieOracle
+    from rmtk.negatives import ConfidenceMiner
+    from rmtk.progress import Progress
+
+    task, table = random_task(7)
+    expert_policy = NodePolicy.from_table(task.machine, np.where(table > 0.5, 0.95, 0.05))
+
+    def policy(obs, ctx):  # the expert reads the true labels (the recording does not)
+        true = task.mdp.labels[np.asarray(ctx.state)]
+        return expert_policy(obs, attrs.evolve(ctx, label=true, propositions=task.mdp.propositions))
+
+    rec = collect(MdpVectorEnv(task.mdp, 500, max_steps=6), policy, None, Identity(), 3000, seed=2)
+    space = rec.space
+    assert space.propositions == tuple(f"s{i}" for i in range(task.mdp.n_states))
+    res = Learner(EmpiricalPTP(rec), encoder=LabelingEncoder(), max_nodes=3, irl=None).fit(space)
+    built = StateHistoryPTP(EmpiricalPTP(rec)).build(space, Progress())
+    negatives = ConfidenceMiner().mine(built)
+    assert len(negatives) > 0 and res.n_nodes >= 2 and res.verdicts is None
+    oracle = TrieOracle(built.trie, negatives)
+    assert all(oracle.check(s.state_machine()) == [] for s in res.solutions)
+    assert set(res.labeling(0)) == set(space.propositions)
+    with pytest.raises(RmtkError, match="record state histories"):
+        Learner(EmpiricalPTP(rec), encoder=LabelingEncoder(), irl=None).fit(
+            attrs.evolve(space, propositions=["a", "b"]))
