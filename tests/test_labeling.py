@@ -366,3 +366,33 @@ def test_collect_without_a_labeler_records_state_histories():
     with pytest.raises(RmtkError, match="record state histories"):
         Learner(EmpiricalPTP(rec), encoder=LabelingEncoder(), irl=None).fit(
             attrs.evolve(space, propositions=["a", "b"]))
+
+
+def test_exact_state_history_policy_is_the_product_policy():
+    """Every state path of at most 3 states (runs of one state collapsed) is a word of the state
+    tree, with the expert's distribution at (its last state, the true node after its labels)."""
+    from rmtk.histories import StateHistoryPTP
+    from rmtk.planning import task_policy
+    from rmtk.progress import Progress
+
+    task, _ = random_task(11)
+    ptp = StateHistoryPTP(ExactPTP(3)).build(task, Progress())
+    trie, pi = ptp.trie, task_policy(task).pi
+    words = {tuple(trie.word(int(p))): i for i, p in enumerate(ptp.tree.pair_node)}
+    mdp, m = task.mdp, task.machine
+    letter = task.letter_of_proposition
+    paths = [[int(s)] for s in mdp.start_states]
+    seen = 0
+    while paths:
+        path = paths.pop()
+        word = tuple(s for i, s in enumerate(path) if i == 0 or s != path[i - 1])
+        u = m.initial
+        for s in word:
+            u = m.delta_u[u, letter[mdp.labels[s]]]
+        row = words[word]
+        assert ptp.tree.pair_state[row] == path[-1]
+        np.testing.assert_allclose(ptp.policy[row], pi[path[-1], u], atol=1e-12)
+        seen += 1
+        if len(path) < 3:
+            paths += [path + [int(j)] for a in range(mdp.n_actions) for j, _ in mdp.successors(path[-1], a)]
+    assert seen > len(words) / 2 and len(words) == ptp.n_pairs
