@@ -30,7 +30,7 @@ from .errors import DataError, RmtkError
 from .exact import PolicySource, SoftOptimal
 from .mdp import LabeledMDP
 from .progress import Progress, as_progress
-from .ptp import PrefixTree, PrefixTreePolicy, Trie, TrieBuilder
+from .ptp import PrefixTree, PrefixTreePolicy, PTPCapabilities, Trie, TrieBuilder
 from .shards import TreeReducer
 from .task import Task
 
@@ -303,7 +303,7 @@ def empirical_policy(
 
 # ---------------------------------------------------------------------- the PTP strategy
 @attrs.frozen
-class EmpiricalPTP:
+class EmpiricalPTP(PTPCapabilities):
     """The PTP strategy of demonstrations (paper section 5, eq. 17): the empirical prefix
     tree policy p̂(a | s, σ) with its action counts.
 
@@ -327,6 +327,9 @@ class EmpiricalPTP:
             ``"dask"`` (a local Dask cluster started for the run) or an engine object such as
             ``DaskEngine(client=...)`` or ``DaskEngine(scheduler="tcp://host:8786")``
             (:mod:`rmtk.engines`). Every engine returns the same count table.
+
+    Capabilities (:class:`~rmtk.ptp.PTPCapabilities`): ``compress`` as set; the expert's
+    policy classes from ``expert``; no oracle, no learning at every depth.
 
     The engine is a setting, not a strategy: it changes where the map and the reduce run,
     never the prefix tree policy they produce (the table is put in canonical order,

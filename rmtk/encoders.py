@@ -9,6 +9,10 @@ An encoder has two methods, and that is the whole interface a user's encoder imp
 * ``search(problem, *, max_nodes, min_nodes, nodes, max_solutions, time_limit, progress)
   -> SearchResult``: the machines it finds, every solution enumerated.
 
+What else an encoder can do is a capability (:class:`EncoderCapabilities`, with defaults for
+an encoder that does not say): whether its machines are non-stuttering, and whether it wants
+negatives found lazily by an oracle.
+
 :class:`SatEncoder` (hard negatives; smallest ``n`` first) and :class:`MaxSatEncoder` (soft
 negatives; every optimum at a fixed ``n``) implement them with the clause families of
 :mod:`rmtk.encoding` and the searches of :mod:`rmtk.solve`. To change the formula, subclass
@@ -20,6 +24,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from .capabilities import Capabilities
 from .encoding import (
     Formula,
     Problem,
@@ -55,8 +60,28 @@ def _solver(instance, attribute, value):
         raise RmtkError(f"unknown SAT solver {value!r}; available: {', '.join(SOLVERS)}")
 
 
+class EncoderCapabilities(Capabilities):
+    """What a SatEncoder strategy can do beyond ``encode`` and ``search``, with the defaults of
+    one that does not say (docs/design.md, "Strategies"). rmtk's encoders inherit it; so may a
+    user's. An encoder that does not inherit it is read with these defaults for whatever it does
+    not define (:meth:`~rmtk.capabilities.Capabilities.of`)."""
+
+    __slots__ = ()
+
+    #: The machines it finds are non-stuttering (eq. 7): needed by compressed words, and the
+    #: filling check of the verdicts assumes it. Default: ``True``.
+    non_stuttering: bool = True
+
+    @property
+    def lazy(self) -> bool:
+        """It wants negative examples found by an oracle checking its candidates (the problem
+        then carries ``oracle``; its search must return the lazy statistics) rather than all of
+        them encoded from a built tree. Default: ``False``."""
+        return False
+
+
 @attrs.frozen
-class SatEncoder:
+class SatEncoder(EncoderCapabilities):
     """The SatEncoder strategy (paper sections 3.1-3.2) and its default implementation:
     consumes a :class:`~rmtk.encoding.Problem` (trie of label words, negative examples),
     produces a :class:`~rmtk.solve.SearchResult` (the machines, every solution enumerated).
@@ -79,6 +104,11 @@ class SatEncoder:
     non_stuttering: bool = True
     solver: str = attrs.field(default="cadical153", validator=_solver)
     negatives: str = attrs.field(default="classes", validator=_one_of(NEGATIVE_MODES))
+
+    @property
+    def lazy(self) -> bool:
+        """Capability: negatives are found by checking candidates (``negatives="lazy"``)."""
+        return self.negatives == "lazy"
 
     def structure(self, problem: Problem, n: int) -> Formula:
         """Determinism and full specification (eq. 2, 3), the runs of the words, non-stuttering

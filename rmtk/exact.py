@@ -23,7 +23,7 @@ from .errors import ModelError, RmtkError
 from .mdp import LabeledMDP
 from .negatives import POLICY_TOL
 from .progress import Progress
-from .ptp import PrefixTree, PrefixTreePolicy, build_prefix_tree
+from .ptp import PrefixTree, PrefixTreePolicy, PTPCapabilities, build_prefix_tree
 from .task import EVERY_DEPTH, Task
 
 if TYPE_CHECKING:
@@ -159,8 +159,12 @@ def require_task(target, what: str) -> Task:
 
 
 @attrs.frozen
-class ExactPTP:
+class ExactPTP(PTPCapabilities):
     """The PTP strategy of a known expert: the exact prefix tree policy of a task.
+
+    Capabilities (:class:`~rmtk.ptp.PTPCapabilities`): ``compress`` as set; every depth when
+    ``depth`` is ``None`` (or the task says ``depth inf``); an oracle on the synchronised
+    product for a task; the expert's policy classes from its ``source``.
 
     Args:
         depth: the prefix tree depth l (words of 1..l labels); ``"task"`` (default): the
@@ -176,10 +180,11 @@ class ExactPTP:
     source: PolicySource = attrs.field(factory=SoftOptimal, converter=_source)
     compress: bool = True
 
-    def every_depth_for(self, task: Task | None) -> bool:
-        """Whether learning ``task`` must hold at every depth: ``depth=None``, or ``"task"``
+    def every_depth_for(self, target) -> bool:
+        """Whether learning ``target`` must hold at every depth: ``depth=None``, or ``"task"``
         with a task that says ``depth inf``."""
-        return self.depth is None or (self.depth == "task" and task is not None and task.depth == EVERY_DEPTH)
+        return self.depth is None or (self.depth == "task" and isinstance(target, Task)
+                                      and target.depth == EVERY_DEPTH)
 
     def depth_for(self, task: Task) -> int | None:
         if self.every_depth_for(task):
@@ -209,12 +214,15 @@ class ExactPTP:
         """``(S, n)`` true policy class of each (state, node) of the task's machine."""
         return self.source.class_table(task)
 
-    def oracle(self, target) -> "ProductOracle":
+    def oracle(self, target) -> "ProductOracle | None":
         """The prefix tree policy of this depth as an oracle on the synchronised product (no
-        tree is built): what lazy and every-depth learning check candidates with."""
+        tree is built): what lazy and every-depth learning check candidates with. ``None``
+        when ``target`` is not a task (no expert to check against)."""
         from .lazy import ProductOracle
 
-        task = require_task(target, "the exact prefix tree policy")
+        if not isinstance(target, Task):
+            return None
+        task = target
         self._check_truth(task)
         policy = self.source.policy(task) if hasattr(self.source, "policy") else None
         return ProductOracle(task.mdp, task.machine.delta_u[:, task.letter_of_proposition],

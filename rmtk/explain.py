@@ -70,17 +70,24 @@ class Cover:
 
     def __str__(self) -> str:
         if self.machines < 2:
-            return "one machine: nothing to separate"
+            return "one machine fits: nothing to separate" if self.machines else "no machine: nothing to separate"
         where = "the MDP" if self.source == "model" else "the demonstrations"
+        if not self.witnesses:
+            return (f"no witness from {where} separates any two of the {self.machines} machines: each pair "
+                    "splits the words reaching every state the same way, so no observation of the expert can "
+                    f"tell them apart ({_pairs(self.alike)})")
         lines = [f"{len(self.witnesses)} witness(es) from {where} separate the {self.machines} machines "
                  "(#i: the i-th machine printed); where the expert acts differently after the two words, "
                  "every machine that merges them is refuted:"]
         lines += [f"  {i + 1}. {w}" for i, w in enumerate(self.witnesses)]
         if self.alike:
             lines.append(f"  {len(self.alike)} pair(s) of machines are not separated by any witness: "
-                         + ", ".join(f"#{a + 1}~#{b + 1}" for a, b in self.alike[:10])
-                         + (" ..." if len(self.alike) > 10 else ""))
+                         + _pairs(self.alike))
         return "\n".join(lines)
+
+
+def _pairs(pairs, most: int = 10) -> str:
+    return ", ".join(f"#{a + 1}~#{b + 1}" for a, b in pairs[:most]) + (" ..." if len(pairs) > most else "")
 
 
 def _final(delta: np.ndarray, word: list[int], initial: int = 0) -> int:
@@ -156,7 +163,9 @@ def cover(mdp, deltas: list[np.ndarray], names: list[str] | None = None, *, ptp=
                 witnesses.append(w)
                 splits.append(np.array([_final(d, a) != _final(d, b) for d in deltas]))
                 refutes.append(truth is not None and _expert(w, mdp, truth) == "differently")
-        if not open_pairs.any() or not witnesses:
+        if not witnesses:  # every pair tried so far is inseparable: try the open ones left
+            if fresh:
+                continue
             break
         split = np.stack(splits, axis=1)
         gain = _separated(split, open_pairs)
@@ -188,13 +197,14 @@ def _cover_witness(w: Witness, split: np.ndarray, mdp, truth) -> CoverWitness:
     return CoverWitness(w, tuple(np.flatnonzero(~split).tolist()), tuple(np.flatnonzero(split).tolist()), expert)
 
 
-def _disagreements(ptp, deltas: list[np.ndarray]):
-    """Pair-of-(word, state) indices ``(p, q)`` of the prefix tree policy at a common state that
-    the machines disagree on, with the ``(k, m)`` matrix of which machines split them."""
+def _state_groups(ptp, deltas: list[np.ndarray], *, merged: bool = False):
+    """Per state, the pair-of-(word, state) indices ``(p, q)`` of the prefix tree policy at it
+    that the machines disagree on (some merge the two words, some split them), with the
+    ``(k, m)`` matrix of which machines split them; with ``merged``, those that some machine
+    merges instead (with one machine: the pairs it merges)."""
     trie, node, state = ptp.trie, np.asarray(ptp.tree.pair_node), np.asarray(ptp.tree.pair_state)
     finals = np.stack([trie.run(d, 0) for d in deltas])[:, node]  # (machines, pairs)
     order = np.argsort(state, kind="stable")
-    ps, qs, splits = [], [], []
     for idx in np.split(order, np.flatnonzero(np.diff(state[order])) + 1):
         if len(idx) < 2:
             continue
@@ -202,13 +212,16 @@ def _disagreements(ptp, deltas: list[np.ndarray]):
         i, j = idx[a], idx[b]
         split = finals[:, i] != finals[:, j]
         n_split = split.sum(axis=0)
-        keep = (n_split > 0) & (n_split < len(deltas))
-        ps.append(i[keep])
-        qs.append(j[keep])
-        splits.append(split[:, keep])
-    if not ps:
+        keep = (n_split < len(deltas)) & (merged | (n_split > 0))
+        yield i[keep], j[keep], split[:, keep]
+
+
+def _disagreements(ptp, deltas: list[np.ndarray]):
+    """All of :func:`_state_groups` at once: ``(p, q, split)``."""
+    groups = list(_state_groups(ptp, deltas))
+    if not groups:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.zeros((len(deltas), 0), bool)
-    return np.concatenate(ps), np.concatenate(qs), np.concatenate(splits, axis=1)
+    return tuple(np.concatenate(parts, axis=-1) for parts in zip(*groups))
 
 
 def _word_names(space, trie, p) -> tuple[str, ...]:
@@ -251,7 +264,9 @@ class RarePair:
     variation ``tv``) but not enough times to be a negative example at level ``alpha``.
     ``factor``: how many times the data must grow (same kind of trajectories, distributions
     unchanged) for the bound to be met (``inf``: the empirical distributions agree);
-    ``extra``: the additional visits of each word; ``trajectories``: additional trajectories."""
+    ``extra``: the additional visits of each word; ``trajectories``: additional trajectories;
+    ``separates``: pairs of machines it would tell apart; ``refutes``: machines that send both
+    words to one node, which it would refute."""
 
     state: str
     word1: tuple[str, ...]
@@ -262,6 +277,7 @@ class RarePair:
     extra: tuple[int, int]
     trajectories: int | None
     separates: int
+    refutes: int = 0
 
     def __str__(self) -> str:
         if not math.isfinite(self.factor):
@@ -269,9 +285,11 @@ class RarePair:
         else:
             need = (f"{self.extra[0]} and {self.extra[1]} more visits"
                     + ("" if self.trajectories is None else f", about {self.trajectories} more trajectories"))
+        gain = (f"would separate {self.separates} pair(s) of machines" if self.separates
+                else "would refute the machine merging the two words" if self.refutes == 1
+                else f"would refute the {self.refutes} machines merging the two words")
         return (f"state {self.state}: {' '.join(self.word1)} ({self.visits[0]} visits) vs {' '.join(self.word2)} "
-                f"({self.visits[1]} visits), TV {self.tv:.3f}: needs {need}; would separate {self.separates} "
-                "pair(s) of machines")
+                f"({self.visits[1]} visits), TV {self.tv:.3f}: needs {need}; {gain}")
 
 
 def growth_factors(n1: np.ndarray, n2: np.ndarray, tv: np.ndarray, n_actions: int, alpha: float) -> np.ndarray:
@@ -297,21 +315,52 @@ def growth_factors(n1: np.ndarray, n2: np.ndarray, tv: np.ndarray, n_actions: in
     return out
 
 
+def _factor_bounds(n1, n2, tv, n_actions: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds ``lo ≤ f ≤ hi`` on :func:`growth_factors` without bisection: the smaller count m
+    alone must meet α (``lo``), and meeting α/2 with it suffices for both (``hi``)."""
+    need = log_weissman_constant(n_actions) - math.log(alpha)
+    with np.errstate(divide="ignore"):
+        scale = 2.0 / (np.minimum(n1, n2) * tv ** 2)
+    return np.maximum(1.0, need * scale), np.maximum(1.0, (need + math.log(2)) * scale)
+
+
 def rare_pairs(mdp: LabeledMDP, ptp, deltas: list[np.ndarray], *, alpha: float, n_trajectories: int | None = None,
                limit: int = 10) -> list[RarePair]:
-    """The (word, word, state) triples of an empirical prefix tree policy that the machines
-    ``deltas`` disagree on (some merge the words, some split them), cheapest to settle first:
-    each with the visits the confidence bound asks for (see :class:`RarePair`)."""
+    """The (word, word, state) triples of an empirical prefix tree policy closest to becoming
+    negative examples (cheapest to settle first), each with the visits the confidence bound
+    asks for (see :class:`RarePair`): with several machines ``deltas``, the triples they
+    disagree on (some merge the words, some split them); with one machine, the triples it
+    merges, any of which would refute it."""
+    if limit < 1:
+        return []
     counts = np.asarray(ptp.counts)
     trie, node, state = ptp.trie, np.asarray(ptp.tree.pair_node), np.asarray(ptp.tree.pair_state)
-    p, q, split = _disagreements(ptp, deltas)
-    if not len(p):
-        return []
-    n_split = split.sum(axis=0)
-    sep = n_split * (len(deltas) - n_split)  # machine pairs it would separate
     n = counts.sum(axis=1).astype(float)
-    tv = 0.5 * np.abs(counts[p] / n[p, None] - counts[q] / n[q, None]).sum(axis=1)
-    f = growth_factors(n[p], n[q], tv, counts.shape[1], alpha)
+    k, A = len(deltas), counts.shape[1]
+    kept: list[tuple] = []
+    cutoff = np.inf  # the limit-th smallest upper bound so far: no better triple lies beyond it
+    best = np.empty(0)
+    phat = counts / n[:, None]
+    for p, q, split in _state_groups(ptp, deltas, merged=k == 1):
+        tv = 0.5 * np.abs(phat[p] - phat[q]).sum(axis=1)
+        if k == 1:  # a triple the empirical distributions agree on never refutes anything
+            p, q, split, tv = p[tv > 0], q[tv > 0], split[:, tv > 0], tv[tv > 0]
+        lo, hi = _factor_bounds(n[p], n[q], tv, A, alpha)
+        best = np.concatenate([best, hi])
+        if len(best) > limit:
+            best = np.partition(best, limit - 1)[:limit]
+        if len(best) == limit:
+            cutoff = best.max()
+        near = lo <= cutoff
+        kept.append((p[near], q[near], split[:, near], tv[near], lo[near]))
+    if not kept:
+        return []
+    p, q, split, tv, lo = (np.concatenate(parts, axis=-1) for parts in zip(*kept))
+    near = lo <= cutoff
+    p, q, split, tv = p[near], q[near], split[:, near], tv[near]
+    n_split = split.sum(axis=0)
+    sep = n_split * (k - n_split)  # machine pairs it would separate
+    f = growth_factors(n[p], n[q], tv, A, alpha)
     pick = np.lexsort((q, p, -sep, f))[:limit]
     out = []
     for r in pick:
@@ -319,23 +368,45 @@ def rare_pairs(mdp: LabeledMDP, ptp, deltas: list[np.ndarray], *, alpha: float, 
         finite = math.isfinite(fr)
         extra = (math.ceil((fr - 1) * n[p[r]]), math.ceil((fr - 1) * n[q[r]])) if finite else (-1, -1)
         traj = math.ceil((fr - 1) * n_trajectories) if finite and n_trajectories else None
-        out.append((fr, int(p[r]), int(q[r]), float(tv[r]), extra, traj, int(sep[r])))
-    return [RarePair(_state_name(mdp, int(state[a])), _word_names(mdp, trie, node[a]), _word_names(mdp, trie, node[b]),
-                     (int(n[a]), int(n[b])), tv, f, extra, traj, sep)
-            for f, a, b, tv, extra, traj, sep in out]
+        out.append(RarePair(_state_name(mdp, int(state[p[r]])), _word_names(mdp, trie, node[p[r]]),
+                            _word_names(mdp, trie, node[q[r]]), (int(n[p[r]]), int(n[q[r]])), float(tv[r]), fr,
+                            extra, traj, int(sep[r]), int(k - n_split[r])))
+    return out
 
 
 @attrs.frozen
 class Explanation:
-    """:meth:`rmtk.learner.LearnResult.explain`: the witness cover and the rare pairs."""
+    """:meth:`rmtk.learner.LearnResult.explain`: the witness cover and the rare pairs, and, from
+    demonstrations, how many negative examples were mined at which ``alpha``."""
 
     cover: Cover
     rare: tuple[RarePair, ...] = ()
+    negatives: int | None = None
+    alpha: float | None = None
 
     def __str__(self) -> str:
+        if self.cover.machines == 1 and self.negatives is not None:
+            return "\n".join(self._one_machine())
         lines = [str(self.cover)]
         if self.rare:
             lines.append(f"{len(self.rare)} (word, word, state) triple(s) the machines disagree on, seen too rarely "
                          "for a negative example (cheapest to settle first):")
             lines += [f"  {r}" for r in self.rare]
         return "\n".join(lines)
+
+    def _one_machine(self) -> list[str]:
+        if self.negatives == 0:
+            lines = ["one machine fits, and nothing forces two words into different nodes: no (word, word, state) "
+                     f"triple of the demonstrations differs significantly at confidence level {1 - self.alpha:g} "
+                     f"(alpha {self.alpha:g}), so there are 0 negative examples"]
+        else:
+            lines = [f"one machine fits the {self.negatives} negative example(s) mined at alpha {self.alpha:g}: "
+                     "nothing to separate"]
+        if self.rare:
+            lines.append(f"the {len(self.rare)} (word, word, state) triple(s) it merges closest to becoming negative "
+                         "examples (cheapest to settle first); any one of them would refute it:")
+            lines += [f"  {r}" for r in self.rare]
+        else:
+            lines.append("the demonstrations show no difference at all between two words it merges: more data of the "
+                         "same kind would not refute it")
+        return lines

@@ -28,7 +28,7 @@ from .errors import DataError, RmtkError
 from .machine import RewardMachine
 from .mdp import LabeledMDP
 from .progress import Progress
-from .ptp import PrefixTreePolicy
+from .ptp import PrefixTreePolicy, PTPCapabilities
 from .space import Space
 from .task import Task
 
@@ -86,27 +86,32 @@ def state_target(target):
 
 
 @attrs.frozen
-class StateHistoryPTP:
+class StateHistoryPTP(PTPCapabilities):
     """A PTP strategy over state histories: ``inner`` (e.g. ``ExactPTP(None)`` or
     ``EmpiricalPTP(demos)``) applied to the state view of the target. Its prefix tree policy is
-    keyed by state sequences (the trie's letters are state indices)."""
+    keyed by state sequences (the trie's letters are state indices); its capabilities are
+    ``inner``'s, read on the state view."""
 
     inner: object
 
+    #: Its words are state sequences: only an encoder that learns the labels can use them.
+    state_histories = True
+
     @property
-    def compress(self) -> bool:
-        return bool(getattr(self.inner, "compress", True))
+    def _inner(self):
+        return PTPCapabilities.of(self.inner)
+
+    @property
+    def compress(self) -> bool:  # type: ignore[override]
+        return bool(self._inner.compress)
 
     @property
     def depth(self):
         return getattr(self.inner, "depth", None)
 
-    def every_depth_for(self, task: Task | None) -> bool:
-        probe = getattr(self.inner, "every_depth_for", None)
-        return bool(probe(task)) if callable(probe) else False
-
-    #: Its words are state sequences: only an encoder that learns the labels can use them.
-    state_histories = True
+    def every_depth_for(self, target) -> bool:
+        task = target if isinstance(target, Task) else None
+        return bool(self._inner.every_depth_for(None if task is None else state_task(task)))
 
     def build(self, target, progress: Progress) -> PrefixTreePolicy:
         view = state_target(target)
@@ -117,15 +122,12 @@ class StateHistoryPTP:
         return ptp
 
     def oracle(self, target):
-        make = getattr(self.inner, "oracle", None)
-        if not callable(make):
-            raise RmtkError(f"{type(self.inner).__name__} cannot check candidates against an expert (no oracle)")
-        return make(state_target(target))
+        return self._inner.oracle(state_target(target))
 
-    def expert_classes(self, task: Task) -> np.ndarray:
-        classes = getattr(self.inner, "expert_classes", None)
-        if callable(classes):
-            return classes(state_task(task))
+    def expert_classes(self, task: Task):
+        classes = self._inner.expert_classes(state_task(task))
+        if classes is not None:
+            return classes
         from .exact import SoftOptimal
 
         return SoftOptimal().class_table(state_task(task))

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 import attrs
 import numpy as np
 
+from .encoders import EncoderCapabilities
 from .encoding import Problem
 from .equivalence import consistency, exercised, sync_product
 from .errors import RmtkError
@@ -53,7 +54,7 @@ def _solver(instance, attribute, value):
 
 
 @attrs.frozen
-class LabelingEncoder:
+class LabelingEncoder(EncoderCapabilities):
     """The SatEncoder strategy that learns the labeling too: (labeling, machine) pairs with
     the fewest nodes, then the fewest propositions.
 
@@ -83,6 +84,11 @@ class LabelingEncoder:
             raise RmtkError(f"negatives must be 'lazy' or 'classes', not {self.negatives!r}")
         if self.props is not None and self.max_props is not None and self.max_props < self.props:
             raise RmtkError(f"max_props={self.max_props} is below props={self.props}")
+
+    @property
+    def lazy(self) -> bool:
+        """Capability: negatives found by checking candidates (``negatives="lazy"``)."""
+        return self.negatives == "lazy"
 
     def encode(self, problem: Problem, n: int):
         raise RmtkError("LabelingEncoder searches over (nodes, propositions): use Learner.fit, or "
@@ -231,13 +237,14 @@ def fit_labels(learner, encoder: LabelingEncoder, target) -> LabelLearnResult:
     t0 = time.perf_counter()
     know, named = encoder.knowledge(mdp)
     ptp = learner.ptp if isinstance(learner.ptp, StateHistoryPTP) else StateHistoryPTP(learner.ptp)
-    lazy = encoder.negatives == "lazy" or ptp.every_depth_for(task)
-    oracle = negatives = None
+    every_depth = ptp.every_depth_for(target)
+    lazy = encoder.lazy or every_depth
+    negatives = None
     trie = Trie.root(ptp.compress)
-    if lazy and task is not None and callable(getattr(ptp.inner, "oracle", None)):
-        oracle = ptp.oracle(task)
+    oracle = ptp.oracle(target) if lazy else None  # the expert known as a task: no tree
+    if oracle is not None:
         reach = mdp_reachable(mdp)
-    elif ptp.every_depth_for(task):
+    elif every_depth:
         raise RmtkError("learning the labels at every depth needs the expert as a task")
     else:
         built = ptp.build(target, rec)

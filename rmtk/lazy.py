@@ -55,7 +55,15 @@ class Counterexample:
 
 
 class Oracle(Protocol):
-    """Checks candidate machines against a whole prefix tree policy."""
+    """Checks candidate machines against a whole prefix tree policy.
+
+    An oracle a PTP strategy gives for tree-free learning (its ``oracle`` capability,
+    :class:`rmtk.ptp.PTPCapabilities`) also gives the product policy of a learned machine for
+    its rewards (``product_policy(delta_u) -> ((S, n, A) policy, (S, n) observed mask)``, as
+    :meth:`ProductOracle.product_policy`)."""
+
+    #: The depth (labels) its check is bounded at; ``None``: every depth.
+    depth: int | None
 
     def check(self, delta_u: np.ndarray) -> list[Counterexample]:
         """Counterexamples the candidate violates (empty: it is consistent)."""
@@ -74,6 +82,7 @@ class TrieOracle:
     trie: Trie
     negatives: PolicyClasses | NegativePairs
     limit: int = 1000
+    depth: int | None = None
 
     def _word(self, p: int) -> tuple[int, ...]:
         return tuple(self.trie.word(int(p)))

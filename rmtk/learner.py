@@ -14,15 +14,20 @@ swaps one without touching the others (docs/design.md, "Strategies"):
   :class:`~rmtk.encoders.SatEncoder` (hard negatives, smallest n) or
   :class:`~rmtk.encoders.MaxSatEncoder` (soft negatives, every optimum);
 * a **MaxEntIRL** (:class:`~rmtk.maxent.MaxEntIRL`) recovers the rewards (``None`` skips it).
+
+What else a strategy can do (an oracle instead of a tree, every depth, the expert's policy
+classes for verdicts, lazy negatives, ...) it declares as capabilities
+(:mod:`rmtk.capabilities`); :meth:`Learner.fit` takes its path from them.
 """
 from __future__ import annotations
 
 import time
+import warnings
 
 import attrs
 import numpy as np
 
-from .encoders import SatEncoder
+from .encoders import EncoderCapabilities, SatEncoder
 from .encoding import Problem
 from .equivalence import Fillings, Verdict, consistency_many
 from .errors import RmtkError
@@ -33,7 +38,7 @@ from .mdp import LabeledMDP
 from .negatives import ConfidenceMiner, ExactMiner, NegativeExampleMiner, NegativePairs, PolicyClasses
 from .progress import Progress, Recorder
 from .lazy import TrieOracle
-from .ptp import PTP, PrefixTree, PrefixTreePolicy, Trie
+from .ptp import PTP, PrefixTree, PrefixTreePolicy, PTPCapabilities, Trie
 from .solve import SearchResult, Solution
 from .space import Space
 from .task import Task
@@ -148,8 +153,10 @@ class LearnResult:
 
     def explain(self, *, limit: int = 10):
         """What would separate the surviving machines: a small cover of witnesses
-        (:func:`rmtk.explain.cover`) and, from demonstrations, the (word, state) pairs seen too
-        rarely to be negative examples, with the visits they need (:func:`rmtk.explain.rare_pairs`)."""
+        (:func:`rmtk.explain.cover`) and, from demonstrations, the (word, word, state) triples
+        seen too rarely to be negative examples, with the visits they need
+        (:func:`rmtk.explain.rare_pairs`). With one machine from demonstrations: why nothing
+        refutes it, and the triples it merges closest to becoming negative examples."""
         from .explain import Explanation, cover, rare_pairs
 
         deltas = [m.delta_u for m in self.machines]
@@ -157,13 +164,13 @@ class LearnResult:
         if self.truth is not None and self.expert_classes is not None:
             letter = np.array([self.truth.alphabet.index(p) for p in self.mdp.propositions])
             truth = (self.truth.delta_u[:, letter], self.expert_classes, self.truth.initial)
-        rare = []
-        if self.negatives is not None and self.ptp is not None and self.ptp.counts is not None and len(deltas) > 1:
-            trajectories = getattr(self.ptp, "n_trajectories", None)
-            rare = rare_pairs(self.mdp, self.ptp, deltas, alpha=self.negatives.alpha, n_trajectories=trajectories,
+        rare, mined, alpha = [], None, None
+        if self.negatives is not None and self.ptp is not None and self.ptp.counts is not None and deltas:
+            mined, alpha = len(self.negatives), self.negatives.alpha
+            rare = rare_pairs(self.mdp, self.ptp, deltas, alpha=alpha, n_trajectories=self.ptp.n_trajectories,
                               limit=limit)
         names = [m.name for m in self.machines]
-        return Explanation(cover(self.mdp, deltas, names, ptp=self.ptp, truth=truth), tuple(rare))
+        return Explanation(cover(self.mdp, deltas, names, ptp=self.ptp, truth=truth), tuple(rare), mined, alpha)
 
     def stats(self) -> dict:
         out = {"trie_nodes": self.tree.trie.n_nodes, "pairs": self.tree.n_pairs}
@@ -182,6 +189,24 @@ class LearnResult:
 def _at_least_one(instance, attribute, value):
     if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
         raise RmtkError(f"{attribute.name} must be a whole number of at least 1, got {value!r}")
+
+
+#: The most nodes rmtk searches for. The encoding at n nodes and K letters has n²·K transition
+#: variables, n³·K/2 determinism clauses and n² clauses per word of the prefix tree: at 64 nodes
+#: and 4 letters already half a million clauses before the first word, beyond what a SAT search
+#: enumerates in useful time; far larger counts would not even fit in memory.
+MAX_NODES = 64
+
+
+def _node_count(instance, attribute, value):
+    _at_least_one(instance, attribute, value)
+    if value is not None and value > MAX_NODES:
+        raise RmtkError(f"{attribute.name}={value} is above rmtk's bound of {MAX_NODES} nodes: {_BOUND_WHY}")
+
+
+_BOUND_WHY = (f"the SAT encoding at n nodes has n²·|letters| transition variables, n³·|letters|/2 determinism "
+              f"clauses and n² clauses per word (at {MAX_NODES} nodes and 4 letters already "
+              f"{4 * MAX_NODES ** 2 * (MAX_NODES - 1) // 2:,} clauses before any word)")
 
 
 def _positive_seconds(instance, attribute, value):
@@ -223,8 +248,8 @@ class Learner:
     miner: NegativeExampleMiner | None = attrs.field(default=None, validator=_has("mine"))
     encoder: SatEncoder = attrs.field(factory=SatEncoder, validator=_has("encode", "search"))
     irl: MaxEntIRL | None = attrs.field(factory=MaxEntIRL, validator=_has("fit"))
-    max_nodes: int | None = attrs.field(default=None, validator=_at_least_one)
-    nodes: int | None = attrs.field(default=None, validator=_at_least_one)
+    max_nodes: int | None = attrs.field(default=None, validator=_node_count)
+    nodes: int | None = attrs.field(default=None, validator=_node_count)
     max_solutions: int | None = attrs.field(default=None, validator=_at_least_one)
     time_limit: float | None = attrs.field(default=None, validator=_positive_seconds)
     progress: Progress = attrs.field(factory=Progress)
@@ -233,7 +258,10 @@ class Learner:
         if getattr(self.ptp, "state_histories", False) and not callable(getattr(self.encoder, "fit_labels", None)):
             raise RmtkError("the PTP strategy gives state histories, not label words: learn from it with an encoder "
                             "that learns the labels too (encoder=LabelingEncoder())")
-        if getattr(self.ptp, "compress", False) and not getattr(self.encoder, "non_stuttering", True):
+        if self.nodes is not None and self.max_nodes is not None and self.nodes > self.max_nodes:
+            raise RmtkError(f"nodes={self.nodes} contradicts max_nodes={self.max_nodes}: the machine would have more "
+                            "nodes than the bound allows (give one of them, or nodes <= max_nodes)")
+        if PTPCapabilities.of(self.ptp).compress and not EncoderCapabilities.of(self.encoder).non_stuttering:
             raise RmtkError("compressed prefixes assume a non-stuttering machine: build the prefix tree with "
                             "compress=False to learn without the non-stuttering constraint")
 
@@ -241,7 +269,12 @@ class Learner:
         """Learn from ``target``: a :class:`Task` (the truth is known: verdicts, false positive
         rate), a bare :class:`LabeledMDP` or a :class:`~rmtk.space.Space` (an environment
         without a transition model: no rewards), with a PTP strategy that needs no truth,
-        such as :class:`EmpiricalPTP`."""
+        such as :class:`EmpiricalPTP`.
+
+        The path is read from the strategies' capabilities (:class:`~rmtk.ptp.PTPCapabilities`,
+        :class:`~rmtk.encoders.EncoderCapabilities`): learning at every depth or a lazy encoder
+        checks candidates with the PTP's oracle when it has one for ``target``, else with the
+        built tree; verdicts need the PTP's ``expert_classes``."""
         if not isinstance(target, (Task, LabeledMDP, Space)):
             raise RmtkError(f"fit needs a Task or a LabeledMDP (or a Space, for data without a transition model), "
                             f"not {type(target).__name__}")
@@ -250,19 +283,23 @@ class Learner:
             return fit_labels(self, target)
         task = target if isinstance(target, Task) else None
         mdp = target.mdp if task is not None else target
+        source, encoder = PTPCapabilities.of(self.ptp), EncoderCapabilities.of(self.encoder)
         rec = Recorder(self.progress)
         t0 = time.perf_counter()
-        every_depth_for = getattr(self.ptp, "every_depth_for", None)  # ExactPTP(None), or a task with depth inf
-        every_depth = bool(every_depth_for(task)) if callable(every_depth_for) else False
-        lazy = every_depth or getattr(self.encoder, "negatives", None) == "lazy"
-        ptp = negatives = oracle = None
-        if lazy and task is not None and callable(getattr(self.ptp, "oracle", None)):
-            oracle = self.ptp.oracle(task)  # the expert is known: check on the product, build no tree
-        elif every_depth:
-            raise RmtkError("learning at every depth needs the expert as a task (its product policy); "
-                            f"got {'the bare mdp ' + repr(mdp.name) if task is None else type(self.ptp).__name__}")
-        else:
+        every_depth = bool(source.every_depth_for(target))
+        lazy = every_depth or bool(encoder.lazy)
+        ptp = negatives = None
+        oracle = source.oracle(target) if lazy else None  # e.g. the expert known as a task: no tree
+        if every_depth and oracle is None:
+            raise RmtkError("learning at every depth needs the expert as a task (its product policy), or a PTP "
+                            "strategy whose oracle checks candidates without a tree; got "
+                            + (f"the bare mdp {mdp.name!r}" if task is None else type(self.ptp).__name__))
+        if oracle is None:
             ptp = self.ptp.build(target, rec)
+            if ptp.trie.compressed and not encoder.non_stuttering:
+                raise RmtkError(f"{type(self.ptp).__name__} built compressed words, which assume a non-stuttering "
+                                "machine: build uncompressed words (and say so: compress=False) to learn without "
+                                "the non-stuttering constraint")
             miner = self.miner or (ExactMiner() if ptp.counts is None else ConfidenceMiner())
             t = time.perf_counter()
             negatives = miner.mine(ptp)
@@ -271,12 +308,15 @@ class Learner:
             else:
                 rec.stage("mine", time.perf_counter() - t, pairs=len(negatives))
             if lazy:
-                oracle = TrieOracle(ptp.trie, negatives)
+                oracle = TrieOracle(ptp.trie, negatives, depth=ptp.tree.depth)
         max_nodes = self.max_nodes or (task.max_nodes if task is not None else None) or 4
-        if self.nodes is not None and self.nodes > max_nodes:
-            max_nodes = self.nodes
+        if self.nodes is not None:  # exactly this many: a larger suggestion of the task does not apply
+            max_nodes = self.nodes if max_nodes > MAX_NODES else max(max_nodes, self.nodes)
+        elif max_nodes > MAX_NODES:
+            raise RmtkError(f"task {task.name!r} suggests max_nodes {max_nodes}, above rmtk's bound of {MAX_NODES} "
+                            f"nodes: {_BOUND_WHY}; pass a smaller max_nodes")
         if oracle is not None:
-            compress = getattr(self.ptp, "compress", True) if ptp is None else ptp.trie.compressed
+            compress = source.compress if ptp is None else ptp.trie.compressed
             problem = Problem(Trie.root(compress), mdp.n_propositions, oracle=oracle)
         else:
             problem = Problem(ptp.trie, mdp.n_propositions, negatives)
@@ -287,7 +327,7 @@ class Learner:
             raise RmtkError(f"encoder {type(self.encoder).__name__} does not search lazily (it ignored the oracle "
                             "of lazy or every-depth learning); use SatEncoder")
         if ptp is None:
-            tree, negatives = _counterexample_tree(res.lazy, getattr(oracle, "depth", None))
+            tree, negatives = _counterexample_tree(res.lazy, oracle.depth)
         else:
             tree = ptp.tree
         timings = rec.timings
@@ -297,39 +337,53 @@ class Learner:
         result = LearnResult(_machines(mdp, res), res.solutions, res, classes, tree, mdp, None, timings,
                              negatives=pairs, ptp=ptp, oracle=oracle)
         if task is not None:
-            t = time.perf_counter()
-            table = self._expert_classes(task)
-            fp = None
-            if pairs is not None:
-                trie_nodes = ptp.trie.run(task.machine.delta_u, task.machine.initial, task.letter_of_proposition)
-                fp = pairs.false_positives(trie_nodes, table)
-            verdicts, some = _verdicts(task, table, result.machines, result.solutions,
-                                       getattr(self.encoder, "non_stuttering", True))
-            rec.stage("verdict", time.perf_counter() - t)
-            result = attrs.evolve(result, verdicts=verdicts, truth=task.machine, completion_consistent=some,
-                                  false_positives=fp, expert_classes=table)
+            result = self._judge(task, result, source, encoder, rec)
         if self.irl is not None and result.machines and isinstance(mdp, Space):
             rec.note(f"no rewards: {mdp.name!r} has no transition model (pass irl=None to say so)")
         elif self.irl is not None and result.machines:
             gamma = task.discount if task is not None else mdp.gamma
             lam = task.lam if task is not None else 1.0
-            source = ptp if ptp is not None else oracle
-            fits = tuple(self.irl.fit(mdp, result.machines, source, gamma=gamma, lam=lam, progress=rec))
+            fits = tuple(self.irl.fit(mdp, result.machines, ptp if ptp is not None else oracle, gamma=gamma, lam=lam,
+                                      progress=rec))
             machines = tuple(f.machine for f in fits) + result.machines[len(fits):]
             result = attrs.evolve(result, machines=machines, reward_fits=fits)
         timings["total"] = time.perf_counter() - t0
         return result
 
-    def _expert_classes(self, task: Task) -> np.ndarray:
-        classes = getattr(self.ptp, "expert_classes", None)
-        return classes(task) if classes is not None else SoftOptimal().class_table(task)
+    def _judge(self, task: Task, result: LearnResult, source, encoder, rec: Recorder) -> LearnResult:
+        """The result with the truth, and, when the PTP strategy gives the expert's policy
+        classes, the verdicts and false positive rate; without them, a warning and no verdicts."""
+        result = attrs.evolve(result, truth=task.machine)
+        t = time.perf_counter()
+        table = source.expert_classes(task)
+        if table is None:
+            message = (f"no verdicts: the PTP strategy {type(self.ptp).__name__} does not say which expert its policy "
+                       "comes from (give it expert_classes(task), docs/design.md 'Strategies'); verdicts from "
+                       "another expert's policy could be wrong")
+            rec.note(message)
+            warnings.warn(message, UserWarning, stacklevel=3)
+            return result
+        table = np.asarray(table)
+        want = (task.mdp.n_states, task.machine.n_nodes)
+        if table.shape != want or not np.issubdtype(table.dtype, np.integer):
+            raise RmtkError(f"{type(self.ptp).__name__}.expert_classes gave an array of shape {table.shape} and type "
+                            f"{table.dtype}; the task needs whole-number policy classes of shape {want} (states, "
+                            "nodes of the true machine)")
+        fp = None
+        if result.negatives is not None and result.ptp is not None:
+            trie_nodes = result.ptp.trie.run(task.machine.delta_u, task.machine.initial, task.letter_of_proposition)
+            fp = result.negatives.false_positives(trie_nodes, table)
+        verdicts, some = _verdicts(task, table, result.machines, result.solutions, encoder.non_stuttering)
+        rec.stage("verdict", time.perf_counter() - t)
+        return attrs.evolve(result, verdicts=verdicts, completion_consistent=some, false_positives=fp,
+                            expert_classes=table)
 
     def fit_demonstrations(self, target: Task | LabeledMDP, demos, *, chunk: int = 250_000) -> LearnResult:
         """Convenience: :meth:`fit` with ``ptp=EmpiricalPTP(demos)`` (same compression as
         this learner's PTP; default miner :class:`ConfidenceMiner`)."""
         from .empirical import EmpiricalPTP
 
-        ptp = EmpiricalPTP(demos, compress=getattr(self.ptp, "compress", True), chunk=chunk)
+        ptp = EmpiricalPTP(demos, compress=PTPCapabilities.of(self.ptp).compress, chunk=chunk)
         return attrs.evolve(self, ptp=ptp).fit(target)
 
 

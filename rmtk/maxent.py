@@ -72,7 +72,7 @@ class MaxEntIRL:
         """The reward fit of one machine (see :meth:`fit`)."""
         from .irl import reward_fit, sparsest
 
-        if callable(getattr(ptp, "product_policy", None)):
+        if not isinstance(ptp, PrefixTreePolicy):  # an oracle of tree-free learning (rmtk.lazy.Oracle)
             from .product import reachable_pairs
 
             policy, seen = ptp.product_policy(machine.delta_u)

@@ -19,11 +19,13 @@ import attrs
 import numpy as np
 
 from ._arrays import array_eq, frozen_array
+from .capabilities import Capabilities
 from .errors import ModelError
 from .mdp import LabeledMDP
 
 if TYPE_CHECKING:
     from .progress import Progress
+    from .space import Space
     from .task import Task
 
 
@@ -247,15 +249,46 @@ class PTP(Protocol):
     section 5, eq. 17, empirical).
 
     Consumes the learning target (a :class:`~rmtk.task.Task`, or a bare
-    :class:`~rmtk.mdp.LabeledMDP` when the truth is unknown); produces a
-    :class:`PrefixTreePolicy` — a trie of label words and the action distribution (and, from
-    data, the action counts) at every (word, state) pair. Long stages report to ``progress``.
+    :class:`~rmtk.mdp.LabeledMDP` or :class:`~rmtk.space.Space` when the truth is unknown);
+    produces a :class:`PrefixTreePolicy` — a trie of label words and the action distribution
+    (and, from data, the action counts) at every (word, state) pair. Long stages report to
+    ``progress``.
 
-    A strategy may also define ``expert_classes(task) -> (S, n) array``: the policy class of
-    every (state, true node) of the expert behind the policy, used for equivalence verdicts
-    and false positive rates when the target is a task (default: the task's soft-optimal
-    policy).
+    ``build`` is all a strategy must have. What else it can do (compressed words, learning at
+    every depth, an oracle, the expert's policy classes for verdicts) are its capabilities:
+    :class:`PTPCapabilities`, with the defaults a strategy gets when it does not say.
     """
 
-    def build(self, target: "Task | LabeledMDP", progress: "Progress") -> PrefixTreePolicy:
+    def build(self, target: Task | LabeledMDP | Space, progress: Progress) -> PrefixTreePolicy:
         """The prefix tree policy of ``target``."""
+
+
+class PTPCapabilities(Capabilities):
+    """What a PTP strategy can do beyond :meth:`PTP.build`, with the defaults of one that does
+    not say (docs/design.md, "Strategies"). rmtk's PTP strategies inherit it; so may a user's,
+    overriding what it can do. A strategy that does not inherit it is read with these defaults
+    for whatever it does not define (:meth:`~rmtk.capabilities.Capabilities.of`)."""
+
+    __slots__ = ()
+
+    #: The trie's words are non-stuttering compressed (runs of a label collapsed), which the
+    #: encoder must then assume (its ``non_stuttering``). Default: ``True``, rmtk's convention.
+    compress: bool = True
+
+    def every_depth_for(self, target: Task | LabeledMDP | Space | None) -> bool:
+        """Whether learning ``target`` must hold at every depth: the learner then needs
+        :meth:`oracle` and builds no tree. Default: ``False``."""
+        return False
+
+    def oracle(self, target: Task | LabeledMDP | Space) -> object | None:
+        """An oracle (:class:`rmtk.lazy.Oracle`) that checks candidate machines against this
+        strategy's policy without building the prefix tree, used by lazy and every-depth
+        learning; ``None`` (the default): it has none for ``target``, so the learner builds the
+        tree and checks candidates against it."""
+        return None
+
+    def expert_classes(self, task: Task) -> np.ndarray | None:
+        """``(S, n)`` policy class of each (state, node of the task's machine) under the expert
+        the policy comes from: the learner's verdicts and false positive rates compare with it.
+        ``None`` (the default): unknown, so no verdicts are given (a guess could be wrong)."""
+        return None

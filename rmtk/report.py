@@ -24,7 +24,7 @@ def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = Fal
     words = "compressed" if result.tree.trie.compressed else "uncompressed"
     lazy = result.search.lazy
     if result.ptp is None:  # tree-free: the expert checked on the synchronised product
-        depth = getattr(result.oracle, "depth", None)
+        depth = result.oracle.depth
         where = "at every depth" if depth is None else f"of depth {depth}"
         w(f"# learned from task {task.name}: exact prefix tree policy {where}, {words} words, checked on the "
           "synchronised product (no prefix tree built)")
@@ -62,11 +62,8 @@ def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = Fal
         w(f"# rewards recovered for the first {len(fits)} of {result.distinct_count} machines "
           "(the IRL strategy's limit sets how many; --no-rewards skips the recovery)")
     if explain:
-        if result.distinct_count > 1:
-            for line in str(result.explain()).splitlines():
-                w(f"# {line}")
-        else:
-            w("# explain: one machine fits; nothing to separate")
+        for line in str(result.explain()).splitlines():
+            w(f"# {line}")
     iso = result.isomorphic_to_truth()
     for i, m in enumerate(result.machines):
         w()

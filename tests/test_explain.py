@@ -88,9 +88,34 @@ def test_witness_data_leaves_the_every_depth_machines(four_nodes, stack_avoid):
     every = Learner(ExactPTP(None), nodes=4, max_nodes=4, irl=None).fit(stack_avoid)
     augmented = _augment(four_nodes.ptp, stack_avoid, four_nodes.explain().cover)
     assert augmented.n_pairs > four_nodes.ptp.n_pairs
-    again = Learner(Given(augmented), nodes=4, max_nodes=4, irl=None).fit(stack_avoid)
+    with pytest.warns(UserWarning, match="no verdicts"):  # Given does not say which expert it follows
+        again = Learner(Given(augmented), nodes=4, max_nodes=4, irl=None).fit(stack_avoid)
     key = lambda r: sorted((s.delta_u.tobytes(), s.used.tobytes()) for s in r.solutions)  # noqa: E731
     assert key(again) == key(every) and again.raw_count == every.raw_count == 1344
+
+
+def _chain_task():
+    """Three states in a row (labels a, b, c): each state is reached by one word only."""
+    from rmtk import LabeledMDP, RewardMachine, Task
+
+    P = np.zeros((2, 3, 3))
+    P[:, 0, 1] = P[:, 1, 2] = P[:, 2, 2] = 1
+    mdp = LabeledMDP.from_dense(P, ["a", "b", "c"], initial=[1, 0, 0], name="chain")
+    m = RewardMachine(nodes=["u0", "u1"], alphabet=["a", "b", "c"], delta_u=np.array([[0, 1, 1], [1, 1, 1]]),
+                      delta_r=np.zeros((2, 3)), initial=0, name="m")
+    return Task(mdp, m, lam=1.0, depth=4, name="chain")
+
+
+def test_every_inseparable_pair_is_listed_when_no_witness_exists():
+    r = Learner(ExactPTP(4), nodes=2, irl=None).fit(_chain_task())
+    k = r.distinct_count
+    assert k == 8
+    cover = r.explain().cover
+    assert cover.witnesses == ()
+    assert set(cover.alike) == set(itertools.combinations(range(k), 2))  # all 28, not a chain of 7
+    assert all(r.distinguish(i, j) is None for i, j in cover.alike)
+    assert str(cover).startswith("no witness from the MDP separates any two of the 8 machines")
+    assert "#1~#3" in str(cover)
 
 
 def test_known_expert_says_which_witness_refutes():
@@ -187,3 +212,59 @@ def test_without_a_model_witnesses_come_from_the_data(stack_avoid):
         for i, m in enumerate(r.machines):
             assert (i in cw.merging) == (m.final(w.word1) == m.final(w.word2))
     assert "witness(es) from the demonstrations" in str(e)
+
+
+def test_one_machine_from_a_soft_expert_says_why_and_what_would_refute_it(tmp_path, capsys):
+    """Patrol's expert at its own λ = 1 is soft: 10⁴ episodes give no negative example and a
+    1-node machine. explain says why and lists the triples closest to refuting it, checked
+    against a brute force over every (word, word, state) triple."""
+    patrol = dsl.load_model("patrol").tasks["patrol"]
+    demos = simulate(patrol, 10_000, 20, seed=0)
+    r = Learner(EmpiricalPTP(demos), irl=None).fit(patrol)
+    assert len(r.negatives) == 0 and r.n_nodes == 1 and r.distinct_count == 1
+    e = r.explain(limit=5)
+    text = str(e)
+    assert text.startswith("one machine fits, and nothing forces two words into different nodes: no (word, word, "
+                           "state) triple of the demonstrations differs significantly at confidence level 0.95")
+    assert len(e.rare) == 5 and "any one of them would refute it" in text
+    # brute force: every two words at a common state (the 1-node machine merges them all); none
+    # but the five listed meets the bound when grown by less than the fifth's factor
+    counts = np.asarray(r.ptp.counts, dtype=float)
+    n = counts.sum(axis=1)
+    state, node = np.asarray(r.ptp.tree.pair_state), np.asarray(r.ptp.tree.pair_node)
+    pairs = [np.flatnonzero(state == s) for s in np.unique(state)]
+    i = np.concatenate([at[np.triu_indices(len(at), 1)[0]] for at in pairs])
+    j = np.concatenate([at[np.triu_indices(len(at), 1)[1]] for at in pairs])
+    tv = 0.5 * np.abs(counts[i] / n[i, None] - counts[j] / n[j, None]).sum(axis=1)
+    c, factors = 4 * math.log(2) + math.log1p(-2.0 ** -3), [x.factor for x in e.rare]
+    assert factors == sorted(factors)
+    f = factors[-1] * (1 - 1e-9)
+    meets = np.logaddexp(c - f * n[i] * tv ** 2 / 2, c - f * n[j] * tv ** 2 / 2) <= math.log(0.05)
+    trie, names = r.ptp.trie, patrol.mdp.propositions
+
+    def word(p):
+        return tuple(names[k] for k in trie.word(int(p)))
+
+    cheaper = {(patrol.mdp.states[state[a]], frozenset((word(node[a]), word(node[b]))))
+               for a, b in zip(i[meets], j[meets])}
+    listed = {(x.state, frozenset((x.word1, x.word2))) for x in e.rare}
+    assert 1 <= len(cheaper) <= 4 and cheaper < listed
+    for rare in e.rare:
+        assert rare.refutes == 1 and rare.separates == 0 and rare.trajectories > 0 and 1 < rare.factor < np.inf
+        # with the counts grown by the factor (no less), the confidence miner finds the negative example
+        p = [k for k in range(r.ptp.n_pairs) if word(node[k]) in (rare.word1, rare.word2)
+             and patrol.mdp.states[state[k]] == rare.state]
+        tree = PrefixTree(trie, node[p], state[p], 20)
+        for scale, found in ((1 + 1e-9, 1), (1 - 1e-6, 0)):
+            grown = counts[p] * rare.factor * scale
+            ptp = PrefixTreePolicy(tree, grown / grown.sum(axis=1, keepdims=True), counts=grown)
+            assert len(ConfidenceMiner(alpha=0.05).mine(ptp)) == found
+    # the command line prints the same explanation
+    from rmtk.data import save
+
+    path = tmp_path / "soft.npz"
+    save(demos, path, patrol.mdp)
+    assert main(["learn", str(MODELS / "patrol.rm"), "--demos", str(path), "--explain", "-q", "--no-rewards"]) == 0
+    out = capsys.readouterr().out
+    assert "# one machine fits, and nothing forces two words into different nodes" in out
+    assert f"# {e.rare[0]}" in out.replace("#   ", "# ")

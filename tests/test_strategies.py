@@ -176,6 +176,39 @@ def test_learner_settings_are_validated(patrol):
         Learner().fit("patrol")
 
 
+def test_node_counts_are_consistent_and_bounded(patrol):
+    from rmtk.learner import MAX_NODES
+
+    with pytest.raises(RmtkError, match="nodes=5 contradicts max_nodes=2"):
+        Learner(nodes=5, max_nodes=2)
+    for kw in ({"nodes": 1_000_000}, {"max_nodes": MAX_NODES + 1}):
+        with pytest.raises(RmtkError, match=f"above rmtk's bound of {MAX_NODES} nodes: the SAT encoding"):
+            Learner(**kw)
+    huge = attrs.evolve(patrol, max_nodes=10**6)  # a task suggesting more is refused before any work ...
+    with pytest.raises(RmtkError, match="task 'patrol' suggests max_nodes 1000000, above rmtk's bound"):
+        Learner(irl=None).fit(huge)
+    r = Learner(nodes=4, irl=None).fit(huge)  # ... unless the size is given
+    assert r.n_nodes == 4 and r.raw_count == 6
+    r = Learner(nodes=MAX_NODES, max_nodes=MAX_NODES, irl=None)  # the bound itself is allowed
+    assert r.nodes == MAX_NODES
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--nodes", "5", "--max-nodes", "2"], "rmtk: error: nodes=5 contradicts max_nodes=2"),
+    (["--nodes", "1000000"], "rmtk: error: nodes=1000000 is above rmtk's bound of 64 nodes"),
+])
+def test_cli_node_counts(flags, message):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(MODELS.parent))
+    proc = subprocess.run([sys.executable, "-m", "rmtk", "learn", str(MODELS / "patrol.rm"), *flags, "-q"],
+                          check=False, capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.startswith(message) and "Traceback" not in proc.stderr
+
+
 def test_cli_rejects_bad_numbers_and_settings(capsys):
     patrol_file = str(MODELS / "patrol.rm")
     for argv in (["learn", patrol_file, "--time-limit", "-1"], ["learn", patrol_file, "--depth", "0"]):

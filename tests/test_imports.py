@@ -1,0 +1,25 @@
+"""Each output module imports on its own, cheaply; things live in one place (no shim re-exporting
+rmtk.io.dot, rmtk.io.rmtext and rmtk.draw under another name)."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_no_compatibility_shim():
+    assert not (ROOT / "rmtk" / "export.py").exists()
+    users = [p for p in (ROOT / "rmtk").rglob("*.py") if "rmtk.export" in p.read_text() or "from .export" in p.read_text()]
+    assert users == []
+
+
+@pytest.mark.parametrize("module", ["rmtk.draw", "rmtk.io", "rmtk.io.dot", "rmtk.io.rmtext"])
+def test_import_alone_is_cheap_and_acyclic(module):
+    """Each module imports on its own in a fresh interpreter (no import cycle), without
+    matplotlib or networkx."""
+    probe = f"import sys, {module}; print(sorted(m for m in ('matplotlib', 'networkx') if m in sys.modules))"
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, check=False, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
