@@ -151,7 +151,7 @@ def _state(mdp, name, what: str) -> int:
 
 
 @attrs.frozen
-class Verdict2:
+class LabelVerdict:
     """The verdict of one (labeling, machine) pair against the truth: ``consistent`` (policy-
     equivalent at every depth, with a witness otherwise) and ``equal`` (the truth up to
     renaming of nodes and propositions; ``False`` when the sizes differ); ``merges_truth``: every
@@ -180,7 +180,7 @@ class LabelLearnResult:
     search: LabelSearchResult
     mdp: LabeledMDP
     propositions: tuple[str, ...]
-    verdicts: tuple[Verdict2, ...] | None = None
+    verdicts: tuple[LabelVerdict, ...] | None = None
     truth_size: tuple[int, int] | None = None
     timings: dict = attrs.field(factory=dict)
 
@@ -315,5 +315,5 @@ def _verdicts(task: Task, ptp: StateHistoryPTP, res: LabelSearchResult, reach) -
         same = s.delta_u.shape == t_du.shape and canonical_pair(s.labels, s.delta_u, s.used, reach)[0] == t_key
         pairs = set(zip(t_lab[reach].tolist(), s.labels[reach].tolist()))
         merges = len({t for t, _ in pairs}) == len(pairs)  # each true proposition maps to one learned one
-        out.append(Verdict2(v.consistent, bool(same), v.witness, merges))
+        out.append(LabelVerdict(v.consistent, bool(same), v.witness, merges))
     return tuple(out), (int(t_du.shape[0]), int(t_du.shape[1]))
