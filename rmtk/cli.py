@@ -283,6 +283,8 @@ def active_from_args(args, task: Task):
 def cmd_learn(args) -> int:
     """Learn the smallest machine from a task's exact prefix tree policy or from demonstrations."""
     task = _load_task(args.file, args.task)
+    if args.learn_labels is not None:
+        return _learn_labels(args, task, learner_from_args(args, task))
     from .report import report
 
     if args.dot:
@@ -334,6 +336,37 @@ def cmd_learn(args) -> int:
             for m, p in zip(result.machines, paths):
                 write(m, p)
                 print(f"wrote {p}", file=sys.stderr)
+    return 0
+
+
+def _learn_labels(args, task: Task, learner) -> int:
+    """``rmtk learn FILE [TASK] --learn-labels [K]``: the command-line learner with a
+    :class:`~rmtk.label_learner.LabelingEncoder`; from the exact expert, at every depth unless
+    ``--depth`` says otherwise. ``--png`` draws each pair's labels on a grid world's map."""
+    import attrs
+
+    from .exact import ExactPTP
+    from .label_learner import LabelingEncoder
+    from .label_report import draw_labels, label_report
+
+    if args.maxsat:
+        raise RmtkError("--learn-labels searches with hard negative examples; --maxsat does not apply")
+    ptp = learner.ptp
+    if isinstance(ptp, ExactPTP) and args.depth is None:
+        ptp = attrs.evolve(ptp, depth=None)
+    encoder = LabelingEncoder(props=args.learn_labels or None, symmetry_breaking=not args.no_symmetry_breaking,
+                              non_stuttering=not args.stuttering, solver=args.solver)
+    result = attrs.evolve(learner, ptp=ptp, encoder=encoder, irl=None).fit(task)
+    label_report(task, result, explain=args.explain)
+    if result.n_nodes is None:
+        return 1
+    if args.png:
+        paths = _figure_paths(args.png, len(result.solutions))
+        for p in paths:
+            _writable(p, args.force)
+        for i, p in enumerate(paths):
+            draw_labels(result, i, Path(p))
+            print(f"wrote {p}", file=sys.stderr)
     return 0
 
 
@@ -465,6 +498,9 @@ def build_parser() -> argparse.ArgumentParser:
     ln.add_argument("--seed", type=_seed, default=0, help="with --active: seed of the expert's randomness (default 0)")
     ln.add_argument("--lambda", dest="lam", type=_positive_float,
                     help="with --active: the expert's temperature (default: the task's)")
+    ln.add_argument("--learn-labels", nargs="?", const=0, type=_positive_int, metavar="K",
+                    help="learn the labeling function too, from state histories only (the file's labels serve only "
+                         "for the verdict): the fewest nodes, then the fewest propositions, or exactly K")
     ln.add_argument("--max-solutions", type=_positive_int, help="stop after this many machines")
     ln.add_argument("--time-limit", type=_positive_float, metavar="S",
                     help="seconds for the SAT search; what was found is reported")

@@ -261,6 +261,9 @@ class Learner:
     progress: Progress = attrs.field(factory=Progress)
 
     def __attrs_post_init__(self):
+        if getattr(self.ptp, "state_histories", False) and not callable(getattr(self.encoder, "fit_labels", None)):
+            raise RmtkError("the PTP strategy gives state histories, not label words: learn from it with an encoder "
+                            "that learns the labels too (encoder=LabelingEncoder())")
         if self.nodes is not None and self.max_nodes is not None and self.nodes > self.max_nodes:
             raise RmtkError(f"nodes={self.nodes} contradicts max_nodes={self.max_nodes}: the machine would have more "
                             "nodes than the bound allows (give one of them, or nodes <= max_nodes)")
@@ -281,6 +284,9 @@ class Learner:
         if not isinstance(target, (Task, LabeledMDP, Space)):
             raise RmtkError(f"fit needs a Task or a LabeledMDP (or a Space, for data without a transition model), "
                             f"not {type(target).__name__}")
+        fit_labels = getattr(self.encoder, "fit_labels", None)  # an encoder that learns the labels too
+        if callable(fit_labels):
+            return fit_labels(self, target)
         task = target if isinstance(target, Task) else None
         mdp = target.mdp if task is not None else target
         source, encoder = PTPCapabilities.of(self.ptp), EncoderCapabilities.of(self.encoder)

@@ -51,6 +51,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                "MaxSAT machines", "reacher", extra="reacher"),
     Experiment("active", "beyond the paper", "active learning: questions to the expert against the full prefix tree "
                "(four tabular tasks; stack-avoid from 1,000 demonstrations plus questions)", "active"),
+    Experiment("raw-labels", "beyond the paper", "the labeling function learned with the machine from raw state "
+               "histories: patrol, stack-avoid, Office World, marked grid worlds", "raw_labels"),
     Experiment("office", "Toro Icarte et al.'s Office World", "its four tasks learned from a scripted expert (exact "
                "and 10^4 episodes), then Q-learning with CRM: learned vs true vs no machine", "office", extra="gym"),
 )}

@@ -90,7 +90,9 @@ def collect(env, policy, labeler, discretizer, episodes: int, seed=0, *, proposi
             making one (needed on workers: each makes its own).
         policy: ``policy(obs, ctx) -> action`` (a batch of actions for a vector environment);
             ``ctx`` is a :class:`~rmtk.gym.Context` (discretised state, label, step, ``rng``).
-        labeler: ``labeler(obs, info) -> proposition name`` (see :mod:`rmtk.gym.labels`).
+        labeler: ``labeler(obs, info) -> proposition name`` (see :mod:`rmtk.gym.labels`);
+            ``None`` records state histories (each state its own proposition ``s<i>``), to learn
+            the labels with :class:`~rmtk.label_learner.LabelingEncoder`.
         discretizer: observation → state index: :class:`~rmtk.gym.Identity`,
             :class:`~rmtk.gym.Bins`, or a function (then give ``n_states``).
         episodes: how many episodes to record; ``seed``: the seed of everything random.

@@ -84,9 +84,6 @@ class Setup:
         if not isinstance(act_space, gymnasium.spaces.Discrete):
             raise RmtkError(f"collect counts discrete actions; the action space is {act_space} (wrap the environment "
                             "so that its actions are Discrete)")
-        props = propositions if propositions is not None else getattr(labeler, "propositions", None)
-        if props is None:
-            raise RmtkError("collect needs the propositions the labeler can return: pass propositions=[...]")
         if n_states is None:
             size = getattr(discretizer, "size", None)
             if size is None:
@@ -94,6 +91,14 @@ class Setup:
             n_states = size(obs_space)
         if not 1 <= int(n_states) < 2**31:
             raise RmtkError(f"collect counts at most 2^31 - 1 states (32-bit state indices), not {n_states}")
+        if labeler is None:  # state histories: each state its own proposition (to learn the labels)
+            if propositions is not None:
+                raise RmtkError("collect without a labeler records state histories: the propositions are the states, "
+                                "pass no propositions")
+            propositions = [f"s{i}" for i in range(int(n_states))]
+        props = propositions if propositions is not None else getattr(labeler, "propositions", None)
+        if props is None:
+            raise RmtkError("collect needs the propositions the labeler can return: pass propositions=[...]")
         return cls(vector, int(env.num_envs) if vector else 1, int(n_states), int(act_space.n), int(act_space.start),
                    Alphabet(props), discretizer, labeler, name or _env_name(env))
 
@@ -357,13 +362,16 @@ def _episodes(setup: Setup, env, policy, resets, first: int, max_steps: int, rng
             raise raised("the environment's reset()", exc, _where(episode, 0)) from exc
         while True:
             s = obs if identity and type(obs) is int and 0 <= obs < S else state_of(obs, episode, t)
-            try:
-                label = labeler(obs, info)
-            except Exception as exc:
-                raise raised("the labeler", exc, _where(episode, t)) from exc
-            k = index.get(label) if type(label) is str else None
-            if k is None:
-                k = alphabet.index(label, _where(episode, t))
+            if labeler is None:  # state histories: the state is its own proposition
+                k = s
+            else:
+                try:
+                    label = labeler(obs, info)
+                except Exception as exc:
+                    raise raised("the labeler", exc, _where(episode, t)) from exc
+                k = index.get(label) if type(label) is str else None
+                if k is None:
+                    k = alphabet.index(label, _where(episode, t))
             try:
                 action = policy(obs, Context(t, s, k, props, rng))
             except Exception as exc:
@@ -414,7 +422,7 @@ def _wave(setup: Setup, env, policy, size: int, reset_seed: int, first: int, max
             return f"episode {first + i}, step {t}"
 
         s, clipped = setup.states(obs, alive, where)
-        lab = setup.labels(obs, info, alive, where)
+        lab = s if setup.labeler is None else setup.labels(obs, info, alive, where)
         ctx = Context(t, s, lab, setup.alphabet.propositions, rng)
         try:
             action = policy(obs, ctx)

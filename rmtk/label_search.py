@@ -1,0 +1,475 @@
+"""Search for the smallest (labeling, machine) pairs consistent with the expert's behaviour
+over state histories: fewest nodes, then fewest propositions (docs/design.md, "Learning the
+labels"), every solution enumerated up to renaming of nodes and of propositions.
+
+The problem is a :class:`~rmtk.encoding.Problem` over the state view (:mod:`rmtk.histories`):
+its trie's letters are states. With an oracle (lazy or every-depth learning) the formula starts
+from the structural clauses alone and grows by the counterexamples each candidate violates; a
+candidate (L, δ) is checked as the machine over states ``D(u, s) = δ(u, L(s))``, so the oracles
+of :mod:`rmtk.lazy` serve unchanged. Counterexamples found at one size are replayed into the
+solver of the next, so each size starts from what the previous ones learned.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+
+import attrs
+import numpy as np
+from pysat.solvers import Solver
+
+from .encoding import (
+    Problem,
+    decode_transitions,
+    determinism,
+    full_specification,
+    negative_classes,
+    negative_pairs,
+    non_stuttering,
+    symmetry_breaking_bfs,
+)
+from .equivalence import consistency_many
+from .errors import RmtkError
+from .labeling import (
+    ColumnLazyFormula,
+    ColumnPool,
+    LabelLazyFormula,
+    LabelPool,
+    all_propositions_used,
+    decode_columns,
+    decode_labels,
+    idempotent_maps,
+    known_labels,
+    label_symmetry_breaking,
+    one_label_per_state,
+    shared_labels,
+    state_columns,
+    state_runs,
+)
+from .lazy import ProductOracle, TrieOracle
+from .negatives import PolicyClasses
+from .progress import Progress
+from .solve import (
+    _join,
+    _solve,
+    canonical_partial,
+    count_completions,
+    solver_for,
+    used_transitions,
+)
+
+#: Below this many propositions the size search asks the labeled encoding directly; above, a
+#: label-free check decides the number of nodes first (large k are the expensive calls).
+SMALL_K = 4
+
+
+@attrs.frozen
+class LabelSolution:
+    """One learned (labeling, machine) pair, in canonical form (propositions numbered by first
+    occurrence over the states in index order, nodes in BFS order).
+
+    Attributes:
+        labels: ``(S,)`` learned proposition of each state; −1 for states no history reaches.
+        delta_u: ``(n, k)`` transitions over the learned propositions; free ones are self-loops.
+        used: ``(n, k)`` transitions some history exercises.
+        free: ``((state, (p, …)), …)``: states whose label alone could change to one of the
+            listed propositions, the machine as it is, without breaking consistency.
+        models: satisfying assignments seen for this pair (renamings included when symmetry
+            breaking is off).
+    """
+
+    labels: np.ndarray = attrs.field(eq=False)
+    delta_u: np.ndarray = attrs.field(eq=False)
+    used: np.ndarray = attrs.field(eq=False)
+    free: tuple = ()
+    models: int = 1
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.delta_u.shape[0])
+
+    @property
+    def n_props(self) -> int:
+        return int(self.delta_u.shape[1])
+
+    def state_machine(self) -> np.ndarray:
+        """``(n, S)``: the machine read over states, ``δ(u, L(s))`` (unreached states loop)."""
+        return state_delta(self.delta_u, self.labels)
+
+
+@attrs.frozen
+class LabelSearchResult:
+    """Outcome of :func:`label_search`: the smallest size found (``n_nodes``, ``n_props``), its
+    solutions, and every size tried with its outcome (``tried``: ``(n, k, sat)``, ``None`` when
+    undecided)."""
+
+    n_nodes: int | None
+    n_props: int | None
+    solutions: tuple[LabelSolution, ...]
+    complete: bool
+    tried: tuple[tuple[int, int, bool | None], ...]
+    message: str = ""
+    counterexamples: int = 0
+    rounds: int = 0
+    longest: int = 0
+    histories: int = 0
+    time_solve: float = 0.0
+    lower_bound: int = 1
+
+    @property
+    def ruled_out(self) -> tuple[tuple[int, int], ...]:
+        """Sizes ``(n, k)`` the solver proved impossible (besides every n below ``lower_bound``,
+        the most policy classes the expert shows at one state, which no n below can hold)."""
+        return tuple((n, k) for n, k, sat in self.tried if sat is False)
+
+
+def state_delta(delta_u: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``(n, S)`` machine over states; states with label −1 (unreached) loop."""
+    lab = np.asarray(labels)
+    out = np.asarray(delta_u)[:, np.where(lab >= 0, lab, 0)]
+    out[:, lab < 0] = np.arange(out.shape[0])[:, None]
+    return out
+
+
+def first_occurrence(labels: np.ndarray, order: Sequence[int], first_free: int = 0) -> np.ndarray:
+    """``perm[p]``: the canonical name of proposition p — propositions below ``first_free`` keep
+    theirs, the others are numbered by first occurrence along ``order``."""
+    k_max = int(np.max(labels)) + 1 if len(labels) else 0
+    perm = np.full(max(k_max, first_free), -1, np.int64)
+    perm[:first_free] = np.arange(first_free)
+    nxt = first_free
+    for s in order:
+        p = int(labels[s])
+        if p >= 0 and perm[p] < 0:
+            perm[p] = nxt
+            nxt += 1
+    free = np.flatnonzero(perm < 0)
+    perm[free] = nxt + np.arange(len(free))
+    return perm
+
+
+def canonical_pair(labels: np.ndarray, delta_u: np.ndarray, used: np.ndarray, order: Sequence[int],
+                   first_free: int = 0) -> tuple[tuple, np.ndarray, np.ndarray, np.ndarray]:
+    """A key invariant under renaming of nodes and propositions, and the canonical
+    ``(labels, delta_u, used)``."""
+    perm = first_occurrence(labels, order, first_free)
+    k = delta_u.shape[1]
+    inv = np.argsort(perm[:k])
+    lab = np.where(labels >= 0, perm[np.maximum(labels, 0)], -1)
+    du, us = delta_u[:, inv], used[:, inv]
+    key, bfs = canonical_partial(du, us)
+    n = du.shape[0]
+    nodes = bfs + [u for u in range(n) if u not in set(bfs)]
+    pos = np.empty(n, np.int64)
+    pos[nodes] = np.arange(n)
+    du2 = pos[du[nodes]]
+    us2 = us[nodes]
+    du2[~us2] = np.broadcast_to(np.arange(n)[:, None], du2.shape)[~us2]
+    return (tuple(lab[list(order)].tolist()), key), lab, du2, us2
+
+
+def reached_states(trie_letters: np.ndarray) -> np.ndarray:
+    """States some history of a state trie passes through."""
+    return np.unique(np.asarray(trie_letters)[1:])
+
+
+def mdp_reachable(mdp) -> np.ndarray:
+    """States reachable from the start states."""
+    succ = mdp.successor_matrix()
+    seen = np.zeros(mdp.n_states, bool)
+    frontier = np.unique(mdp.start_states)
+    seen[frontier] = True
+    while len(frontier):
+        nxt = np.concatenate([succ.indices[succ.indptr[s]:succ.indptr[s + 1]] for s in frontier])
+        nxt = np.unique(nxt[~seen[nxt]]) if len(nxt) else nxt
+        seen[nxt] = True
+        frontier = nxt
+    return np.flatnonzero(seen)
+
+
+@attrs.frozen
+class LabelKnowledge:
+    """What the user knows: ``fixed`` ``{state: proposition}`` (propositions ``0 … m−1`` are
+    the named ones, ``first_free = m``), ``shared`` groups of states with one label."""
+
+    fixed: Mapping[int, int] = attrs.field(factory=dict)
+    shared: tuple[tuple[int, ...], ...] = ()
+    first_free: int = 0
+
+
+def _structure(problem: Problem, n: int, k: int, n_states: int, reach: np.ndarray, know: LabelKnowledge,
+               symmetry: bool, stutter_free: bool, exactly: bool):
+    classes = problem.negatives if isinstance(problem.negatives, PolicyClasses) else None
+    pool = LabelPool(n, k, n_states, problem.trie.n_nodes, classes.n_classes if classes is not None else 0)
+    clauses = determinism(pool) + full_specification(pool) + one_label_per_state(pool, reach)
+    clauses.append([int(pool.x(0, 0))])
+    if stutter_free:
+        clauses += non_stuttering(pool)
+    if symmetry:
+        if n > 1:
+            clauses += symmetry_breaking_bfs(pool)
+        clauses += label_symmetry_breaking(pool, reach, know.first_free)
+    if exactly:
+        clauses += all_propositions_used(pool, reach)
+    inside = set(reach.tolist())  # states no history reaches are not learned: what is known of them is moot
+    clauses += known_labels(pool, {s: p for s, p in know.fixed.items() if s in inside})
+    clauses += shared_labels(pool, [[s for s in g if s in inside] for g in know.shared])
+    if problem.oracle is None:
+        par, kid = problem.trie.children()
+        clauses += state_runs(pool, par, problem.trie.letter[kid], kid)
+        if classes is not None:
+            clauses += negative_classes(pool, classes)
+        elif problem.negatives is not None and len(problem.negative_pairs()):
+            clauses += negative_pairs(pool, problem.negative_pairs())
+    return pool, clauses
+
+
+def label_search(
+    problem: Problem,
+    *,
+    n_states: int,
+    reach: np.ndarray,
+    max_nodes: int,
+    min_nodes: int = 1,
+    nodes: int | None = None,
+    props: int | None = None,
+    max_props: int | None = None,
+    knowledge: LabelKnowledge | None = None,
+    symmetry_breaking: bool = True,
+    non_stuttering: bool = True,
+    solver: str = "cadical153",
+    max_solutions: int | None = None,
+    time_limit: float | None = None,
+    freedom: bool = True,
+    small_k: int = SMALL_K,
+    progress: Progress | None = None,
+) -> LabelSearchResult:
+    """The smallest (n, k) — fewest nodes, then fewest propositions — with a (labeling, machine)
+    pair the problem accepts, and every such pair up to both renamings. ``props`` fixes k,
+    ``max_props`` bounds it (default: the states that matter); past ``small_k`` propositions
+    the number of nodes is decided by the label-free check."""
+    progress = progress or Progress()
+    know = knowledge or LabelKnowledge()
+    reach = np.asarray(reach, np.int64)
+    k_hi = props if props is not None else (max_props or max(1, min(len(reach), distinct_columns(max_nodes,
+                                                                                         non_stuttering))))
+    k_lo = props if props is not None else max(1, know.first_free)
+    if k_lo > k_hi:
+        raise RmtkError(f"the known labels name {know.first_free} propositions, more than the {k_hi} allowed")
+    n_sizes = [nodes] if nodes is not None else list(range(max(1, min_nodes), max_nodes + 1))
+    checker = problem.oracle if problem.oracle is not None else TrieOracle(problem.trie, problem.negatives) \
+        if problem.negatives is not None else None
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    solver_name, note = solver_for(solver, time_limit)
+    tried: list[tuple[int, int, bool | None]] = []
+    seen_cex: list = []
+    state = {"rounds": 0, "longest": 0, "t_solve": 0.0, "histories": problem.trie.n_nodes}
+
+    def run(n: int, k: int, enumerate_all: bool):
+        """Solve at (n, k): ``(decided, found, complete)``; with ``enumerate_all`` every pair."""
+        pool, clauses = _structure(problem, n, k, n_states, reach, know, symmetry_breaking, non_stuttering, True)
+        t0 = time.perf_counter()
+        found: dict = {}
+        complete = True
+        with Solver(name=solver_name, bootstrap_with=clauses) as sat:
+            lazy = LabelLazyFormula(pool, sat) if problem.oracle is not None else None
+            for cex in seen_cex:
+                lazy.add(cex)
+            while True:
+                ok = _solve(sat, deadline)
+                state["rounds"] += 1
+                if ok is None:
+                    complete = False
+                    break
+                if not ok:
+                    break
+                model = sat.get_model()
+                labels, du = decode_labels(model, pool), decode_transitions(model, pool)
+                D = state_delta(du, labels)
+                if lazy is not None:
+                    counter = problem.oracle.check(D)
+                    if counter:
+                        for cex in counter:
+                            lazy.add(cex)
+                            state["longest"] = max(state["longest"], cex.labels)
+                        seen_cex.extend(counter)
+                        progress.count(len(seen_cex), None, "counterexamples")
+                        continue
+                    used_s = problem.oracle.exercised(D)
+                else:
+                    used_s = used_transitions(problem.trie, D)[0]
+                sat.add_clause(_record(found, pool, labels, du, used_s, reach, know.first_free, non_stuttering))
+                progress.solution(len(found), len(found))
+                if not enumerate_all or (max_solutions is not None and len(found) >= max_solutions):
+                    complete = not enumerate_all
+                    break
+            if lazy is not None:
+                state["histories"] = max(state["histories"], len(lazy.parent))
+        state["t_solve"] += time.perf_counter() - t0
+        decided = True if found else (False if complete else None)
+        progress.note(f"{n} nodes, {k} propositions: "
+                      f"{'undecided' if decided is None else ('satisfiable' if decided else 'none')}")
+        return decided, found, complete
+
+    def any_labeling(n: int):
+        """Whether some labeling (any k) and machine with n nodes fit: each state picks the map
+        it moves the machine by (an idempotent map under non-stuttering); no transition
+        variables. ``(decided, machine over states)``."""
+        maps = idempotent_maps(n)
+        pool = ColumnPool(n, n_states, maps)
+        t0 = time.perf_counter()
+        D = None
+        with Solver(name=solver_name, bootstrap_with=state_columns(pool, reach)) as sat:
+            lazy = ColumnLazyFormula(pool, sat)
+            for cex in seen_cex:
+                lazy.add(cex)
+            while True:
+                ok = _solve(sat, deadline)
+                state["rounds"] += 1
+                if not ok:
+                    break
+                cand = decode_columns(sat.get_model(), pool)
+                counter = problem.oracle.check(cand)
+                if not counter:
+                    D = cand
+                    break
+                for cex in counter:
+                    lazy.add(cex)
+                    state["longest"] = max(state["longest"], cex.labels)
+                seen_cex.extend(counter)
+                progress.count(len(seen_cex), None, "counterexamples")
+        state["t_solve"] += time.perf_counter() - t0
+        outcome = "undecided" if ok is None else ("satisfiable" if D is not None else "none")
+        progress.note(f"{n} nodes, any labeling: {outcome}")
+        return (None if ok is None else D is not None), D
+
+    def result(n, k, found, complete, msg=""):
+        sols = tuple(found.values())
+        if freedom and checker is not None:
+            sols = tuple(attrs.evolve(x, free=free_states(checker, x, reach)) for x in sols)
+        return LabelSearchResult(n, k, sols, complete, tuple(tried), _join(msg, note), len(seen_cex), state["rounds"],
+                                 state["longest"], state["histories"], state["t_solve"], min_nodes)
+
+    # With nothing known, sizes are monotone in k at a fixed n: a pair with k propositions splits
+    # a proposition of two states into two with the same transitions (the same machine over
+    # states) and gains one, and merging propositions of equal columns loses one. So k grows by
+    # doubling (small k are the cheap calls); past SMALL_K a label-free check decides n for
+    # every k at once (or, without it, the largest useful k does); bisection finds the fewest k.
+    monotone = props is None and not know.fixed and not know.shared
+    columns = problem.oracle is not None and non_stuttering
+    for n in n_sizes:
+        top = min(k_hi, distinct_columns(n, non_stuttering)) if monotone else k_hi
+        ks = list(range(k_lo, top + 1))
+        if monotone and ks:
+            below, k, first = k_lo - 1, k_lo, None
+            while first is None and below < top and (k <= small_k or not columns):
+                decided, _, _ = run(n, k, False)
+                tried.append((n, k, decided))
+                if decided is None:
+                    return result(None, None, {}, False, f"time limit reached while deciding {n} nodes, {k} "
+                                  "propositions")
+                if decided:
+                    first = k
+                else:
+                    below, k = k, min(2 * k, top)
+            if first is None and below < top:  # decide n for every labeling at once
+                decided, D = any_labeling(n)
+                if decided is None:
+                    return result(None, None, {}, False, f"time limit reached while deciding {n} nodes")
+                if decided:  # the states grouped by the map they move the machine by: a labeling that fits
+                    first = min(top, len(np.unique(D[:, reach], axis=1).T))
+                    tried.append((n, first, True))
+            if first is None:
+                called = {kk for nn, kk, _ in tried if nn == n}
+                tried.extend((n, kk, False) for kk in ks if kk not in called)  # ruled out by monotonicity
+                continue
+            lo, hi = below + 1, first
+            while lo < hi:
+                mid = (lo + hi) // 2
+                decided, _, _ = run(n, mid, False)
+                tried.append((n, mid, decided))
+                if decided is None:
+                    return result(None, None, {}, False, f"time limit reached while deciding {n} nodes, {mid} "
+                                  "propositions")
+                lo, hi = (lo, mid) if decided else (mid + 1, hi)
+            ks = [lo]
+        elif columns and ks and ks[-1] > small_k:  # no labeling at all fits n: none with these k either
+            decided, _ = any_labeling(n)
+            if decided is None:
+                return result(None, None, {}, False, f"time limit reached while deciding {n} nodes")
+            if not decided:
+                tried.extend((n, k, False) for k in ks)
+                continue
+        for k in ks:
+            decided, found, complete = run(n, k, True)
+            if (n, k, decided) not in tried:
+                tried.append((n, k, decided))
+            if found or not complete:
+                msg = "" if complete else ("enumeration stopped early (limit reached); the solutions found are listed"
+                                           if found else f"time limit reached while deciding {n} nodes, {k} "
+                                           "propositions")
+                return result(n if found else None, k if found else None, found, complete, msg)
+    return LabelSearchResult(None, None, (), True, tuple(tried),
+                             _join(f"no labeling with {k_lo}-{k_hi} propositions and machine with "
+                                   f"{n_sizes[0]}-{n_sizes[-1]} nodes is consistent with the expert", note),
+                             len(seen_cex), state["rounds"], state["longest"], state["histories"], state["t_solve"],
+                             min_nodes)
+
+
+def _record(found: dict, pool: LabelPool, labels, du, used_s, reach, first_free, non_stuttering) -> list[int]:
+    """File the pair under its key invariant under both renamings; return the blocking clause
+    (its labels of the states that matter and its used transitions)."""
+    n, k = du.shape
+    used = np.zeros((n, k), bool)
+    ii, ss = np.nonzero(used_s)
+    used[ii, labels[ss]] = True
+    used = count_completions(du, used, non_stuttering)[1]  # with the transitions non-stuttering forces
+    lab = np.full(len(labels), -1, np.int64)
+    lab[reach] = labels[reach]
+    key, clab, cdu, cused = canonical_pair(lab, du, used, reach, first_free)
+    if key in found:
+        found[key] = attrs.evolve(found[key], models=found[key].models + 1)
+    else:
+        found[key] = LabelSolution(clab, cdu, cused)
+    return [-int(pool.l(s, labels[s])) for s in reach] + [-int(pool.t(i, p, du[i, p])) for i, p in np.argwhere(used)]
+
+
+def free_states(checker, sol: LabelSolution, reach: np.ndarray) -> tuple:
+    """States of ``reach`` whose label alone could change (to which propositions) with the
+    machine as it is and the expert still matched. Against an every-depth product oracle all
+    the variants are checked in one search of the product (the machines stacked)."""
+    variants = []
+    for s in reach:
+        for p in range(sol.n_props):
+            if p != sol.labels[s]:
+                lab = sol.labels.copy()
+                lab[s] = p
+                variants.append((int(s), p, state_delta(sol.delta_u, lab)))
+    if not variants:
+        return ()
+    if isinstance(checker, ProductOracle) and checker.depth is None:
+        verdicts = consistency_many(checker.mdp, checker.true_delta, checker.table, [v[2] for v in variants],
+                                    true_initial=checker.true_initial)
+        ok = [v.consistent for v in verdicts]
+    else:
+        ok = [not checker.check(v[2]) for v in variants]
+    out: dict[int, list[int]] = {}
+    for (s, p, _), good in zip(variants, ok):
+        if good:
+            out.setdefault(s, []).append(p)
+    return tuple((s, tuple(ps)) for s, ps in out.items())
+
+
+def distinct_columns(n: int, non_stuttering: bool = True) -> int:
+    """How many different columns δ(·, p) a machine with n nodes can have (n^n, or the
+    idempotent maps under non-stuttering): two propositions with the same column can merge, so
+    no smallest labeling needs more propositions."""
+    if not non_stuttering:
+        return n ** n
+    return sum(math.comb(n, j) * j ** (n - j) for j in range(1, n + 1))
+
+
+def renamings(n: int, k: int) -> int:
+    """How many (node, proposition) renamings one pair has at most: (n−1)!·k!."""
+    return math.factorial(n - 1) * math.factorial(k)
