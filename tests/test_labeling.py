@@ -351,7 +351,7 @@ def test_collect_without_a_labeler_records_state_histories():
 
     def policy(obs, ctx):  # the expert reads the true labels (the recording does not)
         true = task.mdp.labels[np.asarray(ctx.state)]
-        return expert_policy(obs, attrs.evolve(ctx, label=true, propositions=task.mdp.propositions))
+        return expert_policy(obs, ctx._replace(label=true, propositions=task.mdp.propositions))
 
     rec = collect(MdpVectorEnv(task.mdp, 500, max_steps=6), policy, None, Identity(), 3000, seed=2)
     space = rec.space
