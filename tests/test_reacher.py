@@ -372,4 +372,4 @@ def test_unknown_integrator_is_refused_before_any_work(capsys):
         simulate_and_learn(10, integrator="verlet", workers=1)
     if __import__("importlib").util.find_spec("mujoco") is not None:
         assert main(["reproduce", "reacher", "--set", "integrator=verlet", "-q", "--no-figures"]) == 1
-        assert "integrator: one of rk4, euler, not 'verlet'" in capsys.readouterr().err
+        assert "setting integrator: expected one of rk4, euler, got 'verlet'" in capsys.readouterr().err

@@ -9,16 +9,16 @@ import tracemalloc
 
 from .. import dsl
 from ..errors import RmtkError
-from ._report import Options, Report, Setting
+from ._report import COUNT, Options, Report, Setting
 
 TASKS = ["patrol", "patrol_hallway", "stack", "stack_avoid"]
 SETTINGS = {
     "tasks": Setting(",".join(TASKS), "tasks learned from the exact expert (comma-separated)", quick="patrol"),
-    "walks": Setting(5, "expert walks of the equivalence check"),
-    "samples": Setting(200, "actions drawn per question to an expert that is run"),
-    "demos": Setting(1000, "stack-avoid demonstrations recorded before asking (length 20)", quick=300),
+    "walks": Setting(5, "expert walks of the equivalence check", domain=COUNT),
+    "samples": Setting(200, "actions drawn per question to an expert that is run", domain=COUNT),
+    "demos": Setting(1000, "stack-avoid demonstrations recorded before asking (length 20)", quick=300, domain=COUNT),
     "soft": Setting(True, "patrol's soft expert (lambda 1): passive episodes against questions", quick=False),
-    "soft_samples": Setting(5000, "actions drawn per question to patrol's soft expert"),
+    "soft_samples": Setting(5000, "actions drawn per question to patrol's soft expert", domain=COUNT),
 }
 
 

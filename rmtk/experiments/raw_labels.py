@@ -9,14 +9,14 @@ import time
 
 import numpy as np
 
-from ._report import Options, Report, Setting
+from ._report import Domain, Options, Report, Setting
 
 SETTINGS = {
     "tasks": Setting("patrol,stack_avoid,coffee,mail", "shipped tasks (patrol, stack_avoid, coffee, mail, "
                      "office_patrol, coffee_mail)", quick="patrol,stack_avoid"),
-    "grids": Setting(3, "random grid worlds with three marked cells a -> b -> c", quick=1),
-    "grid_size": Setting(5, "their side"),
-    "max_nodes": Setting(5, "bound on the nodes"),
+    "grids": Setting(3, "random grid worlds with three marked cells a -> b -> c", quick=1, domain=Domain(low=0)),
+    "grid_size": Setting(5, "their side", domain=Domain(low=2)),
+    "max_nodes": Setting(5, "bound on the nodes", domain=Domain(low=1, high=64)),
 }
 
 SHIPPED = {"patrol": ("patrol", "patrol"), "stack_avoid": ("stack_avoid", "stack_avoid"),
