@@ -1,5 +1,6 @@
 """Shared by the benchmark scripts: sizes on the command line, and rows measured in a fresh
 interpreter (the script itself with ``--one ...``) that prints its record as a marked JSON line."""
+
 from __future__ import annotations
 
 import argparse
@@ -30,4 +31,4 @@ def run_child(script: str, args: list[str], mark: str, what: str) -> dict:
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(mark)]
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"{what}: child exited with status {proc.returncode}\n{proc.stdout}")
-    return json.loads(lines[-1][len(mark):])
+    return json.loads(lines[-1][len(mark) :])

@@ -1,4 +1,5 @@
 """Table output shared by the benchmark scripts: aligned text or Markdown."""
+
 from __future__ import annotations
 
 
@@ -13,5 +14,5 @@ def render(rows: list[dict], markdown: bool, left: frozenset[str] = frozenset())
         return "\n".join(lines)
     width = [max(len(r[i]) for r in cells) for i in range(len(cols))]
     return "\n".join(
-        "  ".join(v.ljust(w) if c in left else v.rjust(w) for v, w, c in zip(r, width, cols)).rstrip()
-        for r in cells)
+        "  ".join(v.ljust(w) if c in left else v.rjust(w) for v, w, c in zip(r, width, cols)).rstrip() for r in cells
+    )

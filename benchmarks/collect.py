@@ -23,6 +23,7 @@ Each row is the best of ``--repeat`` runs (after a warm-up of 50 episodes), the 
 
 Exit status 1 if collect on a single environment costs more than 1.5 × the hand loop.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,10 @@ from rmtk.gym import Identity, MdpVectorEnv, StateLabels, collect, tabular_mdp
 
 ENV_ID, STEPS, TARGET = "CliffWalking-v1", 60, 1.5
 ROWS, COLS = 4, 12
-LABELS = StateLabels("c g o", [0 if s // COLS == 3 and 0 < s % COLS < COLS - 1 else 1 if s == ROWS * COLS - 1 else 2
-                               for s in range(ROWS * COLS)])
+LABELS = StateLabels(
+    "c g o",
+    [0 if s // COLS == 3 and 0 < s % COLS < COLS - 1 else 1 if s == ROWS * COLS - 1 else 2 for s in range(ROWS * COLS)],
+)
 # towards the goal: up from the bottom row's start, right along row 2, down at the last column
 TOWARDS = np.array([0 if s // COLS == 3 else 2 if s % COLS == COLS - 1 else 1 for s in range(ROWS * COLS)])
 
@@ -111,8 +114,16 @@ def main(argv=None) -> int:
     rows = []
 
     def row(what, seconds, steps):
-        rows.append({"path": what, "episodes": n, "steps": steps, "seconds": f"{seconds:.2f}",
-                     "µs/step": f"{1e6 * seconds / steps:.2f}", "× hand loop": f"{seconds / ref:.2f}"})
+        rows.append(
+            {
+                "path": what,
+                "episodes": n,
+                "steps": steps,
+                "seconds": f"{seconds:.2f}",
+                "µs/step": f"{1e6 * seconds / steps:.2f}",
+                "× hand loop": f"{seconds / ref:.2f}",
+            }
+        )
 
     # the two that the target compares run alternately, so that both see the same machine load
     ref = single = float("inf")
@@ -130,8 +141,10 @@ def main(argv=None) -> int:
             row(f"collect, make_vec {mode} {k}", t, r.n_steps)
             vec.close()
     for k in args.native:
-        t, r = best(lambda k=k: collect(MdpVectorEnv(mdp, k, max_steps=STEPS), policy, LABELS, Identity(), n, seed=0,
-                                    **run), args.repeat)
+        t, r = best(
+            lambda k=k: collect(MdpVectorEnv(mdp, k, max_steps=STEPS), policy, LABELS, Identity(), n, seed=0, **run),
+            args.repeat,
+        )
         row(f"collect, MdpVectorEnv {k}", t, r.n_steps)
     print(f"{ENV_ID}, {STEPS}-step limit, best of {args.repeat}")
     print(render(rows, args.markdown, frozenset({"path"})))

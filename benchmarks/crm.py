@@ -26,6 +26,7 @@ fails.
     PYTHONPATH=. python benchmarks/crm.py
     PYTHONPATH=. python benchmarks/crm.py --repeat 9 --calls 50000 --markdown
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,12 +55,23 @@ def labeler(obs, info=None) -> str:
 
 def machine() -> RewardMachine:
     return RewardMachine.from_transitions(
-        {("u0", "p"): ("u1", 0.5), ("u1", "e"): ("done", 1.0), ("u0", "g"): ("done", 1.0), ("u1", "g"): ("done", 1.0),
-         ("u0", "h"): "done", ("u1", "h"): ("done", -1.0)}, list("fghpe"), nodes=["u0", "u1", "done"], name="grid")
+        {
+            ("u0", "p"): ("u1", 0.5),
+            ("u1", "e"): ("done", 1.0),
+            ("u0", "g"): ("done", 1.0),
+            ("u1", "g"): ("done", 1.0),
+            ("u0", "h"): "done",
+            ("u1", "h"): ("done", -1.0),
+        },
+        list("fghpe"),
+        nodes=["u0", "u1", "done"],
+        name="grid",
+    )
 
 
 def stepper(env, actions):
     """A timed function: ``len(actions)`` steps of ``env``, reset when an episode ends."""
+
     def run():
         env.reset(seed=0)
         step, reset = env.step, env.reset
@@ -67,6 +79,7 @@ def stepper(env, actions):
             _, _, term, trunc, _ = step(a)
             if term or trunc:
                 reset()
+
     return run
 
 
@@ -85,6 +98,7 @@ def crm_caller(fn, steps):
     def run():
         for step in steps:
             fn(*step)
+
     return run
 
 
@@ -113,12 +127,16 @@ def pycrm_rows(actions, calls: int):
             return 0
 
         def _get_state_transition_function(self):
-            return {0: {"P": 1, "G": -1, "H": -1, "not P and not G and not H": 0},
-                    1: {"E": -1, "G": -1, "H": -1, "not E and not G and not H": 1}}
+            return {
+                0: {"P": 1, "G": -1, "H": -1, "not P and not G and not H": 0},
+                1: {"E": -1, "G": -1, "H": -1, "not E and not G and not H": 1},
+            }
 
         def _get_reward_transition_function(self):
-            return {0: {"P": 0.5, "G": 1.0, "H": 0.0, "not P and not G and not H": 0.0},
-                    1: {"E": 1.0, "G": 1.0, "H": -1.0, "not E and not G and not H": 0.0}}
+            return {
+                0: {"P": 0.5, "G": 1.0, "H": 0.0, "not P and not G and not H": 0.0},
+                1: {"E": 1.0, "G": 1.0, "H": -1.0, "not E and not G and not H": 0.0},
+            }
 
     class Product(CrossProduct):
         def __init__(self):
@@ -141,17 +159,21 @@ def pycrm_rows(actions, calls: int):
         mine = [(o2 % 3, r, d) for _, _, r, o2, d in ours.counterfactual_experiences(o, a, n, info)]
         _, _, nxt, reward, done, _ = product.generate_counterfactual_experience(*t)
         assert mine == [(int(x[1]), float(r), bool(d)) for x, r, d in zip(nxt, reward, done)], (t, mine)
-    return {"PyCRM product step": stepper(product, actions[:calls]),
-            "PyCRM CRM": crm_caller(product.generate_counterfactual_experience, theirs)}
+    return {
+        "PyCRM product step": stepper(product, actions[:calls]),
+        "PyCRM CRM": crm_caller(product.generate_counterfactual_experience, theirs),
+    }
 
 
 def vector_rows(copies: int, waves: int, seed: int):
     vec = gymnasium.make_vec(ENV_ID, num_envs=copies, vectorization_mode="sync")
-    product = RewardMachineVectorEnv(gymnasium.make_vec(ENV_ID, num_envs=copies, vectorization_mode="sync"),
-                                     machine(), labeler, observation="flat")
+    product = RewardMachineVectorEnv(
+        gymnasium.make_vec(ENV_ID, num_envs=copies, vectorization_mode="sync"), machine(), labeler, observation="flat"
+    )
     cells = StateLabels(list("fghpe"), ["fghpe".index(labeler(s)) for s in range(16)])
-    batched = RewardMachineVectorEnv(gymnasium.make_vec(ENV_ID, num_envs=copies, vectorization_mode="sync"),
-                                     machine(), cells, observation="flat")
+    batched = RewardMachineVectorEnv(
+        gymnasium.make_vec(ENV_ID, num_envs=copies, vectorization_mode="sync"), machine(), cells, observation="flat"
+    )
     actions = np.random.default_rng(seed).integers(4, size=(waves, copies))
 
     def run(env):
@@ -159,6 +181,7 @@ def vector_rows(copies: int, waves: int, seed: int):
             env.reset(seed=0)
             for a in actions:
                 env.step(a)
+
         return go
 
     steps = []
@@ -167,9 +190,12 @@ def vector_rows(copies: int, waves: int, seed: int):
         nxt, _, _, _, info = product.step(a)
         steps.append((obs, a, nxt, info))
         obs = nxt
-    return {"vector step (per copy)": run(vec), "RewardMachineVectorEnv step (per copy)": run(product),
-            "... with a batch labeler (per copy)": run(batched),
-            "batched CRM (per copy)": crm_caller(product.counterfactual_experiences, steps)}, waves * copies
+    return {
+        "vector step (per copy)": run(vec),
+        "RewardMachineVectorEnv step (per copy)": run(product),
+        "... with a batch labeler (per copy)": run(batched),
+        "batched CRM (per copy)": crm_caller(product.counterfactual_experiences, steps),
+    }, waves * copies
 
 
 def main(argv=None) -> int:
@@ -183,14 +209,18 @@ def main(argv=None) -> int:
 
     actions = np.random.default_rng(args.seed).integers(4, size=args.calls).tolist()
     env = RewardMachineEnv(gymnasium.make(ENV_ID), machine(), labeler, observation="flat")
-    rows = {"bare step": stepper(gymnasium.make(ENV_ID), actions),
-            "RewardMachineEnv step": stepper(env, actions),
-            "CRM (RewardMachineEnv)": crm_caller(env.counterfactual_experiences, recorded(env, actions))}
+    rows = {
+        "bare step": stepper(gymnasium.make(ENV_ID), actions),
+        "RewardMachineEnv step": stepper(env, actions),
+        "CRM (RewardMachineEnv)": crm_caller(env.counterfactual_experiences, recorded(env, actions)),
+    }
     calls = dict.fromkeys(rows, args.calls)
     theirs = pycrm_rows(actions, args.calls)
     if theirs is None:
-        print("pyrewardmachines is not installed (pip install pyrewardmachines): the PyCRM rows are skipped",
-              file=sys.stderr)
+        print(
+            "pyrewardmachines is not installed (pip install pyrewardmachines): the PyCRM rows are skipped",
+            file=sys.stderr,
+        )
     else:
         rows.update(theirs)
         calls.update(dict.fromkeys(theirs, args.calls))
@@ -207,8 +237,9 @@ def main(argv=None) -> int:
             best[name] = min(best[name], (time.perf_counter() - t0) / calls[name])
         print(f"round {r + 1}/{args.repeat}", file=sys.stderr)
     bare = best["bare step"]
-    table = [{"row": name, "us_per_call": f"{t * 1e6:.2f}", "x_bare_step": f"{t / bare:.2f}"}
-             for name, t in best.items()]
+    table = [
+        {"row": name, "us_per_call": f"{t * 1e6:.2f}", "x_bare_step": f"{t / bare:.2f}"} for name, t in best.items()
+    ]
     print(render(table, args.markdown, frozenset({"row"})))
     crm = best["CRM (RewardMachineEnv)"]
     ok = crm <= 2 * bare

@@ -45,6 +45,7 @@ count ≤ 5 s with peak allocation ≤ 2 GB (2048 MiB); mine + MaxSAT ≤ 15 s.
     PYTHONPATH=. python benchmarks/demos.py --tasks stack --sizes 1e5 --markdown
     PYTHONPATH=. python benchmarks/demos.py --stack-lambda 1 --seed 3
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,7 +57,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from _child import run_child as child, size  # the script's folder is on sys.path
+from _child import run_child as child  # the script's folder is on sys.path
+from _child import size
 from _table import render
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,10 +95,10 @@ def run_stages(task, n: int, seed: int, clock, out: dict | None = None) -> dict:
     """Run simulate → count → mine → MaxSAT; ``clock`` wraps each stage and returns its
     measurement (seconds or peak bytes). Returns the measurements and the outcome."""
     from rmtk.empirical import empirical_policy
-    from rmtk.negatives import ConfidenceMiner
-    from rmtk.simulate import simulate
     from rmtk.encoders import MaxSatEncoder
     from rmtk.encoding import Problem
+    from rmtk.negatives import ConfidenceMiner
+    from rmtk.simulate import simulate
 
     m = {}
     demos, m["sim"] = clock(lambda: simulate(task, n, HORIZON, seed=seed))
@@ -108,10 +110,15 @@ def run_stages(task, n: int, seed: int, clock, out: dict | None = None) -> dict:
 
     res, m["maxsat"] = clock(solve)
     if out is not None:
-        out.update(steps=int(demos.n_steps), pairs=int(ptp.n_pairs), trie=int(ptp.trie.n_nodes),
-                   neg=len(neg), cost=None if res.cost is None else int(res.cost),
-                   machines=len(res.solutions), raw=int(res.raw_count))
-    del demos, ptp, neg, res
+        out.update(
+            steps=int(demos.n_steps),
+            pairs=int(ptp.n_pairs),
+            trie=int(ptp.trie.n_nodes),
+            neg=len(neg),
+            cost=None if res.cost is None else int(res.cost),
+            machines=len(res.solutions),
+            raw=int(res.raw_count),
+        )
     return m
 
 
@@ -178,13 +185,21 @@ def row(rec: dict) -> dict:
     s, p = rec["secs"], rec["peaks"]
     fails = check(rec)
     return {
-        "task": rec["task"], "lam": f"{rec['lam']:g}", "N": f"{rec['N']:.0e}".replace("+0", ""),
+        "task": rec["task"],
+        "lam": f"{rec['lam']:g}",
+        "N": f"{rec['N']:.0e}".replace("+0", ""),
         "steps": rec["steps"],
-        "sim_s": f"{s['sim']:.3f}", "count_s": f"{s['count']:.3f}",
-        "pairs": rec["pairs"], "trie": rec["trie"],
-        "mine_s": f"{s['mine']:.3f}", "neg": rec["neg"],
-        "maxsat_s": f"{s['maxsat']:.3f}", "mine+maxsat_s": f"{s['mine'] + s['maxsat']:.3f}",
-        "cost": "-" if rec["cost"] is None else rec["cost"], "machines": rec["machines"], "raw": rec["raw"],
+        "sim_s": f"{s['sim']:.3f}",
+        "count_s": f"{s['count']:.3f}",
+        "pairs": rec["pairs"],
+        "trie": rec["trie"],
+        "mine_s": f"{s['mine']:.3f}",
+        "neg": rec["neg"],
+        "maxsat_s": f"{s['maxsat']:.3f}",
+        "mine+maxsat_s": f"{s['mine'] + s['maxsat']:.3f}",
+        "cost": "-" if rec["cost"] is None else rec["cost"],
+        "machines": rec["machines"],
+        "raw": rec["raw"],
         **{f"pk_{st}": f"{p[st] / MiB:.1f}" for st in STAGES},
         "rss": f"{rec['rss'] / MiB:.0f}",
         "target": "-" if rec["N"] != TARGET_N else ("PASS" if not fails else "FAIL"),
@@ -193,15 +208,29 @@ def row(rec: dict) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", nargs="+", type=size, default=[10**3, 10**4, 10**5, 10**6],
-                    metavar="N", help="numbers of trajectories (default 1e3 1e4 1e5 1e6)")
+    ap.add_argument(
+        "--sizes",
+        nargs="+",
+        type=size,
+        default=[10**3, 10**4, 10**5, 10**6],
+        metavar="N",
+        help="numbers of trajectories (default 1e3 1e4 1e5 1e6)",
+    )
     ap.add_argument("--quick", action="store_true", help="sizes 1e3 1e4 only (smoke test)")
     ap.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS))
     ap.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
-    ap.add_argument("--stack-lambda", type=float, default=0.05,
-                    help="entropy weight λ of the stack expert (default 0.05; the model file says 1)")
-    ap.add_argument("--stack-avoid-lambda", type=float, default=None,
-                    help="entropy weight λ of the stack_avoid expert (default: as shipped, 1)")
+    ap.add_argument(
+        "--stack-lambda",
+        type=float,
+        default=0.05,
+        help="entropy weight λ of the stack expert (default 0.05; the model file says 1)",
+    )
+    ap.add_argument(
+        "--stack-avoid-lambda",
+        type=float,
+        default=None,
+        help="entropy weight λ of the stack_avoid expert (default: as shipped, 1)",
+    )
     ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
     ap.add_argument("--one", nargs=2, metavar=("TASK", "N"), help=argparse.SUPPRESS)
     ap.add_argument("--lambda", dest="lam", type=float, default=None, help=argparse.SUPPRESS)
@@ -218,9 +247,11 @@ def main(argv=None) -> int:
         for n in sizes:
             recs.append(run_child(name, n, args))
             print(f"# done {name} N={n}", file=sys.stderr, flush=True)
-    print(f"# learning from demonstrations, T={HORIZON}, seed={args.seed}, alpha={ALPHA}, MaxSAT at "
-          f"{NODES} nodes; times in s, pk_* = peak allocation per stage in MiB (tracemalloc), "
-          "rss = max RSS of the row's process in MiB")
+    print(
+        f"# learning from demonstrations, T={HORIZON}, seed={args.seed}, alpha={ALPHA}, MaxSAT at "
+        f"{NODES} nodes; times in s, pk_* = peak allocation per stage in MiB (tracemalloc), "
+        "rss = max RSS of the row's process in MiB"
+    )
     print(render([row(r) for r in recs], args.markdown, frozenset({"task", "target"})))
     target_recs = [r for r in recs if r["N"] == TARGET_N]
     failed = False
@@ -228,10 +259,12 @@ def main(argv=None) -> int:
         s, p = r["secs"], r["peaks"]
         fails = check(r)
         failed |= bool(fails)
-        print(f"# {r['task']} N=1e6: simulate {s['sim']:.2f}s (<= {SIM_MAX_S:g}), "
-              f"count {s['count']:.2f}s (<= {COUNT_MAX_S:g}) peak {p['count'] / MiB:.0f}MB (<= {COUNT_MAX_MB:g}), "
-              f"mine+MaxSAT {s['mine'] + s['maxsat']:.2f}s (<= {MINE_MAXSAT_MAX_S:g}): "
-              + ("PASS" if not fails else "FAIL: " + "; ".join(fails)))
+        print(
+            f"# {r['task']} N=1e6: simulate {s['sim']:.2f}s (<= {SIM_MAX_S:g}), "
+            f"count {s['count']:.2f}s (<= {COUNT_MAX_S:g}) peak {p['count'] / MiB:.0f}MB (<= {COUNT_MAX_MB:g}), "
+            f"mine+MaxSAT {s['mine'] + s['maxsat']:.2f}s (<= {MINE_MAXSAT_MAX_S:g}): "
+            + ("PASS" if not fails else "FAIL: " + "; ".join(fails))
+        )
     if not target_recs:
         print("# targets are checked at N = 1e6, not among the sizes run")
     return 1 if failed else 0

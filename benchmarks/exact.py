@@ -31,6 +31,7 @@ Exit status 1 if any time target fails.
     PYTHONPATH=. python benchmarks/exact.py [--repeat 3] [--quick] [--markdown]
         [--rows patrol-d6 stack-d10 ...] [--policy soft-optimal|distinct]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -157,29 +158,47 @@ def measure(names: list[str], policy: str, repeat: int) -> list[dict]:
         whole = t + r.timings.get("rewards", 0.0) + r.timings["verdict"]
         share = 100 * r.timings["verdict"] / whole
         vt = VERDICT_TARGETS.get(name)
-        verdict_check = (f"<={vt:g}s {'PASS' if r.timings['verdict'] <= vt else 'FAIL'}" if vt is not None
-                         else f"<={VERDICT_SHARE:g}% {'PASS' if share <= VERDICT_SHARE else 'FAIL'}"
-                         if name in DEFAULT_DEPTH else "-")
-        out.append({
-            "row": name, "task": model, "depth": "inf" if depth is None else depth,
-            "compress": "on" if compress else "off",
-            "u_max": f"{u_max}" if nodes is None else f"={nodes}",
-            "trie": st["trie_nodes"], "pairs": st["pairs"], "classes": st["classes"],
-            "distinct": "-" if big else len(r.classes.distinct_pairs()),
-            "per_state": "-" if tree_free else st["per_state_pairs"], "clauses": st["clauses"],
-            "cex": r.search.lazy.counterexamples if r.search.lazy is not None else "-",
-            "tree": ms["tree"], "policy": ms["policy"], "mine": ms["mine"], "encode": ms["encode"],
-            "solve": ms["solve"], "enum": ms["enumerate"], "pipe": f"{1000 * t:.1f}",
-            "verdict_ms": f"{1000 * r.timings['verdict']:.1f}",
-            "verdict %": f"{share:.1f}", "verdict target": verdict_check,
-            "rewards_ms": f"{1000 * r.timings.get('rewards', 0.0):.1f}",
-            "nodes": r.n_nodes if r.n_nodes is not None else "-",
-            "machines": r.distinct_count, "raw": r.raw_count,
-            "consistent": f"{sum(v.consistent for v in r.verdicts)}/{len(r.verdicts)}",
-            "iso": f"{sum(iso)}/{len(iso)}",
-            "target": "-" if target is None else f"<={target:g}s {'PASS' if t <= target else 'FAIL'}",
-            "paper": paper_check(paper, r.raw_count),
-        })
+        verdict_check = (
+            f"<={vt:g}s {'PASS' if r.timings['verdict'] <= vt else 'FAIL'}"
+            if vt is not None
+            else f"<={VERDICT_SHARE:g}% {'PASS' if share <= VERDICT_SHARE else 'FAIL'}"
+            if name in DEFAULT_DEPTH
+            else "-"
+        )
+        out.append(
+            {
+                "row": name,
+                "task": model,
+                "depth": "inf" if depth is None else depth,
+                "compress": "on" if compress else "off",
+                "u_max": f"{u_max}" if nodes is None else f"={nodes}",
+                "trie": st["trie_nodes"],
+                "pairs": st["pairs"],
+                "classes": st["classes"],
+                "distinct": "-" if big else len(r.classes.distinct_pairs()),
+                "per_state": "-" if tree_free else st["per_state_pairs"],
+                "clauses": st["clauses"],
+                "cex": r.search.lazy.counterexamples if r.search.lazy is not None else "-",
+                "tree": ms["tree"],
+                "policy": ms["policy"],
+                "mine": ms["mine"],
+                "encode": ms["encode"],
+                "solve": ms["solve"],
+                "enum": ms["enumerate"],
+                "pipe": f"{1000 * t:.1f}",
+                "verdict_ms": f"{1000 * r.timings['verdict']:.1f}",
+                "verdict %": f"{share:.1f}",
+                "verdict target": verdict_check,
+                "rewards_ms": f"{1000 * r.timings.get('rewards', 0.0):.1f}",
+                "nodes": r.n_nodes if r.n_nodes is not None else "-",
+                "machines": r.distinct_count,
+                "raw": r.raw_count,
+                "consistent": f"{sum(v.consistent for v in r.verdicts)}/{len(r.verdicts)}",
+                "iso": f"{sum(iso)}/{len(iso)}",
+                "target": "-" if target is None else f"<={target:g}s {'PASS' if t <= target else 'FAIL'}",
+                "paper": paper_check(paper, r.raw_count),
+            }
+        )
     tracemalloc.start()  # separate, untimed runs: tracemalloc slows allocation down
     for rec in out:
         rec["peak"] = fmt_bytes(peak_alloc(ROWS[rec["row"]], tasks[rec["task"]], policy))
@@ -190,17 +209,24 @@ def measure(names: list[str], policy: str, repeat: int) -> list[dict]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=3, help="timed runs per row, the fastest is kept")
-    ap.add_argument("--rows", nargs="+", choices=list(ROWS), metavar="NAME",
-                    help=f"rows to run (default all): {', '.join(ROWS)}")
+    ap.add_argument(
+        "--rows", nargs="+", choices=list(ROWS), metavar="NAME", help=f"rows to run (default all): {', '.join(ROWS)}"
+    )
     ap.add_argument("--quick", action="store_true", help="only the small rows (smoke test)")
     ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    ap.add_argument("--policy", choices=["soft-optimal", "distinct"], default="soft-optimal",
-                    help="policy source of the prefix tree policy")
+    ap.add_argument(
+        "--policy",
+        choices=["soft-optimal", "distinct"],
+        default="soft-optimal",
+        help="policy source of the prefix tree policy",
+    )
     args = ap.parse_args(argv)
     names = args.rows or [n for n in ROWS if ROWS[n][7] or not args.quick]
     recs = measure(names, args.policy, max(1, args.repeat))
-    print(f"# exact pipeline, policy={args.policy}, best of {max(1, args.repeat)}; times in ms;"
-          " pipe = tree..enum (rewards and verdict shown apart); target checked on pipe")
+    print(
+        f"# exact pipeline, policy={args.policy}, best of {max(1, args.repeat)}; times in ms;"
+        " pipe = tree..enum (rewards and verdict shown apart); target checked on pipe"
+    )
     print(render(recs, args.markdown, frozenset({"row", "task", "compress", "target", "verdict target", "paper"})))
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
     print(f"# process max RSS: {fmt_bytes(rss)}")

@@ -26,6 +26,7 @@ labeler, the discretiser, the counting.
 
 Exit status 1 if a target fails.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,28 +71,56 @@ def office(repeat: int) -> tuple[list[dict], bool]:
         task = doc.tasks[name]
         table = shortest_path_table(task, 0.1)
 
-        def exact():
-            return Learner(ExactPTP(None, source=NodePolicyTable(table)), irl=MarginIRL(),
-                           max_nodes=task.max_nodes).fit(task)
+        def exact(task=task, table=table):
+            return Learner(
+                ExactPTP(None, source=NodePolicyTable(table)), irl=MarginIRL(), max_nodes=task.max_nodes
+            ).fit(task)
 
-        def data():
-            rec = collect(MdpVectorEnv(task.mdp, 1000, max_steps=40), NodePolicy.from_table(task.machine, table),
-                          StateLabels.of(task.mdp), Identity(), 10_000, 0)
-            return Learner(EmpiricalPTP(rec), miner=ConfidenceMiner(0.05), encoder=SimplestEncoder(), irl=MarginIRL(),
-                           max_nodes=task.max_nodes).fit(task)
+        def data(task=task, table=table):
+            rec = collect(
+                MdpVectorEnv(task.mdp, 1000, max_steps=40),
+                NodePolicy.from_table(task.machine, table),
+                StateLabels.of(task.mdp),
+                Identity(),
+                10_000,
+                0,
+            )
+            return Learner(
+                EmpiricalPTP(rec),
+                miner=ConfidenceMiner(0.05),
+                encoder=SimplestEncoder(),
+                irl=MarginIRL(),
+                max_nodes=task.max_nodes,
+            ).fit(task)
 
         exact()
         t_exact, res = best(exact, repeat)
         t_data, res_data = best(data, repeat)
         data_total += t_data
         ok &= t_exact <= 1.0
-        rows.append({"task": name, "exact_s": f"{t_exact:.3f}", "exact_target": "PASS" if t_exact <= 1.0 else "FAIL",
-                     "exact_nodes": res.n_nodes, "episodes_1e4_s": f"{t_data:.2f}", "episodes_nodes": res_data.n_nodes,
-                     "patrol_d6_reference_s": f"{ref:.3f}"})
+        rows.append(
+            {
+                "task": name,
+                "exact_s": f"{t_exact:.3f}",
+                "exact_target": "PASS" if t_exact <= 1.0 else "FAIL",
+                "exact_nodes": res.n_nodes,
+                "episodes_1e4_s": f"{t_data:.2f}",
+                "episodes_nodes": res_data.n_nodes,
+                "patrol_d6_reference_s": f"{ref:.3f}",
+            }
+        )
     ok &= data_total <= 30.0
-    rows.append({"task": "all", "exact_s": "-", "exact_target": "-", "exact_nodes": "-",
-                 "episodes_1e4_s": f"{data_total:.2f} ({'PASS' if data_total <= 30 else 'FAIL'} <= 30)",
-                 "episodes_nodes": "-", "patrol_d6_reference_s": f"{ref:.3f}"})
+    rows.append(
+        {
+            "task": "all",
+            "exact_s": "-",
+            "exact_target": "-",
+            "exact_nodes": "-",
+            "episodes_1e4_s": f"{data_total:.2f} ({'PASS' if data_total <= 30 else 'FAIL'} <= 30)",
+            "episodes_nodes": "-",
+            "patrol_d6_reference_s": f"{ref:.3f}",
+        }
+    )
     return rows, ok
 
 
@@ -100,8 +129,24 @@ def reacher_run(checkout: Path, n: int, integrator: str = "rk4") -> dict:
     env = dict(os.environ, PYTHONPATH=str(checkout))
     t0 = time.perf_counter()
     extra = ["--set", f"integrator={integrator}"] if integrator != "rk4" else []  # older revisions lack it
-    proc = subprocess.run([sys.executable, "-m", "rmtk.cli", "reproduce", "reacher", "--no-figures", "-q",
-                           "--set", f"trajectories={n}", *extra], cwd=checkout, env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rmtk.cli",
+            "reproduce",
+            "reacher",
+            "--no-figures",
+            "-q",
+            "--set",
+            f"trajectories={n}",
+            *extra,
+        ],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"reacher run on {checkout} failed:\n{proc.stderr[-2000:]}")
@@ -117,8 +162,12 @@ def reacher(n: int, reference: str | None, repeat: int, integrator: str = "rk4")
     tmp = None
     if reference:
         tmp = Path(tempfile.mkdtemp(prefix="rmtk-reference-"))
-        subprocess.run(["git", "worktree", "add", "--detach", str(tmp / "ref"), reference], cwd=ROOT, check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(tmp / "ref"), reference],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
         checkouts[f"reference {reference}"] = tmp / "ref"
     rows, ok = [], True
     try:
@@ -131,11 +180,19 @@ def reacher(n: int, reference: str | None, repeat: int, integrator: str = "rk4")
                 good = limit is not None and r["wall_s"] <= limit and (n >= 1_000_000 or memory <= 1024)
                 if mine and limit is not None:
                     ok &= good
-                rows.append({"code": label, "run": k + 1, "trajectories": n, "wall_s": f"{r['wall_s']:.1f}",
-                             "rss_main+workers_mb": f"{memory:.0f}",
-                             "E-": "/".join(x[1] for x in r["rows"]), "FPR": "/".join(x[2] for x in r["rows"]),
-                             "machines (raw)": "/".join(f"{x[3]} ({x[4]})" for x in r["rows"]),
-                             "target": ("PASS" if good else "FAIL") if mine and limit is not None else "-"})
+                rows.append(
+                    {
+                        "code": label,
+                        "run": k + 1,
+                        "trajectories": n,
+                        "wall_s": f"{r['wall_s']:.1f}",
+                        "rss_main+workers_mb": f"{memory:.0f}",
+                        "E-": "/".join(x[1] for x in r["rows"]),
+                        "FPR": "/".join(x[2] for x in r["rows"]),
+                        "machines (raw)": "/".join(f"{x[3]} ({x[4]})" for x in r["rows"]),
+                        "target": ("PASS" if good else "FAIL") if mine and limit is not None else "-",
+                    }
+                )
     finally:
         if tmp is not None:
             subprocess.run(["git", "worktree", "remove", "--force", str(tmp / "ref")], cwd=ROOT, capture_output=True)
@@ -155,6 +212,7 @@ class _Clock:
                 return fn(*args, **kwargs)
             finally:
                 self.spent[name] = self.spent.get(name, 0.0) + time.perf_counter() - t
+
         return timed
 
 
@@ -190,8 +248,15 @@ def reacher_profile(n: int, integrator: str) -> list[dict]:
     play.count_chunk = clock.wrap("counting", counting)
     try:
         t0 = time.perf_counter()
-        rec = collect_shard(env, expert, _TimedBatch(reacher_labels(), clock, "labeler"),
-                            _TimedBatch(bins, clock, "discretiser"), n, 0, max_steps=1000)
+        rec = collect_shard(
+            env,
+            expert,
+            _TimedBatch(reacher_labels(), clock, "labeler"),
+            _TimedBatch(bins, clock, "discretiser"),
+            n,
+            0,
+            max_steps=1000,
+        )
         total = time.perf_counter() - t0
     finally:
         play.count_chunk = counting
@@ -200,8 +265,10 @@ def reacher_profile(n: int, integrator: str) -> list[dict]:
     spent["environment step"] -= spent["physics (MuJoCo rollout)"]
     spent["collect's own work (checks, arrays)"] = total - sum(spent.values())
     steps = rec.n_steps
-    rows = [{"stage": k, "s": f"{v:.2f}", "share": f"{100 * v / total:.1f}%",
-             "us_per_step": f"{1e6 * v / steps:.2f}"} for k, v in spent.items()]
+    rows = [
+        {"stage": k, "s": f"{v:.2f}", "share": f"{100 * v / total:.1f}%", "us_per_step": f"{1e6 * v / steps:.2f}"}
+        for k, v in spent.items()
+    ]
     rows.append({"stage": "total", "s": f"{total:.2f}", "share": "100%", "us_per_step": f"{1e6 * total / steps:.2f}"})
     return rows
 
@@ -211,8 +278,12 @@ def main(argv=None) -> int:
     p.add_argument("--no-office", action="store_true", help="skip the Office World timings")
     p.add_argument("--reacher", type=int, metavar="N", help="time the reacher experiment with N trajectories")
     p.add_argument("--reference", metavar="REV", help="also run the reacher on this git revision, alternately")
-    p.add_argument("--profile-reacher", type=int, metavar="N",
-                   help="where the time goes when one process records N reacher episodes")
+    p.add_argument(
+        "--profile-reacher",
+        type=int,
+        metavar="N",
+        help="where the time goes when one process records N reacher episodes",
+    )
     p.add_argument("--integrator", choices=("rk4", "euler"), default="rk4", help="the reacher's integrator")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--markdown", action="store_true")
@@ -221,18 +292,24 @@ def main(argv=None) -> int:
     if not args.no_office:
         rows, good = office(args.repeat)
         ok &= good
-        print(f"# Office World learning, best of {args.repeat}; reference: the patrol task of models/patrol.rm, "
-              "depth 6, in the same process")
+        print(
+            f"# Office World learning, best of {args.repeat}; reference: the patrol task of models/patrol.rm, "
+            "depth 6, in the same process"
+        )
         print(render(rows, args.markdown, frozenset({"task", "exact_target"})))
     if args.reacher:
-        rows, good = reacher(args.reacher, args.reference, max(1, args.repeat if args.reference else 1), args.integrator)
+        rows, good = reacher(
+            args.reacher, args.reference, max(1, args.repeat if args.reference else 1), args.integrator
+        )
         ok &= good
         print(f"# reacher: rmtk reproduce reacher --set trajectories={args.reacher} (alpha 1e-3/1e-4/1e-5)")
         print(render(rows, args.markdown, frozenset({"code", "target"})))
     if args.profile_reacher:
         rows = reacher_profile(args.profile_reacher, args.integrator)
-        print(f"# reacher: where one process's time goes recording {args.profile_reacher} episodes of 160 steps "
-              f"({args.integrator}; 2 substeps of MuJoCo per step)")
+        print(
+            f"# reacher: where one process's time goes recording {args.profile_reacher} episodes of 160 steps "
+            f"({args.integrator}; 2 substeps of MuJoCo per step)"
+        )
         print(render(rows, args.markdown, frozenset({"stage"})))
     return 0 if ok else 1
 

@@ -7,11 +7,13 @@ a fresh interpreter, so that ``peak MB`` is the process's maximum resident set (
 included) and ``s`` the wall time of the fit alone (``cpu s``: its process CPU time, which
 the machine's load does not inflate). Columns: nodes n and propositions k, the pairs (or
 machines), how many are policy-equivalent to the truth at every depth and equal to it up to
-renaming or merging only true propositions the expert does not tell apart, the free states of the pairs, the counterexamples, the sizes ruled out, and the
+renaming or merging only true propositions the expert does not tell apart, the free states of the
+pairs, the counterexamples, the sizes ruled out, and the
 target (PASS/FAIL on seconds and memory).
 
     PYTHONPATH=. python benchmarks/labels.py [--rows patrol stack_avoid coffee ...] [--markdown]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,18 +49,37 @@ def one(name: str, mode: str) -> dict:
     c0, t0 = time.process_time(), time.perf_counter()
     if mode == "labels":
         r = Learner(ExactPTP(None), encoder=LabelingEncoder(), irl=None).fit(task)
-        out = dict(n=r.n_nodes, k=r.n_props, found=len(r.solutions),
-                   consistent=sum(v.consistent for v in r.verdicts), equal=sum(v.equal for v in r.verdicts),
-                   merges=sum(v.merges_truth for v in r.verdicts),
-                   free=sum(len(s.free) for s in r.solutions), cex=r.search.counterexamples,
-                   ruled_out=len(r.search.ruled_out), truth=list(r.truth_size))
+        out = dict(
+            n=r.n_nodes,
+            k=r.n_props,
+            found=len(r.solutions),
+            consistent=sum(v.consistent for v in r.verdicts),
+            equal=sum(v.equal for v in r.verdicts),
+            merges=sum(v.merges_truth for v in r.verdicts),
+            free=sum(len(s.free) for s in r.solutions),
+            cex=r.search.counterexamples,
+            ruled_out=len(r.search.ruled_out),
+            truth=list(r.truth_size),
+        )
     else:
         r = Learner(ExactPTP(None), irl=None).fit(task)
-        out = dict(n=r.n_nodes, k=task.mdp.n_propositions, found=r.distinct_count,
-                   consistent=sum(v.consistent for v in r.verdicts), equal=sum(r.isomorphic_to_truth()),
-                   merges="-", free="-", cex=r.search.lazy.counterexamples, ruled_out="-", truth="-")
-    out.update(s=time.perf_counter() - t0, cpu=time.process_time() - c0,
-               peak=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        out = dict(
+            n=r.n_nodes,
+            k=task.mdp.n_propositions,
+            found=r.distinct_count,
+            consistent=sum(v.consistent for v in r.verdicts),
+            equal=sum(r.isomorphic_to_truth()),
+            merges="-",
+            free="-",
+            cex=r.search.lazy.counterexamples,
+            ruled_out="-",
+            truth="-",
+        )
+    out.update(
+        s=time.perf_counter() - t0,
+        cpu=time.process_time() - c0,
+        peak=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    )
     return out
 
 
@@ -79,11 +100,25 @@ def main(argv=None) -> int:
             _, _, sec, mb = ROWS[name]
             ok = r["s"] <= sec and r["peak"] <= mb
             failed |= mode == "labels" and not ok
-            rows.append({"task": name, "learner": mode, "n": r["n"], "k": r["k"], "found": r["found"],
-                         "consistent": r["consistent"], "equal truth": r["equal"], "merges truth": r["merges"], "free states": r["free"],
-                         "cex": r["cex"], "ruled out": r["ruled_out"], "s": f"{r['s']:.2f}", "cpu s": f"{r['cpu']:.2f}",
-                         "peak MB": f"{r['peak']:.0f}",
-                         "target": (f"{'PASS' if ok else 'FAIL'} (<= {sec:g} s, {mb} MB)" if mode == "labels" else "")})
+            rows.append(
+                {
+                    "task": name,
+                    "learner": mode,
+                    "n": r["n"],
+                    "k": r["k"],
+                    "found": r["found"],
+                    "consistent": r["consistent"],
+                    "equal truth": r["equal"],
+                    "merges truth": r["merges"],
+                    "free states": r["free"],
+                    "cex": r["cex"],
+                    "ruled out": r["ruled_out"],
+                    "s": f"{r['s']:.2f}",
+                    "cpu s": f"{r['cpu']:.2f}",
+                    "peak MB": f"{r['peak']:.0f}",
+                    "target": (f"{'PASS' if ok else 'FAIL'} (<= {sec:g} s, {mb} MB)" if mode == "labels" else ""),
+                }
+            )
     print(render(rows, args.markdown, left=frozenset({"task", "learner", "target"})))
     return 1 if failed else 0
 

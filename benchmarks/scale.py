@@ -41,6 +41,7 @@ pyarrow decodes with threads of its own, and the runs meet whatever else the mac
     PYTHONPATH=. python benchmarks/scale.py --sizes 1e5 --quick  # a smoke test
     PYTHONPATH=. python benchmarks/scale.py --dir /data/scale --keep --markdown
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,7 +55,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from _child import run_child as child, size  # the script's folder is on sys.path
+from _child import run_child as child  # the script's folder is on sys.path
+from _child import size
 from _table import render
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,20 +138,32 @@ def one(stage: str, workers: int, n: int, path: str, partition_size: int) -> dic
         busy1, total1 = machine_jiffies()
         cpu = _cpu_seconds() + (sum(client.run(_cpu_seconds).values()) if client else 0.0) - cpu0
         machine = (busy1 - busy0) / max(total1 - total0, 1) * (os.cpu_count() or 1)
-        peaks = ([_maxrss_mib()] if client is None
-                 else sorted(client.run(_maxrss_mib).values(), reverse=True))
+        peaks = [_maxrss_mib()] if client is None else sorted(client.run(_maxrss_mib).values(), reverse=True)
     finally:
         if client is not None:
             client.close()
             cluster.close()
-    return {"stage": stage, "workers": workers, "N": n, "wall": wall, "start": start, "peaks": peaks,
-            "cores_ours": cpu / wall, "cores_machine": machine,
-            "digest": digest.hexdigest(), "bytes": sum(f.stat().st_size for f in Path(path).iterdir())}
+    return {
+        "stage": stage,
+        "workers": workers,
+        "N": n,
+        "wall": wall,
+        "start": start,
+        "peaks": peaks,
+        "cores_ours": cpu / wall,
+        "cores_machine": machine,
+        "digest": digest.hexdigest(),
+        "bytes": sum(f.stat().st_size for f in Path(path).iterdir()),
+    }
 
 
 def run_child(stage: str, workers: int, n: int, path: Path, args) -> dict:
-    return child(__file__, [stage, str(workers), str(n), str(path), "--partition-size", str(args.partition_size)],
-                 MARK, f"{stage} workers={workers} N={n}")
+    return child(
+        __file__,
+        [stage, str(workers), str(n), str(path), "--partition-size", str(args.partition_size)],
+        MARK,
+        f"{stage} workers={workers} N={n}",
+    )
 
 
 def engine_name(workers: int) -> str:
@@ -158,11 +172,18 @@ def engine_name(workers: int) -> str:
 
 def row(rec: dict, same: bool) -> dict:
     steps = rec["N"] * HORIZON
-    return {"stage": rec["stage"], "N": f"{rec['N']:.0e}".replace("+0", ""), "engine": engine_name(rec["workers"]),
-            "wall_s": f"{rec['wall']:.1f}", "start_s": f"{rec['start']:.1f}" if rec["workers"] else "-",
-            "steps/s": f"{steps / rec['wall'] / 1e6:.2f}M", "peak_MiB": "/".join(f"{p:.0f}" for p in rec["peaks"]),
-            "cores": f"{rec['cores_ours']:.2f}/{rec['cores_machine']:.2f}",
-            "data_MiB": f"{rec['bytes'] / MiB:.0f}", "same": "yes" if same else "NO"}
+    return {
+        "stage": rec["stage"],
+        "N": f"{rec['N']:.0e}".replace("+0", ""),
+        "engine": engine_name(rec["workers"]),
+        "wall_s": f"{rec['wall']:.1f}",
+        "start_s": f"{rec['start']:.1f}" if rec["workers"] else "-",
+        "steps/s": f"{steps / rec['wall'] / 1e6:.2f}M",
+        "peak_MiB": "/".join(f"{p:.0f}" for p in rec["peaks"]),
+        "cores": f"{rec['cores_ours']:.2f}/{rec['cores_machine']:.2f}",
+        "data_MiB": f"{rec['bytes'] / MiB:.0f}",
+        "same": "yes" if same else "NO",
+    }
 
 
 def main(argv=None) -> int:
@@ -173,8 +194,12 @@ def main(argv=None) -> int:
     ap.add_argument("--dir", help="where the datasets go (default: a temporary directory)")
     ap.add_argument("--keep", action="store_true", help="keep the datasets")
     ap.add_argument("--quick", action="store_true", help="count on the local engine and 2 workers only")
-    ap.add_argument("--reacher", type=size, metavar="N",
-                    help="also record and learn N reacher trajectories on 2 Dask workers (10^6: about 21 minutes)")
+    ap.add_argument(
+        "--reacher",
+        type=size,
+        metavar="N",
+        help="also record and learn N reacher trajectories on 2 Dask workers (10^6: about 21 minutes)",
+    )
     ap.add_argument("--integrator", choices=("rk4", "euler"), default="rk4", help="the reacher's integrator")
     ap.add_argument("--no-blocks", action="store_true", help="skip the block-world rows")
     ap.add_argument("--markdown", action="store_true")
@@ -213,8 +238,11 @@ def main(argv=None) -> int:
                         failures.append(f"N=1e7 on 2 workers: {max(r['peaks']):.0f} MiB per worker > {TARGET_MIB:.0f}")
             by = {r["workers"]: r["wall"] for r in counts}
             if 1 in by and 2 in by:
-                print(f"# N={n:.0e}: 1 -> 2 workers: {by[1] / by[2]:.2f}x faster; local/2 workers: "
-                      f"{by[0] / by[2]:.2f}x", file=sys.stderr, flush=True)
+                print(
+                    f"# N={n:.0e}: 1 -> 2 workers: {by[1] / by[2]:.2f}x faster; local/2 workers: {by[0] / by[2]:.2f}x",
+                    file=sys.stderr,
+                    flush=True,
+                )
             if not args.keep:
                 shutil.rmtree(local_dir)
             print(f"# done N={n}", file=sys.stderr, flush=True)
@@ -222,23 +250,41 @@ def main(argv=None) -> int:
         if not args.keep and not args.dir:
             shutil.rmtree(base, ignore_errors=True)
     if rows:
-        print(f"# block world (stack, lambda {LAMBDA}), T={HORIZON}, seed {SEED}, {args.partition_size} trajectories "
-              f"per Parquet file; {os.cpu_count()} CPUs; peak_MiB: per process that did the work (Dask: per worker)")
+        print(
+            f"# block world (stack, lambda {LAMBDA}), T={HORIZON}, seed {SEED}, {args.partition_size} trajectories "
+            f"per Parquet file; {os.cpu_count()} CPUs; peak_MiB: per process that did the work (Dask: per worker)"
+        )
         print(render(rows, args.markdown, frozenset({"stage", "engine", "same"})))
     if args.reacher:
         from gym import reacher_run  # benchmarks/gym.py: one `rmtk reproduce reacher` process
 
         r = reacher_run(ROOT, args.reacher, args.integrator)
-        print(f"# reacher ({args.integrator}): rmtk reproduce reacher --set trajectories={args.reacher} on a local Dask "
-              "cluster of 2 workers, end to end (recording, counting, mining, MaxSAT at 3 alphas)")
-        print(render([{"N": f"{args.reacher:.0e}", "wall_s": f"{r['wall_s']:.1f}",
-                       "steps/s": f"{args.reacher * 160 / r['wall_s'] / 1e6:.2f}M",
-                       "peak_MiB_main": f"{r['main_mb']:.0f}", "peak_MiB_worker": f"{r['workers_mb']:.0f}",
-                       "E-": "/".join(x[1] for x in r["rows"]),
-                       "machines (raw)": "/".join(f"{x[3]} ({x[4]})" for x in r["rows"])}], args.markdown, frozenset()))
+        print(
+            f"# reacher ({args.integrator}): rmtk reproduce reacher --set trajectories={args.reacher} on a local Dask "
+            "cluster of 2 workers, end to end (recording, counting, mining, MaxSAT at 3 alphas)"
+        )
+        print(
+            render(
+                [
+                    {
+                        "N": f"{args.reacher:.0e}",
+                        "wall_s": f"{r['wall_s']:.1f}",
+                        "steps/s": f"{args.reacher * 160 / r['wall_s'] / 1e6:.2f}M",
+                        "peak_MiB_main": f"{r['main_mb']:.0f}",
+                        "peak_MiB_worker": f"{r['workers_mb']:.0f}",
+                        "E-": "/".join(x[1] for x in r["rows"]),
+                        "machines (raw)": "/".join(f"{x[3]} ({x[4]})" for x in r["rows"]),
+                    }
+                ],
+                args.markdown,
+                frozenset(),
+            )
+        )
     if any(n == TARGET_N for n in args.sizes) and not args.no_blocks:
-        print("# target (1e7 on 2 workers <= 90 s, <= 1.5 GiB per worker, identical tables): "
-              + ("PASS" if not failures else "FAIL: " + "; ".join(failures)))
+        print(
+            "# target (1e7 on 2 workers <= 90 s, <= 1.5 GiB per worker, identical tables): "
+            + ("PASS" if not failures else "FAIL: " + "; ".join(failures))
+        )
     elif failures:
         print("# FAIL: " + "; ".join(failures))
     return 1 if failures else 0

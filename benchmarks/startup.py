@@ -10,6 +10,7 @@ The checkout this script belongs to is the one imported (it runs from the reposi
 with the root on PYTHONPATH). Exit status 1 if ``import rmtk`` imports scipy or the learn
 median exceeds ``--target`` seconds.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,9 @@ def run_seconds(cmd: list[str]) -> float:
 
 
 def imports_scipy() -> bool:
-    out = subprocess.run([sys.executable, "-c", SCIPY_PROBE], cwd=ROOT, env=_env(), capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", SCIPY_PROBE], cwd=ROOT, env=_env(), capture_output=True, text=True, check=True
+    )
     return out.stdout.strip() == "True"
 
 
@@ -65,8 +67,15 @@ def main(argv=None) -> int:
     for name, ts in times.items():
         learn = name.startswith("rmtk")
         med = statistics.median(ts)
-        rows.append({"command": name, "median_s": f"{med:.3f}", "min_s": f"{min(ts):.3f}", "max_s": f"{max(ts):.3f}",
-                     "target": (f"<={args.target:g}s {'PASS' if med <= args.target else 'FAIL'}" if learn else "-")})
+        rows.append(
+            {
+                "command": name,
+                "median_s": f"{med:.3f}",
+                "min_s": f"{min(ts):.3f}",
+                "max_s": f"{max(ts):.3f}",
+                "target": (f"<={args.target:g}s {'PASS' if med <= args.target else 'FAIL'}" if learn else "-"),
+            }
+        )
     scipy = imports_scipy()
     print(f"# start-up, median of {args.repeat} process runs each (alternating); python {sys.version.split()[0]}")
     print(render(rows, args.markdown, frozenset({"command", "target"})))

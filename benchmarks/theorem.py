@@ -14,6 +14,7 @@ itself at depth l on every instance and prints any counterexample.
 
     python benchmarks/theorem.py [--instances 300] [--first-seed 0]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,8 +56,12 @@ def main(argv=None) -> int:
             inst = random_instance(seed, *fam)
             l = inst.bound
             r = inst.fit(l)
-            ok = (r.n_nodes is not None and r.n_nodes <= inst.task.machine.n_nodes
-                  and all(v.consistent for v in r.verdicts) and all_assignments_consistent(inst, r))
+            ok = (
+                r.n_nodes is not None
+                and r.n_nodes <= inst.task.machine.n_nodes
+                and all(v.consistent for v in r.verdicts)
+                and all_assignments_consistent(inst, r)
+            )
             if not ok:
                 failures.append(inst.describe())
                 continue
@@ -71,18 +76,22 @@ def main(argv=None) -> int:
     total = len(rows)
     elapsed = time.perf_counter() - t0
 
-    print(f"{total + len(failures)} instances ({per_family} per family), u_max = 2, l = |S|·u_max² "
-          f"(4, 8 or 12); {elapsed:.1f} s")
+    print(
+        f"{total + len(failures)} instances ({per_family} per family), u_max = 2, l = |S|·u_max² "
+        f"(4, 8 or 12); {elapsed:.1f} s"
+    )
     print(f"Theorem 1 at depth l: {total} hold, {len(failures)} counterexamples")
     for f in failures:
         print("COUNTEREXAMPLE:\n" + f)
     if not total:
         return 1
 
-    histogram("\nsmallest sufficient depth d (every enumerated solution consistent):",
-              Counter(r[4] for r in rows), total)
-    histogram("\nsmallest sufficient depth d (every satisfying assignment consistent):",
-              Counter(r[5] for r in rows), total)
+    histogram(
+        "\nsmallest sufficient depth d (every enumerated solution consistent):", Counter(r[4] for r in rows), total
+    )
+    histogram(
+        "\nsmallest sufficient depth d (every satisfying assignment consistent):", Counter(r[5] for r in rows), total
+    )
     bins = [(0, 0.125), (0.125, 0.25), (0.25, 0.375), (0.375, 0.5), (0.5, 0.75), (0.75, 1.0001)]
 
     def ratio_hist(idx: int, title: str, subset) -> None:
@@ -95,24 +104,32 @@ def main(argv=None) -> int:
     ratio_hist(4, "\nd / l (enumerated solutions):", rows)
     ratio_hist(5, "\nd / l (every satisfying assignment):", rows)
 
-    print("\nper family: instances, mean d (solutions / assignments), max d, mean l, "
-          "share with d = 1, true machines with 2 nodes")
+    print(
+        "\nper family: instances, mean d (solutions / assignments), max d, mean l, "
+        "share with d = 1, true machines with 2 nodes"
+    )
     for fam in FAMILIES:
         sub = [r for r in rows if r[0] == fam]
         if not sub:
             continue
-        print(f"  {fam[0]:>14} / {fam[1]:<12} {len(sub):4d}  "
-              f"{sum(r[4] for r in sub) / len(sub):.2f} / {sum(r[5] for r in sub) / len(sub):.2f}  "
-              f"max {max(r[5] for r in sub):2d}  l {sum(r[3] for r in sub) / len(sub):.1f}  "
-              f"d=1 {100 * sum(r[5] == 1 for r in sub) / len(sub):5.1f}%  "
-              f"2 nodes {sum(r[2] == 2 for r in sub)}")
+        print(
+            f"  {fam[0]:>14} / {fam[1]:<12} {len(sub):4d}  "
+            f"{sum(r[4] for r in sub) / len(sub):.2f} / {sum(r[5] for r in sub) / len(sub):.2f}  "
+            f"max {max(r[5] for r in sub):2d}  l {sum(r[3] for r in sub) / len(sub):.1f}  "
+            f"d=1 {100 * sum(r[5] == 1 for r in sub) / len(sub):5.1f}%  "
+            f"2 nodes {sum(r[2] == 2 for r in sub)}"
+        )
     print("\nby |S|: max d (assignments) / l")
     for S in sorted({r[1] for r in rows}):
         sub = [r for r in rows if r[1] == S]
         print(f"  |S| = {S}: {len(sub):4d} instances, max d {max(r[5] for r in sub)}, l = {sub[0][3]}")
     two = [r for r in rows if r[6] == 2]
-    histogram(f"\nonly the {len(two)} instances whose smallest policy-equivalent machine has 2 nodes, "
-              "smallest sufficient depth d (every satisfying assignment):", Counter(r[5] for r in two), len(two))
+    histogram(
+        f"\nonly the {len(two)} instances whose smallest policy-equivalent machine has 2 nodes, "
+        "smallest sufficient depth d (every satisfying assignment):",
+        Counter(r[5] for r in two),
+        len(two),
+    )
     ratio_hist(5, "d / l for them:", two)
     gap = [r for r in rows if r[5] > r[4]]
     print(f"\ninstances where the enumerated solutions were consistent before every completion was: {len(gap)}")
@@ -120,8 +137,10 @@ def main(argv=None) -> int:
         print(f"  {r[0][0]} / {r[0][1]} seed {r[7]}: d = {r[4]} (solutions), {r[5]} (assignments)")
     print(f"instances where 'every enumerated solution consistent' is not monotone in the depth: {len(flips)}")
     for fam, seed, ok in flips:
-        print(f"  {fam[0]} / {fam[1]} seed {seed}: enumerated solutions all consistent only at depths {ok} "
-              "(then at every larger depth)")
+        print(
+            f"  {fam[0]} / {fam[1]} seed {seed}: enumerated solutions all consistent only at depths {ok} "
+            "(then at every larger depth)"
+        )
     print(f"instances needing depth > 2 for the enumerated solutions: {len(shallow)}")
     for fam, seed, d, l in sorted(shallow, key=lambda x: -x[2])[:10]:
         print(f"  {fam[0]} / {fam[1]} seed {seed}: d = {d}, l = {l}")

@@ -5,20 +5,31 @@ A :class:`Learner` composes four strategies: a :class:`PTP` (:class:`ExactPTP`,
 :class:`ConfidenceMiner`), a :class:`SatEncoder` (:class:`SatEncoder`, :class:`MaxSatEncoder`)
 and a :class:`MaxEntIRL`; see docs/design.md.
 """
+
 import importlib
 
 from .errors import DataError, DslError, DslMeaningError, DslSyntaxError, ModelError, RmtkError
 from .machine import RewardMachine, isomorphic
 from .mdp import GeneratorCall, LabeledMDP
-from .task import Task
 from .progress import Progress, StderrProgress
+from .task import Task
 
 #: Names imported from their modules on first use, so that ``import rmtk`` stays cheap.
 _LAZY = {
-    "PTP": "ptp", "ExactPTP": "exact", "SoftOptimal": "exact", "DistinctPerNode": "exact",
-    "NodePolicyTable": "exact", "EmpiricalPTP": "empirical", "NegativeExampleMiner": "negatives",
-    "ExactMiner": "negatives", "ConfidenceMiner": "negatives", "SatEncoder": "encoders",
-    "MaxSatEncoder": "encoders", "MaxEntIRL": "maxent", "Learner": "learner", "LearnResult": "learner",
+    "PTP": "ptp",
+    "ExactPTP": "exact",
+    "SoftOptimal": "exact",
+    "DistinctPerNode": "exact",
+    "NodePolicyTable": "exact",
+    "EmpiricalPTP": "empirical",
+    "NegativeExampleMiner": "negatives",
+    "ExactMiner": "negatives",
+    "ConfidenceMiner": "negatives",
+    "SatEncoder": "encoders",
+    "MaxSatEncoder": "encoders",
+    "MaxEntIRL": "maxent",
+    "Learner": "learner",
+    "LearnResult": "learner",
 }
 
 
@@ -32,6 +43,7 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 

@@ -1,4 +1,5 @@
 """``python -m rmtk`` is the ``rmtk`` command."""
+
 import sys
 
 from .cli import main

@@ -5,6 +5,7 @@ the core (transition kernels, successor relations) as plain numpy arrays.
 :meth:`Csr.to_scipy` gives the ``scipy.sparse`` form (importing scipy then) to callers
 that want it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -67,6 +68,7 @@ def whole_number(what: str, minimum: int = 1, *, optional: bool = False, error=V
 
     return check
 
+
 #: :meth:`Csr.gram` forms ``AᵀA`` with numpy up to this many pairs of entries sharing a row
 #: (about 40 bytes of temporaries each), with scipy's sparse product above.
 GRAM_PAIRS = 2_000_000
@@ -100,7 +102,7 @@ class Csr:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_coo(cls, data, rows, cols, shape, *, dtype=float) -> "Csr":
+    def from_coo(cls, data, rows, cols, shape, *, dtype=float) -> Csr:
         """From coordinates: duplicates are summed (in input order), zeros dropped."""
         data = np.asarray(data, dtype=dtype).ravel()
         rows = np.asarray(rows, dtype=np.int64).ravel()
@@ -116,13 +118,13 @@ class Csr:
         return cls._from_sorted(data[keep], rows[keep], cols[keep], shape)
 
     @classmethod
-    def _from_sorted(cls, data, rows, cols, shape) -> "Csr":
+    def _from_sorted(cls, data, rows, cols, shape) -> Csr:
         indptr = np.zeros(int(shape[0]) + 1, dtype=np.int64)
         np.cumsum(np.bincount(rows, minlength=int(shape[0])), out=indptr[1:])
         return cls(indptr, cols, data, shape)
 
     @classmethod
-    def from_dense(cls, a) -> "Csr":
+    def from_dense(cls, a) -> Csr:
         """The nonzero entries of a 2-d array, row by row."""
         a = np.asarray(a)
         rows, cols = np.nonzero(a)

@@ -4,6 +4,7 @@ Their matrices have at most a few hundred rows: a second thread cannot speed the
 busy machine OpenBLAS's threads wait for a free core, which makes a 4 ms eigendecomposition
 take 100 ms or more. threadpoolctl limits the threads of the BLAS already loaded, for the
 duration of a ``with`` block only (the user's own setting is restored after)."""
+
 from __future__ import annotations
 
 import contextlib

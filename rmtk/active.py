@@ -17,6 +17,7 @@ survivors so far are returned, flagged. The loop learns from the expert's answer
 the target is a task, verdicts against its machine are computed afterwards, as the
 :class:`~rmtk.learner.Learner` does.
 """
+
 from __future__ import annotations
 
 import math
@@ -78,14 +79,19 @@ class Round:
     rebuilt: bool = False
 
     def __str__(self) -> str:
-        what = {"start": "from the data there is", "queries": f"{len(self.asked)} queries",
-                "tests": f"{len(self.asked)} queries testing the survivors against larger machines",
-                "free": f"{len(self.asked)} queries using free transitions of the survivors",
-                "transitions": f"{len(self.asked)} queries testing each transition of the survivor",
-                "equivalence": f"equivalence check, {self.walks} walks"}[self.reason]
-        return (f"round {self.index}: {what}, {self.new_pairs} new (word, state) pairs; {self.survivors} "
-                f"machine(s) of {self.nodes} nodes survive; spent {self.queries} queries, {self.steps} steps, "
-                f"{self.known} pairs known, {self.seconds:.2f} s" + ("; solvers rebuilt" if self.rebuilt else ""))
+        what = {
+            "start": "from the data there is",
+            "queries": f"{len(self.asked)} queries",
+            "tests": f"{len(self.asked)} queries testing the survivors against larger machines",
+            "free": f"{len(self.asked)} queries using free transitions of the survivors",
+            "transitions": f"{len(self.asked)} queries testing each transition of the survivor",
+            "equivalence": f"equivalence check, {self.walks} walks",
+        }[self.reason]
+        return (
+            f"round {self.index}: {what}, {self.new_pairs} new (word, state) pairs; {self.survivors} "
+            f"machine(s) of {self.nodes} nodes survive; spent {self.queries} queries, {self.steps} steps, "
+            f"{self.known} pairs known, {self.seconds:.2f} s" + ("; solvers rebuilt" if self.rebuilt else "")
+        )
 
 
 @attrs.frozen
@@ -156,8 +162,11 @@ class ActiveLearner:
     progress: Progress = attrs.field(factory=Progress)
 
     def __attrs_post_init__(self):
-        for name, value, method in (("strategy", self.strategy, "choose"), ("check", self.check, "run"),
-                                    ("encoder", self.encoder, "structure")):
+        for name, value, method in (
+            ("strategy", self.strategy, "choose"),
+            ("check", self.check, "run"),
+            ("encoder", self.encoder, "structure"),
+        ):
             if not callable(getattr(value, method, None)):
                 raise RmtkError(f"{name}={value!r} has no {method} method (see docs/design.md, section 12)")
         if not isinstance(self.budget, Budget):
@@ -175,8 +184,13 @@ class ActiveLearner:
         rec = Recorder(self.progress)
         t0 = time.perf_counter()
         compressed = bool(getattr(expert, "compressed", True))
-        knowledge = Knowledge(mdp, exact=expert.exact, compressed=compressed, alpha=self.alpha,
-                              recorded=data if data is not None else expert.recorded)
+        knowledge = Knowledge(
+            mdp,
+            exact=expert.exact,
+            compressed=compressed,
+            alpha=self.alpha,
+            recorded=data if data is not None else expert.recorded,
+        )
         max_nodes = self.max_nodes or (task.max_nodes if task is not None else None) or 4
         survivors = Survivors(self.encoder, mdp.n_propositions, max_nodes=max_nodes, compressed=compressed)
         spent = {"queries": 0, "steps": 0}
@@ -191,9 +205,22 @@ class ActiveLearner:
                 ptp, neg, oracle = knowledge.oracle()
                 found = survivors.search(oracle, max_solutions=self.max_solutions, lower_bound=oracle.lower_bound())
                 res = found.search
-                rounds.append(Round(len(rounds), reason, tuple(asked), walks, new, len(res.solutions), res.n_nodes,
-                                    spent["queries"], spent["steps"], len(knowledge), time.perf_counter() - t0,
-                                    found.rebuilt))
+                rounds.append(
+                    Round(
+                        len(rounds),
+                        reason,
+                        tuple(asked),
+                        walks,
+                        new,
+                        len(res.solutions),
+                        res.n_nodes,
+                        spent["queries"],
+                        spent["steps"],
+                        len(knowledge),
+                        time.perf_counter() - t0,
+                        found.rebuilt,
+                    )
+                )
                 rec.note(str(rounds[-1]))
                 if res.n_nodes is None:
                     stopped = res.message
@@ -202,12 +229,17 @@ class ActiveLearner:
                     stopped = "the expert answers no queries: the survivors of the recorded data"
                     break
                 if checked is not None:
-                    if checked[0] == res.n_nodes and all(not oracle.check(d) for d in checked[1]) \
-                            and len(checked[1]) == len(res.solutions):
-                        stopped = ("one machine survives and the equivalence check found no counterexample"
-                                   if len(res.solutions) == 1 else
-                                   f"{len(res.solutions)} machines survive that no question left tells apart, and "
-                                   "the equivalence check found no counterexample")
+                    if (
+                        checked[0] == res.n_nodes
+                        and all(not oracle.check(d) for d in checked[1])
+                        and len(checked[1]) == len(res.solutions)
+                    ):
+                        stopped = (
+                            "one machine survives and the equivalence check found no counterexample"
+                            if len(res.solutions) == 1
+                            else f"{len(res.solutions)} machines survive that no question left tells apart, and "
+                            "the equivalence check found no counterexample"
+                        )
                         break
                     checked = None
                 exhausted = self._exhausted(spent, t0) or ("rounds" if len(rounds) >= self.max_rounds else None)
@@ -253,8 +285,7 @@ class ActiveLearner:
         finally:
             survivors.close()
         result = self._result(task, mdp, expert, res, ptp, neg, oracle, rec, t0)
-        return ActiveResult(result, tuple(rounds), stopped, exhausted, spent["queries"], spent["steps"],
-                            len(knowledge))
+        return ActiveResult(result, tuple(rounds), stopped, exhausted, spent["queries"], spent["steps"], len(knowledge))
 
     # -- budget -----------------------------------------------------------------------------
     def _exhausted(self, spent, t0, query: Query | None = None) -> str | None:
@@ -263,8 +294,9 @@ class ActiveLearner:
             return "seconds"
         if b.queries is not None and spent["queries"] >= b.queries:
             return "queries"
-        if b.steps is not None and (spent["steps"] >= b.steps
-                                    or (query is not None and spent["steps"] + query.samples > b.steps)):
+        if b.steps is not None and (
+            spent["steps"] >= b.steps or (query is not None and spent["steps"] + query.samples > b.steps)
+        ):
             return "steps"
         return None
 
@@ -301,8 +333,19 @@ class ActiveLearner:
         classes = neg if isinstance(neg, PolicyClasses) else None
         pairs = neg if isinstance(neg, NegativePairs) else None
         timings = dict(rec.timings)
-        result = LearnResult(_machines(mdp, res) if res.n_nodes is not None else (), res.solutions, res, classes,
-                             tree, mdp, None, timings, negatives=pairs, ptp=ptp, oracle=oracle)
+        result = LearnResult(
+            _machines(mdp, res) if res.n_nodes is not None else (),
+            res.solutions,
+            res,
+            classes,
+            tree,
+            mdp,
+            None,
+            timings,
+            negatives=pairs,
+            ptp=ptp,
+            oracle=oracle,
+        )
         if task is not None and result.machines:
             from .exact import _source
 
@@ -310,13 +353,17 @@ class ActiveLearner:
             table = _source(getattr(expert, "source", "soft-optimal")).class_table(task)
             verdicts, some = _verdicts(task, table, result.machines, result.solutions, self.encoder.non_stuttering)
             timings["verdict"] = time.perf_counter() - t
-            result = attrs.evolve(result, verdicts=verdicts, truth=task.machine, completion_consistent=some,
-                                  expert_classes=table)
+            result = attrs.evolve(
+                result, verdicts=verdicts, truth=task.machine, completion_consistent=some, expert_classes=table
+            )
         if self.irl is not None and result.machines and ptp is not None:
             gamma = task.discount if task is not None else mdp.gamma
-            fits = tuple(self.irl.fit(mdp, result.machines, ptp, gamma=gamma, lam=task.lam if task is not None else 1.0,
-                                      progress=rec))
-            machines = tuple(f.machine for f in fits) + result.machines[len(fits):]
+            fits = tuple(
+                self.irl.fit(
+                    mdp, result.machines, ptp, gamma=gamma, lam=task.lam if task is not None else 1.0, progress=rec
+                )
+            )
+            machines = tuple(f.machine for f in fits) + result.machines[len(fits) :]
             result = attrs.evolve(result, machines=machines, reward_fits=fits)
             timings.update(rec.timings)
         timings["total"] = time.perf_counter() - t0
@@ -332,8 +379,12 @@ def _check_expert(mdp: LabeledMDP, expert) -> None:
     if emdp is None:
         raise RmtkError(f"expert {type(expert).__name__} says nothing of its environment (no mdp attribute)")
     if tuple(emdp.propositions) != tuple(mdp.propositions):
-        raise QueryError(f"the expert's alphabet ({', '.join(emdp.propositions)}) differs from the task's "
-                         f"({', '.join(mdp.propositions)}): its answers cannot be read as the task's words")
+        raise QueryError(
+            f"the expert's alphabet ({', '.join(emdp.propositions)}) differs from the task's "
+            f"({', '.join(mdp.propositions)}): its answers cannot be read as the task's words"
+        )
     if (emdp.n_states, emdp.n_actions) != (mdp.n_states, mdp.n_actions):
-        raise QueryError(f"the expert acts on {emdp.n_states} states and {emdp.n_actions} actions, the task's mdp "
-                         f"{mdp.name!r} has {mdp.n_states} and {mdp.n_actions}")
+        raise QueryError(
+            f"the expert acts on {emdp.n_states} states and {emdp.n_actions} actions, the task's mdp "
+            f"{mdp.name!r} has {mdp.n_states} and {mdp.n_actions}"
+        )

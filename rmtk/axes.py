@@ -7,6 +7,7 @@ section 2, lists every API's order). Older APIs keep theirs (``LabeledMDP.from_d
 ``P[a, s, s']``, node policy tables ``(u, s, a)``); when an array of the wrong order reaches
 one, :func:`order_hint` names the order it reads as and the transpose that fixes it.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -25,10 +26,18 @@ def order_hint(what: str, shape: Sequence[int], axes: Sequence[tuple[str, int]])
     if len(shape) != len(want):
         return msg
     # orders that give this shape, axes of equal size kept in their relative order (they cannot be told apart)
-    fits = {perm for perm in itertools.permutations(range(len(want)))
-            if tuple(want[i] for i in perm) == shape and perm != tuple(range(len(want)))
-            and all(perm[i] < perm[j] for i in range(len(perm)) for j in range(i + 1, len(perm))
-                    if want[perm[i]] == want[perm[j]])}
+    fits = {
+        perm
+        for perm in itertools.permutations(range(len(want)))
+        if tuple(want[i] for i in perm) == shape
+        and perm != tuple(range(len(want)))
+        and all(
+            perm[i] < perm[j]
+            for i in range(len(perm))
+            for j in range(i + 1, len(perm))
+            if want[perm[i]] == want[perm[j]]
+        )
+    }
     if len(fits) == 1:
         perm = fits.pop()
         back = tuple(int(i) for i in np.argsort(perm))

@@ -52,6 +52,7 @@ its reward pushed down without bound (``l2 > 0`` keeps it finite).
 Everything is vectorised over states and actions: the only Python loops are over time steps
 (finite horizon) and optimiser iterations.
 """
+
 from __future__ import annotations
 
 import time
@@ -77,6 +78,7 @@ __all__ = [
     "MaxCausalEntObjective",
     "soft_policy",
 ]
+
 
 class IRLError(RmtkError):
     """MaxCausalEnt IRL could not be set up or its inner soft Bellman solve failed."""
@@ -172,8 +174,16 @@ def _stationary(grid: Grid, r: np.ndarray, gamma: float, lam: float, V0=None, *,
     if not gamma < 1.0:
         raise IRLError(f"the stationary model needs a discount gamma < 1, got {gamma}")
     V = np.zeros((grid.S, 1)) if V0 is None else np.array(V0, dtype=float).reshape(grid.S, 1)
-    run = iterate(grid, r[:, None], gamma, lam, V, exact=True, max_iter=max_iter,
-                  stop=lambda change, res, V: res <= tol * max(1.0, float(np.abs(V).max())))
+    run = iterate(
+        grid,
+        r[:, None],
+        gamma,
+        lam,
+        V,
+        exact=True,
+        max_iter=max_iter,
+        stop=lambda change, res, V: res <= tol * max(1.0, float(np.abs(V).max())),
+    )
     if run.status == "diverged":
         raise IRLError("soft policy iteration diverged (non-finite values)")
     if run.status != "converged":
@@ -390,7 +400,10 @@ def maxcausalent_irl(
         import scipy.optimize
 
         res = scipy.optimize.minimize(
-            fun, x0, jac=True, method="L-BFGS-B",
+            fun,
+            x0,
+            jac=True,
+            method="L-BFGS-B",
             options={"maxiter": int(iterations), "gtol": float(tol), "ftol": 1e-15, "maxfun": 20 * int(iterations)},
         )
         theta, nit, msg = res.x, int(res.nit), str(res.message)
@@ -398,7 +411,7 @@ def maxcausalent_irl(
         converged = bool(res.success) or gnorm <= tol
     elif method == "gradient":
         theta, nit, converged, msg = x0, 0, False, "iteration cap reached"
-        for nit in range(1, int(iterations) + 1):
+        for nit in range(1, int(iterations) + 1):  # noqa: B007 (nit is the count reported after the loop)
             _, g = fun(theta)
             if float(np.abs(g).max()) <= tol:
                 converged, msg = True, "gradient below tolerance"

@@ -10,6 +10,7 @@ methods): it is then read through :meth:`Capabilities.of`, which takes what the 
 defines and the base's default for the rest. A new capability is a new defaulted member of a
 base class, so existing strategies keep working unchanged.
 """
+
 from __future__ import annotations
 
 import inspect

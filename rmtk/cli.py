@@ -3,15 +3,27 @@
 Bad input never shows a traceback: every :class:`~rmtk.errors.RmtkError` is printed as its
 message on stderr and the exit code is 1 (2 for command-line usage errors).
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from . import dsl
+from .cli_args import (
+    _add_engine_options,
+    _depth,
+    _engine_from_args,
+    _positive_float,
+    _positive_int,
+    _probability,
+    _seed,
+    active_from_args,
+    learner_from_args,
+)
 from .errors import DslError, RmtkError
 from .machine import RewardMachine
 from .mdp import LabeledMDP
@@ -118,93 +130,11 @@ def _load_task(file: str, name: str | None) -> Task:
     return doc.only("task")
 
 
-def learner_from_args(args, task: Task | None = None):
-    """The :class:`~rmtk.learner.Learner` the command-line options describe (the same
-    strategies a Python user composes)."""
-    from .encoders import MaxSatEncoder, SatEncoder
-    from .learner import EmpiricalPTP, ExactMiner, ExactPTP, Learner
-    from .maxent import MaxEntIRL
-    from .negatives import ConfidenceMiner
-    from .progress import Progress, StderrProgress
-
-    progress = Progress() if args.quiet else StderrProgress()
-    compress = not args.no_compress
-    if args.stuttering and compress:
-        raise RmtkError("--stuttering needs --no-compress: a tree keyed by compressed words assumes a "
-                        "non-stuttering machine")
-    engine = _engine_from_args(args)
-    if args.demos:
-        import os
-
-        from .data import format_of, load
-
-        if not os.path.exists(args.demos):
-            raise RmtkError(f"{args.demos}: no such file or directory (--demos)")
-        if args.depth == INF:
-            raise RmtkError("--depth inf applies to the exact policy; demonstrations are counted whole by default")
-        data = args.demos  # a Parquet dataset is counted partition by partition, never loaded whole
-        if format_of(args.demos) != "parquet":
-            data = load(args.demos, task.mdp)
-            progress.note(f"loaded {args.demos}: {data.summary()}")
-        ptp = EmpiricalPTP(data, depth=args.depth, compress=compress, engine=engine)
-        miner = ConfidenceMiner(alpha=0.05 if args.alpha is None else args.alpha)
-    else:
-        if args.engine != "local":
-            raise RmtkError("--engine applies to learning from demonstrations (--demos)")
-        for flag, value in (("--alpha", args.alpha), ("--weights", args.weights)):
-            if value is not None and not (flag == "--weights" and args.maxsat):
-                raise RmtkError(f"{flag} applies to learning from demonstrations (--demos FILE)")
-        depth = None if args.depth == INF else (args.depth or "task")
-        ptp = ExactPTP(depth=depth, source=args.policy, compress=compress)
-        miner = ExactMiner()
-    common = dict(non_stuttering=not args.stuttering, symmetry_breaking=not args.no_symmetry_breaking,
-                  solver=args.solver)
-    if args.maxsat:
-        encoder = MaxSatEncoder(weights=args.weights or "unit", **common)
-    else:
-        if args.weights is not None:
-            raise RmtkError("--weights applies to MaxSAT (--maxsat)")
-        encoder = SatEncoder(negatives=args.negatives, **common)
-    return Learner(ptp=ptp, miner=miner, encoder=encoder, irl=None if args.no_rewards else MaxEntIRL(),
-                   max_nodes=args.max_nodes, nodes=args.nodes, max_solutions=args.max_solutions,
-                   time_limit=args.time_limit, progress=progress)
-
-
 def _figure_paths(path: str, count: int) -> list[Path]:
     p = Path(path)
     if count == 1:
         return [p]
     return [p.with_name(f"{p.stem}_{i + 1}{p.suffix}") for i in range(count)]
-
-
-def _engine_from_args(args):
-    """The engine of ``--engine``, ``--scheduler``, ``--workers`` (:mod:`rmtk.engines`)."""
-    from .engines import as_engine
-
-    if args.engine != "dask" and (args.scheduler or args.workers):
-        raise RmtkError("--scheduler and --workers choose the Dask cluster; add --engine dask")
-    if args.scheduler and args.workers:
-        raise RmtkError("--scheduler connects to a running cluster and --workers starts a local one; give one of them")
-    if args.engine != "dask" and args.dask_timeout is not None:
-        raise RmtkError("--dask-timeout bounds a Dask run; add --engine dask")
-    engine = as_engine(args.engine, scheduler=args.scheduler, workers=args.workers)
-    if args.dask_timeout is not None:
-        import attrs
-
-        engine = attrs.evolve(engine, timeout=args.dask_timeout)
-    return engine
-
-
-def _add_engine_options(parser, what: str) -> None:
-    from .engines import ENGINES
-
-    parser.add_argument("--engine", choices=ENGINES, default="local",
-                        help=f"where the {what} runs: this process (default) or a Dask cluster (pip install 'rmtk[dask]')")
-    parser.add_argument("--scheduler", metavar="ADDRESS", help="with --engine dask: a running scheduler (tcp://host:8786)")
-    parser.add_argument("--workers", type=_positive_int, metavar="N",
-                        help="with --engine dask: start a local cluster of N worker processes (default: one per CPU)")
-    parser.add_argument("--dask-timeout", type=_positive_float, metavar="S",
-                        help="with --engine dask: stop when no piece of work has finished for S seconds (default 600)")
 
 
 def cmd_simulate(args) -> int:
@@ -224,10 +154,22 @@ def cmd_simulate(args) -> int:
         task = attrs.evolve(task, lam=args.lam)
     progress = Progress() if args.quiet else StderrProgress()
     if fmt == "parquet":  # streamed: one partition per shard, written where it was simulated
-        w = simulate_dataset(task, args.n, args.horizon, args.output, seed=args.seed,
-                             partition_size=args.partition_size, overwrite=args.force, engine=engine, progress=progress)
-        print(f"wrote {args.output}: {w.trajectories} trajectories ({w.steps} steps) in {w.files} Parquet "
-              f"file{'s' if w.files != 1 else ''}, {w.bytes / 2**20:.1f} MiB, seed {args.seed}", file=sys.stderr)
+        w = simulate_dataset(
+            task,
+            args.n,
+            args.horizon,
+            args.output,
+            seed=args.seed,
+            partition_size=args.partition_size,
+            overwrite=args.force,
+            engine=engine,
+            progress=progress,
+        )
+        print(
+            f"wrote {args.output}: {w.trajectories} trajectories ({w.steps} steps) in {w.files} Parquet "
+            f"file{'s' if w.files != 1 else ''}, {w.bytes / 2**20:.1f} MiB, seed {args.seed}",
+            file=sys.stderr,
+        )
         return 0
     out = _writable(Path(args.output), args.force)
     if args.engine == "local":
@@ -237,47 +179,6 @@ def cmd_simulate(args) -> int:
     save(demos, out, task.mdp, overwrite=args.force, format=fmt)
     print(f"wrote {out}: {demos.summary()}, seed {args.seed}", file=sys.stderr)
     return 0
-
-
-def active_from_args(args, task: Task):
-    """The :class:`~rmtk.active.ActiveLearner` and the expert of ``learn --active``: the task's
-    exact policy, or (``--expert simulated``) its soft-optimal policy run on the task's MDP,
-    ``--samples`` actions per question; ``--demos`` are the data recorded before."""
-    from .active import ActiveLearner, Budget
-    from .encoders import SatEncoder
-    from .expert import SimulatedExpert, TaskExpert
-    from .progress import Progress, StderrProgress
-    from .queries import ExpertWalks, SplitMostPairs
-
-    for flag, value in (("--maxsat", args.maxsat), ("--depth", args.depth), ("--nodes", args.nodes),
-                        ("--weights", args.weights), ("--no-compress", args.no_compress)):
-        if value:
-            raise RmtkError(f"{flag} does not apply to active learning (--active)")
-    if args.engine != "local":
-        raise RmtkError("--engine applies to learning from demonstrations without --active")
-    expert_kind = args.expert or ("simulated" if args.demos else "exact")
-    if expert_kind == "exact" and args.demos:
-        raise RmtkError("--demos are counts: with --active they go with --expert simulated, not the exact expert")
-    data = None
-    if args.demos:
-        from .data import format_of, load
-
-        data = args.demos if format_of(args.demos) == "parquet" else load(args.demos, task.mdp)
-    if args.lam is not None:
-        import attrs
-
-        task = attrs.evolve(task, lam=args.lam)
-    make = TaskExpert if expert_kind == "exact" else SimulatedExpert
-    expert = make(task, source=args.policy, seed=args.seed, recorded=data)
-    budget = Budget(queries=args.budget_queries, steps=args.budget_steps, seconds=args.budget_seconds)
-    walks = ExpertWalks(walks=args.walks or 5, length=args.walk_length or 40)
-    learner = ActiveLearner(strategy=SplitMostPairs(samples=args.samples or 200), check=walks,
-                            encoder=SatEncoder(non_stuttering=not args.stuttering, solver=args.solver,
-                                               symmetry_breaking=not args.no_symmetry_breaking),
-                            budget=budget, max_nodes=args.max_nodes, max_solutions=args.max_solutions,
-                            alpha=0.05 if args.alpha is None else args.alpha,
-                            progress=Progress() if args.quiet else StderrProgress())
-    return learner, expert
 
 
 def cmd_learn(args) -> int:
@@ -298,16 +199,24 @@ def cmd_learn(args) -> int:
         active = learner.fit(task, expert)
         result = active.result
         kind = "exact policy" if expert.exact else f"runs of its policy (seed {args.seed})"
-        print(f"# active learning from the expert's {kind}: {len(active.rounds)} rounds, {active.queries} queries, "
-              f"{active.steps} environment steps asked, {active.known} (word, state) pairs known")
+        print(
+            f"# active learning from the expert's {kind}: {len(active.rounds)} rounds, {active.queries} queries, "
+            f"{active.steps} environment steps asked, {active.known} (word, state) pairs known"
+        )
         for line in active.log().splitlines():
             print(f"#   {line}")
         if active.flagged:
             print(f"# budget spent ({active.exhausted}): the machines below are the survivors so far")
     else:
-        for flag, value in (("--budget-steps", args.budget_steps), ("--budget-queries", args.budget_queries),
-                            ("--budget-seconds", args.budget_seconds), ("--expert", args.expert),
-                            ("--samples", args.samples), ("--walks", args.walks), ("--walk-length", args.walk_length)):
+        for flag, value in (
+            ("--budget-steps", args.budget_steps),
+            ("--budget-queries", args.budget_queries),
+            ("--budget-seconds", args.budget_seconds),
+            ("--expert", args.expert),
+            ("--samples", args.samples),
+            ("--walks", args.walks),
+            ("--walk-length", args.walk_length),
+        ):
             if value is not None:
                 raise RmtkError(f"{flag} applies to active learning (--active)")
         result = learner_from_args(args, task).fit(task)
@@ -354,8 +263,12 @@ def _learn_labels(args, task: Task, learner) -> int:
     ptp = learner.ptp
     if isinstance(ptp, ExactPTP) and args.depth is None:
         ptp = attrs.evolve(ptp, depth=None)
-    encoder = LabelingEncoder(props=args.learn_labels or None, symmetry_breaking=not args.no_symmetry_breaking,
-                              non_stuttering=not args.stuttering, solver=args.solver)
+    encoder = LabelingEncoder(
+        props=args.learn_labels or None,
+        symmetry_breaking=not args.no_symmetry_breaking,
+        non_stuttering=not args.stuttering,
+        solver=args.solver,
+    )
     result = attrs.evolve(learner, ptp=ptp, encoder=encoder, irl=None).fit(task)
     label_report(task, result, explain=args.explain)
     if result.n_nodes is None:
@@ -390,8 +303,14 @@ def cmd_reproduce(args) -> int:
     figdir = None if args.no_figures else Path(args.figures)
     if figdir is not None and not figdir.is_dir():
         raise RmtkError(f"{figdir}: no such directory")
-    opts = Options(quick=args.quick, seed=args.seed, figure_dir=figdir, overrides=overrides, force=args.force,
-                   progress=Progress() if args.quiet else StderrProgress())
+    opts = Options(
+        quick=args.quick,
+        seed=args.seed,
+        figure_dir=figdir,
+        overrides=overrides,
+        force=args.force,
+        progress=Progress() if args.quiet else StderrProgress(),
+    )
     status = 0
     for name in names:
         try:
@@ -402,37 +321,6 @@ def cmd_reproduce(args) -> int:
             print(f"== {name}: skipped: {err} ==")
             status = 1
     return status
-
-
-def _number(kind, what: str, ok, bound: str):
-    """An argparse type: ``kind(text)`` that must satisfy ``ok``, with a plain message."""
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
-        if not ok(value):
-            raise argparse.ArgumentTypeError(f"expected {what} {bound}, got {text}")
-        return value
-    return parse
-
-
-_positive_int = _number(int, "a whole number", lambda v: v >= 1, "of at least 1")
-_seed = _number(int, "a seed (a whole number)", lambda v: v >= 0, "of at least 0")
-INF = "inf"
-
-
-def _depth(text: str):
-    """A depth: a whole number of at least 1, or ``inf`` (every depth)."""
-    return INF if text.strip().lower() in ("inf", "infinity") else _positive_int(text)
-_positive_float = _number(float, "a number", lambda v: 0 < v < float("inf"), "above 0")
-
-
-def _probability(text: str) -> float:
-    value = _positive_float(text)
-    if not value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -457,60 +345,120 @@ def build_parser() -> argparse.ArgumentParser:
     ln = sub.add_parser("learn", help="learn the smallest reward machine from a task's exact policy")
     ln.add_argument("file", metavar="FILE", help="a .rm file with a task")
     ln.add_argument("task", nargs="?", metavar="TASK", help="the task to learn (default: the file's only task)")
-    ln.add_argument("--depth", type=_depth, metavar="L|inf",
-                    help="prefix tree depth l (default: the task's depth, else 6); inf: every depth, learned from "
-                         "counterexamples on the synchronised product")
+    ln.add_argument(
+        "--depth",
+        type=_depth,
+        metavar="L|inf",
+        help="prefix tree depth l (default: the task's depth, else 6); inf: every depth, learned from "
+        "counterexamples on the synchronised product",
+    )
     ln.add_argument("--max-nodes", type=_positive_int, help="bound u_max on the nodes (default: the task's, else 4)")
-    ln.add_argument("--nodes", type=_positive_int, help="solve for exactly this many nodes (the paper solves at n = u_max)")
-    ln.add_argument("--policy", choices=("soft-optimal", "distinct"), default="soft-optimal",
-                    help="soft-optimal: the task's MaxEnt policy; distinct: one policy per node (the paper's counts)")
+    ln.add_argument(
+        "--nodes", type=_positive_int, help="solve for exactly this many nodes (the paper solves at n = u_max)"
+    )
+    ln.add_argument(
+        "--policy",
+        choices=("soft-optimal", "distinct"),
+        default="soft-optimal",
+        help="soft-optimal: the task's MaxEnt policy; distinct: one policy per node (the paper's counts)",
+    )
     ln.add_argument("--no-compress", action="store_true", help="key the tree by uncompressed words")
-    ln.add_argument("--stuttering", action="store_true", help="drop the non-stuttering constraint (needs --no-compress)")
+    ln.add_argument(
+        "--stuttering", action="store_true", help="drop the non-stuttering constraint (needs --no-compress)"
+    )
     ln.add_argument("--no-symmetry-breaking", action="store_true", help="enumerate without BFS symmetry breaking")
-    ln.add_argument("--negatives", choices=("classes", "pairs", "lazy"), default="classes",
-                    help="encode negative examples grouped by policy class (default), pair by pair, or lazily: only "
-                         "those a candidate machine violates (no prefix tree is built from an exact policy)")
+    ln.add_argument(
+        "--negatives",
+        choices=("classes", "pairs", "lazy"),
+        default="classes",
+        help="encode negative examples grouped by policy class (default), pair by pair, or lazily: only "
+        "those a candidate machine violates (no prefix tree is built from an exact policy)",
+    )
     from .solve import SOLVERS
 
-    ln.add_argument("--solver", default="cadical153", choices=SOLVERS, metavar="NAME",
-                    help="SAT solver of python-sat (default cadical153)")
-    ln.add_argument("--demos", metavar="FILE",
-                    help="learn from demonstrations (.npz, .csv, or a Parquet dataset directory) instead of the exact policy")
+    ln.add_argument(
+        "--solver",
+        default="cadical153",
+        choices=SOLVERS,
+        metavar="NAME",
+        help="SAT solver of python-sat (default cadical153)",
+    )
+    ln.add_argument(
+        "--demos",
+        metavar="FILE",
+        help="learn from demonstrations (.npz, .csv, or a Parquet dataset directory) instead of the exact policy",
+    )
     _add_engine_options(ln, "counting of --demos")
     ln.add_argument("--alpha", type=_probability, help="confidence level of the negative examples (default 0.05)")
     ln.add_argument("--maxsat", action="store_true", help="weighted MaxSAT: robust to false positive negative examples")
-    ln.add_argument("--weights", choices=("unit", "evidence"),
-                    help="MaxSAT weight of a negative example: 1 (default), or growing with its evidence")
-    ln.add_argument("--active", action="store_true",
-                    help="ask the expert for the data that separates the surviving machines (active learning)")
-    ln.add_argument("--expert", choices=("exact", "simulated"),
-                    help="with --active: the task's exact policy (default) or runs of it on the task's MDP "
-                         "(the default with --demos)")
-    ln.add_argument("--budget-steps", type=_positive_int, metavar="N",
-                    help="with --active: at most N environment steps")
+    ln.add_argument(
+        "--weights",
+        choices=("unit", "evidence"),
+        help="MaxSAT weight of a negative example: 1 (default), or growing with its evidence",
+    )
+    ln.add_argument(
+        "--active",
+        action="store_true",
+        help="ask the expert for the data that separates the surviving machines (active learning)",
+    )
+    ln.add_argument(
+        "--expert",
+        choices=("exact", "simulated"),
+        help="with --active: the task's exact policy (default) or runs of it on the task's MDP "
+        "(the default with --demos)",
+    )
+    ln.add_argument(
+        "--budget-steps", type=_positive_int, metavar="N", help="with --active: at most N environment steps"
+    )
     ln.add_argument("--budget-queries", type=_positive_int, metavar="N", help="with --active: at most N expert queries")
     ln.add_argument("--budget-seconds", type=_positive_float, metavar="S", help="with --active: at most S seconds")
-    ln.add_argument("--samples", type=_positive_int, metavar="M",
-                    help="with --active --expert simulated: actions drawn per question (default 200)")
-    ln.add_argument("--walks", type=_positive_int, metavar="N", help="with --active: expert walks of the equivalence "
-                    "check (default 5)")
+    ln.add_argument(
+        "--samples",
+        type=_positive_int,
+        metavar="M",
+        help="with --active --expert simulated: actions drawn per question (default 200)",
+    )
+    ln.add_argument(
+        "--walks",
+        type=_positive_int,
+        metavar="N",
+        help="with --active: expert walks of the equivalence check (default 5)",
+    )
     ln.add_argument("--walk-length", type=_positive_int, metavar="L", help="with --active: steps per walk (default 40)")
     ln.add_argument("--seed", type=_seed, default=0, help="with --active: seed of the expert's randomness (default 0)")
-    ln.add_argument("--lambda", dest="lam", type=_positive_float,
-                    help="with --active: the expert's temperature (default: the task's)")
-    ln.add_argument("--learn-labels", nargs="?", const=0, type=_positive_int, metavar="K",
-                    help="learn the labeling function too, from state histories only (the file's labels serve only "
-                         "for the verdict): the fewest nodes, then the fewest propositions, or exactly K")
+    ln.add_argument(
+        "--lambda",
+        dest="lam",
+        type=_positive_float,
+        help="with --active: the expert's temperature (default: the task's)",
+    )
+    ln.add_argument(
+        "--learn-labels",
+        nargs="?",
+        const=0,
+        type=_positive_int,
+        metavar="K",
+        help="learn the labeling function too, from state histories only (the file's labels serve only "
+        "for the verdict): the fewest nodes, then the fewest propositions, or exactly K",
+    )
     ln.add_argument("--max-solutions", type=_positive_int, help="stop after this many machines")
-    ln.add_argument("--time-limit", type=_positive_float, metavar="S",
-                    help="seconds for the SAT search; what was found is reported")
-    ln.add_argument("--explain", action="store_true",
-                    help="when several machines survive: witnesses that would tell them apart (and, from "
-                         "demonstrations, the rarely seen word pairs they disagree on)")
-    ln.add_argument("--count-pairs", action="store_true",
-                    help="count distinct negative word pairs even above 200,000 per-state pairs (slow)")
-    ln.add_argument("--no-rewards", action="store_true",
-                    help="skip the reward recovery (MaxEnt IRL) of the learned machines")
+    ln.add_argument(
+        "--time-limit", type=_positive_float, metavar="S", help="seconds for the SAT search; what was found is reported"
+    )
+    ln.add_argument(
+        "--explain",
+        action="store_true",
+        help="when several machines survive: witnesses that would tell them apart (and, from "
+        "demonstrations, the rarely seen word pairs they disagree on)",
+    )
+    ln.add_argument(
+        "--count-pairs",
+        action="store_true",
+        help="count distinct negative word pairs even above 200,000 per-state pairs (slow)",
+    )
+    ln.add_argument(
+        "--no-rewards", action="store_true", help="skip the reward recovery (MaxEnt IRL) of the learned machines"
+    )
     ln.add_argument("--dot", metavar="PATH", help="write the learned machine(s) as DOT")
     ln.add_argument("--png", metavar="PATH", help="draw the learned machine(s) (.png or .svg)")
     ln.add_argument("--force", action="store_true", help="overwrite existing output files")
@@ -523,11 +471,17 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("-n", type=_positive_int, required=True, help="number of trajectories")
     sm.add_argument("-T", "--horizon", type=_positive_int, required=True, help="steps per trajectory")
     sm.add_argument("--seed", type=_seed, required=True, help="random seed (results are reproducible)")
-    sm.add_argument("-o", "--output", required=True, metavar="PATH",
-                    help="output file (.npz or .csv) or Parquet dataset directory (a .parquet name or --format parquet)")
+    sm.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="PATH",
+        help="output file (.npz or .csv) or Parquet dataset directory (a .parquet name or --format parquet)",
+    )
     sm.add_argument("--format", choices=("npz", "csv", "parquet"), help="output format (default: from PATH)")
-    sm.add_argument("--partition-size", type=_positive_int, metavar="N",
-                    help="Parquet: trajectories per file (default 500,000)")
+    sm.add_argument(
+        "--partition-size", type=_positive_int, metavar="N", help="Parquet: trajectories per file (default 500,000)"
+    )
     _add_engine_options(sm, "simulation")
     sm.add_argument("--lambda", dest="lam", type=_positive_float, help="expert temperature λ (default: the task's)")
     sm.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
@@ -537,13 +491,22 @@ def build_parser() -> argparse.ArgumentParser:
     from .experiments import EXPERIMENTS
 
     listing = "; ".join(f"{e.name} ({e.paper}): {e.what}" for e in EXPERIMENTS.values())
-    rp = sub.add_parser("reproduce", help="run one of the paper's experiments (ours beside the paper's numbers)",
-                        description=f"Experiments: {listing}.")
-    rp.add_argument("name", choices=sorted(EXPERIMENTS) + ["all"], metavar="NAME",
-                    help=f"one of: {', '.join(sorted(EXPERIMENTS))}, or all")
+    rp = sub.add_parser(
+        "reproduce",
+        help="run one of the paper's experiments (ours beside the paper's numbers)",
+        description=f"Experiments: {listing}.",
+    )
+    rp.add_argument(
+        "name",
+        choices=sorted(EXPERIMENTS) + ["all"],
+        metavar="NAME",
+        help=f"one of: {', '.join(sorted(EXPERIMENTS))}, or all",
+    )
     rp.add_argument("--quick", action="store_true", help="a small version (seconds)")
     rp.add_argument("--data", metavar="PATH", help="trajectories for the mice experiment (.npz with states, actions)")
-    rp.add_argument("--trajectories", type=_positive_int, help="number of trajectories to simulate (experiments that simulate)")
+    rp.add_argument(
+        "--trajectories", type=_positive_int, help="number of trajectories to simulate (experiments that simulate)"
+    )
     rp.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
     rp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override an experiment setting")
     rp.add_argument("--figures", metavar="DIR", default=".", help="directory for the figures (default: .)")

@@ -12,6 +12,7 @@ before it is trusted (``pip install 'rmtk[dask]'``; imported only by the Dask en
 * :func:`quiet` keeps Dask's own log lines off the terminal while rmtk runs a cluster: every
   failure rmtk cares about comes back as one rmtk message.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -78,6 +79,7 @@ async def _identity(address: str):
 def _handshake(address: str, timeout: float):
     """The scheduler's identity, read in a thread of its own (its own event loop, whatever
     the caller's), within ``timeout`` seconds."""
+
     def run():
         return asyncio.run(asyncio.wait_for(_identity(address), timeout))
 
@@ -101,11 +103,13 @@ def connect(address: str, timeout: float = 10.0):
     except socket.gaierror as e:
         raise RmtkError(f"cannot reach {where}: unknown host {host!r} ({e.strerror})") from None
     except ConnectionRefusedError:
-        raise RmtkError(f"cannot reach {where}: nothing listens on port {port} of {host} (connection refused)") \
-            from None
+        raise RmtkError(
+            f"cannot reach {where}: nothing listens on port {port} of {host} (connection refused)"
+        ) from None
     except TimeoutError:
-        raise RmtkError(f"cannot reach {where}: no answer within {timeout:g} s (a wrong or unreachable address?)") \
-            from None
+        raise RmtkError(
+            f"cannot reach {where}: no answer within {timeout:g} s (a wrong or unreachable address?)"
+        ) from None
     except OSError as e:
         raise RmtkError(f"cannot reach {where}: {e.strerror or e}") from None
     not_dask = f"something listens at {address}, but it is not a Dask scheduler"
@@ -175,8 +179,13 @@ def local_cluster(workers: int):
             ignore_interrupts()
 
     with _workers_ignore_interrupts():
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                               silence_logs=logging.CRITICAL)
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            silence_logs=logging.CRITICAL,
+        )
     client = Client(cluster)
     client.register_plugin(WorkerSetup())
     return cluster, client

@@ -18,6 +18,7 @@ other exception (a flaky filesystem, a worker short of memory) is retried ``retr
 then stops the run naming the item. No piece of work finishing for ``timeout`` seconds stops
 the run too. A stopped run returns nothing: a result is never missing a piece silently.
 """
+
 from __future__ import annotations
 
 import collections
@@ -80,6 +81,7 @@ def _seconds(name: str, optional: bool):
             return
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
             raise RmtkError(f"{name} is a positive number of seconds{' or None' if optional else ''}, not {value!r}")
+
     return check
 
 
@@ -111,8 +113,9 @@ class DaskEngine:
     scheduler: str | None = attrs.field(default=None, converter=attrs.converters.optional(scheduler_address))
     workers: int | None = attrs.field(default=None, validator=whole_number("workers", optional=True, error=RmtkError))
     retries: int = attrs.field(default=2, validator=whole_number("retries", 0, error=RmtkError))
-    max_in_flight: int | None = attrs.field(default=None, validator=whole_number("max_in_flight", optional=True,
-                                                                                  error=RmtkError))
+    max_in_flight: int | None = attrs.field(
+        default=None, validator=whole_number("max_in_flight", optional=True, error=RmtkError)
+    )
     timeout: float | None = attrs.field(default=600.0, validator=_seconds("timeout", optional=True))
     connect_timeout: float = attrs.field(default=10.0, validator=_seconds("connect_timeout", optional=False))
     phase_hook: object = attrs.field(default=None, eq=False, repr=False)
@@ -121,8 +124,10 @@ class DaskEngine:
         if self.client is not None and self.scheduler is not None:
             raise RmtkError("give the Dask engine a client or a scheduler address, not both")
         if self.workers is not None and (self.client is not None or self.scheduler is not None):
-            raise RmtkError("workers sets the size of a local cluster started for the run; a client or a "
-                            "scheduler brings its own workers")
+            raise RmtkError(
+                "workers sets the size of a local cluster started for the run; a client or a "
+                "scheduler brings its own workers"
+            )
 
     @contextlib.contextmanager
     def session(self, progress=None):
@@ -154,8 +159,13 @@ class DaskEngine:
             return _Run(self, client, what, progress).run(job, items, reduce, sizes, total)
 
     def __str__(self) -> str:
-        where = (f"scheduler {self.scheduler}" if self.scheduler else "a given client" if self.client is not None
-                 else f"a local cluster of {self.workers or os.cpu_count()} workers")
+        where = (
+            f"scheduler {self.scheduler}"
+            if self.scheduler
+            else "a given client"
+            if self.client is not None
+            else f"a local cluster of {self.workers or os.cpu_count()} workers"
+        )
         return f"Dask engine ({where})"
 
 
@@ -234,8 +244,11 @@ class _Run:
             # Released, not cancelled: the scheduler forgets what no one wants any more (running
             # tasks included), while cancelling a merge whose inputs were released trips an
             # assertion inside Dask's scheduler.
-            live = [f for f, _, _ in self.watched.values()] + ordered + ([] if reducer is None else
-                                                                        [f for _, f in reducer._stack])
+            live = (
+                [f for f, _, _ in self.watched.values()]
+                + ordered
+                + ([] if reducer is None else [f for _, f in reducer._stack])
+            )
             for future in live:
                 with contextlib.suppress(Exception):
                     future.release()
@@ -247,6 +260,7 @@ class _Run:
         def merge(left, right):
             merges[0] += 1
             return self.submit(_merge, reduce, left, right, key=f"rmtk-merge-{self.token}-{merges[0]}")
+
         return merge
 
     def next_finished(self):
@@ -272,11 +286,15 @@ class _Run:
             except queue.Empty:
                 pass
             if self.client.status not in ("running", "connecting"):
-                raise WorkError(f"lost the connection to the Dask scheduler (client {self.client.status}); "
-                                "the run stopped and returned nothing")
+                raise WorkError(
+                    f"lost the connection to the Dask scheduler (client {self.client.status}); "
+                    "the run stopped and returned nothing"
+                )
             if timeout is not None and time.monotonic() - self.last_news > timeout:
-                raise WorkError(f"no piece of work finished for {timeout:g} s ({self.workers()}); the run stopped "
-                                "and returned nothing (the bound is DaskEngine(timeout=...), --dask-timeout)")
+                raise WorkError(
+                    f"no piece of work finished for {timeout:g} s ({self.workers()}); the run stopped "
+                    "and returned nothing (the bound is DaskEngine(timeout=...), --dask-timeout)"
+                )
 
     def workers(self) -> str:
         try:
@@ -296,14 +314,18 @@ class _Run:
             future.add_done_callback(self.done.put)
             return
         if type(exc).__name__ == "KilledWorker":
-            raise WorkError(f"{name}: its worker died each time it ran it (distributed.scheduler.allowed-failures "
-                            "times); the run stopped and returned nothing")
+            raise WorkError(
+                f"{name}: its worker died each time it ran it (distributed.scheduler.allowed-failures "
+                "times); the run stopped and returned nothing"
+            )
         if future.status != "error":
             raise WorkError(f"{name}: Dask reports it {future.status}; the run stopped and returned nothing")
         if name.startswith("merging"):
             raise WorkError(f"{name} failed: {type(exc).__name__}: {exc}")
-        raise WorkError(f"{name} failed {retries + 1} time{'s' if retries else ''} (retries={retries}); the run "
-                        f"stopped and returned nothing. Last error: {type(exc).__name__}: {exc}")
+        raise WorkError(
+            f"{name} failed {retries + 1} time{'s' if retries else ''} (retries={retries}); the run "
+            f"stopped and returned nothing. Last error: {type(exc).__name__}: {exc}"
+        )
 
     def fetch(self, future):
         """The value of a finished future, within the time bound (a lost result is recomputed)."""
@@ -312,8 +334,10 @@ class _Run:
         except RmtkError:
             raise
         except TimeoutError:
-            raise WorkError(f"fetching the result of the {self.slug} took over {self.engine.timeout:g} s "
-                            f"({self.workers()}); the run stopped and returned nothing") from None
+            raise WorkError(
+                f"fetching the result of the {self.slug} took over {self.engine.timeout:g} s "
+                f"({self.workers()}); the run stopped and returned nothing"
+            ) from None
         except Exception as e:
             raise WorkError(f"fetching the result of the {self.slug} failed: {type(e).__name__}: {e}") from e
 

@@ -11,13 +11,15 @@ labelled as in :func:`rmtk.io.dot.edge_label` (rewards rounded for reading).
 Size: every picture rmtk draws shares the figure, colour and text helpers here; the machine
 layout (arcs, loops, label placement) is half of the module.
 """
+
 from __future__ import annotations
 
 import math
 import os
 import zlib
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,8 +31,16 @@ if TYPE_CHECKING:  # annotations only: the models draw themselves through rmtk.d
     from .machine import RewardMachine
     from .mdp import LabeledMDP
 
-__all__ = ["draw_machine", "draw_grid", "draw_labyrinth", "grid_cells", "proposition_colours", "save_figure",
-           "save_picture", "picture_format"]
+__all__ = [
+    "draw_machine",
+    "draw_grid",
+    "draw_labyrinth",
+    "grid_cells",
+    "proposition_colours",
+    "save_figure",
+    "save_picture",
+    "picture_format",
+]
 
 
 # ---------------------------------------------------------------------------- matplotlib helpers
@@ -355,8 +365,16 @@ def draw_machine(
         if kind == "arc":
             pa, pb, rad = spec
             patch = FancyArrowPatch(
-                posA=tuple(pa), posB=tuple(pb), connectionstyle=f"arc3,rad={rad:.6f}", arrowstyle="-|>",
-                mutation_scale=14, shrinkA=0, shrinkB=0, lw=1.4, color=colour, zorder=2,
+                posA=tuple(pa),
+                posB=tuple(pb),
+                connectionstyle=f"arc3,rad={rad:.6f}",
+                arrowstyle="-|>",
+                mutation_scale=14,
+                shrinkA=0,
+                shrinkB=0,
+                lw=1.4,
+                color=colour,
+                zorder=2,
             )
         else:
             path_ = MPath(spec, [MPath.MOVETO, MPath.CURVE4, MPath.CURVE4, MPath.CURVE4])
@@ -367,35 +385,52 @@ def draw_machine(
         _, by0, _, by1 = _box(x, y, 0.0, lh, ha, va)
         ax.text(x, (by0 + by1) / 2, text, ha=ha, va="center", fontsize=fs_label, color=colour, bbox=bbox, zorder=4)
     ax.add_patch(
-        FancyArrowPatch(posA=tuple(s_begin), posB=tuple(s_end), arrowstyle="-|>", mutation_scale=14,
-                        shrinkA=0, shrinkB=0, lw=1.4, color=_NODE_EDGE, zorder=2)
+        FancyArrowPatch(
+            posA=tuple(s_begin),
+            posB=tuple(s_end),
+            arrowstyle="-|>",
+            mutation_scale=14,
+            shrinkA=0,
+            shrinkB=0,
+            lw=1.4,
+            color=_NODE_EDGE,
+            zorder=2,
+        )
     )
     ax.text(s_text[0], s_text[1], "start", ha=s_ha, va=s_va, fontsize=fs_label, color=_NODE_EDGE, zorder=4)
     for u in range(n):
         initial = u == init
-        ax.add_patch(Circle(tuple(pos[u]), R, facecolor=_NODE_FILL, edgecolor=_NODE_EDGE,
-                            lw=2.2 if initial else 1.4, zorder=3))
+        ax.add_patch(
+            Circle(tuple(pos[u]), R, facecolor=_NODE_FILL, edgecolor=_NODE_EDGE, lw=2.2 if initial else 1.4, zorder=3)
+        )
         name = machine.nodes[u]
         fs = max(5.0, min(fs_node, 0.85 * (2 * R / pt) / (0.62 * max(len(name), 1))))
-        ax.text(pos[u][0], pos[u][1], name, ha="center", va="center", fontsize=fs, zorder=5,
-                color=_NODE_EDGE, fontweight="bold" if initial else "normal")
+        ax.text(
+            pos[u][0],
+            pos[u][1],
+            name,
+            ha="center",
+            va="center",
+            fontsize=fs,
+            zorder=5,
+            color=_NODE_EDGE,
+            fontweight="bold" if initial else "normal",
+        )
     if path is not None:
         _save(fig, path)
     return fig
 
 
-
 # ---------------------------------------------------------------------------- draw_grid
 def _lighten(hex_colour: str, amount: float) -> str:
-    rgb = [int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)]
+    rgb = [int(hex_colour[i : i + 2], 16) for i in (1, 3, 5)]
     return "#" + "".join(f"{round(c + (255 - c) * amount):02x}" for c in rgb)
 
 
 #: Light, well separated cell colours: matplotlib's tab10 hues (without grey and cyan) lightened,
 #: then a few more for maps with many propositions.
 _PALETTE = [
-    _lighten(c, 0.45)
-    for c in ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22")
+    _lighten(c, 0.45) for c in ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22")
 ] + ["#9edae5", "#ffed6f", "#ccebc5", "#fccde5", "#d9d9d9", "#bebada", "#ffffb3"]
 _N_PRIMARY = 8
 _BLOCKED = "#3d3d3d"
@@ -499,8 +534,14 @@ def draw_grid(
     cell_in = 0.62
     if ax is None:
         fig = _new_figure((W * cell_in + 0.4, H * cell_in + 0.75))
-        ax = fig.add_axes((0.2 / (W * cell_in + 0.4), 0.15 / (H * cell_in + 0.75),
-                           W * cell_in / (W * cell_in + 0.4), H * cell_in / (H * cell_in + 0.75)))
+        ax = fig.add_axes(
+            (
+                0.2 / (W * cell_in + 0.4),
+                0.15 / (H * cell_in + 0.75),
+                W * cell_in / (W * cell_in + 0.4),
+                H * cell_in / (H * cell_in + 0.75),
+            )
+        )
     else:
         fig = ax.figure
     fs = 11 if max(len(p) for p in props) <= 3 else 8
@@ -515,15 +556,30 @@ def draw_grid(
             dy = 0.12 if (r, c) in numbers else 0.0
             ax.text(x + 0.5, y + 0.5 + dy, p, ha="center", va="center", fontsize=fs, color="#1b1b1b", zorder=3)
             if (r, c) in numbers:
-                ax.text(x + 0.5, y + 0.28, format_reward(numbers[(r, c)], 3), ha="center", va="center",
-                        fontsize=7, color="#1b1b1b", zorder=3)
+                ax.text(
+                    x + 0.5,
+                    y + 0.28,
+                    format_reward(numbers[(r, c)], 3),
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="#1b1b1b",
+                    zorder=3,
+                )
     for r, c in sorted(starts):
         if not (0 <= r < H and 0 <= c < W) or rows[r][c] is None:
             continue
         x, y = c, H - 1 - r
         ax.add_patch(Rectangle((x + 0.05, y + 0.05), 0.9, 0.9, fill=False, edgecolor="#111111", lw=2.2, zorder=2))
-        ax.add_patch(Polygon([(x + 0.1, y + 0.9), (x + 0.3, y + 0.9), (x + 0.1, y + 0.7)], closed=True,
-                             facecolor="#111111", edgecolor="none", zorder=2))
+        ax.add_patch(
+            Polygon(
+                [(x + 0.1, y + 0.9), (x + 0.3, y + 0.9), (x + 0.1, y + 0.7)],
+                closed=True,
+                facecolor="#111111",
+                edgecolor="none",
+                zorder=2,
+            )
+        )
     ax.set_xlim(0, W)
     ax.set_ylim(0, H)
     ax.set_aspect("equal")
@@ -542,8 +598,19 @@ def draw_grid(
 
 
 # ---------------------------------------------------------------------------- draw_labyrinth
-def draw_labyrinth(mdp: LabeledMDP, values=None, path=None, *, ax=None, title=None, sizes=None,
-                   cmap: str = "coolwarm", label: str = "value", limit: float | None = None, colorbar: bool = True):
+def draw_labyrinth(
+    mdp: LabeledMDP,
+    values=None,
+    path=None,
+    *,
+    ax=None,
+    title=None,
+    sizes=None,
+    cmap: str = "coolwarm",
+    label: str = "value",
+    limit: float | None = None,
+    colorbar: bool = True,
+):
     """The binary-tree maze of a ``labyrinth`` MDP as a layered tree (root on top), each node
     coloured by ``values[s]`` (e.g. the reward for entering it) and sized by ``sizes[s]``
     (e.g. visit counts); labelled nodes other than the default are annotated."""
@@ -569,8 +636,15 @@ def draw_labyrinth(mdp: LabeledMDP, values=None, path=None, *, ax=None, title=No
     counts = np.bincount(mdp.labels, minlength=mdp.n_propositions)
     default = int(np.argmax(counts))
     for st in np.flatnonzero(mdp.labels != default):
-        ax.annotate(f"{mdp.propositions[mdp.labels[st]]} ({mdp.states[st]})", (x[st], y[st]), xytext=(0, 9),
-                    textcoords="offset points", ha="center", fontsize=8, fontweight="bold")
+        ax.annotate(
+            f"{mdp.propositions[mdp.labels[st]]} ({mdp.states[st]})",
+            (x[st], y[st]),
+            xytext=(0, 9),
+            textcoords="offset points",
+            ha="center",
+            fontsize=8,
+            fontweight="bold",
+        )
     ax.set_axis_off()
     if values is not None and colorbar:
         (fig or ax.figure).colorbar(sc, ax=ax, shrink=0.7, label=label)

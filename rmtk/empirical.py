@@ -14,16 +14,18 @@ the trie breadth-first (children by letter), so the count table :class:`Empirica
 returns is a function of the multiset of trajectories alone — the same, ids included, for
 any chunk or partition size, engine and number of workers.
 """
+
 from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import attrs
 import numpy as np
 
-from ._arrays import array_eq, float_array, int_array
+from ._arrays import array_eq, int_array
 from .data import Demonstrations
 from .engines import Engine, LocalEngine, as_engine
 from .errors import DataError, RmtkError
@@ -52,8 +54,9 @@ class CountTable:
         return int(self.counts.sum())
 
 
-def _aggregate(keys: np.ndarray, counts: np.ndarray | None = None, bound: int | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:
+def _aggregate(
+    keys: np.ndarray, counts: np.ndarray | None = None, bound: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Sorted distinct ``keys`` and their counts (or summed ``counts``). Keys known to lie in
     ``0..bound-1`` with ``bound`` small beside their number are counted by a histogram
     instead of a sort (the same result, in linear time)."""
@@ -67,8 +70,14 @@ def _aggregate(keys: np.ndarray, counts: np.ndarray | None = None, bound: int | 
     return uniq, np.bincount(inv, weights=counts, minlength=len(uniq)).astype(np.int64)
 
 
-def count_chunk(mdp: LabeledMDP, demos: Demonstrations, *, compress: bool = True, depth: int | None = None,
-                labels: np.ndarray | None = None) -> CountTable:
+def count_chunk(
+    mdp: LabeledMDP,
+    demos: Demonstrations,
+    *,
+    compress: bool = True,
+    depth: int | None = None,
+    labels: np.ndarray | None = None,
+) -> CountTable:
     """The map: count the actions of ``demos`` per (word, state), on a trie of its own.
 
     ``mdp`` is a :class:`~rmtk.mdp.LabeledMDP` or any object with ``n_states``,
@@ -129,8 +138,15 @@ def merge_counts(a: CountTable, b: CountTable) -> CountTable:
     SA = a.n_states * a.n_actions
     b_keys = mapped[b.keys // SA] * SA + b.keys % SA
     keys, counts = _aggregate(np.concatenate([a.keys, b_keys]), np.concatenate([a.counts, b.counts]))
-    return CountTable(grow.trie(a.trie.compressed), keys, counts, a.n_states, a.n_actions, a.n_letters,
-                      a.n_trajectories + b.n_trajectories)
+    return CountTable(
+        grow.trie(a.trie.compressed),
+        keys,
+        counts,
+        a.n_states,
+        a.n_actions,
+        a.n_letters,
+        a.n_trajectories + b.n_trajectories,
+    )
 
 
 def count_stream(
@@ -164,8 +180,9 @@ def count_stream(
 def _chunk(chunk, index) -> tuple[Demonstrations, np.ndarray | None]:
     chunk, labels = chunk if isinstance(chunk, tuple) else (chunk, None)
     if not isinstance(chunk, Demonstrations):
-        raise DataError(f"chunk {index}: expected Demonstrations or (Demonstrations, labels), "
-                        f"got {type(chunk).__name__}")
+        raise DataError(
+            f"chunk {index}: expected Demonstrations or (Demonstrations, labels), got {type(chunk).__name__}"
+        )
     return chunk, labels
 
 
@@ -188,8 +205,12 @@ def canonical_counts(table: CountTable) -> CountTable:
     SA = table.n_states * table.n_actions
     keys = new[table.keys // SA] * SA + table.keys % SA
     order = np.argsort(keys, kind="stable")
-    return attrs.evolve(table, trie=Trie(parent, trie.letter[old], trie.length[old], compressed=trie.compressed),
-                        keys=keys[order], counts=table.counts[order])
+    return attrs.evolve(
+        table,
+        trie=Trie(parent, trie.letter[old], trie.length[old], compressed=trie.compressed),
+        keys=keys[order],
+        counts=table.counts[order],
+    )
 
 
 # ---------------------------------------------------------------------- the map and reduce of the engines
@@ -238,8 +259,16 @@ class CountJob:
         return PartialCount(reducer.result(), data.n_trajectories, ((item, int(ids.min()), int(ids.max())),))
 
 
-def count_dataset(engine: Engine, mdp, dataset, *, compress: bool = True, depth: int | None = None,
-                  chunk: int = 250_000, progress: Progress | None = None) -> PartialCount:
+def count_dataset(
+    engine: Engine,
+    mdp,
+    dataset,
+    *,
+    compress: bool = True,
+    depth: int | None = None,
+    chunk: int = 250_000,
+    progress: Progress | None = None,
+) -> PartialCount:
     """Count a :class:`~rmtk.data.parquet_dataset.ParquetDataset` partition by partition on
     ``engine`` (progress over partitions), and refuse a trajectory whose rows are in two
     files. The table is in canonical order (:func:`canonical_counts`)."""
@@ -247,8 +276,9 @@ def count_dataset(engine: Engine, mdp, dataset, *, compress: bool = True, depth:
 
     job = CountJob(mdp, compress, depth, chunk, dataset)
     parts = dataset.partitions
-    out = engine.map_reduce(job, parts, reduce=merge_partial, total=len(parts), what="partitions counted",
-                            progress=progress)
+    out = engine.map_reduce(
+        job, parts, reduce=merge_partial, total=len(parts), what="partitions counted", progress=progress
+    )
     spans = sorted(out.spans, key=lambda s: (s[1], s[2]))
     reach, overlapping = None, set()
     for part, lo, hi in spans:  # id ranges that overlap: compare the ids exactly
@@ -271,10 +301,15 @@ def to_policy(table: CountTable, depth: int | None = None) -> PrefixTreePolicy:
     pairs, inv = np.unique(pair_key, return_inverse=True)
     counts = np.bincount(inv * A + action, weights=table.counts, minlength=len(pairs) * A)
     counts = counts.astype(np.int64).reshape(len(pairs), A)
-    tree = PrefixTree(table.trie, pairs // table.n_states, pairs % table.n_states,
-                      depth if depth is not None else int(table.trie.length.max()))
-    return PrefixTreePolicy(tree, counts / counts.sum(axis=1, keepdims=True), counts=counts,
-                            n_trajectories=table.n_trajectories or None)
+    tree = PrefixTree(
+        table.trie,
+        pairs // table.n_states,
+        pairs % table.n_states,
+        depth if depth is not None else int(table.trie.length.max()),
+    )
+    return PrefixTreePolicy(
+        tree, counts / counts.sum(axis=1, keepdims=True), counts=counts, n_trajectories=table.n_trajectories or None
+    )
 
 
 def empirical_policy(
@@ -296,8 +331,10 @@ def empirical_policy(
         labels = np.asarray(labels)
         if labels.shape != demos.states.shape:
             raise DataError(f"labels have shape {labels.shape}, expected {demos.states.shape} like the states")
-        chunks = ((part, labels[lo : lo + chunk, : part.horizon])
-                  for lo, part in zip(range(0, demos.n_trajectories, chunk), demos.chunks(chunk)))
+        chunks = (
+            (part, labels[lo : lo + chunk, : part.horizon])
+            for lo, part in zip(range(0, demos.n_trajectories, chunk), demos.chunks(chunk))
+        )
     table = count_stream(mdp, chunks, compress=compress, depth=depth, progress=progress, total=demos.n_trajectories)
     return to_policy(table, depth)
 
@@ -361,12 +398,19 @@ class EmpiricalPTP(PTPCapabilities):
         data = self.data
         if isinstance(data, CountTable):
             if (data.n_states, data.n_actions, data.n_letters) != (mdp.n_states, mdp.n_actions, mdp.n_propositions):
-                raise DataError(f"the count table was made on {data.n_states} states, {data.n_actions} actions and "
-                                f"{data.n_letters} propositions; mdp {getattr(mdp, 'name', '')!r} has "
-                                f"{mdp.n_states}, {mdp.n_actions} and {mdp.n_propositions}")
+                raise DataError(
+                    f"the count table was made on {data.n_states} states, {data.n_actions} actions and "
+                    f"{data.n_letters} propositions; mdp {getattr(mdp, 'name', '')!r} has "
+                    f"{mdp.n_states}, {mdp.n_actions} and {mdp.n_propositions}"
+                )
             if data.trie.compressed != self.compress:
-                raise DataError("the count table's words are " + ("" if data.trie.compressed else "not ")
-                                + "compressed, unlike this strategy's setting (compress=" + str(self.compress) + ")")
+                raise DataError(
+                    "the count table's words are "
+                    + ("" if data.trie.compressed else "not ")
+                    + "compressed, unlike this strategy's setting (compress="
+                    + str(self.compress)
+                    + ")"
+                )
             return data
         key = (mdp.n_states, mdp.n_actions, mdp.n_propositions)
         if key in self._counted:
@@ -379,8 +423,15 @@ class EmpiricalPTP(PTPCapabilities):
 
                 dataset = ParquetDataset.open(data, mdp)
                 progress.note(f"counting {data}: {dataset.summary()} on the {self.engine}")
-                table = count_dataset(self.engine, mdp, dataset, compress=self.compress, depth=self.depth,
-                                      chunk=self.chunk, progress=progress).table
+                table = count_dataset(
+                    self.engine,
+                    mdp,
+                    dataset,
+                    compress=self.compress,
+                    depth=self.depth,
+                    chunk=self.chunk,
+                    progress=progress,
+                ).table
                 assert table is not None  # count_dataset refuses an empty dataset
                 self._counted[key] = table
                 return table
@@ -388,8 +439,10 @@ class EmpiricalPTP(PTPCapabilities):
 
             data = load(data, mdp)
         if self._counted and not isinstance(data, Demonstrations):
-            raise DataError("this stream of demonstrations was already counted on an MDP of another size; "
-                            "a stream can be read only once")
+            raise DataError(
+                "this stream of demonstrations was already counted on an MDP of another size; "
+                "a stream can be read only once"
+            )
         chunks: Iterable[Any]
         total: int | None
         if isinstance(data, Demonstrations):
@@ -399,19 +452,29 @@ class EmpiricalPTP(PTPCapabilities):
                 labels = np.asarray(self.labels)
                 if labels.shape != data.states.shape:
                     raise DataError(f"labels have shape {labels.shape}, expected {data.states.shape} like the states")
-                chunks = ((part, labels[lo: lo + self.chunk, : part.horizon])
-                          for lo, part in zip(range(0, data.n_trajectories, self.chunk), data.chunks(self.chunk)))
+                chunks = (
+                    (part, labels[lo : lo + self.chunk, : part.horizon])
+                    for lo, part in zip(range(0, data.n_trajectories, self.chunk), data.chunks(self.chunk))
+                )
             total = data.n_trajectories
         else:
             try:
                 chunks = iter(data)
             except TypeError:
-                raise RmtkError(f"EmpiricalPTP data must be Demonstrations, a path, a CountTable or an iterable of "
-                                f"chunks, not {type(data).__name__}") from None
+                raise RmtkError(
+                    f"EmpiricalPTP data must be Demonstrations, a path, a CountTable or an iterable of "
+                    f"chunks, not {type(data).__name__}"
+                ) from None
             total = self.total
-        out = self.engine.map_reduce(CountJob(mdp, self.compress, self.depth), chunks, reduce=merge_partial,
-                                     sizes=lambda c: len(c[0] if isinstance(c, tuple) else c), total=total,
-                                     what="trajectories", progress=progress)
+        out = self.engine.map_reduce(
+            CountJob(mdp, self.compress, self.depth),
+            chunks,
+            reduce=merge_partial,
+            sizes=lambda c: len(c[0] if isinstance(c, tuple) else c),
+            total=total,
+            what="trajectories",
+            progress=progress,
+        )
         table = canonical_counts(out.table)
         self._counted[key] = table
         return table

@@ -19,6 +19,7 @@ negatives; every optimum at a fixed ``n``) implement them with the clause famili
 one and override ``encode`` (``search`` calls ``self.encode``); a wrapper around any encoder
 can also hand its own ``encode`` to :func:`rmtk.solve.search`.
 """
+
 from __future__ import annotations
 
 import attrs
@@ -52,6 +53,7 @@ def _one_of(allowed):
     def check(instance, attribute, value):
         if value not in allowed:
             raise RmtkError(f"{attribute.name} must be one of {', '.join(map(repr, allowed))}, not {value!r}")
+
     return check
 
 
@@ -135,21 +137,50 @@ class SatEncoder(EncoderCapabilities):
                 formula.hard += negative_pairs(formula.pool, pairs)  # eq. 6, pairwise
         return formula
 
-    def search(self, problem: Problem, *, max_nodes: int, min_nodes: int = 1, nodes: int | None = None,
-               max_solutions: int | None = None, time_limit: float | None = None,
-               progress: Progress | None = None) -> SearchResult:
+    def search(
+        self,
+        problem: Problem,
+        *,
+        max_nodes: int,
+        min_nodes: int = 1,
+        nodes: int | None = None,
+        max_solutions: int | None = None,
+        time_limit: float | None = None,
+        progress: Progress | None = None,
+    ) -> SearchResult:
         """Smallest n in [min_nodes, max_nodes] (or exactly ``nodes``) and all its solutions.
         A problem with an oracle is searched lazily (:func:`rmtk.lazy.lazy_search`)."""
         if problem.oracle is not None:
-            return lazy_search(self.structure, problem, max_nodes=max(max_nodes, nodes or 0), min_nodes=min_nodes,
-                               exact_nodes=nodes, solver=self.solver, non_stuttering=self.non_stuttering,
-                               max_solutions=max_solutions, time_limit=time_limit, progress=progress)
-        res = search(self.encode, problem, max_nodes=max(max_nodes, nodes or 0), min_nodes=min_nodes,
-                     exact_nodes=nodes, solver=self.solver, non_stuttering=self.non_stuttering,
-                     max_solutions=max_solutions, time_limit=time_limit, progress=progress)
+            return lazy_search(
+                self.structure,
+                problem,
+                max_nodes=max(max_nodes, nodes or 0),
+                min_nodes=min_nodes,
+                exact_nodes=nodes,
+                solver=self.solver,
+                non_stuttering=self.non_stuttering,
+                max_solutions=max_solutions,
+                time_limit=time_limit,
+                progress=progress,
+            )
+        res = search(
+            self.encode,
+            problem,
+            max_nodes=max(max_nodes, nodes or 0),
+            min_nodes=min_nodes,
+            exact_nodes=nodes,
+            solver=self.solver,
+            non_stuttering=self.non_stuttering,
+            max_solutions=max_solutions,
+            time_limit=time_limit,
+            progress=progress,
+        )
         if res.n_nodes is None and res.complete and isinstance(problem.negatives, NegativePairs):
-            res = attrs.evolve(res, message=res.message + " (negative examples mined from data may contain false "
-                               "positives: try MaxSatEncoder (--maxsat) or a smaller alpha)")
+            res = attrs.evolve(
+                res,
+                message=res.message + " (negative examples mined from data may contain false "
+                "positives: try MaxSatEncoder (--maxsat) or a smaller alpha)",
+            )
         return res
 
 
@@ -179,19 +210,38 @@ class MaxSatEncoder(SatEncoder):
         if isinstance(problem.negatives, NegativePairs):
             formula.weights = problem.negatives.weights(self.weights)
         elif self.weights != "unit":
-            raise RmtkError("evidence weights need negative examples mined from demonstrations (word pairs with "
-                            "their confidence); exact policy classes have no evidence level: use weights='unit'")
+            raise RmtkError(
+                "evidence weights need negative examples mined from demonstrations (word pairs with "
+                "their confidence); exact policy classes have no evidence level: use weights='unit'"
+            )
         else:
             formula.weights = np.ones(len(pairs), dtype=np.int64)
         return formula
 
-    def search(self, problem: Problem, *, max_nodes: int, min_nodes: int = 1, nodes: int | None = None,
-               max_solutions: int | None = None, time_limit: float | None = None,
-               progress: Progress | None = None) -> SearchResult:
+    def search(
+        self,
+        problem: Problem,
+        *,
+        max_nodes: int,
+        min_nodes: int = 1,
+        nodes: int | None = None,
+        max_solutions: int | None = None,
+        time_limit: float | None = None,
+        progress: Progress | None = None,
+    ) -> SearchResult:
         """Every optimal machine at ``nodes`` (else ``max_nodes``) nodes."""
         if problem.oracle is not None:
-            raise RmtkError("MaxSAT weighs a finite set of negative examples: lazy and every-depth learning "
-                            "(negatives found by checking candidates) need SatEncoder")
-        return maxsat_search(self.encode, problem, nodes=nodes or max_nodes, solver=self.solver,
-                             non_stuttering=self.non_stuttering, max_solutions=max_solutions,
-                             time_limit=time_limit, progress=progress)
+            raise RmtkError(
+                "MaxSAT weighs a finite set of negative examples: lazy and every-depth learning "
+                "(negatives found by checking candidates) need SatEncoder"
+            )
+        return maxsat_search(
+            self.encode,
+            problem,
+            nodes=nodes or max_nodes,
+            solver=self.solver,
+            non_stuttering=self.non_stuttering,
+            max_solutions=max_solutions,
+            time_limit=time_limit,
+            progress=progress,
+        )

@@ -26,9 +26,10 @@ Clauses are built as numpy arrays (fixed width per family) and handed over as li
 formula is never built by expanding matrix products. :class:`Problem` is what is encoded,
 :class:`Formula` what an encoder produces for n nodes (:mod:`rmtk.encoders` composes them).
 """
+
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import attrs
 import numpy as np
@@ -81,7 +82,7 @@ class Formula:
     for MaxSAT, one relaxation variable per soft negative example (``relax[k]`` true: example
     ``k`` is dropped) with its ``weights[k]``; the soft clauses are the units ``¬relax[k]``."""
 
-    pool: "VarPool"
+    pool: VarPool
     hard: Clauses
     relax: np.ndarray | None = None
     weights: np.ndarray | None = None
@@ -90,7 +91,7 @@ class Formula:
     def n_clauses(self) -> int:
         return len(self.hard) + (0 if self.relax is None else len(self.relax))
 
-    def extend(self, clauses: Iterable[Iterable[int]]) -> "Formula":
+    def extend(self, clauses: Iterable[Iterable[int]]) -> Formula:
         """Add hard clauses (e.g. a user's extra constraints); returns ``self``."""
         self.hard.extend([int(v) for v in c] for c in clauses)
         return self
@@ -274,10 +275,11 @@ def soft_negative_pairs(pool: VarPool, pairs: np.ndarray) -> tuple[Clauses, np.n
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     relax = np.array([pool.new(("drop", k)) for k in range(len(pairs))], dtype=np.int64)
     i = np.arange(pool.n)
-    cl = np.stack([-pool.x(pairs[:, :1], i), -pool.x(pairs[:, 1:], i),
-                   np.broadcast_to(relax[:, None], (len(pairs), pool.n))], axis=-1).reshape(-1, 3)
+    cl = np.stack(
+        [-pool.x(pairs[:, :1], i), -pool.x(pairs[:, 1:], i), np.broadcast_to(relax[:, None], (len(pairs), pool.n))],
+        axis=-1,
+    ).reshape(-1, 3)
     return _rows(cl), relax
-
 
 
 def decode_transitions(model: Iterable[int], pool: VarPool) -> np.ndarray:

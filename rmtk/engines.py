@@ -16,9 +16,11 @@ order, so they build the same merges and return the same result.
 :func:`as_engine` turns the names ``"local"`` and ``"dask"`` (the command line's
 ``--engine``) into engine objects.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Protocol, runtime_checkable
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
@@ -36,10 +38,17 @@ ENGINES = ("local", "dask")
 class Engine(Protocol):
     """Runs ``job`` on every item and reduces the results in item order (see the module)."""
 
-    def map_reduce(self, job: Callable[[Any], Any], items: Iterable, *,
-                   reduce: Callable[[Any, Any], Any] | None = None,
-                   sizes: Callable[[Any], int] | None = None, total: int | None = None,
-                   what: str = "items", progress: Progress | None = None) -> Any:
+    def map_reduce(
+        self,
+        job: Callable[[Any], Any],
+        items: Iterable,
+        *,
+        reduce: Callable[[Any, Any], Any] | None = None,
+        sizes: Callable[[Any], int] | None = None,
+        total: int | None = None,
+        what: str = "items",
+        progress: Progress | None = None,
+    ) -> Any:
         """``reduce`` over ``job(item)`` for every item (a list of the results, in item
         order, when ``reduce`` is None). ``sizes(item)`` weighs an item in the progress
         count (default 1); ``total`` is the sum of the weights when known; ``what`` names
@@ -78,20 +87,23 @@ class LocalEngine:
         return "local engine (this process)"
 
 
-def as_engine(engine: "str | Engine | None" = "local", *, client=None, scheduler: str | None = None,
-              workers: int | None = None) -> Engine:
+def as_engine(
+    engine: str | Engine | None = "local", *, client=None, scheduler: str | None = None, workers: int | None = None
+) -> Engine:
     """An engine object from a name (``"local"``, ``"dask"``) or an engine (returned as it is).
 
     ``client`` (a ``dask.distributed.Client``), ``scheduler`` (an address such as
     ``tcp://host:8786``) and ``workers`` (the size of a local cluster started for the run)
     configure ``"dask"`` and are refused with ``"local"``.
     """
-    dask_options = {k: v for k, v in (("client", client), ("scheduler", scheduler), ("workers", workers))
-                    if v is not None}
+    dask_options = {
+        k: v for k, v in (("client", client), ("scheduler", scheduler), ("workers", workers)) if v is not None
+    }
     if engine is None or engine == "local":
         if dask_options:
-            raise RmtkError(f"{', '.join(dask_options)} configure the Dask engine; choose engine='dask' "
-                            "(--engine dask) to use them")
+            raise RmtkError(
+                f"{', '.join(dask_options)} configure the Dask engine; choose engine='dask' (--engine dask) to use them"
+            )
         return LocalEngine()
     if engine == "dask":
         from .dask_engine import DaskEngine
@@ -100,9 +112,12 @@ def as_engine(engine: "str | Engine | None" = "local", *, client=None, scheduler
     if isinstance(engine, str):
         raise RmtkError(f"unknown engine {engine!r}; the engines are {', '.join(ENGINES)}")
     if not callable(getattr(engine, "map_reduce", None)):
-        raise RmtkError(f"an engine is 'local', 'dask' or an object with a map_reduce method, "
-                        f"not {type(engine).__name__}")
+        raise RmtkError(
+            f"an engine is 'local', 'dask' or an object with a map_reduce method, not {type(engine).__name__}"
+        )
     if dask_options:
-        raise RmtkError(f"{', '.join(dask_options)} configure an engine made by name; set them on the "
-                        f"{type(engine).__name__} itself")
+        raise RmtkError(
+            f"{', '.join(dask_options)} configure an engine made by name; set them on the "
+            f"{type(engine).__name__} itself"
+        )
     return engine

@@ -18,6 +18,7 @@ and the triple it was first reached from. On it:
 Words follow the prefix convention (docs/design.md): the first label already moves both
 machines. Letters are the MDP's proposition indices.
 """
+
 from __future__ import annotations
 
 import attrs
@@ -50,8 +51,10 @@ class Verdict:
         if self.consistent:
             return f"consistent at every depth ({self.triples} synchronised product states checked)"
         w1, w2, s = self.witness
-        return (f"inconsistent: words {' '.join(w1)} and {' '.join(w2)} both reach state {s} and the same "
-                "learned node, but the true policy differs there")
+        return (
+            f"inconsistent: words {' '.join(w1)} and {' '.join(w2)} both reach state {s} and the same "
+            "learned node, but the true policy differs there"
+        )
 
 
 def policy_class_table(policy: np.ndarray, tol: float = POLICY_TOL) -> np.ndarray:
@@ -116,8 +119,15 @@ def _successors(mdp: LabeledMDP):
     return np.asarray(succ.indptr), np.asarray(succ.indices)
 
 
-def sync_product(mdp: LabeledMDP, delta_a: np.ndarray, delta_b: np.ndarray, *, init_a: int = 0, init_b=0,
-                 max_depth: int | None = None) -> SyncProduct:
+def sync_product(
+    mdp: LabeledMDP,
+    delta_a: np.ndarray,
+    delta_b: np.ndarray,
+    *,
+    init_a: int = 0,
+    init_b=0,
+    max_depth: int | None = None,
+) -> SyncProduct:
     """Breadth-first search of MDP × A × B from the start states (labels read by both
     machines), up to words of ``max_depth`` labels (``None``: all). ``delta_*`` are
     ``(n, K)`` arrays indexed by the MDP's proposition indices. ``init_b`` may list several
@@ -130,8 +140,9 @@ def sync_product(mdp: LabeledMDP, delta_a: np.ndarray, delta_b: np.ndarray, *, i
     total = mdp.n_states * na * nb
     starts = mdp.start_states
     inits = np.atleast_1d(np.asarray(init_b, np.int64))
-    first = np.unique(((starts * na + delta_a[init_a, lab[starts]]) * nb)[:, None]
-                      + delta_b[inits[None, :], lab[starts][:, None]])
+    first = np.unique(
+        ((starts * na + delta_a[init_a, lab[starts]]) * nb)[:, None] + delta_b[inits[None, :], lab[starts][:, None]]
+    )
     codes, depths, parents = [first], [np.ones(len(first), np.int64)], [np.full(len(first), -1, np.int64)]
     dense = total <= DENSE_CODES
     seen = np.zeros(total, dtype=bool) if dense else np.sort(first)
@@ -173,8 +184,8 @@ def stacked(deltas: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, int]:
     K = deltas[0].shape[1]
     out = np.zeros((len(deltas) * width, K), np.int64)
     for m, d in enumerate(deltas):
-        out[m * width: m * width + d.shape[0]] = m * width + np.asarray(d, np.int64)
-        out[m * width + d.shape[0]: (m + 1) * width] = np.arange(m * width + d.shape[0], (m + 1) * width)[:, None]
+        out[m * width : m * width + d.shape[0]] = m * width + np.asarray(d, np.int64)
+        out[m * width + d.shape[0] : (m + 1) * width] = np.arange(m * width + d.shape[0], (m + 1) * width)[:, None]
     return out, np.arange(len(deltas)) * width, width
 
 
@@ -225,8 +236,9 @@ def consistency(
         learned_delta_u: ``(n_l, K)`` learned transitions, same letter indexing.
         max_depth: check only words of at most this many labels (default: every depth).
     """
-    prod = sync_product(mdp, true_delta_u, learned_delta_u, init_a=true_initial, init_b=learned_initial,
-                        max_depth=max_depth)
+    prod = sync_product(
+        mdp, true_delta_u, learned_delta_u, init_a=true_initial, init_b=learned_initial, max_depth=max_depth
+    )
     bad = clashes(prod, classes)
     if not bad:
         return Verdict(True, None, prod.size)
@@ -239,8 +251,9 @@ def consistency(
     return Verdict(False, (word(i), word(j), mdp.states[int(prod.states[i])]), prod.size)
 
 
-def consistency_many(mdp: LabeledMDP, true_delta_u: np.ndarray, classes: np.ndarray, deltas: list[np.ndarray], *,
-                     true_initial: int = 0) -> list[Verdict]:
+def consistency_many(
+    mdp: LabeledMDP, true_delta_u: np.ndarray, classes: np.ndarray, deltas: list[np.ndarray], *, true_initial: int = 0
+) -> list[Verdict]:
     """:func:`consistency` of several machines at every depth, in one search of the product
     with the machines stacked side by side (:func:`stacked`)."""
     if not deltas:
@@ -269,8 +282,15 @@ def consistency_many(mdp: LabeledMDP, true_delta_u: np.ndarray, classes: np.ndar
     return out
 
 
-def exercised(prod: SyncProduct, mdp: LabeledMDP, delta_b: np.ndarray, *, init_b: int = 0,
-              max_depth: int | None = None, compress: bool = True) -> np.ndarray:
+def exercised(
+    prod: SyncProduct,
+    mdp: LabeledMDP,
+    delta_b: np.ndarray,
+    *,
+    init_b: int = 0,
+    max_depth: int | None = None,
+    compress: bool = True,
+) -> np.ndarray:
     """``(n_b, K)``: the transitions of B that a word of at most ``max_depth`` labels uses —
     the first letter from B's initial node, then every letter that extends a word (with
     ``compress``, a repeated letter extends nothing: the compressed word stays the same)."""
@@ -305,12 +325,22 @@ class Witness:
         return len(self.word1) + len(self.word2)
 
     def __str__(self) -> str:
-        return (f"state {self.state} after {' '.join(self.word1)} and after {' '.join(self.word2)}: "
-                f"{self.merged_by} takes both to one node, {self.split_by} to two")
+        return (
+            f"state {self.state} after {' '.join(self.word1)} and after {' '.join(self.word2)}: "
+            f"{self.merged_by} takes both to one node, {self.split_by} to two"
+        )
 
 
-def distinguish(mdp: LabeledMDP, delta_1: np.ndarray, delta_2: np.ndarray, *, init_1: int = 0, init_2: int = 0,
-                names: tuple[str, str] = ("machine 1", "machine 2"), both: bool = False):
+def distinguish(
+    mdp: LabeledMDP,
+    delta_1: np.ndarray,
+    delta_2: np.ndarray,
+    *,
+    init_1: int = 0,
+    init_2: int = 0,
+    names: tuple[str, str] = ("machine 1", "machine 2"),
+    both: bool = False,
+):
     """A shortest witness telling machine 1 and machine 2 apart (``None``: they induce the same
     partition of words at every state, so no observation of the expert separates them). With
     ``both``, the list of the shortest witness in each direction (machine 1 merges, machine 2
@@ -350,8 +380,15 @@ class Fillings:
     the number of nodes; machines are checked under assumptions on one solver per size.
     """
 
-    def __init__(self, mdp: LabeledMDP, true_delta: np.ndarray, table: np.ndarray, *, true_initial: int = 0,
-                 non_stuttering: bool = True):
+    def __init__(
+        self,
+        mdp: LabeledMDP,
+        true_delta: np.ndarray,
+        table: np.ndarray,
+        *,
+        true_initial: int = 0,
+        non_stuttering: bool = True,
+    ):
         K = true_delta.shape[1]
         prod = sync_product(mdp, true_delta, np.zeros((1, K), np.int64), init_a=true_initial)
         nt = true_delta.shape[0]
@@ -365,8 +402,16 @@ class Fillings:
         dst = np.searchsorted(self.pair_code, s2 * nt + np.asarray(true_delta)[a[src], lab[s2]])
         self.edges = np.unique(np.stack([src, lab[s2], dst], axis=1), axis=0)
         starts = mdp.start_states
-        self.starts = np.unique(np.stack([lab[starts], np.searchsorted(
-            self.pair_code, starts * nt + np.asarray(true_delta)[true_initial, lab[starts]])], axis=1), axis=0)
+        self.starts = np.unique(
+            np.stack(
+                [
+                    lab[starts],
+                    np.searchsorted(self.pair_code, starts * nt + np.asarray(true_delta)[true_initial, lab[starts]]),
+                ],
+                axis=1,
+            ),
+            axis=0,
+        )
         cls = np.asarray(table)[s, a]
         i, j = np.triu_indices(len(s), 1)
         clash = (s[i] == s[j]) & (cls[i] != cls[j])
@@ -392,19 +437,28 @@ class Fillings:
         parts = [t(np.arange(n)[:, None, None], np.arange(K)[None, :, None], np.arange(n)).reshape(-1, n)]  # ≥ 1
         lo, hi = np.triu_indices(n, 1)
         for k in range(K):  # ≤ 1 target per (node, letter)
-            parts.append(-np.stack([t(np.repeat(np.arange(n), len(lo)), k, np.tile(lo, n)),
-                                    t(np.repeat(np.arange(n), len(lo)), k, np.tile(hi, n))], axis=1))
+            parts.append(
+                -np.stack(
+                    [
+                        t(np.repeat(np.arange(n), len(lo)), k, np.tile(lo, n)),
+                        t(np.repeat(np.arange(n), len(lo)), k, np.tile(hi, n)),
+                    ],
+                    axis=1,
+                )
+            )
             if self.non_stuttering:
                 off = ii != jj
                 parts.append(np.stack([-t(ii[off], k, jj[off]), t(jj[off], k, jj[off])], axis=1))
         k0, p0 = self.starts[:, 0], self.starts[:, 1]
         parts.append(np.stack([-t(0, k0[:, None], np.arange(n)), r(p0[:, None], np.arange(n))], axis=-1).reshape(-1, 2))
         e = self.edges
-        parts.append(np.stack([-r(e[:, 0, None], ii), -t(ii, e[:, 1, None], jj), r(e[:, 2, None], jj)],
-                              axis=-1).reshape(-1, 3))
+        parts.append(
+            np.stack([-r(e[:, 0, None], ii), -t(ii, e[:, 1, None], jj), r(e[:, 2, None], jj)], axis=-1).reshape(-1, 3)
+        )
         c = self.clash
-        parts.append(np.stack([-r(c[:, 0, None], np.arange(n)), -r(c[:, 1, None], np.arange(n))],
-                              axis=-1).reshape(-1, 2))
+        parts.append(
+            np.stack([-r(c[:, 0, None], np.arange(n)), -r(c[:, 1, None], np.arange(n))], axis=-1).reshape(-1, 2)
+        )
         solver = Solver(name="cadical153")
         for part in parts:
             solver.append_formula(part.tolist())

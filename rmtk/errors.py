@@ -3,6 +3,7 @@
 Every error a user can provoke with bad input is an :class:`RmtkError`; the CLI prints its
 message (never a traceback) and exits with a non-zero code.
 """
+
 from __future__ import annotations
 
 import attrs
@@ -75,7 +76,7 @@ class DslError(RmtkError):
         ctx = show_line(self.text, self.location.line, self.location.column)
         return head + ("\n" + ctx if ctx else "")
 
-    def with_source(self, file: str, text: str) -> "DslError":
+    def with_source(self, file: str, text: str) -> DslError:
         """The same error, located in ``file`` whose content is ``text``."""
         loc = attrs.evolve(self.location, file=file)
         return type(self)(self.message, loc, text)

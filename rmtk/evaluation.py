@@ -21,6 +21,7 @@ trajectory by trajectory (``1 + 2·horizon`` uniforms each: the start state, the
 and a successor per step), so rollout ``i`` depends only on ``(seed, horizon, i)`` and not on
 ``chunk``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -67,7 +68,9 @@ def _policy_table(mdp: LabeledMDP, policy, machine: RewardMachine | None, *, nee
     if machine is not None:
         n = machine.n_nodes
         if pi.shape != (S, n, A):
-            raise ModelError(f"a product policy must have shape (states, nodes, actions) = ({S}, {n}, {A}), got {pi.shape}")
+            raise ModelError(
+                f"a product policy must have shape (states, nodes, actions) = ({S}, {n}, {A}), got {pi.shape}"
+            )
     elif pi.ndim == 2:
         if pi.shape != (S, A):
             raise ModelError(f"a Markovian policy must have shape (states, actions) = ({S}, {A}), got {pi.shape}")
@@ -83,8 +86,10 @@ def _policy_table(mdp: LabeledMDP, policy, machine: RewardMachine | None, *, nee
     sums = pi.sum(axis=-1)
     bad = np.argwhere(np.abs(sums - 1.0) > POLICY_TOL)
     if bad.size:
-        raise ModelError(f"policy probabilities at index {tuple(int(x) for x in bad[0])} sum to "
-                         f"{sums[tuple(bad[0])]:.12g}, expected 1 (±{POLICY_TOL:g})")
+        raise ModelError(
+            f"policy probabilities at index {tuple(int(x) for x in bad[0])} sum to "
+            f"{sums[tuple(bad[0])]:.12g}, expected 1 (±{POLICY_TOL:g})"
+        )
     return pi
 
 
@@ -237,7 +242,9 @@ def rollout(
     return states, actions
 
 
-def sample_demonstrations(mdp: LabeledMDP, policy, *, n: int, horizon: int, seed, machine=None, letter=None) -> Demonstrations:
+def sample_demonstrations(
+    mdp: LabeledMDP, policy, *, n: int, horizon: int, seed, machine=None, letter=None
+) -> Demonstrations:
     """:func:`rollout` as :class:`~rmtk.data.Demonstrations` of ``horizon`` steps (for
     Markovian and time-dependent policies, which :func:`rmtk.simulate.simulate` does not take)."""
     states, actions = rollout(mdp, policy, n=n, horizon=horizon, seed=seed, machine=machine, letter=letter)
@@ -269,7 +276,9 @@ def rollout_returns(
             ``policy_machine=None``) ``(S, A)`` / ``(T, S, A)`` with ``T ≥ horizon``.
         letter / score_letter: letter maps of the two machines (default: by name).
     """
-    states, _ = rollout(mdp, policy, n=n, horizon=horizon, seed=seed, machine=policy_machine, letter=letter, chunk=chunk)
+    states, _ = rollout(
+        mdp, policy, n=n, horizon=horizon, seed=seed, machine=policy_machine, letter=letter, chunk=chunk
+    )
     nxt = _next_node(mdp, score_machine, score_letter)
     rew = _entry_reward(mdp, score_machine, score_letter)
     v = nxt[states[:, 0], score_machine.initial]
@@ -298,8 +307,16 @@ def average_return(
     return float(
         np.mean(
             rollout_returns(
-                mdp, policy, policy_machine, score_machine, n=n, horizon=horizon, seed=seed,
-                letter=letter, score_letter=score_letter, chunk=chunk,
+                mdp,
+                policy,
+                policy_machine,
+                score_machine,
+                n=n,
+                horizon=horizon,
+                seed=seed,
+                letter=letter,
+                score_letter=score_letter,
+                chunk=chunk,
             )
         )
     )

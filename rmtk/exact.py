@@ -10,6 +10,7 @@ A *policy source* gives, for a task and a prefix tree, the action distribution o
 * :class:`NodePolicyTable`: any stochastic policy per node (optimality is not needed,
   paper appendix B).
 """
+
 from __future__ import annotations
 
 import time
@@ -115,8 +116,13 @@ class NodePolicyTable:
     def _check(self, task: Task) -> None:
         want = (task.machine.n_nodes, task.mdp.n_states, task.mdp.n_actions)
         if self.table.shape != want:
-            raise ModelError(order_hint("the node policy table", self.table.shape,
-                                        [("nodes", want[0]), ("states", want[1]), ("actions", want[2])]))
+            raise ModelError(
+                order_hint(
+                    "the node policy table",
+                    self.table.shape,
+                    [("nodes", want[0]), ("states", want[1]), ("actions", want[2])],
+                )
+            )
 
     def policy(self, task: Task) -> np.ndarray:
         """``(S, n, A)`` product policy."""
@@ -185,8 +191,7 @@ class ExactPTP(PTPCapabilities):
     def every_depth_for(self, target) -> bool:
         """Whether learning ``target`` must hold at every depth: ``depth=None``, or ``"task"``
         with a task that says ``depth inf``."""
-        return self.depth is None or (self.depth == "task" and isinstance(target, Task)
-                                      and target.depth == EVERY_DEPTH)
+        return self.depth is None or (self.depth == "task" and isinstance(target, Task) and target.depth == EVERY_DEPTH)
 
     def depth_for(self, task: Task) -> int | None:
         if self.every_depth_for(task):
@@ -195,14 +200,18 @@ class ExactPTP(PTPCapabilities):
 
     def _check_truth(self, task: Task) -> None:
         if self.compress and not task.machine.is_non_stuttering():
-            raise RmtkError(f"machine {task.machine.name!r} is stuttering: compressed words do not determine its "
-                            "nodes; use ExactPTP(compress=False) with SatEncoder(non_stuttering=False)")
+            raise RmtkError(
+                f"machine {task.machine.name!r} is stuttering: compressed words do not determine its "
+                "nodes; use ExactPTP(compress=False) with SatEncoder(non_stuttering=False)"
+            )
 
     def build(self, target, progress: Progress) -> PrefixTreePolicy:
         task = require_task(target, "the exact prefix tree policy")
         if self.every_depth_for(task):
-            raise RmtkError("a prefix tree of every depth cannot be built: learn at every depth through the "
-                            "Learner, which checks candidates on the synchronised product (ExactPTP.oracle)")
+            raise RmtkError(
+                "a prefix tree of every depth cannot be built: learn at every depth through the "
+                "Learner, which checks candidates on the synchronised product (ExactPTP.oracle)"
+            )
         self._check_truth(task)
         t0 = time.perf_counter()
         tree = build_prefix_tree(task.mdp, self.depth_for(task), compress=self.compress)
@@ -216,7 +225,7 @@ class ExactPTP(PTPCapabilities):
         """``(S, n)`` true policy class of each (state, node) of the task's machine."""
         return self.source.class_table(task)
 
-    def oracle(self, target) -> "ProductOracle | None":
+    def oracle(self, target) -> ProductOracle | None:
         """The prefix tree policy of this depth as an oracle on the synchronised product (no
         tree is built): what lazy and every-depth learning check candidates with. ``None``
         when ``target`` is not a task (no expert to check against)."""
@@ -227,6 +236,12 @@ class ExactPTP(PTPCapabilities):
         task = target
         self._check_truth(task)
         policy = self.source.policy(task) if hasattr(self.source, "policy") else None
-        return ProductOracle(task.mdp, task.machine.delta_u[:, task.letter_of_proposition],
-                             self.expert_classes(task), policy, self.depth_for(task), self.compress,
-                             task.machine.initial)
+        return ProductOracle(
+            task.mdp,
+            task.machine.delta_u[:, task.letter_of_proposition],
+            self.expert_classes(task),
+            policy,
+            self.depth_for(task),
+            self.compress,
+            task.machine.initial,
+        )

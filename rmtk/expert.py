@@ -20,6 +20,7 @@ run). The expert's memory is driven along the history's labels, never reset at i
 The learner never looks inside an expert: a task's machine serves the expert's memory, and
 verdicts against it are computed after learning, as for any learner.
 """
+
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
@@ -77,8 +78,9 @@ class Expert(Protocol):
     def act(self, word: tuple[int, ...], state: int, m: int) -> Observations:
         """The expert's action distribution (exact) or ``m`` actions drawn after ``word`` at ``state``."""
 
-    def extend(self, word: tuple[int, ...] | None, state: int | None, k: int, m: int,
-               explore: float = 0.0) -> Observations:
+    def extend(
+        self, word: tuple[int, ...] | None, state: int | None, k: int, m: int, explore: float = 0.0
+    ) -> Observations:
         """``m`` continuations of ``k`` steps from the history (``None``: from the start);
         with probability ``explore`` a step moves by a uniform action (the expert's own
         action at that step is still what is recorded)."""
@@ -128,8 +130,10 @@ def _check_word(mdp: LabeledMDP, word, state: int, compressed: bool) -> tuple[in
         raise QueryError(f"history {word}: a non-empty word of proposition indices 0..{K - 1} is expected")
     if not realisable(mdp, word, compressed)[int(state)]:
         names = " ".join(mdp.propositions[k] for k in word)
-        raise QueryError(f"mdp {mdp.name!r} cannot realise the history {names!r} ending in state "
-                         f"{mdp.states[int(state)]!r}: no path from a start state produces these labels there")
+        raise QueryError(
+            f"mdp {mdp.name!r} cannot realise the history {names!r} ending in state "
+            f"{mdp.states[int(state)]!r}: no path from a start state produces these labels there"
+        )
     return word
 
 
@@ -150,8 +154,10 @@ class _Product:
     @classmethod
     def of(cls, task: Task, source, compressed: bool) -> _Product:
         if compressed and not task.machine.is_non_stuttering():
-            raise QueryError(f"the expert's memory (machine {task.machine.name!r}) stutters: a compressed history "
-                             "does not determine its node; ask with uncompressed words (compress=False)")
+            raise QueryError(
+                f"the expert's memory (machine {task.machine.name!r}) stutters: a compressed history "
+                "does not determine its node; ask with uncompressed words (compress=False)"
+            )
         from .exact import _source
 
         pi = np.asarray(_source(source).policy(task), dtype=float)
@@ -197,9 +203,14 @@ class _Product:
                     w = w + (int(lab[s]),)
                 u = int(delta[u, letter[lab[s]]])
         values = np.array(rows).reshape(len(rows), A)
-        return Observations(tuple(key[0] for key in found), np.array([key[1] for key in found], np.int64),
-                            values, exact, steps=m * k,
-                            evaluations=len(rows) if exact else 0)
+        return Observations(
+            tuple(key[0] for key in found),
+            np.array([key[1] for key in found], np.int64),
+            values,
+            exact,
+            steps=m * k,
+            evaluations=len(rows) if exact else 0,
+        )
 
 
 def _positive(instance, attribute, value):

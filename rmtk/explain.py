@@ -12,6 +12,7 @@ but too rarely for the confidence bound (paper eq. 18-19) to make them a negativ
 :func:`rare_pairs` lists them with the visits each word would need if the empirical
 distributions stayed as they are, and what that means in trajectories of the same kind.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,9 +39,11 @@ class CoverWitness:
 
     def __str__(self) -> str:
         w = self.witness
-        text = (f"at state {w.state}, after {' '.join(w.word1)} vs after {' '.join(w.word2)}: "
-                f"{_count(self.merging)} merge ({_list(self.merging)}), "
-                f"{_count(self.splitting)} split ({_list(self.splitting)})")
+        text = (
+            f"at state {w.state}, after {' '.join(w.word1)} vs after {' '.join(w.word2)}: "
+            f"{_count(self.merging)} merge ({_list(self.merging)}), "
+            f"{_count(self.splitting)} split ({_list(self.splitting)})"
+        )
         if self.expert == "differently":
             text += "; the expert acts differently there: the merging machines are refuted"
         elif self.expert == "alike":
@@ -73,16 +76,21 @@ class Cover:
             return "one machine fits: nothing to separate" if self.machines else "no machine: nothing to separate"
         where = "the MDP" if self.source == "model" else "the demonstrations"
         if not self.witnesses:
-            return (f"no witness from {where} separates any two of the {self.machines} machines: each pair "
-                    "splits the words reaching every state the same way, so no observation of the expert can "
-                    f"tell them apart ({_pairs(self.alike)})")
-        lines = [f"{len(self.witnesses)} witness(es) from {where} separate the {self.machines} machines "
-                 "(#i: the i-th machine printed); where the expert acts differently after the two words, "
-                 "every machine that merges them is refuted:"]
+            return (
+                f"no witness from {where} separates any two of the {self.machines} machines: each pair "
+                "splits the words reaching every state the same way, so no observation of the expert can "
+                f"tell them apart ({_pairs(self.alike)})"
+            )
+        lines = [
+            f"{len(self.witnesses)} witness(es) from {where} separate the {self.machines} machines "
+            "(#i: the i-th machine printed); where the expert acts differently after the two words, "
+            "every machine that merges them is refuted:"
+        ]
         lines += [f"  {i + 1}. {w}" for i, w in enumerate(self.witnesses)]
         if self.alike:
-            lines.append(f"  {len(self.alike)} pair(s) of machines are not separated by any witness: "
-                         + _pairs(self.alike))
+            lines.append(
+                f"  {len(self.alike)} pair(s) of machines are not separated by any witness: " + _pairs(self.alike)
+            )
         return "\n".join(lines)
 
 
@@ -251,10 +259,16 @@ def _cover_from_data(space, deltas, ptp, most: int = 20_000) -> Cover:
         left &= s[:, None] == s[None, :]
     out = []
     for c in chosen:
-        w = Witness(_state_name(space, int(state[p[c]])), _word_names(space, ptp.trie, node[p[c]]),
-                    _word_names(space, ptp.trie, node[q[c]]), "", "")
-        out.append(CoverWitness(w, tuple(np.flatnonzero(~split[:, c]).tolist()),
-                                tuple(np.flatnonzero(split[:, c]).tolist())))
+        w = Witness(
+            _state_name(space, int(state[p[c]])),
+            _word_names(space, ptp.trie, node[p[c]]),
+            _word_names(space, ptp.trie, node[q[c]]),
+            "",
+            "",
+        )
+        out.append(
+            CoverWitness(w, tuple(np.flatnonzero(~split[:, c]).tolist()), tuple(np.flatnonzero(split[:, c]).tolist()))
+        )
     return Cover(tuple(out), tuple(map(tuple, np.argwhere(left).tolist())), k, source="data")
 
 
@@ -283,13 +297,20 @@ class RarePair:
         if not math.isfinite(self.factor):
             need = "never (the empirical distributions agree)"
         else:
-            need = (f"{self.extra[0]} and {self.extra[1]} more visits"
-                    + ("" if self.trajectories is None else f", about {self.trajectories} more trajectories"))
-        gain = (f"would separate {self.separates} pair(s) of machines" if self.separates
-                else "would refute the machine merging the two words" if self.refutes == 1
-                else f"would refute the {self.refutes} machines merging the two words")
-        return (f"state {self.state}: {' '.join(self.word1)} ({self.visits[0]} visits) vs {' '.join(self.word2)} "
-                f"({self.visits[1]} visits), TV {self.tv:.3f}: needs {need}; {gain}")
+            need = f"{self.extra[0]} and {self.extra[1]} more visits" + (
+                "" if self.trajectories is None else f", about {self.trajectories} more trajectories"
+            )
+        gain = (
+            f"would separate {self.separates} pair(s) of machines"
+            if self.separates
+            else "would refute the machine merging the two words"
+            if self.refutes == 1
+            else f"would refute the {self.refutes} machines merging the two words"
+        )
+        return (
+            f"state {self.state}: {' '.join(self.word1)} ({self.visits[0]} visits) vs {' '.join(self.word2)} "
+            f"({self.visits[1]} visits), TV {self.tv:.3f}: needs {need}; {gain}"
+        )
 
 
 def growth_factors(n1: np.ndarray, n2: np.ndarray, tv: np.ndarray, n_actions: int, alpha: float) -> np.ndarray:
@@ -299,7 +320,7 @@ def growth_factors(n1: np.ndarray, n2: np.ndarray, tv: np.ndarray, n_actions: in
     c, la = log_weissman_constant(n_actions), math.log(alpha)
 
     def ok(f):
-        return np.logaddexp(c - f * n1 * tv ** 2 / 2, c - f * n2 * tv ** 2 / 2) <= la
+        return np.logaddexp(c - f * n1 * tv**2 / 2, c - f * n2 * tv**2 / 2) <= la
 
     out = np.full(tv.shape, np.inf)
     live = tv > 0
@@ -309,7 +330,7 @@ def growth_factors(n1: np.ndarray, n2: np.ndarray, tv: np.ndarray, n_actions: in
     live &= ~done
     for _ in range(60):
         mid = (lo + hi) / 2
-        good = ok(2.0 ** mid)
+        good = ok(2.0**mid)
         hi, lo = np.where(good, mid, hi), np.where(good, lo, mid)
     out[live] = 2.0 ** hi[live]
     return out
@@ -320,12 +341,13 @@ def _factor_bounds(n1, n2, tv, n_actions: int, alpha: float) -> tuple[np.ndarray
     alone must meet α (``lo``), and meeting α/2 with it suffices for both (``hi``)."""
     need = log_weissman_constant(n_actions) - math.log(alpha)
     with np.errstate(divide="ignore"):
-        scale = 2.0 / (np.minimum(n1, n2) * tv ** 2)
+        scale = 2.0 / (np.minimum(n1, n2) * tv**2)
     return np.maximum(1.0, need * scale), np.maximum(1.0, (need + math.log(2)) * scale)
 
 
-def rare_pairs(mdp: LabeledMDP, ptp, deltas: list[np.ndarray], *, alpha: float, n_trajectories: int | None = None,
-               limit: int = 10) -> list[RarePair]:
+def rare_pairs(
+    mdp: LabeledMDP, ptp, deltas: list[np.ndarray], *, alpha: float, n_trajectories: int | None = None, limit: int = 10
+) -> list[RarePair]:
     """The (word, word, state) triples of an empirical prefix tree policy closest to becoming
     negative examples (cheapest to settle first), each with the visits the confidence bound
     asks for (see :class:`RarePair`): with several machines ``deltas``, the triples they
@@ -368,9 +390,20 @@ def rare_pairs(mdp: LabeledMDP, ptp, deltas: list[np.ndarray], *, alpha: float, 
         finite = math.isfinite(fr)
         extra = (math.ceil((fr - 1) * n[p[r]]), math.ceil((fr - 1) * n[q[r]])) if finite else (-1, -1)
         traj = math.ceil((fr - 1) * n_trajectories) if finite and n_trajectories else None
-        out.append(RarePair(_state_name(mdp, int(state[p[r]])), _word_names(mdp, trie, node[p[r]]),
-                            _word_names(mdp, trie, node[q[r]]), (int(n[p[r]]), int(n[q[r]])), float(tv[r]), fr,
-                            extra, traj, int(sep[r]), int(k - n_split[r])))
+        out.append(
+            RarePair(
+                _state_name(mdp, int(state[p[r]])),
+                _word_names(mdp, trie, node[p[r]]),
+                _word_names(mdp, trie, node[q[r]]),
+                (int(n[p[r]]), int(n[q[r]])),
+                float(tv[r]),
+                fr,
+                extra,
+                traj,
+                int(sep[r]),
+                int(k - n_split[r]),
+            )
+        )
     return out
 
 
@@ -389,24 +422,34 @@ class Explanation:
             return "\n".join(self._one_machine())
         lines = [str(self.cover)]
         if self.rare:
-            lines.append(f"{len(self.rare)} (word, word, state) triple(s) the machines disagree on, seen too rarely "
-                         "for a negative example (cheapest to settle first):")
+            lines.append(
+                f"{len(self.rare)} (word, word, state) triple(s) the machines disagree on, seen too rarely "
+                "for a negative example (cheapest to settle first):"
+            )
             lines += [f"  {r}" for r in self.rare]
         return "\n".join(lines)
 
     def _one_machine(self) -> list[str]:
         if self.negatives == 0:
-            lines = ["one machine fits, and nothing forces two words into different nodes: no (word, word, state) "
-                     f"triple of the demonstrations differs significantly at confidence level {1 - self.alpha:g} "
-                     f"(alpha {self.alpha:g}), so there are 0 negative examples"]
+            lines = [
+                "one machine fits, and nothing forces two words into different nodes: no (word, word, state) "
+                f"triple of the demonstrations differs significantly at confidence level {1 - self.alpha:g} "
+                f"(alpha {self.alpha:g}), so there are 0 negative examples"
+            ]
         else:
-            lines = [f"one machine fits the {self.negatives} negative example(s) mined at alpha {self.alpha:g}: "
-                     "nothing to separate"]
+            lines = [
+                f"one machine fits the {self.negatives} negative example(s) mined at alpha {self.alpha:g}: "
+                "nothing to separate"
+            ]
         if self.rare:
-            lines.append(f"the {len(self.rare)} (word, word, state) triple(s) it merges closest to becoming negative "
-                         "examples (cheapest to settle first); any one of them would refute it:")
+            lines.append(
+                f"the {len(self.rare)} (word, word, state) triple(s) it merges closest to becoming negative "
+                "examples (cheapest to settle first); any one of them would refute it:"
+            )
             lines += [f"  {r}" for r in self.rare]
         else:
-            lines.append("the demonstrations show no difference at all between two words it merges: more data of the "
-                         "same kind would not refute it")
+            lines.append(
+                "the demonstrations show no difference at all between two words it merges: more data of the "
+                "same kind would not refute it"
+            )
         return lines

@@ -19,6 +19,7 @@ repeated state repeats its label, so under non-stuttering the histories ``… s 
 ``… s …`` reach the same node: the state trie collapses runs of one state (what compression
 of the state view's words does).
 """
+
 from __future__ import annotations
 
 import attrs
@@ -59,14 +60,27 @@ def state_machine(task: Task) -> RewardMachine:
     likewise."""
     m, mdp = task.machine, task.mdp
     letters = task.letter_of_proposition[mdp.labels]
-    return RewardMachine(nodes=m.nodes, alphabet=mdp.states, delta_u=m.delta_u[:, letters],
-                         delta_r=m.delta_r[:, letters], initial=m.initial, name=m.name)
+    return RewardMachine(
+        nodes=m.nodes,
+        alphabet=mdp.states,
+        delta_u=m.delta_u[:, letters],
+        delta_r=m.delta_r[:, letters],
+        initial=m.initial,
+        name=m.name,
+    )
 
 
 def state_task(task: Task) -> Task:
     """The task on its state view: same expert, histories keyed by state sequences."""
-    return Task(state_mdp(task.mdp), state_machine(task), gamma=task.gamma, lam=task.lam, depth=task.depth,
-                max_nodes=task.max_nodes, name=task.name)
+    return Task(
+        state_mdp(task.mdp),
+        state_machine(task),
+        gamma=task.gamma,
+        lam=task.lam,
+        depth=task.depth,
+        max_nodes=task.max_nodes,
+        name=task.name,
+    )
 
 
 def state_target(target):
@@ -78,9 +92,11 @@ def state_target(target):
         return state_mdp(target)
     if isinstance(target, Space):
         if target.n_propositions != target.n_states:
-            raise RmtkError(f"space {target.name!r} was recorded with labels ({target.n_propositions} propositions "
-                            f"for {target.n_states} states): to learn the labels, record state histories "
-                            "(rmtk.gym.collect with labeler=None)")
+            raise RmtkError(
+                f"space {target.name!r} was recorded with labels ({target.n_propositions} propositions "
+                f"for {target.n_states} states): to learn the labels, record state histories "
+                "(rmtk.gym.collect with labeler=None)"
+            )
         return target
     raise RmtkError(f"learning the labels needs a Task or a LabeledMDP (its states), not {type(target).__name__}")
 
@@ -143,8 +159,10 @@ def _check_states(data, mdp: LabeledMDP) -> None:
     bad = inside & (np.asarray(states) >= mdp.n_states)
     if bad.any():
         i, t = np.argwhere(bad)[0]
-        raise DataError(f"trajectory {i}, step {t}: state index {int(states[i, t])} is not a state of mdp "
-                        f"{mdp.name!r}, which has {mdp.n_states} states (0 to {mdp.n_states - 1})")
+        raise DataError(
+            f"trajectory {i}, step {t}: state index {int(states[i, t])} is not a state of mdp "
+            f"{mdp.name!r}, which has {mdp.n_states} states (0 to {mdp.n_states - 1})"
+        )
 
 
 def check_state_keyed(ptp: PrefixTreePolicy) -> None:
@@ -153,5 +171,7 @@ def check_state_keyed(ptp: PrefixTreePolicy) -> None:
     tree = ptp.tree
     letter = tree.trie.letter[tree.pair_node]
     if np.any(letter != tree.pair_state):
-        raise RmtkError("this prefix tree policy is keyed by label words, not by state histories: learning the "
-                        "labels needs a PTP strategy built on the state view (StateHistoryPTP)")
+        raise RmtkError(
+            "this prefix tree policy is keyed by label words, not by state histories: learning the "
+            "labels needs a PTP strategy built on the state view (StateHistoryPTP)"
+        )

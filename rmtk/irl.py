@@ -47,6 +47,7 @@ identification relative to it:
   the shaping directions. Entries that occur in no equation are *unconstrained* (reported
   as 0).
 """
+
 from __future__ import annotations
 
 import attrs
@@ -109,9 +110,7 @@ def _accumulate(machine: RewardMachine, ptp: PrefixTreePolicy, n_states: int, le
     return acc.reshape(n_states, n, A)
 
 
-def learned_product_policy(
-    machine: RewardMachine, ptp: PrefixTreePolicy, *, n_states: int, letter=None
-) -> np.ndarray:
+def learned_product_policy(machine: RewardMachine, ptp: PrefixTreePolicy, *, n_states: int, letter=None) -> np.ndarray:
     """The product policy ``π̂(a|s,u)`` of ``machine`` induced by a prefix tree policy
     (paper Algorithm 3).
 
@@ -203,9 +202,13 @@ class RewardFit:
 
     def summary(self) -> str:
         """One line for reports: the residual, the re-planning error, what is identified."""
-        ident = ("identified up to potential shaping" if self.identified_up_to_shaping
-                 else "identification not analysed" if self.null_dim is None
-                 else f"{self.extra_null_dim} reward direction(s) not identified beyond shaping")
+        ident = (
+            "identified up to potential shaping"
+            if self.identified_up_to_shaping
+            else "identification not analysed"
+            if self.null_dim is None
+            else f"{self.extra_null_dim} reward direction(s) not identified beyond shaping"
+        )
         replan = "" if self.replan_error is None else f", re-planned policy within {self.replan_error:.2g}"
         return f"rewards (MaxEnt, sparsest up to shaping): residual {self.residual:.2g}{replan}; {ident}"
 
@@ -262,11 +265,13 @@ def build_system(
     v_codes = np.unique(np.concatenate([src, succ]))
     nr = len(reward_cols)
     rows = np.concatenate([which, which, np.arange(E)])
-    cols = np.concatenate([
-        np.searchsorted(reward_cols, rflat),
-        nr + np.searchsorted(v_codes, succ),
-        nr + np.searchsorted(v_codes, src[ii]),
-    ])
+    cols = np.concatenate(
+        [
+            np.searchsorted(reward_cols, rflat),
+            nr + np.searchsorted(v_codes, succ),
+            nr + np.searchsorted(v_codes, src[ii]),
+        ]
+    )
     vals = np.concatenate([p, gamma * p, -np.ones(E)])
     Amat = Csr.from_coo(vals, rows, cols, (E, nr + len(v_codes)))
     return _System(Amat, b, nr, reward_cols, v_codes, mask)
@@ -498,8 +503,9 @@ def reward_fit(
             reachable &= coverage(machine, source, n_states=mdp.n_states, letter=letter)
     else:
         policy = _policy_array(source)
-    return recover_rewards(mdp, machine, policy, gamma=gamma, lam=lam, letter=letter, reachable=reachable,
-                           clip=clip, **kw)
+    return recover_rewards(
+        mdp, machine, policy, gamma=gamma, lam=lam, letter=letter, reachable=reachable, clip=clip, **kw
+    )
 
 
 def describe(fit: RewardFit) -> str:
@@ -515,8 +521,11 @@ def describe(fit: RewardFit) -> str:
     if fit.null_dim is None:
         lines.append("identification not analysed")
     else:
-        verdict = ("identified up to potential shaping on the nodes" if fit.identified_up_to_shaping
-                   else f"{fit.extra_null_dim} null direction(s) beyond shaping")
+        verdict = (
+            "identified up to potential shaping on the nodes"
+            if fit.identified_up_to_shaping
+            else f"{fit.extra_null_dim} null direction(s) beyond shaping"
+        )
         lines.append(f"null space dimension {fit.null_dim} ({fit.shaping_dim} shaping): {verdict}")
     if "sparsest" not in fit.note:
         lines.append("canonical representative: minimum-norm rewards (orthogonal to every shaping direction)")
@@ -533,8 +542,9 @@ def describe(fit: RewardFit) -> str:
             else:
                 mark = "identified" if fit.identified[u, k] else "not identified"
             v = m.nodes[int(m.delta_u[u, k])]
-            lines.append(f"  {m.nodes[u]:<{w_u}} --{m.alphabet[k]:<{w_l}}--> {v:<{w_u}}  "
-                         f"{fit.delta_r[u, k]:+.6f}  {mark}")
+            lines.append(
+                f"  {m.nodes[u]:<{w_u}} --{m.alphabet[k]:<{w_l}}--> {v:<{w_u}}  {fit.delta_r[u, k]:+.6f}  {mark}"
+            )
     return "\n".join(lines)
 
 

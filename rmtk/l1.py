@@ -10,6 +10,7 @@ among optimal vertices it keeps the one with the most zero terms (the sparsest r
 then the first in lexicographic order of the subsets. Problems with too many subsets, or
 rank-deficient ``B``, go to an LP (scipy's HiGHS, imported then): :func:`lp_l1`.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -48,8 +49,9 @@ def vertex_l1(B: np.ndarray, r: np.ndarray, *, tol: float = 1e-9, max_subsets: i
     count = math.comb(E, k)
     if count > max_subsets or E < k or np.linalg.matrix_rank(Bc) < k:
         return None
-    subsets = np.fromiter(itertools.chain.from_iterable(itertools.combinations(range(E), k)), dtype=np.int64,
-                          count=count * k).reshape(count, k)
+    subsets = np.fromiter(
+        itertools.chain.from_iterable(itertools.combinations(range(E), k)), dtype=np.int64, count=count * k
+    ).reshape(count, k)
     Bs = Bc[subsets]  # (C, k, k)
     # |det| over the product of the row norms (Hadamard's bound): 1 for orthogonal rows, 0
     # for dependent ones, whatever the scale of the rows

@@ -7,6 +7,7 @@ tree policy is built over state histories (:mod:`rmtk.histories`), the pairs are
 :func:`rmtk.label_search.label_search`, and the task's labels and machine serve only for the
 verdicts (policy-equivalence at every depth, equality up to both renamings).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -44,8 +45,9 @@ from .task import Task
 
 def _k(instance, attribute, value):
     if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
-        raise RmtkError(f"{attribute.name}: the number of propositions must be a whole number of at least 1, "
-                        f"got {value!r}")
+        raise RmtkError(
+            f"{attribute.name}: the number of propositions must be a whole number of at least 1, got {value!r}"
+        )
 
 
 def _solver(instance, attribute, value):
@@ -91,8 +93,9 @@ class LabelingEncoder(EncoderCapabilities):
         return self.negatives == "lazy"
 
     def encode(self, problem: Problem, n: int):
-        raise RmtkError("LabelingEncoder searches over (nodes, propositions): use Learner.fit, or "
-                        "rmtk.label_search.label_search")
+        raise RmtkError(
+            "LabelingEncoder searches over (nodes, propositions): use Learner.fit, or rmtk.label_search.label_search"
+        )
 
     def search(self, problem: Problem, **kwargs):
         raise RmtkError("LabelingEncoder needs the MDP's states: use Learner(encoder=LabelingEncoder()).fit(target)")
@@ -114,6 +117,7 @@ class LabelingEncoder(EncoderCapabilities):
                 parent[a] = parent[parent[a]]
                 a = parent[a]
             return a
+
         for g in groups:
             for a, b in itertools.pairwise(g):
                 parent[find(a)] = find(b)
@@ -122,13 +126,16 @@ class LabelingEncoder(EncoderCapabilities):
             r = find(s)
             if r in label_of_root and label_of_root[r][1] != p:
                 other = label_of_root[r][0]
-                raise RmtkError(f"contradicting partial labels: states {state_names(mdp)[other]!r} and "
-                                f"{state_names(mdp)[s]!r} "
-                                f"share a label but are known as {names[label_of_root[r][1]]!r} and {names[p]!r}")
+                raise RmtkError(
+                    f"contradicting partial labels: states {state_names(mdp)[other]!r} and "
+                    f"{state_names(mdp)[s]!r} "
+                    f"share a label but are known as {names[label_of_root[r][1]]!r} and {names[p]!r}"
+                )
             label_of_root[r] = (s, p)
         if self.props is not None and len(names) > self.props:
-            raise RmtkError(f"the known labels name {len(names)} propositions ({', '.join(names)}), more than "
-                            f"props={self.props}")
+            raise RmtkError(
+                f"the known labels name {len(names)} propositions ({', '.join(names)}), more than props={self.props}"
+            )
         return LabelKnowledge(fixed, groups, len(names)), tuple(names)
 
     def fit_labels(self, learner, target) -> LabelLearnResult:
@@ -208,9 +215,14 @@ class LabelLearnResult:
     def machine(self, i: int) -> RewardMachine:
         """Solution ``i``'s machine over the learned propositions (free transitions loop)."""
         s = self.solutions[i]
-        return RewardMachine(nodes=[f"u{j}" for j in range(s.n_nodes)], alphabet=self.propositions,
-                             delta_u=s.delta_u, delta_r=np.zeros(s.delta_u.shape), initial=0,
-                             name="learned" if len(self.solutions) == 1 else f"learned_{i + 1}")
+        return RewardMachine(
+            nodes=[f"u{j}" for j in range(s.n_nodes)],
+            alphabet=self.propositions,
+            delta_u=s.delta_u,
+            delta_r=np.zeros(s.delta_u.shape),
+            initial=0,
+            name="learned" if len(self.solutions) == 1 else f"learned_{i + 1}",
+        )
 
     def relabeled_mdp(self, i: int) -> LabeledMDP:
         """The MDP with solution ``i``'s learned labels (unreached states get the first proposition)."""
@@ -229,8 +241,9 @@ def fit_labels(learner, encoder: LabelingEncoder, target) -> LabelLearnResult:
     """Learn (labeling, machine) pairs from ``target`` with the learner's PTP strategy over
     state histories (see the module docstring)."""
     if not isinstance(target, (Task, LabeledMDP, Space)):
-        raise RmtkError(f"learning the labels needs a Task, a LabeledMDP or a Space of state histories, "
-                        f"not {type(target).__name__}")
+        raise RmtkError(
+            f"learning the labels needs a Task, a LabeledMDP or a Space of state histories, not {type(target).__name__}"
+        )
     task = target if isinstance(target, Task) else None
     mdp = task.mdp if task is not None else target
     rec = Recorder(learner.progress)
@@ -260,12 +273,24 @@ def fit_labels(learner, encoder: LabelingEncoder, target) -> LabelLearnResult:
     max_nodes = learner.max_nodes or (task.max_nodes if task is not None else None) or 4
     if learner.nodes is not None:
         max_nodes = max(max_nodes, learner.nodes)
-    res = label_search(problem, n_states=mdp.n_states, reach=reach, max_nodes=max_nodes,
-                       min_nodes=min(problem.lower_bound(), max_nodes), nodes=learner.nodes, props=encoder.props,
-                       max_props=encoder.max_props, knowledge=know, symmetry_breaking=encoder.symmetry_breaking,
-                       non_stuttering=encoder.non_stuttering, solver=encoder.solver,
-                       max_solutions=learner.max_solutions, time_limit=learner.time_limit, freedom=encoder.freedom,
-                       progress=rec)
+    res = label_search(
+        problem,
+        n_states=mdp.n_states,
+        reach=reach,
+        max_nodes=max_nodes,
+        min_nodes=min(problem.lower_bound(), max_nodes),
+        nodes=learner.nodes,
+        props=encoder.props,
+        max_props=encoder.max_props,
+        knowledge=know,
+        symmetry_breaking=encoder.symmetry_breaking,
+        non_stuttering=encoder.non_stuttering,
+        solver=encoder.solver,
+        max_solutions=learner.max_solutions,
+        time_limit=learner.time_limit,
+        freedom=encoder.freedom,
+        progress=rec,
+    )
     k = res.n_props or max([kk for _, kk, _ in res.tried] or [len(named)])
     names = named + tuple(f"p{j}" for j in range(len(named), max(k, len(named))))
     rec.stage("search", time.perf_counter() - t0)

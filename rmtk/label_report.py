@@ -3,6 +3,7 @@ with the learned labels (a grid world keeps its generator form, its map carrying
 propositions; any other MDP is written explicitly with ``label`` lines), its machine and a task
 binding them, with the search and the verdicts as ``#`` comment lines, so that the output loads
 back with :func:`rmtk.dsl.loads` (what ``rmtk learn --learn-labels`` prints)."""
+
 from __future__ import annotations
 
 import re
@@ -39,8 +40,9 @@ def learned_mdp(result: LabelLearnResult, i: int, name: str | None = None) -> La
             return attrs.evolve(rebuilt, source=GeneratorCall("gridworld", tuple(sorted(kw.items()))))
     used = sorted(set(labels.tolist()))
     dense = {p: j for j, p in enumerate(used)}
-    return attrs.evolve(mdp, labels=[dense[p] for p in labels], propositions=[props[p] for p in used], name=name,
-                        source=None)
+    return attrs.evolve(
+        mdp, labels=[dense[p] for p in labels], propositions=[props[p] for p in used], name=name, source=None
+    )
 
 
 def learned_tasks(result: LabelLearnResult, base: Task | None = None) -> list[Task]:
@@ -50,10 +52,22 @@ def learned_tasks(result: LabelLearnResult, base: Task | None = None) -> list[Ta
         mdp = learned_mdp(result, i)
         m = result.machine(i)
         keep = [m.alphabet.index(p) for p in mdp.propositions]
-        m = attrs.evolve(m, alphabet=mdp.propositions, delta_u=m.delta_u[:, keep], delta_r=m.delta_r[:, keep],
-                         name=f"learned_{i + 1}")
-        out.append(Task(mdp, m, gamma=None if base is None else base.gamma, lam=1.0 if base is None else base.lam,
-                        name=f"learned_{i + 1}"))
+        m = attrs.evolve(
+            m,
+            alphabet=mdp.propositions,
+            delta_u=m.delta_u[:, keep],
+            delta_r=m.delta_r[:, keep],
+            name=f"learned_{i + 1}",
+        )
+        out.append(
+            Task(
+                mdp,
+                m,
+                gamma=None if base is None else base.gamma,
+                lam=1.0 if base is None else base.lam,
+                name=f"learned_{i + 1}",
+            )
+        )
     return out
 
 
@@ -61,31 +75,45 @@ def label_report(task: Task, result: LabelLearnResult, *, out=None, explain: boo
     """Print the learned pairs as loadable .rm text with '#' comments; with ``explain``, the
     free states of every pair."""
     out = out or sys.stdout
-    w = lambda line="": print(line, file=out)
+
+    def w(line=""):
+        print(line, file=out)
+
     s = result.search
     w(f"# labels learned from task {task.name}: state histories only (the file's labels are not used)")
-    w(f"# counterexamples: {s.counterexamples} in {s.rounds} candidate checks; {s.histories - 1} state histories "
-      f"in play; longest {s.longest} states")
-    tried = ", ".join(f"({n}, {k}): {'sat' if ok else 'unsat' if ok is False else 'interrupted'}"
-                      for n, k, ok in s.tried)
-    w(f"# sizes tried (nodes, propositions): {tried}; fewer than {s.lower_bound} nodes ruled out by the policy "
-      "classes at one state")
+    w(
+        f"# counterexamples: {s.counterexamples} in {s.rounds} candidate checks; {s.histories - 1} state histories "
+        f"in play; longest {s.longest} states"
+    )
+    tried = ", ".join(
+        f"({n}, {k}): {'sat' if ok else 'unsat' if ok is False else 'interrupted'}" for n, k, ok in s.tried
+    )
+    w(
+        f"# sizes tried (nodes, propositions): {tried}; fewer than {s.lower_bound} nodes ruled out by the policy "
+        "classes at one state"
+    )
     w("# timings (s): " + ", ".join(f"{k} {v:.4f}" for k, v in result.timings.items()))
     if result.n_nodes is None:
         w(f"# no solution: {s.message}")
         return
-    w(f"# solutions: {len(s.solutions)} (labeling, machine) pair{'s' if len(s.solutions) != 1 else ''} with "
-      f"{result.n_nodes} nodes and {result.n_props} propositions, up to renaming of nodes and propositions"
-      + ("" if s.complete else f"; {s.message}"))
+    w(
+        f"# solutions: {len(s.solutions)} (labeling, machine) pair{'s' if len(s.solutions) != 1 else ''} with "
+        f"{result.n_nodes} nodes and {result.n_props} propositions, up to renaming of nodes and propositions"
+        + ("" if s.complete else f"; {s.message}")
+    )
     if result.verdicts is not None:
         equal = sum(v.equal for v in result.verdicts)
         ok = sum(v.consistent for v in result.verdicts)
-        w(f"# verdict: {ok} of {len(result.verdicts)} policy-equivalent to the truth at every depth; "
-          f"{equal} equal to the truth up to both renamings (truth: {result.truth_size[0]} nodes, "
-          f"{result.truth_size[1]} propositions)")
+        w(
+            f"# verdict: {ok} of {len(result.verdicts)} policy-equivalent to the truth at every depth; "
+            f"{equal} equal to the truth up to both renamings (truth: {result.truth_size[0]} nodes, "
+            f"{result.truth_size[1]} propositions)"
+        )
         if not result.truth_is_smaller_or_equal:
-            w("# the truth is not the smallest answer: the expert's behaviour is matched by fewer nodes or "
-              "propositions")
+            w(
+                "# the truth is not the smallest answer: the expert's behaviour is matched by fewer nodes or "
+                "propositions"
+            )
     if explain and len(result.solutions) > 1:
         for line in separating(result):
             w(f"# {line}")
@@ -93,14 +121,21 @@ def label_report(task: Task, result: LabelLearnResult, *, out=None, explain: boo
     for i, t in enumerate(tasks):
         w()
         free = result.free(i)
-        w(f"# pair {i + 1}: {len(free)} free state{'s' if len(free) != 1 else ''}"
-          + (" (labels that could change alone): " + "; ".join(f"{st} -> {'|'.join(ps)}" for st, ps in free)
-             if free and explain else ""))
+        w(
+            f"# pair {i + 1}: {len(free)} free state{'s' if len(free) != 1 else ''}"
+            + (
+                " (labels that could change alone): " + "; ".join(f"{st} -> {'|'.join(ps)}" for st, ps in free)
+                if free and explain
+                else ""
+            )
+        )
         if result.verdicts is not None:
             v = result.verdicts[i]
             merged = ", its labels merge true propositions only" if v.merges_truth and not v.equal else ""
-            w(f"# verdict: {'consistent at every depth' if v.consistent else 'inconsistent'}"
-              f"{', equal to the truth up to renaming' if v.equal else ''}{merged}")
+            w(
+                f"# verdict: {'consistent at every depth' if v.consistent else 'inconsistent'}"
+                f"{', equal to the truth up to renaming' if v.equal else ''}{merged}"
+            )
         out.write(dsl.dumps(dsl.RmFile.of(t)))
 
 
@@ -118,10 +153,12 @@ def separating(result: LabelLearnResult, limit: int = 10) -> list[str]:
         for j in range(i + 1, len(sols)):
             if len(out) >= limit:
                 return out + ["(more pairs not listed)"]
-            wit = distinguish(smdp, sols[i].state_machine(), sols[j].state_machine(),
-                              names=(f"pair {i + 1}", f"pair {j + 1}"))
-            out.append(f"pairs {i + 1} and {j + 1}: " + ("no state history separates them" if wit is None else
-                                                        str(wit)))
+            wit = distinguish(
+                smdp, sols[i].state_machine(), sols[j].state_machine(), names=(f"pair {i + 1}", f"pair {j + 1}")
+            )
+            out.append(
+                f"pairs {i + 1} and {j + 1}: " + ("no state history separates them" if wit is None else str(wit))
+            )
     return out
 
 
@@ -156,4 +193,3 @@ def draw_labels(result: LabelLearnResult, i: int, path=None, *, ax=None, title: 
     if grid is None:
         raise ModelError(f"mdp {result.mdp.name!r} is not a grid of cells: its learned labels have no map to draw")
     return draw_grid(grid, path, ax=ax, title=title or f"learned labels, pair {i + 1}")
-

@@ -9,6 +9,7 @@ candidate (L, δ) is checked as the machine over states ``D(u, s) = δ(u, L(s))`
 of :mod:`rmtk.lazy` serve unchanged. Counterexamples found at one size are replayed into the
 solver of the next, so each size starts from what the previous ones learned.
 """
+
 from __future__ import annotations
 
 import math
@@ -149,8 +150,9 @@ def first_occurrence(labels: np.ndarray, order: Sequence[int], first_free: int =
     return perm
 
 
-def canonical_pair(labels: np.ndarray, delta_u: np.ndarray, used: np.ndarray, order: Sequence[int],
-                   first_free: int = 0) -> tuple[tuple, np.ndarray, np.ndarray, np.ndarray]:
+def canonical_pair(
+    labels: np.ndarray, delta_u: np.ndarray, used: np.ndarray, order: Sequence[int], first_free: int = 0
+) -> tuple[tuple, np.ndarray, np.ndarray, np.ndarray]:
     """A key invariant under renaming of nodes and propositions, and the canonical
     ``(labels, delta_u, used)``."""
     perm = first_occurrence(labels, order, first_free)
@@ -181,7 +183,7 @@ def mdp_reachable(mdp) -> np.ndarray:
     frontier = np.unique(mdp.start_states)
     seen[frontier] = True
     while len(frontier):
-        nxt = np.concatenate([succ.indices[succ.indptr[s]:succ.indptr[s + 1]] for s in frontier])
+        nxt = np.concatenate([succ.indices[succ.indptr[s] : succ.indptr[s + 1]] for s in frontier])
         nxt = np.unique(nxt[~seen[nxt]]) if len(nxt) else nxt
         seen[nxt] = True
         frontier = nxt
@@ -198,8 +200,17 @@ class LabelKnowledge:
     first_free: int = 0
 
 
-def _structure(problem: Problem, n: int, k: int, n_states: int, reach: np.ndarray, know: LabelKnowledge,
-               symmetry: bool, stutter_free: bool, exactly: bool):
+def _structure(
+    problem: Problem,
+    n: int,
+    k: int,
+    n_states: int,
+    reach: np.ndarray,
+    know: LabelKnowledge,
+    symmetry: bool,
+    stutter_free: bool,
+    exactly: bool,
+):
     classes = problem.negatives if isinstance(problem.negatives, PolicyClasses) else None
     pool = LabelPool(n, k, n_states, problem.trie.n_nodes, classes.n_classes if classes is not None else 0)
     clauses = determinism(pool) + full_specification(pool) + one_label_per_state(pool, reach)
@@ -252,14 +263,22 @@ def label_search(
     progress = progress or Progress()
     know = knowledge or LabelKnowledge()
     reach = np.asarray(reach, np.int64)
-    k_hi = props if props is not None else (max_props or max(1, min(len(reach), distinct_columns(max_nodes,
-                                                                                         non_stuttering))))
+    k_hi = (
+        props
+        if props is not None
+        else (max_props or max(1, min(len(reach), distinct_columns(max_nodes, non_stuttering))))
+    )
     k_lo = props if props is not None else max(1, know.first_free)
     if k_lo > k_hi:
         raise RmtkError(f"the known labels name {know.first_free} propositions, more than the {k_hi} allowed")
     n_sizes = [nodes] if nodes is not None else list(range(max(1, min_nodes), max_nodes + 1))
-    checker = problem.oracle if problem.oracle is not None else TrieOracle(problem.trie, problem.negatives) \
-        if problem.negatives is not None else None
+    checker = (
+        problem.oracle
+        if problem.oracle is not None
+        else TrieOracle(problem.trie, problem.negatives)
+        if problem.negatives is not None
+        else None
+    )
     deadline = None if time_limit is None else time.monotonic() + time_limit
     solver_name, note = solver_for(solver, time_limit)
     tried: list[tuple[int, int, bool | None]] = []
@@ -308,8 +327,9 @@ def label_search(
                 state["histories"] = max(state["histories"], len(lazy.parent))
         state["t_solve"] += time.perf_counter() - t0
         decided = True if found else (False if complete else None)
-        progress.note(f"{n} nodes, {k} propositions: "
-                      f"{'undecided' if decided is None else ('satisfiable' if decided else 'none')}")
+        progress.note(
+            f"{n} nodes, {k} propositions: {'undecided' if decided is None else ('satisfiable' if decided else 'none')}"
+        )
         return decided, found, complete
 
     def any_labeling(n: int):
@@ -348,8 +368,20 @@ def label_search(
         sols = tuple(found.values())
         if freedom and checker is not None:
             sols = tuple(attrs.evolve(x, free=free_states(checker, x, reach)) for x in sols)
-        return LabelSearchResult(n, k, sols, complete, tuple(tried), _join(msg, note), len(seen_cex), state["rounds"],
-                                 state["longest"], state["histories"], state["t_solve"], min_nodes)
+        return LabelSearchResult(
+            n,
+            k,
+            sols,
+            complete,
+            tuple(tried),
+            _join(msg, note),
+            len(seen_cex),
+            state["rounds"],
+            state["longest"],
+            state["histories"],
+            state["t_solve"],
+            min_nodes,
+        )
 
     # With nothing known, sizes are monotone in k at a fixed n: a pair with k propositions splits
     # a proposition of two states into two with the same transitions (the same machine over
@@ -367,8 +399,9 @@ def label_search(
                 decided, _, _ = run(n, k, False)
                 tried.append((n, k, decided))
                 if decided is None:
-                    return result(None, None, {}, False, f"time limit reached while deciding {n} nodes, {k} "
-                                  "propositions")
+                    return result(
+                        None, None, {}, False, f"time limit reached while deciding {n} nodes, {k} propositions"
+                    )
                 if decided:
                     first = k
                 else:
@@ -390,8 +423,9 @@ def label_search(
                 decided, _, _ = run(n, mid, False)
                 tried.append((n, mid, decided))
                 if decided is None:
-                    return result(None, None, {}, False, f"time limit reached while deciding {n} nodes, {mid} "
-                                  "propositions")
+                    return result(
+                        None, None, {}, False, f"time limit reached while deciding {n} nodes, {mid} propositions"
+                    )
                 lo, hi = (lo, mid) if decided else (mid + 1, hi)
             ks = [lo]
         elif columns and ks and ks[-1] > small_k:  # no labeling at all fits n: none with these k either
@@ -406,15 +440,34 @@ def label_search(
             if (n, k, decided) not in tried:
                 tried.append((n, k, decided))
             if found or not complete:
-                msg = "" if complete else ("enumeration stopped early (limit reached); the solutions found are listed"
-                                           if found else f"time limit reached while deciding {n} nodes, {k} "
-                                           "propositions")
+                msg = (
+                    ""
+                    if complete
+                    else (
+                        "enumeration stopped early (limit reached); the solutions found are listed"
+                        if found
+                        else f"time limit reached while deciding {n} nodes, {k} propositions"
+                    )
+                )
                 return result(n if found else None, k if found else None, found, complete, msg)
-    return LabelSearchResult(None, None, (), True, tuple(tried),
-                             _join(f"no labeling with {k_lo}-{k_hi} propositions and machine with "
-                                   f"{n_sizes[0]}-{n_sizes[-1]} nodes is consistent with the expert", note),
-                             len(seen_cex), state["rounds"], state["longest"], state["histories"], state["t_solve"],
-                             min_nodes)
+    return LabelSearchResult(
+        None,
+        None,
+        (),
+        True,
+        tuple(tried),
+        _join(
+            f"no labeling with {k_lo}-{k_hi} propositions and machine with "
+            f"{n_sizes[0]}-{n_sizes[-1]} nodes is consistent with the expert",
+            note,
+        ),
+        len(seen_cex),
+        state["rounds"],
+        state["longest"],
+        state["histories"],
+        state["t_solve"],
+        min_nodes,
+    )
 
 
 def _record(found: dict, pool: LabelPool, labels, du, used_s, reach, first_free, non_stuttering) -> list[int]:
@@ -449,8 +502,9 @@ def free_states(checker, sol: LabelSolution, reach: np.ndarray) -> tuple:
     if not variants:
         return ()
     if isinstance(checker, ProductOracle) and checker.depth is None:
-        verdicts = consistency_many(checker.mdp, checker.true_delta, checker.table, [v[2] for v in variants],
-                                    true_initial=checker.true_initial)
+        verdicts = consistency_many(
+            checker.mdp, checker.true_delta, checker.table, [v[2] for v in variants], true_initial=checker.true_initial
+        )
         ok = [v.consistent for v in verdicts]
     else:
         ok = [not checker.check(v[2]) for v in variants]
@@ -466,7 +520,7 @@ def distinct_columns(n: int, non_stuttering: bool = True) -> int:
     idempotent maps under non-stuttering): two propositions with the same column can merge, so
     no smallest labeling needs more propositions."""
     if not non_stuttering:
-        return n ** n
+        return n**n
     return sum(math.comb(n, j) * j ** (n - j) for j in range(1, n + 1))
 
 

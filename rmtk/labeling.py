@@ -28,6 +28,7 @@ Constraint families, one generator each:
 Determinism, full specification, non-stuttering, BFS node symmetry breaking and the negative
 example families are those of :mod:`rmtk.encoding`, on this pool.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -164,8 +165,9 @@ class LabelLazyFormula(LazyFormula):
                 self.x.append(np.array([self.pool.new(("x", q, u)) for u in range(self.n)], dtype=np.int64))
                 n, K = self.n, self.pool.K
                 i, k, j = (a.ravel() for a in np.meshgrid(np.arange(n), np.arange(K), np.arange(n), indexing="ij"))
-                self._add(np.stack([-self.x[p][i], -self.pool.l(int(s), k), -self.pool.t(i, k, j), self.x[q][j]],
-                                   axis=1))
+                self._add(
+                    np.stack([-self.x[p][i], -self.pool.l(int(s), k), -self.pool.t(i, k, j), self.x[q][j]], axis=1)
+                )
             p = q
         return p
 

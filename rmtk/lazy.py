@@ -19,11 +19,13 @@ Oracles:
   synchronised product with the true machine, bounded at depth l or unbounded (every depth),
   so no prefix tree is built at all.
 """
+
 from __future__ import annotations
 
 import time
 from collections import defaultdict
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 import attrs
 import numpy as np
@@ -95,16 +97,32 @@ class TrieOracle:
             states = neg.class_state[neg.pair_class]
             group = states * delta_u.shape[0] + nodes[p]
             for i, j in clash_pairs(group, np.asarray(neg.pair_class), self.trie.length[p], self.limit):
-                out.append(Counterexample(self._word(p[i]), self._word(p[j]), int(states[i]), int(neg.pair_class[i]),
-                                          int(neg.pair_class[j]), int(max(self.trie.length[p[i]], self.trie.length[p[j]]))))
+                out.append(
+                    Counterexample(
+                        self._word(p[i]),
+                        self._word(p[j]),
+                        int(states[i]),
+                        int(neg.pair_class[i]),
+                        int(neg.pair_class[j]),
+                        int(max(self.trie.length[p[i]], self.trie.length[p[j]])),
+                    )
+                )
         else:
             pairs = np.asarray(neg.pairs)
             bad = np.flatnonzero(nodes[pairs[:, 0]] == nodes[pairs[:, 1]])
             lengths = self.trie.length[pairs[bad]].max(axis=1) if len(bad) else np.empty(0, np.int64)
             for k in bad[np.argsort(lengths, kind="stable")][: self.limit]:
                 p, q = pairs[k]
-                out.append(Counterexample(self._word(p), self._word(q), int(neg.state[k]), -1, -1,
-                                          int(max(self.trie.length[p], self.trie.length[q]))))
+                out.append(
+                    Counterexample(
+                        self._word(p),
+                        self._word(q),
+                        int(neg.state[k]),
+                        -1,
+                        -1,
+                        int(max(self.trie.length[p], self.trie.length[q])),
+                    )
+                )
         return out
 
     def exercised(self, delta_u):
@@ -137,8 +155,10 @@ class ProductOracle:
         """The synchronised product with the candidate (the last one is kept)."""
         key = (np.shape(delta_u), np.asarray(delta_u).tobytes())
         if self._last[0] != key:
-            self._last = (key, sync_product(self.mdp, self.true_delta, delta_u, init_a=self.true_initial,
-                                            max_depth=self.depth))
+            self._last = (
+                key,
+                sync_product(self.mdp, self.true_delta, delta_u, init_a=self.true_initial, max_depth=self.depth),
+            )
         return self._last[1]
 
     def _word(self, prod, i: int) -> tuple[int, ...]:
@@ -149,16 +169,29 @@ class ProductOracle:
         prod = self.product(delta_u)
         s, a, nt = prod.states, prod.a, self.true_delta.shape[0]
         cls = s * nt + self.table[s, a]
-        return [Counterexample(self._word(prod, i), self._word(prod, j), int(s[i]), int(cls[i]), int(cls[j]),
-                               int(max(prod.depth[i], prod.depth[j])))
-                for i, j in clashes(prod, self.table, self.limit)]
+        return [
+            Counterexample(
+                self._word(prod, i),
+                self._word(prod, j),
+                int(s[i]),
+                int(cls[i]),
+                int(cls[j]),
+                int(max(prod.depth[i], prod.depth[j])),
+            )
+            for i, j in clashes(prod, self.table, self.limit)
+        ]
 
     def exercised(self, delta_u):
         return exercised(self.product(delta_u), self.mdp, delta_u, max_depth=self.depth, compress=self.compress)
 
     def lower_bound(self) -> int:
-        prod = sync_product(self.mdp, self.true_delta, np.zeros((1, self.true_delta.shape[1]), np.int64),
-                            init_a=self.true_initial, max_depth=self.depth)
+        prod = sync_product(
+            self.mdp,
+            self.true_delta,
+            np.zeros((1, self.true_delta.shape[1]), np.int64),
+            init_a=self.true_initial,
+            max_depth=self.depth,
+        )
         s, cls = prod.states, self.table[prod.states, prod.a]
         return int(np.bincount(np.unique(s * self.true_delta.shape[0] + cls) // self.true_delta.shape[0]).max())
 
@@ -336,13 +369,45 @@ def lazy_search(
             stats = lazy.stats(rounds)
             if found:
                 msg = "" if complete else "enumeration stopped early (limit reached); the solutions found are listed"
-                return SearchResult(n, tuple(found.values()), complete, tuple(tried), len(formula.hard) + lazy.added,
-                                    formula.pool.top, t_enc, t_solve, t_enum, _join(msg, note), lazy=stats)
+                return SearchResult(
+                    n,
+                    tuple(found.values()),
+                    complete,
+                    tuple(tried),
+                    len(formula.hard) + lazy.added,
+                    formula.pool.top,
+                    t_enc,
+                    t_solve,
+                    t_enum,
+                    _join(msg, note),
+                    lazy=stats,
+                )
             if not complete:
-                return SearchResult(None, (), False, tuple(tried), len(formula.hard), formula.pool.top, t_enc, t_solve,
-                                    t_enum, _join(f"time limit reached while deciding {n} nodes", note), lazy=stats)
+                return SearchResult(
+                    None,
+                    (),
+                    False,
+                    tuple(tried),
+                    len(formula.hard),
+                    formula.pool.top,
+                    t_enc,
+                    t_solve,
+                    t_enum,
+                    _join(f"time limit reached while deciding {n} nodes", note),
+                    lazy=stats,
+                )
     lo, hi = sizes[0], sizes[-1]
     what = f"exactly {hi}" if exact_nodes is not None else (f"at most {hi}" if lo <= 1 else f"{lo} to {hi}")
-    return SearchResult(None, (), True, tuple(tried), 0, 0, t_enc, t_solve, t_enum,
-                        f"no machine with {what} node{'s' if hi != 1 else ''} is consistent with the prefix tree policy",
-                        lazy=lazy.stats(rounds) if lazy is not None else None)
+    return SearchResult(
+        None,
+        (),
+        True,
+        tuple(tried),
+        0,
+        0,
+        t_enc,
+        t_solve,
+        t_enum,
+        f"no machine with {what} node{'s' if hi != 1 else ''} is consistent with the prefix tree policy",
+        lazy=lazy.stats(rounds) if lazy is not None else None,
+    )

@@ -19,6 +19,7 @@ What else a strategy can do (an oracle instead of a tree, every depth, the exper
 classes for verdicts, lazy negatives, ...) it declares as capabilities
 (:mod:`rmtk.capabilities`); :meth:`Learner.fit` takes its path from them.
 """
+
 from __future__ import annotations
 
 import time
@@ -32,19 +33,27 @@ from .encoding import Problem
 from .equivalence import Fillings, Verdict, consistency_many
 from .errors import RmtkError
 from .exact import DistinctPerNode, ExactPTP, NodePolicyTable, SoftOptimal
+from .lazy import TrieOracle
 from .machine import RewardMachine, isomorphic
 from .maxent import MaxEntIRL
 from .mdp import LabeledMDP
 from .negatives import ConfidenceMiner, ExactMiner, NegativeExampleMiner, NegativePairs, PolicyClasses
 from .progress import Progress, Recorder
-from .lazy import TrieOracle
 from .ptp import PTP, PrefixTree, PrefixTreePolicy, PTPCapabilities, Trie
 from .solve import SearchResult, Solution
 from .space import Space
 from .task import Task
 
-__all__ = ["Learner", "LearnResult", "ExactPTP", "SoftOptimal", "DistinctPerNode",
-           "NodePolicyTable", "ExactMiner", "ConfidenceMiner"]
+__all__ = [
+    "Learner",
+    "LearnResult",
+    "ExactPTP",
+    "SoftOptimal",
+    "DistinctPerNode",
+    "NodePolicyTable",
+    "ExactMiner",
+    "ConfidenceMiner",
+]
 
 
 def __getattr__(name):
@@ -127,8 +136,12 @@ class LearnResult:
         if self.truth is None:
             return None
         truth = self.truth.with_rewards(np.zeros_like(self.truth.delta_r))
-        return tuple(isomorphic(m.with_alphabet_order(truth.alphabet), truth, rewards=False)
-                     if set(m.alphabet) == set(truth.alphabet) else False for m in self.machines)
+        return tuple(
+            isomorphic(m.with_alphabet_order(truth.alphabet), truth, rewards=False)
+            if set(m.alphabet) == set(truth.alphabet)
+            else False
+            for m in self.machines
+        )
 
     def unconstrained(self, i: int) -> list[tuple[str, str]]:
         """``(node, letter)`` transitions of machine ``i`` that the data leave free."""
@@ -173,16 +186,20 @@ class LearnResult:
         rare, mined, alpha = [], None, None
         if self.negatives is not None and self.ptp is not None and self.ptp.counts is not None and deltas:
             mined, alpha = len(self.negatives), self.negatives.alpha
-            rare = rare_pairs(self.mdp, self.ptp, deltas, alpha=alpha, n_trajectories=self.ptp.n_trajectories,
-                              limit=limit)
+            rare = rare_pairs(
+                self.mdp, self.ptp, deltas, alpha=alpha, n_trajectories=self.ptp.n_trajectories, limit=limit
+            )
         names = [m.name for m in self.machines]
         return Explanation(cover(self.mdp, deltas, names, ptp=self.ptp, truth=truth), tuple(rare), mined, alpha)
 
     def stats(self) -> dict:
         out = {"trie_nodes": self.tree.trie.n_nodes, "pairs": self.tree.n_pairs}
         if self.classes is not None:
-            out.update(classes=self.classes.n_classes, per_state_pairs=self.classes.per_state_pairs(),
-                       lower_bound=self.classes.lower_bound())
+            out.update(
+                classes=self.classes.n_classes,
+                per_state_pairs=self.classes.per_state_pairs(),
+                lower_bound=self.classes.lower_bound(),
+            )
         if self.negatives is not None:
             out.update(negatives=len(self.negatives), cost=self.search.cost)
             if self.false_positives is not None:
@@ -210,9 +227,11 @@ def _node_count(instance, attribute, value):
         raise RmtkError(f"{attribute.name}={value} is above rmtk's bound of {MAX_NODES} nodes: {_BOUND_WHY}")
 
 
-_BOUND_WHY = (f"the SAT encoding at n nodes has n²·|letters| transition variables, n³·|letters|/2 determinism "
-              f"clauses and n² clauses per word (at {MAX_NODES} nodes and 4 letters already "
-              f"{4 * MAX_NODES ** 2 * (MAX_NODES - 1) // 2:,} clauses before any word)")
+_BOUND_WHY = (
+    f"the SAT encoding at n nodes has n²·|letters| transition variables, n³·|letters|/2 determinism "
+    f"clauses and n² clauses per word (at {MAX_NODES} nodes and 4 letters already "
+    f"{4 * MAX_NODES**2 * (MAX_NODES - 1) // 2:,} clauses before any word)"
+)
 
 
 def _positive_seconds(instance, attribute, value):
@@ -226,8 +245,11 @@ def _has(*methods):
             return
         missing = [m for m in methods if not callable(getattr(value, m, None))]
         if missing:
-            raise RmtkError(f"{attribute.name}={value!r} is not a {attribute.name} strategy: it has no "
-                            f"{' or '.join(missing)} method (see docs/design.md, 'Strategies')")
+            raise RmtkError(
+                f"{attribute.name}={value!r} is not a {attribute.name} strategy: it has no "
+                f"{' or '.join(missing)} method (see docs/design.md, 'Strategies')"
+            )
+
     return check
 
 
@@ -262,14 +284,20 @@ class Learner:
 
     def __attrs_post_init__(self):
         if getattr(self.ptp, "state_histories", False) and not callable(getattr(self.encoder, "fit_labels", None)):
-            raise RmtkError("the PTP strategy gives state histories, not label words: learn from it with an encoder "
-                            "that learns the labels too (encoder=LabelingEncoder())")
+            raise RmtkError(
+                "the PTP strategy gives state histories, not label words: learn from it with an encoder "
+                "that learns the labels too (encoder=LabelingEncoder())"
+            )
         if self.nodes is not None and self.max_nodes is not None and self.nodes > self.max_nodes:
-            raise RmtkError(f"nodes={self.nodes} contradicts max_nodes={self.max_nodes}: the machine would have more "
-                            "nodes than the bound allows (give one of them, or nodes <= max_nodes)")
+            raise RmtkError(
+                f"nodes={self.nodes} contradicts max_nodes={self.max_nodes}: the machine would have more "
+                "nodes than the bound allows (give one of them, or nodes <= max_nodes)"
+            )
         if PTPCapabilities.of(self.ptp).compress and not EncoderCapabilities.of(self.encoder).non_stuttering:
-            raise RmtkError("compressed prefixes assume a non-stuttering machine: build the prefix tree with "
-                            "compress=False to learn without the non-stuttering constraint")
+            raise RmtkError(
+                "compressed prefixes assume a non-stuttering machine: build the prefix tree with "
+                "compress=False to learn without the non-stuttering constraint"
+            )
 
     def fit(self, target: Task | LabeledMDP | Space) -> LearnResult:
         """Learn from ``target``: a :class:`Task` (the truth is known: verdicts, false positive
@@ -282,8 +310,10 @@ class Learner:
         checks candidates with the PTP's oracle when it has one for ``target``, else with the
         built tree; verdicts need the PTP's ``expert_classes``."""
         if not isinstance(target, (Task, LabeledMDP, Space)):
-            raise RmtkError(f"fit needs a Task or a LabeledMDP (or a Space, for data without a transition model), "
-                            f"not {type(target).__name__}")
+            raise RmtkError(
+                f"fit needs a Task or a LabeledMDP (or a Space, for data without a transition model), "
+                f"not {type(target).__name__}"
+            )
         fit_labels = getattr(self.encoder, "fit_labels", None)  # an encoder that learns the labels too
         if callable(fit_labels):
             return fit_labels(self, target)
@@ -297,15 +327,19 @@ class Learner:
         ptp = negatives = None
         oracle = source.oracle(target) if lazy else None  # e.g. the expert known as a task: no tree
         if every_depth and oracle is None:
-            raise RmtkError("learning at every depth needs the expert as a task (its product policy), or a PTP "
-                            "strategy whose oracle checks candidates without a tree; got "
-                            + (f"the bare mdp {mdp.name!r}" if task is None else type(self.ptp).__name__))
+            raise RmtkError(
+                "learning at every depth needs the expert as a task (its product policy), or a PTP "
+                "strategy whose oracle checks candidates without a tree; got "
+                + (f"the bare mdp {mdp.name!r}" if task is None else type(self.ptp).__name__)
+            )
         if oracle is None:
             ptp = self.ptp.build(target, rec)
             if ptp.trie.compressed and not encoder.non_stuttering:
-                raise RmtkError(f"{type(self.ptp).__name__} built compressed words, which assume a non-stuttering "
-                                "machine: build uncompressed words (and say so: compress=False) to learn without "
-                                "the non-stuttering constraint")
+                raise RmtkError(
+                    f"{type(self.ptp).__name__} built compressed words, which assume a non-stuttering "
+                    "machine: build uncompressed words (and say so: compress=False) to learn without "
+                    "the non-stuttering constraint"
+                )
             miner = self.miner or (ExactMiner() if ptp.counts is None else ConfidenceMiner())
             t = time.perf_counter()
             negatives = miner.mine(ptp)
@@ -319,19 +353,29 @@ class Learner:
         if self.nodes is not None:  # exactly this many: a larger suggestion of the task does not apply
             max_nodes = self.nodes if max_nodes > MAX_NODES else max(max_nodes, self.nodes)
         elif max_nodes > MAX_NODES:
-            raise RmtkError(f"task {task.name!r} suggests max_nodes {max_nodes}, above rmtk's bound of {MAX_NODES} "
-                            f"nodes: {_BOUND_WHY}; pass a smaller max_nodes")
+            raise RmtkError(
+                f"task {task.name!r} suggests max_nodes {max_nodes}, above rmtk's bound of {MAX_NODES} "
+                f"nodes: {_BOUND_WHY}; pass a smaller max_nodes"
+            )
         if oracle is not None:
             compress = source.compress if ptp is None else ptp.trie.compressed
             problem = Problem(Trie.root(compress), mdp.n_propositions, oracle=oracle)
         else:
             problem = Problem(ptp.trie, mdp.n_propositions, negatives)
-        res = self.encoder.search(problem, max_nodes=max_nodes, min_nodes=min(problem.lower_bound(), max_nodes),
-                                  nodes=self.nodes, max_solutions=self.max_solutions, time_limit=self.time_limit,
-                                  progress=rec)
+        res = self.encoder.search(
+            problem,
+            max_nodes=max_nodes,
+            min_nodes=min(problem.lower_bound(), max_nodes),
+            nodes=self.nodes,
+            max_solutions=self.max_solutions,
+            time_limit=self.time_limit,
+            progress=rec,
+        )
         if oracle is not None and res.lazy is None:
-            raise RmtkError(f"encoder {type(self.encoder).__name__} does not search lazily (it ignored the oracle "
-                            "of lazy or every-depth learning); use SatEncoder")
+            raise RmtkError(
+                f"encoder {type(self.encoder).__name__} does not search lazily (it ignored the oracle "
+                "of lazy or every-depth learning); use SatEncoder"
+            )
         if ptp is None:
             tree, negatives = _counterexample_tree(res.lazy, oracle.depth)
         else:
@@ -340,8 +384,19 @@ class Learner:
         timings.update(encode=res.time_encode, solve=res.time_solve, enumerate=res.time_enumerate)
         classes = negatives if isinstance(negatives, PolicyClasses) else None
         pairs = negatives if isinstance(negatives, NegativePairs) else None
-        result = LearnResult(_machines(mdp, res), res.solutions, res, classes, tree, mdp, None, timings,
-                             negatives=pairs, ptp=ptp, oracle=oracle)
+        result = LearnResult(
+            _machines(mdp, res),
+            res.solutions,
+            res,
+            classes,
+            tree,
+            mdp,
+            None,
+            timings,
+            negatives=pairs,
+            ptp=ptp,
+            oracle=oracle,
+        )
         if task is not None:
             result = self._judge(task, result, source, encoder, rec)
         if self.irl is not None and result.machines and isinstance(mdp, Space):
@@ -349,9 +404,12 @@ class Learner:
         elif self.irl is not None and result.machines:
             gamma = task.discount if task is not None else mdp.gamma
             lam = task.lam if task is not None else 1.0
-            fits = tuple(self.irl.fit(mdp, result.machines, ptp if ptp is not None else oracle, gamma=gamma, lam=lam,
-                                      progress=rec))
-            machines = tuple(f.machine for f in fits) + result.machines[len(fits):]
+            fits = tuple(
+                self.irl.fit(
+                    mdp, result.machines, ptp if ptp is not None else oracle, gamma=gamma, lam=lam, progress=rec
+                )
+            )
+            machines = tuple(f.machine for f in fits) + result.machines[len(fits) :]
             result = attrs.evolve(result, machines=machines, reward_fits=fits)
         timings["total"] = time.perf_counter() - t0
         return result
@@ -363,26 +421,31 @@ class Learner:
         t = time.perf_counter()
         table = source.expert_classes(task)
         if table is None:
-            message = (f"no verdicts: the PTP strategy {type(self.ptp).__name__} does not say which expert its policy "
-                       "comes from (give it expert_classes(task), docs/design.md 'Strategies'); verdicts from "
-                       "another expert's policy could be wrong")
+            message = (
+                f"no verdicts: the PTP strategy {type(self.ptp).__name__} does not say which expert its policy "
+                "comes from (give it expert_classes(task), docs/design.md 'Strategies'); verdicts from "
+                "another expert's policy could be wrong"
+            )
             rec.note(message)
             warnings.warn(message, UserWarning, stacklevel=3)
             return result
         table = np.asarray(table)
         want = (task.mdp.n_states, task.machine.n_nodes)
         if table.shape != want or not np.issubdtype(table.dtype, np.integer):
-            raise RmtkError(f"{type(self.ptp).__name__}.expert_classes gave an array of shape {table.shape} and type "
-                            f"{table.dtype}; the task needs whole-number policy classes of shape {want} (states, "
-                            "nodes of the true machine)")
+            raise RmtkError(
+                f"{type(self.ptp).__name__}.expert_classes gave an array of shape {table.shape} and type "
+                f"{table.dtype}; the task needs whole-number policy classes of shape {want} (states, "
+                "nodes of the true machine)"
+            )
         fp = None
         if result.negatives is not None and result.ptp is not None:
             trie_nodes = result.ptp.trie.run(task.machine.delta_u, task.machine.initial, task.letter_of_proposition)
             fp = result.negatives.false_positives(trie_nodes, table)
         verdicts, some = _verdicts(task, table, result.machines, result.solutions, encoder.non_stuttering)
         rec.stage("verdict", time.perf_counter() - t)
-        return attrs.evolve(result, verdicts=verdicts, completion_consistent=some, false_positives=fp,
-                            expert_classes=table)
+        return attrs.evolve(
+            result, verdicts=verdicts, completion_consistent=some, false_positives=fp, expert_classes=table
+        )
 
     def fit_demonstrations(self, target: Task | LabeledMDP, demos, *, chunk: int = 250_000) -> LearnResult:
         """Convenience: :meth:`fit` with ``ptp=EmpiricalPTP(demos)`` (same compression as
@@ -419,13 +482,15 @@ def _counterexample_tree(stats, depth) -> tuple[PrefixTree, PolicyClasses]:
     return tree, PolicyClasses(dense, class_state, node)
 
 
-def _verdicts(task: Task, table: np.ndarray, machines, solutions,
-              non_stuttering: bool) -> tuple[tuple[Verdict, ...], tuple[bool, ...]]:
+def _verdicts(
+    task: Task, table: np.ndarray, machines, solutions, non_stuttering: bool
+) -> tuple[tuple[Verdict, ...], tuple[bool, ...]]:
     """Exact consistency of each machine at every depth (free transitions as self-loops), and
     whether some filling of its free transitions is consistent (one SAT query each)."""
     true_du = task.machine.delta_u[:, task.letter_of_proposition]
-    verdicts = tuple(consistency_many(task.mdp, true_du, table, [m.delta_u for m in machines],
-                                      true_initial=task.machine.initial))
+    verdicts = tuple(
+        consistency_many(task.mdp, true_du, table, [m.delta_u for m in machines], true_initial=task.machine.initial)
+    )
     if all(v.consistent for v in verdicts):
         return verdicts, tuple(True for _ in verdicts)
     fillings = Fillings(task.mdp, true_du, table, true_initial=task.machine.initial, non_stuttering=non_stuttering)

@@ -6,10 +6,12 @@ to renaming of nodes" is :func:`isomorphic`, decided on the canonical form
 (:meth:`RewardMachine.canonical`: breadth-first numbering from ``u_I``, letters in alphabet
 order).
 """
+
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -72,7 +74,7 @@ class RewardMachine:
         nodes: Sequence[str] | None = None,
         initial: str | None = None,
         name: str = "machine",
-    ) -> "RewardMachine":
+    ) -> RewardMachine:
         """Build from ``{(node, letter): target | (target, reward)}``.
 
         Transitions not given are self-loops with reward 0. ``nodes`` defaults to the nodes
@@ -111,13 +113,11 @@ class RewardMachine:
             "nodes": list(self.nodes),
             "alphabet": list(self.alphabet),
             "initial": self.nodes[self.initial],
-            "transitions": [
-                {"from": u, "on": a, "to": v, "reward": r} for u, a, v, r in self.transitions()
-            ],
+            "transitions": [{"from": u, "on": a, "to": v, "reward": r} for u, a, v, r in self.transitions()],
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "RewardMachine":
+    def from_dict(cls, d: Mapping[str, Any]) -> RewardMachine:
         """Inverse of :meth:`to_dict`."""
         trans = {(t["from"], t["on"]): (t["to"], float(t.get("reward", 0.0))) for t in d["transitions"]}
         return cls.from_transitions(
@@ -183,10 +183,10 @@ class RewardMachine:
         k = np.arange(len(self.alphabet))
         return bool(np.all(self.delta_u[self.delta_u, k] == self.delta_u))
 
-    def with_rewards(self, delta_r: np.ndarray) -> "RewardMachine":
+    def with_rewards(self, delta_r: np.ndarray) -> RewardMachine:
         return attrs.evolve(self, delta_r=delta_r)
 
-    def renamed(self, order: Sequence[int], names: Sequence[str] | None = None) -> "RewardMachine":
+    def renamed(self, order: Sequence[int], names: Sequence[str] | None = None) -> RewardMachine:
         """The machine restricted to nodes ``order`` (old indices), renumbered in that order.
 
         Every transition of a kept node must stay among the kept nodes.
@@ -206,7 +206,7 @@ class RewardMachine:
             name=self.name,
         )
 
-    def canonical(self, prefix: str = "u") -> "RewardMachine":
+    def canonical(self, prefix: str = "u") -> RewardMachine:
         """Reachable part, nodes renumbered breadth-first from ``u_I`` and named ``u0, u1, ...``.
 
         Two machines with all nodes reachable are isomorphic iff their canonical forms are equal
@@ -215,14 +215,14 @@ class RewardMachine:
         order = self.reachable()
         return self.renamed(order, [f"{prefix}{i}" for i in range(len(order))])
 
-    def with_alphabet_order(self, alphabet: Sequence[str]) -> "RewardMachine":
+    def with_alphabet_order(self, alphabet: Sequence[str]) -> RewardMachine:
         """The same machine with its letters listed in the order ``alphabet`` (same set)."""
         if sorted(alphabet) != sorted(self.alphabet):
             raise ModelError(f"machine {self.name!r}: alphabet {list(alphabet)} differs from {list(self.alphabet)}")
         perm = [self.alphabet.index(a) for a in alphabet]
         return attrs.evolve(self, alphabet=alphabet, delta_u=self.delta_u[:, perm], delta_r=self.delta_r[:, perm])
 
-    def minimize(self) -> "RewardMachine":
+    def minimize(self) -> RewardMachine:
         """Smallest machine with the same reward output on every word (Moore partition refinement),
         restricted to reachable nodes, in canonical numbering."""
         m = self.canonical()
@@ -285,7 +285,7 @@ def isomorphic(a: RewardMachine, b: RewardMachine, *, rewards: bool = True) -> b
     import networkx as nx
     from networkx.algorithms.isomorphism import DiGraphMatcher
 
-    def graph(m: RewardMachine) -> "nx.DiGraph":
+    def graph(m: RewardMachine) -> nx.DiGraph:
         g = nx.DiGraph()
         for u in range(m.n_nodes):
             g.add_node(u, initial=(u == m.initial))
@@ -297,6 +297,9 @@ def isomorphic(a: RewardMachine, b: RewardMachine, *, rewards: bool = True) -> b
         return g
 
     gm = DiGraphMatcher(
-        graph(a), graph(b), node_match=lambda x, y: x["initial"] == y["initial"], edge_match=lambda x, y: x["lab"] == y["lab"]
+        graph(a),
+        graph(b),
+        node_match=lambda x, y: x["initial"] == y["initial"],
+        edge_match=lambda x, y: x["lab"] == y["lab"],
     )
     return gm.is_isomorphic()

@@ -19,6 +19,7 @@ solves the margin linear program of Ng and Russell (2000) on the learned product
 The rewards are what an RL agent (e.g. Q-learning with the learned machine) needs; they are
 not the expert's "true" rewards, which no finite behaviour identifies.
 """
+
 from __future__ import annotations
 
 import time
@@ -66,8 +67,9 @@ class MarginIRL:
     limit: int = 10
     max_states: int = 20_000
 
-    def fit(self, mdp: LabeledMDP, machines, ptp, *, gamma: float, lam: float = 1.0,
-            progress: Progress | None = None) -> tuple[MarginFit, ...]:
+    def fit(
+        self, mdp: LabeledMDP, machines, ptp, *, gamma: float, lam: float = 1.0, progress: Progress | None = None
+    ) -> tuple[MarginFit, ...]:
         """One :class:`MarginFit` per machine (the first ``limit``); ``ptp`` as for
         :meth:`~rmtk.maxent.MaxEntIRL.fit` (a prefix tree policy or a tree-free oracle)."""
         t0 = time.perf_counter()
@@ -95,7 +97,9 @@ class MarginIRL:
             visits = total[..., 0] if ptp.counts is not None else np.where(total[..., 0] > 0, np.inf, 0.0)
         ends = (m.delta_u == np.arange(n)[:, None]).all(axis=1)
         greedy = policy > 1.0 / A + 1e-9
-        expert = np.where(greedy.any(axis=2, keepdims=True), greedy / np.maximum(greedy.sum(2, keepdims=True), 1), 1 / A)
+        expert = np.where(
+            greedy.any(axis=2, keepdims=True), greedy / np.maximum(greedy.sum(2, keepdims=True), 1), 1 / A
+        )
         expert[:, ends] = 0.0  # the episode is over: no value after an end node
         # (s, u, a) → expected reward indicators E (rows × n·K) and successor product states T
         kernel = mdp.kernel
@@ -123,16 +127,16 @@ class MarginIRL:
         gaps = [(k, Q[i] - Q[j]) for k, ps in enumerate(pairs) for i, j in ps]
         A_ub = np.zeros((len(gaps), 2 * nK + nt))
         for r, (k, d) in enumerate(gaps):  # t_k ≤ (Q_greedy − Q_other)·(p − q)
-            A_ub[r, :nK], A_ub[r, nK:2 * nK], A_ub[r, 2 * nK + k] = -d, d, 1.0
+            A_ub[r, :nK], A_ub[r, nK : 2 * nK], A_ub[r, 2 * nK + k] = -d, d, 1.0
         cost = np.concatenate([np.full(2 * nK, self.l1), -np.ones(nt)])
         box = [(0.0, 1.0) if mv else (0.0, 0.0) for mv in moving]
-        res = linprog(cost, A_ub=A_ub, b_ub=np.zeros(len(gaps)), bounds=box + box + [(0.0, None)] * nt,
-                      method="highs")
+        res = linprog(cost, A_ub=A_ub, b_ub=np.zeros(len(gaps)), bounds=box + box + [(0.0, None)] * nt, method="highs")
         if res.status == 2:  # no rewards make every greedy set optimal (noisy data): allow negative margins
-            res = linprog(cost, A_ub=A_ub, b_ub=np.zeros(len(gaps)), bounds=box + box + [(None, None)] * nt,
-                          method="highs")
+            res = linprog(
+                cost, A_ub=A_ub, b_ub=np.zeros(len(gaps)), bounds=box + box + [(None, None)] * nt, method="highs"
+            )
         if res.status != 0:
             return MarginFit(m.with_rewards(np.zeros((n, K))), 0.0, nt, f"the linear program failed: {res.message}")
-        x = res.x[:nK] - res.x[nK:2 * nK]
+        x = res.x[:nK] - res.x[nK : 2 * nK]
         x = np.where(np.abs(x) < 1e-9, 0.0, np.round(x, 9))
-        return MarginFit(m.with_rewards(x.reshape(n, K)), float(res.x[2 * nK:].sum()), nt)
+        return MarginFit(m.with_rewards(x.reshape(n, K)), float(res.x[2 * nK :].sum()), nt)

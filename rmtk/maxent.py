@@ -1,5 +1,6 @@
 """The MaxEntIRL strategy of the :class:`~rmtk.learner.Learner`: rewards for the learned
 machines (paper section 3.2, end; Algorithm 3), computed with :mod:`rmtk.irl`."""
+
 from __future__ import annotations
 
 import time
@@ -51,8 +52,16 @@ class MaxEntIRL:
         if not 1 <= self.digits <= 17:
             raise RmtkError(f"digits must lie in 1..17, got {self.digits}")
 
-    def fit(self, mdp: LabeledMDP, machines: tuple[RewardMachine, ...], ptp: PrefixTreePolicy, *,
-            gamma: float, lam: float, progress: Progress | None = None) -> tuple:
+    def fit(
+        self,
+        mdp: LabeledMDP,
+        machines: tuple[RewardMachine, ...],
+        ptp: PrefixTreePolicy,
+        *,
+        gamma: float,
+        lam: float,
+        progress: Progress | None = None,
+    ) -> tuple:
         """Reward fits of the first ``limit`` machines (their ``machine`` has the rewards).
 
         ``ptp`` is the prefix tree policy the machines were learned from, or an object whose

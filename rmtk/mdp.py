@@ -9,9 +9,11 @@ planning and the prefix tree need. The core uses it as ``mdp.kernel``, a
 model never imports scipy); ``mdp.transitions`` is the same matrix as a
 ``scipy.sparse.csr_array``, built on first use.
 """
+
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -93,8 +95,7 @@ class LabeledMDP:
         T = self.kernel
         if T.shape != (S * A, S):
             raise ModelError(
-                f"mdp {self.name!r}: transitions have shape {T.shape}, "
-                f"expected ({S}·{A}, {S}) = ({S * A}, {S})"
+                f"mdp {self.name!r}: transitions have shape {T.shape}, expected ({S}·{A}, {S}) = ({S * A}, {S})"
             )
         data = T.data
         if data.size and (not np.all(np.isfinite(data)) or data.min() < 0):
@@ -109,7 +110,9 @@ class LabeledMDP:
                 f"expected 1 (±{PROB_TOL:g})" + (f"; {bad.size - 1} more rows are wrong" if bad.size > 1 else "")
             )
         if self.labels.shape != (S,):
-            raise ModelError(f"mdp {self.name!r}: {self.labels.shape[0] if self.labels.ndim else 0} labels for {S} states")
+            raise ModelError(
+                f"mdp {self.name!r}: {self.labels.shape[0] if self.labels.ndim else 0} labels for {S} states"
+            )
         if len(self.propositions) == 0:
             raise ModelError(f"mdp {self.name!r}: empty proposition alphabet")
         out = np.flatnonzero((self.labels < 0) | (self.labels >= len(self.propositions)))
@@ -141,7 +144,7 @@ class LabeledMDP:
         actions: Sequence[str] | None = None,
         gamma: float = 0.99,
         name: str = "mdp",
-    ) -> "LabeledMDP":
+    ) -> LabeledMDP:
         """Build from a dense ``P[a, s, s']`` tensor (action first, unlike the state-first
         convention of newer APIs: docs/design.md, section 2; a ``P[s, a, s']`` is named in the
         error when its shape tells).
@@ -152,15 +155,20 @@ class LabeledMDP:
         given: list[Any] = list(labels)
         if P.ndim != 3 or P.shape[1] != P.shape[2] or len(given) != P.shape[1]:
             if P.ndim == 3 and P.shape[0] == P.shape[2] == len(given):
-                raise ModelError(order_hint("P", P.shape, [("actions", P.shape[1]), ("states", len(given)),
-                                                           ("next states", len(given))])
-                                 + "; from_dense takes P[a, s, s']")
+                raise ModelError(
+                    order_hint(
+                        "P", P.shape, [("actions", P.shape[1]), ("states", len(given)), ("next states", len(given))]
+                    )
+                    + "; from_dense takes P[a, s, s']"
+                )
             raise ModelError(f"P must be P[a, s, s'], shape (A, S, S) with S = {len(given)} labels, got {P.shape}")
         A, S, _ = P.shape
         if propositions is None:
-            propositions = sorted({str(x) for x in given}) if given and isinstance(given[0], str) else [
-                f"p{i}" for i in range(max(given) + 1)
-            ]
+            propositions = (
+                sorted({str(x) for x in given})
+                if given and isinstance(given[0], str)
+                else [f"p{i}" for i in range(max(given) + 1)]
+            )
         propositions = list(propositions)
         if given and isinstance(given[0], str):
             unknown = [x for x in given if x not in propositions]
@@ -255,7 +263,7 @@ class LabeledMDP:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "LabeledMDP":
+    def from_dict(cls, d: Mapping[str, Any]) -> LabeledMDP:
         """Inverse of :meth:`to_dict`."""
         states, actions = list(d["states"]), list(d["actions"])
         props = list(d["propositions"])

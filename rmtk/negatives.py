@@ -11,6 +11,7 @@ The NegativeExampleMiner strategy turns a prefix tree policy into negative examp
 * :class:`ConfidenceMiner` (demonstrations, section 5, eq. 18-19): word pairs whose
   empirical action distributions differ with confidence 1 − α (not transitive, so pairs).
 """
+
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
@@ -35,7 +36,7 @@ class NegativeExampleMiner(Protocol):
     :class:`NegativePairs` (word pairs, each with the state where it was detected).
     """
 
-    def mine(self, ptp: PrefixTreePolicy) -> "PolicyClasses | NegativePairs":
+    def mine(self, ptp: PrefixTreePolicy) -> PolicyClasses | NegativePairs:
         """The negative examples of ``ptp``."""
 
 
@@ -157,7 +158,7 @@ class NegativePairs:
         return len(self.pairs)
 
     @classmethod
-    def of(cls, pairs, alpha: float = 0.05) -> "NegativePairs":
+    def of(cls, pairs, alpha: float = 0.05) -> NegativePairs:
         """Negative examples from bare trie-node pairs (no state or evidence recorded: unit
         weights only; for examples a user states by hand)."""
         pairs = np.sort(np.asarray(pairs, dtype=np.int64).reshape(-1, 2), axis=1)
@@ -213,8 +214,10 @@ class ConfidenceMiner:
     def mine(self, ptp) -> NegativePairs:
         counts = ptp.counts
         if counts is None:
-            raise ModelError("ConfidenceMiner needs an empirical prefix tree policy (action counts from "
-                             "demonstrations); for an exact policy use ExactMiner")
+            raise ModelError(
+                "ConfidenceMiner needs an empirical prefix tree policy (action counts from "
+                "demonstrations); for an exact policy use ExactMiner"
+            )
         A = counts.shape[1]
         c = log_weissman_constant(A)
         log_alpha = np.log(self.alpha)
@@ -227,7 +230,11 @@ class ConfidenceMiner:
         sizes = np.diff(np.r_[starts, len(st)])
         multi = sizes >= 2
         starts, sizes = starts[multi], sizes[multi]
-        rows = np.concatenate([np.arange(a, a + m) for a, m in zip(starts, sizes)]) if len(starts) else np.empty(0, np.int64)
+        rows = (
+            np.concatenate([np.arange(a, a + m) for a, m in zip(starts, sizes)])
+            if len(starts)
+            else np.empty(0, np.int64)
+        )
         phat = counts[order] / n[order, None]
         nn = n[order].astype(float)
         found_i, found_j, found_ld = [], [], []
@@ -265,6 +272,9 @@ class ConfidenceMiner:
         first = np.r_[True, key[1:] != key[:-1]]
         pair_index = np.cumsum(first) - 1
         return NegativePairs(
-            np.stack([p[first], q[first]], axis=1), s[first], ld[first],
-            np.stack([pair_index, s], axis=1), self.alpha,
+            np.stack([p[first], q[first]], axis=1),
+            s[first],
+            ld[first],
+            np.stack([pair_index, s], axis=1),
+            self.alpha,
         )

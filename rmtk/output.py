@@ -18,6 +18,7 @@ For tests only: with the environment variable ``RMTK_TEST_PAUSE_WRITE`` set to a
 seconds, the first write into a temporary file is followed by the line ``rmtk-test: paused
 mid-write`` on stderr and a pause of that length, so that a test can interrupt a write midway.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,8 +27,8 @@ import secrets
 import stat
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from .errors import RmtkError
 
@@ -148,8 +149,15 @@ def _install(tmp: str, target: str, overwrite: bool, path, error) -> None:
 
 
 @contextlib.contextmanager
-def replacing(path, *, overwrite: bool = False, text: bool = False, encoding: str = "utf-8", newline: str | None = None,
-              error=RmtkError) -> Iterator:
+def replacing(
+    path,
+    *,
+    overwrite: bool = False,
+    text: bool = False,
+    encoding: str = "utf-8",
+    newline: str | None = None,
+    error=RmtkError,
+) -> Iterator:
     """A file object to write ``path``'s new content into: binary, or text with ``text``
     (``encoding``, ``newline`` as for :func:`open`). The content appears at ``path`` when the
     ``with`` block ends normally; an exception (a write error, Ctrl-C) removes it and leaves

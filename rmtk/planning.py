@@ -31,9 +31,11 @@ iteration) and :func:`backward` (finite horizon) also serve the state-reward bas
 Only numpy is imported; scipy's sparse LU is imported when a grid exceeds
 :data:`DENSE_LIMIT` pairs.
 """
+
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import attrs
 import numpy as np
@@ -131,7 +133,7 @@ class Grid:
         self._eval = None
 
     @classmethod
-    def product(cls, mdp: LabeledMDP, machine: RewardMachine, letter=None) -> tuple["Grid", np.ndarray]:
+    def product(cls, mdp: LabeledMDP, machine: RewardMachine, letter=None) -> tuple[Grid, np.ndarray]:
         """The full product grid ``S × n`` and its entry rewards ``δ_r(u, L(s'))`` as ``(S, n)``."""
         lp = letter_map(mdp, machine, letter)[mdp.labels]
         grid = cls(mdp.kernel, mdp.n_actions, machine.delta_u[:, lp].T)
@@ -158,7 +160,7 @@ class Grid:
         u = np.arange(n)
         prow = (s[:, None] * n + u).ravel()  # product row (s,u)
         pcol = (s2[:, None] * n + self.next_node[s2]).ravel()  # product col (s', next_node[s', u])
-        pidx = (prow * A + np.repeat(a, n))  # index of π(a|s,u) in pi.ravel()
+        pidx = prow * A + np.repeat(a, n)  # index of π(a|s,u) in pi.ravel()
         prob = np.repeat(p, n)
         diag = np.arange(N)
         if N <= DENSE_LIMIT:
@@ -168,7 +170,7 @@ class Grid:
             codes = np.concatenate([pcol * N + prow, diag * N + diag])
             uniq, inv = np.unique(codes, return_inverse=True)
             indptr = np.searchsorted(uniq // N, np.arange(N + 1))
-            self._eval = ("sparse", inv[: len(pcol)], pidx, prob, inv[len(pcol):], uniq % N, indptr, len(uniq))
+            self._eval = ("sparse", inv[: len(pcol)], pidx, prob, inv[len(pcol) :], uniq % N, indptr, len(uniq))
 
     def solve(self, pi: np.ndarray, rhs: np.ndarray, gamma: float, *, transpose: bool = False) -> np.ndarray:
         """``x`` solving ``(I − γ P_π) x = rhs`` (or ``(I − γ P_π)ᵀ x = rhs``) on the grid, with
@@ -328,8 +330,9 @@ def soft_bellman(
     def stop(change: float, residual: float, V: np.ndarray) -> bool:
         return change <= max(tol, eps_scale * float(np.abs(V).max()))
 
-    run = iterate(grid, entry, gamma, lam, np.zeros((grid.S, grid.n)), exact=method == "policy_iteration",
-                  stop=stop, max_iter=cap)
+    run = iterate(
+        grid, entry, gamma, lam, np.zeros((grid.S, grid.n)), exact=method == "policy_iteration", stop=stop, max_iter=cap
+    )
     name = method.replace("_", " ")
     if run.status == "diverged":
         raise PlanningError(f"soft {name} diverged (non-finite values) at iteration {run.iterations}")
@@ -338,8 +341,16 @@ def soft_bellman(
             f"soft {name} did not converge in {cap} iterations "
             f"(last change of V {run.change:.3g} > tol {tol:g}); raise max_iter or tol"
         )
-    return SoftPolicy(V=run.V, Q=run.Q, pi=np.exp(run.logpi), gamma=gamma, lam=lam, method=method,
-                      iterations=run.iterations, residual=run.residual)
+    return SoftPolicy(
+        V=run.V,
+        Q=run.Q,
+        pi=np.exp(run.logpi),
+        gamma=gamma,
+        lam=lam,
+        method=method,
+        iterations=run.iterations,
+        residual=run.residual,
+    )
 
 
 def task_policy(task: Task, **kw) -> SoftPolicy:

@@ -15,6 +15,7 @@ over state pairs). Pairs are numbered in BFS discovery order: the initial pairs 
 index, then each level's new pairs in the order a queue-based BFS would find them (parents
 in order, successor states ascending).
 """
+
 from __future__ import annotations
 
 import attrs

@@ -9,6 +9,7 @@ free-form notes. A user can pass any object with these methods, e.g. to log to a
 Stage names are short keys (``tree``, ``policy``, ``count``, ``mine``, ``encode``, ``solve``,
 ``enumerate``, ``verdict``, ``rewards``, …); :data:`STAGE_NAMES` gives the words printed.
 """
+
 from __future__ import annotations
 
 import sys
@@ -149,6 +150,8 @@ def as_progress(progress) -> Progress:
         return Progress()
     missing = [m for m in ("stage", "size", "solution", "count", "note") if not callable(getattr(progress, m, None))]
     if missing:
-        raise TypeError(f"progress must be a rmtk.progress.Progress (an object with the methods stage, size, "
-                        f"solution, count, note); {type(progress).__name__} has no {', '.join(missing)}")
+        raise TypeError(
+            f"progress must be a rmtk.progress.Progress (an object with the methods stage, size, "
+            f"solution, count, note); {type(progress).__name__} has no {', '.join(missing)}"
+        )
     return progress

@@ -11,9 +11,11 @@ The trie is built level by level over the uncompressed length with numpy: a fron
 found or created by a sorted-key lookup on ``(parent, label)``, and pairs already reached at
 a smaller length are dropped (they were expanded then). No Python loop runs per pair.
 """
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import attrs
 import numpy as np
@@ -46,7 +48,7 @@ class Trie:
     compressed: bool = True
 
     @classmethod
-    def root(cls, compressed: bool = True) -> "Trie":
+    def root(cls, compressed: bool = True) -> Trie:
         """The trie of the empty word alone."""
         return cls(np.array([-1]), np.array([-1]), np.array([0]), compressed=compressed)
 
@@ -153,7 +155,7 @@ class TrieBuilder:
         return out
 
     @classmethod
-    def from_trie(cls, trie: Trie, n_letters: int) -> "TrieBuilder":
+    def from_trie(cls, trie: Trie, n_letters: int) -> TrieBuilder:
         """A builder that continues an existing trie (ids are kept)."""
         b = cls(n_letters)
         b._parent, b._letter, b._length = [trie.parent.copy()], [trie.letter.copy()], [trie.length.copy()]
@@ -179,7 +181,8 @@ def _too_large(mdp: LabeledMDP, depth: int, level: int, pairs: int) -> RmtkError
         f"a prefix tree of depth {depth} is too large to build: at depth {level} it holds {pairs:,} (word, state) "
         f"pairs and still grows (bounds: {MAX_TREE_PAIRS:,} pairs, {MAX_TREE_LEVELS:,} levels). No depth beyond "
         f"|S|·u_max² = {mdp.n_states}·u_max² is ever needed (Theorem 1); learn at every depth instead ('depth inf' "
-        "in the task, --depth inf, ExactPTP(None)), which builds no tree, or give a smaller depth")
+        "in the task, --depth inf, ExactPTP(None)), which builds no tree, or give a smaller depth"
+    )
 
 
 def build_prefix_tree(mdp: LabeledMDP, depth: int, *, compress: bool = True, start=None) -> PrefixTree:

@@ -20,6 +20,7 @@ known cost nothing more and are dropped: their answer is in already.
 expert from the start, ``length`` steps each, moving by a uniform action with probability
 ``explore``; what it observes is folded in, and a survivor it refutes is a counterexample.
 """
+
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
@@ -77,8 +78,7 @@ class EquivalenceCheck(Protocol):
     @property
     def walks(self) -> int: ...
 
-    def run(self, expert, walks: int | None = None, knowledge=None,
-            deltas=()) -> tuple[list[Observations], int]: ...
+    def run(self, expert, walks: int | None = None, knowledge=None, deltas=()) -> tuple[list[Observations], int]: ...
 
     def steps(self, walks: int) -> int: ...
 
@@ -177,7 +177,7 @@ class SplitMostPairs:
                 s, h = int(prod.states[i]), int(prod.b[i])
                 if not todo[h].any():
                     continue
-                for s2 in succ.indices[succ.indptr[s]:succ.indptr[s + 1]].tolist():
+                for s2 in succ.indices[succ.indptr[s] : succ.indptr[s + 1]].tolist():
                     k = int(lab[s2])
                     if todo[h, k] and (k != lab[s] or not knowledge.compressed):
                         todo[h, k] = False
@@ -185,8 +185,10 @@ class SplitMostPairs:
                         word = word + (k,)
                         need = self._need(knowledge, word, s2, knowledge.exact)
                         if need > 0:
-                            out.setdefault((word, s2), Query(word, s2, 1 if knowledge.exact else int(need), (),
-                                                             ((m, m),), float(need)))
+                            out.setdefault(
+                                (word, s2),
+                                Query(word, s2, 1 if knowledge.exact else int(need), (), ((m, m),), float(need)),
+                            )
         return list(out.values())
 
     def tests(self, mdp, solutions, knowledge) -> list[Query]:
@@ -202,7 +204,7 @@ class SplitMostPairs:
         lab, comp = mdp.labels, knowledge.compressed
         per = self.per_transition if self.per_transition is not None else (1 if knowledge.exact else 2)
         succ = mdp.successor_matrix()
-        nxt = [succ.indices[succ.indptr[s]:succ.indptr[s + 1]].tolist() for s in range(mdp.n_states)]
+        nxt = [succ.indices[succ.indptr[s] : succ.indptr[s + 1]].tolist() for s in range(mdp.n_states)]
         prod = sync_product(mdp, np.zeros((1, delta.shape[1]), np.int64), delta)
         shortest: dict[tuple[int, int], tuple[int, ...]] = {}
         for i in range(prod.size):
@@ -221,10 +223,16 @@ class SplitMostPairs:
             return False
 
         out: dict = {}
-        for (h, k) in sorted({(h, int(lab[s2])) for (s, h) in shortest for s2 in nxt[s]
-                              if not (comp and lab[s2] == lab[s])}):
-            frontier = [(s2, int(delta[h, k]), grow(w, k)) for (s, hh), w in shortest.items() if hh == h
-                        for s2 in nxt[s] if lab[s2] == k and not (comp and lab[s] == k)]
+        for h, k in sorted(
+            {(h, int(lab[s2])) for (s, h) in shortest for s2 in nxt[s] if not (comp and lab[s2] == lab[s])}
+        ):
+            frontier = [
+                (s2, int(delta[h, k]), grow(w, k))
+                for (s, hh), w in shortest.items()
+                if hh == h
+                for s2 in nxt[s]
+                if lab[s2] == k and not (comp and lab[s] == k)
+            ]
             frontier.sort(key=lambda t: len(t[2]))
             expanded, tested = set(), set()
             found: list = []  # in the order reached
@@ -246,8 +254,10 @@ class SplitMostPairs:
                 for word, partner in ((w, w0), (w0, w)):
                     need = self._need(knowledge, word, s, knowledge.exact)
                     if need > 0:
-                        out.setdefault((word, s), Query(word, s, 1 if knowledge.exact else int(need), partner,
-                                                        ((0, 0),), float(need)))
+                        out.setdefault(
+                            (word, s),
+                            Query(word, s, 1 if knowledge.exact else int(need), partner, ((0, 0),), float(need)),
+                        )
         return list(out.values())
 
     def choose(self, mdp, deltas, knowledge, expert, alternatives=()) -> list[Query]:
@@ -302,8 +312,11 @@ def _groups(knowledge, deltas) -> set:
     if ptp is None:
         return set()
     node, state = np.asarray(ptp.tree.pair_node), np.asarray(ptp.tree.pair_state)
-    return {(m, int(s), int(h)) for m, d in enumerate(deltas)
-            for s, h in zip(state.tolist(), ptp.trie.run(d, 0)[node].tolist())}
+    return {
+        (m, int(s), int(h))
+        for m, d in enumerate(deltas)
+        for s, h in zip(state.tolist(), ptp.trie.run(d, 0)[node].tolist())
+    }
 
 
 @attrs.frozen

@@ -1,6 +1,7 @@
 """A learning result as text: the learned machines as `.rm` text, with the counts, timings,
 verdicts and rewards as ``#`` comment lines, so that the output loads back with
 :func:`rmtk.dsl.loads` (what ``rmtk learn`` prints)."""
+
 from __future__ import annotations
 
 import sys
@@ -26,41 +27,59 @@ def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = Fal
     if result.ptp is None:  # tree-free: the expert checked on the synchronised product
         depth = result.oracle.depth
         where = "at every depth" if depth is None else f"of depth {depth}"
-        w(f"# learned from task {task.name}: exact prefix tree policy {where}, {words} words, checked on the "
-          "synchronised product (no prefix tree built)")
+        w(
+            f"# learned from task {task.name}: exact prefix tree policy {where}, {words} words, checked on the "
+            "synchronised product (no prefix tree built)"
+        )
         bound = task.mdp.n_states * (result.n_nodes or max(n for n, _ in result.search.tried)) ** 2
-        w(f"# counterexamples: {lazy.counterexamples} in {lazy.rounds} candidate checks; {lazy.trie.n_nodes - 1} "
-          f"words in play; longest {lazy.longest} labels (Theorem 1 depth |S|·n² = {bound})")
+        w(
+            f"# counterexamples: {lazy.counterexamples} in {lazy.rounds} candidate checks; {lazy.trie.n_nodes - 1} "
+            f"words in play; longest {lazy.longest} labels (Theorem 1 depth |S|·n² = {bound})"
+        )
     elif result.classes is not None:
         w(f"# learned from task {task.name}: exact prefix tree policy of depth {result.tree.depth}, {words} words")
         pairs = st["per_state_pairs"]
-        distinct = (f"{len(result.classes.distinct_pairs())} distinct word pairs"
-                    if count_pairs or pairs <= PAIR_COUNT_LIMIT else "distinct pairs not counted (--count-pairs)")
-        w(f"# prefix tree: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs, {st['classes']} policy classes")
+        distinct = (
+            f"{len(result.classes.distinct_pairs())} distinct word pairs"
+            if count_pairs or pairs <= PAIR_COUNT_LIMIT
+            else "distinct pairs not counted (--count-pairs)"
+        )
+        w(
+            f"# prefix tree: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs, {st['classes']} policy "
+            "classes"
+        )
         w(f"# negative examples: {pairs} per-state pairs, {distinct}")
     else:
         w(f"# learned from task {task.name}: empirical prefix tree policy, {words} words")
         w(f"# empirical prefix tree: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs")
         report_demos(result, out=out)
     if lazy is not None and result.ptp is not None:
-        w(f"# lazy negatives: {lazy.counterexamples} added in {lazy.rounds} candidate checks, "
-          f"{lazy.trie.n_nodes - 1} words in play")
+        w(
+            f"# lazy negatives: {lazy.counterexamples} added in {lazy.rounds} candidate checks, "
+            f"{lazy.trie.n_nodes - 1} words in play"
+        )
     if result.search.cost is not None:
         w(f"# MaxSAT: optimum drops {result.search.cost} negative example(s)")
-    tried = ", ".join(f"{n}: {'sat' if ok else 'unsat' if ok is False else 'interrupted'}" for n, ok in result.search.tried)
+    tried = ", ".join(
+        f"{n}: {'sat' if ok else 'unsat' if ok is False else 'interrupted'}" for n, ok in result.search.tried
+    )
     bound = f" (lower bound {st['lower_bound']})" if "lower_bound" in st else ""
     w(f"# SAT: nodes tried {tried}{bound}; {st['clauses']} clauses, {st['variables']} variables")
     w("# timings (s): " + ", ".join(f"{k} {v:.4f}" for k, v in t.items()))
     if result.n_nodes is None:
         w(f"# no solution: {result.search.message}")
         return
-    w(f"# solutions: {result.distinct_count} machine{'s' if result.distinct_count != 1 else ''} up to renaming, "
-      f"{result.raw_count} raw assignments (node 0 fixed, the paper's count)"
-      + ("" if result.search.complete else f"; {result.search.message}"))
+    w(
+        f"# solutions: {result.distinct_count} machine{'s' if result.distinct_count != 1 else ''} up to renaming, "
+        f"{result.raw_count} raw assignments (node 0 fixed, the paper's count)"
+        + ("" if result.search.complete else f"; {result.search.message}")
+    )
     fits = result.reward_fits
     if fits is not None and len(fits) < result.distinct_count:
-        w(f"# rewards recovered for the first {len(fits)} of {result.distinct_count} machines "
-          "(the IRL strategy's limit sets how many; --no-rewards skips the recovery)")
+        w(
+            f"# rewards recovered for the first {len(fits)} of {result.distinct_count} machines "
+            "(the IRL strategy's limit sets how many; --no-rewards skips the recovery)"
+        )
     if explain:
         for line in str(result.explain()).splitlines():
             w(f"# {line}")
@@ -79,9 +98,12 @@ def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = Fal
         if result.negatives is not None and result.solutions[i].dropped:
             shown = result.dropped(i)[:5]
             more = f" and {len(result.solutions[i].dropped) - 5} more" if len(result.solutions[i].dropped) > 5 else ""
-            w("# violates the negative examples: " + "; ".join(f"{' '.join(a)} / {' '.join(b)}" for a, b in shown) + more)
+            w(
+                "# violates the negative examples: "
+                + "; ".join(f"{' '.join(a)} / {' '.join(b)}" for a, b in shown)
+                + more
+            )
         out.write(dsl.dumps(m))
-
 
 
 def report_demos(result, *, out=None) -> None:

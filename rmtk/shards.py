@@ -16,9 +16,11 @@ where or how the pieces ran:
   order build the same merges; the total merge work is O(n log n) merges of similar size
   instead of the O(n²) of a left fold.
 """
+
 from __future__ import annotations
 
-from typing import Callable, Generic, TypeVar
+from collections.abc import Callable
+from typing import Generic, TypeVar
 
 import attrs
 import numpy as np
@@ -80,8 +82,9 @@ class Shard:
         """This shard's own seed: child ``index`` of the root, i.e.
         ``SeedSequence(seed).spawn(count)[index]``, for code that seeds several generators
         (an environment and a policy) from one sequence."""
-        return np.random.SeedSequence(self.seed.entropy, spawn_key=tuple(self.seed.spawn_key) + (self.index,),
-                                      pool_size=self.seed.pool_size)
+        return np.random.SeedSequence(
+            self.seed.entropy, spawn_key=tuple(self.seed.spawn_key) + (self.index,), pool_size=self.seed.pool_size
+        )
 
     def spawned_rng(self) -> np.random.Generator:
         """An independent generator of this shard: ``default_rng(self.spawned_seed())``."""

@@ -2,6 +2,7 @@
 reward, with ε-random actions (the expert of the Office World experiment). It is a policy per
 (state, node), so it serves as an exact expert (:class:`~rmtk.exact.NodePolicyTable`) and, in
 a simulator, as a demonstrator."""
+
 from __future__ import annotations
 
 import numpy as np

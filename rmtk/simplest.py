@@ -10,6 +10,7 @@ breaks the tie the same way: a weighted MaxSAT at the smallest feasible size who
 clauses are the self-loops ``t[i,k,i]`` (one per node and letter), every optimum
 enumerated. The negatives stay hard; transitions no word exercises stay free, as always.
 """
+
 from __future__ import annotations
 
 import attrs
@@ -41,23 +42,53 @@ class SimplestEncoder(SatEncoder):
         formula.relax, formula.weights = moves, np.ones(len(moves), np.int64)
         return formula
 
-    def search(self, problem: Problem, *, max_nodes: int, min_nodes: int = 1, nodes: int | None = None,
-               max_solutions: int | None = None, time_limit: float | None = None,
-               progress: Progress | None = None) -> SearchResult:
+    def search(
+        self,
+        problem: Problem,
+        *,
+        max_nodes: int,
+        min_nodes: int = 1,
+        nodes: int | None = None,
+        max_solutions: int | None = None,
+        time_limit: float | None = None,
+        progress: Progress | None = None,
+    ) -> SearchResult:
         """The smallest feasible ``n`` (or exactly ``nodes``), then every machine at ``n``
         with the fewest moving transitions."""
         if problem.oracle is not None:
-            raise RmtkError("SimplestEncoder weighs a finite set of transitions on a built prefix tree: lazy and "
-                            "every-depth learning need SatEncoder")
-        probe = super().search(problem, max_nodes=max_nodes, min_nodes=min_nodes, nodes=nodes, max_solutions=1,
-                               time_limit=time_limit, progress=progress)
+            raise RmtkError(
+                "SimplestEncoder weighs a finite set of transitions on a built prefix tree: lazy and "
+                "every-depth learning need SatEncoder"
+            )
+        probe = super().search(
+            problem,
+            max_nodes=max_nodes,
+            min_nodes=min_nodes,
+            nodes=nodes,
+            max_solutions=1,
+            time_limit=time_limit,
+            progress=progress,
+        )
         if probe.n_nodes is None:
             return probe
-        res = maxsat_search(self.moves, problem, nodes=probe.n_nodes, solver=self.solver,
-                            non_stuttering=self.non_stuttering, max_solutions=max_solutions, time_limit=time_limit,
-                            progress=progress)
+        res = maxsat_search(
+            self.moves,
+            problem,
+            nodes=probe.n_nodes,
+            solver=self.solver,
+            non_stuttering=self.non_stuttering,
+            max_solutions=max_solutions,
+            time_limit=time_limit,
+            progress=progress,
+        )
         solutions = tuple(attrs.evolve(s, dropped=()) for s in res.solutions)
         moving = f"the simplest machines: {res.cost} (node, letter) transitions leave their node"
-        return attrs.evolve(res, solutions=solutions, tried=probe.tried, cost=None, message="; ".join(m for m in (moving, res.message) if m),
-                            time_encode=probe.time_encode + res.time_encode,
-                            time_solve=probe.time_solve + res.time_solve)
+        return attrs.evolve(
+            res,
+            solutions=solutions,
+            tried=probe.tried,
+            cost=None,
+            message="; ".join(m for m in (moving, res.message) if m),
+            time_encode=probe.time_encode + res.time_encode,
+            time_solve=probe.time_solve + res.time_solve,
+        )

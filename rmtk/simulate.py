@@ -24,6 +24,7 @@ depend on ``chunk``, and ``simulate(n=m)`` is the first ``m`` trajectories of
 ``simulate(n=M)`` for ``m ≤ M``. It may change if the policy, the MDP or numpy's generator
 changes.
 """
+
 from __future__ import annotations
 
 import operator
@@ -41,8 +42,17 @@ from .task import Task
 #: Tolerance on the rows of a user-given policy summing to 1.
 POLICY_TOL = 1e-6
 
-__all__ = ["simulate", "simulate_sharded", "simulate_dataset", "SimulationJob", "Written", "rollout_nodes",
-           "sample_categorical", "RowSampler", "node_table"]
+__all__ = [
+    "simulate",
+    "simulate_sharded",
+    "simulate_dataset",
+    "SimulationJob",
+    "Written",
+    "rollout_nodes",
+    "sample_categorical",
+    "RowSampler",
+    "node_table",
+]
 
 
 class RowSampler:
@@ -164,8 +174,9 @@ class _Sampler:
         self.nxt = node_table(task).ravel().astype(np.intp)  # [s·n + u] -> δ_u(u, L(s))
         self.u_init, self.n_nodes, self.A = task.machine.initial, n_nodes, A
 
-    def draw(self, rng: np.random.Generator, n: int, horizon: int, chunk: int,
-             report=lambda done: None) -> Demonstrations:
+    def draw(
+        self, rng: np.random.Generator, n: int, horizon: int, chunk: int, report=lambda done: None
+    ) -> Demonstrations:
         """``n`` trajectories from ``rng``, ``2·horizon`` uniforms each, in order."""
         states = np.empty((n, horizon), dtype=np.int32)
         actions = np.empty((n, horizon), dtype=np.int32)
@@ -229,8 +240,9 @@ def simulate(
     n, horizon, chunk = check_sizes(n, horizon, chunk)
     progress = as_progress(progress)
     sampler = _Sampler(task, _policy_table(task, policy))
-    return sampler.draw(np.random.default_rng(seed), n, horizon, chunk,
-                        lambda done: progress.count(done, n, "trajectories simulated"))
+    return sampler.draw(
+        np.random.default_rng(seed), n, horizon, chunk, lambda done: progress.count(done, n, "trajectories simulated")
+    )
 
 
 # ---------------------------------------------------------------------- sharded simulation
@@ -243,7 +255,7 @@ class Written:
     bytes: int = 0
     files: int = 0
 
-    def __add__(self, other: "Written") -> "Written":
+    def __add__(self, other: Written) -> Written:
         return Written(*(a + b for a, b in zip(attrs.astuple(self), attrs.astuple(other))))
 
 
@@ -270,29 +282,59 @@ class SimulationJob:
             return demos
         from .data.parquet_io import partition_file
 
-        size = self.schema.write(demos, partition_file(self.directory, shard.index), index=shard.index,
-                                 first_id=shard.start)
+        size = self.schema.write(
+            demos, partition_file(self.directory, shard.index), index=shard.index, first_id=shard.start
+        )
         return Written(demos.n_trajectories, demos.n_steps, size, 1)
 
 
-def simulate_sharded(task: Task, n: int, horizon: int, *, seed, shard_size: int = 100_000, policy=None,
-                     engine="local", progress: Progress | None = None) -> Demonstrations:
+def simulate_sharded(
+    task: Task,
+    n: int,
+    horizon: int,
+    *,
+    seed,
+    shard_size: int = 100_000,
+    policy=None,
+    engine="local",
+    progress: Progress | None = None,
+) -> Demonstrations:
     """:func:`simulate` cut into shards of ``shard_size`` trajectories run on ``engine``
     (``"local"``, ``"dask"`` or an engine object, :mod:`rmtk.engines`), gathered here:
     the same trajectories as ``simulate(task, n, horizon, seed=seed)``."""
     n, horizon, shard_size = check_sizes(n, horizon, shard_size)
     job = SimulationJob(task, _policy_table(task, policy), horizon, chunk=min(shard_size, 100_000))
-    parts = as_engine(engine).map_reduce(job, plan_shards(n, shard_size, seed), sizes=lambda sh: sh.size,
-                                         total=n, what="trajectories simulated", progress=progress)
+    parts = as_engine(engine).map_reduce(
+        job,
+        plan_shards(n, shard_size, seed),
+        sizes=lambda sh: sh.size,
+        total=n,
+        what="trajectories simulated",
+        progress=progress,
+    )
     if len(parts) == 1:
         return parts[0]
-    return Demonstrations(np.concatenate([d.states for d in parts]), np.concatenate([d.actions for d in parts]),
-                          np.concatenate([d.lengths for d in parts]))
+    return Demonstrations(
+        np.concatenate([d.states for d in parts]),
+        np.concatenate([d.actions for d in parts]),
+        np.concatenate([d.lengths for d in parts]),
+    )
 
 
-def simulate_dataset(task: Task, n: int, horizon: int, path, *, seed, partition_size: int | None = None,
-                     policy=None, labels: bool = False, overwrite: bool = False, engine="local",
-                     progress: Progress | None = None) -> Written:
+def simulate_dataset(
+    task: Task,
+    n: int,
+    horizon: int,
+    path,
+    *,
+    seed,
+    partition_size: int | None = None,
+    policy=None,
+    labels: bool = False,
+    overwrite: bool = False,
+    engine="local",
+    progress: Progress | None = None,
+) -> Written:
     """Simulate straight to a Parquet dataset directory (:mod:`rmtk.data.parquet_io`): one
     shard of ``partition_size`` trajectories per file, written by whichever worker simulated
     it, so no process ever holds more than one partition (10⁷ trajectories need no more
@@ -304,15 +346,23 @@ def simulate_dataset(task: Task, n: int, horizon: int, path, *, seed, partition_
 
     partition_size = PARTITION_SIZE if partition_size is None else partition_size
     n, horizon, partition_size = check_sizes(n, horizon, partition_size)
-    schema = PartitionSchema.of(task.mdp, horizon=horizon, n_trajectories=n, partition_size=partition_size,
-                                labels=labels)
+    schema = PartitionSchema.of(
+        task.mdp, horizon=horizon, n_trajectories=n, partition_size=partition_size, labels=labels
+    )
     pi = _policy_table(task, policy)
     with Staging(path, overwrite) as staging:
-        job = SimulationJob(task, pi, horizon, chunk=min(partition_size, 100_000), schema=schema,
-                            directory=str(staging.tmp))
-        written = as_engine(engine).map_reduce(job, plan_shards(n, partition_size, seed), reduce=operator.add,
-                                               sizes=lambda sh: sh.size, total=n, what="trajectories simulated",
-                                               progress=progress)
+        job = SimulationJob(
+            task, pi, horizon, chunk=min(partition_size, 100_000), schema=schema, directory=str(staging.tmp)
+        )
+        written = as_engine(engine).map_reduce(
+            job,
+            plan_shards(n, partition_size, seed),
+            reduce=operator.add,
+            sizes=lambda sh: sh.size,
+            total=n,
+            what="trajectories simulated",
+            progress=progress,
+        )
         staging.commit()
     return written
 

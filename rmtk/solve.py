@@ -11,13 +11,14 @@ two conventions:
   exactly as Σ over machines of (n−1)!/r! relabellings × the completions of the unused
   transitions (r = nodes no word reaches; completions respect non-stuttering).
 """
+
 from __future__ import annotations
 
 import itertools
 import math
 import threading
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 import numpy as np
@@ -44,8 +45,10 @@ def solver_for(name: str, time_limit: float | None) -> tuple[str, str]:
     """The backend to run and a note: with a time limit, a backend pysat cannot interrupt
     (CaDiCaL, Lingeling) is replaced by Glucose 4 so that the limit is honoured."""
     if time_limit is not None and name in NOT_INTERRUPTIBLE:
-        return INTERRUPTIBLE_FALLBACK, (f"solver {INTERRUPTIBLE_FALLBACK} used instead of {name}, which cannot be "
-                                        "interrupted, to honour the time limit")
+        return INTERRUPTIBLE_FALLBACK, (
+            f"solver {INTERRUPTIBLE_FALLBACK} used instead of {name}, which cannot be "
+            "interrupted, to honour the time limit"
+        )
     return name, ""
 
 
@@ -118,14 +121,13 @@ def canonical_partial(delta_u: np.ndarray, used: np.ndarray, initial: int = 0) -
                 order.append(int(delta_u[u, k]))
         i += 1
     pos = {u: r for r, u in enumerate(order)}
-    key = tuple(
-        (pos[u], k, pos[int(delta_u[u, k])]) for u in order for k in range(delta_u.shape[1]) if used[u, k]
-    )
+    key = tuple((pos[u], k, pos[int(delta_u[u, k])]) for u in order for k in range(delta_u.shape[1]) if used[u, k])
     return (len(order), delta_u.shape[0], key), order
 
 
-def letter_completions(delta_u: np.ndarray, used: np.ndarray, k: int, non_stuttering: bool,
-                       cap: int = 2_000_000) -> np.ndarray:
+def letter_completions(
+    delta_u: np.ndarray, used: np.ndarray, k: int, non_stuttering: bool, cap: int = 2_000_000
+) -> np.ndarray:
     """Every valid column ``δ(·, k)`` that keeps the used transitions: an ``(m, n)`` array
     (with non-stuttering the column must be idempotent: f(f(i)) = f(i))."""
     n = delta_u.shape[0]
@@ -140,8 +142,9 @@ def letter_completions(delta_u: np.ndarray, used: np.ndarray, k: int, non_stutte
     return f
 
 
-def count_completions(delta_u: np.ndarray, used: np.ndarray, non_stuttering: bool,
-                      cap: int = 2_000_000) -> tuple[int, np.ndarray]:
+def count_completions(
+    delta_u: np.ndarray, used: np.ndarray, non_stuttering: bool, cap: int = 2_000_000
+) -> tuple[int, np.ndarray]:
     """Number of ways to fill the unused transitions, and which transitions are determined
     (used, or forced by non-stuttering). Letters are independent."""
     n, K = delta_u.shape
@@ -159,7 +162,7 @@ def count_completions(delta_u: np.ndarray, used: np.ndarray, non_stuttering: boo
     return total, determined
 
 
-def completions(solution: "Solution", non_stuttering: bool = True, limit: int = 4096):
+def completions(solution: Solution, non_stuttering: bool = True, limit: int = 4096):
     """Full transition tables of a solution (every filling of its free transitions), at
     most ``limit`` of them."""
     K = solution.delta_u.shape[1]
@@ -232,18 +235,39 @@ def search(
             tried.append((n, sat))
             progress.size(n, sat, t2 - t1)
             if sat is None:
-                return SearchResult(None, (), False, tuple(tried), len(clauses), pool.top, t_enc, t_solve, 0.0,
-                                    _join(f"time limit reached while deciding {n} nodes", note))
+                return SearchResult(
+                    None,
+                    (),
+                    False,
+                    tuple(tried),
+                    len(clauses),
+                    pool.top,
+                    t_enc,
+                    t_solve,
+                    0.0,
+                    _join(f"time limit reached while deciding {n} nodes", note),
+                )
             if not sat:
                 continue
             sols, complete, t_enum = _enumerate(sat_solver, pool, decoder, n, max_solutions, deadline, progress)
             msg = "" if complete else "enumeration stopped early (limit reached); the solutions found are listed"
-            return SearchResult(n, sols, complete, tuple(tried), len(clauses), pool.top, t_enc, t_solve, t_enum,
-                                _join(msg, note))
+            return SearchResult(
+                n, sols, complete, tuple(tried), len(clauses), pool.top, t_enc, t_solve, t_enum, _join(msg, note)
+            )
     lo, hi = sizes[0], sizes[-1]
     what = f"exactly {hi}" if exact_nodes is not None else (f"at most {hi}" if lo <= 1 else f"{lo} to {hi}")
-    return SearchResult(None, (), True, tuple(tried), 0, 0, t_enc, t_solve, 0.0,
-                        f"no machine with {what} node{'s' if hi != 1 else ''} is consistent with the prefix tree policy")
+    return SearchResult(
+        None,
+        (),
+        True,
+        tuple(tried),
+        0,
+        0,
+        t_enc,
+        t_solve,
+        0.0,
+        f"no machine with {what} node{'s' if hi != 1 else ''} is consistent with the prefix tree policy",
+    )
 
 
 def _record(found: dict, model, pool: VarPool, decoder: _Decoder, n: int, dropped=()) -> list[int]:
@@ -337,8 +361,18 @@ def maxsat_search(
         model = rc2.compute()
         t2 = time.perf_counter()
         if model is None:
-            return SearchResult(None, (), True, ((nodes, False),), formula.n_clauses, pool.top,
-                                t1 - t0, t2 - t1, 0.0, f"the hard constraints with {nodes} nodes are unsatisfiable")
+            return SearchResult(
+                None,
+                (),
+                True,
+                ((nodes, False),),
+                formula.n_clauses,
+                pool.top,
+                t1 - t0,
+                t2 - t1,
+                0.0,
+                f"the hard constraints with {nodes} nodes are unsatisfiable",
+            )
         progress.size(nodes, True, t2 - t1)
         best = int(rc2.cost)
         if not uniform:  # weighted: enumerate the optima with RC2 itself
@@ -351,15 +385,19 @@ def maxsat_search(
                 rc2.add_clause(_record(found, model, pool, decoder, nodes, dropped.tolist()))
                 progress.solution(len(found), len(found))
                 if (max_solutions is not None and len(found) >= max_solutions) or (
-                        deadline is not None and time.monotonic() > deadline):
+                    deadline is not None and time.monotonic() > deadline
+                ):
                     complete = False
                     break
                 model = rc2.compute()
     if uniform:
         # unit weights: the optima are the models of hard ∧ (at most `best` dropped examples);
         # a plain SAT solver enumerates them much faster than repeated MaxSAT calls
-        bound = [[-int(b)] for b in relax] if best == 0 or len(relax) == 0 else CardEnc.atmost(
-            relax.tolist(), bound=best, vpool=pool.aux, encoding=EncType.totalizer).clauses
+        bound = (
+            [[-int(b)] for b in relax]
+            if best == 0 or len(relax) == 0
+            else CardEnc.atmost(relax.tolist(), bound=best, vpool=pool.aux, encoding=EncType.totalizer).clauses
+        )
         with Solver(name=solver_name, bootstrap_with=wcnf.hard + bound) as sat_solver:
             if not sat_solver.solve():  # pragma: no cover - RC2 found a model of these clauses
                 raise RmtkError("internal error: the MaxSAT optimum is not reproducible by SAT")
@@ -367,8 +405,19 @@ def maxsat_search(
             found = {i: s for i, s in enumerate(sols)}
     t3 = time.perf_counter()
     msg = "" if complete else "enumeration stopped early (limit reached); the solutions found are listed"
-    return SearchResult(nodes, tuple(found.values()), complete, ((nodes, True),), formula.n_clauses,
-                        pool.top, t1 - t0, t2 - t1, t3 - t2, _join(msg, note), cost=int(best))
+    return SearchResult(
+        nodes,
+        tuple(found.values()),
+        complete,
+        ((nodes, True),),
+        formula.n_clauses,
+        pool.top,
+        t1 - t0,
+        t2 - t1,
+        t3 - t2,
+        _join(msg, note),
+        cost=int(best),
+    )
 
 
 def _renumber(du: np.ndarray, used: np.ndarray, perm: list[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -380,4 +429,3 @@ def _renumber(du: np.ndarray, used: np.ndarray, perm: list[int]) -> tuple[np.nda
     new_used = used[perm]
     loops = np.broadcast_to(np.arange(len(perm))[:, None], new_du.shape)
     return np.where(new_used, new_du, loops), new_used
-

@@ -2,6 +2,7 @@
 model: its numbers of (discretised) states and actions and its propositions, in the order of
 the counts' label indices. A :class:`~rmtk.learner.Learner` fits such a :class:`Space` in
 place of a :class:`~rmtk.mdp.LabeledMDP` (machines, no rewards: those need the model)."""
+
 from __future__ import annotations
 
 import attrs
@@ -12,8 +13,9 @@ from .mdp import _check_unique, _names
 
 def _positive(instance, attribute, value) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ModelError(f"space {instance.name!r}: {attribute.name} must be a whole number of at least 1, "
-                         f"got {value!r}")
+        raise ModelError(
+            f"space {instance.name!r}: {attribute.name} must be a whole number of at least 1, got {value!r}"
+        )
 
 
 @attrs.frozen
@@ -42,5 +44,7 @@ class Space:
         return len(self.propositions)
 
     def summary(self) -> str:
-        return (f"space {self.name}: {self.n_states} states, {self.n_actions} actions, "
-                f"propositions {' '.join(self.propositions)} (no transition model)")
+        return (
+            f"space {self.name}: {self.n_states} states, {self.n_actions} actions, "
+            f"propositions {' '.join(self.propositions)} (no transition model)"
+        )

@@ -15,6 +15,7 @@ off afterwards, so the next round enumerates afresh on the same solver. Counted 
 lose a negative example when more counts arrive (the confidence bound is not monotone); the
 solvers are then rebuilt, and the round says so.
 """
+
 from __future__ import annotations
 
 import time
@@ -40,8 +41,9 @@ class Knowledge:
     ``exact``: answers are distributions (classes compared with ``tol``), else counts (negative
     examples by the confidence bound at level ``alpha``)."""
 
-    def __init__(self, mdp, *, exact: bool, compressed: bool = True, alpha: float = 0.05, tol: float = POLICY_TOL,
-                 recorded=None):
+    def __init__(
+        self, mdp, *, exact: bool, compressed: bool = True, alpha: float = 0.05, tol: float = POLICY_TOL, recorded=None
+    ):
         self.mdp, self.exact, self.compressed, self.alpha, self.tol = mdp, exact, compressed, alpha, tol
         S, A, K = mdp.n_states, mdp.n_actions, mdp.n_propositions
         self._grow = TrieBuilder(K)
@@ -55,8 +57,10 @@ class Knowledge:
         self.table = CountTable(Trie.root(compressed), np.empty(0, np.int64), np.empty(0, np.int64), S, A, K)
         if recorded is not None:
             if exact:
-                raise RmtkError("recorded data are counts: learn from them with an expert that is run "
-                                "(SimulatedExpert or RecordedExpert), not with an exact one")
+                raise RmtkError(
+                    "recorded data are counts: learn from them with an expert that is run "
+                    "(SimulatedExpert or RecordedExpert), not with an exact one"
+                )
             self.table = EmpiricalPTP(recorded, compress=compressed).counts(mdp)
         self._lookup: tuple | None = None
         self._pairs: int | None = None
@@ -106,11 +110,16 @@ class Knowledge:
         before = len(self)
         for obs in answers:
             if len(obs) and obs.exact != self.exact:
-                raise RmtkError("the expert's answers are " + ("exact" if obs.exact else "counts")
-                                + " but the knowledge holds " + ("exact answers" if self.exact else "counts"))
+                raise RmtkError(
+                    "the expert's answers are "
+                    + ("exact" if obs.exact else "counts")
+                    + " but the knowledge holds "
+                    + ("exact answers" if self.exact else "counts")
+                )
         if self.exact:
-            for word, s, dist in ((w, s, d) for obs in answers
-                                  for w, s, d in zip(obs.words, obs.states.tolist(), obs.values)):
+            for word, s, dist in (
+                (w, s, d) for obs in answers for w, s, d in zip(obs.words, obs.states.tolist(), obs.values)
+            ):
                 key = (self._node(tuple(word)), s)
                 if key in self._entry:
                     continue
@@ -122,8 +131,9 @@ class Knowledge:
         S, A = self.mdp.n_states, self.mdp.n_actions
         grow = TrieBuilder(self.mdp.n_propositions)
         keys, counts = [], []
-        for word, s, row in ((w, s, r) for obs in answers for w, s, r in zip(obs.words, obs.states.tolist(),
-                                                                               obs.values)):
+        for word, s, row in (
+            (w, s, r) for obs in answers for w, s, r in zip(obs.words, obs.states.tolist(), obs.values)
+        ):
             p = 0
             for k in word:
                 p = int(grow.children(np.array([p]), np.array([k]))[0])
@@ -135,8 +145,7 @@ class Knowledge:
             order = np.argsort(keys_, kind="stable")
             uniq, inv = np.unique(keys_[order], return_inverse=True)
             summed = np.bincount(inv, weights=counts_[order]).astype(np.int64)
-            small = CountTable(grow.trie(self.compressed), uniq, summed,
-                               S, A, self.mdp.n_propositions)
+            small = CountTable(grow.trie(self.compressed), uniq, summed, S, A, self.mdp.n_propositions)
             self.table = merge_counts(self.table, small)
             self._lookup = self._pairs = None
         return len(self) - before
@@ -162,8 +171,11 @@ class Knowledge:
         node, state = np.array(self._nodes), np.array(self._states)
         order = np.lexsort((state, node))
         policy = np.zeros((len(order), self.mdp.n_actions))  # classes carry the comparison
-        return PrefixTreePolicy(PrefixTree(trie, node[order], state[order], int(trie.length.max())), policy,
-                                classes=np.array(self._class)[order])
+        return PrefixTreePolicy(
+            PrefixTree(trie, node[order], state[order], int(trie.length.max())),
+            policy,
+            classes=np.array(self._class)[order],
+        )
 
     def negatives(self, ptp: PrefixTreePolicy) -> PolicyClasses | NegativePairs:
         if self.exact:
@@ -210,8 +222,14 @@ class Survivors:
             problem = Problem(Trie.root(self.compressed), self.K, oracle=oracle)
             formula = self.encoder.structure(problem, n)
             solver = Solver(name=self.encoder.solver, bootstrap_with=formula.hard)
-            self._live[n] = {"solver": solver, "pool": formula.pool, "lazy": LazyFormula(formula.pool, solver),
-                             "clauses": len(formula.hard), "alt": formula.pool.new(("alternatives",)), "seen": 0}
+            self._live[n] = {
+                "solver": solver,
+                "pool": formula.pool,
+                "lazy": LazyFormula(formula.pool, solver),
+                "clauses": len(formula.hard),
+                "alt": formula.pool.new(("alternatives",)),
+                "seen": 0,
+            }
         return self._live[n]
 
     def _enumerate(self, n: int, oracle, limit: int | None, alternatives: bool) -> tuple[dict, bool, float]:
@@ -240,8 +258,9 @@ class Survivors:
                 found[len(found)] = du
                 solver.add_clause([-live["alt"]] + [-int(pool.t(i, k, du[i, k])) for i, k in np.ndindex(du.shape)])
             else:
-                solver.add_clause([-selector] + record(found, du, oracle.exercised(du), pool,
-                                                       self.encoder.non_stuttering))
+                solver.add_clause(
+                    [-selector] + record(found, du, oracle.exercised(du), pool, self.encoder.non_stuttering)
+                )
             if limit is not None and len(found) >= limit:
                 complete = False
                 break
@@ -281,16 +300,34 @@ class Survivors:
             tried.append((self.n, bool(found)))
             if found:
                 live = self._live[self.n]
-                res = SearchResult(self.n, tuple(found.values()), complete, tuple(tried),
-                                   live["clauses"] + live["lazy"].added, live["pool"].top, t_enc,
-                                   time.perf_counter() - t0 - t_enc, 0.0,
-                                   "" if complete else "enumeration stopped early (limit reached)",
-                                   lazy=live["lazy"].stats(self._rounds))
+                res = SearchResult(
+                    self.n,
+                    tuple(found.values()),
+                    complete,
+                    tuple(tried),
+                    live["clauses"] + live["lazy"].added,
+                    live["pool"].top,
+                    t_enc,
+                    time.perf_counter() - t0 - t_enc,
+                    0.0,
+                    "" if complete else "enumeration stopped early (limit reached)",
+                    lazy=live["lazy"].stats(self._rounds),
+                )
                 return Found(res, rebuilt)
             self.n += 1
         self.close()
-        res = SearchResult(None, (), True, tuple(tried), 0, 0, t_enc, time.perf_counter() - t0, 0.0,
-                           f"no machine with at most {self.max_nodes} nodes is consistent with the expert's answers")
+        res = SearchResult(
+            None,
+            (),
+            True,
+            tuple(tried),
+            0,
+            0,
+            t_enc,
+            time.perf_counter() - t0,
+            0.0,
+            f"no machine with at most {self.max_nodes} nodes is consistent with the expert's answers",
+        )
         return Found(res, rebuilt)
 
     def alternatives(self, oracle, count: int) -> list[np.ndarray]:

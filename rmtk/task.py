@@ -1,5 +1,6 @@
 """A task binds a labeled MDP, the reward machine of the expert and the MaxEnt settings
 (paper section 2.2: the expert maximises discounted reward plus λ·entropy)."""
+
 from __future__ import annotations
 
 import attrs
@@ -28,8 +29,7 @@ def _task_depth(v):
     if isinstance(v, float) and np.isinf(v) and v > 0:
         return EVERY_DEPTH
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise ModelError(f"a task's depth is a whole number of at least 1 or {EVERY_DEPTH!r} (every depth), "
-                         f"not {v!r}")
+        raise ModelError(f"a task's depth is a whole number of at least 1 or {EVERY_DEPTH!r} (every depth), not {v!r}")
     return int(v)
 
 

@@ -1,4 +1,5 @@
 """Small reward machines shared by the tests of rmtk.io and rmtk.draw."""
+
 from __future__ import annotations
 
 import numpy as np

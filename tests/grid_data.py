@@ -1,5 +1,6 @@
 """Shared by the demonstrations tests: a deterministic 4x4 grid, walks on it, and
 ``raises`` for messages checked part by part."""
+
 import re
 
 import pytest
@@ -20,7 +21,7 @@ def make_grid():
 
 
 def step(mdp, s, a):
-    (t, p), = mdp.successors(s, a)
+    ((t, p),) = mdp.successors(s, a)
     return t
 
 
@@ -36,9 +37,11 @@ def walk(mdp, start, moves):
 
 def three_walks(grid, *more) -> Demonstrations:
     """Three ragged trajectories (5, 1 and 3 steps), then the walks ``more``."""
-    return Demonstrations.from_lists([
-        walk(grid, "r0c0", ["down", "right", "right", "up", "left"]),
-        walk(grid, "r3c3", ["up"]),
-        walk(grid, "r1c1", ["left", "down", "down"]),
-        *more,
-    ])
+    return Demonstrations.from_lists(
+        [
+            walk(grid, "r0c0", ["down", "right", "right", "up", "left"]),
+            walk(grid, "r3c3", ["up"]),
+            walk(grid, "r1c1", ["left", "down", "down"]),
+            *more,
+        ]
+    )

@@ -1,6 +1,7 @@
 """Active learning: the experts answer what their policy says, the loop finds what every-depth
 learning finds (shipped tasks, random instances) without reading the true machine, budgets
 stop it cleanly, and bad input is a clear error."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -104,8 +105,11 @@ def test_active_learning_agrees_with_every_depth_on_random_instances():
         for kind in ("soft-optimal", "table"):
             inst = random_instance(seed, "non-stuttering", kind)
             every = Learner(ExactPTP(None, source=inst.source), max_nodes=U_MAX, irl=None).fit(inst.task)
-            r = ActiveLearner(max_nodes=U_MAX).fit(inst.task, TaskExpert(inst.task, source=inst.source,
-                                                                          seed=seed)).result
+            r = (
+                ActiveLearner(max_nodes=U_MAX)
+                .fit(inst.task, TaskExpert(inst.task, source=inst.source, seed=seed))
+                .result
+            )
             assert (r.n_nodes, r.distinct_count) == (every.n_nodes, every.distinct_count), (seed, kind)
             assert all(v.consistent for v in r.verdicts), (seed, kind)
 
@@ -114,8 +118,9 @@ def test_the_loop_never_reads_the_true_machine():
     t = task_of("patrol")
     expert = TaskExpert(t)
     right = ActiveLearner().fit(t, expert)
-    wrong_machine = RewardMachine(["v0", "v1"], t.machine.alphabet, np.zeros((2, 4), np.int64),
-                                  np.zeros((2, 4)), name="wrong")
+    wrong_machine = RewardMachine(
+        ["v0", "v1"], t.machine.alphabet, np.zeros((2, 4), np.int64), np.zeros((2, 4)), name="wrong"
+    )
     wrong = attrs.evolve(t, machine=wrong_machine)
     other = ActiveLearner().fit(wrong, TaskExpert(t))  # the truth given for verdicts is wrong
     assert [m.delta_u.tolist() for m in other.result.machines] == [m.delta_u.tolist() for m in right.result.machines]
@@ -136,8 +141,9 @@ def test_recorded_data_run_through_the_same_loop_as_passive_learning():
     t = task_of("stack_avoid")
     demos = simulate(t, 2000, 20, seed=3)
     active = ActiveLearner(max_nodes=3).fit(t, RecordedExpert(t.mdp, demos))
-    passive = Learner(EmpiricalPTP(demos), miner=ConfidenceMiner(), encoder=SatEncoder(negatives="lazy"),
-                      max_nodes=3, irl=None).fit(t)
+    passive = Learner(
+        EmpiricalPTP(demos), miner=ConfidenceMiner(), encoder=SatEncoder(negatives="lazy"), max_nodes=3, irl=None
+    ).fit(t)
     r = active.result
     assert (r.n_nodes, r.distinct_count, r.raw_count) == (passive.n_nodes, passive.distinct_count, passive.raw_count)
     assert active.queries == active.steps == 0 and len(active.rounds) == 1 and "no queries" in active.stopped

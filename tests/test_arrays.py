@@ -1,5 +1,6 @@
 """The numpy CSR matrix of the core (rmtk._arrays.Csr) against scipy.sparse: the same canonical
 form and bitwise the same products, and the scipy view of LabeledMDP / Product kernels."""
+
 import pickle
 
 import numpy as np
@@ -21,8 +22,12 @@ def scipy_canonical(mat) -> sp.csr_array:
 
 
 def same(a: Csr, b) -> bool:
-    return (a.shape == b.shape and np.array_equal(a.indptr, b.indptr) and np.array_equal(a.indices, b.indices)
-            and np.array_equal(a.data, b.data))
+    return (
+        a.shape == b.shape
+        and np.array_equal(a.indptr, b.indptr)
+        and np.array_equal(a.indices, b.indices)
+        and np.array_equal(a.data, b.data)
+    )
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -77,8 +82,9 @@ def test_models_keep_a_scipy_view(models_dir):
     assert same(mdp.kernel, T)
     # any form of the same matrix gives an equal model
     for form in (T, mdp.kernel, T.toarray(), sp.coo_array(T)):
-        other = LabeledMDP(mdp.states, mdp.actions, form, mdp.labels, mdp.propositions, mdp.initial,
-                           gamma=mdp.gamma, name=mdp.name)
+        other = LabeledMDP(
+            mdp.states, mdp.actions, form, mdp.labels, mdp.propositions, mdp.initial, gamma=mdp.gamma, name=mdp.name
+        )
         assert other == mdp and hash(other) == hash(mdp)
     # pickles (for worker processes) without the cached scipy view
     back = pickle.loads(pickle.dumps(mdp))

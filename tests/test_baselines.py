@@ -1,5 +1,6 @@
 """MaxCausalEnt IRL baselines (rmtk.baselines): the soft Bellman solvers against the planner,
 the exact gradient against finite differences, and known-answer recovery on a chain."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -101,8 +102,12 @@ def test_finite_soft_policy_by_hand():
     pi = soft_policy(mdp, r, horizon=T, gamma=g, lam=lam)
     V = np.zeros(mdp.n_states)
     for t in range(T - 1, -1, -1):
-        Q = np.array([[sum(P[a, s, s2] * (r[s2] + g * V[s2]) for s2 in range(mdp.n_states))
-                       for a in range(mdp.n_actions)] for s in range(mdp.n_states)])
+        Q = np.array(
+            [
+                [sum(P[a, s, s2] * (r[s2] + g * V[s2]) for s2 in range(mdp.n_states)) for a in range(mdp.n_actions)]
+                for s in range(mdp.n_states)
+            ]
+        )
         ref = np.exp(Q / lam) / np.exp(Q / lam).sum(1, keepdims=True)
         assert np.abs(pi[t] - ref).max() < 1e-12
         V = lam * np.log(np.exp(Q / lam).sum(1))

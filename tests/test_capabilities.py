@@ -1,6 +1,7 @@
 """Strategies say what they can do (capabilities with defaults, docs/design.md "Strategies"),
 and the Learner reads them: a user's strategy declaring each capability takes the path it
 declares; a purely structural one gets the defaults."""
+
 from __future__ import annotations
 
 import attrs

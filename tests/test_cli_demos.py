@@ -1,4 +1,5 @@
 """rmtk simulate, rmtk learn --demos, rmtk reproduce: end to end through the command line."""
+
 from pathlib import Path
 
 from rmtk import dsl
@@ -10,8 +11,12 @@ MODELS = Path(__file__).resolve().parents[1] / "models"
 
 def test_simulate_then_learn_with_maxsat(tmp_path, capsys):
     out = tmp_path / "d.npz"
-    assert main(["simulate", str(MODELS / "stack_avoid.rm"), "-n", "3000", "-T", "20", "--seed", "3",
-                 "-o", str(out), "-q"]) == 0
+    assert (
+        main(
+            ["simulate", str(MODELS / "stack_avoid.rm"), "-n", "3000", "-T", "20", "--seed", "3", "-o", str(out), "-q"]
+        )
+        == 0
+    )
     task = dsl.load(MODELS / "stack_avoid.rm").tasks["stack_avoid"]
     demos = load(out, task.mdp)
     assert (demos.n_trajectories, demos.horizon) == (3000, 20)

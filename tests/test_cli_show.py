@@ -1,4 +1,5 @@
 """rmtk check and rmtk show: summaries and every output format."""
+
 import json
 from pathlib import Path
 
@@ -32,8 +33,15 @@ def test_show_dot_and_json(capsys):
     assert dot.startswith('digraph "patrol"') and '"u3" -> "u0" [label="D / 1"]' in dot
     assert main(["show", str(MODELS / "patrol.rm"), "patrol", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data == {"name": "patrol", "mdp": "rooms", "machine": "patrol", "gamma": 0.99, "lambda": 1.0,
-                    "depth": 6, "max_nodes": 4}
+    assert data == {
+        "name": "patrol",
+        "mdp": "rooms",
+        "machine": "patrol",
+        "gamma": 0.99,
+        "lambda": 1.0,
+        "depth": 6,
+        "max_nodes": 4,
+    }
     assert main(["show", str(MODELS / "patrol.rm"), "--format", "json"]) == 0
     whole = json.loads(capsys.readouterr().out)
     assert whole["machines"]["patrol"]["initial"] == "u0" and len(whole["mdps"]["rooms"]["states"]) == 16

@@ -1,6 +1,7 @@
 """The Dask engine on a LocalCluster of 2 worker processes (one per module): the same count
 table, negatives and machines as the local engine; the same simulated data; failures that
 are retried, rescheduled or stop the run naming the partition."""
+
 from __future__ import annotations
 
 import os
@@ -9,6 +10,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 import pytest
+
 from rmtk import ConfidenceMiner, EmpiricalPTP, Learner, MaxSatEncoder, dsl
 from rmtk.cli import main
 from rmtk.dask_engine import DaskEngine, WorkError
@@ -56,8 +58,10 @@ def test_dask_counts_learns_like_local(client, task, dataset):
     table = dask.counts(task.mdp, seen)
     assert table == local.counts(task.mdp) == EmpiricalPTP(demos).counts(task.mdp)  # ids included
     assert seen.calls == [(k, 7, "partitions counted") for k in range(8)]
-    results = [Learner(ptp, miner=ConfidenceMiner(0.05), encoder=MaxSatEncoder(), nodes=3, irl=None).fit(task)
-               for ptp in (local, dask)]
+    results = [
+        Learner(ptp, miner=ConfidenceMiner(0.05), encoder=MaxSatEncoder(), nodes=3, irl=None).fit(task)
+        for ptp in (local, dask)
+    ]
     neg = [r.negatives for r in results]
     assert len(neg[0]) > 100 and np.array_equal(neg[0].pairs, neg[1].pairs)
     assert [m.delta_u.tolist() for m in results[0].machines] == [m.delta_u.tolist() for m in results[1].machines]
@@ -66,8 +70,9 @@ def test_dask_counts_learns_like_local(client, task, dataset):
 
 def test_in_memory_chunks_on_dask(client, task, dataset):
     demos, _ = dataset
-    assert (EmpiricalPTP(demos, chunk=6_000, engine=DaskEngine(client=client)).counts(task.mdp)
-            == EmpiricalPTP(demos).counts(task.mdp))
+    assert EmpiricalPTP(demos, chunk=6_000, engine=DaskEngine(client=client)).counts(task.mdp) == EmpiricalPTP(
+        demos
+    ).counts(task.mdp)
 
 
 def test_simulation_on_dask_is_the_same_data(client, task, tmp_path):
@@ -126,9 +131,12 @@ def test_a_lost_worker_does_not_lose_its_partition(client, task, dataset, tmp_pa
 
 def test_a_partition_that_keeps_failing_stops_the_run(client, task, dataset, tmp_path):
     _, path = dataset
-    with pytest.raises(WorkError, match=r"partition 2 of 7 \(.*part-00002\.parquet\) failed 2 times \(retries=1\); "
-                                        r"the run stopped and returned nothing. Last error: OSError: flaky disk at "
-                                        r"attempt 1"):
+    with pytest.raises(
+        WorkError,
+        match=r"partition 2 of 7 \(.*part-00002\.parquet\) failed 2 times \(retries=1\); "
+        r"the run stopped and returned nothing. Last error: OSError: flaky disk at "
+        r"attempt 1",
+    ):
         _run(DaskEngine(client=client, retries=1), task, path, tmp_path, victim=2, times=5)
     with pytest.raises(OSError, match="flaky disk at attempt 2"):  # the local engine: the error itself
         _run(LocalEngine(), task, path, tmp_path, victim=2, times=5)
@@ -140,7 +148,7 @@ def test_a_corrupt_partition_is_named_from_the_workers(client, task, dataset, tm
     save(demos[:9_000], path, task.mdp, partition_size=3_000)
     victim = path / "part-00001.parquet"
     data = bytearray(victim.read_bytes())
-    data[len(data) // 3: len(data) // 3 + 64] = b"\xff" * 64  # the footer is intact, a data page is not
+    data[len(data) // 3 : len(data) // 3 + 64] = b"\xff" * 64  # the footer is intact, a data page is not
     victim.write_bytes(bytes(data))
     with pytest.raises(DataError, match=f"{victim}: not a readable Parquet file"):
         EmpiricalPTP(path, engine=DaskEngine(client=client, retries=0)).counts(task.mdp)
@@ -151,14 +159,39 @@ def test_cli_simulate_and_learn_on_a_scheduler(client, task, tmp_path, capsys):
     address = client.scheduler.address
     model = str(MODELS / "stack_avoid.rm")
     out = tmp_path / "demos"
-    assert main(["simulate", model, "-n", "6000", "-T", "20", "--seed", "3", "-o", str(out), "--format", "parquet",
-                 "--partition-size", "2000", "--engine", "dask", "--scheduler", address, "-q"]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                model,
+                "-n",
+                "6000",
+                "-T",
+                "20",
+                "--seed",
+                "3",
+                "-o",
+                str(out),
+                "--format",
+                "parquet",
+                "--partition-size",
+                "2000",
+                "--engine",
+                "dask",
+                "--scheduler",
+                address,
+                "-q",
+            ]
+        )
+        == 0
+    )
     assert "in 3 Parquet files" in capsys.readouterr().err
     assert load(out, task.mdp) == simulate(task, 6000, 20, seed=3)
     reports = []
     for extra in ([], ["--engine", "dask", "--scheduler", address]):
-        assert main(["learn", model, "--demos", str(out), "--maxsat", "--nodes", "3", "--no-rewards", "-q"]
-                    + extra) == 0
+        assert (
+            main(["learn", model, "--demos", str(out), "--maxsat", "--nodes", "3", "--no-rewards", "-q"] + extra) == 0
+        )
         reports.append([ln for ln in capsys.readouterr().out.splitlines() if not ln.startswith("# timings")])
     assert reports[0] == reports[1] and "# MaxSAT: optimum drops 0 negative example(s)" in reports[0]
     assert main(["learn", model, "--demos", str(out), "--workers", "2"]) == 1
@@ -198,8 +231,16 @@ def test_shards_with_their_own_streams_give_the_same_counts_anywhere(client, tas
     from rmtk.shards import plan_shards
 
     shards = plan_shards(5_000, 700, seed=12)
-    results = [engine.map_reduce(RandomEpisodes(task.mdp), shards, reduce=merge_episodes, sizes=lambda s: s.size,
-                                 total=5_000, what="episodes")
-               for engine in (LocalEngine(), DaskEngine(client=client))]
+    results = [
+        engine.map_reduce(
+            RandomEpisodes(task.mdp),
+            shards,
+            reduce=merge_episodes,
+            sizes=lambda s: s.size,
+            total=5_000,
+            what="episodes",
+        )
+        for engine in (LocalEngine(), DaskEngine(client=client))
+    ]
     assert results[0][1] == results[1][1] > 5_000
     assert results[0][0] == results[1][0]  # the same tree of merges: identical tables, ids included

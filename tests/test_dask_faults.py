@@ -12,6 +12,7 @@ here is bounded by a timeout and asserts its outcome.
 * A data error on a worker (counting, ``collect``) is raised once, not retried, and the
   command line shows rmtk's message alone; Ctrl-C gives one line and a clean shutdown.
 """
+
 from __future__ import annotations
 
 import functools
@@ -124,8 +125,9 @@ def _gone(pid: int, wait: float = 10) -> bool:
 
 def _count(engine, task, path):
     ds = ParquetDataset.open(path, task.mdp)
-    out = engine.map_reduce(CountJob(task.mdp, dataset=ds), ds.partitions, reduce=merge_partial,
-                            what="partitions counted")
+    out = engine.map_reduce(
+        CountJob(task.mdp, dataset=ds), ds.partitions, reduce=merge_partial, what="partitions counted"
+    )
     return canonical_counts(out.table)
 
 
@@ -143,13 +145,16 @@ def test_a_worker_killed_at_any_phase_gives_the_local_count(fresh_client, task, 
 
 
 # ---------------------------------------------------------------------- schedulers that are not
-@pytest.mark.parametrize("address, message", [
-    ("not an address", "'not an address' is not of the form host:port"),
-    ("http://127.0.0.1:8787/status", "is a web address"),
-    ("udp://127.0.0.1:8786", "unknown scheme 'udp'"),
-    ("127.0.0.1:0", "port 0 is not between 1 and 65535"),
-    ("", "a Dask scheduler's address is tcp://host:port"),
-])
+@pytest.mark.parametrize(
+    "address, message",
+    [
+        ("not an address", "'not an address' is not of the form host:port"),
+        ("http://127.0.0.1:8787/status", "is a web address"),
+        ("udp://127.0.0.1:8786", "unknown scheme 'udp'"),
+        ("127.0.0.1:0", "port 0 is not between 1 and 65535"),
+        ("", "a Dask scheduler's address is tcp://host:port"),
+    ],
+)
 def test_a_malformed_scheduler_address_is_refused_at_once(address, message):
     with pytest.raises(RmtkError, match=message):
         DaskEngine(scheduler=address)
@@ -209,23 +214,28 @@ def _reach(address, timeout=2.0):
 
 def test_a_web_server_is_not_taken_for_a_scheduler(web_server):
     message, took = _reach(web_server)
-    assert message == (f"something listens at {web_server}, but it is not a Dask scheduler: it did not answer "
-                       "Dask's handshake within 2 s")
+    assert message == (
+        f"something listens at {web_server}, but it is not a Dask scheduler: it did not answer "
+        "Dask's handshake within 2 s"
+    )
     assert took < 2 * 2 + 3
 
 
 def test_a_server_that_talks_first_is_not_taken_for_a_scheduler(banner_server):
     message, took = _reach(banner_server)
-    assert message == (f"something listens at {banner_server}, but it is not a Dask scheduler: it answered, but "
-                       "not in Dask's protocol")
+    assert message == (
+        f"something listens at {banner_server}, but it is not a Dask scheduler: it answered, but not in Dask's protocol"
+    )
     assert took < 5
 
 
 def test_a_closed_port_and_a_worker_are_named(client):
     port = _free_port()
     message, took = _reach(f"127.0.0.1:{port}")
-    assert message == (f"cannot reach the Dask scheduler at tcp://127.0.0.1:{port}: nothing listens on port {port} "
-                       "of 127.0.0.1 (connection refused)")
+    assert message == (
+        f"cannot reach the Dask scheduler at tcp://127.0.0.1:{port}: nothing listens on port {port} "
+        "of 127.0.0.1 (connection refused)"
+    )
     assert took < 5
     worker = min(client.scheduler_info()["workers"])
     message, _ = _reach(worker)
@@ -235,18 +245,25 @@ def test_a_closed_port_and_a_worker_are_named(client):
 def test_a_scheduler_without_workers_stops_after_the_timeout(dataset, capsys):
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=0, processes=False, protocol="tcp://", host="127.0.0.1", dashboard_address=":0") as cluster:
+    with LocalCluster(
+        n_workers=0, processes=False, protocol="tcp://", host="127.0.0.1", dashboard_address=":0"
+    ) as cluster:
         engine = DaskEngine(scheduler=cluster.scheduler_address, timeout=1.5)
         start = time.monotonic()
-        with pytest.raises(WorkError, match=r"no piece of work finished for 1.5 s \(the cluster has 0 workers\); "
-                                            r"the run stopped and returned nothing"):
+        with pytest.raises(
+            WorkError,
+            match=r"no piece of work finished for 1.5 s \(the cluster has 0 workers\); "
+            r"the run stopped and returned nothing",
+        ):
             engine.map_reduce(abs, [1, 2, 3], reduce=max)
         assert 1.5 <= time.monotonic() - start < 6
         args = ["learn", str(MODEL), "--demos", str(dataset), "--nodes", "3", "-q", "--dask-timeout", "1"]
         assert main(args + ["--engine", "dask", "--scheduler", cluster.scheduler_address]) == 1
-        assert capsys.readouterr().err == ("rmtk: error: no piece of work finished for 1 s (the cluster has 0 workers); "
-                                           "the run stopped and returned nothing (the bound is "
-                                           "DaskEngine(timeout=...), --dask-timeout)\n")
+        assert capsys.readouterr().err == (
+            "rmtk: error: no piece of work finished for 1 s (the cluster has 0 workers); "
+            "the run stopped and returned nothing (the bound is "
+            "DaskEngine(timeout=...), --dask-timeout)\n"
+        )
     assert main(args) == 1
     assert "--dask-timeout bounds a Dask run; add --engine dask" in capsys.readouterr().err
 
@@ -311,33 +328,64 @@ def test_a_bad_label_in_collect_on_workers_is_raised_once(client, task, tmp_path
 
     make = functools.partial(MdpEnv, task.mdp)
     with pytest.raises(DataError, match="nonsense"):
-        collect(make, lambda obs, ctx: 0, NoLabel(str(tmp_path)), Identity(), 50, seed=0, shard=50,
-                client=client, max_steps=5)
+        collect(
+            make,
+            lambda obs, ctx: 0,
+            NoLabel(str(tmp_path)),
+            Identity(),
+            50,
+            seed=0,
+            shard=50,
+            client=client,
+            max_steps=5,
+        )
     assert len(os.listdir(tmp_path)) == 1  # one shard, one call: not retried
 
 
 def _rmtk(*args, **kw):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.Popen([sys.executable, "-m", "rmtk", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-m", "rmtk", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
 
 
 def test_the_command_line_shows_a_worker_s_data_error_alone(task, dataset, tmp_path):
     bad = _corrupt(task, dataset, tmp_path / "bad.parquet")
-    proc = _rmtk("learn", str(MODEL), "--demos", str(bad.parent), "--nodes", "3", "--engine", "dask",
-                 "--workers", "2", "-q")
+    proc = _rmtk(
+        "learn", str(MODEL), "--demos", str(bad.parent), "--nodes", "3", "--engine", "dask", "--workers", "2", "-q"
+    )
     _, err = proc.communicate(timeout=BOUND)
     assert proc.returncode == 1
-    message = (f"rmtk: error: {bad}: row 100: trajectory 4505, step 0: state index 200 is out of range (the MDP "
-               "'blocks_avoid' has states 0..59)")
+    message = (
+        f"rmtk: error: {bad}: row 100: trajectory 4505, step 0: state index 200 is out of range (the MDP "
+        "'blocks_avoid' has states 0..59)"
+    )
     assert err.splitlines() == [message]
 
 
 def test_ctrl_c_mid_count_is_one_line_and_a_clean_shutdown(task, tmp_path):
     path = tmp_path / "big.parquet"
     save(simulate(task, 100_000, 20, seed=1), path, task.mdp, partition_size=2_500)  # 40 partitions
-    proc = _rmtk("learn", str(MODEL), "--demos", str(path), "--nodes", "3", "--engine", "dask", "--workers", "2",
-                 "--no-rewards", start_new_session=True)  # a group of its own, as a terminal's foreground job
+    proc = _rmtk(
+        "learn",
+        str(MODEL),
+        "--demos",
+        str(path),
+        "--nodes",
+        "3",
+        "--engine",
+        "dask",
+        "--workers",
+        "2",
+        "--no-rewards",
+        start_new_session=True,
+    )  # a group of its own, as a terminal's foreground job
     seen = ""
     while "partitions counted" not in seen:
         line = proc.stderr.readline()

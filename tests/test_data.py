@@ -1,16 +1,16 @@
 """Demonstrations files: validation, CSV and NPZ round trips, bad inputs."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
 import pytest
+from grid_data import make_grid, raises, three_walks, walk
 
 from rmtk.data import Demonstrations, load, load_csv, load_npz, save, save_csv, save_npz, validate
 from rmtk.envs import gridworld, labyrinth
 from rmtk.mdp import LabeledMDP
-
-from grid_data import make_grid, raises, three_walks, walk
 
 MICE = Path("/work/shared/data")
 
@@ -42,9 +42,13 @@ def test_validate_accepts_good_demonstrations(grid, demos):
 
 def test_validate_bad_transition_message(grid):
     s = [grid.state_index("r0c0"), grid.state_index("r3c3")]
-    d = Demonstrations.from_lists([walk(grid, "r0c0", ["down"]), [(s[0], 0), (s[1], 0)]] + [walk(grid, "r0c0", ["down"])] * 2)
-    with raises("demos.csv: trajectory 1, step 0: the MDP cannot move from state 'r0c0' to 'r3c3' "
-                "with action 'down' (probability 0)"):
+    d = Demonstrations.from_lists(
+        [walk(grid, "r0c0", ["down"]), [(s[0], 0), (s[1], 0)]] + [walk(grid, "r0c0", ["down"])] * 2
+    )
+    with raises(
+        "demos.csv: trajectory 1, step 0: the MDP cannot move from state 'r0c0' to 'r3c3' "
+        "with action 'down' (probability 0)"
+    ):
         validate(d, grid, source="demos.csv")
 
 
@@ -55,8 +59,10 @@ def test_validate_reports_first_bad_record_and_counts_the_rest(grid):
     bad2 = list(good)
     bad2[1] = (bad2[1][0], 1)  # step 1 goes right instead of down
     d = Demonstrations.from_lists([good, bad, bad2])
-    with raises("trajectory 1, step 2: the MDP cannot move from state 'r2c0' to 'r3c0' with action 'up'",
-                "1 more bad step after this one"):
+    with raises(
+        "trajectory 1, step 2: the MDP cannot move from state 'r2c0' to 'r3c0' with action 'up'",
+        "1 more bad step after this one",
+    ):
         validate(d, grid)
 
 
@@ -128,10 +134,12 @@ def test_csv_names_indices_order_and_grouping(tmp_path, grid):
         "r2c0,right,2,mouse-b\n"
     )
     d = load_csv(write(tmp_path, text), grid)
-    assert d == Demonstrations.from_lists([
-        [(r0c0, 0), (r1c0, 0), (r2c0, 1)],  # mouse-b first: first appearance
-        [(r0c0, 0), (r1c0, 0)],
-    ])
+    assert d == Demonstrations.from_lists(
+        [
+            [(r0c0, 0), (r1c0, 0), (r2c0, 1)],  # mouse-b first: first appearance
+            [(r0c0, 0), (r1c0, 0)],
+        ]
+    )
 
 
 def test_csv_name_wins_over_index(tmp_path):
@@ -166,8 +174,11 @@ CSV_BAD = [
     (HEADER + "0,0,r0c0,,a\n", "demos.csv:2: empty action field"),
     (HEADER + ",0,r0c0,down,a\n", "demos.csv:2: empty trajectory field"),
     (HEADER + "0,,r0c0,down,a\n", "demos.csv:2: empty step field"),
-    (HEADER + "0,0,r0c0,down,a\n0,1,q7,down,b\n0,2,q8,down,c\n",
-     "demos.csv:3: unknown state 'q7' (not a state name nor an index 0..15)", "1 more bad state value below"),
+    (
+        HEADER + "0,0,r0c0,down,a\n0,1,q7,down,b\n0,2,q8,down,c\n",
+        "demos.csv:3: unknown state 'q7' (not a state name nor an index 0..15)",
+        "1 more bad state value below",
+    ),
     (HEADER + "0,0,r0c0,jump,a\n", "demos.csv:2: unknown action 'jump' (not an action name nor an index 0..3)"),
     (HEADER + "0,0,r0c0,4,a\n", "demos.csv:2: unknown action '4'"),
     (HEADER + "0,0,-1,down,a\n", "demos.csv:2: unknown state '-1'"),
@@ -175,17 +186,28 @@ CSV_BAD = [
     (HEADER + "0,0,r0c0,down,a\n0,x,r1c0,down,b\n", "demos.csv:3: step 'x' is not a non-negative integer"),
     (HEADER + "0,0,r0c0,down,a\n0,-1,r1c0,down,b\n", "demos.csv:3: step '-1' is not a non-negative integer"),
     (HEADER + "0,0,r0c0,down,a\n0,1.0,r1c0,down,b\n", "demos.csv:3: step '1.0'"),
-    (HEADER + "0,0,r0c0,down,a\n0,1" + "0" * 30 + ",r1c0,down,b\n",
-     "demos.csv:3: step '1" + "0" * 30 + "' is too large (column 'step'"),
-    (HEADER + "0,0,r0c0,down,a\n0,2,r2c0,down,c\n", "demos.csv:3: trajectory 0: step 2 follows step 0; step 1 is missing"),
+    (
+        HEADER + "0,0,r0c0,down,a\n0,1" + "0" * 30 + ",r1c0,down,b\n",
+        "demos.csv:3: step '1" + "0" * 30 + "' is too large (column 'step'",
+    ),
+    (
+        HEADER + "0,0,r0c0,down,a\n0,2,r2c0,down,c\n",
+        "demos.csv:3: trajectory 0: step 2 follows step 0; step 1 is missing",
+    ),
     (HEADER + "0,0,r0c0,down,a\nt7,1,r1c0,down,b\n", "demos.csv:3: trajectory t7 starts at step 1; steps count from 0"),
-    (HEADER + "0,0,r0c0,down,a\n0,1,r1c0,down,b\n0,1,r1c0,down,b\n",
-     "demos.csv:4: trajectory 0: step 1 appears twice (also on line 3)"),
-    (HEADER + "0,0,r0c0,down,a\n0,1,r1c0,down,b\n1,0,r0c0,down,a\n1,1,r1c0,down,a\n",
-     "demos.csv:5: trajectory 1, step 1: label 'a' disagrees with the MDP, which labels state 'r1c0' with 'b'"),
-    (HEADER + "0,0,r0c0,down,a\n0,1,r1c0,down,b\n7,0,r0c0,down,a\n7,1,r3c3,down,c\n7,2,r3c3,down,c\n",
-     "demos.csv:4: trajectory 7, step 0: the MDP cannot move from state 'r0c0' to 'r3c3' with action 'down' "
-     "(probability 0)"),
+    (
+        HEADER + "0,0,r0c0,down,a\n0,1,r1c0,down,b\n0,1,r1c0,down,b\n",
+        "demos.csv:4: trajectory 0: step 1 appears twice (also on line 3)",
+    ),
+    (
+        HEADER + "0,0,r0c0,down,a\n0,1,r1c0,down,b\n1,0,r0c0,down,a\n1,1,r1c0,down,a\n",
+        "demos.csv:5: trajectory 1, step 1: label 'a' disagrees with the MDP, which labels state 'r1c0' with 'b'",
+    ),
+    (
+        HEADER + "0,0,r0c0,down,a\n0,1,r1c0,down,b\n7,0,r0c0,down,a\n7,1,r3c3,down,c\n7,2,r3c3,down,c\n",
+        "demos.csv:4: trajectory 7, step 0: the MDP cannot move from state 'r0c0' to 'r3c3' with action 'down' "
+        "(probability 0)",
+    ),
 ]
 
 
@@ -276,8 +298,10 @@ def test_a_trajectory_must_start_where_the_mdp_can_start(tmp_path):
     late = walk(mdp, "r0c1", ["down"])  # r0c1 is reachable, but no trajectory starts there
     d = Demonstrations.from_lists([good, good, late])
     p = npz(tmp_path, states=d.states, actions=d.actions, lengths=d.lengths)
-    message = ("bad.npz: trajectory 2, step 0: the trajectory starts in state 'r0c1', where the MDP cannot start "
-               "(start probability 0; its start state is 'r0c0')")
+    message = (
+        "bad.npz: trajectory 2, step 0: the trajectory starts in state 'r0c1', where the MDP cannot start "
+        "(start probability 0; its start state is 'r0c0')"
+    )
     with raises(message):
         load_npz(p, mdp)
     with raises(message):

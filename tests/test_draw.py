@@ -1,4 +1,5 @@
 """rmtk.draw: matplotlib pictures of machines, grid worlds and the labyrinth."""
+
 from __future__ import annotations
 
 import itertools
@@ -7,13 +8,14 @@ import xml.etree.ElementTree as ET
 import attrs
 import numpy as np
 import pytest
-
 from example_machines import machine, patrol, tiny
+
 from rmtk import GeneratorCall, LabeledMDP, ModelError, RewardMachine, RmtkError
 from rmtk.draw import draw_grid, draw_labyrinth, draw_machine, grid_cells, proposition_colours
 from rmtk.io.dot import edge_groups
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
 
 # ---------------------------------------------------------------------------- draw_machine
 def _no_pyplot_figures():
@@ -31,8 +33,9 @@ def test_draw_machine_writes_png_and_svg(tmp_path):
     root = ET.parse(tmp_path / "patrol.svg").getroot()
     assert root.tag.endswith("svg")
     texts = [t.get_text() for t in fig.axes[0].texts]
-    assert sorted(texts) == sorted(["u0", "u1", "u2", "u3", "start", "A", "B", "C", "D / 1",
-                                    "B | C | D", "A | C | D", "A | B | D", "A | B | C"])
+    assert sorted(texts) == sorted(
+        ["u0", "u1", "u2", "u3", "start", "A", "B", "C", "D / 1", "B | C | D", "A | C | D", "A | B | D", "A | B | C"]
+    )
     assert _no_pyplot_figures()
 
 
@@ -95,26 +98,43 @@ def parallel() -> RewardMachine:
     """u1 → u2 on B (reward 0) and on D (reward 1), and u2 → u1 on A."""
     return RewardMachine.from_transitions(
         {("u0", "A"): "u1", ("u1", "B"): "u2", ("u1", "D"): ("u2", 1.0), ("u2", "A"): ("u1", -0.5)},
-        "ABCD", name="parallel",
+        "ABCD",
+        name="parallel",
     )
 
 
 def stack_avoid_learned() -> RewardMachine:
     """The machine learned on stack_avoid (models/stack_avoid.rm): u1 → u2 on B and on D."""
     return RewardMachine.from_transitions(
-        {("u0", "A"): "u1", ("u0", "B"): ("u0", -0.001999999999), ("u0", "I"): ("u0", -0.001999999999),
-         ("u0", "D"): "u2", ("u1", "A"): ("u1", -0.002020202019), ("u1", "I"): ("u1", -0.002020202019),
-         ("u1", "B"): ("u2", 98.7979798), ("u1", "D"): ("u2", -0.002020202022)},
-        "ABDI", name="stack_avoid_learned",
+        {
+            ("u0", "A"): "u1",
+            ("u0", "B"): ("u0", -0.001999999999),
+            ("u0", "I"): ("u0", -0.001999999999),
+            ("u0", "D"): "u2",
+            ("u1", "A"): ("u1", -0.002020202019),
+            ("u1", "I"): ("u1", -0.002020202019),
+            ("u1", "B"): ("u2", 98.7979798),
+            ("u1", "D"): ("u2", -0.002020202022),
+        },
+        "ABDI",
+        name="stack_avoid_learned",
     )
 
 
 def both_ways() -> RewardMachine:
     """Three reward groups from u0 to u1, two back, and two self-loops on each node."""
     return RewardMachine.from_transitions(
-        {("u0", "a"): "u1", ("u0", "b"): ("u1", 1.0), ("u0", "c"): ("u1", -1.0), ("u0", "d"): ("u0", 2.0),
-         ("u1", "a"): ("u0", 2.0), ("u1", "b"): ("u0", 0.5), ("u1", "c"): ("u1", -0.5)},
-        "abcde", name="both_ways",
+        {
+            ("u0", "a"): "u1",
+            ("u0", "b"): ("u1", 1.0),
+            ("u0", "c"): ("u1", -1.0),
+            ("u0", "d"): ("u0", 2.0),
+            ("u1", "a"): ("u0", 2.0),
+            ("u1", "b"): ("u0", 0.5),
+            ("u1", "c"): ("u1", -0.5),
+        },
+        "abcde",
+        name="both_ways",
     )
 
 
@@ -193,8 +213,12 @@ def rooms(start=((0, 0), (2, 0)), initial=None) -> LabeledMDP:
     cells = [(r, c) for c in range(4) for r in range(4) if ROOMS[r][c] is not None]
     S = len(cells)
     mdp = LabeledMDP.from_dense(
-        np.eye(S)[None], [ROOMS[r][c] for r, c in cells], ["A", "B", "C", "D"], initial,
-        states=[f"r{r}c{c}" for r, c in cells], name="rooms",
+        np.eye(S)[None],
+        [ROOMS[r][c] for r, c in cells],
+        ["A", "B", "C", "D"],
+        initial,
+        states=[f"r{r}c{c}" for r, c in cells],
+        name="rooms",
     )
     params = (("rows", ROOMS), ("slip", 0.1), ("start", start), ("gamma", 0.99))
     return attrs.evolve(mdp, source=GeneratorCall("gridworld", params))

@@ -1,4 +1,5 @@
 """The .rm language: shipped models load, printing is canonical, loads(dumps(x)) == x."""
+
 from pathlib import Path
 
 import numpy as np
@@ -8,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rmtk import LabeledMDP, RewardMachine, Task, dsl, isomorphic
-from rmtk.errors import DslSyntaxError, RmtkError
 from rmtk.dsl.parser import grammar_text
+from rmtk.errors import DslSyntaxError, RmtkError
 
 MODELS = sorted((Path(__file__).resolve().parents[1] / "models").glob("*.rm"))
 
@@ -118,8 +119,10 @@ def test_grammar_is_found():
 
 
 # ------------------------------------------------------------------ property tests
-names = st.text(st.characters(min_codepoint=32, max_codepoint=0x2FF, exclude_characters='\\'), min_size=1, max_size=6)
-rewards = st.one_of(st.just(0.0), st.integers(-3, 3).map(float), st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False))
+names = st.text(st.characters(min_codepoint=32, max_codepoint=0x2FF, exclude_characters="\\"), min_size=1, max_size=6)
+rewards = st.one_of(
+    st.just(0.0), st.integers(-3, 3).map(float), st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
+)
 
 
 @st.composite

@@ -1,4 +1,5 @@
 """The parser is built once, then loaded from the user's cache; a bad cache never breaks parsing."""
+
 import os
 import pickle
 import subprocess
@@ -86,8 +87,10 @@ def test_cache_key_follows_grammar_options_and_relative_dirs(monkeypatch, tmp_pa
 
 
 def test_importing_rmtk_and_dsl_does_not_import_lark():
-    code = ("import sys, rmtk, rmtk.cli; from rmtk import dsl; print('lark' in sys.modules); "
-            "dsl.loads('machine m { alphabet A; u0 -> u1 on A }'); print('lark' in sys.modules)")
+    code = (
+        "import sys, rmtk, rmtk.cli; from rmtk import dsl; print('lark' in sys.modules); "
+        "dsl.loads('machine m { alphabet A; u0 -> u1 on A }'); print('lark' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "True"]
 
@@ -106,5 +109,5 @@ def test_writing_a_parser_file_prunes_old_ones(builds, tmp_path):
     dsl.loads(PATROL)
     kept = sorted(p.name for p in folder.glob("parser-*.pickle"))
     assert len(kept) == cache.KEEP and cache_path().name in kept
-    assert set(kept) - {cache_path().name} == {f.name for f in old[-(cache.KEEP - 1):]}  # the newest old ones stay
+    assert set(kept) - {cache_path().name} == {f.name for f in old[-(cache.KEEP - 1) :]}  # the newest old ones stay
     assert other.exists()

@@ -1,5 +1,6 @@
 """Pathological `.rm` input: deep nesting is a located error (never a RecursionError), wide
 input parses, and parsing at the nesting limit fits in a modest stack."""
+
 import inspect
 import subprocess
 import sys
@@ -28,8 +29,12 @@ TOO_DEEP = {
     "and-paren": (machine("(A & " * DEEP + "A" + ")" * DEEP), 1, len(HEAD) + 5 * MAX_NESTING + 2, GUARD_MSG),
     "or-paren": (machine("(B | " * DEEP + "A" + ")" * DEEP), 1, len(HEAD) + 5 * MAX_NESTING + 2, GUARD_MSG),
     "group": ("machine m { alphabet A; x " + "(" * DEEP + ")" * DEEP + " }\n", 1, 27 + MAX_NESTING, VALUE_MSG),
-    "blockworld": ("mdp b = blockworld { blocks G; piles 1\n  label A " + "(" * DEEP + ")" * DEEP + "\n}\n",
-                   2, 11 + MAX_NESTING, VALUE_MSG),
+    "blockworld": (
+        "mdp b = blockworld { blocks G; piles 1\n  label A " + "(" * DEEP + ")" * DEEP + "\n}\n",
+        2,
+        11 + MAX_NESTING,
+        VALUE_MSG,
+    ),
 }
 
 

@@ -1,6 +1,7 @@
 """Nothing written is silently dropped: a setting written twice is an error wherever it takes one
 value, list declarations may continue over several lines, a missing ``start`` means every state
 (documented), ``loads`` refuses what is not text, a depth too large to build is a message."""
+
 import numpy as np
 import pytest
 
@@ -21,11 +22,14 @@ MDP = """mdp m {{
 """
 
 
-@pytest.mark.parametrize("extra,line", [
-    ("  gamma 0.9\n  gamma 0.5\n", 9),
-    ("  start s\n  start t\n", 9),
-    ("  propositions A B\n  propositions A B\n", 9),
-])
+@pytest.mark.parametrize(
+    "extra,line",
+    [
+        ("  gamma 0.9\n  gamma 0.5\n", 9),
+        ("  start s\n  start t\n", 9),
+        ("  propositions A B\n  propositions A B\n", 9),
+    ],
+)
 def test_a_one_value_setting_written_twice_is_a_located_error(extra, line):
     with pytest.raises(DslMeaningError) as err:
         dsl.loads(MDP.format(extra=extra), file="twice.rm")
@@ -34,10 +38,13 @@ def test_a_one_value_setting_written_twice_is_a_located_error(extra, line):
     assert f"twice.rm:{line}:3" in str(err.value)
 
 
-@pytest.mark.parametrize("text,key", [
-    ("mdp g = gridworld {\n map {\n A B\n }\n gamma 0.9\n gamma 0.5\n}\n", "gamma"),
-    ("machine r { alphabet A; initial u0; initial u1 }\n", "initial"),
-])
+@pytest.mark.parametrize(
+    "text,key",
+    [
+        ("mdp g = gridworld {\n map {\n A B\n }\n gamma 0.9\n gamma 0.5\n}\n", "gamma"),
+        ("machine r { alphabet A; initial u0; initial u1 }\n", "initial"),
+    ],
+)
 def test_other_blocks_refuse_repeats_too(text, key):
     with pytest.raises(DslMeaningError, match=f"'{key}'"):
         dsl.loads(text)

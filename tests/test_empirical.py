@@ -1,4 +1,5 @@
 """Empirical prefix tree policy: counts equal a slow reference; chunked = one pass."""
+
 from collections import Counter, defaultdict
 from pathlib import Path
 

@@ -1,5 +1,6 @@
 """Shards, the fixed reduce tree, canonical count tables and the local engine: the pieces that
 make every engine return the same result."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -59,8 +60,11 @@ def test_shards_cover_the_episodes_with_their_streams():
         assert np.array_equal(s.spawned_seed().generate_state(4), child.generate_state(4))
     a, b = plan_shards(10, 4, seed=None), plan_shards(10, 4, seed=None)
     assert a[0].seed.entropy == a[2].seed.entropy != b[0].seed.entropy  # fresh entropy, drawn once per run
-    for bad, msg in (((0, 4, 1), "the number of episodes must be"), ((5, 0, 1), "the shard size must be"),
-                     ((5, 2, -1), "a seed is a non-negative integer")):
+    for bad, msg in (
+        ((0, 4, 1), "the number of episodes must be"),
+        ((5, 0, 1), "the shard size must be"),
+        ((5, 2, -1), "a seed is a non-negative integer"),
+    ):
         with pytest.raises(RmtkError, match=msg):
             plan_shards(*bad)
 
@@ -85,7 +89,7 @@ def test_canonical_table_is_the_same_for_any_chunking_and_order(stack):
     for t in parts[-2::-1]:
         backwards = merge_counts(backwards, t)
     assert not np.array_equal(backwards.trie.letter, reference.trie.letter)  # raw ids do differ ...
-    assert canonical_counts(backwards) == reference                           # ... canonical ones do not
+    assert canonical_counts(backwards) == reference  # ... canonical ones do not
     # breadth-first: lengths never decrease, siblings by letter
     trie = reference.trie
     assert np.all(np.diff(trie.length) >= 0)
@@ -102,8 +106,15 @@ class Calls(Progress):
 
 def test_local_engine_reduces_in_order_and_reports():
     seen = Calls()
-    out = LocalEngine().map_reduce(lambda x: str(x), range(5), reduce=lambda a, b: f"({a} {b})",
-                                   sizes=lambda x: 10, total=50, what="things", progress=seen)
+    out = LocalEngine().map_reduce(
+        lambda x: str(x),
+        range(5),
+        reduce=lambda a, b: f"({a} {b})",
+        sizes=lambda x: 10,
+        total=50,
+        what="things",
+        progress=seen,
+    )
     assert out == "(((0 1) (2 3)) 4)"
     assert seen.calls == [(0, 50, "things")] + [(10 * k, 50, "things") for k in range(1, 6)]
     assert LocalEngine().map_reduce(lambda x: x * x, range(4)) == [0, 1, 4, 9]
@@ -134,7 +145,8 @@ def test_empirical_ptp_reads_any_path(stack, tmp_path):
     table = EmpiricalPTP(demos).counts(stack.mdp)
     assert EmpiricalPTP(str(tmp_path / "d.npz")).counts(stack.mdp) == table
     assert EmpiricalPTP(tmp_path / "d.parquet", depth=4).counts(stack.mdp) == EmpiricalPTP(demos, depth=4).counts(
-        stack.mdp)
+        stack.mdp
+    )
     seen = Calls()
     assert EmpiricalPTP(tmp_path / "d.parquet").counts(stack.mdp, seen) == table
     assert seen.calls == [(k, 3, "partitions counted") for k in range(4)]

@@ -1,5 +1,6 @@
 """Environment generators: the paper's benchmarks exactly (shared/benchmarks.md), input
 normalisation, round trips through ``source.kwargs()``, and error messages."""
+
 import itertools
 from pathlib import Path
 
@@ -138,7 +139,7 @@ def test_blockworld_states_and_moves():
 def test_stack_labels_and_start():
     m = stack()
     assert m.propositions == ("A", "B", "C", "I")
-    assert [m.label(s) for s in ("GYR|_|_", "_|RYG|_", "_|_|RYG", "GY|R|_", "G|Y|R")] == list("ABCI" "I")
+    assert [m.label(s) for s in ("GYR|_|_", "_|RYG|_", "_|_|RYG", "GY|R|_", "G|Y|R")] == list("ABCII")
     assert np.bincount(m.labels).tolist() == [1, 1, 1, 57]
     assert sorted(m.states[i] for i in m.start_states) == sorted(["GYR|_|_", "_|RYG|_", "_|_|RYG", "GY|R|_"])
     np.testing.assert_allclose(m.initial[m.start_states], 0.25)
@@ -149,7 +150,9 @@ def test_stack_avoid_labels():
     assert m.propositions == ("A", "B", "D", "I")
     assert [m.label(s) for s in ("GYR|_|_", "_|RYG|_", "G|Y|R", "_|_|RYG")] == ["A", "B", "D", "I"]
     assert m.source.kwargs()["labels"] == (
-        ("A", (ST1,)), ("B", (ST2,)), ("D", ((("G",), ("Y",), ("R",)),)),
+        ("A", (ST1,)),
+        ("B", (ST2,)),
+        ("D", ((("G",), ("Y",), ("R",)),)),
     )
     assert {m.states[i] for i in m.start_states} == {"GYR|_|_", "_|RYG|_", "G|Y|R", "GY|R|_"}
 
@@ -173,16 +176,20 @@ def test_blockworld_long_names_string_configurations_and_alphabet():
         (dict(start=[(("G", "Y", "B"), (), ())]), r"configuration \(G Y B\) \(\) \(\) holds the unknown block 'B'"),
         (dict(start=[(("G", "Y", "G"), (), ())]), r"configuration \(G Y G\) \(\) \(\) holds block 'G' twice"),
         (dict(start=[(("G", "Y"), (), ())]), r"configuration \(G Y\) \(\) \(\) misses block\(s\) 'R'"),
-        (dict(labels=[("A", [ST1]), ("B", [ST1])], start=[ST1]),
-         r"configuration GYR\|_\|_ is listed with two labels, 'A' and 'B'"),
+        (
+            dict(labels=[("A", [ST1]), ("B", [ST1])], start=[ST1]),
+            r"configuration GYR\|_\|_ is listed with two labels, 'A' and 'B'",
+        ),
         (dict(labels=[("A", [ST1, ST1])], start=[ST1]), r"configuration GYR\|_\|_ is listed twice for label 'A'"),
         (dict(), r"start lists no configurations"),
         (dict(start=[ST1, ST1]), r"start configuration GYR\|_\|_ is listed twice"),
         (dict(blocks=["G", "G"], start=[ST1]), r"block 'G' is listed twice in blocks"),
         (dict(piles=0, start=[ST1]), r"piles=0 must be at least 1"),
         (dict(blocks=list("ABCDEFGH"), piles=8, start=[ST1]), r"8 blocks on 8 piles give \d+ configurations"),
-        (dict(labels=[("A", [ST1])], start=[ST1], propositions=["A"]),
-         r"propositions \(A\) do not include the label\(s\) 'I'"),
+        (
+            dict(labels=[("A", [ST1])], start=[ST1], propositions=["A"]),
+            r"propositions \(A\) do not include the label\(s\) 'I'",
+        ),
     ],
 )
 def test_blockworld_errors(kwargs, pattern):
@@ -211,8 +218,14 @@ def test_labyrinth_small_and_normalised():
     np.testing.assert_allclose(m.initial, [0, 0.5, 0.5])
     assert m.source == GeneratorCall(
         "labyrinth",
-        (("depth", 1), ("gamma", 0.99), ("labels", (("a", (0,)), ("b", (2, 1)))), ("other", "i"),
-         ("propositions", None), ("start", (1, 2))),
+        (
+            ("depth", 1),
+            ("gamma", 0.99),
+            ("labels", (("a", (0,)), ("b", (2, 1)))),
+            ("other", "i"),
+            ("propositions", None),
+            ("start", (1, 2)),
+        ),
     )
     assert labyrinth(depth=0, labels=()).n_states == 1
 

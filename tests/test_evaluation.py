@@ -1,5 +1,6 @@
 """Evaluation metrics (rmtk.evaluation): log-likelihood against a slow per-step reference,
 rollouts and returns scored by a second machine, seeding."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,7 +39,9 @@ def ring(slip: float = 0.0) -> LabeledMDP:
 def patrol_machine(reward: float = 1.0) -> RewardMachine:
     return RewardMachine.from_transitions(
         {("u0", "A"): "u1", ("u1", "B"): "u2", ("u2", "C"): "u3", ("u3", "D"): ("u0", reward)},
-        list("ABCD"), nodes=["u0", "u1", "u2", "u3"], name="patrol",
+        list("ABCD"),
+        nodes=["u0", "u1", "u2", "u3"],
+        name="patrol",
     )
 
 

@@ -1,5 +1,6 @@
 """What separates the surviving machines: witnesses (checked by running the machines on their
 words), the greedy cover, the rare (word, state) pairs and the visits the bound asks for."""
+
 from __future__ import annotations
 
 import itertools
@@ -101,8 +102,14 @@ def _chain_task():
     P = np.zeros((2, 3, 3))
     P[:, 0, 1] = P[:, 1, 2] = P[:, 2, 2] = 1
     mdp = LabeledMDP.from_dense(P, ["a", "b", "c"], initial=[1, 0, 0], name="chain")
-    m = RewardMachine(nodes=["u0", "u1"], alphabet=["a", "b", "c"], delta_u=np.array([[0, 1, 1], [1, 1, 1]]),
-                      delta_r=np.zeros((2, 3)), initial=0, name="m")
+    m = RewardMachine(
+        nodes=["u0", "u1"],
+        alphabet=["a", "b", "c"],
+        delta_u=np.array([[0, 1, 1], [1, 1, 1]]),
+        delta_r=np.zeros((2, 3)),
+        initial=0,
+        name="m",
+    )
     return Task(mdp, m, lam=1.0, depth=4, name="chain")
 
 
@@ -138,8 +145,8 @@ def test_growth_factor_meets_the_bound_exactly():
         f = float(growth_factors(np.array([n1]), np.array([n2]), np.array([tv]), A, 0.05)[0])
         assert f >= 1
 
-        def delta(m):
-            return (2.0 ** A - 2) * math.exp(-m * tv * tv / 2)
+        def delta(m, A=A, tv=tv):
+            return (2.0**A - 2) * math.exp(-m * tv * tv / 2)
 
         assert delta(f * n1) + delta(f * n2) <= 0.05 * (1 + 1e-9)
         if f > 1:
@@ -224,8 +231,10 @@ def test_one_machine_from_a_soft_expert_says_why_and_what_would_refute_it(tmp_pa
     assert len(r.negatives) == 0 and r.n_nodes == 1 and r.distinct_count == 1
     e = r.explain(limit=5)
     text = str(e)
-    assert text.startswith("one machine fits, and nothing forces two words into different nodes: no (word, word, "
-                           "state) triple of the demonstrations differs significantly at confidence level 0.95")
+    assert text.startswith(
+        "one machine fits, and nothing forces two words into different nodes: no (word, word, "
+        "state) triple of the demonstrations differs significantly at confidence level 0.95"
+    )
     assert len(e.rare) == 5 and "any one of them would refute it" in text
     # brute force: every two words at a common state (the 1-node machine merges them all); none
     # but the five listed meets the bound when grown by less than the fifth's factor
@@ -236,24 +245,28 @@ def test_one_machine_from_a_soft_expert_says_why_and_what_would_refute_it(tmp_pa
     i = np.concatenate([at[np.triu_indices(len(at), 1)[0]] for at in pairs])
     j = np.concatenate([at[np.triu_indices(len(at), 1)[1]] for at in pairs])
     tv = 0.5 * np.abs(counts[i] / n[i, None] - counts[j] / n[j, None]).sum(axis=1)
-    c, factors = 4 * math.log(2) + math.log1p(-2.0 ** -3), [x.factor for x in e.rare]
+    c, factors = 4 * math.log(2) + math.log1p(-(2.0**-3)), [x.factor for x in e.rare]
     assert factors == sorted(factors)
     f = factors[-1] * (1 - 1e-9)
-    meets = np.logaddexp(c - f * n[i] * tv ** 2 / 2, c - f * n[j] * tv ** 2 / 2) <= math.log(0.05)
+    meets = np.logaddexp(c - f * n[i] * tv**2 / 2, c - f * n[j] * tv**2 / 2) <= math.log(0.05)
     trie, names = r.ptp.trie, patrol.mdp.propositions
 
     def word(p):
         return tuple(names[k] for k in trie.word(int(p)))
 
-    cheaper = {(patrol.mdp.states[state[a]], frozenset((word(node[a]), word(node[b]))))
-               for a, b in zip(i[meets], j[meets])}
+    cheaper = {
+        (patrol.mdp.states[state[a]], frozenset((word(node[a]), word(node[b])))) for a, b in zip(i[meets], j[meets])
+    }
     listed = {(x.state, frozenset((x.word1, x.word2))) for x in e.rare}
     assert 1 <= len(cheaper) <= 4 and cheaper < listed
     for rare in e.rare:
         assert rare.refutes == 1 and rare.separates == 0 and rare.trajectories > 0 and 1 < rare.factor < np.inf
         # with the counts grown by the factor (no less), the confidence miner finds the negative example
-        p = [k for k in range(r.ptp.n_pairs) if word(node[k]) in (rare.word1, rare.word2)
-             and patrol.mdp.states[state[k]] == rare.state]
+        p = [
+            k
+            for k in range(r.ptp.n_pairs)
+            if word(node[k]) in (rare.word1, rare.word2) and patrol.mdp.states[state[k]] == rare.state
+        ]
         tree = PrefixTree(trie, node[p], state[p], 20)
         for scale, found in ((1 + 1e-9, 1), (1 - 1e-6, 0)):
             grown = counts[p] * rare.factor * scale

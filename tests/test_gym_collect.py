@@ -1,6 +1,7 @@
 """rmtk.gym.collect: counts of Gymnasium episodes equal the counts of the same trajectories,
 do not depend on the workers, bound their memory by shards, and every bad input is named by
 episode and step. Also: ``import rmtk`` does not import gymnasium."""
+
 import subprocess
 import sys
 from pathlib import Path
@@ -13,8 +14,19 @@ from gymnasium import spaces
 from rmtk import ConfidenceMiner, DataError, EmpiricalPTP, Learner, RmtkError, dsl, isomorphic
 from rmtk.data import Demonstrations
 from rmtk.empirical import canonical_counts, count_chunk, to_policy
-from rmtk.gym import (Bins, Identity, InfoLabel, MdpEnv, MdpVectorEnv, NodePolicy, Recording, StateLabels,
-                      collect, collect_shard, office_env)
+from rmtk.gym import (
+    Bins,
+    Identity,
+    InfoLabel,
+    MdpEnv,
+    MdpVectorEnv,
+    NodePolicy,
+    Recording,
+    StateLabels,
+    collect,
+    collect_shard,
+    office_env,
+)
 from rmtk.shards import plan_shards
 from rmtk.shortest import shortest_path_table
 from rmtk.simplest import SimplestEncoder
@@ -29,8 +41,10 @@ def coffee():
 
 def as_dict(table):
     ptp = to_policy(table)
-    return {(tuple(ptp.trie.word(p)), int(s)): tuple(int(c) for c in row)
-            for p, s, row in zip(ptp.tree.pair_node, ptp.tree.pair_state, ptp.counts)}
+    return {
+        (tuple(ptp.trie.word(p)), int(s)): tuple(int(c) for c in row)
+        for p, s, row in zip(ptp.tree.pair_node, ptp.tree.pair_state, ptp.counts)
+    }
 
 
 def uniform(obs, ctx):
@@ -88,8 +102,10 @@ def test_same_seed_same_recording_whatever_the_engine(coffee, dask_client):
     assert one == two and one.episodes == 1000
     assert collect(make, policy, StateLabels.of(mdp), Identity(), 1000, seed=6, shard=200) != one
     # a shard is a plain call; shards merge into the whole
-    parts = [collect_shard(make, policy, StateLabels.of(mdp), Identity(), sh.size, sh.spawned_seed(), first=sh.start)
-             for sh in plan_shards(1000, 200, 5)]
+    parts = [
+        collect_shard(make, policy, StateLabels.of(mdp), Identity(), sh.size, sh.spawned_seed(), first=sh.start)
+        for sh in plan_shards(1000, 200, 5)
+    ]
     merged = parts[0]
     for p in parts[1:]:
         merged = merged.merge(p)
@@ -103,19 +119,27 @@ def test_a_single_environment_and_a_gymnasium_id(coffee):
     rec = collect("rmtk/OfficeWorld-v0", uniform, StateLabels.of(mdp), Identity(), 4, seed=0, max_steps=10)
     assert rec.episodes == 4 and rec.n_steps == 40 and rec.name == "rmtk/OfficeWorld-v0"
     # the label reported in info, read by a plain labeler, and a plain discretiser function
-    rec2 = collect(office_env(max_steps=10), uniform, InfoLabel(mdp.propositions), lambda obs: int(obs), 4, seed=0,
-                   n_states=108)
+    rec2 = collect(
+        office_env(max_steps=10), uniform, InfoLabel(mdp.propositions), lambda obs: int(obs), 4, seed=0, n_states=108
+    )
     assert rec2.table == rec.table
 
 
 def test_learning_from_a_recording(coffee):
     mdp = coffee.mdp
     table = shortest_path_table(coffee, 0.1)
-    rec = collect(MdpVectorEnv(mdp, 1000, max_steps=40), NodePolicy.from_table(coffee.machine, table),
-                  StateLabels.of(mdp), Identity(), 10_000, seed=0)
+    rec = collect(
+        MdpVectorEnv(mdp, 1000, max_steps=40),
+        NodePolicy.from_table(coffee.machine, table),
+        StateLabels.of(mdp),
+        Identity(),
+        10_000,
+        seed=0,
+    )
     assert isinstance(rec, Recording) and "10000 episodes" in rec.summary()
-    res = Learner(EmpiricalPTP(rec), miner=ConfidenceMiner(0.05), encoder=SimplestEncoder(), max_nodes=4,
-                  irl=None).fit(rec.space)
+    res = Learner(EmpiricalPTP(rec), miner=ConfidenceMiner(0.05), encoder=SimplestEncoder(), max_nodes=4, irl=None).fit(
+        rec.space
+    )
     assert len(res.machines) == 1
     assert isomorphic(res.machines[0], coffee.machine.with_alphabet_order(mdp.propositions), rewards=False)
 
@@ -161,8 +185,12 @@ def test_bins_clip_and_count():
 
 
 def test_observation_outside_the_bins_is_an_error_when_asked():
-    with pytest.raises(DataError, match=r"episode 0, step 3: the observation is outside the bins \(dimension 0 is 1.25"):
-        collect(Line(), lambda obs, ctx: 2, sign, Bins(-1.0, 1.0, 4, clip=False), 5, seed=0, propositions=["neg", "pos"])
+    with pytest.raises(
+        DataError, match=r"episode 0, step 3: the observation is outside the bins \(dimension 0 is 1.25"
+    ):
+        collect(
+            Line(), lambda obs, ctx: 2, sign, Bins(-1.0, 1.0, 4, clip=False), 5, seed=0, propositions=["neg", "pos"]
+        )
     with pytest.raises(DataError, match="episode 0, step 2: the observation holds NaN"):
         collect(Line(nan_at=2), lambda obs, ctx: 1, sign, Bins(-1.0, 1.0, 4), 5, seed=0, propositions=["neg", "pos"])
 
@@ -170,15 +198,29 @@ def test_observation_outside_the_bins_is_an_error_when_asked():
 # ---------------------------------------------------------------------- bad input, named
 def test_bad_labels_are_named():
     props = ["neg", "pos"]
-    with pytest.raises(DataError, match=r"episode 0, step 0: the labeler returned 'zero', which is not a proposition; "
-                                        r"the alphabet is neg pos"):
+    with pytest.raises(
+        DataError,
+        match=r"episode 0, step 0: the labeler returned 'zero', which is not a proposition; "
+        r"the alphabet is neg pos",
+    ):
         collect(Line(), lambda o, c: 1, lambda obs, info: "zero", Bins(-1, 1, 4), 3, seed=0, propositions=props)
-    with pytest.raises(DataError, match=r"episode 0, step 1: the labeler returned 1 \(int\); it must return one "
-                                        r"proposition name"):
-        collect(Line(), lambda o, c: 2, lambda obs, info: "pos" if obs[0] < 0.2 else 1, Bins(-1, 1, 4), 3, seed=0,
-                propositions=props)
+    with pytest.raises(
+        DataError,
+        match=r"episode 0, step 1: the labeler returned 1 \(int\); it must return one "
+        r"proposition name",
+    ):
+        collect(
+            Line(),
+            lambda o, c: 2,
+            lambda obs, info: "pos" if obs[0] < 0.2 else 1,
+            Bins(-1, 1, 4),
+            3,
+            seed=0,
+            propositions=props,
+        )
     with pytest.raises(RmtkError, match="pass propositions"):
         collect(Line(), lambda o, c: 1, sign, Bins(-1, 1, 4), 3)
+
     # a vector labeler's batch, checked entry by entry
     class Batch:
         propositions = ("a", "b")
@@ -186,8 +228,11 @@ def test_bad_labels_are_named():
         def batch(self, obs, infos):
             return np.where(np.arange(len(obs)) == 2, 7, 0)
 
-    with pytest.raises(DataError, match=r"episode 2, step 0: the labeler returned a label that is not a proposition "
-                                        r"\(index 7\)"):
+    with pytest.raises(
+        DataError,
+        match=r"episode 2, step 0: the labeler returned a label that is not a proposition "
+        r"\(index 7\)",
+    ):
         collect(MdpVectorEnv(office_env().mdp, 4, max_steps=3), uniform, Batch(), Identity(), 4, seed=0)
 
 
@@ -200,11 +245,17 @@ def test_bad_actions_are_named():
         starts.append(ctx.t == 0)
         return 4 if sum(starts) == 2 and ctx.t == 2 else 0
 
-    with pytest.raises(DataError, match=r"episode 1, step 2: the policy returned action 4, which is not in the action "
-                                        r"space Discrete\(4\)"):
+    with pytest.raises(
+        DataError,
+        match=r"episode 1, step 2: the policy returned action 4, which is not in the action "
+        r"space Discrete\(4\)",
+    ):
         collect(MdpEnv(mdp, max_steps=5), second_episode_bad, labels, Identity(), 3, seed=0)
-    with pytest.raises(DataError, match=r"episode 0, step 0: the policy returned 1.0 \(float64\); actions of "
-                                        r"Discrete\(4\) are integers"):
+    with pytest.raises(
+        DataError,
+        match=r"episode 0, step 0: the policy returned 1.0 \(float64\); actions of "
+        r"Discrete\(4\) are integers",
+    ):
         collect(MdpEnv(mdp, max_steps=5), lambda obs, ctx: 1.0, labels, Identity(), 3, seed=0)
     with pytest.raises(DataError, match=r"episode 0, step 0: .* one action per copy of the vector environment"):
         collect(MdpVectorEnv(mdp, 4, max_steps=5), lambda obs, ctx: 0, labels, Identity(), 4, seed=0)
@@ -260,8 +311,9 @@ def test_policy_with_the_wrong_signature_is_named():
         collect(Strict(), lambda obs: 0, lambda o, i: "a", Identity(), 2, propositions=["a"])
     # an error inside a policy of the right signature is named, and chained
     with pytest.raises(DataError, match=r"episode 0, step 1: the policy raised KeyError: 'x'") as err:
-        collect(Strict(), lambda obs, ctx: {}["x"] if ctx.t == 1 else 0, lambda o, i: "a", Identity(), 2,
-                propositions=["a"])
+        collect(
+            Strict(), lambda obs, ctx: {}["x"] if ctx.t == 1 else 0, lambda o, i: "a", Identity(), 2, propositions=["a"]
+        )
     assert isinstance(err.value.__cause__, KeyError)
 
 
@@ -286,13 +338,20 @@ def test_propositions_as_one_string_of_names():
 
 
 def test_an_environment_that_raises_is_named():
-    with pytest.raises(DataError, match=r"episode 2, step 1: the environment's step\(0\) raised RuntimeError: "
-                                        r"physics exploded") as err:
-        collect(Strict(fail_episode=2, fail_step=1), lambda o, c: 0, lambda o, i: "a", Identity(), 4,
-                propositions=["a"])
+    with pytest.raises(
+        DataError,
+        match=r"episode 2, step 1: the environment's step\(0\) raised RuntimeError: "
+        r"physics exploded",
+    ) as err:
+        collect(
+            Strict(fail_episode=2, fail_step=1), lambda o, c: 0, lambda o, i: "a", Identity(), 4, propositions=["a"]
+        )
     assert isinstance(err.value.__cause__, RuntimeError)
-    with pytest.raises(DataError, match=r"episode 1, step 0: the environment's reset\(\) raised ConnectionError: "
-                                        r"simulator lost") as err:
+    with pytest.raises(
+        DataError,
+        match=r"episode 1, step 0: the environment's reset\(\) raised ConnectionError: "
+        r"simulator lost",
+    ) as err:
         collect(Strict(fail_episode=1), lambda o, c: 0, lambda o, i: "a", Identity(), 4, propositions=["a"])
     assert isinstance(err.value.__cause__, ConnectionError)
     with pytest.raises(RmtkError, match=r"cannot make the Gymnasium environment 'NoSuchEnv-v0': NameNotFound"):
@@ -323,8 +382,12 @@ print("plain id after", gymnasium.make("rmtk/OfficeWorld-v0").reset(seed=0)[0])
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     start = office_env().mdp.state_index("r7c2")
-    assert out.stdout.splitlines() == ["plain id before import: NamespaceNotFound", f"module:id {start} 108",
-                                       f"make_vec MdpVectorEnv {[start] * 3}", f"plain id after {start}"]
+    assert out.stdout.splitlines() == [
+        "plain id before import: NamespaceNotFound",
+        f"module:id {start} 108",
+        f"make_vec MdpVectorEnv {[start] * 3}",
+        f"plain id after {start}",
+    ]
 
 
 def test_a_recording_counts_moves_and_starts():
@@ -349,8 +412,14 @@ def test_a_recording_counts_moves_and_starts():
         assert mdp.successors(s, a) == [(s2, 1.0)]
     assert rec.starts.tolist() == [mdp.state_index("r7c2")] and rec.start_counts.tolist() == [30]
     # a vector environment's recording counts the same moves
-    vec = collect(MdpVectorEnv(mdp, 10, max_steps=6), lambda o, c: c.rng.integers(0, 4, 10), StateLabels.of(mdp),
-                  Identity(), 30, seed=2)
+    vec = collect(
+        MdpVectorEnv(mdp, 10, max_steps=6),
+        lambda o, c: c.rng.integers(0, 4, 10),
+        StateLabels.of(mdp),
+        Identity(),
+        30,
+        seed=2,
+    )
     assert vec.move_counts.sum() == 180 and vec.start_counts.tolist() == [30]
     merged = rec.merge(vec)
     assert merged.move_counts.sum() == 360 and merged.start_counts.tolist() == [60]
@@ -360,5 +429,11 @@ def test_a_labelers_own_error_is_located():
     with pytest.raises(DataError, match=r"^episode 0, step 0: the environment's info has no 'nope' entry"):
         collect(office_env(max_steps=3), lambda o, c: 0, InfoLabel("a b", key="nope"), Identity(), 2)
     with pytest.raises(DataError, match=r"^episode 0, step 1: the labeler raised ZeroDivisionError"):
-        collect(Strict(), lambda o, c: 0, lambda o, i, n=[0]: "a" if n.append(1) or len(n) < 3 else 1 / 0,
-                Identity(), 2, propositions="a")
+        collect(
+            Strict(),
+            lambda o, c: 0,
+            lambda o, i, n=[0]: "a" if n.append(1) or len(n) < 3 else 1 / 0,
+            Identity(),
+            2,
+            propositions="a",
+        )

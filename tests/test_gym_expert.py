@@ -1,6 +1,7 @@
 """The Gymnasium expert of active learning: histories realised by restoring a toy-text state or
 by replaying a planned path (checked state by state), the policy's memory driven along the
 history, and active learning through it equal to every-depth learning."""
+
 from __future__ import annotations
 
 import gymnasium
@@ -36,8 +37,13 @@ def lake(slippery: bool):
 
 def a_then_g(mdp):
     """The expert fetches a, then reaches g (soft-optimal, sharp)."""
-    m = RewardMachine(["u0", "u1", "u2"], PROPS, np.array([[0, 1, 0, 0], [1, 1, 1, 2], [2, 2, 2, 2]]),
-                      np.array([[0, 0, 0, 0], [0, 0, 0, 1.0], [0, 0, 0, 0]]), name="a_then_g")
+    m = RewardMachine(
+        ["u0", "u1", "u2"],
+        PROPS,
+        np.array([[0, 1, 0, 0], [1, 1, 1, 2], [2, 2, 2, 2]]),
+        np.array([[0, 0, 0, 0], [0, 0, 0, 1.0], [0, 0, 0, 0]]),
+        name="a_then_g",
+    )
     task = Task(mdp, m, lam=0.1, max_nodes=4)
     pi = task_policy(task).pi
     return task, pi, NodePolicy.from_table(m, pi.transpose(1, 0, 2))
@@ -108,8 +114,9 @@ def test_office_histories_are_replayed_state_by_state():
     word = (i, a, i)
     state = int(np.flatnonzero(realisable(mdp, word) & (mdp.labels == i))[0])
     obs = expert.act(word, state, 2000)
-    node = int(task.machine.delta_u[task.machine.delta_u[0, task.letter_of_proposition[a]],
-                                    task.letter_of_proposition[i]])
+    node = int(
+        task.machine.delta_u[task.machine.delta_u[0, task.letter_of_proposition[a]], task.letter_of_proposition[i]]
+    )
     assert np.abs(obs.values[0] / 2000 - table[node, state]).max() < 0.05
     ext = expert.extend(word, state, 10, 3)
     assert ext.steps == 30 and all(w[:3] == word for w in ext.words)

@@ -3,6 +3,7 @@ toy-text grids passes check_env and is rebuilt from its spec; its CRM rows equal
 transitions; RewardMachineVectorEnv steps like N single products (autoreset included) and its
 batched CRM equals the single-env CRM copy by copy; CRM through make_vec's ``wrappers=``;
 clear errors for bad arguments and labels."""
+
 import warnings
 
 import gymnasium
@@ -30,8 +31,18 @@ def grid_machine():
     """p pays 0.5 and then e pays 1 and ends (the environment goes on); g pays 1 and ends;
     h ends (paying -1 after p)."""
     return RewardMachine.from_transitions(
-        {("u0", "p"): ("u1", 0.5), ("u1", "e"): ("done", 1.0), ("u0", "g"): ("done", 1.0), ("u1", "g"): ("done", 1.0),
-         ("u0", "h"): "done", ("u1", "h"): ("done", -1.0)}, LETTERS, nodes=["u0", "u1", "done"], name="grid")
+        {
+            ("u0", "p"): ("u1", 0.5),
+            ("u1", "e"): ("done", 1.0),
+            ("u0", "g"): ("done", 1.0),
+            ("u1", "g"): ("done", 1.0),
+            ("u0", "h"): "done",
+            ("u1", "h"): ("done", -1.0),
+        },
+        LETTERS,
+        nodes=["u0", "u1", "done"],
+        name="grid",
+    )
 
 
 def frozen_labeler(obs, info=None):
@@ -91,26 +102,40 @@ def test_crm_tables_are_the_machine():
             assert tables.next_node[k].tolist() == exp.next_node.tolist()
             assert tables.reward[k].tolist() == exp.reward.tolist()
             assert tables.ends[k].tolist() == exp.terminated.tolist()
-            assert list(tables.rows[k]) == list(zip(exp.node.tolist(), exp.next_node.tolist(), exp.reward.tolist(),
-                                                    exp.terminated.tolist()))
+            assert list(tables.rows[k]) == list(
+                zip(exp.node.tolist(), exp.next_node.tolist(), exp.reward.tolist(), exp.terminated.tolist())
+            )
 
 
 @pytest.mark.parametrize("observation", ["dict", "flat"])
 @pytest.mark.parametrize("env_reward", [False, True])
 def test_wrapper_crm_is_every_node_of_the_step(observation, env_reward):
     m = grid_machine()
-    env = RewardMachineEnv(gymnasium.make("FrozenLake-v1", is_slippery=False), m, frozen_labeler,
-                           observation=observation, env_reward=env_reward)
+    env = RewardMachineEnv(
+        gymnasium.make("FrozenLake-v1", is_slippery=False),
+        m,
+        frozen_labeler,
+        observation=observation,
+        env_reward=env_reward,
+    )
     obs, _ = env.reset(seed=0)
     for a in [2, 2, 1, 1, 1, 2]:  # onto p, then down to the goal (env reward 1, terminated)
         nxt, _, term, _, info = env.step(a)
         got = env.counterfactual_experiences(obs, a, nxt, info)
         assert env.last_experiences() == got
         s, s2 = env.decode(obs)[0], env.decode(nxt)[0]
-        exp = counterfactual_experiences(m, frozen_labeler(s2), env_reward=info["env_reward"] if env_reward else 0.0,
-                                         env_terminated=info["env_terminated"])
-        want = [(env.encode(s, u), a, r, env.encode(s2, v), t) for u, v, r, t in
-                zip(exp.node.tolist(), exp.next_node.tolist(), exp.reward.tolist(), exp.terminated.tolist())]
+        exp = counterfactual_experiences(
+            m,
+            frozen_labeler(s2),
+            env_reward=info["env_reward"] if env_reward else 0.0,
+            env_terminated=info["env_terminated"],
+        )
+        want = [
+            (env.encode(s, u), a, r, env.encode(s2, v), t)
+            for u, v, r, t in zip(
+                exp.node.tolist(), exp.next_node.tolist(), exp.reward.tolist(), exp.terminated.tolist()
+            )
+        ]
         assert got == want and len(got) == 2
         obs = nxt
         if term:
@@ -144,17 +169,29 @@ def _plain(obs):
 
 def _frozen_pair(observation, n):
     m = grid_machine()
-    vec = gymnasium.make_vec("FrozenLake-v1", num_envs=n, vectorization_mode="sync", is_slippery=False,
-                             max_episode_steps=8)
-    singles = [RewardMachineEnv(gymnasium.make("FrozenLake-v1", is_slippery=False, max_episode_steps=8), m,
-                                frozen_labeler, observation=observation, env_reward=True) for _ in range(n)]
+    vec = gymnasium.make_vec(
+        "FrozenLake-v1", num_envs=n, vectorization_mode="sync", is_slippery=False, max_episode_steps=8
+    )
+    singles = [
+        RewardMachineEnv(
+            gymnasium.make("FrozenLake-v1", is_slippery=False, max_episode_steps=8),
+            m,
+            frozen_labeler,
+            observation=observation,
+            env_reward=True,
+        )
+        for _ in range(n)
+    ]
     return RewardMachineVectorEnv(vec, m, frozen_labeler, observation=observation, env_reward=True), singles
 
 
 def _office_pair(observation, n):
     office = office_env(max_steps=12)
-    m = RewardMachine.from_transitions({("u0", "f"): ("u1", 0.5), ("u1", "g"): ("t", 1.0), ("u0", "n"): "t",
-                                        ("u1", "n"): ("t", -1.0)}, office.mdp.propositions, nodes=["u0", "u1", "t"])
+    m = RewardMachine.from_transitions(
+        {("u0", "f"): ("u1", 0.5), ("u1", "g"): ("t", 1.0), ("u0", "n"): "t", ("u1", "n"): ("t", -1.0)},
+        office.mdp.propositions,
+        nodes=["u0", "u1", "t"],
+    )
     labels = StateLabels.of(office.mdp)
     vec = RewardMachineVectorEnv(MdpVectorEnv(office.mdp, n, max_steps=12), m, labels, observation=observation)
     return vec, [RewardMachineEnv(MdpEnv(office.mdp, 12), m, labels, observation=observation) for _ in range(n)]
@@ -205,8 +242,14 @@ def test_crm_through_make_vec_wrappers():
     def product(env):
         return RewardMachineEnv(env, m, frozen_labeler, observation="flat")
 
-    envs = gymnasium.make_vec("FrozenLake-v1", num_envs=n, vectorization_mode="sync", wrappers=[product],
-                              is_slippery=False, max_episode_steps=8)
+    envs = gymnasium.make_vec(
+        "FrozenLake-v1",
+        num_envs=n,
+        vectorization_mode="sync",
+        wrappers=[product],
+        is_slippery=False,
+        max_episode_steps=8,
+    )
     ref, _ = _frozen_pair("flat", n)
     ref = RewardMachineVectorEnv(ref.env, m, frozen_labeler, observation="flat")
     obs, _ = envs.reset(seed=0)
@@ -233,15 +276,22 @@ def test_vector_errors():
         RewardMachineEnv(vec, m, frozen_labeler)
     with pytest.raises(ModelError, match="use RewardMachineEnv for one environment"):
         RewardMachineVectorEnv(gymnasium.make("FrozenLake-v1"), m, frozen_labeler)
-    same = gymnasium.make_vec("FrozenLake-v1", num_envs=2, vectorization_mode="sync",
-                              vector_kwargs={"autoreset_mode": gymnasium.vector.AutoresetMode.SAME_STEP})
+    same = gymnasium.make_vec(
+        "FrozenLake-v1",
+        num_envs=2,
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": gymnasium.vector.AutoresetMode.SAME_STEP},
+    )
     with pytest.raises(ModelError, match="next-step or disabled autoreset mode"):
         RewardMachineVectorEnv(same, m, frozen_labeler)
     vec = gymnasium.make_vec("FrozenLake-v1", num_envs=2, vectorization_mode="sync", is_slippery=False)
     bad = RewardMachineVectorEnv(vec, m, lambda obs, info: "x" if obs == 1 else frozen_labeler(obs))
     bad.reset(seed=0)
-    with pytest.raises(DataError, match=r"copy 1, episode 0, step 1: the labeler returned 'x', which is not a letter "
-                                        r"of machine 'grid' \(f g h p e\)"):
+    with pytest.raises(
+        DataError,
+        match=r"copy 1, episode 0, step 1: the labeler returned 'x', which is not a letter "
+        r"of machine 'grid' \(f g h p e\)",
+    ):
         bad.step(np.array([0, 2]))
     with pytest.raises(ModelError, match="call reset"):
         RewardMachineVectorEnv(vec, m, frozen_labeler).step(np.array([0, 0]))
@@ -251,8 +301,11 @@ def test_clear_errors_for_bad_arguments():
     env = gymnasium.make("FrozenLake-v1", is_slippery=False)
     with pytest.raises(ModelError, match=r"machine must be a RewardMachine, not 'patrol' \(str\).*load the machine"):
         RewardMachineEnv(env, "patrol", frozen_labeler)
-    with pytest.raises(ModelError, match=r"terminal must be 'absorbing' or 'loops', or a list of node names or "
-                                         r"indices, not 'sometimes'"):
+    with pytest.raises(
+        ModelError,
+        match=r"terminal must be 'absorbing' or 'loops', or a list of node names or "
+        r"indices, not 'sometimes'",
+    ):
         RewardMachineEnv(env, grid_machine(), frozen_labeler, terminal="sometimes")
     with pytest.raises(ModelError, match="terminal must be"):
         terminal_nodes(grid_machine(), 3)
@@ -289,8 +342,9 @@ def test_vector_product_of_boxes_flat():
         return "e" if obs[2] > 0.04 else "p" if obs[0] > 0.01 else "f"
 
     n = 3
-    vec = RewardMachineVectorEnv(gymnasium.make_vec("CartPole-v1", num_envs=n, vectorization_mode="sync"), m, cart,
-                                 observation="flat")
+    vec = RewardMachineVectorEnv(
+        gymnasium.make_vec("CartPole-v1", num_envs=n, vectorization_mode="sync"), m, cart, observation="flat"
+    )
     singles = [RewardMachineEnv(gymnasium.make("CartPole-v1"), m, cart, observation="flat") for _ in range(n)]
     assert vec.single_observation_space == singles[0].observation_space
     obs, _ = vec.reset(seed=0)
@@ -325,8 +379,13 @@ def test_vector_product_of_boxes_flat():
 def test_vector_product_with_autoreset_disabled():
     m = grid_machine()
     disabled = gymnasium.vector.AutoresetMode.DISABLED
-    envs = gymnasium.make_vec("FrozenLake-v1", num_envs=3, vectorization_mode="sync", is_slippery=False,
-                              vector_kwargs={"autoreset_mode": disabled})
+    envs = gymnasium.make_vec(
+        "FrozenLake-v1",
+        num_envs=3,
+        vectorization_mode="sync",
+        is_slippery=False,
+        vector_kwargs={"autoreset_mode": disabled},
+    )
     vec = RewardMachineVectorEnv(envs, m, frozen_labeler)
     vec.reset(seed=0)
     obs, reward, term, _, info = vec.step(np.array([2, 1, 0]))  # copy 0 onto e (nothing yet), 1 down, 2 stays

@@ -1,6 +1,7 @@
 """rmtk.gym.tabular: a toy-text environment's P as a labeled MDP equals a conversion written
 independently, and the maximum-likelihood model of many recorded episodes approaches it,
 naming what was never tried."""
+
 import gymnasium
 import numpy as np
 import pytest
@@ -30,9 +31,16 @@ def by_hand(env) -> LabeledMDP:
             for p, nxt, _, _ in u.P[s][a]:
                 P[a, s, nxt] += p
     labels = [lake_labeler(s, {}) for s in range(16)]
-    return LabeledMDP.from_dense(P, labels, ["g", "h", "o"], u.initial_state_distrib, gamma=0.9,
-                                 states=[f"s{i}" for i in range(16)], actions=[f"a{i}" for i in range(4)],
-                                 name="FrozenLake-v1")
+    return LabeledMDP.from_dense(
+        P,
+        labels,
+        ["g", "h", "o"],
+        u.initial_state_distrib,
+        gamma=0.9,
+        states=[f"s{i}" for i in range(16)],
+        actions=[f"a{i}" for i in range(4)],
+        name="FrozenLake-v1",
+    )
 
 
 @pytest.mark.parametrize("slippery", [True, False])
@@ -46,8 +54,10 @@ def test_frozenlake_model_equals_a_conversion_by_hand(slippery):
 
 def test_tabular_mdp_errors_and_other_environments():
     # Taxi's delivered states are also entered by moves that do not end the episode: ambiguous
-    with pytest.raises(ModelError, match="state 0 ends the episode when entered by some transitions but not from "
-                                         "state 20 .* pass terminal='keep'"):
+    with pytest.raises(
+        ModelError,
+        match="state 0 ends the episode when entered by some transitions but not from state 20 .* pass terminal='keep'",
+    ):
         tabular_mdp(gymnasium.make("Taxi-v4"), lambda s, i: "x", propositions="x")
     taxi = tabular_mdp(gymnasium.make("Taxi-v4"), lambda s, i: "x", propositions="x", terminal="keep")
     assert taxi.n_states == 500 and taxi.n_actions == 6
@@ -74,8 +84,11 @@ def test_maximum_likelihood_model_approaches_the_true_one():
     err = np.abs(est.mdp.kernel.toarray() - truth.kernel.toarray()).max(axis=1)
     assert (err[n > 0] * np.sqrt(n[n > 0]) <= 2.5).all()
     assert err[n >= 900].max() < 0.05 and (n >= 900).sum() == 12
-    few = estimate_mdp(collect(env, lambda obs, ctx: int(ctx.rng.integers(4)), lake_labeler, Identity(), 30, seed=1),
-                       lake_labeler, warn=False)
+    few = estimate_mdp(
+        collect(env, lambda obs, ctx: int(ctx.rng.integers(4)), lake_labeler, Identity(), 30, seed=1),
+        lake_labeler,
+        warn=False,
+    )
     err_few = np.abs(few.mdp.kernel.toarray() - truth.kernel.toarray()).max(axis=1)
     assert err_few[n >= 900].mean() > 2 * err[n >= 900].mean()  # more data, closer
     # the terminal states are never left: their pairs are untried, given self-loops, and named
@@ -91,9 +104,11 @@ def test_maximum_likelihood_model_approaches_the_true_one():
 
 def test_labels_read_from_the_recording_and_unvisited_states():
     from rmtk.gym import office_env
+
     mdp = office_env().mdp
-    rec = collect(office_env(max_steps=30), lambda o, c: int(c.rng.integers(4)), StateLabels.of(mdp), Identity(),
-                  20, seed=0)
+    rec = collect(
+        office_env(max_steps=30), lambda o, c: int(c.rng.integers(4)), StateLabels.of(mdp), Identity(), 20, seed=0
+    )
     with pytest.raises(ModelError, match="no step in states"):
         estimate_mdp(rec, warn=False)
     est = estimate_mdp(rec, StateLabels.of(mdp), warn=False)
@@ -101,8 +116,9 @@ def test_labels_read_from_the_recording_and_unvisited_states():
     assert est.unvisited and all(est.visits[s].sum() == 0 for s in est.unvisited)
     assert "states never visited" in est.summary()
     # a model from a recording whose every state was stepped in reads its labels itself
-    full = collect(office_env(max_steps=400), lambda o, c: int(c.rng.integers(4)), StateLabels.of(mdp), Identity(),
-                   60, seed=0)
+    full = collect(
+        office_env(max_steps=400), lambda o, c: int(c.rng.integers(4)), StateLabels.of(mdp), Identity(), 60, seed=0
+    )
     assert np.array_equal(estimate_mdp(full, warn=False).mdp.labels, mdp.labels)
 
 
@@ -110,13 +126,17 @@ def test_axis_orders_mixed_up_are_named():
     from rmtk import dsl
     from rmtk.exact import NodePolicyTable
     from rmtk.gym import NodePolicy
+
     lake = tabular_mdp(gymnasium.make("FrozenLake-v1"), lake_labeler)
     P = lake.P  # P[a, s, s'] (4, 16, 16)
     labels = [lake_labeler(s, {}) for s in range(16)]
     assert LabeledMDP.from_dense(P, labels, ["g", "h", "o"]).P.tolist() == P.tolist()
-    with pytest.raises(ModelError, match=r"P has shape \(16, 4, 16\); expected \(actions, states, next states\) = "
-                                         r"\(4, 16, 16\); it reads as \(states, actions, next states\): pass it "
-                                         r"\.transpose\(1, 0, 2\); from_dense takes P\[a, s, s'\]"):
+    with pytest.raises(
+        ModelError,
+        match=r"P has shape \(16, 4, 16\); expected \(actions, states, next states\) = "
+        r"\(4, 16, 16\); it reads as \(states, actions, next states\): pass it "
+        r"\.transpose\(1, 0, 2\); from_dense takes P\[a, s, s'\]",
+    ):
         LabeledMDP.from_dense(P.transpose(1, 0, 2), labels, ["g", "h", "o"])
     machine = dsl.loads("machine m {\n alphabet g h o\n initial u0\n u0 -> u1 on g\n}").machines["m"]
     table = np.full((2, 16, 4), 0.25)  # (u, s, a)
@@ -124,8 +144,11 @@ def test_axis_orders_mixed_up_are_named():
     with pytest.raises(ModelError, match=r"it reads as \(states, nodes, actions\): pass it \.transpose\(1, 0, 2\)"):
         NodePolicy.from_table(machine, table.transpose(1, 0, 2))
     given = type("Given", (), {"machine": machine, "mdp": lake})()  # what _check reads of a task
-    with pytest.raises(ModelError, match=r"the node policy table has shape \(16, 2, 4\); expected \(nodes, states, "
-                                         r"actions\) = \(2, 16, 4\); it reads as \(states, nodes, actions\)"):
+    with pytest.raises(
+        ModelError,
+        match=r"the node policy table has shape \(16, 2, 4\); expected \(nodes, states, "
+        r"actions\) = \(2, 16, 4\); it reads as \(states, nodes, actions\)",
+    ):
         NodePolicyTable(np.full((16, 2, 4), 0.25)).policy(given)
 
 
@@ -147,8 +170,13 @@ def test_vector_autoreset_modes(mode):
     from gymnasium.vector import AutoresetMode
 
     from rmtk import RmtkError
-    vec = gymnasium.make_vec("FrozenLake-v1", num_envs=4, vectorization_mode="sync",
-                             vector_kwargs={"autoreset_mode": getattr(AutoresetMode, mode)})
+
+    vec = gymnasium.make_vec(
+        "FrozenLake-v1",
+        num_envs=4,
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": getattr(AutoresetMode, mode)},
+    )
     run = lambda: collect(vec, lambda o, c: c.rng.integers(0, 4, len(o)), lake_labeler, Identity(), 20, seed=0)  # noqa: E731
     if mode == "DISABLED":
         with pytest.raises(RmtkError, match="autoreset_mode=DISABLED forbids"):

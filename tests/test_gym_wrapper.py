@@ -1,6 +1,7 @@
 """rmtk.gym.RewardMachineEnv: nodes and rewards as RewardMachine.run gives them, terminal
 nodes, observation encodings, CRM experiences against a hand-computed case, Gymnasium's own
 checker, and tabular Q-learning with CRM on the Office World."""
+
 import warnings
 from pathlib import Path
 
@@ -10,8 +11,17 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from rmtk import DataError, ModelError, RewardMachine, dsl
-from rmtk.gym import (OFFICE_ID, MdpVectorEnv, QLearning, RewardMachineEnv, StateLabels, counterfactual_experiences,
-                      greedy_episode, office_env, terminal_nodes)
+from rmtk.gym import (
+    OFFICE_ID,
+    MdpVectorEnv,
+    QLearning,
+    RewardMachineEnv,
+    StateLabels,
+    counterfactual_experiences,
+    greedy_episode,
+    office_env,
+    terminal_nodes,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,15 +34,28 @@ def office():
 def patrol_machine():
     """Patrol a → b with a reward on b, an absorbing failure on n, and a rewarding loop on c."""
     return RewardMachine.from_transitions(
-        {("u0", "a"): "u1", ("u1", "b"): ("u0", 2.0), ("u0", "n"): "dead", ("u1", "n"): ("dead", -1.0),
-         ("u1", "c"): ("u1", 0.5)}, list("abcdefgin"), nodes=["u0", "u1", "dead"])
+        {
+            ("u0", "a"): "u1",
+            ("u1", "b"): ("u0", 2.0),
+            ("u0", "n"): "dead",
+            ("u1", "n"): ("dead", -1.0),
+            ("u1", "c"): ("u1", 0.5),
+        },
+        list("abcdefgin"),
+        nodes=["u0", "u1", "dead"],
+    )
 
 
 @pytest.mark.parametrize("observation", ["dict", "flat"])
 def test_nodes_and_rewards_follow_the_machine(office, observation):
     machine = office.machines["coffee_mail"]
-    env = RewardMachineEnv(office_env(max_steps=60, start=None), machine, StateLabels.of(office.mdps["office"]),
-                           observation=observation, terminal=[])
+    env = RewardMachineEnv(
+        office_env(max_steps=60, start=None),
+        machine,
+        StateLabels.of(office.mdps["office"]),
+        observation=observation,
+        terminal=[],
+    )
     rng = np.random.default_rng(0)
     for episode in range(20):
         obs, info = env.reset(seed=episode)
@@ -144,8 +167,9 @@ def test_q_learning_with_crm_solves_coffee(office):
     labels = StateLabels.of(office.mdps["office"])
     env = RewardMachineEnv(office_env(max_steps=100), m, labels, observation="flat")
     check = RewardMachineEnv(office_env(max_steps=100), m, labels, observation="flat")
-    trained = QLearning(q_init=2.0).train(env, 12_000, seed=0, evaluate=lambda q: sum(
-        greedy_episode(check, q, seed=0, max_steps=100).rewards), every=2000)
+    trained = QLearning(q_init=2.0).train(
+        env, 12_000, seed=0, evaluate=lambda q: sum(greedy_episode(check, q, seed=0, max_steps=100).rewards), every=2000
+    )
     assert trained.curve[0] == (0, 0.0) and trained.curve[-1] == (12_000, 1.0)
     ep = greedy_episode(check, trained.q, seed=0, max_steps=100)
     assert ep.terminated and ep.labels.count("f") >= 1 and ep.labels[-1] == "g" and len(ep.labels) == 16  # 15 steps

@@ -1,5 +1,6 @@
 """Each output module imports on its own, cheaply; things live in one place (no shim re-exporting
 rmtk.io.dot, rmtk.io.rmtext and rmtk.draw under another name)."""
+
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_no_compatibility_shim():
     assert not (ROOT / "rmtk" / "export.py").exists()
-    users = [p for p in (ROOT / "rmtk").rglob("*.py") if "rmtk.export" in p.read_text() or "from .export" in p.read_text()]
+    users = [
+        p for p in (ROOT / "rmtk").rglob("*.py") if "rmtk.export" in p.read_text() or "from .export" in p.read_text()
+    ]
     assert users == []
 
 

@@ -1,4 +1,5 @@
 """The grammar and shipped models are package data: they load from an installed copy."""
+
 import json
 import subprocess
 import sys

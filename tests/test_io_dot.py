@@ -1,9 +1,10 @@
 """rmtk.io.dot: edge groups and labels (rewards rounded for reading), DOT text, networkx graphs."""
+
 from __future__ import annotations
 
 import pytest
-
 from example_machines import patrol, tiny
+
 from rmtk import RewardMachine
 from rmtk.io.dot import edge_groups, edge_label, format_reward, to_dot, to_networkx
 
@@ -79,9 +80,23 @@ def test_to_networkx_one_edge_per_node_and_letter():
 # ---------------------------------------------------------------------------- rewards for reading
 @pytest.mark.parametrize(
     "x, text",
-    [(1.0, "1"), (0.2, "0.2"), (-0.001999999999, "-0.002"), (98.7979798, "98.798"), (0.0, "0"), (-0.0, "0"),
-     (-2.0, "-2"), (0.30000000000000004, "0.3"), (2 / 3, "0.666667"), (0.9999999999, "1"), (999999.9, "1000000"),
-     (123456.25, "123456"), (1e-7, "1e-07"), (1234567.0, "1234567"), (float("inf"), "inf")],
+    [
+        (1.0, "1"),
+        (0.2, "0.2"),
+        (-0.001999999999, "-0.002"),
+        (98.7979798, "98.798"),
+        (0.0, "0"),
+        (-0.0, "0"),
+        (-2.0, "-2"),
+        (0.30000000000000004, "0.3"),
+        (2 / 3, "0.666667"),
+        (0.9999999999, "1"),
+        (999999.9, "1000000"),
+        (123456.25, "123456"),
+        (1e-7, "1e-07"),
+        (1234567.0, "1234567"),
+        (float("inf"), "inf"),
+    ],
 )
 def test_format_reward_six_significant_digits(x, text):
     assert format_reward(x) == text

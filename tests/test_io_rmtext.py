@@ -1,13 +1,14 @@
 """rmtk.io.rmtext: the text format of the reward_machines research code (read without eval,
 written back exactly)."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from example_machines import machine, patrol, tiny
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from example_machines import machine, patrol, tiny
 from rmtk import DataError, ModelError, RewardMachine, isomorphic
 from rmtk.io.dot import to_dot
 from rmtk.io.rmtext import TERMINAL, read_rm_text, write_rm_text
@@ -29,11 +30,19 @@ def test_read_the_official_example():
     assert m.alphabet == ("e", "g", "n")
     assert m.nodes == ("u0", "u1", TERMINAL) and m.initial == 0
     # each letter alone: 'e&g&!n' never holds, uncovered pairs fall into the terminal node
-    assert sorted(m.transitions()) == sorted([
-        ("u0", "e", "u1", 0.0), ("u0", "g", "u0", 0.0), ("u0", "n", TERMINAL, 0.0),
-        ("u1", "e", "u1", 0.0), ("u1", "g", TERMINAL, 1.0), ("u1", "n", TERMINAL, 0.0),
-        ("terminal", "e", TERMINAL, 0.0), ("terminal", "g", TERMINAL, 0.0), ("terminal", "n", TERMINAL, 0.0),
-    ])
+    assert sorted(m.transitions()) == sorted(
+        [
+            ("u0", "e", "u1", 0.0),
+            ("u0", "g", "u0", 0.0),
+            ("u0", "n", TERMINAL, 0.0),
+            ("u1", "e", "u1", 0.0),
+            ("u1", "g", TERMINAL, 1.0),
+            ("u1", "n", TERMINAL, 0.0),
+            ("terminal", "e", TERMINAL, 0.0),
+            ("terminal", "g", TERMINAL, 0.0),
+            ("terminal", "n", TERMINAL, 0.0),
+        ]
+    )
 
 
 def test_read_from_a_path_with_an_alphabet(tmp_path):
@@ -66,13 +75,22 @@ def test_read_semantics_terminal_nodes_true_false_parentheses_and_comments():
     m = read_rm_text(text)
     assert m.nodes == ("u3", "u5", TERMINAL) and m.initial == 0 and m.alphabet == ("a", "b", "c")
     assert dict(((u, a), (v, r)) for u, a, v, r in m.transitions()) == {
-        ("u3", "a"): ("u5", -0.5), ("u3", "b"): (TERMINAL, 2.0), ("u3", "c"): ("u3", 0.0),
-        ("u5", "a"): (TERMINAL, 0.001), ("u5", "b"): (TERMINAL, 0.001), ("u5", "c"): ("u5", 0.0),
-        (TERMINAL, "a"): (TERMINAL, 0.0), (TERMINAL, "b"): (TERMINAL, 0.0), (TERMINAL, "c"): (TERMINAL, 0.0),
+        ("u3", "a"): ("u5", -0.5),
+        ("u3", "b"): (TERMINAL, 2.0),
+        ("u3", "c"): ("u3", 0.0),
+        ("u5", "a"): (TERMINAL, 0.001),
+        ("u5", "b"): (TERMINAL, 0.001),
+        ("u5", "c"): ("u5", 0.0),
+        (TERMINAL, "a"): (TERMINAL, 0.0),
+        (TERMINAL, "b"): (TERMINAL, 0.0),
+        (TERMINAL, "c"): (TERMINAL, 0.0),
     }
     # every pair covered and no terminal target: no terminal node is added
-    full = read_rm_text("0\n[]\n(0,1,'a',ConstantRewardFunction(0))\n(0,0,'!a',ConstantRewardFunction(0))\n"
-                        "(1,1,'True',ConstantRewardFunction(1))\n", alphabet=["a", "b"])
+    full = read_rm_text(
+        "0\n[]\n(0,1,'a',ConstantRewardFunction(0))\n(0,0,'!a',ConstantRewardFunction(0))\n"
+        "(1,1,'True',ConstantRewardFunction(1))\n",
+        alphabet=["a", "b"],
+    )
     assert full.nodes == ("u0", "u1") and full.reward("u1", "b") == 1.0
     # an initial terminal node is the absorbing node
     assert read_rm_text("2\n[2]\n(2,0,'a',ConstantRewardFunction(1))\n").nodes == (TERMINAL,)
@@ -88,8 +106,11 @@ BAD = [
     ("0\n2\n", 2, r"<string>:2: expected the list of terminal nodes, e.g. \[2\] or \[\], got '2'"),
     ("0\n[1, 'a']\n", 2, r"list of terminal nodes \(non-negative integers\)"),
     ("0\n[\n", 2, r"<string>:2: expected the list of terminal nodes.*not a Python literal"),
-    ("0\n[]\n(0,1,'a')\n", 3,
-     r"<string>:3: expected \(u1, u2, 'formula', ConstantRewardFunction\(r\)\), got \"\(0,1,'a'\)\""),
+    (
+        "0\n[]\n(0,1,'a')\n",
+        3,
+        r"<string>:3: expected \(u1, u2, 'formula', ConstantRewardFunction\(r\)\), got \"\(0,1,'a'\)\"",
+    ),
     ("0\n[]\n(0,1,'a',ConstantRewardFunction(1)\n", 3, r"<string>:3: expected \(u1, u2, .*not a Python literal"),
     ("0\n[]\n(0,'x','a',ConstantRewardFunction(1))\n", 3, r"non-negative integer nodes"),
     ("0\n[]\n(0,1.5,'a',ConstantRewardFunction(1))\n", 3, r"non-negative integer nodes"),
@@ -99,20 +120,36 @@ BAD = [
     ("0\n[]\n(0,1,'a',ConstantRewardFunction(1e999))\n", 3, r"a finite number r"),
     ("0\n[]\n(0,1,'a',ConstantRewardFunction(r=1))\n", 3, r"ConstantRewardFunction\(<number>\)"),
     ("0\n[]\n(0,1,'a',ConstantRewardFunction(True))\n", 3, r"a finite number r"),
-    ("0\n[]\n(0,1,'a&',ConstantRewardFunction(1))\n", 3,
-     r"<string>:3: bad formula 'a&': expected a proposition, 'True', 'False', '!' or '\(', got the end of the formula"),
+    (
+        "0\n[]\n(0,1,'a&',ConstantRewardFunction(1))\n",
+        3,
+        r"<string>:3: bad formula 'a&': expected a proposition, 'True', 'False', '!' or '\(', got the end of the "
+        r"formula",
+    ),
     ("0\n[]\n(0,1,'a b',ConstantRewardFunction(1))\n", 3, r"bad formula 'a b': expected '&', '\|' or the end"),
     ("0\n[]\n(0,1,'a+b',ConstantRewardFunction(1))\n", 3, r"bad formula 'a\+b': unexpected character '\+'"),
     ("0\n[]\n(0,1,'(a|b',ConstantRewardFunction(1))\n", 3, r"expected '\)', got the end of the formula"),
     ("0\n[]\n(0,1,'',ConstantRewardFunction(1))\n", 3, r"bad formula ''"),
-    ("0\n[]\n(0,1,'" + "(" * 60 + "a" + ")" * 60 + "',ConstantRewardFunction(1))\n", 3,
-     r"bad formula '\(\(\(.*\.\.\.': parentheses nested more than 50 deep \(at character 51 of the formula\)"),
-    ("0\n[]\n(0,1,'a',ConstantRewardFunction(1))\n(0,1,'b',ConstantRewardFunction(1))\n", 4,
-     r"<string>:4: a second edge from node 0 to node 1 \(the first is at line 3\)"),
-    ("0\n[2, 3]\n(0,2,'a',ConstantRewardFunction(1))\n\n(0,3,'b',ConstantRewardFunction(1))\n", 5,
-     r"a second edge from node 0 to the terminal state"),
-    ("0\n[]\n(0,1,'a|b',ConstantRewardFunction(0))\n# note\n(0,2,'b',ConstantRewardFunction(0))\n", 5,
-     r"<string>:5: letter 'b' from node 0 matches this edge and the edge at line 3"),
+    (
+        "0\n[]\n(0,1,'" + "(" * 60 + "a" + ")" * 60 + "',ConstantRewardFunction(1))\n",
+        3,
+        r"bad formula '\(\(\(.*\.\.\.': parentheses nested more than 50 deep \(at character 51 of the formula\)",
+    ),
+    (
+        "0\n[]\n(0,1,'a',ConstantRewardFunction(1))\n(0,1,'b',ConstantRewardFunction(1))\n",
+        4,
+        r"<string>:4: a second edge from node 0 to node 1 \(the first is at line 3\)",
+    ),
+    (
+        "0\n[2, 3]\n(0,2,'a',ConstantRewardFunction(1))\n\n(0,3,'b',ConstantRewardFunction(1))\n",
+        5,
+        r"a second edge from node 0 to the terminal state",
+    ),
+    (
+        "0\n[]\n(0,1,'a|b',ConstantRewardFunction(0))\n# note\n(0,2,'b',ConstantRewardFunction(0))\n",
+        5,
+        r"<string>:5: letter 'b' from node 0 matches this edge and the edge at line 3",
+    ),
     ("0\n[]\n(0,0,'True',ConstantRewardFunction(0))\n", None, r"no proposition appears in the formulas"),
     ("0\n[]\n__import__('os').system('echo hi')\n", 3, r"<string>:3: expected \(u1, u2, 'formula'"),
 ]
@@ -132,9 +169,7 @@ def test_read_names_the_file_in_messages(tmp_path):
     f.write_text("0 # initial\n[2] # terminal\n(0,1,'a',ConstantRewardFunction(0))\n(0,1)\n")
     with pytest.raises(DataError) as info:
         read_rm_text(f)
-    assert str(info.value) == (
-        f"{f}:4: expected (u1, u2, 'formula', ConstantRewardFunction(r)), got '(0,1)'"
-    )
+    assert str(info.value) == (f"{f}:4: expected (u1, u2, 'formula', ConstantRewardFunction(r)), got '(0,1)'")
     with pytest.raises(DataError, match=r"not a UTF-8 text file"):
         (tmp_path / "bin.txt").write_bytes(b"\xff\xfe\x00")
         read_rm_text(tmp_path / "bin.txt")
@@ -218,16 +253,19 @@ def test_write_with_a_terminal_node():
 @st.composite
 def expressible_machines(draw):
     n = draw(st.integers(1, 5))
-    letters = draw(st.lists(st.sampled_from(["a", "b", "c", "d", "e", "go", "x_1", "Z"]), min_size=1, max_size=5,
-                            unique=True))
-    du = draw(st.lists(st.lists(st.integers(0, n - 1), min_size=len(letters), max_size=len(letters)),
-                       min_size=n, max_size=n))
+    letters = draw(
+        st.lists(st.sampled_from(["a", "b", "c", "d", "e", "go", "x_1", "Z"]), min_size=1, max_size=5, unique=True)
+    )
+    du = draw(
+        st.lists(st.lists(st.integers(0, n - 1), min_size=len(letters), max_size=len(letters)), min_size=n, max_size=n)
+    )
     values = st.sampled_from([0.0, 0.0, 1.0, -1.0, 0.5, 2 / 3, 1e-7, 123456.25])
     pair_reward = draw(st.dictionaries(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), values))
     dr = [[pair_reward.get((u, v), 0.0) for v in row] for u, row in enumerate(du)]
     names = draw(st.permutations([f"n{i}" for i in range(n)]))
-    return RewardMachine(nodes=names, alphabet=letters, delta_u=du, delta_r=dr,
-                         initial=draw(st.integers(0, n - 1)), name="h")
+    return RewardMachine(
+        nodes=names, alphabet=letters, delta_u=du, delta_r=dr, initial=draw(st.integers(0, n - 1)), name="h"
+    )
 
 
 @settings(max_examples=150, deadline=None)
@@ -246,8 +284,13 @@ def test_round_trip_generated_machines(m):
 def test_write_keeps_learned_rewards_exact():
     rewards = (-0.001999999999, 98.7979798, 2 / 3, 0.1 + 0.2)
     m = RewardMachine.from_transitions(
-        {("u0", "a"): ("u1", rewards[0]), ("u0", "b"): ("u0", rewards[1]), ("u1", "a"): ("u0", rewards[2]),
-         ("u1", "b"): ("u1", rewards[3])}, "ab"
+        {
+            ("u0", "a"): ("u1", rewards[0]),
+            ("u0", "b"): ("u0", rewards[1]),
+            ("u1", "a"): ("u0", rewards[2]),
+            ("u1", "b"): ("u1", rewards[3]),
+        },
+        "ab",
     )
     text = write_rm_text(m)
     assert "ConstantRewardFunction(-0.001999999999)" in text and "ConstantRewardFunction(98.7979798)" in text

@@ -1,5 +1,6 @@
 """MaxEnt reward extraction (rmtk.irl): Algorithm 3 and the linear soft-Bellman fit, checked
 against independent computations (re-planning, explicit shaping directions, naive loops)."""
+
 import numpy as np
 import pytest
 
@@ -18,8 +19,9 @@ def case(request, models_dir):
     f, name = request.param
     task = dsl.load(models_dir / f).tasks[name]
     pi = task_policy(task).pi
-    fit = recover_rewards(task.mdp, task.machine, pi, gamma=task.discount, lam=task.lam,
-                          letter=task.letter_of_proposition)
+    fit = recover_rewards(
+        task.mdp, task.machine, pi, gamma=task.discount, lam=task.lam, letter=task.letter_of_proposition
+    )
     return task, pi, fit
 
 
@@ -39,8 +41,13 @@ def shaping_basis(machine: RewardMachine, gamma: float, nodes) -> np.ndarray:
 
 
 def replan(task, rewards):
-    return soft_bellman(task.mdp, task.machine.with_rewards(rewards), gamma=task.discount, lam=task.lam,
-                        letter=task.letter_of_proposition).pi
+    return soft_bellman(
+        task.mdp,
+        task.machine.with_rewards(rewards),
+        gamma=task.discount,
+        lam=task.lam,
+        letter=task.letter_of_proposition,
+    ).pi
 
 
 # ------------------------------------------------------------------ (a) true policy reproduced
@@ -89,8 +96,9 @@ def test_recovered_differs_from_truth_only_by_shaping(case):
     shaped = (truth + Gr @ rng.normal(size=Gr.shape[1]) * 3).reshape(task.machine.delta_r.shape)
     pi2 = replan(task, shaped)
     assert np.abs(prod.restrict(pi2) - prod.restrict(pi)).max() < 1e-9
-    fit2 = recover_rewards(task.mdp, task.machine, pi2, gamma=g, lam=task.lam, letter=task.letter_of_proposition,
-                           replan=False)
+    fit2 = recover_rewards(
+        task.mdp, task.machine, pi2, gamma=g, lam=task.lam, letter=task.letter_of_proposition, replan=False
+    )
     assert np.abs(fit2.delta_r - fit.delta_r).max() < 1e-8
     assert fit2.replan_error is None
 
@@ -108,7 +116,9 @@ def _partial_example():
     mdp = LabeledMDP.from_dense(P, ["a", "b", "c", "a"], ["a", "b", "c"], gamma=0.9)
     m = RewardMachine.from_transitions(
         {("u", "a"): ("u", 0.0), ("u", "b"): ("u", 1.0), ("u", "c"): ("u", 3.0), ("v", "a"): ("v", 5.0)},
-        ["a", "b", "c"], nodes=["u", "v"])
+        ["a", "b", "c"],
+        nodes=["u", "v"],
+    )
     return mdp, m
 
 

@@ -1,6 +1,7 @@
 """The L1 fit behind irl.sparsest (rmtk.l1): vertex enumeration against the LP on random
 instances and on the shipped tasks, its tie-break, its fallbacks; and the learn path's
 imports (no scipy for a small model)."""
+
 import subprocess
 import sys
 from pathlib import Path
@@ -78,8 +79,10 @@ def test_sparsest_agrees_with_the_lp_on_shipped_tasks(models_dir, model, monkeyp
     np.testing.assert_allclose(exact.V, lp.V, rtol=0, atol=1e-8)
     # shaping kept the policy: the sparsest rewards re-plan to the task's policy
     policy = task_policy(task).pi
-    assert check(task.mdp, exact.machine, policy, gamma=task.discount, lam=task.lam,
-                 letter=task.letter_of_proposition) < 1e-6
+    assert (
+        check(task.mdp, exact.machine, policy, gamma=task.discount, lam=task.lam, letter=task.letter_of_proposition)
+        < 1e-6
+    )
 
 
 def test_import_rmtk_imports_no_scipy():
@@ -90,8 +93,10 @@ def test_import_rmtk_imports_no_scipy():
 
 def test_learning_a_small_model_imports_no_scipy():
     """Load, learn, recover rewards: the whole `rmtk learn` path of a small model is numpy only."""
-    probe = ("import sys; from rmtk import dsl; from rmtk.learner import Learner; "
-             "task = dsl.load('models/patrol.rm').tasks['patrol']; r = Learner().fit(task); "
-             "assert r.reward_fits and r.verdicts; print(sorted(m for m in sys.modules if m.startswith('scipy')))")
+    probe = (
+        "import sys; from rmtk import dsl; from rmtk.learner import Learner; "
+        "task = dsl.load('models/patrol.rm').tasks['patrol']; r = Learner().fit(task); "
+        "assert r.reward_fits and r.verdicts; print(sorted(m for m in sys.modules if m.startswith('scipy')))"
+    )
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

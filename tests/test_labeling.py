@@ -2,6 +2,7 @@
 random tiny instances its smallest (n, k) and its pairs equal a brute force over every
 labeling run through the label-given learner; every pair is policy-equivalent at every depth;
 symmetry breaking keeps one pair of every renaming class; bad input gets clear errors."""
+
 from __future__ import annotations
 
 import itertools
@@ -73,8 +74,10 @@ class LabelWordOracle:
         return tuple(k for i, k in enumerate(word) if i == 0 or k != word[i - 1])
 
     def check(self, du):
-        return [Counterexample(self._word(c.word1), self._word(c.word2), c.state, c.class1, c.class2, c.labels)
-                for c in self.inner.check(du[:, self.labels])]
+        return [
+            Counterexample(self._word(c.word1), self._word(c.word2), c.state, c.class1, c.class2, c.labels)
+            for c in self.inner.check(du[:, self.labels])
+        ]
 
     def exercised(self, du):
         used_s = self.inner.exercised(du[:, self.labels])
@@ -113,8 +116,7 @@ def brute_force(task, table, max_nodes=3, max_props=3):
             labels = np.zeros(S, np.int64)
             labels[reach] = combo
             oracle = LabelWordOracle(state_oracle, labels)
-            res = SatEncoder().search(Problem(Trie.root(True), k, oracle=oracle), max_nodes=max_nodes,
-                                      min_nodes=1)
+            res = SatEncoder().search(Problem(Trie.root(True), k, oracle=oracle), max_nodes=max_nodes, min_nodes=1)
             if res.n_nodes is None:
                 continue
             keys = {pair_key(labels, s.delta_u, s.used, reach) for s in res.solutions}
@@ -142,14 +144,22 @@ def test_smallest_pairs_equal_a_brute_force_over_every_labeling(seed):
     true_D = state_machine(task).delta_u
     classes = expert(task, table).expert_classes(state_task(task))
     for s in res.solutions:  # every pair reproduces the expert at every depth (independent check)
-        assert consistency(state_mdp(task.mdp), true_D, classes, s.state_machine(),
-                           true_initial=task.machine.initial).consistent
+        assert consistency(
+            state_mdp(task.mdp), true_D, classes, s.state_machine(), true_initial=task.machine.initial
+        ).consistent
     st = state_task(task)
     oracle = expert(task, table).oracle(st)
     for small_k in (1, 2):  # the label-free check decides n past small_k propositions: the same pairs
-        other = label_search(Problem(Trie.root(True), task.mdp.n_states, oracle=oracle), n_states=task.mdp.n_states,
-                             reach=reach, max_nodes=3, min_nodes=oracle.lower_bound(), max_props=3, small_k=small_k,
-                             freedom=False)
+        other = label_search(
+            Problem(Trie.root(True), task.mdp.n_states, oracle=oracle),
+            n_states=task.mdp.n_states,
+            reach=reach,
+            max_nodes=3,
+            min_nodes=oracle.lower_bound(),
+            max_props=3,
+            small_k=small_k,
+            freedom=False,
+        )
         assert (other.n_nodes, other.n_props) == (res.n_nodes, res.n_props)
         assert {pair_key(s.labels, s.delta_u, s.used, reach) for s in other.solutions} == pairs
     smaller = res.truth_size > (res.n_nodes, res.n_props)
@@ -164,13 +174,23 @@ def test_symmetry_breaking_keeps_one_pair_of_every_renaming_class(seed):
     reach = mdp_reachable(task.mdp)
     runs = {}
     for sb in (True, False):
-        r = label_search(Problem(Trie.root(True), task.mdp.n_states, oracle=oracle), n_states=task.mdp.n_states,
-                         reach=reach, max_nodes=3, min_nodes=oracle.lower_bound(), max_props=3, symmetry_breaking=sb,
-                         freedom=False)
+        r = label_search(
+            Problem(Trie.root(True), task.mdp.n_states, oracle=oracle),
+            n_states=task.mdp.n_states,
+            reach=reach,
+            max_nodes=3,
+            min_nodes=oracle.lower_bound(),
+            max_props=3,
+            symmetry_breaking=sb,
+            freedom=False,
+        )
         runs[sb] = r
     on, off = runs[True], runs[False]
     assert (on.n_nodes, on.n_props) == (off.n_nodes, off.n_props)
-    key = lambda r: {pair_key(s.labels, s.delta_u, s.used, reach) for s in r.solutions}
+
+    def key(r):
+        return {pair_key(s.labels, s.delta_u, s.used, reach) for s in r.solutions}
+
     assert key(on) == key(off)
     assert all(s.models == 1 for s in on.solutions)
     assert sum(s.models for s in off.solutions) >= sum(s.models for s in on.solutions)
@@ -238,13 +258,15 @@ def test_bad_input_is_a_clear_error():
     with pytest.raises(RmtkError, match="at least 1"):
         LabelingEncoder(props=0)
     with pytest.raises(RmtkError, match="contradicting partial labels"):
-        Learner(ExactPTP(None), encoder=LabelingEncoder(known={"r0c0": "A", "r0c1": "B"},
-                                                         shared=[("r0c0", "r0c1")]), irl=None).fit(task)
+        Learner(
+            ExactPTP(None),
+            encoder=LabelingEncoder(known={"r0c0": "A", "r0c1": "B"}, shared=[("r0c0", "r0c1")]),
+            irl=None,
+        ).fit(task)
     with pytest.raises(RmtkError, match="not a state"):
         Learner(ExactPTP(None), encoder=LabelingEncoder(known={"nowhere": "A"}), irl=None).fit(task)
     with pytest.raises(RmtkError, match="more than props"):
-        Learner(ExactPTP(None), encoder=LabelingEncoder(props=1, known={"r0c0": "A", "r2c0": "B"}),
-                irl=None).fit(task)
+        Learner(ExactPTP(None), encoder=LabelingEncoder(props=1, known={"r0c0": "A", "r2c0": "B"}), irl=None).fit(task)
 
 
 def test_bad_data_and_mismatched_strategies():
@@ -275,7 +297,10 @@ def test_state_history_tree_full_and_lazy_agree():
     full = Learner(ptp, encoder=LabelingEncoder(negatives="classes"), max_nodes=3, irl=None).fit(task)
     lazy = Learner(ptp, encoder=LabelingEncoder(), max_nodes=3, irl=None).fit(task)
     reach = mdp_reachable(task.mdp)
-    key = lambda r: {pair_key(s.labels, s.delta_u, s.used, reach) for s in r.solutions}
+
+    def key(r):
+        return {pair_key(s.labels, s.delta_u, s.used, reach) for s in r.solutions}
+
     assert (full.n_nodes, full.n_props) == (lazy.n_nodes, lazy.n_props) and key(full) == key(lazy)
 
 
@@ -323,9 +348,10 @@ def test_cli_learn_labels_writes_loadable_pairs(tmp_path, capsys):
 def test_reproduce_raw_labels_on_a_marked_grid(tmp_path):
     from rmtk.experiments import Options, run
 
-    rep = run("raw-labels", Options(quick=True, figure_dir=tmp_path,
-                                    overrides={"tasks": "", "grids": "1", "grid_size": "3"}))
-    (_, header, rows), = rep.tables
+    rep = run(
+        "raw-labels", Options(quick=True, figure_dir=tmp_path, overrides={"tasks": "", "grids": "1", "grid_size": "3"})
+    )
+    ((_, header, rows),) = rep.tables
     row = dict(zip(header, rows[0]))
     assert (row["k"], row["n"], row["pairs"], row["consistent"]) == (4, 4, 1, 1)
     assert row["equal"] == 1 and row["truth n, k"] == "4, 4"
@@ -365,7 +391,8 @@ def test_collect_without_a_labeler_records_state_histories():
     assert set(res.labeling(0)) == set(space.propositions)
     with pytest.raises(RmtkError, match="record state histories"):
         Learner(EmpiricalPTP(rec), encoder=LabelingEncoder(), irl=None).fit(
-            attrs.evolve(space, propositions=["a", "b"]))
+            attrs.evolve(space, propositions=["a", "b"])
+        )
 
 
 def test_exact_state_history_policy_is_the_product_policy():

@@ -1,5 +1,6 @@
 """The package's layout keeps its promises: no import cycles, modules of a readable size (or a
 stated reason), and references only to files of the project."""
+
 import ast
 import re
 from pathlib import Path

@@ -1,6 +1,7 @@
 """Counterexample-guided learning: lazy negatives give exactly the machines and counts of the
 full encoding; every-depth learning gives machines consistent at every depth; the exact check
 of "some filling is consistent" agrees with brute force."""
+
 from __future__ import annotations
 
 import attrs
@@ -14,8 +15,13 @@ from rmtk.equivalence import Fillings, consistency, distinguish, sync_product
 from rmtk.errors import RmtkError
 from rmtk.simulate import simulate
 
-SHIPPED = [("patrol", 6, 4, None), ("patrol_hallway", 9, 4, None), ("stack", 10, 3, None),
-           ("stack_avoid", 8, 3, None), ("stack_avoid", 8, 4, 4)]
+SHIPPED = [
+    ("patrol", 6, 4, None),
+    ("patrol_hallway", 9, 4, None),
+    ("stack", 10, 3, None),
+    ("stack_avoid", 8, 3, None),
+    ("stack_avoid", 8, 4, 4),
+]
 
 
 def key(r):
@@ -42,7 +48,7 @@ def test_every_depth_gives_the_machines_of_the_finite_depth_runs(name, depth, u,
     assert (every.n_nodes, every.distinct_count) == (finite.n_nodes, finite.distinct_count)
     assert all(v.consistent for v in every.verdicts)
     assert every.reward_fits[0].residual < 1e-8  # rewards from the product policy of the oracle
-    bound = t.mdp.n_states * u ** 2  # Theorem 1's depth
+    bound = t.mdp.n_states * u**2  # Theorem 1's depth
     assert every.search.lazy.longest <= bound
 
 
@@ -53,10 +59,14 @@ def test_lazy_on_random_instances_agrees_with_the_full_encoding():
             inst = random_instance(seed, mode, kind)
             for depth in (1, 2, 4):
                 full = inst.learner(depth).fit(inst.task)
-                lazy = attrs.evolve(inst.learner(depth), encoder=attrs.evolve(
-                    inst.learner(depth).encoder, negatives="lazy")).fit(inst.task)
+                lazy = attrs.evolve(
+                    inst.learner(depth), encoder=attrs.evolve(inst.learner(depth).encoder, negatives="lazy")
+                ).fit(inst.task)
                 assert (lazy.n_nodes, lazy.raw_count, lazy.distinct_count) == (
-                    full.n_nodes, full.raw_count, full.distinct_count), (seed, mode, kind, depth)
+                    full.n_nodes,
+                    full.raw_count,
+                    full.distinct_count,
+                ), (seed, mode, kind, depth)
                 assert key(lazy) == key(full)
                 checked += 1
     assert checked == 60 * len(FAMILIES) * 3
@@ -94,6 +104,7 @@ def test_lazy_and_every_depth_errors():
 
         def search(self, problem, **kw):
             from rmtk.solve import search
+
             return search(self.encode, problem, max_nodes=kw["max_nodes"])
 
     with pytest.raises(RmtkError, match="does not search lazily"):
@@ -114,8 +125,10 @@ def test_fillings_agree_with_brute_force():
             for depth in (1, 2):
                 r = inst.learner(depth).fit(t)
                 for sol in r.solutions:
-                    brute = any(consistency(t.mdp, true_du, table, du, true_initial=t.machine.initial).consistent
-                                for du in completions(sol.delta_u, sol.used, ns))
+                    brute = any(
+                        consistency(t.mdp, true_du, table, du, true_initial=t.machine.initial).consistent
+                        for du in completions(sol.delta_u, sol.used, ns)
+                    )
                     assert fill(sol.delta_u, sol.used) == brute, (seed, mode, kind, depth)
                     loops = consistency(t.mdp, true_du, table, sol.delta_u, true_initial=t.machine.initial)
                     interesting += brute and not loops.consistent

@@ -1,5 +1,6 @@
 """Learning from exact prefix tree policies: the paper's four tabular tasks, the verified
 negative-example counts, and the encoding's pieces checked against brute force."""
+
 import itertools
 from pathlib import Path
 
@@ -9,10 +10,9 @@ from pysat.solvers import Solver
 
 from rmtk import RewardMachine, dsl, isomorphic
 from rmtk.cli import main
-from rmtk.encoding import VarPool, decode_transitions, determinism, full_specification, symmetry_breaking_bfs
-from rmtk.equivalence import consistency
 from rmtk.encoders import MaxSatEncoder, SatEncoder
-from rmtk.encoding import Problem
+from rmtk.encoding import Problem, VarPool, decode_transitions, determinism, full_specification, symmetry_breaking_bfs
+from rmtk.equivalence import consistency
 from rmtk.learner import DistinctPerNode, ExactPTP, Learner, NodePolicyTable, SoftOptimal
 from rmtk.negatives import policy_classes
 from rmtk.ptp import build_prefix_tree
@@ -83,7 +83,9 @@ def test_trie_run_matches_machine_run(patrol):
 # ------------------------------------------------------------------ the four tabular tasks
 def test_patrol_depth6_learns_the_true_machine(patrol):
     for compress in (True, False):
-        r = Learner(ExactPTP(6, compress=compress), encoder=SatEncoder(non_stuttering=compress), max_nodes=4).fit(patrol)
+        r = Learner(ExactPTP(6, compress=compress), encoder=SatEncoder(non_stuttering=compress), max_nodes=4).fit(
+            patrol
+        )
         assert r.n_nodes == 4 and r.raw_count == 6 and r.distinct_count == 1
         assert r.isomorphic_to_truth() == (True,)
         assert r.verdicts[0].consistent
@@ -108,8 +110,10 @@ def test_stack_avoid_depth8_minimal_three_node_machine():
     r = Learner(ExactPTP(8), max_nodes=3).fit(t)
     assert (r.n_nodes, r.raw_count, r.distinct_count) == (3, 2, 1)
     expected = RewardMachine.from_transitions(
-        {("u0", "A"): "u1", ("u0", "D"): "u2", ("u1", "B"): "u2", ("u1", "D"): "u2"}, ["A", "B", "D", "I"],
-        nodes=["u0", "u1", "u2"])
+        {("u0", "A"): "u1", ("u0", "D"): "u2", ("u1", "B"): "u2", ("u1", "D"): "u2"},
+        ["A", "B", "D", "I"],
+        nodes=["u0", "u1", "u2"],
+    )
     assert isomorphic(r.machines[0], expected, rewards=False)
     assert r.isomorphic_to_truth() == (False,)  # smaller than the truth ...
     assert r.verdicts[0].consistent  # ... yet policy-equivalent at every depth
@@ -212,8 +216,12 @@ def _machines_up_to_renaming(n, K, all_reachable):
         m = RewardMachine(nodes=range(n), alphabet=range(K), delta_u=du, delta_r=np.zeros((n, K)))
         if all_reachable and len(m.reachable()) < n:
             continue
-        classes.add(min(tuple(np.array([0] + list(perm))[du[np.argsort([0] + list(perm))]].ravel())
-                        for perm in itertools.permutations(range(1, n))))
+        classes.add(
+            min(
+                tuple(np.array([0] + list(perm))[du[np.argsort([0] + list(perm))]].ravel())
+                for perm in itertools.permutations(range(1, n))
+            )
+        )
     return len(classes)
 
 

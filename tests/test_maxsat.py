@@ -1,4 +1,5 @@
 """Confidence-bound negative examples and weighted MaxSAT (paper section 5)."""
+
 import itertools
 from pathlib import Path
 
@@ -109,8 +110,10 @@ def test_maxsat_drops_injected_false_positives():
     machines = [dsl.loads(dsl.dumps(truth)).machines["patrol"]]
     from rmtk.machine import RewardMachine
 
-    learned = [RewardMachine(nodes=range(4), alphabet="ABCD", delta_u=s.delta_u, delta_r=np.zeros((4, 4)))
-               for s in res.solutions]
+    learned = [
+        RewardMachine(nodes=range(4), alphabet="ABCD", delta_u=s.delta_u, delta_r=np.zeros((4, 4)))
+        for s in res.solutions
+    ]
     assert any(isomorphic(m, machines[0], rewards=False) for m in learned)
     fake_idx = set(range(len(pairs), len(allpairs)))
     for s in res.solutions:  # only injected examples are ever dropped

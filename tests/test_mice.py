@@ -1,4 +1,5 @@
 """The mice experiment: synthetic trajectories always; the real data when the file is present."""
+
 from pathlib import Path
 
 import numpy as np
@@ -6,8 +7,8 @@ import pytest
 
 from rmtk import RewardMachine, isomorphic
 from rmtk.data import Demonstrations, load, save
-from rmtk.errors import DataError
 from rmtk.dsl import load_model as model
+from rmtk.errors import DataError
 from rmtk.experiments import Options, run
 from rmtk.simulate import simulate
 
@@ -24,7 +25,7 @@ def learned_machine(report):
     from rmtk import dsl
 
     text = next(n for n in report.notes if "machine learned" in n)
-    return dsl.loads(text[text.index("machine learned"):]).machines["learned"]
+    return dsl.loads(text[text.index("machine learned") :]).machines["learned"]
 
 
 def directed_policy(mdp, water=100, eps=0.1):

@@ -1,4 +1,5 @@
 """Model classes: validation messages, queries, canonical forms and isomorphism."""
+
 import attrs
 import numpy as np
 import pytest
@@ -24,7 +25,10 @@ def test_machine_queries():
     assert m.final("ABC") == 3 and m.reward("u3", "D") == 1.0 and m.step(0, "B") == 0
     assert m.is_non_stuttering()
     assert sorted(m.transitions(include_defaults=False)) == [
-        ("u0", "A", "u1", 0.0), ("u1", "B", "u2", 0.0), ("u2", "C", "u3", 0.0), ("u3", "D", "u0", 1.0)
+        ("u0", "A", "u1", 0.0),
+        ("u1", "B", "u2", 0.0),
+        ("u2", "C", "u3", 0.0),
+        ("u3", "D", "u0", 1.0),
     ]
     assert len(list(m.transitions())) == 16
     assert RewardMachine.from_dict(m.to_dict()) == m
@@ -55,7 +59,9 @@ def test_isomorphic_up_to_renaming_and_alphabet_order():
 
 def test_isomorphic_with_unreachable_nodes():
     a = RewardMachine.from_transitions({("u0", "A"): "u1", ("x", "A"): "u0"}, "AB", nodes=["u0", "u1", "x"])
-    b = RewardMachine.from_transitions({("v0", "A"): "v1", ("y", "A"): "v0"}, "AB", nodes=["y", "v0", "v1"], initial="v0")
+    b = RewardMachine.from_transitions(
+        {("v0", "A"): "v1", ("y", "A"): "v0"}, "AB", nodes=["y", "v0", "v1"], initial="v0"
+    )
     c = RewardMachine.from_transitions({("u0", "A"): "u1", ("x", "B"): "u0"}, "AB", nodes=["u0", "u1", "x"])
     assert isomorphic(a, b) and not isomorphic(a, c)
 
@@ -130,8 +136,14 @@ def test_mdp_validation(change, pattern):
 
 def test_mdp_rejects_wrong_shapes():
     with pytest.raises(ModelError, match=r"expected \(2·1, 2\)"):
-        LabeledMDP(states=["a", "b"], actions=["x"], transitions=sp.csr_array(np.eye(3)), labels=[0, 0],
-                   propositions=["P"], initial=[0.5, 0.5])
+        LabeledMDP(
+            states=["a", "b"],
+            actions=["x"],
+            transitions=sp.csr_array(np.eye(3)),
+            labels=[0, 0],
+            propositions=["P"],
+            initial=[0.5, 0.5],
+        )
 
 
 def test_task_checks_alphabet_and_settings():

@@ -1,5 +1,6 @@
 """The Office World: the generator's map, walls and doors, its `.rm` syntax, and the four
 tasks of models/office.rm against the same machines written in the RM literature's format."""
+
 from pathlib import Path
 
 import numpy as np
@@ -61,7 +62,7 @@ def doc():
 
 def move(mdp, cell, action):
     """The cell reached from ``(row, col)`` by ``action`` (deterministic moves)."""
-    (succ, p), = mdp.successors(f"r{cell[0]}c{cell[1]}", action)
+    ((succ, p),) = mdp.successors(f"r{cell[0]}c{cell[1]}", action)
     assert p == 1.0
     return tuple(int(x) for x in mdp.states[succ][1:].split("c"))
 
@@ -71,8 +72,22 @@ def test_map_marks_and_start():
     assert (mdp.n_states, mdp.n_actions) == (108, 4) and mdp.actions == ("up", "right", "down", "left")
     marks = {(r, c): mdp.label(f"r{r}c{c}") for r in range(9) for c in range(12) if mdp.label(f"r{r}c{c}") != "i"}
     # the literature's (x, y) cells at row 8 - y, column x
-    assert marks == {(7, 1): "a", (1, 1): "b", (1, 10): "c", (7, 10): "d", (4, 7): "e", (6, 8): "f", (2, 3): "f",
-                     (4, 4): "g", (7, 4): "n", (7, 7): "n", (1, 4): "n", (1, 7): "n", (4, 1): "n", (4, 10): "n"}
+    assert marks == {
+        (7, 1): "a",
+        (1, 1): "b",
+        (1, 10): "c",
+        (7, 10): "d",
+        (4, 7): "e",
+        (6, 8): "f",
+        (2, 3): "f",
+        (4, 4): "g",
+        (7, 4): "n",
+        (7, 7): "n",
+        (1, 4): "n",
+        (1, 7): "n",
+        (4, 1): "n",
+        (4, 10): "n",
+    }
     assert [mdp.states[s] for s in mdp.start_states] == ["r7c2"]
     assert mdp.propositions == ("a", "b", "c", "d", "e", "f", "g", "i", "n")
 
@@ -150,5 +165,7 @@ def test_tasks_say_depth_inf_and_learn_at_every_depth(doc):
     with pytest.raises(Exception, match="cannot be built"):
         ExactPTP().build(task, None)
     text = dsl.dumps(task).replace("depth inf", "depth deep")
-    with pytest.raises(DslMeaningError, match=r"'depth' expects a whole number or inf \(every depth\), got the name 'deep'"):
+    with pytest.raises(
+        DslMeaningError, match=r"'depth' expects a whole number or inf \(every depth\), got the name 'deep'"
+    ):
         dsl.loads(text)

@@ -1,5 +1,6 @@
 """`rmtk reproduce office --quick`: the machines learned from the exact policy and from 10^4
 episodes are the true ones, and Q-learning with them succeeds where no machine does."""
+
 import pytest
 
 from rmtk import RmtkError
@@ -15,7 +16,11 @@ def test_office_quick(tmp_path):
     report = run("office", Options(quick=True, figure_dir=tmp_path))
     learning = rows(report, 0)
     assert [(r["task"], r["from"]) for r in learning] == [
-        ("coffee", "exact"), ("coffee", "10000 episodes"), ("mail", "exact"), ("mail", "10000 episodes")]
+        ("coffee", "exact"),
+        ("coffee", "10000 episodes"),
+        ("mail", "exact"),
+        ("mail", "10000 episodes"),
+    ]
     for r in learning:
         assert (r["nodes"], r["machines"], r["consistent"], r["= truth"]) == (3, 1, "yes", "yes")
     for r in rows(report, 1):

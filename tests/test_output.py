@@ -1,5 +1,6 @@
 """Output files are whole or absent: checked before the work, written to a temporary name and
 renamed into place, cleaned up on an error or Ctrl-C (rmtk/output.py)."""
+
 from __future__ import annotations
 
 import os
@@ -66,8 +67,10 @@ def test_checks_before_the_work(tmp_path):
     assert listing(tmp_path) == ["adir", "afile"]  # the probe files are gone
 
 
-@pytest.mark.skipif(not os.path.isdir("/sys") or os.access("/sys", os.W_OK) and os.getuid() != 0,
-                    reason="needs a directory nobody can create files in")
+@pytest.mark.skipif(
+    not os.path.isdir("/sys") or os.access("/sys", os.W_OK) and os.getuid() != 0,
+    reason="needs a directory nobody can create files in",
+)
 def test_a_directory_that_takes_no_files_is_refused_before_the_work():
     with pytest.raises(RmtkError, match=r"/sys/out\.npz: cannot write: cannot create files in /sys"):
         output.check("/sys/out.npz")
@@ -109,6 +112,7 @@ def test_a_file_that_appears_meanwhile_is_not_overwritten(tmp_path):
 @pytest.fixture
 def interrupt_mid_write(monkeypatch):
     """Ctrl-C right after the first write into a temporary file (the test hook, in-process)."""
+
     def ctrl_c(seconds):
         raise KeyboardInterrupt
 
@@ -167,8 +171,25 @@ def test_learn_checks_its_outputs_before_learning(tmp_path, capsys):
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
 def test_write_errors_are_reported_cleanly(tmp_path, capsys):
-    for args in (["simulate", str(MODELS / "stack.rm"), "-n", "50", "-T", "5", "--seed", "0", "-o", "/dev/full",
-                  "--format", fmt, "--force", "-q"] for fmt in ("npz", "csv")):
+    for args in (
+        [
+            "simulate",
+            str(MODELS / "stack.rm"),
+            "-n",
+            "50",
+            "-T",
+            "5",
+            "--seed",
+            "0",
+            "-o",
+            "/dev/full",
+            "--format",
+            fmt,
+            "--force",
+            "-q",
+        ]
+        for fmt in ("npz", "csv")
+    ):
         assert main(args) == 1
         err = capsys.readouterr().err
         assert err == "rmtk: error: /dev/full: cannot write: No space left on device\n"
@@ -184,8 +205,15 @@ def test_learn_demos_names_a_missing_file(tmp_path, capsys):
 
 def _rmtk(args, cwd, env_extra=None, preexec=None, text=True):
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(env_extra or {})}
-    return subprocess.Popen([sys.executable, "-m", "rmtk", *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=text, preexec_fn=preexec)
+    return subprocess.Popen(
+        [sys.executable, "-m", "rmtk", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=text,
+        preexec_fn=preexec,
+    )
 
 
 def _file_size_limit():
@@ -200,8 +228,11 @@ def _file_size_limit():
 def test_a_write_failing_midway_leaves_nothing(tmp_path, fmt):
     """A regular file whose write fails after 20 kB (the file size limit stands in for a full
     disk): a one-line error, and neither the target nor a temporary file is left."""
-    proc = _rmtk(["simulate", str(MODELS / "stack.rm"), "-n", "3000", "-T", "10", "--seed", "0", "-q",
-                  "-o", f"d.{fmt}"], tmp_path, preexec=_file_size_limit)
+    proc = _rmtk(
+        ["simulate", str(MODELS / "stack.rm"), "-n", "3000", "-T", "10", "--seed", "0", "-q", "-o", f"d.{fmt}"],
+        tmp_path,
+        preexec=_file_size_limit,
+    )
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 1 and "Traceback" not in err
     assert err == f"rmtk: error: d.{fmt}: cannot write: File too large\n"
@@ -211,12 +242,21 @@ def test_a_write_failing_midway_leaves_nothing(tmp_path, fmt):
 # ---------------------------------------------------------------------- Ctrl-C in the middle of a write
 INTERRUPTED = {  # name: (arguments, the output, a file there before the run)
     "simulate npz": (["simulate", "stack.rm", "-n", "2000", "-T", "10", "--seed", "0", "-o", "d.npz"], "d.npz", None),
-    "simulate npz, SIGTERM": (["simulate", "stack.rm", "-n", "2000", "-T", "10", "--seed", "0", "-o", "d.npz"], "d.npz",
-                              None),
-    "simulate csv over a file": (["simulate", "stack.rm", "-n", "2000", "-T", "10", "--seed", "0", "-o", "d.csv",
-                                  "--force"], "d.csv", "trajectory,step,state,action\n"),
-    "simulate parquet": (["simulate", "stack.rm", "-n", "2000", "-T", "10", "--seed", "0", "-o", "d.parquet",
-                          "--partition-size", "500"], "d.parquet", None),
+    "simulate npz, SIGTERM": (
+        ["simulate", "stack.rm", "-n", "2000", "-T", "10", "--seed", "0", "-o", "d.npz"],
+        "d.npz",
+        None,
+    ),
+    "simulate csv over a file": (
+        ["simulate", "stack.rm", "-n", "2000", "-T", "10", "--seed", "0", "-o", "d.csv", "--force"],
+        "d.csv",
+        "trajectory,step,state,action\n",
+    ),
+    "simulate parquet": (
+        ["simulate", "stack.rm", "-n", "2000", "-T", "10", "--seed", "0", "-o", "d.parquet", "--partition-size", "500"],
+        "d.parquet",
+        None,
+    ),
     "learn dot": (["learn", "stack.rm", "--no-rewards", "--dot", "m.dot"], "m.dot", None),
     "learn png": (["learn", "stack.rm", "--no-rewards", "--png", "m.png"], "m.png", None),
 }

@@ -1,5 +1,6 @@
 """Parquet demonstrations: round trips, the schema, streaming reads, and every bad input named
 by file and row."""
+
 from __future__ import annotations
 
 import subprocess
@@ -9,13 +10,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from grid_data import make_grid, raises, three_walks, walk
 
 from rmtk.data import Demonstrations, load, save
 from rmtk.data.parquet_dataset import ParquetDataset
 from rmtk.data.parquet_io import Staging, save_parquet
 from rmtk.envs import gridworld
-
-from grid_data import make_grid, raises, three_walks, walk
 
 
 @pytest.fixture(scope="module")
@@ -57,11 +57,23 @@ def test_round_trip_schema_and_metadata(tmp_path, grid, demos):
     assert files == ["part-00000.parquet", "part-00001.parquet"]
     schema = pq.read_schema(tmp_path / "d.parquet" / files[1])
     assert [(f.name, str(f.type)) for f in schema] == [
-        ("trajectory", "uint8"), ("step", "uint8"), ("state", "uint8"), ("action", "uint8")]
+        ("trajectory", "uint8"),
+        ("step", "uint8"),
+        ("state", "uint8"),
+        ("action", "uint8"),
+    ]
     meta = {k.decode(): v.decode() for k, v in schema.metadata.items() if k.startswith(b"rmtk.")}
-    assert meta == {"rmtk.format": "1", "rmtk.mdp": "grid", "rmtk.states": "16", "rmtk.actions": "4",
-                    "rmtk.propositions": "4", "rmtk.partition": "1/2", "rmtk.trajectories": "1",
-                    "rmtk.first": "3", "rmtk.steps": "2"}
+    assert meta == {
+        "rmtk.format": "1",
+        "rmtk.mdp": "grid",
+        "rmtk.states": "16",
+        "rmtk.actions": "4",
+        "rmtk.propositions": "4",
+        "rmtk.partition": "1/2",
+        "rmtk.trajectories": "1",
+        "rmtk.first": "3",
+        "rmtk.steps": "2",
+    }
     table = pq.read_table(tmp_path / "d.parquet" / files[1])
     assert table.column("trajectory").to_pylist() == [3, 3]  # global ids, ragged rows only
     back = load(tmp_path / "d.parquet", grid)
@@ -76,22 +88,33 @@ def test_narrow_types_follow_the_sizes(tmp_path):
     d = Demonstrations.full(np.zeros((300, 2), int) + [0, 1], np.zeros((300, 2), int))
     save_parquet(d, tmp_path / "b", big, partition_size=1000, labels=True)
     schema = pq.read_schema(tmp_path / "b" / "part-00000.parquet")
-    assert {f.name: str(f.type) for f in schema} == {"trajectory": "uint16", "step": "uint8", "state": "uint16",
-                                                     "action": "uint8", "label": "uint8"}
+    assert {f.name: str(f.type) for f in schema} == {
+        "trajectory": "uint16",
+        "step": "uint8",
+        "state": "uint16",
+        "action": "uint8",
+        "label": "uint8",
+    }
     assert load(tmp_path / "b", big) == d
 
 
 def test_single_file_unsorted_rows_and_labels(tmp_path, grid):
     # rows interleaved and steps out of order; a label column; trajectories keep first appearance
-    cols = {"trajectory": [9, 2, 9, 2, 9], "step": [1, 0, 0, 1, 2],
-            "state": [grid.state_index(s) for s in ("r1c0", "r3c3", "r0c0", "r2c3", "r2c0")],
-            "action": [grid.action_index(a) for a in ("down", "up", "down", "up", "right")]}
+    cols = {
+        "trajectory": [9, 2, 9, 2, 9],
+        "step": [1, 0, 0, 1, 2],
+        "state": [grid.state_index(s) for s in ("r1c0", "r3c3", "r0c0", "r2c3", "r2c0")],
+        "action": [grid.action_index(a) for a in ("down", "up", "down", "up", "right")],
+    }
     cols["label"] = [int(grid.labels[s]) for s in cols["state"]]
     d = load(write(tmp_path / "one.parquet", cols), grid)
-    assert d == Demonstrations.from_lists([walk(grid, "r0c0", ["down", "down", "right"]), walk(grid, "r3c3", ["up", "up"])])
+    assert d == Demonstrations.from_lists(
+        [walk(grid, "r0c0", ["down", "down", "right"]), walk(grid, "r3c3", ["up", "up"])]
+    )
     cols["label"][3] = (cols["label"][3] + 1) % 4
-    with raises("one.parquet: row 3: trajectory 2, step 1: label 'c' disagrees with the MDP, which labels state "
-                "'r2c3' with 'b'"):
+    with raises(
+        "one.parquet: row 3: trajectory 2, step 1: label 'c' disagrees with the MDP, which labels state 'r2c3' with 'b'"
+    ):
         load(write(tmp_path / "one.parquet", cols), grid)
 
 
@@ -127,8 +150,10 @@ def test_staging_commits_atomically(tmp_path):
 
 
 def test_import_rmtk_imports_neither_pyarrow_nor_dask():
-    probe = ("import sys, rmtk, rmtk.data, rmtk.empirical, rmtk.engines, rmtk.simulate, rmtk.cli; "
-             "print(sorted({m.split('.')[0] for m in sys.modules} & {'pyarrow', 'dask', 'distributed'}))")
+    probe = (
+        "import sys, rmtk, rmtk.data, rmtk.empirical, rmtk.engines, rmtk.simulate, rmtk.cli; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'pyarrow', 'dask', 'distributed'}))"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -203,28 +228,52 @@ BAD = [
     ("empty directory", "bad: no Parquet files (*.parquet) in the directory"),
     ("corrupt partition", "bad/part-00001.parquet: not a readable Parquet file"),
     ("missing column", "bad/part-00000.parquet: missing column 'action' (the file has: trajectory, step, state)"),
-    ("unknown column", "bad/part-00000.parquet: unknown column 'reward'; the columns are trajectory, step, state, "
-                       "action and optionally label"),
+    (
+        "unknown column",
+        "bad/part-00000.parquet: unknown column 'reward'; the columns are trajectory, step, state, "
+        "action and optionally label",
+    ),
     ("float column", "bad/part-00000.parquet: column 'state' has type double, expected integers"),
-    ("another schema", "bad/part-00001.parquet: its schema differs from", "bad/part-00000.parquet's: column 'state' "
-                       "is int64 here, uint8 there"),
-    ("another mdp", "bad/part-00000.parquet: written for the MDP 'blocks' (60 states, 9 actions); the MDP given is "
-                    "'grid' (16 states, 4 actions)"),
+    (
+        "another schema",
+        "bad/part-00001.parquet: its schema differs from",
+        "bad/part-00000.parquet's: column 'state' is int64 here, uint8 there",
+    ),
+    (
+        "another mdp",
+        "bad/part-00000.parquet: written for the MDP 'blocks' (60 states, 9 actions); the MDP given is "
+        "'grid' (16 states, 4 actions)",
+    ),
     ("missing partition", "bad: partition 1 of 3 is missing: 2 of 3 files present"),
-    ("split trajectory", "bad/part-00001.parquet: trajectory 0 also has rows in", "bad/part-00000.parquet; a "
-                         "trajectory's rows must all be in one file"),
+    (
+        "split trajectory",
+        "bad/part-00001.parquet: trajectory 0 also has rows in",
+        "bad/part-00000.parquet; a trajectory's rows must all be in one file",
+    ),
     ("null", "bad/part-00000.parquet: row 2: missing state (null)"),
-    ("state out of range", "bad/part-00000.parquet: row 4: trajectory 1, step 1: state index 99 is out of range "
-                           "(the MDP 'grid' has states 0..15)"),
-    ("negative action", "bad/part-00000.parquet: row 1: trajectory 0, step 1: action index -1 is out of range "
-                        "(the MDP 'grid' has actions 0..3)"),
+    (
+        "state out of range",
+        "bad/part-00000.parquet: row 4: trajectory 1, step 1: state index 99 is out of range "
+        "(the MDP 'grid' has states 0..15)",
+    ),
+    (
+        "negative action",
+        "bad/part-00000.parquet: row 1: trajectory 0, step 1: action index -1 is out of range "
+        "(the MDP 'grid' has actions 0..3)",
+    ),
     ("step gap", "bad/part-00000.parquet: row 2: trajectory 0: step 3 follows step 1; step 2 is missing"),
     ("duplicate step", "bad/part-00000.parquet: row 2: trajectory 0: step 1 appears twice (also on row 1)"),
     ("late start", "bad/part-00000.parquet: row 3: trajectory 1 starts at step 1; steps count from 0"),
-    ("impossible move", "bad/part-00000.parquet: row 0: trajectory 0, step 0: the MDP cannot move from state 'r0c0' "
-                        "to 'r3c3' with action 'down' (probability 0)"),
-    ("wrong label", "bad/part-00000.parquet: row 4: trajectory 1, step 1: label 'a' disagrees with the MDP, which "
-                    "labels state 'r2c3' with 'b'"),
+    (
+        "impossible move",
+        "bad/part-00000.parquet: row 0: trajectory 0, step 0: the MDP cannot move from state 'r0c0' "
+        "to 'r3c3' with action 'down' (probability 0)",
+    ),
+    (
+        "wrong label",
+        "bad/part-00000.parquet: row 4: trajectory 1, step 1: label 'a' disagrees with the MDP, which "
+        "labels state 'r2c3' with 'b'",
+    ),
 ]
 
 
@@ -242,8 +291,10 @@ def test_bad_inputs_are_caught_by_the_streaming_counter_too(tmp_path, grid):
     for kind, *parts in BAD[2:]:
         d = bad_dataset(tmp_path / kind.replace(" ", "_"), grid, kind)
         if kind == "split trajectory":  # the second file is met alone first
-            parts = ["bad/part-00001.parquet: row 0: trajectory 0 starts at step 2; steps count from 0 (if its first "
-                     "steps are in another file: a trajectory's rows must all be in one file)"]
+            parts = [
+                "bad/part-00001.parquet: row 0: trajectory 0 starts at step 2; steps count from 0 (if its first "
+                "steps are in another file: a trajectory's rows must all be in one file)"
+            ]
         with raises(*parts):
             EmpiricalPTP(d).counts(grid)
 
@@ -264,8 +315,9 @@ def test_a_trajectory_id_in_two_files_is_refused_when_counting(tmp_path, grid):
 
 def test_good_dataset_of_the_bad_ones_loads(tmp_path, grid):
     d = write(tmp_path / "good" / "part-00000.parquet", rows(grid, GOOD)).parent
-    assert load(d, grid) == Demonstrations.from_lists([walk(grid, "r0c0", ["down", "down", "right"]),
-                                                       walk(grid, "r3c3", ["up", "up"])])
+    assert load(d, grid) == Demonstrations.from_lists(
+        [walk(grid, "r0c0", ["down", "down", "right"]), walk(grid, "r3c3", ["up", "up"])]
+    )
 
 
 def test_cli_simulate_parquet_locally_and_learn_as_from_npz(tmp_path, capsys):
@@ -281,12 +333,16 @@ def test_cli_simulate_parquet_locally_and_learn_as_from_npz(tmp_path, capsys):
     assert main(["simulate", *common, "-o", str(tmp_path / "d.parquet"), "--partition-size", "1000"]) == 0
     assert main(["simulate", *common, "-o", str(tmp_path / "d.npz")]) == 0
     assert "wrote" in capsys.readouterr().err
-    assert load(tmp_path / "d.parquet", task.mdp) == load(tmp_path / "d.npz", task.mdp) == simulate(task, 3000, 20, seed=5)
+    assert (
+        load(tmp_path / "d.parquet", task.mdp) == load(tmp_path / "d.npz", task.mdp) == simulate(task, 3000, 20, seed=5)
+    )
     assert len(list((tmp_path / "d.parquet").iterdir())) == 3
     reports = []
     for demos in ("d.parquet", "d.npz"):
-        assert main(["learn", model, "--demos", str(tmp_path / demos), "--maxsat", "--nodes", "3", "--no-rewards",
-                     "-q"]) == 0
+        assert (
+            main(["learn", model, "--demos", str(tmp_path / demos), "--maxsat", "--nodes", "3", "--no-rewards", "-q"])
+            == 0
+        )
         reports.append([ln for ln in capsys.readouterr().out.splitlines() if not ln.startswith("# timings")])
     assert reports[0] == reports[1]
     assert main(["simulate", *common, "-o", str(tmp_path / "e.npz"), "--partition-size", "10"]) == 1
@@ -326,16 +382,35 @@ def shrunk_dataset(tmp_path, stack, keep, drop_keys=(), shift=0):
 
 
 SHRUNK = [  # (rows kept, metadata dropped, id shift, message)
-    (250, (), 0, "d.parquet/part-00001.parquet): row 250: the file ends after 250 rows, but rmtk wrote 500 "
-                 "(metadata rmtk.steps): rows 250..499 are missing"),
+    (
+        250,
+        (),
+        0,
+        "d.parquet/part-00001.parquet): row 250: the file ends after 250 rows, but rmtk wrote 500 "
+        "(metadata rmtk.steps): rows 250..499 are missing",
+    ),
     (0, (), 0, "d.parquet/part-00001.parquet): row 0: the file ends after 0 rows, but rmtk wrote 500"),
-    (0, ("rmtk.steps",), 0, "d.parquet/part-00001.parquet): row 0: the file ends after 0 rows, too few for the 50 "
-                            "trajectories its metadata records"),
-    (250, ("rmtk.steps",), 0, "d.parquet/part-00001.parquet): row 250: the file ends after 25 of the 50 "
-                              "trajectories its metadata records"),
+    (
+        0,
+        ("rmtk.steps",),
+        0,
+        "d.parquet/part-00001.parquet): row 0: the file ends after 0 rows, too few for the 50 "
+        "trajectories its metadata records",
+    ),
+    (
+        250,
+        ("rmtk.steps",),
+        0,
+        "d.parquet/part-00001.parquet): row 250: the file ends after 25 of the 50 trajectories its metadata records",
+    ),
     (255, ("rmtk.steps", "rmtk.first"), 0, "row 255: the file ends after 26 of the 50 trajectories"),
-    (500, ("rmtk.steps",), 10, "d.parquet/part-00001.parquet): row 0: trajectory 60 where its metadata records "
-                               "trajectory 50 (trajectories 50..99)"),
+    (
+        500,
+        ("rmtk.steps",),
+        10,
+        "d.parquet/part-00001.parquet): row 0: trajectory 60 where its metadata records "
+        "trajectory 50 (trajectories 50..99)",
+    ),
 ]
 
 
@@ -363,8 +438,10 @@ def test_a_partition_of_another_dataset_is_refused(tmp_path, stack):
     simulate_dataset(stack, 100, 10, d, seed=0, partition_size=50)
     simulate_dataset(stack, 120, 10, tmp_path / "e.parquet", seed=1, partition_size=60)
     (tmp_path / "e.parquet" / "part-00001.parquet").replace(d / "part-00001.parquet")  # also partition 1 of 2
-    with raises("part-00001.parquet): its metadata records trajectories 60..119, where trajectory 50 comes next: "
-                "trajectories 50..59 are in no file"):
+    with raises(
+        "part-00001.parquet): its metadata records trajectories 60..119, where trajectory 50 comes next: "
+        "trajectories 50..59 are in no file"
+    ):
         ParquetDataset.open(d, stack.mdp)
     simulate_dataset(stack, 80, 10, tmp_path / "f.parquet", seed=1, partition_size=40)
     (tmp_path / "f.parquet" / "part-00001.parquet").replace(d / "part-00001.parquet")
@@ -382,5 +459,6 @@ def test_cli_learn_stops_on_a_shrunk_partition(tmp_path, stack, capsys):
     assert main(["learn", model, "--demos", str(d), "--no-rewards", "-q"]) == 1
     captured = capsys.readouterr()
     assert captured.out == "" and "Traceback" not in captured.err
-    assert captured.err.strip().endswith("row 250: the file ends after 25 of the 50 trajectories its metadata "
-                                         "records (rmtk.trajectories)")
+    assert captured.err.strip().endswith(
+        "row 250: the file ends after 25 of the 50 trajectories its metadata records (rmtk.trajectories)"
+    )

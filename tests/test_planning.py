@@ -1,4 +1,5 @@
 """Product MDP (reachable part) and soft (MaxEnt) planning on it."""
+
 from collections import deque
 
 import numpy as np
@@ -38,7 +39,9 @@ def patrol_mdp(gamma: float = 0.99) -> LabeledMDP:
 def patrol_machine(alphabet="ABCD") -> RewardMachine:
     return RewardMachine.from_transitions(
         {("u0", "A"): "u1", ("u1", "B"): "u2", ("u2", "C"): "u3", ("u3", "D"): ("u0", 1.0)},
-        list(alphabet), nodes=["u0", "u1", "u2", "u3"], name="patrol",
+        list(alphabet),
+        nodes=["u0", "u1", "u2", "u3"],
+        name="patrol",
     )
 
 
@@ -56,8 +59,11 @@ def random_model(seed: int, S=7, A=3, K=3, n=3, density=0.5):
     mu0[0] += 0.5
     mdp = LabeledMDP.from_dense(P, labels.tolist(), props, mu0 / mu0.sum(), gamma=0.9)
     machine = RewardMachine(
-        nodes=[f"u{i}" for i in range(n)], alphabet=props[::-1],
-        delta_u=rng.integers(0, n, (n, K)), delta_r=rng.normal(size=(n, K)), initial=0,
+        nodes=[f"u{i}" for i in range(n)],
+        alphabet=props[::-1],
+        delta_u=rng.integers(0, n, (n, K)),
+        delta_r=rng.normal(size=(n, K)),
+        initial=0,
     )
     return mdp, machine
 
@@ -191,7 +197,8 @@ def test_matches_naive_loop_implementation():
     mdp = LabeledMDP.from_dense(P, ["x", "y", "z"], ["x", "y", "z"], [0.5, 0.5, 0.0])
     machine = RewardMachine.from_transitions(
         {("m0", "y"): ("m1", 0.5), ("m1", "z"): ("m0", 2.0), ("m1", "x"): ("m1", -0.3)},
-        ["z", "x", "y"], nodes=["m0", "m1"],
+        ["z", "x", "y"],
+        nodes=["m0", "m1"],
     )
     gamma, lam = 0.8, 0.7
     ref = naive_soft_value_iteration(mdp, machine, gamma, lam, iters=200)  # 0.8^200 ≈ 4e-20

@@ -1,6 +1,7 @@
 """The reacher experiment: counting with per-step labels (no LabeledMDP), the discretiser
 (Bins over joint angles and velocities), labels and expert, and — when mujoco is installed —
 the vector environment, recording with collect and the quick experiment."""
+
 import math
 from pathlib import Path
 
@@ -11,8 +12,8 @@ import pytest
 from rmtk import dsl
 from rmtk.data import Demonstrations
 from rmtk.empirical import count_chunk, count_stream, empirical_policy, to_policy
-from rmtk.errors import DataError
 from rmtk.envs import reacher as R
+from rmtk.errors import DataError
 from rmtk.gym import collect
 from rmtk.gym.reacher import ReacherLabels, joint_state, reacher_bins, reacher_expert
 from rmtk.space import Space
@@ -150,14 +151,16 @@ def test_state_count():
 def test_discretiser_bins_by_hand():
     b = reacher_bins()
     rad = math.radians
-    angles = np.array([
-        [-math.pi, 0.0],  # −180° → bin 0; 0° → bin 18
-        [rad(-175), rad(5)],  # inside bins 0 and 18
-        [rad(9.999), rad(10.001)],  # 18 and 19
-        [math.pi, 3 * math.pi],  # +180° wraps to −180° → bin 0 (both)
-        [rad(179.999), -rad(0.001)],  # 35 and 17
-        [rad(-190), rad(371)],  # −190° ≡ 170° → 35; 371° ≡ 11° → 19
-    ])
+    angles = np.array(
+        [
+            [-math.pi, 0.0],  # −180° → bin 0; 0° → bin 18
+            [rad(-175), rad(5)],  # inside bins 0 and 18
+            [rad(9.999), rad(10.001)],  # 18 and 19
+            [math.pi, 3 * math.pi],  # +180° wraps to −180° → bin 0 (both)
+            [rad(179.999), -rad(0.001)],  # 35 and 17
+            [rad(-190), rad(371)],  # −190° ≡ 170° → 35; 371° ≡ 11° → 19
+        ]
+    )
     vel = np.array([[0.0, -0.001], [-14.0, 13.999], [14.0, -20.0], [100.0, 0.25], [0.2499, -0.25], [-14.1, 13.75]])
     index, outside = b.batch(observations(angles, vel))
     bins = b.bins(index)
@@ -184,11 +187,18 @@ def test_fingertip_and_labels():
     tip = R.fingertip([[0.0, 0.0], [math.pi / 2, 0.0], [0.0, math.pi / 2]])
     assert np.allclose(tip, [[0.21, 0], [0, 0.21], [0.1, 0.11]])
     assert R.label(tip).tolist() == [0, 0, 3]  # (0.1, 0.11) is r
-    pts = np.array([
-        [0.1, -0.11], [-0.1, 0.11], [0.1, 0.11],  # centres: b, y, r
-        [0.1 + 0.0199, -0.11], [-0.1, 0.11 - 0.0199],  # just inside
-        [0.1 + 0.0201, 0.11], [0.0, 0.0], [0.1, 0.0],  # outside
-    ])
+    pts = np.array(
+        [
+            [0.1, -0.11],
+            [-0.1, 0.11],
+            [0.1, 0.11],  # centres: b, y, r
+            [0.1 + 0.0199, -0.11],
+            [-0.1, 0.11 - 0.0199],  # just inside
+            [0.1 + 0.0201, 0.11],
+            [0.0, 0.0],
+            [0.1, 0.0],  # outside
+        ]
+    )
     assert R.label(pts).tolist() == [1, 2, 3, 1, 2, 0, 0, 0]
     for sign in (1, -1):  # the inverse kinematics hits every target, both elbow branches
         q = R.inverse_kinematics(R.TARGETS, sign)
@@ -220,8 +230,9 @@ def test_expert_depends_on_cell_centre_and_node_only():
     node = rng.integers(0, 4, 500)
     centre = b.centres(cells)
     g = ex.greedy_from(centre[:, :2], centre[:, 2:], node)
-    jittered, _ = b.batch(observations(angles + rng.uniform(-1, 1, (500, 2)) * 1e-3,
-                                       vel + rng.uniform(-1, 1, (500, 2)) * 1e-3))
+    jittered, _ = b.batch(
+        observations(angles + rng.uniform(-1, 1, (500, 2)) * 1e-3, vel + rng.uniform(-1, 1, (500, 2)) * 1e-3)
+    )
     same = jittered == cells
     assert same.mean() > 0.9
     c2 = b.centres(jittered[same])

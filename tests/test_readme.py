@@ -1,4 +1,5 @@
 """The README's Python blocks run as written, in order, in one namespace."""
+
 import os
 import re
 from pathlib import Path

@@ -1,4 +1,5 @@
 """The paper's experiments in their --quick form: real outcomes, figures written."""
+
 import pytest
 
 from rmtk.experiments import Options, run

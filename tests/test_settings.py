@@ -1,5 +1,6 @@
 """``rmtk reproduce NAME --set KEY=VALUE``: every number an experiment reads declares the values
 it accepts, and a bad value is refused under the key the user typed, before any work."""
+
 import subprocess
 import sys
 
@@ -25,22 +26,25 @@ def test_every_number_declares_its_domain_and_its_defaults_lie_in_it(name, key, 
             assert setting.check(key, value) == value
 
 
-@pytest.mark.parametrize("experiment,assignment,expected", [
-    ("suboptimal", "concentration=-1", "setting concentration: expected a number above 0, got -1.0"),
-    ("suboptimal", "concentration=0", "setting concentration: expected a number above 0, got 0.0"),
-    ("office", "runs=0", "setting runs: expected a number at least 1, got 0"),
-    ("office", "every=0", "setting every: expected a number at least 1, got 0"),
-    ("office", "horizon=0", "setting horizon: expected a number at least 1, got 0"),
-    ("office", "episodes=-5", "setting episodes: expected a number at least 1, got -5"),
-    ("office", "epsilon=1.5", "setting epsilon: expected a number in [0, 1], got 1.5"),
-    ("sensitivity", "ptp_depth=0", "setting ptp_depth: expected a number at least 1, got 0"),
-    ("transfer", "test_length=0", "setting test_length: expected a number at least 1, got 0"),
-    ("transfer", "test_trajectories=-1", "setting test_trajectories: expected a number at least 1, got -1"),
-    ("mice", "alpha=1", "setting alpha: expected a number in (0, 1), got 1.0"),
-    ("tables", "stack_lambda=0", "setting stack_lambda: expected a number above 0, got 0.0"),
-    ("reacher", "integrator=midpoint", "setting integrator: expected one of rk4, euler, got 'midpoint'"),
-    ("reacher", "workers=0", "setting workers: expected a number at least 1, got 0"),
-])
+@pytest.mark.parametrize(
+    "experiment,assignment,expected",
+    [
+        ("suboptimal", "concentration=-1", "setting concentration: expected a number above 0, got -1.0"),
+        ("suboptimal", "concentration=0", "setting concentration: expected a number above 0, got 0.0"),
+        ("office", "runs=0", "setting runs: expected a number at least 1, got 0"),
+        ("office", "every=0", "setting every: expected a number at least 1, got 0"),
+        ("office", "horizon=0", "setting horizon: expected a number at least 1, got 0"),
+        ("office", "episodes=-5", "setting episodes: expected a number at least 1, got -5"),
+        ("office", "epsilon=1.5", "setting epsilon: expected a number in [0, 1], got 1.5"),
+        ("sensitivity", "ptp_depth=0", "setting ptp_depth: expected a number at least 1, got 0"),
+        ("transfer", "test_length=0", "setting test_length: expected a number at least 1, got 0"),
+        ("transfer", "test_trajectories=-1", "setting test_trajectories: expected a number at least 1, got -1"),
+        ("mice", "alpha=1", "setting alpha: expected a number in (0, 1), got 1.0"),
+        ("tables", "stack_lambda=0", "setting stack_lambda: expected a number above 0, got 0.0"),
+        ("reacher", "integrator=midpoint", "setting integrator: expected one of rk4, euler, got 'midpoint'"),
+        ("reacher", "workers=0", "setting workers: expected a number at least 1, got 0"),
+    ],
+)
 def test_a_bad_setting_is_refused_under_its_key_before_any_work(experiment, assignment, expected):
     key, value = assignment.split("=")
     with pytest.raises(RmtkError) as err:
@@ -49,8 +53,12 @@ def test_a_bad_setting_is_refused_under_its_key_before_any_work(experiment, assi
 
 
 def test_the_command_line_says_the_same_without_a_traceback():
-    proc = subprocess.run([sys.executable, "-m", "rmtk", "reproduce", "office", "--set", "runs=0"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rmtk", "reproduce", "office", "--set", "runs=0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     assert "setting runs: expected a number at least 1, got 0" in proc.stderr

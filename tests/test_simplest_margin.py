@@ -1,12 +1,22 @@
 """Learning without a transition model (Space), the simplest machines among the smallest
 (SimplestEncoder), margin IRL for a near-deterministic expert, and the scripted expert."""
+
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from rmtk import (ConfidenceMiner, EmpiricalPTP, ExactPTP, Learner, ModelError, NodePolicyTable, RmtkError,
-                  dsl, isomorphic)
+from rmtk import (
+    ConfidenceMiner,
+    EmpiricalPTP,
+    ExactPTP,
+    Learner,
+    ModelError,
+    NodePolicyTable,
+    RmtkError,
+    dsl,
+    isomorphic,
+)
 from rmtk.empirical import count_stream
 from rmtk.margin import MarginIRL
 from rmtk.progress import Progress
@@ -60,8 +70,9 @@ def test_space_validates_and_learner_fits_it(coffee_counts):
         def note(self, message):
             notes.append(message)
 
-    res = Learner(EmpiricalPTP(counts), miner=ConfidenceMiner(0.05), encoder=SimplestEncoder(), max_nodes=4,
-                  progress=Notes()).fit(space)
+    res = Learner(
+        EmpiricalPTP(counts), miner=ConfidenceMiner(0.05), encoder=SimplestEncoder(), max_nodes=4, progress=Notes()
+    ).fit(space)
     assert len(res.machines) == 1 and res.verdicts is None and res.reward_fits is None
     assert isomorphic(res.machines[0], task.machine.with_alphabet_order(space.propositions), rewards=False)
     assert any("no transition model" in n for n in notes)
@@ -73,7 +84,9 @@ def test_simplest_encoder_picks_the_truth_among_many(coffee_counts):
     task, table, counts = coffee_counts
     common = dict(miner=ConfidenceMiner(0.05), irl=None, max_nodes=4)
     plain = Learner(EmpiricalPTP(counts, expert=NodePolicyTable(table)), max_solutions=40, **common).fit(task)
-    simplest = Learner(EmpiricalPTP(counts, expert=NodePolicyTable(table)), encoder=SimplestEncoder(), **common).fit(task)
+    simplest = Learner(EmpiricalPTP(counts, expert=NodePolicyTable(table)), encoder=SimplestEncoder(), **common).fit(
+        task
+    )
     assert plain.n_nodes == simplest.n_nodes == 3
     assert len(plain.machines) == 40 and not plain.search.complete  # rare words go anywhere
     assert len(simplest.machines) == 1 and simplest.search.complete
@@ -84,10 +97,13 @@ def test_simplest_encoder_picks_the_truth_among_many(coffee_counts):
         Learner(ExactPTP(None, source=NodePolicyTable(table)), encoder=SimplestEncoder(), irl=None).fit(task)
 
 
-@pytest.mark.parametrize("name, rewarded", [
-    ("coffee", {("u0", "f"), ("u1", "g")}),
-    ("coffee_mail", {("u0", "e"), ("u0", "f"), ("u1", "f"), ("u2", "e"), ("u4", "g")}),
-])
+@pytest.mark.parametrize(
+    "name, rewarded",
+    [
+        ("coffee", {("u0", "f"), ("u1", "g")}),
+        ("coffee_mail", {("u0", "e"), ("u0", "f"), ("u1", "f"), ("u2", "e"), ("u4", "g")}),
+    ],
+)
 def test_margin_irl_rewards_progress(office, name, rewarded):
     task = office.tasks[name]
     table = shortest_path_table(task, 0.1)
@@ -107,8 +123,9 @@ def test_margin_irl_rewards_progress(office, name, rewarded):
 
 def test_margin_irl_on_counts_agrees_with_exact(coffee_counts):
     task, table, counts = coffee_counts
-    res = Learner(EmpiricalPTP(counts), miner=ConfidenceMiner(0.05), encoder=SimplestEncoder(), irl=MarginIRL(),
-                  max_nodes=4).fit(task)
+    res = Learner(
+        EmpiricalPTP(counts), miner=ConfidenceMiner(0.05), encoder=SimplestEncoder(), irl=MarginIRL(), max_nodes=4
+    ).fit(task)
     m = res.machines[0]
     assert {(m.nodes[u], m.alphabet[k]) for u, k in zip(*np.nonzero(m.delta_r))} == {("u0", "f"), ("u1", "g")}
     with pytest.raises(RmtkError, match="a system of"):
@@ -121,8 +138,9 @@ def test_report_prints_margin_fits(office):
     from rmtk.report import report
 
     task = office.tasks["coffee"]
-    res = Learner(ExactPTP(None, source=NodePolicyTable(shortest_path_table(task, 0.1))), irl=MarginIRL(),
-                  max_nodes=6).fit(task)
+    res = Learner(
+        ExactPTP(None, source=NodePolicyTable(shortest_path_table(task, 0.1))), irl=MarginIRL(), max_nodes=6
+    ).fit(task)
     out = io.StringIO()
     report(task, res, out=out)
     f = res.reward_fits[0]

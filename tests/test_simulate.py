@@ -1,5 +1,6 @@
 """Simulation of demonstrations (rmtk.simulate): reproducibility, feasibility, the first-label
 convention and the sampled frequencies against the policy and the MDP kernel."""
+
 from __future__ import annotations
 
 import numpy as np

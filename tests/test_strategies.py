@@ -1,5 +1,6 @@
 """The Learner composes four strategies (PTP, NegativeExampleMiner, SatEncoder, MaxEntIRL);
 a user's own strategy plugs in without editing rmtk."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -115,10 +116,18 @@ class Forbid:
     def search(self, problem, **kw):
         from rmtk.solve import search
 
-        return search(self.encode, problem, solver=self.inner.solver, non_stuttering=self.inner.non_stuttering,
-                      max_nodes=max(kw["max_nodes"], kw["nodes"] or 0), min_nodes=kw["min_nodes"],
-                      exact_nodes=kw["nodes"], max_solutions=kw["max_solutions"],
-                      time_limit=kw["time_limit"], progress=kw["progress"])
+        return search(
+            self.encode,
+            problem,
+            solver=self.inner.solver,
+            non_stuttering=self.inner.non_stuttering,
+            max_nodes=max(kw["max_nodes"], kw["nodes"] or 0),
+            min_nodes=kw["min_nodes"],
+            exact_nodes=kw["nodes"],
+            max_solutions=kw["max_solutions"],
+            time_limit=kw["time_limit"],
+            progress=kw["progress"],
+        )
 
 
 def test_a_custom_encoder_wrapper_takes_effect(patrol):
@@ -159,9 +168,13 @@ def test_irl_none_skips_rewards_and_the_strategy_rounds(patrol, stack_avoid):
 
 
 def test_learner_settings_are_validated(patrol):
-    for kw, match in [({"time_limit": -1}, "positive number of seconds"), ({"time_limit": 0}, "positive"),
-                      ({"nodes": 0}, "at least 1"), ({"max_solutions": 1.5}, "whole number"),
-                      ({"max_nodes": True}, "whole number")]:
+    for kw, match in [
+        ({"time_limit": -1}, "positive number of seconds"),
+        ({"time_limit": 0}, "positive"),
+        ({"nodes": 0}, "at least 1"),
+        ({"max_solutions": 1.5}, "whole number"),
+        ({"max_nodes": True}, "whole number"),
+    ]:
         with pytest.raises(RmtkError, match=match):
             Learner(**kw)
     with pytest.raises(RmtkError, match="depth must be"):
@@ -193,18 +206,27 @@ def test_node_counts_are_consistent_and_bounded(patrol):
     assert r.nodes == MAX_NODES
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--nodes", "5", "--max-nodes", "2"], "rmtk: error: nodes=5 contradicts max_nodes=2"),
-    (["--nodes", "1000000"], "rmtk: error: nodes=1000000 is above rmtk's bound of 64 nodes"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--nodes", "5", "--max-nodes", "2"], "rmtk: error: nodes=5 contradicts max_nodes=2"),
+        (["--nodes", "1000000"], "rmtk: error: nodes=1000000 is above rmtk's bound of 64 nodes"),
+    ],
+)
 def test_cli_node_counts(flags, message):
     import os
     import subprocess
     import sys
 
     env = dict(os.environ, PYTHONPATH=str(MODELS.parent))
-    proc = subprocess.run([sys.executable, "-m", "rmtk", "learn", str(MODELS / "patrol.rm"), *flags, "-q"],
-                          check=False, capture_output=True, text=True, env=env, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rmtk", "learn", str(MODELS / "patrol.rm"), *flags, "-q"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.startswith(message) and "Traceback" not in proc.stderr
 
@@ -216,8 +238,10 @@ def test_cli_rejects_bad_numbers_and_settings(capsys):
             main(argv)
         assert e.value.code == 2
     assert "expected a" in capsys.readouterr().err
-    for argv in (["simulate", patrol_file, "-n", "5", "-T", "3", "--seed", "-1", "-o", "x.npz"],
-                 ["reproduce", "tables", "--seed", "-2"]):
+    for argv in (
+        ["simulate", patrol_file, "-n", "5", "-T", "3", "--seed", "-1", "-o", "x.npz"],
+        ["reproduce", "tables", "--seed", "-2"],
+    ):
         with pytest.raises(SystemExit) as e:
             main(argv)
         assert e.value.code == 2

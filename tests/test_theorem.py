@@ -19,6 +19,7 @@ The smallest sufficient depth d (the first depth at which every satisfying assig
 policy-equivalent) is usually far below l; ``benchmarks/theorem.py`` prints its histogram.
 Here only robust facts are asserted: d ≤ l, and once a depth suffices every larger one does.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -27,8 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from rmtk.equivalence import consistency
 from rmtk.encoders import SatEncoder
+from rmtk.equivalence import consistency
 from rmtk.learner import ExactPTP, Learner, LearnResult, NodePolicyTable, SoftOptimal
 from rmtk.machine import RewardMachine
 from rmtk.mdp import LabeledMDP
@@ -61,18 +62,24 @@ class Instance:
     def learner(self, depth: int) -> Learner:
         if self.mode == "non-stuttering":
             return Learner(ExactPTP(depth, source=self.source), max_nodes=U_MAX, irl=None)
-        return Learner(ExactPTP(depth, source=self.source, compress=False), max_nodes=U_MAX, irl=None,
-                       encoder=SatEncoder(non_stuttering=False))
+        return Learner(
+            ExactPTP(depth, source=self.source, compress=False),
+            max_nodes=U_MAX,
+            irl=None,
+            encoder=SatEncoder(non_stuttering=False),
+        )
 
     def fit(self, depth: int) -> LearnResult:
         return self.learner(depth).fit(self.task)
 
     def describe(self) -> str:
         m, mdp = self.task.machine, self.task.mdp
-        return (f"seed={self.seed} mode={self.mode} source={self.source_kind}: S={mdp.n_states} "
-                f"K={mdp.n_propositions} labels={mdp.labels.tolist()} init={np.round(mdp.initial, 3).tolist()}\n"
-                f"P=\n{np.round(mdp.P, 3)}\nmachine alphabet={m.alphabet} nodes={m.n_nodes} "
-                f"delta_u={m.delta_u.tolist()} delta_r={np.round(m.delta_r, 3).tolist()}")
+        return (
+            f"seed={self.seed} mode={self.mode} source={self.source_kind}: S={mdp.n_states} "
+            f"K={mdp.n_propositions} labels={mdp.labels.tolist()} init={np.round(mdp.initial, 3).tolist()}\n"
+            f"P=\n{np.round(mdp.P, 3)}\nmachine alphabet={m.alphabet} nodes={m.n_nodes} "
+            f"delta_u={m.delta_u.tolist()} delta_r={np.round(m.delta_r, 3).tolist()}"
+        )
 
 
 def _sparse_distribution(rng: np.random.Generator, n: int, keep: float) -> np.ndarray:
@@ -103,8 +110,9 @@ def random_instance(seed: int, mode: str = "non-stuttering", source_kind: str = 
     alphabet = list(rng.permutation(props))  # same set as the MDP's propositions, any order
     while True:
         delta_u = rng.integers(n, size=(n, K))
-        machine = RewardMachine([f"q{i}" for i in range(n)], alphabet, delta_u, rng.normal(size=(n, K)),
-                                initial=int(rng.integers(n)))
+        machine = RewardMachine(
+            [f"q{i}" for i in range(n)], alphabet, delta_u, rng.normal(size=(n, K)), initial=int(rng.integers(n))
+        )
         if mode == "non-stuttering" and not machine.is_non_stuttering():
             continue
         # the "stuttering" family asks for a stuttering machine whenever one exists (n = 2)

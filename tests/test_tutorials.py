@@ -1,5 +1,6 @@
 """The tutorials run: every ``tutorials/*.py`` script exits with 0, prints its key results,
 writes its files only to the output directory it is given, and nothing to the current one."""
+
 import os
 import re
 import shutil
@@ -118,7 +119,9 @@ EXPECTED = {
             "mdp FrozenLake-v1 (explicit): 16 states, 4 actions",
             "as the labeled MDP: [(10, 0.33333333333333337), (14, 0.33333333333333337), (15, 0.3333333333333333)]",
             "a hole absorbs: [(5, 1.0)]",
-            re.compile(r"\d+ machine\(s\) with 2 nodes; every one reproduces the expert's policy after every word: True"),
+            re.compile(
+                r"\d+ machine\(s\) with 2 nodes; every one reproduces the expert's policy after every word: True"
+            ),
             "u0 -> u1 on k",
             re.compile(r"re-planned policy differs from the expert's by \d\.\de-1[0-9]"),
             "check_env(RewardMachineEnv(gymnasium.make('FrozenLake-v1'), ...)): passed",
@@ -138,8 +141,9 @@ def _env(**extra) -> dict:
 
 
 def _run(script: Path, cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(script), *args], cwd=cwd, env=env or _env(),
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, str(script), *args], cwd=cwd, env=env or _env(), capture_output=True, text=True, timeout=120
+    )
 
 
 def test_every_tutorial_is_checked():
@@ -189,14 +193,19 @@ def test_default_output_directory_is_temporary(tmp_path):
 
 def test_models_from_the_installed_package(tmp_path):
     """A tutorial copied out of the checkout finds the models in the installed package."""
-    probe = subprocess.run([sys.executable, "-c", "import importlib.util as u; print(u.find_spec('rmtk.models'))"],
-                           cwd=tmp_path, capture_output=True, text=True)
+    probe = subprocess.run(
+        [sys.executable, "-c", "import importlib.util as u; print(u.find_spec('rmtk.models'))"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     if probe.returncode != 0 or probe.stdout.strip() == "None":
         pytest.skip("rmtk.models is not importable (rmtk is not installed, or installed in editable mode)")
     copy = tmp_path / "elsewhere" / "tutorials" / "04_recover_rewards.py"
     copy.parent.mkdir(parents=True)
     shutil.copy(TUTORIALS / "04_recover_rewards.py", copy)
-    proc = subprocess.run([sys.executable, str(copy), str(tmp_path / "out")], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(copy), str(tmp_path / "out")], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert "equal to the true rewards: True" in proc.stdout

@@ -8,6 +8,7 @@ message looks like, and meet the ``gridworld`` generator.
 Run it with ``python tutorials/01_author_a_task.py [OUTPUT_DIR]``. The only file it
 writes (``fetch.rm``) goes to OUTPUT_DIR (default: a fresh temporary directory).
 """
+
 import sys
 import tempfile
 from pathlib import Path
@@ -142,8 +143,9 @@ broken = {
     "a transition without 'on'": TEXT.replace("u0 -> u1 on A | B", "u0 -> u1 A | B"),
     "a letter outside the alphabet": TEXT.replace("on G reward 1", "on G | Q reward 1"),
     "probabilities summing to 0.9": TEXT.replace("s1 left  -> s0 0.9, s1 0.1", "s1 left  -> s0 0.8, s1 0.1"),
-    "two transitions on the same letter": TEXT.replace("u1 -> u1 on else reward -0.1   # carrying costs",
-                                                       "u1 -> u1 on G"),
+    "two transitions on the same letter": TEXT.replace(
+        "u1 -> u1 on else reward -0.1   # carrying costs", "u1 -> u1 on G"
+    ),
 }
 for what, bad in broken.items():
     try:
@@ -178,7 +180,6 @@ print(grid.summary())
 print("states (free cells, column by column):", grid.states)
 print("actions:", grid.actions)
 print("labels:", [grid.label(s) for s in grid.states])
-print("successors('r2c0', 'up') =",
-      [(grid.states[t], round(p, 3)) for t, p in grid.successors("r2c0", "up")])
+print("successors('r2c0', 'up') =", [(grid.states[t], round(p, 3)) for t, p in grid.successors("r2c0", "up")])
 print("made by:", grid.source.generator, dict(grid.source.params))
 print(dsl.dumps(grid))

@@ -10,13 +10,11 @@ verdict shows with two words why they are wrong.
 Run it with ``python tutorials/02_learn_from_exact_policy.py [OUTPUT_DIR]`` (it writes
 nothing; the argument is accepted like in the other tutorials).
 """
+
 import sys
 from pathlib import Path
 
-from rmtk import dsl
-from rmtk import ExactPTP, Learner
-
-
+from rmtk import ExactPTP, Learner, dsl
 
 # Like every tutorial this one accepts an output directory as its first argument, but it
 # writes no file, so it neither creates nor uses one.
@@ -48,8 +46,7 @@ result = Learner(ExactPTP(6), max_nodes=4).fit(task)
 # distinct machines up to renaming (what you want to look at).
 print("== depth 6, at most 4 nodes")
 print(f"sizes tried (nodes, satisfiable): {result.search.tried}")
-print(f"{result.raw_count} raw solutions, {result.distinct_count} distinct machine(s) "
-      f"with {result.n_nodes} nodes")
+print(f"{result.raw_count} raw solutions, {result.distinct_count} distinct machine(s) with {result.n_nodes} nodes")
 
 # The verdict does not compare the machines' graphs: it checks, on the synchronised product
 # of the MDP with both machines, that the learned machine reproduces the expert's policy
@@ -79,8 +76,7 @@ for stage, seconds in result.timings.items():
 # explain them, and two different 3-node machines do.
 shallow = Learner(ExactPTP(3), max_nodes=4).fit(task)
 print("\n== depth 3, at most 4 nodes")
-print(f"{shallow.raw_count} raw solutions, {shallow.distinct_count} distinct machine(s) "
-      f"with {shallow.n_nodes} nodes")
+print(f"{shallow.raw_count} raw solutions, {shallow.distinct_count} distinct machine(s) with {shallow.n_nodes} nodes")
 for i, machine in enumerate(shallow.machines):
     print()
     print(dsl.dumps(machine))
@@ -97,7 +93,9 @@ for i, machine in enumerate(shallow.machines):
     word1, word2, state = verdict.witness
     print(f"witness words: {' '.join(word1)!r} and {' '.join(word2)!r} at state {state}")
     true1, true2 = task.machine.final(word1), task.machine.final(word2)
-    print(f"  the true machine is in {task.machine.nodes[true1]} after the first and in "
-          f"{task.machine.nodes[true2]} after the second")
+    print(
+        f"  the true machine is in {task.machine.nodes[true1]} after the first and in "
+        f"{task.machine.nodes[true2]} after the second"
+    )
 print("some filling of the free transitions is consistent:", shallow.completion_consistent)
 print("\nDeeper trees contain those words: at depth 6 the 4-node machine is the only answer.")

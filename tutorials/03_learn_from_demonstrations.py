@@ -9,12 +9,12 @@ the paper's eq. 18-19), so some could be wrong, and MaxSAT may drop the fewest o
 Run it with ``python tutorials/03_learn_from_demonstrations.py [OUTPUT_DIR]``; the
 demonstrations are written to OUTPUT_DIR (default: a fresh temporary directory).
 """
+
 import sys
 import tempfile
 from pathlib import Path
 
-from rmtk import data, dsl
-from rmtk import ConfidenceMiner, EmpiricalPTP, Learner, MaxSatEncoder
+from rmtk import ConfidenceMiner, EmpiricalPTP, Learner, MaxSatEncoder, data, dsl
 from rmtk.simulate import simulate
 
 
@@ -25,7 +25,6 @@ def output_dir() -> Path:
         out.mkdir(parents=True, exist_ok=True)
         return out
     return Path(tempfile.mkdtemp(prefix="rmtk-tutorial-03-"))
-
 
 
 OUT = output_dir()
@@ -49,8 +48,9 @@ print(dsl.dumps(task.machine))
 demos = simulate(task, 20000, 20, seed=0)
 print("simulated:", demos.summary())
 first = demos[0]
-steps = [f"{mdp.states[s]}[{mdp.label(int(s))}] {mdp.actions[a]}"
-         for s, a in zip(first.states[0, :4], first.actions[0, :4])]
+steps = [
+    f"{mdp.states[s]}[{mdp.label(int(s))}] {mdp.actions[a]}" for s, a in zip(first.states[0, :4], first.actions[0, :4])
+]
 print("trajectory 0 begins:", " ; ".join(steps), "...")
 print("its label word:", " ".join(mdp.label(int(s)) for s in first.states[0]))
 
@@ -107,5 +107,7 @@ print("stats:", result.stats())
 # strategy changes (`irl=None` skips the reward recovery, which we do not look at here).
 few = Learner(ptp=EmpiricalPTP(loaded[:500]), encoder=MaxSatEncoder(), nodes=3, irl=None).fit(task)
 print("\n== 500 trajectories, MaxSAT at 3 nodes")
-print(f"|E-| = {len(few.negatives)}, false positive rate {few.false_positive_rate:.3f}, "
-      f"MaxSAT cost {few.search.cost}, {few.distinct_count} distinct machines")
+print(
+    f"|E-| = {len(few.negatives)}, false positive rate {few.false_positive_rate:.3f}, "
+    f"MaxSAT cost {few.search.cost}, {few.distinct_count} distinct machines"
+)

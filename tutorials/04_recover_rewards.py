@@ -15,6 +15,7 @@ The learner does this for every machine it finds (``result.reward_fits``, tutori
 
 Run it with ``python tutorials/04_recover_rewards.py [OUTPUT_DIR]`` (it writes nothing).
 """
+
 import sys
 from pathlib import Path
 
@@ -23,8 +24,6 @@ import numpy as np
 from rmtk import dsl
 from rmtk.irl import check, describe, reward_fit, sparsest
 from rmtk.planning import task_policy
-
-
 
 # Like every tutorial this one accepts an output directory as its first argument, but it
 # writes no file, so it neither creates nor uses one.
@@ -89,5 +88,7 @@ print(dsl.dumps(best.machine))
 # minimum-norm and the sparsest fits agree; for a wrong machine or a noisy empirical policy
 # it is large (tutorial 2 shows wrong machines).
 print(f"replan_error: minimum-norm fit {fit.replan_error:.2g}, sparsest fit {best.replan_error:.2g}")
-print(f"residual of the equations: {fit.residual:.2g}; null space {fit.null_dim}, "
-      f"shaping directions {fit.shaping_dim}, identified up to shaping: {fit.identified_up_to_shaping}")
+print(
+    f"residual of the equations: {fit.residual:.2g}; null space {fit.null_dim}, "
+    f"shaping directions {fit.shaping_dim}, identified up to shaping: {fit.identified_up_to_shaping}"
+)

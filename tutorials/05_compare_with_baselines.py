@@ -11,6 +11,7 @@ B, then C, then D": it has no memory, and that is what the machine adds.
 Run it with ``python tutorials/05_compare_with_baselines.py [OUTPUT_DIR]`` (it writes
 nothing).
 """
+
 import sys
 from pathlib import Path
 
@@ -23,8 +24,6 @@ from rmtk.evaluation import average_log_likelihood, average_return, log_likeliho
 from rmtk.irl import learned_product_policy
 from rmtk.planning import soft_bellman, task_policy
 from rmtk.simulate import simulate
-
-
 
 # Like every tutorial this one accepts an output directory as its first argument, but it
 # writes no file, so it neither creates nor uses one.
@@ -53,8 +52,10 @@ print("train:", train.summary(), "| held out:", test.summary())
 # never visited get the uniform distribution.
 result = Learner(EmpiricalPTP(train), encoder=MaxSatEncoder(), nodes=4).fit(task)
 learned = result.machines[0]
-print(f"\nlearned {result.distinct_count} machine(s); |E-| = {len(result.negatives)}, "
-      f"MaxSAT cost {result.search.cost}; same structure as the truth: {result.isomorphic_to_truth()[0]}")
+print(
+    f"\nlearned {result.distinct_count} machine(s); |E-| = {len(result.negatives)}, "
+    f"MaxSAT cost {result.search.cost}; same structure as the truth: {result.isomorphic_to_truth()[0]}"
+)
 print(dsl.dumps(learned))
 product_policy = learned_product_policy(learned, result.ptp, n_states=mdp.n_states)
 print("product policy shape (states, nodes, actions):", product_policy.shape)
@@ -100,8 +101,10 @@ for name, (policy, policy_machine) in policies.items():
 # state, so a few held-out trajectories score -inf; the paper clips such policies. We report
 # both, clipping every policy at 1e-3 (max(pi, 1e-3), renormalised).
 ll_raw = log_likelihood(test, mdp, product_policy, machine=learned)
-print(f"\nlearned product policy, unclipped: {int(np.isinf(ll_raw).sum())} of {len(ll_raw)} held-out "
-      f"trajectories have log-likelihood -inf")
+print(
+    f"\nlearned product policy, unclipped: {int(np.isinf(ll_raw).sum())} of {len(ll_raw)} held-out "
+    f"trajectories have log-likelihood -inf"
+)
 print("== held-out log-likelihood per trajectory (higher is better)")
 print(f"  {'':34} {'raw':>9} {'clip 1e-3':>10}")
 clipped = {}
@@ -115,5 +118,7 @@ for name, (policy, policy_machine) in policies.items():
 ours = "learned machine, product policy"
 baselines = ["D-IRL (reward per state)", "F-IRL (reward per proposition)", "uniform"]
 assert all(returns[ours] > returns[b] and clipped[ours] > clipped[b] for b in baselines)
-print("\nthe learned machine's product policy beats D-IRL, F-IRL and uniform on the return and on "
-      "the (clipped) held-out log-likelihood")
+print(
+    "\nthe learned machine's product policy beats D-IRL, F-IRL and uniform on the return and on "
+    "the (clipped) held-out log-likelihood"
+)

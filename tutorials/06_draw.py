@@ -8,6 +8,7 @@ both writes and reads (safely: the file is parsed, never evaluated).
 Run it with ``python tutorials/06_draw.py [OUTPUT_DIR]``; every picture and text file goes
 to OUTPUT_DIR (default: a fresh temporary directory).
 """
+
 import sys
 import tempfile
 from pathlib import Path
@@ -30,7 +31,6 @@ def output_dir() -> Path:
         out.mkdir(parents=True, exist_ok=True)
         return out
     return Path(tempfile.mkdtemp(prefix="rmtk-tutorial-06-"))
-
 
 
 def wrote(path: Path) -> None:

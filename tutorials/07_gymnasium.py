@@ -13,6 +13,7 @@ What you provide: the environment, a *labeler* (observation → one proposition)
 Run it with ``python tutorials/07_gymnasium.py [OUTPUT_DIR]`` (it writes nothing; the
 argument is accepted like in the other tutorials). Needs ``pip install 'rmtk[gym]'``.
 """
+
 import sys
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from rmtk import ConfidenceMiner, EmpiricalPTP, Learner, RewardMachine, dsl, isomorphic
+from rmtk import ConfidenceMiner, EmpiricalPTP, Learner, dsl, isomorphic
 from rmtk.gym import Bins, NodePolicy, QLearning, RewardMachineEnv, collect, greedy_episode
 from rmtk.simplest import SimplestEncoder
 
@@ -86,13 +87,16 @@ print(recording.summary())
 # is. There is no transition model, so we fit the recording's `space` (states, actions,
 # propositions) and ask for no rewards. SimplestEncoder keeps, among the smallest machines
 # that separate every negative example, those where the fewest letters move a node.
-result = Learner(EmpiricalPTP(recording), miner=ConfidenceMiner(0.01), encoder=SimplestEncoder(), irl=None,
-                 max_nodes=3).fit(recording.space)
+result = Learner(
+    EmpiricalPTP(recording), miner=ConfidenceMiner(0.01), encoder=SimplestEncoder(), irl=None, max_nodes=3
+).fit(recording.space)
 learned = result.machines[0]
 print(f"{len(result.negatives)} negative examples; {len(result.machines)} machine(s) with {result.n_nodes} nodes")
 print(dsl.dumps(learned))
-print("the expert's machine, up to renaming:", isomorphic(learned, secret.with_alphabet_order(learned.alphabet),
-                                                          rewards=False))
+print(
+    "the expert's machine, up to renaming:",
+    isomorphic(learned, secret.with_alphabet_order(learned.alphabet), rewards=False),
+)
 
 # %% 5. Rewards for the learned machine
 # Without a model, the data say what the task's steps are, not what they are worth; we say

@@ -11,6 +11,7 @@ Gymnasium's ``check_env``. Last, the same model estimated from recorded episodes
 Run it with ``python tutorials/08_frozenlake.py [OUTPUT_DIR]`` (it writes nothing; the
 argument is accepted like in the other tutorials). Needs ``pip install 'rmtk[gym]'``.
 """
+
 import sys
 import warnings
 from pathlib import Path
@@ -44,7 +45,7 @@ def make():
 
 env = make()
 cells = "".join("".join(row) for row in env.unwrapped.desc.astype(str))
-print("map:", " ".join(cells[r * 4:r * 4 + 4] for r in range(4)))
+print("map:", " ".join(cells[r * 4 : r * 4 + 4] for r in range(4)))
 KEY = 3
 names = ["k" if s == KEY else {"H": "h", "G": "g"}.get(c, "f") for s, c in enumerate(cells)]
 labeler = StateLabels("f g h k", [["f", "g", "h", "k"].index(n) for n in names])
@@ -75,8 +76,10 @@ task = Task(mdp, machine, lam=0.1, max_nodes=4, name="key_then_goal")
 # ExactPTP(None): no depth to choose; the learner grows the prefix tree until the exact
 # verdict holds for every word of every length (docs/design.md, section 9).
 result = Learner(ExactPTP(None), max_nodes=4).fit(task)
-print(f"{len(result.machines)} machine(s) with {result.n_nodes} nodes; every one reproduces the expert's policy "
-      f"after every word: {all(v.consistent for v in result.verdicts)}")
+print(
+    f"{len(result.machines)} machine(s) with {result.n_nodes} nodes; every one reproduces the expert's policy "
+    f"after every word: {all(v.consistent for v in result.verdicts)}"
+)
 # The learned machines differ only where no behaviour can tell (what the goal and the holes
 # do next: the agent stays there for ever); the first one:
 learned = result.machines[0]
@@ -87,8 +90,7 @@ print(dsl.dumps(learned))
 # (printed above): the sparsest rewards under which the expert's policy is soft-optimal.
 # Re-planning with them gives the expert's policy back.
 fit = result.reward_fits[0]
-print(f"reward fit: residual {fit.residual:.1e}; re-planned policy differs from the expert's by "
-      f"{fit.replan_error:.1e}")
+print(f"reward fit: residual {fit.residual:.1e}; re-planned policy differs from the expert's by {fit.replan_error:.1e}")
 policy = soft_bellman(mdp, learned, gamma=0.95, lam=0.1).pi  # (states, nodes, actions)
 
 

@@ -7,6 +7,7 @@ arrays; :func:`load` and :func:`save` pick the file format from the extension: C
 Loading always validates the data against the MDP: indices in range, labels matching, every
 step possible.
 """
+
 from __future__ import annotations
 
 import os
@@ -36,7 +37,9 @@ def format_of(path, format: str | None = None) -> str:
     ext = os.path.splitext(str(path))[1].lower()
     if ext not in FORMATS:
         supported = ", ".join(f"{e} ({n})" for e, n in FORMATS.items())
-        raise DataError(f"{path}: unsupported demonstrations format {ext or '(no extension)'!r}; supported: {supported}")
+        raise DataError(
+            f"{path}: unsupported demonstrations format {ext or '(no extension)'!r}; supported: {supported}"
+        )
     return ext[1:]
 
 
@@ -57,8 +60,15 @@ def load(path, mdp) -> Demonstrations:
     return load_npz(path, mdp)
 
 
-def save(demos: Demonstrations, path, mdp=None, overwrite: bool = False, *, format: str | None = None,
-         partition_size: int | None = None) -> None:
+def save(
+    demos: Demonstrations,
+    path,
+    mdp=None,
+    overwrite: bool = False,
+    *,
+    format: str | None = None,
+    partition_size: int | None = None,
+) -> None:
     """Save demonstrations by ``format`` (``"csv"``, ``"npz"``, ``"parquet"``) or by extension
     (``.csv`` needs ``mdp``; ``.npz`` validates against it when given; a ``.parquet`` name, an
     existing directory or a path ending with ``/`` is a Parquet dataset directory, which needs
@@ -81,5 +91,17 @@ def save(demos: Demonstrations, path, mdp=None, overwrite: bool = False, *, form
         save_npz(demos, path, overwrite=overwrite)
 
 
-__all__ = ["PAD", "Demonstrations", "validate", "load", "save", "load_csv", "save_csv", "load_npz", "save_npz",
-           "FORMATS", "CSV_COLUMNS", "format_of"]
+__all__ = [
+    "PAD",
+    "Demonstrations",
+    "validate",
+    "load",
+    "save",
+    "load_csv",
+    "save_csv",
+    "load_npz",
+    "save_npz",
+    "FORMATS",
+    "CSV_COLUMNS",
+    "format_of",
+]

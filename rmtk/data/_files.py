@@ -2,6 +2,7 @@
 
 Writing goes through :mod:`rmtk.output`: checked before the work, written to a temporary
 file and renamed into place when complete."""
+
 from __future__ import annotations
 
 from .. import output

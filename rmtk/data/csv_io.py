@@ -1,5 +1,6 @@
 """Demonstrations as CSV: a header ``trajectory,step,state,action[,label]`` and one row per
 step, values as names or indices; every bad record is named by file and line."""
+
 from __future__ import annotations
 
 import contextlib
@@ -172,14 +173,15 @@ def _load_csv(path, mdp) -> Demonstrations:
     nonblank = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
     keep = np.flatnonzero(nonblank > 0)
     if keep.size == 0:
-        raise DataError(f"{src}: empty file; expected a header line {','.join(_CSV_REQUIRED)}[,label] and one row per step")
+        raise DataError(
+            f"{src}: empty file; expected a header line {','.join(_CSV_REQUIRED)}[,label] and one row per step"
+        )
     header_line = int(lines[keep[0]])
     header = [h.strip().lower() for h in rows[keep[0]]]
     expected_hdr = f"{','.join(_CSV_REQUIRED)}[,label]"
     for k, h in enumerate(header):
         if h not in CSV_COLUMNS:
-            hint = (" (the first line must be a header: " + expected_hdr + ")"
-                    if header[0].strip().isdigit() else "")
+            hint = " (the first line must be a header: " + expected_hdr + ")" if header[0].strip().isdigit() else ""
             raise DataError(
                 f"{src}:{header_line}: unknown column {rows[keep[0]][k]!r} in the header; the columns are "
                 f"trajectory, step, state, action and optionally label{hint}"
@@ -200,7 +202,10 @@ def _load_csv(path, mdp) -> Demonstrations:
     wrong = np.flatnonzero(lens != ncol)
     if wrong.size:
         j = int(data_idx[wrong[0]])
-        raise DataError(f"{src}:{lines[j]}: {lens[wrong[0]]} field{'s' if lens[wrong[0]] != 1 else ''}, expected {ncol} ({','.join(header)})")
+        raise DataError(
+            f"{src}:{lines[j]}: {lens[wrong[0]]} field{'s' if lens[wrong[0]] != 1 else ''}, expected {ncol} "
+            f"({','.join(header)})"
+        )
     lines = lines[data_idx]
     data = rows if data_idx.size == len(rows) - 1 and keep[0] == 0 else None
     if data is not None:
@@ -238,8 +243,7 @@ def _load_csv(path, mdp) -> Demonstrations:
 
     states = _lookup(col["state"], mdp.states, "state", "a state name", src, lines)
     actions = _lookup(col["action"], mdp.actions, "action", "an action name", src, lines)
-    labels = (_lookup(col["label"], mdp.propositions, "label", "a proposition", src, lines)
-              if "label" in col else None)
+    labels = _lookup(col["label"], mdp.propositions, "label", "a proposition", src, lines) if "label" in col else None
     del cols, col
 
     # group by trajectory, order by step; steps must be 0, 1, 2, ...

@@ -7,9 +7,10 @@ takes ``actions[i, t]``; the label word of step ``t`` is ``L(s_0) ... L(s_t)`` (
 "The prefix convention"). Labels are not stored: they are the MDP's; a file may carry them and
 they are then checked against the MDP's labeling.
 """
+
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import attrs
 import numpy as np
@@ -70,11 +71,13 @@ class Demonstrations:
             pad = None if full else ~inside & (arr != PAD)
             if pad is not None and pad.any():
                 i, t = np.argwhere(pad)[0]
-                raise DataError(f"trajectory {i}, step {t}: {name} after the trajectory's end (length {self.lengths[i]})")
+                raise DataError(
+                    f"trajectory {i}, step {t}: {name} after the trajectory's end (length {self.lengths[i]})"
+                )
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_lists(cls, trajectories) -> "Demonstrations":
+    def from_lists(cls, trajectories) -> Demonstrations:
         """From ``[[(s, a), (s, a), ...], ...]`` index pairs (ragged lengths allowed)."""
         trajectories = [list(tr) for tr in trajectories]
         N = len(trajectories)
@@ -88,7 +91,7 @@ class Demonstrations:
         return cls(states, actions, [len(tr) for tr in trajectories])
 
     @classmethod
-    def full(cls, states, actions) -> "Demonstrations":
+    def full(cls, states, actions) -> Demonstrations:
         """From ``(N, T)`` arrays without padding (every trajectory has T steps)."""
         states = np.asarray(states)
         return cls(states, actions, np.full(states.shape[0] if states.ndim > 1 else 1, states.shape[-1]))
@@ -109,7 +112,7 @@ class Demonstrations:
     def __len__(self) -> int:
         return self.n_trajectories
 
-    def __getitem__(self, index) -> "Demonstrations":
+    def __getitem__(self, index) -> Demonstrations:
         """A subset of trajectories (slice, index array or boolean mask)."""
         if isinstance(index, (int, np.integer)):
             index = [int(index)]
@@ -117,12 +120,12 @@ class Demonstrations:
         T = int(lengths.max()) if len(lengths) else 1
         return Demonstrations(self.states[index, :T], self.actions[index, :T], lengths)
 
-    def chunks(self, size: int) -> Iterator["Demonstrations"]:
+    def chunks(self, size: int) -> Iterator[Demonstrations]:
         """Consecutive blocks of at most ``size`` trajectories."""
         for lo in range(0, self.n_trajectories, size):
             yield self[lo : lo + size]
 
-    def split(self, n_test: int, *, seed: int) -> tuple["Demonstrations", "Demonstrations"]:
+    def split(self, n_test: int, *, seed: int) -> tuple[Demonstrations, Demonstrations]:
         """A seeded random (train, test) split with ``n_test`` test trajectories."""
         if not 0 <= n_test <= self.n_trajectories:
             raise DataError(f"cannot hold out {n_test} of {self.n_trajectories} trajectories")
@@ -161,8 +164,11 @@ def _transition_keys(mdp) -> np.ndarray:
 
 def out_of_range(kind: str, value: int, mdp) -> str:
     """What is wrong with a ``state``, ``action`` or ``label`` index outside the MDP's range."""
-    n, plural = {"state": (mdp.n_states, "states"), "action": (mdp.n_actions, "actions"),
-                 "label": (mdp.n_propositions, "propositions")}[kind]
+    n, plural = {
+        "state": (mdp.n_states, "states"),
+        "action": (mdp.n_actions, "actions"),
+        "label": (mdp.n_propositions, "propositions"),
+    }[kind]
     return f"{kind} index {value} is out of range (the MDP {mdp.name!r} has {plural} 0..{n - 1})"
 
 
@@ -256,8 +262,13 @@ def validate(
     i, t = (int(x) for x in where[0])
     more = len(where) - 1
     tid = trajectory_ids[i] if trajectory_ids is not None else i
-    loc = (f"{source}:{int(lines[i, t])}" if lines is not None else
-           f"{source}: row {int(rows[i, t])}" if rows is not None else source)
+    loc = (
+        f"{source}:{int(lines[i, t])}"
+        if lines is not None
+        else f"{source}: row {int(rows[i, t])}"
+        if rows is not None
+        else source
+    )
     head = f"{loc}: trajectory {_show_id(tid)}, step {t}"
     s, a = int(states[i, t]), int(actions[i, t])
     if bad_state[i, t]:
@@ -268,18 +279,24 @@ def validate(
         lab = int(labels[i, t])
         what = f"missing label (index {lab})" if lab < 0 else out_of_range("label", lab, mdp)
     elif bad_label[i, t]:
-        what = (f"label {mdp.propositions[labels[i, t]]!r} disagrees with the MDP, which labels "
-                f"state {mdp.states[s]!r} with {mdp.propositions[mdp.labels[s]]!r}")
+        what = (
+            f"label {mdp.propositions[labels[i, t]]!r} disagrees with the MDP, which labels "
+            f"state {mdp.states[s]!r} with {mdp.propositions[mdp.labels[s]]!r}"
+        )
     elif bad_start[i, t]:
         starts = [mdp.states[k] for k in np.flatnonzero(np.asarray(mdp.initial) > 0)[:5]]
         n_starts = int(np.count_nonzero(np.asarray(mdp.initial) > 0))
         shown = ", ".join(map(repr, starts)) + (f" and {n_starts - 5} more" if n_starts > 5 else "")
-        what = (f"the trajectory starts in state {mdp.states[s]!r}, where the MDP cannot start (start "
-                f"probability 0; its start state{'s are' if n_starts > 1 else ' is'} {shown})")
+        what = (
+            f"the trajectory starts in state {mdp.states[s]!r}, where the MDP cannot start (start "
+            f"probability 0; its start state{'s are' if n_starts > 1 else ' is'} {shown})"
+        )
     else:
         s2 = int(states[i, t + 1])
-        what = (f"the MDP cannot move from state {mdp.states[s]!r} to {mdp.states[s2]!r} "
-                f"with action {mdp.actions[a]!r} (probability 0)")
+        what = (
+            f"the MDP cannot move from state {mdp.states[s]!r} to {mdp.states[s2]!r} "
+            f"with action {mdp.actions[a]!r} (probability 0)"
+        )
     if more:
         what += f"; {more} more bad step{'s' if more > 1 else ''} after this one"
     raise DataError(f"{head}: {what}")

@@ -1,5 +1,6 @@
 """Demonstrations as NPZ: the padded ``states``, ``actions`` and ``lengths`` arrays (and
 optionally the labels), validated on load."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -11,10 +11,11 @@ of them, so that a counting job holds one chunk of padded arrays at a time.
 Every message names the file and, for a bad record, its row (counted from 0, as pyarrow and
 pandas number rows) with the trajectory id and step; the checks are vectorised.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import attrs
 import numpy as np
@@ -38,8 +39,9 @@ def _check_columns(schema, src: str) -> tuple[str, ...]:
     names = list(schema.names)
     for name in names:
         if name not in PARQUET_COLUMNS:
-            raise DataError(f"{src}: unknown column {name!r}; the columns are trajectory, step, state, action "
-                            "and optionally label")
+            raise DataError(
+                f"{src}: unknown column {name!r}; the columns are trajectory, step, state, action and optionally label"
+            )
         if names.count(name) > 1:
             raise DataError(f"{src}: column {name!r} appears twice")
         kind = schema.field(name).type
@@ -47,8 +49,10 @@ def _check_columns(schema, src: str) -> tuple[str, ...]:
             raise DataError(f"{src}: column {name!r} has type {kind}, expected integers")
     missing = [c for c in _REQUIRED if c not in names]
     if missing:
-        raise DataError(f"{src}: missing column{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))} "
-                        f"(the file has: {', '.join(names) or 'none'})")
+        raise DataError(
+            f"{src}: missing column{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))} "
+            f"(the file has: {', '.join(names) or 'none'})"
+        )
     return tuple(names)
 
 
@@ -62,8 +66,10 @@ def _check_mdp(meta: dict, mdp, src: str) -> None:
         return
     name, S, A = meta.get("rmtk.mdp", ""), meta.get("rmtk.states"), meta.get("rmtk.actions")
     if (S, A) != (str(mdp.n_states), str(mdp.n_actions)) or (name and mdp.name and name != mdp.name):
-        raise DataError(f"{src}: written for the MDP {name!r} ({S} states, {A} actions); the MDP given is "
-                        f"{mdp.name!r} ({mdp.n_states} states, {mdp.n_actions} actions)")
+        raise DataError(
+            f"{src}: written for the MDP {name!r} ({S} states, {A} actions); the MDP given is "
+            f"{mdp.name!r} ({mdp.n_states} states, {mdp.n_actions} actions)"
+        )
 
 
 @attrs.frozen
@@ -82,21 +88,29 @@ class Partition:
         return f"partition {self.index} of {self.count} ({self.path})"
 
     @classmethod
-    def of(cls, index: int, count: int, path: str, rows: int, info: dict) -> "Partition":
+    def of(cls, index: int, count: int, path: str, rows: int, info: dict) -> Partition:
         """The partition of a file with ``rows`` rows (its footer) and ``rmtk.*`` metadata
         ``info``, checked to hold what the metadata says it holds as far as the footer tells."""
         n, first, steps = (_whole(info, key, path) for key in ("rmtk.trajectories", "rmtk.first", "rmtk.steps"))
         part = cls(index, count, path, rows, n, first, steps)
         if steps is not None and rows != steps:
-            raise DataError(f"{part}: row {min(rows, steps)}: the file " + (
-                f"ends after {rows} rows, but rmtk wrote {steps} (metadata rmtk.steps): rows {rows}..{steps - 1} "
-                "are missing" if rows < steps else f"holds {rows} rows, but rmtk wrote {steps} (metadata rmtk.steps)"))
+            raise DataError(
+                f"{part}: row {min(rows, steps)}: the file "
+                + (
+                    f"ends after {rows} rows, but rmtk wrote {steps} (metadata rmtk.steps): rows {rows}..{steps - 1} "
+                    "are missing"
+                    if rows < steps
+                    else f"holds {rows} rows, but rmtk wrote {steps} (metadata rmtk.steps)"
+                )
+            )
         if n is not None and rows < n:
-            raise DataError(f"{part}: row {rows}: the file ends after {rows} rows, too few for the {n} trajectories "
-                            "its metadata records (rmtk.trajectories)")
+            raise DataError(
+                f"{part}: row {rows}: the file ends after {rows} rows, too few for the {n} trajectories "
+                "its metadata records (rmtk.trajectories)"
+            )
         return part
 
-    def check(self, data: "PartitionData") -> None:
+    def check(self, data: PartitionData) -> None:
         """Refuse ``data`` (this partition, read) unless it holds what the footer and the metadata
         record: the rows, and the trajectories ``first .. first + trajectories − 1`` (or their number)."""
         rows = int(data.starts[-1])
@@ -117,13 +131,19 @@ class Partition:
                 return
             k = int(differ[0]) if differ.size else m
             if k < m:
-                raise DataError(f"{self}: row {data.row(k)}: trajectory {_show_id(data.ids[k])} where its metadata "
-                                f"records trajectory {expected[k]} (trajectories {self.first}..{self.first + n - 1})")
+                raise DataError(
+                    f"{self}: row {data.row(k)}: trajectory {_show_id(data.ids[k])} where its metadata "
+                    f"records trajectory {expected[k]} (trajectories {self.first}..{self.first + n - 1})"
+                )
         if found < n:
-            raise DataError(f"{self}: row {rows}: the file ends after {found} of the {n} trajectories its metadata "
-                            "records (rmtk.trajectories)")
-        raise DataError(f"{self}: row {data.row(k)}: trajectory {_show_id(data.ids[k])} is one more than the {n} "
-                        "its metadata records (rmtk.trajectories)")
+            raise DataError(
+                f"{self}: row {rows}: the file ends after {found} of the {n} trajectories its metadata "
+                "records (rmtk.trajectories)"
+            )
+        raise DataError(
+            f"{self}: row {data.row(k)}: trajectory {_show_id(data.ids[k])} is one more than the {n} "
+            "its metadata records (rmtk.trajectories)"
+        )
 
 
 def _whole(info: dict, key: str, path: str) -> int | None:
@@ -146,7 +166,7 @@ class ParquetDataset:
     metadata: dict = attrs.field(eq=False, repr=False)
 
     @classmethod
-    def open(cls, path, mdp=None) -> "ParquetDataset":
+    def open(cls, path, mdp=None) -> ParquetDataset:
         """Find the partitions (``*.parquet`` in a directory, in name order; names starting
         with ``.`` or ``_`` are not partitions) and check every footer: columns, integer
         types, one schema for all, the MDP of the metadata against ``mdp`` (when given), and
@@ -156,8 +176,9 @@ class ParquetDataset:
         if not p.exists():
             raise DataError(f"{path}: no such file or directory")
         if p.is_dir():
-            files = sorted(f for f in p.iterdir()
-                           if f.suffix == ".parquet" and f.is_file() and not f.name.startswith((".", "_")))
+            files = sorted(
+                f for f in p.iterdir() if f.suffix == ".parquet" and f.is_file() and not f.name.startswith((".", "_"))
+            )
             if not files:
                 raise DataError(f"{path}: no Parquet files (*.parquet) in the directory")
         else:
@@ -197,10 +218,13 @@ class ParquetDataset:
 
     def summary(self) -> str:
         n = self.n_trajectories
-        return (f"{len(self.partitions)} Parquet partition{'s' if len(self.partitions) != 1 else ''}, "
-                + (f"{n:,} trajectories, " if n is not None else "") + f"{self.n_rows:,} steps")
+        return (
+            f"{len(self.partitions)} Parquet partition{'s' if len(self.partitions) != 1 else ''}, "
+            + (f"{n:,} trajectories, " if n is not None else "")
+            + f"{self.n_rows:,} steps"
+        )
 
-    def read(self, partition: Partition | int, mdp=None) -> "PartitionData":
+    def read(self, partition: Partition | int, mdp=None) -> PartitionData:
         """Read one partition and group its rows into trajectories (steps checked)."""
         part = self.partitions[partition] if isinstance(partition, (int, np.integer)) else partition
         data = PartitionData.read(part.path, self.columns, mdp, among=len(self.partitions))
@@ -237,8 +261,8 @@ class ParquetDataset:
         actions = states.copy()
         lo = 0
         for d in pieces:
-            states[lo: lo + len(d), : d.horizon] = d.states
-            actions[lo: lo + len(d), : d.horizon] = d.actions
+            states[lo : lo + len(d), : d.horizon] = d.states
+            actions[lo : lo + len(d), : d.horizon] = d.actions
             lo += len(d)
         return Demonstrations(states, actions, np.concatenate([d.lengths for d in pieces]))
 
@@ -246,16 +270,20 @@ class ParquetDataset:
 def _same_schema(first, other) -> None:
     (src0, s0, m0), (src, s, m) = first, other
     if list(s.names) != list(s0.names):
-        raise DataError(f"{src}: its schema differs from {src0}'s: columns {', '.join(s.names)} here, "
-                        f"{', '.join(s0.names)} there")
+        raise DataError(
+            f"{src}: its schema differs from {src0}'s: columns {', '.join(s.names)} here, {', '.join(s0.names)} there"
+        )
     for name in s.names:
         if s.field(name).type != s0.field(name).type:
-            raise DataError(f"{src}: its schema differs from {src0}'s: column {name!r} is {s.field(name).type} here, "
-                            f"{s0.field(name).type} there")
+            raise DataError(
+                f"{src}: its schema differs from {src0}'s: column {name!r} is {s.field(name).type} here, "
+                f"{s0.field(name).type} there"
+            )
     for key in ("rmtk.mdp", "rmtk.states", "rmtk.actions", "rmtk.propositions"):
         if m.get(key) != m0.get(key):
-            raise DataError(f"{src}: its schema differs from {src0}'s: metadata {key} is {m.get(key)!r} here, "
-                            f"{m0.get(key)!r} there")
+            raise DataError(
+                f"{src}: its schema differs from {src0}'s: metadata {key} is {m.get(key)!r} here, {m0.get(key)!r} there"
+            )
 
 
 def _check_complete(path: str, files, places) -> None:
@@ -289,11 +317,16 @@ def _check_ids_tile(parts) -> None:
     expected = 0
     for part in sorted(parts, key=lambda p: p.first):
         if part.first != expected:
-            what = ("trajectories " + (f"{expected}..{part.first - 1} are in no file" if part.first > expected
-                                       else f"{part.first}..{expected - 1} are in another file too"))
+            what = "trajectories " + (
+                f"{expected}..{part.first - 1} are in no file"
+                if part.first > expected
+                else f"{part.first}..{expected - 1} are in another file too"
+            )
             last = part.first + part.trajectories - 1
-            raise DataError(f"{part}: its metadata records trajectories {part.first}..{last}, where trajectory "
-                            f"{expected} comes next: {what}")
+            raise DataError(
+                f"{part}: its metadata records trajectories {part.first}..{last}, where trajectory "
+                f"{expected} comes next: {what}"
+            )
         expected += part.trajectories
 
 
@@ -309,8 +342,10 @@ def check_disjoint(ids_per_partition) -> None:
     if dup.size:
         a, b = owner[order[dup[0]]], owner[order[dup[0] + 1]]
         tid = ids[order[dup[0]]]
-        raise DataError(f"{ids_per_partition[b][0].path}: trajectory {_show_id(tid)} also has rows in "
-                        f"{ids_per_partition[a][0].path}; a trajectory's rows must all be in one file")
+        raise DataError(
+            f"{ids_per_partition[b][0].path}: trajectory {_show_id(tid)} also has rows in "
+            f"{ids_per_partition[a][0].path}; a trajectory's rows must all be in one file"
+        )
 
 
 class _Rows:
@@ -348,7 +383,7 @@ class PartitionData:
         return p if self.order is None else int(self.order[p])
 
     @classmethod
-    def read(cls, path: str, expected: tuple[str, ...] | None = None, mdp=None, among: int = 1) -> "PartitionData":
+    def read(cls, path: str, expected: tuple[str, ...] | None = None, mdp=None, among: int = 1) -> PartitionData:
         """Read the file ``path`` (one of ``among`` partitions)."""
         _, pq = pyarrow()
         try:
@@ -373,10 +408,12 @@ class PartitionData:
         return data
 
     @classmethod
-    def _group(cls, src: str, cols: dict, among: int = 1) -> "PartitionData":
+    def _group(cls, src: str, cols: dict, among: int = 1) -> PartitionData:
         ids, steps = cols.pop("trajectory"), cols.pop("step")
         if ids.dtype == np.uint64 and ids.size and ids.max() > np.iinfo(np.int64).max:
-            raise DataError(f"{src}: row {int(np.argmax(ids))}: trajectory id {ids.max()} is too large (at most 2^63-1)")
+            raise DataError(
+                f"{src}: row {int(np.argmax(ids))}: trajectory id {ids.max()} is too large (at most 2^63-1)"
+            )
         ids = ids.astype(np.int64, copy=False)
         n = len(ids)
         if n == 0:
@@ -429,13 +466,15 @@ class PartitionData:
                 i = int(np.searchsorted(self.starts, p, side="right") - 1)
                 t = p - int(self.starts[i])
                 row = p if self.order is None else int(self.order[p])
-                raise DataError(f"{self.source}: row {row}: trajectory {_show_id(self.ids[i])}, step {t}: "
-                                + out_of_range(name, int(column[p]), mdp))
+                raise DataError(
+                    f"{self.source}: row {row}: trajectory {_show_id(self.ids[i])}, step {t}: "
+                    + out_of_range(name, int(column[p]), mdp)
+                )
 
     def demonstrations(self, mdp, lo: int, hi: int) -> Demonstrations:
         """Trajectories ``lo .. hi − 1`` of the partition, validated against ``mdp`` (when given)."""
         hi = min(hi, self.n_trajectories)
-        starts = self.starts[lo: hi + 1]
+        starts = self.starts[lo : hi + 1]
         a, b = int(starts[0]), int(starts[-1])
         lengths = np.diff(starts)
         if mdp is None:  # no ranges checked: refuse what int32 cannot hold
@@ -455,6 +494,12 @@ class PartitionData:
                 arrays[name] = out
         demos = Demonstrations(arrays["state"], arrays["action"], lengths)
         if mdp is not None:
-            validate(demos, mdp, labels=arrays.get("label"), source=self.source, trajectory_ids=self.ids[lo:hi],
-                     rows=_Rows(starts, self.order))
+            validate(
+                demos,
+                mdp,
+                labels=arrays.get("label"),
+                source=self.source,
+                trajectory_ids=self.ids[lo:hi],
+                rows=_Rows(starts, self.order),
+            )
         return demos

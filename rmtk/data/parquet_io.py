@@ -24,6 +24,7 @@ in one file, rows sorted by (trajectory, step), files ``part-00000.parquet``,
 Writing never leaves a half dataset under the requested name: files go to a hidden sibling
 directory that is renamed only when every partition is written (:class:`Staging`).
 """
+
 from __future__ import annotations
 
 import os
@@ -69,8 +70,12 @@ def is_dataset_path(path, format: str | None = None) -> bool:
     """Whether ``path`` names a Parquet dataset: ``format="parquet"``, a ``.parquet`` name, an
     existing directory or a name ending with a path separator."""
     text = str(path)
-    return (format == "parquet" or text.lower().rstrip("/\\").endswith(".parquet") or os.path.isdir(text)
-            or text.endswith(("/", os.sep)))
+    return (
+        format == "parquet"
+        or text.lower().rstrip("/\\").endswith(".parquet")
+        or os.path.isdir(text)
+        or text.endswith(("/", os.sep))
+    )
 
 
 @attrs.frozen
@@ -92,22 +97,40 @@ class PartitionSchema:
         """The schema of ``n_trajectories`` trajectories of up to ``horizon`` steps on ``mdp`` in
         partitions of ``partition_size`` (``labels``: write the label column)."""
         whole_number("partition_size", error=DataError)(partition_size)
-        return cls(str(getattr(mdp, "name", "") or ""), mdp.n_states, mdp.n_actions, mdp.n_propositions,
-                   horizon, n_trajectories, -(-n_trajectories // partition_size),
-                   np.asarray(mdp.labels) if labels else None)
+        return cls(
+            str(getattr(mdp, "name", "") or ""),
+            mdp.n_states,
+            mdp.n_actions,
+            mdp.n_propositions,
+            horizon,
+            n_trajectories,
+            -(-n_trajectories // partition_size),
+            np.asarray(mdp.labels) if labels else None,
+        )
 
     def dtypes(self) -> dict[str, np.dtype]:
-        out = {"trajectory": narrow_uint(self.n_trajectories - 1), "step": narrow_uint(self.horizon - 1),
-               "state": narrow_uint(self.n_states - 1), "action": narrow_uint(self.n_actions - 1)}
+        out = {
+            "trajectory": narrow_uint(self.n_trajectories - 1),
+            "step": narrow_uint(self.horizon - 1),
+            "state": narrow_uint(self.n_states - 1),
+            "action": narrow_uint(self.n_actions - 1),
+        }
         if self.labels is not None:
             out["label"] = narrow_uint(self.n_propositions - 1)
         return out
 
     def metadata(self, index: int, n_trajectories: int, first_id: int, n_steps: int) -> dict[str, str]:
-        return {"rmtk.format": FORMAT_VERSION, "rmtk.mdp": self.mdp_name, "rmtk.states": str(self.n_states),
-                "rmtk.actions": str(self.n_actions), "rmtk.propositions": str(self.n_propositions),
-                "rmtk.partition": f"{index}/{self.n_partitions}", "rmtk.trajectories": str(n_trajectories),
-                "rmtk.first": str(first_id), "rmtk.steps": str(n_steps)}
+        return {
+            "rmtk.format": FORMAT_VERSION,
+            "rmtk.mdp": self.mdp_name,
+            "rmtk.states": str(self.n_states),
+            "rmtk.actions": str(self.n_actions),
+            "rmtk.propositions": str(self.n_propositions),
+            "rmtk.partition": f"{index}/{self.n_partitions}",
+            "rmtk.trajectories": str(n_trajectories),
+            "rmtk.first": str(first_id),
+            "rmtk.steps": str(n_steps),
+        }
 
     def write(self, demos: Demonstrations, path, *, index: int, first_id: int) -> int:
         """Write ``demos`` (trajectories ``first_id, first_id + 1, …``) as partition ``index``
@@ -115,8 +138,10 @@ class PartitionSchema:
         pa, pq = pyarrow()
         N, T = demos.states.shape
         if T > self.horizon or first_id + N > self.n_trajectories:
-            raise DataError(f"partition {index}: {N} trajectories of up to {T} steps from id {first_id} do not "
-                            f"fit the dataset's {self.n_trajectories} trajectories of up to {self.horizon} steps")
+            raise DataError(
+                f"partition {index}: {N} trajectories of up to {T} steps from id {first_id} do not "
+                f"fit the dataset's {self.n_trajectories} trajectories of up to {self.horizon} steps"
+            )
         types = self.dtypes()
         if bool((demos.lengths == T).all()):  # no padding: the rows are the arrays in order
             ids = np.repeat(np.arange(first_id, first_id + N, dtype=types["trajectory"]), T)
@@ -127,16 +152,25 @@ class PartitionSchema:
             ids = (ii + first_id).astype(types["trajectory"])
             steps = tt.astype(types["step"])
             states, actions = demos.states[ii, tt], demos.actions[ii, tt]
-        columns = {"trajectory": ids, "step": steps, "state": states.astype(types["state"]),
-                   "action": actions.astype(types["action"])}
+        columns = {
+            "trajectory": ids,
+            "step": steps,
+            "state": states.astype(types["state"]),
+            "action": actions.astype(types["action"]),
+        }
         if self.labels is not None:
             columns["label"] = self.labels[states].astype(types["label"])
         table = pa.table({k: pa.array(v) for k, v in columns.items()})
         table = table.replace_schema_metadata(self.metadata(index, N, first_id, len(ids)))
         small = [c for c in columns if c != "trajectory"]
         with output.replacing(path, error=DataError) as f:
-            pq.write_table(table, f, compression="zstd", use_dictionary=small,
-                           column_encoding={"trajectory": "DELTA_BINARY_PACKED"})
+            pq.write_table(
+                table,
+                f,
+                compression="zstd",
+                use_dictionary=small,
+                column_encoding={"trajectory": "DELTA_BINARY_PACKED"},
+            )
         return os.path.getsize(path)
 
 
@@ -178,12 +212,16 @@ class Staging:
         if not entries:
             return
         if not self.overwrite:
-            raise DataError(f"{p}: the directory holds data ({len(entries)} entr{'ies' if len(entries) > 1 else 'y'}); "
-                            "pass --force (command line) or overwrite=True to replace it")
+            raise DataError(
+                f"{p}: the directory holds data ({len(entries)} entr{'ies' if len(entries) > 1 else 'y'}); "
+                "pass --force (command line) or overwrite=True to replace it"
+            )
         others = [e for e in entries if not (e.endswith(".parquet") and (p / e).is_file())]
         if others:
-            raise DataError(f"{p}: holds files that are not Parquet partitions ({', '.join(others[:3])}); "
-                            "refusing to replace it, even with --force")
+            raise DataError(
+                f"{p}: holds files that are not Parquet partitions ({', '.join(others[:3])}); "
+                "refusing to replace it, even with --force"
+            )
 
     def file(self, index: int) -> str:
         """Where partition ``index`` is written."""
@@ -206,7 +244,7 @@ class Staging:
     def abort(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def __enter__(self) -> "Staging":
+    def __enter__(self) -> Staging:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -214,19 +252,27 @@ class Staging:
             self.abort()
 
 
-def save_parquet(demos: Demonstrations, path, mdp, *, partition_size: int = PARTITION_SIZE,
-                 overwrite: bool = False, labels: bool = False) -> int:
+def save_parquet(
+    demos: Demonstrations,
+    path,
+    mdp,
+    *,
+    partition_size: int = PARTITION_SIZE,
+    overwrite: bool = False,
+    labels: bool = False,
+) -> int:
     """Write ``demos`` as a Parquet dataset directory at ``path``: ``partition_size``
     trajectories per file, trajectory ids 0..N−1, and the label column when ``labels``.
     The demonstrations are validated against ``mdp`` first. Returns the number of files."""
     if mdp is None:
         raise DataError(f"{path}: writing Parquet needs the MDP (its size and name go in the schema)")
-    schema = PartitionSchema.of(mdp, horizon=demos.horizon, n_trajectories=demos.n_trajectories,
-                                partition_size=partition_size, labels=labels)
+    schema = PartitionSchema.of(
+        mdp, horizon=demos.horizon, n_trajectories=demos.n_trajectories, partition_size=partition_size, labels=labels
+    )
     pyarrow()
     with Staging(path, overwrite) as staging:
         validate(demos, mdp, source=str(path))
         for k, lo in enumerate(range(0, demos.n_trajectories, partition_size)):
-            schema.write(demos[lo: lo + partition_size], staging.file(k), index=k, first_id=lo)
+            schema.write(demos[lo : lo + partition_size], staging.file(k), index=k, first_id=lo)
         staging.commit()
     return schema.n_partitions

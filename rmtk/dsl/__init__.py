@@ -3,6 +3,7 @@
 Mirrors :mod:`json`: :func:`loads`/:func:`load` read text/a file into an :class:`RmFile`,
 :func:`dumps`/:func:`dump` write canonical text. The grammar is ``grammars/rmtk.lark``.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,10 @@ def loads(text: str, *, file: str = "<string>") -> RmFile:
     """Parse `.rm` text; errors name ``file``, the line and the column."""
     if not isinstance(text, str):
         hint = "; decode bytes first (text.decode('utf-8'))" if isinstance(text, (bytes, bytearray)) else ""
-        raise RmtkError(f"{file}: loads expects the text of an .rm file (a str), not {type(text).__name__}{hint}; "
-                        "dsl.load(path) reads a file")
+        raise RmtkError(
+            f"{file}: loads expects the text of an .rm file (a str), not {type(text).__name__}{hint}; "
+            "dsl.load(path) reads a file"
+        )
     from .parser import parse_text  # imports Lark only when something is parsed
 
     return parse_text(text, file)

@@ -1,8 +1,10 @@
 """Meaning of `.rm` blocks: build LabeledMDP, RewardMachine and Task objects from the
 positioned statements, with every meaning error located at the offending name or value."""
+
 from __future__ import annotations
 
-from typing import Iterable, NoReturn
+from collections.abc import Iterable
+from typing import NoReturn
 
 import numpy as np
 
@@ -48,7 +50,9 @@ def build_machine(block: S.Block, ctx: Context) -> RewardMachine:
         else:
             _wrong_statement(ctx, st, where)
     if not alphabet:
-        ctx.fail(f"{where} has no 'alphabet' setting; list the propositions it reads, e.g. 'alphabet A B C'", block.name)
+        ctx.fail(
+            f"{where} has no 'alphabet' setting; list the propositions it reads, e.g. 'alphabet A B C'", block.name
+        )
     ctx.unique(alphabet, "proposition")
     letters = [str(a) for a in alphabet]
 
@@ -202,8 +206,11 @@ def build_mdp(block: S.Block, ctx: Context) -> LabeledMDP:
     unlabeled = [str(states[s]) for s in range(n_s) if s not in label_of]
     if unlabeled:
         more = f" and {len(unlabeled) - 3} more" if len(unlabeled) > 3 else ""
-        ctx.fail(f"state {unlabeled[0]!r}{', ' + ', '.join(map(repr, unlabeled[1:3])) if len(unlabeled) > 1 else ''}"
-                 f"{more} of {where} has no label; write 'label P {unlabeled[0]}'", block.name)
+        ctx.fail(
+            f"state {unlabeled[0]!r}{', ' + ', '.join(map(repr, unlabeled[1:3])) if len(unlabeled) > 1 else ''}"
+            f"{more} of {where} has no label; write 'label P {unlabeled[0]}'",
+            block.name,
+        )
 
     # initial distribution
     initial = np.full(n_s, 1.0 / n_s)
@@ -216,7 +223,9 @@ def build_mdp(block: S.Block, ctx: Context) -> LabeledMDP:
     for t in transitions:
         s = state(t.state)
         if t.action not in ai:
-            ctx.fail(f"undefined action {str(t.action)!r} in {where}; actions are {' '.join(map(str, actions))}", t.action)
+            ctx.fail(
+                f"undefined action {str(t.action)!r} in {where}; actions are {' '.join(map(str, actions))}", t.action
+            )
         a = ai[t.action]
         if (s, a) in seen:
             ctx.fail(
@@ -362,7 +371,9 @@ def build_file(blocks: list[S.Block], file: str, text: str) -> RmFile:
     for b in blocks:
         ns = "mdp" if b.kind == "generated" else b.kind
         if (ns, b.name) in seen:
-            ctx.fail(f"a second {ns} is named {str(b.name)!r} (the first at line {seen[(ns, b.name)].pos.line})", b.name)
+            ctx.fail(
+                f"a second {ns} is named {str(b.name)!r} (the first at line {seen[(ns, b.name)].pos.line})", b.name
+            )
         seen[(ns, b.name)] = b
     mdps = {}
     machines = {}

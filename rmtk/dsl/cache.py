@@ -13,6 +13,7 @@ truncated or foreign file) falls back to building the parser: the cache never ma
 fail, it only makes it slower. Each new file written prunes the folder to the ``KEEP`` newest
 parser files, so upgrades of rmtk, Lark or Python do not pile files up.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -1,8 +1,10 @@
 """Where `.rm` text came from, and the located meaning errors raised while building blocks
 (shared by the block builder and the generator syntax)."""
+
 from __future__ import annotations
 
-from typing import Iterable, NoReturn
+from collections.abc import Iterable
+from typing import NoReturn
 
 from ..errors import DslMeaningError, Location
 from . import syntax as S

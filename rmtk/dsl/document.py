@@ -1,7 +1,8 @@
 """The content of one `.rm` file: named MDPs, machines and tasks."""
+
 from __future__ import annotations
 
-from typing import Iterator, Union
+from collections.abc import Iterator
 
 import attrs
 
@@ -10,7 +11,7 @@ from ..machine import RewardMachine
 from ..mdp import LabeledMDP
 from ..task import Task
 
-Model = Union[LabeledMDP, RewardMachine, Task]
+Model = LabeledMDP | RewardMachine | Task
 
 
 @attrs.frozen
@@ -22,7 +23,7 @@ class RmFile:
     tasks: dict[str, Task] = attrs.field(factory=dict, converter=dict)
 
     @classmethod
-    def of(cls, *objects: Model) -> "RmFile":
+    def of(cls, *objects: Model) -> RmFile:
         """A file holding ``objects``; a task brings its MDP and machine along."""
         mdps: dict[str, LabeledMDP] = {}
         machines: dict[str, RewardMachine] = {}

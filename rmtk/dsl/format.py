@@ -1,4 +1,5 @@
 """Canonical spelling of names and numbers in `.rm` text."""
+
 from __future__ import annotations
 
 import math

@@ -42,9 +42,11 @@ officeworld (the Office World of Toro Icarte et al., a fixed 9 × 12 map of room
 
 Every generator also accepts ``gamma`` and ``propositions`` (the alphabet's order).
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import ModelError
 from ..mdp import LabeledMDP
@@ -70,11 +72,9 @@ class GeneratorSyntax:
         once: dict[str, Any] = {}
         for st in block.statements:
             if not isinstance(st, (S.Setting, S.Table)):
-
                 _wrong_statement(ctx, st, where)
             key = str(st.key)
             if key not in self.settings + ("gamma", "propositions"):
-
                 _unknown(ctx, st.key, where, self.settings + ("gamma", "propositions"))
             if isinstance(st, S.Table) != (key in self.tables):
                 shape = f"'{key} {{ ... }}' with one row per line" if key in self.tables else f"'{key} value ...'"
@@ -281,5 +281,6 @@ class LabyrinthSyntax(GeneratorSyntax):
         return lines + self.common(kw)
 
 
-SYNTAX: dict[str, GeneratorSyntax] = {s.name: s for s in (GridworldSyntax(), BlockworldSyntax(), LabyrinthSyntax(),
-                                                          OfficeworldSyntax())}
+SYNTAX: dict[str, GeneratorSyntax] = {
+    s.name: s for s in (GridworldSyntax(), BlockworldSyntax(), LabyrinthSyntax(), OfficeworldSyntax())
+}

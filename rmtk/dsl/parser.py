@@ -1,5 +1,6 @@
 """Parsing `.rm` text: the Lark grammar (``grammars/rmtk.lark``), one Transformer, and
 translation of Lark's errors into :class:`~rmtk.errors.DslSyntaxError` in plain words."""
+
 from __future__ import annotations
 
 import functools
@@ -253,7 +254,7 @@ def syntax_error(err: UnexpectedInput, file: str, text: str) -> DslSyntaxError:
                 col = tok.column
             msg = f"unexpected {_describe_token(tok)}; expected {_expected_words(expected)}"
             if tok.type in _KEYWORD_TERMINALS and expected & {"NAME", "STRING"}:
-                msg += f'; \'{tok}\' is a keyword: write "{tok}" in quotes to use it as a name'
+                msg += f"; '{tok}' is a keyword: write \"{tok}\" in quotes to use it as a name"
         msg += _hint(expected)
     elif isinstance(err, UnexpectedEOF):
         lines = text.rstrip("\n").splitlines() or [""]

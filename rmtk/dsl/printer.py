@@ -4,6 +4,7 @@ Blocks come in a fixed order (MDPs, machines, tasks, each sorted by name); insid
 every collection is written in the object's own order, so printing is deterministic and
 stable under diff. Comments are not kept.
 """
+
 from __future__ import annotations
 
 from functools import singledispatch
@@ -112,7 +113,9 @@ def mdp_block(mdp: LabeledMDP) -> str:
     if np.array_equal(weights, np.full(len(support), 1.0 / len(support))):
         lines.append("start " + " ".join(fmt_ident(mdp.states[s]) for s in support))
     else:
-        lines.append("start " + " ".join(f"{fmt_ident(mdp.states[s])} {fmt_number(w)}" for s, w in zip(support, weights)))
+        lines.append(
+            "start " + " ".join(f"{fmt_ident(mdp.states[s])} {fmt_number(w)}" for s, w in zip(support, weights))
+        )
     lines.append(f"gamma {fmt_number(mdp.gamma)}")
     for s in range(mdp.n_states):
         for a in range(mdp.n_actions):

@@ -3,9 +3,10 @@
 Every value remembers where it was written, so that meaning errors (undefined state,
 duplicate transition, ...) can point at the exact line and column.
 """
+
 from __future__ import annotations
 
-from typing import Iterable, Union
+from collections.abc import Iterable
 
 import attrs
 
@@ -21,7 +22,7 @@ class Ident(str):
 
     pos: Pos
 
-    def __new__(cls, value: str, pos: Pos) -> "Ident":
+    def __new__(cls, value: str, pos: Pos) -> Ident:
         obj = super().__new__(cls, value)
         obj.pos = pos
         return obj
@@ -55,7 +56,7 @@ class Blank:
     pos: Pos
 
 
-Value = Union[Ident, Num, Group, Blank]
+Value = Ident | Num | Group | Blank
 
 
 @attrs.frozen
@@ -101,7 +102,7 @@ class MachineTransition:
 
     source: Ident
     target: Ident
-    guard: "Guard"
+    guard: Guard
     reward: Num | None
 
     @property
@@ -109,7 +110,7 @@ class MachineTransition:
         return self.source.pos
 
 
-Statement = Union[Setting, Table, MdpTransition, MachineTransition]
+Statement = Setting | Table | MdpTransition | MachineTransition
 
 
 @attrs.frozen
@@ -139,7 +140,7 @@ class Prop:
 
 @attrs.frozen
 class Not:
-    arg: "Guard"
+    arg: Guard
 
     def letters(self, alphabet):
         return frozenset(alphabet) - self.arg.letters(alphabet)
@@ -183,7 +184,7 @@ class Else:
         raise NotImplementedError
 
 
-Guard = Union[Prop, Not, And, Or, Const, Else]
+Guard = Prop | Not | And | Or | Const | Else
 
 
 def props_of(guard) -> list[Ident]:

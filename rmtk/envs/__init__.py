@@ -1,9 +1,10 @@
 """Generators of the paper's environments: each returns a :class:`~rmtk.mdp.LabeledMDP`
 whose ``source`` is the normalised :class:`~rmtk.mdp.GeneratorCall`, so that
 ``GENERATORS[call.generator](**call.kwargs(), name=mdp.name) == mdp``."""
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..mdp import LabeledMDP
 from .blockworld import blockworld

@@ -1,11 +1,13 @@
 """Helpers shared by the generators: argument normalisation (so that a generator call
 can be written back exactly from its :class:`~rmtk.mdp.GeneratorCall`), the alphabet, and
 assembling the :class:`~rmtk.mdp.LabeledMDP`."""
+
 from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -8,11 +8,13 @@ lexicographic order ((3,0,0), (2,1,0), (2,0,1), (1,2,0), ...), then by the order
 blocks read pile 0 bottom → top, then pile 1, ..., in :func:`itertools.permutations` order
 of ``blocks``. With the defaults state 0 is ``GYR|_|_``.
 """
+
 from __future__ import annotations
 
 import itertools
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -76,8 +78,10 @@ def blockworld(
     world = _World(blocks, p, sep, where)
 
     # labels and start configurations
-    pairs = [(lab, tuple(world.parse(c) for c in as_sequence(cs, f"the configurations of label {lab!r}", where)))
-             for lab, cs in label_pairs(labels, where)]
+    pairs = [
+        (lab, tuple(world.parse(c) for c in as_sequence(cs, f"the configurations of label {lab!r}", where)))
+        for lab, cs in label_pairs(labels, where)
+    ]
     labels_norm = group_labels(pairs)
     owner: dict[int, str] = {}
     for lab, configs in labels_norm:
@@ -157,7 +161,7 @@ class _World:
         order_names = [[blocks[b] for b in perm] for perm in perms.tolist()]
         cuts = [[0, *row] for row in bounds.tolist()]
         self.names = [
-            "|".join(sep.join(names[c[i]:c[i + 1]]) or "_" for i in range(p)) for c in cuts for names in order_names
+            "|".join(sep.join(names[c[i] : c[i + 1]]) or "_" for i in range(p)) for c in cuts for names in order_names
         ]
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:
@@ -165,8 +169,11 @@ class _World:
 
     def index(self, config: Configuration) -> int:
         bi = {b: i for i, b in enumerate(self.blocks)}
-        key = sum((pile * len(self.blocks) + h) * int(self.weights[bi[b]])
-                  for pile, stack in enumerate(config) for h, b in enumerate(stack))
+        key = sum(
+            (pile * len(self.blocks) + h) * int(self.weights[bi[b]])
+            for pile, stack in enumerate(config)
+            for h, b in enumerate(stack)
+        )
         return int(self.lookup(np.array([key]))[0])
 
     def parse(self, config: Any) -> Configuration:

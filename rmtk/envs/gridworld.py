@@ -4,9 +4,11 @@ Each free cell is a state labeled by one proposition. States are numbered in
 column-major order, so that on a grid without blocked cells state ``i`` sits at row
 ``i mod n_rows``, column ``i div n_rows`` (the paper's numbering, where x is the row).
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -4,9 +4,11 @@ Nodes are numbered in heap order, as in the published discretised trajectories (
 al. 2022): node ``s`` has children ``2s+1`` (left) and ``2s+2`` (right) and parent
 ``(s-1)//2``; with ``depth`` 6 there are 127 nodes, the leaves being 63..126.
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -86,12 +88,15 @@ def labyrinth(
 
     s = np.arange(S)
     leaf = s >= 2**depth - 1
-    dst = np.stack([
-        np.where(leaf, s, 2 * s + 1),
-        np.where(leaf, s, 2 * s + 2),
-        np.maximum((s - 1) // 2, 0),
-        s,
-    ], axis=1)  # (S, 4), row-major = row s·4 + a
+    dst = np.stack(
+        [
+            np.where(leaf, s, 2 * s + 1),
+            np.where(leaf, s, 2 * s + 2),
+            np.maximum((s - 1) // 2, 0),
+            s,
+        ],
+        axis=1,
+    )  # (S, 4), row-major = row s·4 + a
     params: dict[str, Any] = dict(
         depth=depth, labels=labels_norm, other=other, start=start_norm, gamma=gamma, propositions=props_norm
     )

@@ -9,9 +9,11 @@ proposition (paper section 2): the unmarked cells get their own, ``other`` (defa
 States are numbered column by column like :mod:`rmtk.envs.gridworld` and named
 ``r{row}c{col}``.
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -103,9 +105,16 @@ def officeworld(
     rows, cols, probs = slip_moves(dest, slip)
     params: dict[str, Any] = dict(start=start_norm, other=other, slip=slip, gamma=gamma, propositions=props_norm)
     return build(
-        "officeworld", params,
+        "officeworld",
+        params,
         states=[f"r{r}c{c}" for r, c in zip(rr.tolist(), cc.tolist())],
-        actions=ACTIONS, rows=rows, cols=cols, probs=probs,
+        actions=ACTIONS,
+        rows=rows,
+        cols=cols,
+        probs=probs,
         labels=np.array([pi[x] for x in cell_labels], dtype=np.int64),
-        propositions=props, initial=uniform(start_idx, S), gamma=gamma, name=name,
+        propositions=props,
+        initial=uniform(start_idx, S),
+        gamma=gamma,
+        name=name,
     )

@@ -51,10 +51,11 @@ into the torque level that brings each joint velocity closest to ω* in one step
 distance of 0.9 (or 0), detectable from ≈60 visits of each (word, cell) pair at α = 10⁻³.
 The expert completes b → y → r in all of 100,000 seeded episodes (mean 53 steps).
 """
+
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import attrs
 import numpy as np
@@ -82,8 +83,9 @@ def fingertip(angles) -> np.ndarray:
     """``(N, 2)`` fingertip positions of ``(N, 2)`` joint angles (forward kinematics)."""
     angles = np.asarray(angles, dtype=float)
     t1, t12 = angles[..., 0], angles[..., 0] + angles[..., 1]
-    return np.stack([LINKS[0] * np.cos(t1) + LINKS[1] * np.cos(t12),
-                     LINKS[0] * np.sin(t1) + LINKS[1] * np.sin(t12)], axis=-1)
+    return np.stack(
+        [LINKS[0] * np.cos(t1) + LINKS[1] * np.cos(t12), LINKS[0] * np.sin(t1) + LINKS[1] * np.sin(t12)], axis=-1
+    )
 
 
 def label(tip) -> np.ndarray:
@@ -105,8 +107,10 @@ def true_machine():
     from ..machine import RewardMachine
 
     return RewardMachine.from_transitions(
-        {("u0", "b"): "u1", ("u1", "y"): "u2", ("u2", "r"): "u3"}, PROPOSITIONS,
-        nodes=["u0", "u1", "u2", "u3"], name="reacher",
+        {("u0", "b"): "u1", ("u1", "y"): "u2", ("u2", "r"): "u3"},
+        PROPOSITIONS,
+        nodes=["u0", "u1", "u2", "u3"],
+        name="reacher",
     )
 
 
@@ -170,6 +174,17 @@ class Expert:
 
 
 __all__: Sequence[str] = [
-    "PROPOSITIONS", "TARGETS", "RADIUS", "HOME", "TORQUES", "HORIZON", "N_ACTIONS", "Expert", "fingertip", "label",
-    "advance", "true_machine", "inverse_kinematics",
+    "PROPOSITIONS",
+    "TARGETS",
+    "RADIUS",
+    "HOME",
+    "TORQUES",
+    "HORIZON",
+    "N_ACTIONS",
+    "Expert",
+    "fingertip",
+    "label",
+    "advance",
+    "true_machine",
+    "inverse_kinematics",
 ]

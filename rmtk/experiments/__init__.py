@@ -5,6 +5,7 @@ Every experiment module defines ``SETTINGS`` (its :class:`Setting` s, overridabl
 ``run(opts) -> Report``: our numbers beside the paper's, notes that explain any difference,
 and figures. Modules are imported only when their experiment runs.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -37,25 +38,65 @@ class Experiment:
         return self.load().SETTINGS
 
 
-EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
-    Experiment("tables", "appendix B.1", "solutions vs. number of demonstrations (stack, stack-avoid)", "tables"),
-    Experiment("sensitivity", "appendix D", "u_max in {4, 3, 2}: returns of the learned product policies vs "
-               "D-IRL, F-IRL", "sensitivity"),
-    Experiment("transfer", "appendix E", "learned machines re-planned in rearranged rooms: held-out "
-               "log-likelihood", "transfer"),
-    Experiment("suboptimal", "appendix B", "arbitrary stochastic policy per node: the machine is still identified",
-               "suboptimal"),
-    Experiment("mice", "section 6.4", "real mice in the labyrinth: the machine, rewards, held-out "
-               "log-likelihood (needs --data PATH)", "mice"),
-    Experiment("reacher", "section 6.3", "Reacher-v5 arm, targets b -> y -> r: negatives, false positive rate, "
-               "MaxSAT machines", "reacher", extra="reacher"),
-    Experiment("active", "beyond the paper", "active learning: questions to the expert against the full prefix tree "
-               "(four tabular tasks; stack-avoid from 1,000 demonstrations plus questions)", "active"),
-    Experiment("raw-labels", "beyond the paper", "the labeling function learned with the machine from raw state "
-               "histories: patrol, stack-avoid, Office World, marked grid worlds", "raw_labels"),
-    Experiment("office", "Toro Icarte et al.'s Office World", "its four tasks learned from a scripted expert (exact "
-               "and 10^4 episodes), then Q-learning with CRM: learned vs true vs no machine", "office", extra="gym"),
-)}
+EXPERIMENTS: dict[str, Experiment] = {
+    e.name: e
+    for e in (
+        Experiment("tables", "appendix B.1", "solutions vs. number of demonstrations (stack, stack-avoid)", "tables"),
+        Experiment(
+            "sensitivity",
+            "appendix D",
+            "u_max in {4, 3, 2}: returns of the learned product policies vs D-IRL, F-IRL",
+            "sensitivity",
+        ),
+        Experiment(
+            "transfer",
+            "appendix E",
+            "learned machines re-planned in rearranged rooms: held-out log-likelihood",
+            "transfer",
+        ),
+        Experiment(
+            "suboptimal",
+            "appendix B",
+            "arbitrary stochastic policy per node: the machine is still identified",
+            "suboptimal",
+        ),
+        Experiment(
+            "mice",
+            "section 6.4",
+            "real mice in the labyrinth: the machine, rewards, held-out log-likelihood (needs --data PATH)",
+            "mice",
+        ),
+        Experiment(
+            "reacher",
+            "section 6.3",
+            "Reacher-v5 arm, targets b -> y -> r: negatives, false positive rate, MaxSAT machines",
+            "reacher",
+            extra="reacher",
+        ),
+        Experiment(
+            "active",
+            "beyond the paper",
+            "active learning: questions to the expert against the full prefix tree "
+            "(four tabular tasks; stack-avoid from 1,000 demonstrations plus questions)",
+            "active",
+        ),
+        Experiment(
+            "raw-labels",
+            "beyond the paper",
+            "the labeling function learned with the machine from raw state "
+            "histories: patrol, stack-avoid, Office World, marked grid worlds",
+            "raw_labels",
+        ),
+        Experiment(
+            "office",
+            "Toro Icarte et al.'s Office World",
+            "its four tasks learned from a scripted expert (exact "
+            "and 10^4 episodes), then Q-learning with CRM: learned vs true vs no machine",
+            "office",
+            extra="gym",
+        ),
+    )
+}
 
 
 def experiment(name: str) -> Experiment:
@@ -74,8 +115,10 @@ def check_overrides(names, overrides: dict) -> None:
     if unknown:
         listing = "; ".join(f"{k} ({', '.join(v)})" for k, v in sorted(known.items())) or "none"
         which = names[0] if len(names) == 1 else "these experiments"
-        raise RmtkError(f"unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} for {which}; "
-                        f"known settings: {listing}")
+        raise RmtkError(
+            f"unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} for {which}; "
+            f"known settings: {listing}"
+        )
 
 
 def run(name: str, opts: Options | None = None) -> Report:
@@ -98,5 +141,18 @@ def run(name: str, opts: Options | None = None) -> Report:
     return report
 
 
-__all__ = ["COUNT", "EXPERIMENTS", "LEVEL", "POSITIVE", "PROBABILITY", "Domain", "Experiment", "Options", "Report",
-           "Setting", "check_overrides", "experiment", "run"]
+__all__ = [
+    "COUNT",
+    "EXPERIMENTS",
+    "LEVEL",
+    "POSITIVE",
+    "PROBABILITY",
+    "Domain",
+    "Experiment",
+    "Options",
+    "Report",
+    "Setting",
+    "check_overrides",
+    "experiment",
+    "run",
+]

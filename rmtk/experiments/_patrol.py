@@ -1,6 +1,7 @@
 """What the patrol experiments of appendices D and E share: the expert (reward 10 per
 completed patrol, the paper's footnote), its demonstrations, its exact prefix tree policy
 and the machines learned with MaxSAT for several bounds u_max."""
+
 from __future__ import annotations
 
 import attrs

@@ -1,9 +1,10 @@
 """What every experiment shares: its settings (:class:`Setting`), the options of a run
 (:class:`Options`) and what it returns (:class:`Report`)."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import attrs
 
@@ -151,8 +152,14 @@ class Options:
             return setting.check(key, value)
         return default
 
-    def figure(self, report: Report, name: str, draw: Callable, layout: str | None = "constrained",
-               size: tuple[float, float] = (7, 4.2)) -> None:
+    def figure(
+        self,
+        report: Report,
+        name: str,
+        draw: Callable,
+        layout: str | None = "constrained",
+        size: tuple[float, float] = (7, 4.2),
+    ) -> None:
         """Draw with ``draw(fig)`` into ``figure_dir/name`` (never overwriting unless ``force``)."""
         if self.figure_dir is None:
             return

@@ -2,6 +2,7 @@
 tabular tasks learned from the exact expert with no initial data, beside the full prefix tree
 at the paper's depths; and stack-avoid from 1,000 recorded demonstrations plus questions to
 an expert that is run."""
+
 from __future__ import annotations
 
 import time
@@ -53,23 +54,59 @@ def run(opts: Options) -> Report:
         opts.say(f"{name}: full prefix tree at depth {task.depth}, then active")
         full, t_full, m_full = _measured(lambda task=task: Learner(ExactPTP(), irl=None).fit(task))
         act, t_act, m_act = _measured(
-            lambda task=task: ActiveLearner(check=walks).fit(task, TaskExpert(task, seed=opts.seed)))
+            lambda task=task: ActiveLearner(check=walks).fit(task, TaskExpert(task, seed=opts.seed))
+        )
         r = act.result
-        rows.append((name, task.depth, full.tree.n_pairs, full.distinct_count, f"{t_full:.3f}", f"{m_full:.1f}",
-                     act.known, r.distinct_count, "yes" if r.isomorphic_to_truth() == (True,) else "no",
-                     "yes" if all(v.consistent for v in r.verdicts) else "no", len(act.rounds), act.queries,
-                     f"{t_act:.3f}", f"{m_act:.1f}", f"{full.tree.n_pairs / act.known:.1f}x"))
+        rows.append(
+            (
+                name,
+                task.depth,
+                full.tree.n_pairs,
+                full.distinct_count,
+                f"{t_full:.3f}",
+                f"{m_full:.1f}",
+                act.known,
+                r.distinct_count,
+                "yes" if r.isomorphic_to_truth() == (True,) else "no",
+                "yes" if all(v.consistent for v in r.verdicts) else "no",
+                len(act.rounds),
+                act.queries,
+                f"{t_act:.3f}",
+                f"{m_act:.1f}",
+                f"{full.tree.n_pairs / act.known:.1f}x",
+            )
+        )
         by_depth = []
         for depth in range(1, int(task.depth or 1) + 1):
             res = Learner(ExactPTP(depth), irl=None, max_solutions=1000).fit(task)
             by_depth.append((res.tree.n_pairs, res.n_nodes))
         curves[name] = ([(max(x.known, 1), x.nodes) for x in act.rounds], by_depth, full.n_nodes)
-    report.tables.append((
-        (f"exact expert, no initial data (seed {opts.seed}); evaluations = (history, state) pairs whose action "
-         "distribution was asked"),
-        ["task", "depth", "tree evaluations", "tree machines", "tree s", "tree MiB", "active evaluations",
-         "active machines", "truth", "consistent", "rounds", "queries", "active s", "active MiB", "fewer"],
-        rows))
+    report.tables.append(
+        (
+            (
+                f"exact expert, no initial data (seed {opts.seed}); evaluations = (history, state) pairs whose action "
+                "distribution was asked"
+            ),
+            [
+                "task",
+                "depth",
+                "tree evaluations",
+                "tree machines",
+                "tree s",
+                "tree MiB",
+                "active evaluations",
+                "active machines",
+                "truth",
+                "consistent",
+                "rounds",
+                "queries",
+                "active s",
+                "active MiB",
+                "fewer",
+            ],
+            rows,
+        )
+    )
 
     name = "stack_avoid"
     task = dsl.load_model(name).tasks[name]
@@ -80,26 +117,55 @@ def run(opts: Options) -> Report:
     demos = simulate(task, n, 20, seed=opts.seed)
     passive = Learner(EmpiricalPTP(demos), irl=None, max_nodes=3, max_solutions=10_000).fit(task)
     expert = SimulatedExpert(task, seed=opts.seed, recorded=demos)
-    act, t_act, _ = _measured(lambda: ActiveLearner(strategy=SplitMostPairs(samples=opts.get("samples")),
-                                                    check=walks, max_nodes=3).fit(task, expert))
+    act, t_act, _ = _measured(
+        lambda: ActiveLearner(strategy=SplitMostPairs(samples=opts.get("samples")), check=walks, max_nodes=3).fit(
+            task, expert
+        )
+    )
     r = act.result
-    report.tables.append((
-        (f"{name} from {n} recorded demonstrations of 20 steps (seed {opts.seed}), then questions to the same "
-         "expert run on the MDP"),
-        ["", "nodes", "machines", "truth-equivalent", "expert steps", "queries", "s"],
-        [("passive (SAT, u_max 3)", passive.n_nodes, passive.distinct_count,
-          sum(v.consistent for v in passive.verdicts or ()), n * 20, 0, f"{passive.timings['total']:.2f}"),
-         ("+ active", r.n_nodes, r.distinct_count, sum(v.consistent for v in r.verdicts or ()), n * 20 + act.steps,
-          act.queries, f"{t_act:.2f}")]))
+    report.tables.append(
+        (
+            (
+                f"{name} from {n} recorded demonstrations of 20 steps (seed {opts.seed}), then questions to the same "
+                "expert run on the MDP"
+            ),
+            ["", "nodes", "machines", "truth-equivalent", "expert steps", "queries", "s"],
+            [
+                (
+                    "passive (SAT, u_max 3)",
+                    passive.n_nodes,
+                    passive.distinct_count,
+                    sum(v.consistent for v in passive.verdicts or ()),
+                    n * 20,
+                    0,
+                    f"{passive.timings['total']:.2f}",
+                ),
+                (
+                    "+ active",
+                    r.n_nodes,
+                    r.distinct_count,
+                    sum(v.consistent for v in r.verdicts or ()),
+                    n * 20 + act.steps,
+                    act.queries,
+                    f"{t_act:.2f}",
+                ),
+            ],
+        )
+    )
     if opts.get("soft"):
         _soft(report, opts, walks)
     report.notes += [
-        ("tree = the paper's pipeline on the full prefix tree policy at the task's depth: one policy evaluation per "
-         "(word, state) pair; active = rmtk.active.ActiveLearner with rmtk.expert.TaskExpert, questions chosen by "
-         "SplitMostPairs, stopped by ExpertWalks finding no counterexample."),
+        (
+            "tree = the paper's pipeline on the full prefix tree policy at the task's depth: one policy evaluation per "
+            "(word, state) pair; active = rmtk.active.ActiveLearner with rmtk.expert.TaskExpert, questions chosen by "
+            "SplitMostPairs, stopped by ExpertWalks finding no counterexample."
+        ),
         "MiB = peak of Python allocations during the run (tracemalloc), which also slows both runs alike.",
-        ("truth = isomorphic to the task's machine; consistent = policy-equivalent to it at every depth (exact check "
-         "after learning: the loop never reads the true machine)."),
+        (
+            "truth = isomorphic to the task's machine; consistent = policy-equivalent to it at every depth (exact "
+            "check "
+            "after learning: the loop never reads the true machine)."
+        ),
     ]
     opts.figure(report, "active.png", lambda fig: _draw(fig, curves), size=(10, 3.2))
     report.seconds = time.perf_counter() - t0
@@ -121,20 +187,44 @@ def _soft(report: Report, opts: Options, walks) -> None:
         opts.say(f"patrol, soft expert: {n} episodes")
         t = time.perf_counter()
         res = Learner(EmpiricalPTP(simulate(task, n, 20, seed=opts.seed)), irl=None, max_solutions=100).fit(task)
-        rows.append((f"passive, {n} episodes of 20 steps", res.n_nodes, res.distinct_count, len(res.negatives or ()),
-                     "yes" if res.isomorphic_to_truth() == (True,) else "no", n * 20, 0,
-                     f"{time.perf_counter() - t:.2f}"))
+        rows.append(
+            (
+                f"passive, {n} episodes of 20 steps",
+                res.n_nodes,
+                res.distinct_count,
+                len(res.negatives or ()),
+                "yes" if res.isomorphic_to_truth() == (True,) else "no",
+                n * 20,
+                0,
+                f"{time.perf_counter() - t:.2f}",
+            )
+        )
     opts.say("patrol, soft expert: active")
     samples = opts.get("soft_samples")
     t = time.perf_counter()
     act = ActiveLearner(strategy=SplitMostPairs(samples=samples), check=ExpertWalks(50, 30)).fit(
-        task, SimulatedExpert(task, seed=opts.seed))
+        task, SimulatedExpert(task, seed=opts.seed)
+    )
     r = act.result
-    rows.append((f"active, {samples} actions per question", r.n_nodes, r.distinct_count, len(r.negatives or ()),
-                 "yes" if r.isomorphic_to_truth() == (True,) else "no", act.steps, act.queries,
-                 f"{time.perf_counter() - t:.2f}"))
-    report.tables.append((f"patrol as shipped (lambda 1, a soft expert), active from no data (seed {opts.seed})",
-                          ["", "nodes", "machines", "negatives", "truth", "expert steps", "queries", "s"], rows))
+    rows.append(
+        (
+            f"active, {samples} actions per question",
+            r.n_nodes,
+            r.distinct_count,
+            len(r.negatives or ()),
+            "yes" if r.isomorphic_to_truth() == (True,) else "no",
+            act.steps,
+            act.queries,
+            f"{time.perf_counter() - t:.2f}",
+        )
+    )
+    report.tables.append(
+        (
+            f"patrol as shipped (lambda 1, a soft expert), active from no data (seed {opts.seed})",
+            ["", "nodes", "machines", "negatives", "truth", "expert steps", "queries", "s"],
+            rows,
+        )
+    )
 
 
 def _draw(fig, curves):

@@ -14,6 +14,7 @@ literature's start cell. Success: a greedy episode of the agent (ties broken at 
 seeded) earns the true machine's reward within the horizon; the success rate is over the
 training runs.
 """
+
 from __future__ import annotations
 
 import time
@@ -36,10 +37,17 @@ SETTINGS = {
     "steps": Setting(40_000, "Q-learning steps per training run", quick=15_000, domain=COUNT),
     "runs": Setting(10, "training runs per agent (seeds)", quick=2, domain=COUNT),
     "every": Setting(500, "training steps between two evaluations", domain=COUNT),
-    "active": Setting(False, "after the recorded episodes, ask the expert for what separates the survivors "
-                      "(rmtk.active); the agents then train with the machine found"),
-    "active_tests": Setting(1, "with active: transition tests per transition of a lone survivor (the scripted "
-                            "expert is sharp: one says enough; the default for a run expert is 2)", domain=COUNT),
+    "active": Setting(
+        False,
+        "after the recorded episodes, ask the expert for what separates the survivors "
+        "(rmtk.active); the agents then train with the machine found",
+    ),
+    "active_tests": Setting(
+        1,
+        "with active: transition tests per transition of a lone survivor (the scripted "
+        "expert is sharp: one says enough; the default for a run expert is 2)",
+        domain=COUNT,
+    ),
 }
 #: Q-learning: learning rate, discount, exploration, optimistic initial value; episode length.
 Q_SETTINGS = dict(alpha=1.0, gamma=0.9, epsilon=0.1, q_init=2.0)
@@ -73,8 +81,9 @@ def label_machine(truth):
     from ..machine import RewardMachine
 
     K = len(truth.alphabet)
-    return RewardMachine(["u0"], truth.alphabet, np.zeros((1, K), dtype=np.int64), truth.delta_r.max(axis=0)[None],
-                         name="labels")
+    return RewardMachine(
+        ["u0"], truth.alphabet, np.zeros((1, K), dtype=np.int64), truth.delta_r.max(axis=0)[None], name="labels"
+    )
 
 
 def succeeded(truth, labels) -> bool:
@@ -94,17 +103,20 @@ def train(machine, truth, labeler, terminal, opts: Options, name: str) -> tuple[
     agent = QLearning(**Q_SETTINGS)
     rates = []
     for run in range(opts.get("runs")):
+
         def env():
-            return RewardMachineEnv(office_env(max_steps=RL_HORIZON), machine, labeler, observation="flat",
-                                    terminal=terminal)
+            return RewardMachineEnv(
+                office_env(max_steps=RL_HORIZON), machine, labeler, observation="flat", terminal=terminal
+            )
 
         check = env()
 
-        def evaluate(q):
+        def evaluate(q, check=check):
             return float(succeeded(truth, greedy_episode(check, q, seed=opts.seed, max_steps=RL_HORIZON).labels))
 
-        trained = agent.train(env(), opts.get("steps"), seed=opts.seed * 1000 + run, evaluate=evaluate,
-                              every=opts.get("every"))
+        trained = agent.train(
+            env(), opts.get("steps"), seed=opts.seed * 1000 + run, evaluate=evaluate, every=opts.get("every")
+        )
         rates.append([v for _, v in trained.curve])
         opts.say(f"office {name}: run {run + 1}/{opts.get('runs')} done")
     return np.array([s for s, _ in trained.curve]), np.mean(rates, axis=0)
@@ -129,14 +141,28 @@ def run_task(task, opts: Options) -> TaskResult:
     exact = Learner(ExactPTP(None, source=NodePolicyTable(table)), irl=MarginIRL(), max_nodes=task.max_nodes).fit(task)
     t1 = time.perf_counter()
     episodes = opts.get("episodes")
-    rec = collect(MdpVectorEnv(mdp, min(1000, episodes), max_steps=opts.get("horizon")),
-                  NodePolicy.from_table(truth, table), StateLabels.of(mdp), Identity(), episodes, opts.seed, name=task.name)
+    rec = collect(
+        MdpVectorEnv(mdp, min(1000, episodes), max_steps=opts.get("horizon")),
+        NodePolicy.from_table(truth, table),
+        StateLabels.of(mdp),
+        Identity(),
+        episodes,
+        opts.seed,
+        name=task.name,
+    )
     t2 = time.perf_counter()
-    data = Learner(EmpiricalPTP(rec, expert=NodePolicyTable(table)), miner=ConfidenceMiner(opts.get("alpha")),
-                   encoder=SimplestEncoder(), irl=MarginIRL(), max_nodes=task.max_nodes).fit(task)
+    data = Learner(
+        EmpiricalPTP(rec, expert=NodePolicyTable(table)),
+        miner=ConfidenceMiner(opts.get("alpha")),
+        encoder=SimplestEncoder(),
+        irl=MarginIRL(),
+        max_nodes=task.max_nodes,
+    ).fit(task)
     t3 = time.perf_counter()
-    opts.say(f"office {task.name}: exact {t1 - t0:.2f} s, {episodes} episodes recorded in {t2 - t1:.2f} s and "
-             f"learned in {t3 - t2:.2f} s")
+    opts.say(
+        f"office {task.name}: exact {t1 - t0:.2f} s, {episodes} episodes recorded in {t2 - t1:.2f} s and "
+        f"learned in {t3 - t2:.2f} s"
+    )
     active, asked, machine = None, 0, data.machines[0]
     if opts.get("active"):
         from ..active import ActiveLearner
@@ -144,12 +170,19 @@ def run_task(task, opts: Options) -> TaskResult:
         from ..queries import ExpertWalks, SplitMostPairs
 
         expert = SimulatedExpert(task, source=NodePolicyTable(table), seed=opts.seed, recorded=rec)
-        run = ActiveLearner(strategy=SplitMostPairs(per_transition=opts.get("active_tests")),
-                            check=ExpertWalks(10, opts.get("horizon")), max_solutions=50, irl=MarginIRL(),
-                            progress=opts.progress).fit(task, expert)
+        run = ActiveLearner(
+            strategy=SplitMostPairs(per_transition=opts.get("active_tests")),
+            check=ExpertWalks(10, opts.get("horizon")),
+            max_solutions=50,
+            irl=MarginIRL(),
+            progress=opts.progress,
+        ).fit(task, expert)
         t4 = time.perf_counter()
-        active, asked, machine = Learned(f"{episodes} episodes + active", run.result, t4 - t3 + t2 - t1), run.steps, \
-            run.result.machines[0]
+        active, asked, machine = (
+            Learned(f"{episodes} episodes + active", run.result, t4 - t3 + t2 - t1),
+            run.steps,
+            run.result.machines[0],
+        )
         opts.say(f"office {task.name}: active {t4 - t3:.2f} s, {asked} expert steps asked ({run.stopped})")
     opts.say(f"office {task.name}: training")
     labeler = StateLabels.of(mdp)
@@ -158,13 +191,23 @@ def run_task(task, opts: Options) -> TaskResult:
         "true": train(truth, truth, labeler, "absorbing", opts, f"{task.name} true"),
         "no machine": train(label_machine(truth), truth, labeler, (), opts, f"{task.name} no machine"),
     }
-    return TaskResult(task.name, Learned("exact", exact, t1 - t0), Learned(f"{episodes} episodes", data, t3 - t1),
-                      t2 - t1, curves, active, rec.n_steps, asked)
+    return TaskResult(
+        task.name,
+        Learned("exact", exact, t1 - t0),
+        Learned(f"{episodes} episodes", data, t3 - t1),
+        t2 - t1,
+        curves,
+        active,
+        rec.n_steps,
+        asked,
+    )
 
 
 def _paying(m) -> str:
-    return ", ".join(f"{m.nodes[u]} -{m.alphabet[k]}-> {m.nodes[m.delta_u[u, k]]} ({m.delta_r[u, k]:.3g})"
-                     for u, k in zip(*np.nonzero(m.delta_r)))
+    return ", ".join(
+        f"{m.nodes[u]} -{m.alphabet[k]}-> {m.nodes[m.delta_u[u, k]]} ({m.delta_r[u, k]:.3g})"
+        for u, k in zip(*np.nonzero(m.delta_r))
+    )
 
 
 def report(results: list[TaskResult], opts: Options) -> Report:
@@ -174,21 +217,40 @@ def report(results: list[TaskResult], opts: Options) -> Report:
         for learned in (r.exact, r.data) + ((r.active,) if r.active is not None else ()):
             res = learned.result
             iso = res.isomorphic_to_truth()
-            rows.append((r.name, learned.source, res.n_nodes, len(res.machines), res.tree.trie.n_nodes - 1,
-                         "yes" if all(v.consistent for v in res.verdicts) else "no",
-                         "yes" if iso and all(iso) else "no", f"{learned.seconds:.2f}"))
-    rep.tables.append(("learning: nodes found (the truth: coffee, mail 3; coffee_mail, patrol 5), machines, words used, "
-                       "verdict at every depth, equal to the truth up to renaming, seconds (episodes: recording "
-                       "included)", ["task", "from", "nodes", "machines", "words", "consistent", "= truth", "s"], rows))
+            rows.append(
+                (
+                    r.name,
+                    learned.source,
+                    res.n_nodes,
+                    len(res.machines),
+                    res.tree.trie.n_nodes - 1,
+                    "yes" if all(v.consistent for v in res.verdicts) else "no",
+                    "yes" if iso and all(iso) else "no",
+                    f"{learned.seconds:.2f}",
+                )
+            )
+    rep.tables.append(
+        (
+            "learning: nodes found (the truth: coffee, mail 3; coffee_mail, patrol 5), machines, words used, "
+            "verdict at every depth, equal to the truth up to renaming, seconds (episodes: recording "
+            "included)",
+            ["task", "from", "nodes", "machines", "words", "consistent", "= truth", "s"],
+            rows,
+        )
+    )
     rows = []
     for r in results:
         hit = {a: steps_to(r.curves[a]) for a in AGENTS}
         ratio = f"{hit['learned'] / hit['true']:.2f}" if hit["learned"] and hit["true"] else None
         rows.append((r.name, *(hit[a] for a in AGENTS), ratio, *(f"{r.curves[a][1][-1]:.2f}" for a in AGENTS)))
-    rep.tables.append((f"Q-learning with CRM ({opts.get('runs')} runs, greedy evaluation every {opts.get('every')} "
-                       f"steps): steps to 90% success ('-': not within {opts.get('steps')}), final success rate",
-                       ["task", *(f"steps {a}" for a in AGENTS), "learned/true", *(f"final {a}" for a in AGENTS)],
-                       rows))
+    rep.tables.append(
+        (
+            f"Q-learning with CRM ({opts.get('runs')} runs, greedy evaluation every {opts.get('every')} "
+            f"steps): steps to 90% success ('-': not within {opts.get('steps')}), final success rate",
+            ["task", *(f"steps {a}" for a in AGENTS), "learned/true", *(f"final {a}" for a in AGENTS)],
+            rows,
+        )
+    )
     exact_s = [r.exact.seconds for r in results]
     rep.notes += [
         f"exact: every depth (ExactPTP(None), counterexample-guided), {max(exact_s):.2f} s at most per task; "
@@ -198,19 +260,26 @@ def report(results: list[TaskResult], opts: Options) -> Report:
         f"{opts.get('epsilon')} of uniformly random actions; uniform once the task is over (rmtk/shortest.py). "
         f"Recorded: {opts.get('episodes')} episodes of {opts.get('horizon')} steps from every cell.",
         "rewards of the learned machines: MarginIRL (rmtk/margin.py), progress transitions paying "
-        + "; ".join(f"{r.name}: {_paying(r.data.result.machines[0])}" for r in results) + ".",
+        + "; ".join(f"{r.name}: {_paying(r.data.result.machines[0])}" for r in results)
+        + ".",
     ]
     for r in results:
         if r.active is not None:
-            rep.notes.append(f"{r.name}, active: {r.asked_steps} expert steps asked after {r.recorded_steps} recorded "
-                             f"({100 * r.asked_steps / r.recorded_steps:.1f} % more); the learned agent trains with "
-                             "the machine found this way.")
+            rep.notes.append(
+                f"{r.name}, active: {r.asked_steps} expert steps asked after {r.recorded_steps} recorded "
+                f"({100 * r.asked_steps / r.recorded_steps:.1f} % more); the learned agent trains with "
+                "the machine found this way."
+            )
         if not all(v.consistent for v in r.data.result.verdicts):
-            rep.notes.append(f"{r.name} from episodes: {r.data.result.n_nodes} nodes, consistent with what the episodes "
-                             f"show but not with the expert at every depth ({r.data.result.verdicts[0]}); see "
-                             "docs/benchmarks.md, section 12.")
-    rep.notes.append("no machine: one node paying for each label the most the true machine pays for it; it cannot "
-                     "tell the order of the marks, nor that a decoration ends the task.")
+            rep.notes.append(
+                f"{r.name} from episodes: {r.data.result.n_nodes} nodes, consistent with what the episodes "
+                f"show but not with the expert at every depth ({r.data.result.verdicts[0]}); see "
+                "docs/benchmarks.md, section 12."
+            )
+    rep.notes.append(
+        "no machine: one node paying for each label the most the true machine pays for it; it cannot "
+        "tell the order of the marks, nor that a decoration ends the task."
+    )
     size = (9, 3.6) if len(results) <= 2 else (9, 6.5)
     opts.figure(rep, FIGURE, lambda fig: _draw(fig, results, opts), size=size)
     return rep
@@ -227,7 +296,7 @@ def _draw(fig, results, opts):
         ax.set_title(r.name)
         ax.set_xlabel("training steps")
         ax.set_ylabel("success rate")
-    for ax in axes[len(results):]:
+    for ax in axes[len(results) :]:
         ax.set_visible(False)
     axes[0].legend(loc="lower right")
     fig.suptitle(f"Office World: Q-learning with CRM, success of the greedy policy over {opts.get('runs')} runs")
@@ -245,8 +314,10 @@ def run(opts: Options) -> Report:
     names = [t.strip() for t in opts.get("tasks").split(",") if t.strip()]
     unknown = [t for t in names if t not in doc.tasks]
     if unknown or not names:
-        raise RmtkError(f"unknown office task(s) {', '.join(unknown) or '(none given)'}; "
-                        f"models/office.rm has {', '.join(doc.tasks)}")
+        raise RmtkError(
+            f"unknown office task(s) {', '.join(unknown) or '(none given)'}; "
+            f"models/office.rm has {', '.join(doc.tasks)}"
+        )
     t0 = time.perf_counter()
     results = [run_task(doc.tasks[t], opts) for t in names]
     rep = report(results, opts)

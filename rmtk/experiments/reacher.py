@@ -13,13 +13,14 @@ prunes the others first); the counts are cut to those pairs before the policy is
 the ≈16M-cell state space never becomes a dense ``(pairs, 25)`` array. The trie (every
 label word of the data) is kept whole: the SAT encoding runs every word on the machine.
 """
+
 from __future__ import annotations
 
 import functools
 import sys
 import time
 import tracemalloc
-from typing import Callable
+from collections.abc import Callable
 
 import attrs
 import numpy as np
@@ -43,14 +44,23 @@ PAPER = {1e-3: (1472, 1.90, 4, 2), 1e-4: (1193, 1.67, 4, 2), 1e-5: (882, 1.36, 4
 ALPHAS = (1e-3, 1e-4, 1e-5)
 NODES = 4
 SETTINGS = {
-    "trajectories": Setting(100_000, "expert episodes of 160 steps (also --trajectories N)", quick=2_000,
-                            domain=COUNT),
-    "workers": Setting(2, "processes recording the episodes: a local Dask cluster when above 1 "
-                          "(pip install 'rmtk[dask]'), this process alone when 1", domain=COUNT),
-    "integrator": Setting("rk4", "rk4 (Reacher-v5's physics) or euler (about 2.5x faster, a cruder physics)",
-                          domain=Domain(choices=("rk4", "euler"))),
-    "explain": Setting(False, "say what would separate the machines left at the largest alpha, and how many more "
-                              "trajectories the confidence bound asks for"),
+    "trajectories": Setting(100_000, "expert episodes of 160 steps (also --trajectories N)", quick=2_000, domain=COUNT),
+    "workers": Setting(
+        2,
+        "processes recording the episodes: a local Dask cluster when above 1 "
+        "(pip install 'rmtk[dask]'), this process alone when 1",
+        domain=COUNT,
+    ),
+    "integrator": Setting(
+        "rk4",
+        "rk4 (Reacher-v5's physics) or euler (about 2.5x faster, a cruder physics)",
+        domain=Domain(choices=("rk4", "euler")),
+    ),
+    "explain": Setting(
+        False,
+        "say what would separate the machines left at the largest alpha, and how many more "
+        "trajectories the confidence bound asks for",
+    ),
 }
 
 
@@ -72,8 +82,9 @@ def prune_counts(table: CountTable, min_count: float) -> CountTable:
 
 def solution_machine(delta_u: np.ndarray, alphabet) -> RewardMachine:
     n = delta_u.shape[0]
-    return RewardMachine(nodes=[f"u{i}" for i in range(n)], alphabet=alphabet, delta_u=delta_u,
-                         delta_r=np.zeros(delta_u.shape))
+    return RewardMachine(
+        nodes=[f"u{i}" for i in range(n)], alphabet=alphabet, delta_u=delta_u, delta_r=np.zeros(delta_u.shape)
+    )
 
 
 @attrs.define
@@ -173,14 +184,25 @@ def simulate_and_learn(
         tracemalloc.start()
     try:
         bins = reacher_bins()
-        rec = collect(functools.partial(ReacherVectorEnv, chunk, integrator=integrator), reacher_expert(bins=bins),
-                      reacher_labels(), bins, n_trajectories, seed, shard=chunk, client=client,
-                      workers=None if client is not None else workers, name="reacher",
-                      progress=_Ticks(say, t_start))
+        rec = collect(
+            functools.partial(ReacherVectorEnv, chunk, integrator=integrator),
+            reacher_expert(bins=bins),
+            reacher_labels(),
+            bins,
+            n_trajectories,
+            seed,
+            shard=chunk,
+            client=client,
+            workers=None if client is not None else workers,
+            name="reacher",
+            progress=_Ticks(say, t_start),
+        )
         generated = time.perf_counter() - t_start
-        say(f"reacher: {rec.episodes} trajectories in {generated:.1f} s ({rec.episodes / generated:.0f}/s), "
+        say(
+            f"reacher: {rec.episodes} trajectories in {generated:.1f} s ({rec.episodes / generated:.0f}/s), "
             f"{len(rec.keys)} distinct (word, cell, action), trie of {rec.trie.n_nodes} words, "
-            f"{rec.clipped} observations clipped into the edge velocity bins")
+            f"{rec.clipped} observations clipped into the edge velocity bins"
+        )
         alphas = sorted(alphas, reverse=True)
         min_count = min(ConfidenceMiner(a).min_count(rec.n_actions) for a in alphas)
         n_keys, trie = len(rec.keys), rec.trie
@@ -197,26 +219,46 @@ def simulate_and_learn(
             # a false positive: both words end in the same node of the true machine (the
             # truth must violate it, so the truth's MaxSAT cost is the number of them)
             fp = int((true_node[neg.pairs[:, 0]] == true_node[neg.pairs[:, 1]]).sum()) if len(neg) else 0
-            say(f"reacher: alpha {alpha:g}: {len(neg)} negative examples, {fp} false positives; MaxSAT at {nodes} nodes")
-            res = MaxSatEncoder().search(Problem(trie, len(PROPOSITIONS), neg), max_nodes=nodes,
-                                         max_solutions=max_solutions, time_limit=time_limit)
+            say(
+                f"reacher: alpha {alpha:g}: {len(neg)} negative examples, {fp} false positives; MaxSAT at {nodes} nodes"
+            )
+            res = MaxSatEncoder().search(
+                Problem(trie, len(PROPOSITIONS), neg),
+                max_nodes=nodes,
+                max_solutions=max_solutions,
+                time_limit=time_limit,
+            )
             machines = [solution_machine(s.delta_u, PROPOSITIONS) for s in res.solutions]
             listed = any(isomorphic(m, truth, rewards=False) for m in machines)
-            row = AlphaResult(alpha, len(neg), fp, res.cost, len(res.solutions), res.raw_count, listed, fp,
-                              res.complete, time.perf_counter() - t0, machines)
+            row = AlphaResult(
+                alpha,
+                len(neg),
+                fp,
+                res.cost,
+                len(res.solutions),
+                res.raw_count,
+                listed,
+                fp,
+                res.complete,
+                time.perf_counter() - t0,
+                machines,
+            )
             rows.append(row)
             if explain and alpha == alphas[0] and len(res.solutions) > 1:
                 from ..explain import Explanation, cover, rare_pairs
 
                 deltas = [sol.delta_u for sol in res.solutions]
                 say(f"reacher: alpha {alpha:g}: what would separate the {len(deltas)} machines")
-                explanation = Explanation(cover(space, deltas, ptp=ptp),
-                                          tuple(rare_pairs(space, ptp, deltas, alpha=alpha,
-                                                           n_trajectories=n_trajectories, limit=5)))
+                explanation = Explanation(
+                    cover(space, deltas, ptp=ptp),
+                    tuple(rare_pairs(space, ptp, deltas, alpha=alpha, n_trajectories=n_trajectories, limit=5)),
+                )
             more = "" if res.complete else f" (enumeration stopped at {max_solutions})"
-            say(f"reacher: alpha {alpha:g}: cost {res.cost}, {len(res.solutions)} machines{more} "
+            say(
+                f"reacher: alpha {alpha:g}: cost {res.cost}, {len(res.solutions)} machines{more} "
                 f"({res.raw_count} raw), truth {'optimal' if row.truth_optimal else 'not optimal'}"
-                f"{', listed' if listed else ''}")
+                f"{', listed' if listed else ''}"
+            )
         _, peak = tracemalloc.get_traced_memory()
     finally:
         if tracing:
@@ -268,28 +310,76 @@ def report(res: ReacherResult, title: str | None = None):
         paper = PAPER.get(r.alpha)
         machines = f"{r.machines}" if r.complete else f">={r.machines}"
         raw = f"{r.raw}" if r.complete else f">={r.raw}"
-        rows.append((
-            f"{r.alpha:g}", r.negatives, f"{100 * r.fpr:.2f}%", r.cost, machines, raw,
-            "yes" if r.truth_optimal else "no", "yes" if r.truth_listed else "no",
-            paper[0] if paper else None, f"{paper[1]:.2f}%" if paper else None,
-            f"{paper[2]} ({paper[3]})" if paper else None,
-        ))
-    rep.tables.append((
-        f"{res.trajectories} trajectories of {160} steps (seed {res.seed}); the paper: 10^6 trajectories, PPO expert",
-        ["alpha", "|E-|", "FPR", "MaxSAT cost", "machines", "raw", "truth optimal", "truth listed",
-         "paper |E-|", "paper FPR", "paper solutions (machines)"],
-        rows,
-    ))
-    rep.tables.append((
-        "cost: wall time and memory of the whole run",
-        ["trajectories", "steps in u0/u1/u2/u3", "clipped observations", "trajectories/s", "(word, cell, action) keys",
-         "trie words", "pairs kept", "wall s", "peak traced MB", "max RSS MB (main)", "max RSS MB (workers)",
-         "projected s for 10^6"],
-        [(res.trajectories, "/".join(f"{100 * x:.0f}%" for x in res.node_steps), res.clipped,
-          f"{res.trajectories_per_second:.0f}", res.count_keys, res.trie_nodes, res.policy_pairs, f"{res.seconds:.1f}",
-          f"{res.peak_traced_mb:.0f}", f"{res.maxrss_mb:.0f}", f"{res.maxrss_children_mb:.0f}",
-          f"{_projection(res, 1_000_000):.0f}")],
-    ))
+        rows.append(
+            (
+                f"{r.alpha:g}",
+                r.negatives,
+                f"{100 * r.fpr:.2f}%",
+                r.cost,
+                machines,
+                raw,
+                "yes" if r.truth_optimal else "no",
+                "yes" if r.truth_listed else "no",
+                paper[0] if paper else None,
+                f"{paper[1]:.2f}%" if paper else None,
+                f"{paper[2]} ({paper[3]})" if paper else None,
+            )
+        )
+    rep.tables.append(
+        (
+            f"{res.trajectories} trajectories of {160} steps (seed {res.seed}); the paper: 10^6 trajectories, PPO "
+            "expert",
+            [
+                "alpha",
+                "|E-|",
+                "FPR",
+                "MaxSAT cost",
+                "machines",
+                "raw",
+                "truth optimal",
+                "truth listed",
+                "paper |E-|",
+                "paper FPR",
+                "paper solutions (machines)",
+            ],
+            rows,
+        )
+    )
+    rep.tables.append(
+        (
+            "cost: wall time and memory of the whole run",
+            [
+                "trajectories",
+                "steps in u0/u1/u2/u3",
+                "clipped observations",
+                "trajectories/s",
+                "(word, cell, action) keys",
+                "trie words",
+                "pairs kept",
+                "wall s",
+                "peak traced MB",
+                "max RSS MB (main)",
+                "max RSS MB (workers)",
+                "projected s for 10^6",
+            ],
+            [
+                (
+                    res.trajectories,
+                    "/".join(f"{100 * x:.0f}%" for x in res.node_steps),
+                    res.clipped,
+                    f"{res.trajectories_per_second:.0f}",
+                    res.count_keys,
+                    res.trie_nodes,
+                    res.policy_pairs,
+                    f"{res.seconds:.1f}",
+                    f"{res.peak_traced_mb:.0f}",
+                    f"{res.maxrss_mb:.0f}",
+                    f"{res.maxrss_children_mb:.0f}",
+                    f"{_projection(res, 1_000_000):.0f}",
+                )
+            ],
+        )
+    )
     rep.notes += [
         "expert: scripted (inverse kinematics + velocity-command control at the cell centre, torques rounded to the "
         "5 levels, epsilon-greedy 0.1), a function of (cell, true node) as the paper's PPO policy sampled at cell "
@@ -301,7 +391,8 @@ def report(res: ReacherResult, title: str | None = None):
         "|E-| = distinct word pairs mined (ConfidenceMiner, unit weights); a false positive is a pair whose two words "
         "end in the same node of the true machine u0 -b-> u1 -y-> u2 -r-> u3; FPR = false positives / |E-|.",
         "machines = optimal MaxSAT machines at 4 nodes up to renaming (unexercised transitions left free), raw = the "
-        "paper's count (node 0 fixed); '>=' when the enumeration stopped at its limit. truth optimal = the true machine "
+        "paper's count (node 0 fixed); '>=' when the enumeration stopped at its limit. truth optimal = the true "
+        "machine "
         "violates exactly the optimum's number of examples (so it is an optimal solution, listed or not); truth listed "
         "= isomorphic (transitions only) to an enumerated machine.",
         "the expert's nodes meet mostly near the targets (handing over from one goal to the next) and where u3 holds "
@@ -309,8 +400,10 @@ def report(res: ReacherResult, title: str | None = None):
         "data size: many 4-node machines are optimal, the true one among them.",
     ]
     if res.integrator != "rk4":
-        rep.notes.append(f"physics: the {res.integrator} integrator, not Reacher-v5's RK4 (--set integrator={res.integrator}):"
-                         " faster, and a different physics; figures are not Reacher-v5's.")
+        rep.notes.append(
+            f"physics: the {res.integrator} integrator, not Reacher-v5's RK4 (--set integrator={res.integrator}):"
+            " faster, and a different physics; figures are not Reacher-v5's."
+        )
     if res.explanation is not None:
         rep.notes.append(f"what would separate the machines at alpha {res.rows[0].alpha:g}:\n{res.explanation}")
     rep.seconds = res.seconds
@@ -325,6 +418,12 @@ def run(opts: Options) -> Report:
         import mujoco  # noqa: F401
     except ImportError:  # only these two: an import error of rmtk itself must show
         raise RmtkError("the reacher experiment needs gymnasium with MuJoCo: pip install 'rmtk[reacher]'") from None
-    res = simulate_and_learn(opts.get("trajectories"), seed=opts.seed, workers=opts.get("workers"),
-                             integrator=opts.get("integrator"), explain=opts.get("explain"), progress=opts.say)
+    res = simulate_and_learn(
+        opts.get("trajectories"),
+        seed=opts.seed,
+        workers=opts.get("workers"),
+        integrator=opts.get("integrator"),
+        explain=opts.get("explain"),
+        progress=opts.say,
+    )
     return report(res)

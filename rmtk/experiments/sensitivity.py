@@ -1,19 +1,28 @@
 """Appendix D: sensitivity of the learned machines to the bound u_max (patrol, MaxSAT),
 scored by the return of their product policies against MaxCausalEnt IRL baselines."""
+
 from __future__ import annotations
 
 import time
 
-from ._patrol import SETTINGS as PATROL, learn_bounds, patrol_expert, true_ptp
+from ._patrol import SETTINGS as PATROL
+from ._patrol import learn_bounds, patrol_expert, true_ptp
 from ._report import COUNT, Options, Report, Setting
 
 #: The figure the experiment draws (checked before the run: :func:`rmtk.experiments.run`).
 FIGURE = "sensitivity.png"
-SETTINGS = {**PATROL, "rollouts": Setting(10_000, "rollouts of 100 steps scored per model", quick=1000,
-                                                  domain=COUNT)}
+SETTINGS = {**PATROL, "rollouts": Setting(10_000, "rollouts of 100 steps scored per model", quick=1000, domain=COUNT)}
 
 #: Appendix D, Table "varying bound": u_max -> (used negative examples, average return); total 1112.
-PAPER_SENSITIVITY = {4: (1112, 176.62), 3: (902, 148.74), 2: (589, 94.25), "D-IRL": (None, 17.12), "F-IRL": (None, 14.49)}
+PAPER_SENSITIVITY = {
+    4: (1112, 176.62),
+    3: (902, 148.74),
+    2: (589, 94.25),
+    "D-IRL": (None, 17.12),
+    "F-IRL": (None, 14.49),
+}
+
+
 def run(opts: Options) -> Report:
     """Appendix D: sensitivity to u_max. 2,500 patrol trajectories of length 10; MaxSAT with
     u_max ∈ {4, 3, 2}; the learned product policy (Algorithm 3) acts for 10K rollouts of 100
@@ -47,9 +56,14 @@ def run(opts: Options) -> Report:
     rows.append(("uniform", None, None, None, returns["uniform"], None, None))
     returns["expert"] = average_return(task.mdp, task_policy(task).pi, **{**score, "policy_machine": task.machine})
     rows.append(("expert (true)", None, None, None, returns["expert"], None, None))
-    report.tables.append((
-        f"{demos.n_trajectories} trajectories of length 10, {rollouts} rollouts of 100 steps, reward {reward:g} per patrol",
-        ["model", "negatives", "used", "machines", "avg return", "paper used", "paper return"], rows))
+    report.tables.append(
+        (
+            f"{demos.n_trajectories} trajectories of length 10, {rollouts} rollouts of 100 steps, reward {reward:g} "
+            "per patrol",
+            ["model", "negatives", "used", "machines", "avg return", "paper used", "paper return"],
+            rows,
+        )
+    )
 
     def draw(fig):
         ax = fig.add_subplot()

@@ -1,5 +1,6 @@
 """Appendix B.1 (tables B.1.1-2): the number of solutions against the number of
 demonstrations, for the block-world tasks stack and stack-avoid."""
+
 from __future__ import annotations
 
 import time
@@ -11,12 +12,20 @@ from ._report import POSITIVE, Options, Report, Setting
 
 PAPER_TABLES = {
     # task: [(trajectories, |E-|, solutions)] — appendix B.1.1 (stack) and B.1.2 (stack-avoid)
-    "stack": [(1000, 58, 24), (3000, 174, 12), (5000, 305, 8), (10_000, 490, 8), (100_000, 2249, 4), (1_000_000, 7995, 2)],
+    "stack": [
+        (1000, 58, 24),
+        (3000, 174, 12),
+        (5000, 305, 8),
+        (10_000, 490, 8),
+        (100_000, 2249, 4),
+        (1_000_000, 7995, 2),
+    ],
     "stack_avoid": [(200, 26, 32), (500, 52, 8), (1000, 67, 8), (100_000, 1615, 4), (1_000_000, 5330, 4)],
 }
 SETTINGS = {
-    "stack_lambda": Setting(0.05, "temperature of the stack expert (see the note printed with the table)",
-                            domain=POSITIVE),
+    "stack_lambda": Setting(
+        0.05, "temperature of the stack expert (see the note printed with the table)", domain=POSITIVE
+    ),
     "stack_avoid_lambda": Setting(1.0, "temperature of the stack-avoid expert", domain=POSITIVE),
     "explain": Setting(False, "print what would separate the MaxSAT machines left at 1,000 demonstrations"),
 }
@@ -47,19 +56,44 @@ def run(opts: Options) -> Report:
             mx = attrs.evolve(learner, encoder=MaxSatEncoder()).fit(task)
             iso = mx.isomorphic_to_truth() or ()
             if opts.get("explain") and n == 1000 and mx.distinct_count > 1:
-                report.notes.append(f"{name}, {n} demonstrations, what would separate the {mx.distinct_count} MaxSAT "
-                                    f"machines:\n{mx.explain(limit=5)}")
-            out.append((
-                n, len(sat.negatives), f"{100 * (sat.false_positive_rate or 0):.1f}%",
-                sat.raw_count if sat.n_nodes else 0, sat.distinct_count, mx.raw_count, mx.distinct_count,
-                "yes" if any(iso) else "no", sum(mx.completion_consistent), paper_neg, paper_sol,
-            ))
-        report.tables.append((
-            f"{name} (expert lambda {lam:g}, seed {opts.seed})",
-            ["demos", "|E-|", "FPR", "SAT raw", "SAT machines", "MaxSAT raw", "MaxSAT machines", "truth found",
-             "consistent", "paper |E-|", "paper solutions"],
-            out,
-        ))
+                report.notes.append(
+                    f"{name}, {n} demonstrations, what would separate the {mx.distinct_count} MaxSAT "
+                    f"machines:\n{mx.explain(limit=5)}"
+                )
+            out.append(
+                (
+                    n,
+                    len(sat.negatives),
+                    f"{100 * (sat.false_positive_rate or 0):.1f}%",
+                    sat.raw_count if sat.n_nodes else 0,
+                    sat.distinct_count,
+                    mx.raw_count,
+                    mx.distinct_count,
+                    "yes" if any(iso) else "no",
+                    sum(mx.completion_consistent),
+                    paper_neg,
+                    paper_sol,
+                )
+            )
+        report.tables.append(
+            (
+                f"{name} (expert lambda {lam:g}, seed {opts.seed})",
+                [
+                    "demos",
+                    "|E-|",
+                    "FPR",
+                    "SAT raw",
+                    "SAT machines",
+                    "MaxSAT raw",
+                    "MaxSAT machines",
+                    "truth found",
+                    "consistent",
+                    "paper |E-|",
+                    "paper solutions",
+                ],
+                out,
+            )
+        )
     report.notes += [
         "raw = satisfying assignments with node 0 fixed (the paper's count); machines = distinct up to renaming, "
         "with transitions the data leave free reported rather than multiplied out.",

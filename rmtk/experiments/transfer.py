@@ -1,17 +1,22 @@
 """Appendix E: transfer. Machines learned in the patrol rooms get rewards from their learned
 product policies and are re-planned in a world with the rooms rearranged; scored by the
 log-likelihood of the true optimal policy's trajectories there."""
+
 from __future__ import annotations
 
 import time
 
-from ._patrol import SETTINGS as PATROL, learn_bounds, patrol_expert, true_ptp
+from ._patrol import SETTINGS as PATROL
+from ._patrol import learn_bounds, patrol_expert, true_ptp
 from ._report import COUNT, Options, Report, Setting
 
 #: The figure the experiment draws (checked before the run: :func:`rmtk.experiments.run`).
 FIGURE = "transfer.png"
-SETTINGS = {**PATROL, "test_trajectories": Setting(100, "trajectories of the true policy in the new rooms", domain=COUNT),
-            "test_length": Setting(20, "their length", domain=COUNT)}
+SETTINGS = {
+    **PATROL,
+    "test_trajectories": Setting(100, "trajectories of the true policy in the new rooms", domain=COUNT),
+    "test_length": Setting(20, "their length", domain=COUNT),
+}
 
 #: Appendix E: the rooms rearranged (same labels, same dynamics); A-B and C-D stay adjacent,
 #: B-C and D-A become diagonal.
@@ -55,10 +60,14 @@ def run(opts: Options) -> Report:
         rows.append((name, None, lls[name]))
     lls["uniform"] = average_log_likelihood(test, new_mdp, uniform_policy(new_mdp))
     rows.append(("uniform", None, lls["uniform"]))
-    report.tables.append((
-        f"learned in the rooms from {demos.n_trajectories} trajectories; tested on {test.n_trajectories} optimal "
-        f"trajectories of length {test.horizon} in the rearranged rooms",
-        ["model", "reward fit rms", "avg log-likelihood"], rows))
+    report.tables.append(
+        (
+            f"learned in the rooms from {demos.n_trajectories} trajectories; tested on {test.n_trajectories} optimal "
+            f"trajectories of length {test.horizon} in the rearranged rooms",
+            ["model", "reward fit rms", "avg log-likelihood"],
+            rows,
+        )
+    )
 
     def draw(fig):
         ax = fig.add_subplot()
@@ -69,11 +78,14 @@ def run(opts: Options) -> Report:
 
     opts.figure(report, FIGURE, draw)
     report.notes += [
-        "rooms rearranged as A C / B D (A-B and C-D adjacent, B-C and D-A diagonal); dynamics and start states unchanged.",
+        "rooms rearranged as A C / B D (A-B and C-D adjacent, B-C and D-A diagonal); dynamics and start states "
+        "unchanged.",
         "rewards come from Algorithm 3's product policy built on the expert's prefix tree policy in the original "
         "rooms (depth 6), as in the paper; from the empirical policy of the 2,500 trajectories instead, the three "
-        "machines score -19.9, -23.1, -24.6 (seed 0), still above both baselines.",
-        "D-IRL re-plans its per-state rewards (positions no longer carry the same labels); F-IRL its per-label rewards.",
+        "machines score -19.9, -23.1, -24.6 (seed 0), still above both "
+        "baselines.",
+        "D-IRL re-plans its per-state rewards (positions no longer carry the same labels); F-IRL its per-label "
+        "rewards.",
         "the paper shows this as a figure without numbers; the comparison to make is the ordering: u_max = 4 close "
         "to TRUE, graceful degradation with fewer nodes, IRL baselines below.",
     ]

@@ -15,11 +15,12 @@
 
 The core package never imports Gymnasium; this one does.
 """
+
+from ..shortest import shortest_path_table
 from .collect import SHARD, CollectJob, collect, collect_shard
 from .discretize import Bins, Identity
 from .labels import Alphabet, InfoLabel, StateLabels
 from .mdp_env import OFFICE_ID, MdpEnv, MdpVectorEnv, office_env, office_vector_env, register
-from ..shortest import shortest_path_table
 from .policies import Context, NodePolicy
 from .qlearning import Episode, QLearning, Training, greedy_episode
 from .recording import Recording
@@ -30,11 +31,37 @@ from .wrapper import CrmTables, Experiences, RewardMachineEnv, counterfactual_ex
 register()
 
 __all__ = [
-    "collect", "collect_shard", "CollectJob", "SHARD", "Recording", "tabular_mdp", "estimate_mdp", "Estimate",
-    "Identity", "Bins", "StateLabels", "InfoLabel", "Alphabet",
-    "Context", "NodePolicy", "shortest_path_table",
-    "RewardMachineEnv", "Experiences", "counterfactual_experiences", "terminal_nodes", "CrmTables",
-    "RewardMachineVectorEnv", "Transitions",
-    "QLearning", "Training", "Episode", "greedy_episode",
-    "MdpEnv", "MdpVectorEnv", "office_env", "office_vector_env", "OFFICE_ID", "register",
+    "collect",
+    "collect_shard",
+    "CollectJob",
+    "SHARD",
+    "Recording",
+    "tabular_mdp",
+    "estimate_mdp",
+    "Estimate",
+    "Identity",
+    "Bins",
+    "StateLabels",
+    "InfoLabel",
+    "Alphabet",
+    "Context",
+    "NodePolicy",
+    "shortest_path_table",
+    "RewardMachineEnv",
+    "Experiences",
+    "counterfactual_experiences",
+    "terminal_nodes",
+    "CrmTables",
+    "RewardMachineVectorEnv",
+    "Transitions",
+    "QLearning",
+    "Training",
+    "Episode",
+    "greedy_episode",
+    "MdpEnv",
+    "MdpVectorEnv",
+    "office_env",
+    "office_vector_env",
+    "OFFICE_ID",
+    "register",
 ]

@@ -17,6 +17,7 @@ is not a proposition, an observation outside the bins when clipping is off, an a
 the action space — stops the collection with a :class:`~rmtk.errors.DataError` naming the
 episode and the step.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,9 +37,21 @@ SHARD = 1000
 
 
 # ---------------------------------------------------------------------- one shard
-def collect_shard(env, policy, labeler, discretizer, episodes: int, seed, *, first: int = 0,
-                  propositions=None, n_states: int | None = None, max_steps: int = 1000, compress: bool = True,
-                  name: str | None = None) -> Recording:
+def collect_shard(
+    env,
+    policy,
+    labeler,
+    discretizer,
+    episodes: int,
+    seed,
+    *,
+    first: int = 0,
+    propositions=None,
+    n_states: int | None = None,
+    max_steps: int = 1000,
+    compress: bool = True,
+    name: str | None = None,
+) -> Recording:
     """Play ``episodes`` episodes seeded by ``seed`` (an int or a
     :class:`numpy.random.SeedSequence`) and count them. ``first`` numbers the episodes in
     messages. Arguments as for :func:`collect`; ``env`` may be an instance (it is reset, not
@@ -78,10 +91,26 @@ class CollectJob:
 
 
 # ---------------------------------------------------------------------- the collection
-def collect(env, policy, labeler, discretizer, episodes: int, seed=0, *, propositions=None,
-            n_states: int | None = None, max_steps: int = 1000, shard: int | None = None, engine=None,
-            workers: int | None = None, scheduler: str | None = None, client=None, compress: bool = True,
-            name: str | None = None, progress: Progress | None = None) -> Recording:
+def collect(
+    env,
+    policy,
+    labeler,
+    discretizer,
+    episodes: int,
+    seed=0,
+    *,
+    propositions=None,
+    n_states: int | None = None,
+    max_steps: int = 1000,
+    shard: int | None = None,
+    engine=None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    client=None,
+    compress: bool = True,
+    name: str | None = None,
+    progress: Progress | None = None,
+) -> Recording:
     """Run ``policy`` for ``episodes`` episodes of ``env`` and count them into the empirical
     prefix tree policy; the result goes to :class:`~rmtk.empirical.EmpiricalPTP` as it is.
 
@@ -122,14 +151,23 @@ def collect(env, policy, labeler, discretizer, episodes: int, seed=0, *, proposi
         runner = as_engine(engine, client=client, scheduler=scheduler, workers=workers)
         local = isinstance(runner, LocalEngine)
         if not local and made is env:
-            raise RmtkError("collect on workers needs a function that makes the environment (or its id): "
-                            "each worker makes its own copy")
+            raise RmtkError(
+                "collect on workers needs a function that makes the environment (or its id): "
+                "each worker makes its own copy"
+            )
         if not local and owned:
             made.close()
             owned = False
         job = CollectJob(made if local else env, policy, setup, int(max_steps), compress)
-        rec = runner.map_reduce(job, plan, reduce=Recording.merge, sizes=lambda s: s.size, total=episodes,
-                                what="episodes", progress=progress)
+        rec = runner.map_reduce(
+            job,
+            plan,
+            reduce=Recording.merge,
+            sizes=lambda s: s.size,
+            total=episodes,
+            what="episodes",
+            progress=progress,
+        )
         return rec.canonical()
     finally:
         if owned:

@@ -6,10 +6,11 @@ are frozen value classes that also map a whole batch at once (:meth:`Bins.batch`
 environments) and know their number of states (``size(space)``). A plain callable needs the
 number of states from the caller (``collect(..., n_states=N)``).
 """
+
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import attrs
 import numpy as np
@@ -33,8 +34,10 @@ class Identity:
             return self.n
         n = getattr(space, "n", None)
         if n is None or getattr(space, "start", 0) != 0:
-            raise ModelError(f"Identity needs a Discrete observation space starting at 0, not {space}; "
-                             "give its number of states (Identity(n)) or use Bins for a Box")
+            raise ModelError(
+                f"Identity needs a Discrete observation space starting at 0, not {space}; "
+                "give its number of states (Identity(n)) or use Bins for a Box"
+            )
         return int(n)
 
     def __call__(self, obs) -> int:
@@ -76,8 +79,10 @@ class Bins:
         try:
             low, high, n = np.broadcast_arrays(np.array(self.low), np.array(self.high), np.array(self.n))
         except ValueError:
-            raise ModelError(f"Bins: low, high and n have {len(self.low)}, {len(self.high)} and {len(self.n)} "
-                             "entries; give one per dimension (or one for all)") from None
+            raise ModelError(
+                f"Bins: low, high and n have {len(self.low)}, {len(self.high)} and {len(self.n)} "
+                "entries; give one per dimension (or one for all)"
+            ) from None
         object.__setattr__(self, "low", tuple(low.tolist()))
         object.__setattr__(self, "high", tuple(high.tolist()))
         object.__setattr__(self, "n", tuple(int(x) for x in n))
@@ -105,8 +110,10 @@ class Bins:
         x = np.asarray(self.features(obs) if self.features is not None else obs, dtype=float)
         x = x.reshape(len(x), -1)
         if x.shape[1] != self.dims:
-            raise ModelError(f"Bins has {self.dims} dimensions, the observation{' features' if self.features else ''} "
-                             f"have {x.shape[1]}")
+            raise ModelError(
+                f"Bins has {self.dims} dimensions, the observation{' features' if self.features else ''} "
+                f"have {x.shape[1]}"
+            )
         return x
 
     def batch(self, obs) -> tuple[np.ndarray, np.ndarray]:

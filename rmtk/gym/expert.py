@@ -15,6 +15,7 @@ ways, and the policy's node is driven along the word, never reset at its end:
 
 Each question draws fresh seeded randomness (the environment's resets, the policy's draws).
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -33,8 +34,10 @@ from .policies import NodePolicy
 def _toy_text(env, state: int) -> None:
     inner = env.unwrapped
     if not hasattr(inner, "s"):
-        raise QueryError(f"cannot restore a state of {type(inner).__name__}: it has no 's' (toy-text) attribute; "
-                         "pass restore=... or mode='replay'")
+        raise QueryError(
+            f"cannot restore a state of {type(inner).__name__}: it has no 's' (toy-text) attribute; "
+            "pass restore=... or mode='replay'"
+        )
     inner.s = int(state)
 
 
@@ -70,8 +73,10 @@ class GymExpert:
             raise RmtkError("GymExpert asks one Gymnasium environment (not a vector one) at a time")
         n = getattr(self.env.action_space, "n", None)
         if n != self.mdp.n_actions:
-            raise RmtkError(f"the environment has action space {self.env.action_space}, the mdp {self.mdp.name!r} "
-                            f"{self.mdp.n_actions} actions")
+            raise RmtkError(
+                f"the environment has action space {self.env.action_space}, the mdp {self.mdp.name!r} "
+                f"{self.mdp.n_actions} actions"
+            )
         self._letters = self.policy.letters(tuple(self.mdp.propositions))
 
     # -- realising a history --------------------------------------------------------------------
@@ -99,7 +104,7 @@ class GymExpert:
                     path.append(a)
                 return path[::-1]
             for a in range(A):
-                for s2 in T.indices[T.indptr[s * A + a]:T.indptr[s * A + a + 1]].tolist():
+                for s2 in T.indices[T.indptr[s * A + a] : T.indptr[s * A + a + 1]].tolist():
                     if self.compressed and lab[s2] == word[i - 1]:
                         nxt = (s2, i)
                     elif i < len(word) and lab[s2] == word[i]:
@@ -123,33 +128,41 @@ class GymExpert:
             if plan is not None:
                 break
         else:
-            raise QueryError(f"no reset of the environment in {self.max_resets} seeded tries started where a path "
-                             f"producing the history reaches state {self.mdp.states[state]!r}")
+            raise QueryError(
+                f"no reset of the environment in {self.max_resets} seeded tries started where a path "
+                f"producing the history reaches state {self.mdp.states[state]!r}"
+            )
         expect = int(start)
         for t, a in enumerate(plan):
             obs = self._step(a)[0]
             nxt = self._expected(expect, a)
             if int(obs) not in nxt:
-                raise QueryError(f"replaying the history: at step {t + 1} the environment reached state "
-                                 f"{self.mdp.states[int(obs)]!r} where the mdp allows "
-                                 f"{', '.join(repr(self.mdp.states[s]) for s in nxt)}")
+                raise QueryError(
+                    f"replaying the history: at step {t + 1} the environment reached state "
+                    f"{self.mdp.states[int(obs)]!r} where the mdp allows "
+                    f"{', '.join(repr(self.mdp.states[s]) for s in nxt)}"
+                )
             if len(nxt) > 1:
-                raise QueryError(f"replaying the history: step {t + 1} is stochastic in the mdp; a replay cannot "
-                                 "reproduce the planned states (use mode='restore')")
+                raise QueryError(
+                    f"replaying the history: step {t + 1} is stochastic in the mdp; a replay cannot "
+                    "reproduce the planned states (use mode='restore')"
+                )
             expect = int(obs)
         if expect != state:
-            raise QueryError(f"replaying the history ended in state {self.mdp.states[expect]!r}, not "
-                             f"{self.mdp.states[state]!r}")
+            raise QueryError(
+                f"replaying the history ended in state {self.mdp.states[expect]!r}, not {self.mdp.states[state]!r}"
+            )
 
     def _expected(self, s: int, a: int) -> list[int]:
         T, A = self.mdp.kernel, self.mdp.n_actions
-        return T.indices[T.indptr[s * A + a]:T.indptr[s * A + a + 1]].tolist()
+        return T.indices[T.indptr[s * A + a] : T.indptr[s * A + a + 1]].tolist()
 
     def _step(self, action: int):
         obs, _, terminated, truncated, _ = self.env.step(int(action))
         if not (isinstance(obs, (int, np.integer)) or np.ndim(obs) == 0) or not 0 <= int(obs) < self.mdp.n_states:
-            raise QueryError(f"the environment returned observation {obs!r}, not a state index of mdp "
-                             f"{self.mdp.name!r}")
+            raise QueryError(
+                f"the environment returned observation {obs!r}, not a state index of mdp {self.mdp.name!r}"
+            )
         return obs, terminated or truncated
 
     def _choose(self, rng, state: int, node: int) -> int:
@@ -161,8 +174,9 @@ class GymExpert:
         rng = _rng(self.seed, self._calls)
         node = self._node(word)
         self._at(rng, word, int(state))
-        counts = np.bincount([self._choose(rng, int(state), node) for _ in range(int(m))],
-                             minlength=self.mdp.n_actions).astype(float)
+        counts = np.bincount(
+            [self._choose(rng, int(state), node) for _ in range(int(m))], minlength=self.mdp.n_actions
+        ).astype(float)
         return Observations((word,), np.array([int(state)]), counts[None, :], False, steps=int(m))
 
     def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
@@ -197,5 +211,6 @@ class GymExpert:
                     break
         keys = list(found)
         values = np.array([found[key] for key in keys]).reshape(len(keys), A)
-        return Observations(tuple(key[0] for key in keys), np.array([key[1] for key in keys], np.int64), values,
-                            False, steps=steps)
+        return Observations(
+            tuple(key[0] for key in keys), np.array([key[1] for key in keys], np.int64), values, False, steps=steps
+        )

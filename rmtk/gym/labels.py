@@ -8,9 +8,10 @@ vector environment at once (``batch(obs, infos)`` → proposition indices). :cla
 turns what a labeler returned into indices, with an error naming the episode and step when it
 is not a proposition.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import attrs
 import numpy as np
@@ -38,10 +39,12 @@ class StateLabels:
     def __attrs_post_init__(self):
         bad = [x for x in self.labels if not 0 <= x < len(self.propositions)]
         if bad:
-            raise ModelError(f"StateLabels: label index {bad[0]} is not a proposition index 0..{len(self.propositions) - 1}")
+            raise ModelError(
+                f"StateLabels: label index {bad[0]} is not a proposition index 0..{len(self.propositions) - 1}"
+            )
 
     @classmethod
-    def of(cls, mdp: LabeledMDP) -> "StateLabels":
+    def of(cls, mdp: LabeledMDP) -> StateLabels:
         return cls(mdp.propositions, mdp.labels.tolist())
 
     def __call__(self, obs, info=None) -> str:
@@ -81,12 +84,16 @@ class Alphabet:
     def index(self, label, where: str) -> int:
         """The index of one label; ``where`` (e.g. ``"episode 3, step 7"``) starts the error."""
         if not isinstance(label, str):
-            raise DataError(f"{where}: the labeler returned {label!r} ({type(label).__name__}); it must return one "
-                            f"proposition name (a string) of {' '.join(self.propositions)}")
+            raise DataError(
+                f"{where}: the labeler returned {label!r} ({type(label).__name__}); it must return one "
+                f"proposition name (a string) of {' '.join(self.propositions)}"
+            )
         k = self._index.get(label)
         if k is None:
-            raise DataError(f"{where}: the labeler returned {label!r}, which is not a proposition; the alphabet is "
-                            f"{' '.join(self.propositions)}")
+            raise DataError(
+                f"{where}: the labeler returned {label!r}, which is not a proposition; the alphabet is "
+                f"{' '.join(self.propositions)}"
+            )
         return k
 
     @property
@@ -98,11 +105,15 @@ class Alphabet:
         """Indices returned by a batch labeler, checked; ``where(i)`` names entry ``i``."""
         indices = np.asarray(indices)
         if not np.issubdtype(indices.dtype, np.integer):
-            raise DataError(f"{where(0)}: the labeler's batch returned {indices.dtype} values; it must return "
-                            "proposition indices (integers)")
+            raise DataError(
+                f"{where(0)}: the labeler's batch returned {indices.dtype} values; it must return "
+                "proposition indices (integers)"
+            )
         bad = np.flatnonzero((indices < 0) | (indices >= len(self.propositions)))
         if bad.size:
             i = int(bad[0])
-            raise DataError(f"{where(i)}: the labeler returned a label that is not a proposition "
-                            f"(index {indices[i]}); the alphabet is {' '.join(self.propositions)}")
+            raise DataError(
+                f"{where(i)}: the labeler returned a label that is not a proposition "
+                f"(index {indices[i]}); the alphabet is {' '.join(self.propositions)}"
+            )
         return indices.astype(np.int64)

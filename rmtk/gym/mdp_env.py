@@ -7,6 +7,7 @@ is always 0 and episodes never terminate (a task is a reward machine over the la
 the environment in :class:`~rmtk.gym.RewardMachineEnv`); ``max_steps`` truncates them.
 ``info["label"]`` is the proposition of the state.
 """
+
 from __future__ import annotations
 
 import gymnasium
@@ -117,8 +118,11 @@ class MdpVectorEnv(VectorEnv):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         if seed is not None:
             self._rng = np.random.default_rng(seed)
-        mask = np.ones(self.num_envs, dtype=bool) if not options or "reset_mask" not in options else np.asarray(
-            options["reset_mask"], dtype=bool).reshape(self.num_envs)  # reset these copies only
+        mask = (
+            np.ones(self.num_envs, dtype=bool)
+            if not options or "reset_mask" not in options
+            else np.asarray(options["reset_mask"], dtype=bool).reshape(self.num_envs)
+        )  # reset these copies only
         self._states = np.where(mask, self._sampler.reset(self._rng, self.num_envs), self._states)
         self._t[mask] = 0
         self._ended[mask] = False
@@ -164,5 +168,8 @@ OFFICE_ID = "rmtk/OfficeWorld-v0"
 def register() -> None:
     """Make ``gymnasium.make("rmtk/OfficeWorld-v0")`` (and ``make_vec``) build the Office World."""
     if OFFICE_ID not in gymnasium.registry:
-        gymnasium.register(OFFICE_ID, entry_point="rmtk.gym.mdp_env:office_env",
-                           vector_entry_point="rmtk.gym.mdp_env:office_vector_env")
+        gymnasium.register(
+            OFFICE_ID,
+            entry_point="rmtk.gym.mdp_env:office_env",
+            vector_entry_point="rmtk.gym.mdp_env:office_vector_env",
+        )

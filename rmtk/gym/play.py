@@ -2,10 +2,11 @@
 behind :func:`~rmtk.gym.collect` and :func:`~rmtk.gym.collect_shard`, run here or on the workers
 of an engine (:mod:`rmtk.engines`). The user's labeler, discretiser and policy are checked
 here, with errors naming the episode and step."""
+
 from __future__ import annotations
 
 import inspect
-from typing import Callable
+from collections.abc import Callable
 
 import attrs
 import numpy as np
@@ -31,23 +32,30 @@ def make_env(env):
         try:
             return gymnasium.make(env), True
         except Exception as exc:
-            raise RmtkError(f"cannot make the Gymnasium environment {env!r}: {type(exc).__name__}: {exc}"
-                            + (_REGISTERED if "rmtk/" in env else "")) from exc
+            raise RmtkError(
+                f"cannot make the Gymnasium environment {env!r}: {type(exc).__name__}: {exc}"
+                + (_REGISTERED if "rmtk/" in env else "")
+            ) from exc
     if callable(env):
         try:
             made = env()
         except Exception as exc:
-            raise RmtkError(f"the environment factory {getattr(env, '__name__', env)!r} raised "
-                            f"{type(exc).__name__}: {exc}") from exc
+            raise RmtkError(
+                f"the environment factory {getattr(env, '__name__', env)!r} raised {type(exc).__name__}: {exc}"
+            ) from exc
         if not isinstance(made, (gymnasium.Env, gymnasium.vector.VectorEnv)):
             raise RmtkError(f"the environment factory returned {type(made).__name__}, not a Gymnasium environment")
         return made, True
-    raise RmtkError(f"env must be a Gymnasium environment, a vector environment, an environment id or a function "
-                    f"making one, not {type(env).__name__}")
+    raise RmtkError(
+        f"env must be a Gymnasium environment, a vector environment, an environment id or a function "
+        f"making one, not {type(env).__name__}"
+    )
 
 
-_REGISTERED = ("; rmtk's environments are registered by importing rmtk.gym, or named with their module: "
-               "'rmtk.gym:rmtk/OfficeWorld-v0'")
+_REGISTERED = (
+    "; rmtk's environments are registered by importing rmtk.gym, or named with their module: "
+    "'rmtk.gym:rmtk/OfficeWorld-v0'"
+)
 
 
 def _env_name(env) -> str:
@@ -70,20 +78,24 @@ class Setup:
     name: str
 
     @classmethod
-    def of(cls, env, labeler, discretizer, propositions, n_states, name) -> "Setup":
+    def of(cls, env, labeler, discretizer, propositions, n_states, name) -> Setup:
         import gymnasium
 
         vector = isinstance(env, gymnasium.vector.VectorEnv)
         mode = env.metadata.get("autoreset_mode") if vector else None
         if getattr(mode, "value", mode) == "Disabled":
-            raise RmtkError("collect steps every copy of a vector environment until the wave's longest episode ends, "
-                            "which autoreset_mode=DISABLED forbids; make it with the NEXT_STEP (default) or SAME_STEP "
-                            "autoreset mode")
+            raise RmtkError(
+                "collect steps every copy of a vector environment until the wave's longest episode ends, "
+                "which autoreset_mode=DISABLED forbids; make it with the NEXT_STEP (default) or SAME_STEP "
+                "autoreset mode"
+            )
         obs_space = env.single_observation_space if vector else env.observation_space
         act_space = env.single_action_space if vector else env.action_space
         if not isinstance(act_space, gymnasium.spaces.Discrete):
-            raise RmtkError(f"collect counts discrete actions; the action space is {act_space} (wrap the environment "
-                            "so that its actions are Discrete)")
+            raise RmtkError(
+                f"collect counts discrete actions; the action space is {act_space} (wrap the environment "
+                "so that its actions are Discrete)"
+            )
         if n_states is None:
             size = getattr(discretizer, "size", None)
             if size is None:
@@ -93,14 +105,25 @@ class Setup:
             raise RmtkError(f"collect counts at most 2^31 - 1 states (32-bit state indices), not {n_states}")
         if labeler is None:  # state histories: each state its own proposition (to learn the labels)
             if propositions is not None:
-                raise RmtkError("collect without a labeler records state histories: the propositions are the states, "
-                                "pass no propositions")
+                raise RmtkError(
+                    "collect without a labeler records state histories: the propositions are the states, "
+                    "pass no propositions"
+                )
             propositions = [f"s{i}" for i in range(int(n_states))]
         props = propositions if propositions is not None else getattr(labeler, "propositions", None)
         if props is None:
             raise RmtkError("collect needs the propositions the labeler can return: pass propositions=[...]")
-        return cls(vector, int(env.num_envs) if vector else 1, int(n_states), int(act_space.n), int(act_space.start),
-                   Alphabet(props), discretizer, labeler, name or _env_name(env))
+        return cls(
+            vector,
+            int(env.num_envs) if vector else 1,
+            int(n_states),
+            int(act_space.n),
+            int(act_space.start),
+            Alphabet(props),
+            discretizer,
+            labeler,
+            name or _env_name(env),
+        )
 
     def space(self) -> Space:
         return Space(self.n_states, self.n_actions, self.alphabet.propositions, self.name)
@@ -121,16 +144,20 @@ class Setup:
                 if np.isnan(np.asarray(row, dtype=float)).any():
                     raise DataError(f"{where(i)}: the observation holds NaN: {row!r}")
                 if not getattr(d, "clip", True):
-                    raise DataError(f"{where(i)}: the observation is outside the bins ({d.describe_outside(row)}); "
-                                    "pass Bins(..., clip=True) to clip it into the edge bins and count it")
+                    raise DataError(
+                        f"{where(i)}: the observation is outside the bins ({d.describe_outside(row)}); "
+                        "pass Bins(..., clip=True) to clip it into the edge bins and count it"
+                    )
             clipped = int(outside.sum())
         else:
             index = np.array([_as_state(d(obs[i] if self.vector else obs), where(i)) for i in live], dtype=np.int64)
             clipped = 0
         bad = np.flatnonzero((index < 0) | (index >= self.n_states))
         if bad.size:
-            raise DataError(f"{where(int(live[bad[0]]))}: the discretiser returned state {index[bad[0]]}, outside "
-                            f"0..{self.n_states - 1}")
+            raise DataError(
+                f"{where(int(live[bad[0]]))}: the discretiser returned state {index[bad[0]]}, outside "
+                f"0..{self.n_states - 1}"
+            )
         out[live] = index
         return out, clipped
 
@@ -153,21 +180,25 @@ class Setup:
         a = np.asarray(action)
         shape = (self.copies,) if self.vector else ()
         if a.shape != shape:
-            raise DataError(f"{where(0)}: the policy returned {action!r} (shape {a.shape}); it must return "
-                            + (f"one action per copy of the vector environment, shape {shape}" if self.vector
-                               else "one action"))
+            raise DataError(
+                f"{where(0)}: the policy returned {action!r} (shape {a.shape}); it must return "
+                + (f"one action per copy of the vector environment, shape {shape}" if self.vector else "one action")
+            )
         a = a.reshape(self.copies)
         if a.dtype == bool or not np.issubdtype(a.dtype, np.integer):
-            raise DataError(f"{where(0)}: the policy returned {action!r} ({a.dtype}); actions of "
-                            f"Discrete({self.n_actions}) are integers")
+            raise DataError(
+                f"{where(0)}: the policy returned {action!r} ({a.dtype}); actions of "
+                f"Discrete({self.n_actions}) are integers"
+            )
         idx = a.astype(np.int64) - self.action_start
         bad = np.flatnonzero(alive & ((idx < 0) | (idx >= self.n_actions)))
         if bad.size:
             i = int(bad[0])
-            raise DataError(f"{where(i)}: the policy returned action {a[i]}, which is not in the action space "
-                            f"Discrete({self.n_actions}" + (f", start={self.action_start})" if self.action_start else ")"))
+            raise DataError(
+                f"{where(i)}: the policy returned action {a[i]}, which is not in the action space "
+                f"Discrete({self.n_actions}" + (f", start={self.action_start})" if self.action_start else ")")
+            )
         return idx
-
 
     # ------------------------------------------------------------------ a single environment, one value at a time
     def scalar_states(self, tallies: dict):
@@ -221,6 +252,7 @@ class Setup:
         if mode in (None, "NextStep"):
             return lambda obs, info: obs
         if mode == "SameStep":
+
             def final(obs, info):
                 rows = list(obs)
                 for i in np.flatnonzero(info.get("_final_obs", ())):
@@ -254,8 +286,10 @@ class Setup:
 
 def _as_state(value, where: str) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise DataError(f"{where}: the discretiser returned {value!r} ({type(value).__name__}); it must return a "
-                        "state index (an integer)")
+        raise DataError(
+            f"{where}: the discretiser returned {value!r} ({type(value).__name__}); it must return a "
+            "state index (an integer)"
+        )
     return int(value)
 
 
@@ -280,8 +314,10 @@ def policy_error(policy, exc: Exception, where: str) -> DataError:
         try:
             inspect.signature(policy).bind(None, None)
         except TypeError:
-            return DataError(f"{where}: the policy cannot be called as policy(obs, ctx) ({exc}); a policy takes the "
-                             "observation and a Context (step t, state, label, propositions, rng)")
+            return DataError(
+                f"{where}: the policy cannot be called as policy(obs, ctx) ({exc}); a policy takes the "
+                "observation and a Context (step t, state, label, propositions, rng)"
+            )
         except ValueError:  # no signature to inspect (some builtins)
             pass
     return raised("the policy", exc, where)
@@ -292,13 +328,11 @@ def _where(episode: int, t: int) -> str:
 
 
 # ---------------------------------------------------------------------- one shard
-def play_shard(setup: Setup, env, policy, episodes: int, seed, first: int, max_steps: int,
-               compress: bool) -> Recording:
+def play_shard(setup: Setup, env, policy, episodes: int, seed, first: int, max_steps: int, compress: bool) -> Recording:
     """Play and count ``episodes`` episodes; the environment's resets and the policy's
     generator come from two children of ``seed`` (the same seed, the same data)."""
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    env_seq, policy_seq = (np.random.SeedSequence(seq.entropy, spawn_key=tuple(seq.spawn_key) + (k,))
-                           for k in (0, 1))
+    env_seq, policy_seq = (np.random.SeedSequence(seq.entropy, spawn_key=tuple(seq.spawn_key) + (k,)) for k in (0, 1))
     rng = np.random.default_rng(policy_seq)
     waves = [min(setup.copies, episodes - w) for w in range(0, episodes, setup.copies)]
     resets = env_seq.generate_state(len(waves), dtype=np.uint32)
@@ -310,17 +344,26 @@ def play_shard(setup: Setup, env, policy, episodes: int, seed, first: int, max_s
             done += size
         T = max(p[0].shape[1] for p in parts)
         pad = lambda a: np.pad(a, ((0, 0), (0, T - a.shape[1])), constant_values=-1)  # noqa: E731
-        states, actions, labels, lengths, finals = (np.concatenate([pad(p[k]) if k < 3 else p[k] for p in parts])
-                                                    for k in range(5))
+        states, actions, labels, lengths, finals = (
+            np.concatenate([pad(p[k]) if k < 3 else p[k] for p in parts]) for k in range(5)
+        )
     else:
-        states, actions, labels, lengths, finals = _episodes(setup, env, policy, resets, first, max_steps, rng,
-                                                             tallies)
+        states, actions, labels, lengths, finals = _episodes(setup, env, policy, resets, first, max_steps, rng, tallies)
     demos = Demonstrations(states, actions, lengths)
     table = count_chunk(setup.space(), demos, compress=compress, labels=labels)
     moves, move_counts = count_moves(states, actions, lengths, finals)
     starts, start_counts = np.unique(states[lengths > 0, 0], return_counts=True)
-    return of_table(table, setup.alphabet.propositions, name=setup.name, episodes=episodes, moves=moves,
-                    move_counts=move_counts, starts=starts, start_counts=start_counts, **tallies)
+    return of_table(
+        table,
+        setup.alphabet.propositions,
+        name=setup.name,
+        episodes=episodes,
+        moves=moves,
+        move_counts=move_counts,
+        starts=starts,
+        start_counts=start_counts,
+        **tallies,
+    )
 
 
 def count_moves(states: np.ndarray, actions: np.ndarray, lengths: np.ndarray, finals: np.ndarray):
@@ -336,8 +379,7 @@ def count_moves(states: np.ndarray, actions: np.ndarray, lengths: np.ndarray, fi
     return sum_rows(rows.reshape(-1, 3))
 
 
-def _episodes(setup: Setup, env, policy, resets, first: int, max_steps: int, rng: np.random.Generator,
-              tallies: dict):
+def _episodes(setup: Setup, env, policy, resets, first: int, max_steps: int, rng: np.random.Generator, tallies: dict):
     """One episode after another on a single environment: plain Python values in the loop
     (the environment's own speed matters here), arrays at the end."""
     n = len(resets)
@@ -404,8 +446,17 @@ def _episodes(setup: Setup, env, policy, resets, first: int, max_steps: int, rng
     return states.astype(np.int32), actions.astype(np.int32), labels, lengths, finals
 
 
-def _wave(setup: Setup, env, policy, size: int, reset_seed: int, first: int, max_steps: int,
-          rng: np.random.Generator, tallies: dict):
+def _wave(
+    setup: Setup,
+    env,
+    policy,
+    size: int,
+    reset_seed: int,
+    first: int,
+    max_steps: int,
+    rng: np.random.Generator,
+    tallies: dict,
+):
     """``size`` episodes, one per copy of the environment, played together."""
     everyone = f"episodes {first}-{first + size - 1}"
     try:
@@ -418,6 +469,7 @@ def _wave(setup: Setup, env, policy, size: int, reset_seed: int, first: int, max
     final_obs = setup.metadata_final(env)
     cols: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for t in range(max_steps):
+
         def where(i, t=t):
             return f"episode {first + i}, step {t}"
 

@@ -6,9 +6,11 @@ A policy is any callable ``policy(obs, ctx) -> action``; with a vector environme
 is the batch and the policy returns one action per environment. Every random draw it makes
 should come from ``ctx.rng``: collect seeds it per shard, so the same seed gives the same data.
 """
+
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import attrs
 import numpy as np
@@ -50,17 +52,23 @@ class NodePolicy:
     _letters: dict = attrs.field(factory=dict, init=False, repr=False)
 
     @classmethod
-    def from_table(cls, machine: RewardMachine, table) -> "NodePolicy":
+    def from_table(cls, machine: RewardMachine, table) -> NodePolicy:
         """Sample from ``table[u, s, a]``, a stochastic policy per node (e.g. from
         :func:`shortest_path_table`)."""
         table = np.asarray(table, dtype=float)
         n = machine.n_nodes
         if table.ndim != 3 or table.shape[0] != n:
             if table.ndim == 3 and table.shape[1] == n:  # a SoftPolicy's pi is (states, nodes, actions)
-                raise ModelError(order_hint("a node policy table", table.shape,
-                                            [("nodes", n), ("states", table.shape[0]), ("actions", table.shape[2])]))
-            raise ModelError(f"a node policy table has shape {table.shape}; expected (nodes, states, actions) with "
-                             f"{n} nodes")
+                raise ModelError(
+                    order_hint(
+                        "a node policy table",
+                        table.shape,
+                        [("nodes", n), ("states", table.shape[0]), ("actions", table.shape[2])],
+                    )
+                )
+            raise ModelError(
+                f"a node policy table has shape {table.shape}; expected (nodes, states, actions) with {n} nodes"
+            )
         cdf = np.cumsum(table, axis=2)
 
         def choose(states, nodes, rng):
@@ -74,8 +82,10 @@ class NodePolicy:
         if propositions not in self._letters:
             missing = [p for p in propositions if p not in self.machine.alphabet]
             if missing:
-                raise ModelError(f"machine {self.machine.name!r} does not read {', '.join(map(repr, missing))}, "
-                                 "which the labeler can return")
+                raise ModelError(
+                    f"machine {self.machine.name!r} does not read {', '.join(map(repr, missing))}, "
+                    "which the labeler can return"
+                )
             self._letters[propositions] = np.array([self.machine.alphabet.index(p) for p in propositions])
         return self._letters[propositions]
 

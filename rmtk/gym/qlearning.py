@@ -2,9 +2,10 @@
 :class:`~rmtk.gym.RewardMachineEnv`: every step updates the Q-values of every node of the
 machine, not only the one the agent is in (Toro Icarte et al.). Observations and actions
 must be ``Discrete`` (use ``RewardMachineEnv(..., observation="flat")``)."""
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import attrs
 import gymnasium
@@ -58,15 +59,25 @@ class QLearning:
     q_init: float = 0.0
     crm: bool = True
 
-    def train(self, env: gymnasium.Env, steps: int, seed: int, *, evaluate: Callable[[np.ndarray], float] | None = None,
-              every: int = 1000, progress: Progress | None = None) -> Training:
+    def train(
+        self,
+        env: gymnasium.Env,
+        steps: int,
+        seed: int,
+        *,
+        evaluate: Callable[[np.ndarray], float] | None = None,
+        every: int = 1000,
+        progress: Progress | None = None,
+    ) -> Training:
         """Train for ``steps`` environment steps; ``evaluate(q)`` every ``every`` steps
         (and at step 0) gives the curve."""
         progress = as_progress(progress)
         obs_space, act_space = env.observation_space, env.action_space
         if not (isinstance(obs_space, gymnasium.spaces.Discrete) and isinstance(act_space, gymnasium.spaces.Discrete)):
-            raise ModelError(f"tabular Q-learning needs Discrete observations and actions, not {obs_space} and "
-                             f"{act_space} (RewardMachineEnv(..., observation='flat') flattens the product)")
+            raise ModelError(
+                f"tabular Q-learning needs Discrete observations and actions, not {obs_space} and "
+                f"{act_space} (RewardMachineEnv(..., observation='flat') flattens the product)"
+            )
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise ModelError(f"steps must be a whole number of at least 1, got {steps!r}")
         crm = self.crm and isinstance(env, RewardMachineEnv)
@@ -78,8 +89,11 @@ class QLearning:
         for t in range(1, steps + 1):
             action = self.act(q, obs, rng)
             nxt, reward, terminated, truncated, info = env.step(action)
-            batch = (env.counterfactual_experiences(obs, action, nxt, info) if crm
-                     else [(obs, action, reward, nxt, terminated)])
+            batch = (
+                env.counterfactual_experiences(obs, action, nxt, info)
+                if crm
+                else [(obs, action, reward, nxt, terminated)]
+            )
             for o, a, r, o2, done in batch:
                 target = r if done else r + self.gamma * q[o2].max()
                 q[o, a] += self.alpha * (target - q[o, a])

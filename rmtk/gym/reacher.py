@@ -10,6 +10,7 @@ velocities (a :class:`~rmtk.gym.Bins`), and :func:`reacher_expert` is the script
 :class:`rmtk.envs.reacher.Expert` as a policy that follows the true machine. Needs
 ``gymnasium[mujoco]``; MuJoCo is imported when an environment is made.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,8 +21,18 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ..envs.reacher import (ELBOW_LIMIT, HORIZON, INITIAL_VELOCITY, LINKS, N_ACTIONS, PROPOSITIONS, TORQUES, Expert,
-                            label, true_machine)
+from ..envs.reacher import (
+    ELBOW_LIMIT,
+    HORIZON,
+    INITIAL_VELOCITY,
+    LINKS,
+    N_ACTIONS,
+    PROPOSITIONS,
+    TORQUES,
+    Expert,
+    label,
+    true_machine,
+)
 from .discretize import Bins
 from .policies import NodePolicy
 
@@ -39,8 +50,13 @@ def reacher_bins(angle_bins: int = 36, velocity_bins: int = 112, velocity_limit:
     ±``velocity_limit`` in ``velocity_bins`` bins (a fast arm lands in the edge bins, and is
     counted as clipped): 36² · 112² = 16,257,024 cells by default."""
     lim = velocity_limit
-    return Bins((-math.pi, -math.pi, -lim, -lim), (math.pi, math.pi, lim, lim),
-                (angle_bins, angle_bins, velocity_bins, velocity_bins), clip=True, features=joint_state)
+    return Bins(
+        (-math.pi, -math.pi, -lim, -lim),
+        (math.pi, math.pi, lim, lim),
+        (angle_bins, angle_bins, velocity_bins, velocity_bins),
+        clip=True,
+        features=joint_state,
+    )
 
 
 @attrs.frozen
@@ -111,8 +127,12 @@ def _idle_stages(model) -> int:
     g = np.asarray(model.opt.gravity) / max(np.linalg.norm(model.opt.gravity), 1e-300)
     hinge, slide = int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)
     along = np.abs(model.jnt_axis @ g)
-    if (np.all((model.jnt_type != hinge) | (along > 1 - 1e-12)) and np.all((model.jnt_type != slide) | (along < 1e-12))
-            and np.all(np.isin(model.jnt_type, (hinge, slide))) and np.allclose(model.body_quat[:, 1:3], 0)):
+    if (
+        np.all((model.jnt_type != hinge) | (along > 1 - 1e-12))
+        and np.all((model.jnt_type != slide) | (along < 1e-12))
+        and np.all(np.isin(model.jnt_type, (hinge, slide)))
+        and np.allclose(model.body_quat[:, 1:3], 0)
+    ):
         flags |= int(D.mjDSBL_GRAVITY)
     lo, hi = model.actuator_ctrlrange[:, 0], model.actuator_ctrlrange[:, 1]
     if np.all(lo <= TORQUES.min()) and np.all(hi >= TORQUES.max()):
@@ -200,8 +220,7 @@ class ReacherVectorEnv(VectorEnv):
         if a.min() < 0 or a.max() >= N_ACTIONS:
             raise ValueError(f"reacher actions lie in 0..{N_ACTIONS - 1}")
         self._control[:] = np.stack([TORQUES[a // 5], TORQUES[a % 5]], axis=-1)[:, None, :]
-        self._rollout.rollout(self.model, self.data, self._state, self._control, nstep=self.frame_skip,
-                              state=self._out)
+        self._rollout.rollout(self.model, self.data, self._state, self._control, nstep=self.frame_skip, state=self._out)
         self._state = self._out[:, -1, :].copy()
         self._t += 1
         again = self._ended

@@ -7,6 +7,7 @@ Recordings of separate shards merge (:meth:`Recording.merge`, associative) and a
 canonical trie numbering (:meth:`Recording.canonical`), so the same episodes give an equal
 recording whatever the engine, the number of workers or the order of the merges.
 """
+
 from __future__ import annotations
 
 import attrs
@@ -73,20 +74,26 @@ class Recording(CountTable):
     cut: int = 0
     name: str = "recording"
     moves: np.ndarray = attrs.field(factory=lambda: np.zeros((0, 3), np.int64), converter=_rows, eq=array_eq)
-    move_counts: np.ndarray = attrs.field(factory=lambda: np.zeros(0, np.int64), converter=frozen_array(np.int64),
-                                          eq=array_eq)
-    starts: np.ndarray = attrs.field(factory=lambda: np.zeros(0, np.int64), converter=frozen_array(np.int64),
-                                     eq=array_eq)
-    start_counts: np.ndarray = attrs.field(factory=lambda: np.zeros(0, np.int64), converter=frozen_array(np.int64),
-                                           eq=array_eq)
+    move_counts: np.ndarray = attrs.field(
+        factory=lambda: np.zeros(0, np.int64), converter=frozen_array(np.int64), eq=array_eq
+    )
+    starts: np.ndarray = attrs.field(
+        factory=lambda: np.zeros(0, np.int64), converter=frozen_array(np.int64), eq=array_eq
+    )
+    start_counts: np.ndarray = attrs.field(
+        factory=lambda: np.zeros(0, np.int64), converter=frozen_array(np.int64), eq=array_eq
+    )
 
     def __attrs_post_init__(self):
         if len(self.propositions) != self.n_letters:
-            raise DataError(f"recording {self.name!r}: {len(self.propositions)} propositions for "
-                            f"{self.n_letters} label indices")
+            raise DataError(
+                f"recording {self.name!r}: {len(self.propositions)} propositions for {self.n_letters} label indices"
+            )
         if len(self.moves) != len(self.move_counts) or len(self.starts) != len(self.start_counts):
-            raise DataError(f"recording {self.name!r}: {len(self.moves)} moves for {len(self.move_counts)} counts, "
-                            f"{len(self.starts)} start states for {len(self.start_counts)} counts")
+            raise DataError(
+                f"recording {self.name!r}: {len(self.moves)} moves for {len(self.move_counts)} counts, "
+                f"{len(self.starts)} start states for {len(self.start_counts)} counts"
+            )
 
     @property
     def space(self) -> Space:
@@ -98,21 +105,33 @@ class Recording(CountTable):
         """The counts alone."""
         return CountTable(**_counts(self))
 
-    def merge(self, other: "Recording") -> "Recording":
+    def merge(self, other: Recording) -> Recording:
         """Both recordings' counts and bookkeeping (the reduce of a sharded collection)."""
         if self.propositions != other.propositions:
-            raise DataError(f"cannot merge recordings with different propositions: {' '.join(self.propositions)} "
-                            f"and {' '.join(other.propositions)}")
+            raise DataError(
+                f"cannot merge recordings with different propositions: {' '.join(self.propositions)} "
+                f"and {' '.join(other.propositions)}"
+            )
         table = merge_counts(self, other)
-        moves, move_counts = sum_rows(np.concatenate([self.moves, other.moves]),
-                                       np.concatenate([self.move_counts, other.move_counts]))
-        starts, start_counts = sum_rows(np.concatenate([self.starts, other.starts])[:, None],
-                                         np.concatenate([self.start_counts, other.start_counts]))
-        return of_table(table, self.propositions, name=self.name, moves=moves, move_counts=move_counts,
-                        starts=starts[:, 0], start_counts=start_counts,
-                        **{f: getattr(self, f) + getattr(other, f) for f in _TALLIES})
+        moves, move_counts = sum_rows(
+            np.concatenate([self.moves, other.moves]), np.concatenate([self.move_counts, other.move_counts])
+        )
+        starts, start_counts = sum_rows(
+            np.concatenate([self.starts, other.starts])[:, None],
+            np.concatenate([self.start_counts, other.start_counts]),
+        )
+        return of_table(
+            table,
+            self.propositions,
+            name=self.name,
+            moves=moves,
+            move_counts=move_counts,
+            starts=starts[:, 0],
+            start_counts=start_counts,
+            **{f: getattr(self, f) + getattr(other, f) for f in _TALLIES},
+        )
 
-    def canonical(self) -> "Recording":
+    def canonical(self) -> Recording:
         """The same recording with its words numbered canonically
         (:func:`rmtk.empirical.canonical_counts`)."""
         return canonical_counts(self)
@@ -120,13 +139,14 @@ class Recording(CountTable):
     def summary(self) -> str:
         ended = f"{self.terminated} terminated, {self.truncated} truncated, {self.cut} cut at max_steps"
         clipped = f"; {self.clipped} observations clipped into the edge bins" if self.clipped else ""
-        return (f"recording {self.name}: {self.episodes} episodes ({ended}), {self.n_steps} steps, "
-                f"{self.trie.n_nodes - 1} label words, {len(self.keys)} (word, state, action) counts, "
-                f"{self.n_states} states, {self.n_actions} actions, propositions {' '.join(self.propositions)}{clipped}")
+        return (
+            f"recording {self.name}: {self.episodes} episodes ({ended}), {self.n_steps} steps, "
+            f"{self.trie.n_nodes - 1} label words, {len(self.keys)} (word, state, action) counts, "
+            f"{self.n_states} states, {self.n_actions} actions, propositions {' '.join(self.propositions)}{clipped}"
+        )
 
 
 _TALLIES = ("episodes", "clipped", "terminated", "truncated", "cut")
-
 
 
 def _counts(table: CountTable) -> dict:

@@ -18,6 +18,7 @@ the recording a self-loop (probability 1 of staying), names those pairs and the 
 visited at all in :class:`Estimate` (and a warning), and leaves the decision to the user:
 record more episodes, or accept the self-loops.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -48,18 +49,28 @@ def _state_labels(labeler, n_states: int, propositions, states: Sequence[int] | 
         given = list(labeler)
         if len(given) != n_states:
             raise ModelError(f"labels: {len(given)} entries for {n_states} states (one per state)")
-        out = {s: (alphabet.index(given[s], f"state {s}") if isinstance(given[s], str) else int(given[s]))
-               for s in which}
+        out = {
+            s: (alphabet.index(given[s], f"state {s}") if isinstance(given[s], str) else int(given[s])) for s in which
+        }
         bad = [s for s, k in out.items() if not 0 <= k < len(alphabet.propositions)]
         if bad:
-            raise ModelError(f"labels: state {bad[0]} has label index {out[bad[0]]}, not in 0.."
-                             f"{len(alphabet.propositions) - 1}")
+            raise ModelError(
+                f"labels: state {bad[0]} has label index {out[bad[0]]}, not in 0..{len(alphabet.propositions) - 1}"
+            )
     return out, alphabet.propositions
 
 
 # ---------------------------------------------------------------------- the toy-text convention
-def tabular_mdp(env, labeler, *, propositions=None, initial=None, gamma: float = 0.99, terminal: str = "absorbing",
-                name: str | None = None) -> LabeledMDP:
+def tabular_mdp(
+    env,
+    labeler,
+    *,
+    propositions=None,
+    initial=None,
+    gamma: float = 0.99,
+    terminal: str = "absorbing",
+    name: str | None = None,
+) -> LabeledMDP:
     """The labeled MDP of a tabular Gymnasium environment (``Discrete`` observations and
     actions) whose ``env.unwrapped.P[s][a]`` lists ``(probability, next, reward, terminated)``
     (FrozenLake, CliffWalking, Taxi).
@@ -79,9 +90,11 @@ def tabular_mdp(env, labeler, *, propositions=None, initial=None, gamma: float =
     P = getattr(base, "P", None)
     where = f"tabular_mdp({_env_name(env)})"
     if not isinstance(P, dict):
-        raise ModelError(f"{where}: the environment has no tabular model env.unwrapped.P (a dict P[s][a] = "
-                         "[(probability, next state, reward, terminated), ...]); estimate one from episodes with "
-                         "collect and estimate_mdp")
+        raise ModelError(
+            f"{where}: the environment has no tabular model env.unwrapped.P (a dict P[s][a] = "
+            "[(probability, next state, reward, terminated), ...]); estimate one from episodes with "
+            "collect and estimate_mdp"
+        )
     if terminal not in ("absorbing", "keep"):
         raise ModelError(f"{where}: terminal must be 'absorbing' or 'keep', not {terminal!r}")
     S = _discrete_size(base.observation_space, f"{where}: the observation space")
@@ -90,15 +103,17 @@ def tabular_mdp(env, labeler, *, propositions=None, initial=None, gamma: float =
     for s in range(S):
         per_action = P.get(s)
         if per_action is None or len(per_action) != A:
-            raise ModelError(f"{where}: P[{s}] must hold the {A} actions, got "
-                             f"{'nothing' if per_action is None else len(per_action)}")
+            raise ModelError(
+                f"{where}: P[{s}] must hold the {A} actions, got {'nothing' if per_action is None else len(per_action)}"
+            )
         for a in range(A):
             for entry in per_action[a]:
                 try:
                     p, nxt, _, done = entry
                 except (TypeError, ValueError):
-                    raise ModelError(f"{where}: P[{s}][{a}] holds {entry!r}, not (probability, next state, reward, "
-                                     "terminated)") from None
+                    raise ModelError(
+                        f"{where}: P[{s}][{a}] holds {entry!r}, not (probability, next state, reward, terminated)"
+                    ) from None
                 if not 0 <= int(nxt) < S:
                     raise ModelError(f"{where}: P[{s}][{a}] leads to state {nxt}, outside 0..{S - 1}")
                 rows.append(s * A + a)
@@ -113,9 +128,11 @@ def tabular_mdp(env, labeler, *, propositions=None, initial=None, gamma: float =
         into = positive & ~ends_a & absorbing[cols_a] & ~absorbing[rows_a // A]
         if into.any():
             k = int(np.flatnonzero(into)[0])
-            raise ModelError(f"{where}: state {cols_a[k]} ends the episode when entered by some transitions but not "
-                             f"from state {rows_a[k] // A} (action {rows_a[k] % A}); pass terminal='keep' to take P "
-                             "as it is")
+            raise ModelError(
+                f"{where}: state {cols_a[k]} ends the episode when entered by some transitions but not "
+                f"from state {rows_a[k] // A} (action {rows_a[k] % A}); pass terminal='keep' to take P "
+                "as it is"
+            )
         keep = ~absorbing[rows_a // A]
         loops = np.repeat(np.flatnonzero(absorbing), A) * A + np.tile(np.arange(A), int(absorbing.sum()))
         rows_a = np.concatenate([rows_a[keep], loops])
@@ -127,10 +144,16 @@ def tabular_mdp(env, labeler, *, propositions=None, initial=None, gamma: float =
         if initial is None:
             raise ModelError(f"{where}: the environment has no initial_state_distrib (or isd): pass initial=[...]")
     try:
-        return LabeledMDP(states=[f"s{i}" for i in range(S)], actions=[f"a{i}" for i in range(A)],
-                          transitions=Csr.from_coo(probs_a, rows_a, cols_a, (S * A, S)),
-                          labels=[labels[s] for s in range(S)], propositions=props, initial=np.asarray(initial, float),
-                          gamma=gamma, name=name or _env_name(env))
+        return LabeledMDP(
+            states=[f"s{i}" for i in range(S)],
+            actions=[f"a{i}" for i in range(A)],
+            transitions=Csr.from_coo(probs_a, rows_a, cols_a, (S * A, S)),
+            labels=[labels[s] for s in range(S)],
+            propositions=props,
+            initial=np.asarray(initial, float),
+            gamma=gamma,
+            name=name or _env_name(env),
+        )
     except ModelError as exc:
         raise ModelError(f"{where}: {exc}") from None
 
@@ -169,14 +192,23 @@ class Estimate:
         S, A = self.visits.shape
         pairs = ", ".join(f"(s{s}, a{a})" for s, a in self.untried[:8].tolist())
         more = f" and {len(self.untried) - 8} more" if len(self.untried) > 8 else ""
-        return (f"model {self.mdp.name}: {int(self.visits.sum())} steps; {len(self.untried)} of {S * A} "
-                f"(state, action) pairs never tried (self-loops){': ' + pairs + more if pairs else ''}; "
-                f"{len(self.unvisited)} states never visited"
-                + (f": {' '.join(f's{s}' for s in self.unvisited[:12])}" if self.unvisited else ""))
+        return (
+            f"model {self.mdp.name}: {int(self.visits.sum())} steps; {len(self.untried)} of {S * A} "
+            f"(state, action) pairs never tried (self-loops){': ' + pairs + more if pairs else ''}; "
+            f"{len(self.unvisited)} states never visited"
+            + (f": {' '.join(f's{s}' for s in self.unvisited[:12])}" if self.unvisited else "")
+        )
 
 
-def estimate_mdp(recording: Recording, labels: Callable | Sequence | None = None, *, propositions=None,
-                 gamma: float = 0.99, name: str | None = None, warn: bool = True) -> Estimate:
+def estimate_mdp(
+    recording: Recording,
+    labels: Callable | Sequence | None = None,
+    *,
+    propositions=None,
+    gamma: float = 0.99,
+    name: str | None = None,
+    warn: bool = True,
+) -> Estimate:
     """The maximum-likelihood labeled MDP of the ``(s, a, s')`` steps ``recording`` counted.
 
     ``labels``: how the states are labelled — ``labeler(state, {})`` (the state index as the
@@ -198,8 +230,12 @@ def estimate_mdp(recording: Recording, labels: Callable | Sequence | None = None
     probs = counts / visits[moves[:, 0], moves[:, 1]]
     untried = np.argwhere(visits == 0)
     loops = untried[:, 0] * A + untried[:, 1]
-    kernel = Csr.from_coo(np.concatenate([probs, np.ones(len(loops))]), np.concatenate([rows, loops]),
-                          np.concatenate([moves[:, 2], untried[:, 0]]), (S * A, S))
+    kernel = Csr.from_coo(
+        np.concatenate([probs, np.ones(len(loops))]),
+        np.concatenate([rows, loops]),
+        np.concatenate([moves[:, 2], untried[:, 0]]),
+        (S * A, S),
+    )
     seen = np.zeros(S, dtype=bool)
     seen[moves[:, 0]] = seen[moves[:, 2]] = True
     seen[recording.starts] = True
@@ -207,17 +243,33 @@ def estimate_mdp(recording: Recording, labels: Callable | Sequence | None = None
         label_of = _recorded_labels(recording, where)
         props = recording.propositions
     else:
-        label_of, props = _state_labels(labels, S, propositions if propositions is not None else
-                                        getattr(labels, "propositions", recording.propositions))
+        label_of, props = _state_labels(
+            labels,
+            S,
+            propositions if propositions is not None else getattr(labels, "propositions", recording.propositions),
+        )
         if props != recording.propositions:
-            raise ModelError(f"{where}: the labels' propositions {' '.join(props)} are not the recording's "
-                             f"{' '.join(recording.propositions)}")
+            raise ModelError(
+                f"{where}: the labels' propositions {' '.join(props)} are not the recording's "
+                f"{' '.join(recording.propositions)}"
+            )
     initial = np.zeros(S)
     initial[recording.starts] = recording.start_counts / recording.start_counts.sum()
-    estimate = Estimate(LabeledMDP(states=[f"s{i}" for i in range(S)], actions=[f"a{i}" for i in range(A)],
-                                   transitions=kernel, labels=[label_of[s] for s in range(S)], propositions=props,
-                                   initial=initial, gamma=gamma, name=name or recording.name),
-                        untried, tuple(np.flatnonzero(~seen).tolist()), visits)
+    estimate = Estimate(
+        LabeledMDP(
+            states=[f"s{i}" for i in range(S)],
+            actions=[f"a{i}" for i in range(A)],
+            transitions=kernel,
+            labels=[label_of[s] for s in range(S)],
+            propositions=props,
+            initial=initial,
+            gamma=gamma,
+            name=name or recording.name,
+        ),
+        untried,
+        tuple(np.flatnonzero(~seen).tolist()),
+        visits,
+    )
     if warn and len(untried):
         warnings.warn(estimate.summary(), stacklevel=2)
     return estimate
@@ -235,14 +287,18 @@ def _recorded_labels(recording: Recording, where: str) -> dict:
     if len(twice):
         s = int(twice[0, 0])
         found = [recording.propositions[k] for k in pairs[pairs[:, 0] == s, 1]]
-        raise ModelError(f"{where}: state {s} was recorded with the labels {' and '.join(found)}: the labels are not "
-                         "a function of the discretised state; pass labels=")
+        raise ModelError(
+            f"{where}: state {s} was recorded with the labels {' and '.join(found)}: the labels are not "
+            "a function of the discretised state; pass labels="
+        )
     out = dict(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist()))
     missing = [s for s in range(S) if s not in out]
     if missing:
-        raise ModelError(f"{where}: the recording has no step in state{'s' if len(missing) > 1 else ''} "
-                         f"{' '.join(map(str, missing[:12]))}{' ...' if len(missing) > 12 else ''}, so "
-                         "their labels are unknown; pass labels= (e.g. the labeler)")
+        raise ModelError(
+            f"{where}: the recording has no step in state{'s' if len(missing) > 1 else ''} "
+            f"{' '.join(map(str, missing[:12]))}{' ...' if len(missing) > 12 else ''}, so "
+            "their labels are unknown; pass labels= (e.g. the labeler)"
+        )
     return out
 
 

@@ -9,6 +9,7 @@ through ``reset(options={"reset_mask": …})`` (what :class:`~gymnasium.vector.S
 :class:`~gymnasium.vector.AsyncVectorEnv` and :class:`~rmtk.gym.MdpVectorEnv` do), its step
 result discarded.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -63,11 +64,21 @@ class RewardMachineVectorEnv(VectorWrapper):
     per copy with that copy's observation and info.
     """
 
-    def __init__(self, env: VectorEnv, machine: RewardMachine, labeler: Callable, *, observation: str = "dict",
-                 env_reward: bool = False, terminal="absorbing"):
+    def __init__(
+        self,
+        env: VectorEnv,
+        machine: RewardMachine,
+        labeler: Callable,
+        *,
+        observation: str = "dict",
+        env_reward: bool = False,
+        terminal="absorbing",
+    ):
         if not isinstance(env, VectorEnv):
-            raise ModelError(f"RewardMachineVectorEnv wraps a vector environment, not {type(env).__name__}; "
-                             "use RewardMachineEnv for one environment")
+            raise ModelError(
+                f"RewardMachineVectorEnv wraps a vector environment, not {type(env).__name__}; "
+                "use RewardMachineEnv for one environment"
+            )
         super().__init__(env)
         self.machine, self.labeler, self.mode = check_machine(machine), labeler, observation
         if not callable(labeler):
@@ -80,13 +91,20 @@ class RewardMachineVectorEnv(VectorWrapper):
         self.tables = CrmTables.of(machine, self.terminal)
         self.autoreset = AutoresetMode(env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP))
         if self.autoreset == AutoresetMode.SAME_STEP:
-            raise ModelError("RewardMachineVectorEnv needs the next-step or disabled autoreset mode, not same-step: "
-                             "make the vector environment with autoreset_mode=AutoresetMode.NEXT_STEP")
-        if (self.terminal.any() and self.autoreset == AutoresetMode.NEXT_STEP
-                and not isinstance(env.unwrapped, PARTIAL_RESET)):
-            raise ModelError(f"{type(env.unwrapped).__name__} cannot reset one copy (options['reset_mask']), which "
-                             f"the machine's terminal nodes need; pass terminal=[] (episodes then end when the "
-                             f"environment ends them) or use a SyncVectorEnv or AsyncVectorEnv")
+            raise ModelError(
+                "RewardMachineVectorEnv needs the next-step or disabled autoreset mode, not same-step: "
+                "make the vector environment with autoreset_mode=AutoresetMode.NEXT_STEP"
+            )
+        if (
+            self.terminal.any()
+            and self.autoreset == AutoresetMode.NEXT_STEP
+            and not isinstance(env.unwrapped, PARTIAL_RESET)
+        ):
+            raise ModelError(
+                f"{type(env.unwrapped).__name__} cannot reset one copy (options['reset_mask']), which "
+                f"the machine's terminal nodes need; pass terminal=[] (episodes then end when the "
+                f"environment ends them) or use a SyncVectorEnv or AsyncVectorEnv"
+            )
         self._letters = {p: i for i, p in enumerate(machine.alphabet)}
         self._names = np.array(machine.alphabet, dtype=object)
         self._props: tuple[str, ...] = tuple(getattr(labeler, "propositions", None) or ())
@@ -136,16 +154,20 @@ class RewardMachineVectorEnv(VectorWrapper):
         if self._batch is not None:
             idx = np.asarray(self._batch(obs, info))
             if not np.issubdtype(idx.dtype, np.integer) or idx.shape != (self.num_envs,):
-                raise DataError(f"the labeler's batch returned {idx.dtype} values of shape {idx.shape}; it must "
-                                f"return {self.num_envs} proposition indices")
+                raise DataError(
+                    f"the labeler's batch returned {idx.dtype} values of shape {idx.shape}; it must "
+                    f"return {self.num_envs} proposition indices"
+                )
             ok = (idx >= 0) & (idx < len(self._props))
             out[which] = self._lut[np.where(ok, idx, -1)][which]
             bad = np.flatnonzero(which & (out < 0))
             if bad.size:
                 i = int(bad[0])
                 got = repr(self._props[idx[i]]) if ok[i] else f"index {idx[i]}"
-                raise DataError(f"{self._where(i)}: the labeler returned {got}, which is not a letter of machine "
-                                f"{self.machine.name!r} ({' '.join(self.machine.alphabet)})")
+                raise DataError(
+                    f"{self._where(i)}: the labeler returned {got}, which is not a letter of machine "
+                    f"{self.machine.name!r} ({' '.join(self.machine.alphabet)})"
+                )
             return out
         entries = [(key, v, info.get("_" + key)) for key, v in info.items() if not key.startswith("_")]
         for i in np.flatnonzero(which).tolist():
@@ -153,8 +175,10 @@ class RewardMachineVectorEnv(VectorWrapper):
             label = self.labeler(one, {key: v[i] for key, v, set_ in entries if set_ is None or set_[i]})
             k = self._letters.get(label) if isinstance(label, str) else None
             if k is None:
-                raise DataError(f"{self._where(i)}: the labeler returned {label!r}, which is not a letter of machine "
-                                f"{self.machine.name!r} ({' '.join(self.machine.alphabet)})")
+                raise DataError(
+                    f"{self._where(i)}: the labeler returned {label!r}, which is not a letter of machine "
+                    f"{self.machine.name!r} ({' '.join(self.machine.alphabet)})"
+                )
             out[i] = k
         return out
 
@@ -195,8 +219,16 @@ class RewardMachineVectorEnv(VectorWrapper):
         truncated = env_trunc & moving
         self._done = terminated | truncated
         self._machine_end = self._done & ~(env_term | env_trunc)
-        info = dict(info, rm_node=self.nodes.copy(), rm_letter=k, rm_label=self._names[k], rm_reward=rm_r,
-                    env_reward=env_r, env_terminated=env_term, rm_reset=fresh)
+        info = dict(
+            info,
+            rm_node=self.nodes.copy(),
+            rm_letter=k,
+            rm_label=self._names[k],
+            rm_reward=rm_r,
+            env_reward=env_r,
+            env_terminated=env_term,
+            rm_reset=fresh,
+        )
         return self.encode(obs, self.nodes), reward, terminated, truncated, info
 
     def _reset_copies(self, redo: np.ndarray, obs, info: dict, env_r: np.ndarray):
@@ -242,8 +274,14 @@ class RewardMachineVectorEnv(VectorWrapper):
             reward = reward + np.asarray(info["env_reward"], dtype=float)[moved, None]
         ends = tables.ends[k] | np.asarray(info["env_terminated"], dtype=bool)[moved, None]
         before, after = self._take(self.decode(obs)[0], copy), self._take(self.decode(next_obs)[0], copy)
-        return Transitions(copy, self.encode(before, nodes), np.asarray(actions)[copy], reward.ravel(),
-                           self.encode(after, nxt), ends.ravel())
+        return Transitions(
+            copy,
+            self.encode(before, nodes),
+            np.asarray(actions)[copy],
+            reward.ravel(),
+            self.encode(after, nxt),
+            ends.ravel(),
+        )
 
     @staticmethod
     def _take(obs, copy: np.ndarray):

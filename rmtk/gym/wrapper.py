@@ -9,6 +9,7 @@ moves it (without reward), and a step into an observation labelled ℓ moves nod
 absorbing nodes whose every transition is a 0-reward self-loop (nothing can happen there any
 more), such as the ``terminal`` node of the RM literature's files.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -29,8 +30,11 @@ TERMINAL = ("absorbing", "loops")
 def check_machine(machine) -> RewardMachine:
     """``machine`` itself if it is a :class:`~rmtk.machine.RewardMachine`, else a clear error."""
     if not isinstance(machine, RewardMachine):
-        hint = " (a name: load the machine first, e.g. rmtk.dsl.load(path).machines[name])" if isinstance(
-            machine, str) else ""
+        hint = (
+            " (a name: load the machine first, e.g. rmtk.dsl.load(path).machines[name])"
+            if isinstance(machine, str)
+            else ""
+        )
         raise ModelError(f"machine must be a RewardMachine, not {machine!r} ({type(machine).__name__}){hint}")
     return machine
 
@@ -46,8 +50,9 @@ def terminal_nodes(machine: RewardMachine, terminal="absorbing") -> np.ndarray:
         if terminal == "loops":
             return loops
     if isinstance(terminal, (str, bytes)) or not isinstance(terminal, Iterable):
-        raise ModelError(f"terminal must be {' or '.join(map(repr, TERMINAL))}, or a list of node names or "
-                         f"indices, not {terminal!r}")
+        raise ModelError(
+            f"terminal must be {' or '.join(map(repr, TERMINAL))}, or a list of node names or indices, not {terminal!r}"
+        )
     mask = np.zeros(machine.n_nodes, dtype=bool)
     for node in terminal:
         mask[machine.node_index(node)] = True
@@ -66,8 +71,9 @@ def product_space(inner: spaces.Space, n_nodes: int, observation: str) -> spaces
         low = np.concatenate([inner.low.ravel(), np.zeros(n_nodes)]).astype(inner.dtype)
         high = np.concatenate([inner.high.ravel(), np.ones(n_nodes)]).astype(inner.dtype)
         return spaces.Box(low, high, dtype=inner.dtype)
-    raise ModelError(f"observation='flat' needs a Discrete or Box observation space, not {inner}; "
-                     "use observation='dict'")
+    raise ModelError(
+        f"observation='flat' needs a Discrete or Box observation space, not {inner}; use observation='dict'"
+    )
 
 
 @attrs.frozen
@@ -101,13 +107,16 @@ class CrmTables:
         nxt = np.ascontiguousarray(machine.delta_u[node].T)
         reward = np.ascontiguousarray(machine.delta_r[node].T, dtype=float)
         ends = terminal[nxt]
-        rows = tuple(tuple(zip(node.tolist(), nxt[k].tolist(), reward[k].tolist(), ends[k].tolist()))
-                     for k in range(len(machine.alphabet)))
+        rows = tuple(
+            tuple(zip(node.tolist(), nxt[k].tolist(), reward[k].tolist(), ends[k].tolist()))
+            for k in range(len(machine.alphabet))
+        )
         return cls(node, nxt, reward, ends, rows)
 
 
-def counterfactual_experiences(machine: RewardMachine, label: str, *, terminal="absorbing",
-                               env_reward: float = 0.0, env_terminated: bool = False) -> Experiences:
+def counterfactual_experiences(
+    machine: RewardMachine, label: str, *, terminal="absorbing", env_reward: float = 0.0, env_terminated: bool = False
+) -> Experiences:
     """CRM: what reading ``label`` does from every non-terminal node of ``machine``
     (``env_reward`` is added to every reward, ``env_terminated`` ends every experience);
     ``terminal`` as for :func:`terminal_nodes`, or its mask."""
@@ -138,14 +147,24 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
     ``gymnasium.make(env.spec)`` rebuilds the product of a ``gymnasium.make`` environment.
     """
 
-    def __init__(self, env: gymnasium.Env, machine: RewardMachine, labeler: Callable, *, observation: str = "dict",
-                 env_reward: bool = False, terminal="absorbing"):
+    def __init__(
+        self,
+        env: gymnasium.Env,
+        machine: RewardMachine,
+        labeler: Callable,
+        *,
+        observation: str = "dict",
+        env_reward: bool = False,
+        terminal="absorbing",
+    ):
         if isinstance(env, VectorEnv):
-            raise ModelError("RewardMachineEnv wraps one environment; for a vector environment use "
-                             "RewardMachineVectorEnv(envs, machine, labeler) (rmtk.gym), which also gives batched CRM")
-        gymnasium.utils.RecordConstructorArgs.__init__(self, machine=machine, labeler=labeler,
-                                                       observation=observation, env_reward=env_reward,
-                                                       terminal=terminal)
+            raise ModelError(
+                "RewardMachineEnv wraps one environment; for a vector environment use "
+                "RewardMachineVectorEnv(envs, machine, labeler) (rmtk.gym), which also gives batched CRM"
+            )
+        gymnasium.utils.RecordConstructorArgs.__init__(
+            self, machine=machine, labeler=labeler, observation=observation, env_reward=env_reward, terminal=terminal
+        )
         super().__init__(env)
         self.machine, self.labeler, self.mode = check_machine(machine), labeler, observation
         if not callable(labeler):
@@ -195,8 +214,10 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         k = self._letters.get(label) if isinstance(label, str) else None
         if k is None:
             where = f"episode {self.episode}, " + (f"step {self._steps}" if self._steps else "reset")
-            raise DataError(f"{where}: the labeler returned {label!r}, which is not a letter of machine "
-                            f"{self.machine.name!r} ({' '.join(self.machine.alphabet)})")
+            raise DataError(
+                f"{where}: the labeler returned {label!r}, which is not a letter of machine "
+                f"{self.machine.name!r} ({' '.join(self.machine.alphabet)})"
+            )
         return label, k
 
     # ------------------------------------------------------------------ gymnasium
@@ -219,8 +240,9 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         rm_reward = self._reward[u][k]
         env_reward, env_terminated = float(env_reward), bool(env_terminated)
         reward = rm_reward + env_reward if self.add_env_reward else rm_reward
-        info = dict(info, rm_node=v, rm_label=label, rm_reward=rm_reward, env_reward=env_reward,
-                    env_terminated=env_terminated)
+        info = dict(
+            info, rm_node=v, rm_label=label, rm_reward=rm_reward, env_reward=env_reward, env_terminated=env_terminated
+        )
         before = self._obs
         self._obs = int(obs - self._flat_start) * self._flat_n + v if self._flat_n else self.encode(obs, v)
         self._last = (before, action, self._obs, info)

@@ -7,10 +7,12 @@ learned rewards such as ``-0.001999999999`` would otherwise print in full. The 0
 self-loops (the *defaults* of an ``.rm`` machine) form one group per node; they can be left out
 with ``show_defaults=False``. The pictures of :mod:`rmtk.draw` use the same groups and labels.
 """
+
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only (a machine draws itself through rmtk.draw, which uses this module)
     from ..machine import RewardMachine

@@ -12,13 +12,15 @@ the alphabet, with ``ℓ`` the only true proposition.
 :func:`read_rm_text` parses the file *without* ``eval``; :func:`write_rm_text` writes a
 machine back with its rewards exact (``repr``), so that reading it back gives the same machine.
 """
+
 from __future__ import annotations
 
 import ast
 import math
 import os
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -257,8 +259,10 @@ def read_rm_text(
 
     # line 2: terminal nodes
     if len(content) < 2:
-        fail(no + 1, "expected the list of terminal nodes (e.g. [2] or []) after the initial node, "
-                     "got the end of the text")
+        fail(
+            no + 1,
+            "expected the list of terminal nodes (e.g. [2] or []) after the initial node, got the end of the text",
+        )
     no, line = content[1]
     expr = parse(no, line, "the list of terminal nodes, e.g. [2] or []")
     terminal: set[int] = set()
@@ -267,8 +271,9 @@ def read_rm_text(
     for elt in expr.elts:
         num = _node_number(elt)
         if num is None:
-            fail(no, "expected the list of terminal nodes (non-negative integers), e.g. [2] or [], "
-                     f"got {_snippet(line)}")
+            fail(
+                no, f"expected the list of terminal nodes (non-negative integers), e.g. [2] or [], got {_snippet(line)}"
+            )
         terminal.add(num)
 
     # edges
@@ -284,11 +289,17 @@ def read_rm_text(
         if not (isinstance(f, ast.Constant) and isinstance(f.value, str)):
             fail(no, f"expected {_EDGE_SHAPE} with the formula as a quoted string, got {_snippet(line)}")
         if not (
-            isinstance(rw, ast.Call) and isinstance(rw.func, ast.Name) and rw.func.id == "ConstantRewardFunction"
-            and len(rw.args) == 1 and not rw.keywords
+            isinstance(rw, ast.Call)
+            and isinstance(rw.func, ast.Name)
+            and rw.func.id == "ConstantRewardFunction"
+            and len(rw.args) == 1
+            and not rw.keywords
         ):
-            fail(no, f"expected {_EDGE_SHAPE}: the reward must be ConstantRewardFunction(<number>) "
-                     f"(other reward functions are not supported), got {_snippet(line)}")
+            fail(
+                no,
+                f"expected {_EDGE_SHAPE}: the reward must be ConstantRewardFunction(<number>) "
+                f"(other reward functions are not supported), got {_snippet(line)}",
+            )
         reward = _reward_number(rw.args[0])
         if reward is None:
             fail(no, f"expected {_EDGE_SHAPE} with a finite number r, got {_snippet(line)}")
@@ -324,12 +335,15 @@ def read_rm_text(
     seen_pairs: dict[tuple[int, str], int] = {}
     trans: dict[tuple[str, str], tuple[str, float]] = {}
     origin: dict[tuple[str, str], int] = {}
-    for no, u1, u2, tree, reward, formula in used:
+    for no, u1, u2, tree, reward, _formula in used:
         key = (u1, target(u2))
         if key in seen_pairs:
             what = "the terminal state" if u2 in terminal else f"node {u2}"
-            fail(no, f"a second edge from node {u1} to {what} (the first is at line {seen_pairs[key]}); the research "
-                     "code keeps only the last one: merge the formulas with '|' into one line")
+            fail(
+                no,
+                f"a second edge from node {u1} to {what} (the first is at line {seen_pairs[key]}); the research "
+                "code keeps only the last one: merge the formulas with '|' into one line",
+            )
         seen_pairs[key] = no
         for letter in letters:
             if not _holds(tree, letter):
@@ -337,8 +351,11 @@ def read_rm_text(
             k = (f"u{u1}", letter)
             val = (target(u2), reward)
             if k in trans and trans[k] != val:
-                fail(no, f"letter {letter!r} from node {u1} matches this edge and the edge at line {origin[k]}, "
-                         "which lead to different nodes or rewards")
+                fail(
+                    no,
+                    f"letter {letter!r} from node {u1} matches this edge and the edge at line {origin[k]}, "
+                    "which lead to different nodes or rewards",
+                )
             trans[k] = val
             origin[k] = no
     need_terminal = initial in terminal or any(v == TERMINAL for v, _ in trans.values())
@@ -350,9 +367,7 @@ def read_rm_text(
     if need_terminal:
         nodes.append(TERMINAL)
     try:
-        return RewardMachine.from_transitions(
-            trans, letters, nodes=nodes, initial=target(initial), name=name
-        )
+        return RewardMachine.from_transitions(trans, letters, nodes=nodes, initial=target(initial), name=name)
     except ModelError as e:
         raise DataError(f"{file}: {e}") from None
 
@@ -415,4 +430,3 @@ def write_rm_text(machine: RewardMachine, *, terminal: str | None = None) -> str
             formula = "|".join(machine.alphabet[k] for k in ks)
             lines.append(f"({u},{v},'{formula}',ConstantRewardFunction({_exact_number(rewards.pop())}))")
     return "\n".join(lines) + "\n"
-
