@@ -70,8 +70,8 @@ class EncoderCapabilities(Capabilities):
 
     __slots__ = ()
 
-    #: The machines it finds are non-stuttering (eq. 7): needed by compressed words, and the
-    #: filling check of the verdicts assumes it. Default: ``True``.
+    #: Whether the machines it finds are non-stuttering (eq. 7), which compressed words need
+    #: and the filling check of the verdicts assumes. Default: ``True``.
     non_stuttering: bool = True
 
     @property
@@ -109,7 +109,8 @@ class SatEncoder(EncoderCapabilities):
 
     @property
     def lazy(self) -> bool:
-        """Capability: negatives are found by checking candidates (``negatives="lazy"``)."""
+        """The lazy capability, on when ``negatives="lazy"`` (negatives found by checking
+        candidates)."""
         return self.negatives == "lazy"
 
     def structure(self, problem: Problem, n: int) -> Formula:

@@ -110,7 +110,7 @@ class StateHistoryPTP(PTPCapabilities):
 
     inner: object
 
-    #: Its words are state sequences: only an encoder that learns the labels can use them.
+    #: Whether its words are state sequences, which only an encoder that learns the labels can use.
     state_histories = True
 
     @property

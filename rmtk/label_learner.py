@@ -89,7 +89,8 @@ class LabelingEncoder(EncoderCapabilities):
 
     @property
     def lazy(self) -> bool:
-        """Capability: negatives found by checking candidates (``negatives="lazy"``)."""
+        """The lazy capability, on when ``negatives="lazy"`` (negatives found by checking
+        candidates)."""
         return self.negatives == "lazy"
 
     def encode(self, problem: Problem, n: int):

@@ -159,7 +159,7 @@ def replacing(
     error=RmtkError,
 ) -> Iterator:
     """A file object to write ``path``'s new content into: binary, or text with ``text``
-    (``encoding``, ``newline`` as for :func:`open`). The content appears at ``path`` when the
+    (``encoding``, ``newline`` as for ``open()``). The content appears at ``path`` when the
     ``with`` block ends normally; an exception (a write error, Ctrl-C) removes it and leaves
     ``path`` as it was. Write errors become ``error`` naming ``path``."""
     p = check(path, overwrite=overwrite, error=error)

@@ -171,8 +171,9 @@ class TrieBuilder:
         return Trie(parent, letter, length, compressed=compressed)
 
 
-#: Bounds on a prefix tree that is built: (word, state) pairs, and levels while it still grows.
+#: The most (word, state) pairs a built prefix tree may hold.
 MAX_TREE_PAIRS = 4_000_000
+#: The most levels a built prefix tree may grow while it still gains pairs.
 MAX_TREE_LEVELS = 5_000
 
 

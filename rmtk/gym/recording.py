@@ -48,9 +48,10 @@ def sum_rows(rows: np.ndarray, counts: np.ndarray | None = None) -> tuple[np.nda
 
 @attrs.frozen
 class Recording(CountTable):
-    """Action counts per (label word, state) of recorded episodes, and their bookkeeping.
+    """Action counts per (label word, state) of recorded episodes, and their bookkeeping
+    (the attributes below come besides the :class:`~rmtk.empirical.CountTable` ones).
 
-    Attributes (besides the :class:`~rmtk.empirical.CountTable` ones):
+    Attributes:
         propositions: the alphabet; label index ``k`` is ``propositions[k]``.
         episodes: episodes recorded.
         clipped: observations outside a :class:`~rmtk.gym.Bins` box, clipped into its edge bins.
@@ -59,9 +60,9 @@ class Recording(CountTable):
         cut: episodes stopped at ``collect``'s ``max_steps``.
         name: the environment's name, for messages.
         moves: the distinct ``(state, action, next state)`` steps seen, rows sorted, and
-            ``move_counts`` how often each was seen: the data of a maximum-likelihood
-            transition model (:func:`rmtk.gym.estimate_mdp`). An episode's last step counts
-            with the state of the observation that ended it.
+            ``move_counts`` how often each was seen, the data of a maximum-likelihood
+            transition model (:func:`rmtk.gym.tabular.estimate_mdp`); an episode's last step
+            counts with the state of the observation that ended it.
         starts: the distinct start states of the episodes (sorted), ``start_counts`` how
             often each was one.
     """
