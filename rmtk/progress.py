@@ -48,6 +48,11 @@ class Progress:
         """A free-form line (experiments describe what they are doing)."""
 
 
+#: A rate is printed once its clock has run this long (a count first seen mid-way would
+#: otherwise divide by almost nothing).
+MIN_RATE_SECONDS = 0.05
+
+
 class StderrProgress(Progress):
     """Lines on a stream (default stderr), at most one count/solution line per ``every``
     seconds; on a terminal the count is a bar redrawn in place."""
@@ -98,15 +103,16 @@ class StderrProgress(Progress):
         if not final and now - self._last < (0.2 if tty else self.every):
             return
         self._last = now
-        per_second = done / max(now - self._start, 1e-9)
-        rate = f"({per_second:,.{1 if per_second < 10 else 0}f}/s)"
+        elapsed = now - self._start
+        per_second = done / elapsed if elapsed >= MIN_RATE_SECONDS else None
+        rate = "" if per_second is None else f" ({per_second:,.{1 if per_second < 10 else 0}f}/s)"
         if final:
             self._start = None
         if total is None:
-            self._print(f"{what}: {done:,} {rate}")
+            self._print(f"{what}: {done:,}{rate}")
             return
         fill = int(30 * min(done, total) / max(total, 1))
-        text = f"{self.prefix}: {what} [{'#' * fill}{'.' * (30 - fill)}] {done:,}/{total:,} {rate}"
+        text = f"{self.prefix}: {what} [{'#' * fill}{'.' * (30 - fill)}] {done:,}/{total:,}{rate}"
         if tty and not final:
             print(f"\r{text}", end="", file=self.stream, flush=True)
             self._open_bar = True
