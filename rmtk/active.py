@@ -35,7 +35,7 @@ from .mdp import LabeledMDP
 from .negatives import NegativePairs, PolicyClasses
 from .progress import Progress, Recorder
 from .ptp import PrefixTree, Trie
-from .queries import EquivalenceCheck, ExpertWalks, Query, QueryStrategy, SplitMostPairs
+from .queries import EquivalenceCheck, ExpertWalks, ProductCheck, Query, QueryStrategy, SplitMostPairs
 from .survivors import Knowledge, Survivors
 from .task import Task
 
@@ -85,7 +85,9 @@ class Round:
             "tests": f"{len(self.asked)} queries testing the survivors against larger machines",
             "free": f"{len(self.asked)} queries using free transitions of the survivors",
             "transitions": f"{len(self.asked)} queries testing each transition of the survivor",
-            "equivalence": f"equivalence check, {self.walks} walks",
+            "equivalence": f"equivalence check, {self.walks} walks"
+            if self.walks
+            else "exact equivalence check (the synchronised product with the expert's policy)",
         }[self.reason]
         return (
             f"round {self.index}: {what}, {self.new_pairs} new (word, state) pairs; {self.survivors} "
@@ -133,7 +135,9 @@ class ActiveLearner:
     Args:
         strategy: which questions to ask (:class:`~rmtk.queries.QueryStrategy`; default
             :class:`~rmtk.queries.SplitMostPairs`).
-        check: the equivalence check (default :class:`~rmtk.queries.ExpertWalks`).
+        check: the equivalence check (default: :class:`~rmtk.queries.ProductCheck`, exact, for
+            an expert whose policy is known, one with a ``product_oracle``; else
+            :class:`~rmtk.queries.ExpertWalks`).
         encoder: the SAT side; its ``structure`` clauses are used and counterexamples added
             lazily (default :class:`~rmtk.encoders.SatEncoder`).
         budget: what may be spent (:class:`Budget`).
@@ -150,7 +154,7 @@ class ActiveLearner:
     """
 
     strategy: QueryStrategy = attrs.field(factory=SplitMostPairs)
-    check: EquivalenceCheck = attrs.field(factory=ExpertWalks)
+    check: EquivalenceCheck | None = None
     encoder: SatEncoder = attrs.field(factory=SatEncoder)
     budget: Budget = attrs.field(factory=Budget)
     max_nodes: int | None = None
@@ -167,6 +171,8 @@ class ActiveLearner:
             ("check", self.check, "run"),
             ("encoder", self.encoder, "structure"),
         ):
+            if value is None and name == "check":
+                continue
             if not callable(getattr(value, method, None)):
                 raise RmtkError(f"{name}={value!r} has no {method} method (see docs/design.md, section 12)")
         if not isinstance(self.budget, Budget):
@@ -181,6 +187,7 @@ class ActiveLearner:
         if not isinstance(mdp, LabeledMDP):
             raise RmtkError(f"active learning needs a Task or a LabeledMDP, not {type(target).__name__}")
         _check_expert(mdp, expert)
+        check = self.check if self.check is not None else default_check(expert)
         rec = Recorder(self.progress)
         t0 = time.perf_counter()
         compressed = bool(getattr(expert, "compressed", True))
@@ -252,8 +259,10 @@ class ActiveLearner:
                 keys = (res.n_nodes, len(deltas))
                 tests = tests + 1 if keys == last_keys else 0
                 last_keys = keys
-                count = getattr(self.strategy, "alternatives", 0)
-                for kind in ("free", "tests"):  # optional methods of a strategy
+                # an exact check finds counterexamples itself: testing the survivors is for a sampled one
+                proof = bool(getattr(check, "exact", False))
+                count = 0 if proof else getattr(self.strategy, "alternatives", 0)
+                for kind in ("free",) if proof else ("free", "tests"):  # optional methods of a strategy
                     ask = getattr(self.strategy, kind, None)
                     if not queries and callable(ask):
                         queries = ask(mdp, res.solutions, knowledge)
@@ -271,16 +280,16 @@ class ActiveLearner:
                         stopped = f"the {exhausted} budget is spent: the survivors so far"
                         break
                     continue
-                n_walks = self._walks_allowed(spent, t0)
+                n_walks = self._walks_allowed(check, spent, t0)
                 if n_walks == 0:
                     exhausted = self._exhausted(spent, t0) or "steps"
                     stopped = f"the {exhausted} budget is spent before the equivalence check: the survivors so far"
                     break
-                answers, asked_n = self.check.run(expert, n_walks, knowledge, deltas)
+                answers, asked_n = check.run(expert, n_walks, knowledge, deltas)
                 spent["queries"] += asked_n
                 spent["steps"] += sum(obs.steps for obs in answers)
                 new = knowledge.add(*answers)
-                reason, asked, walks = "equivalence", [], n_walks
+                reason, asked, walks = "equivalence", [], n_walks if check.steps(1) else 0
                 checked = [res.n_nodes, deltas]
         finally:
             survivors.close()
@@ -300,14 +309,14 @@ class ActiveLearner:
             return "steps"
         return None
 
-    def _walks_allowed(self, spent, t0) -> int:
-        b, n = self.budget, self.check.walks
+    def _walks_allowed(self, check, spent, t0) -> int:
+        b, n = self.budget, check.walks
         if b.seconds is not None and time.perf_counter() - t0 >= b.seconds:
             return 0
         if b.queries is not None:
             n = min(n, b.queries - spent["queries"])
         if b.steps is not None:
-            per = max(1, self.check.steps(1)) if callable(getattr(self.check, "steps", None)) else 1
+            per = max(1, check.steps(1)) if callable(getattr(check, "steps", None)) else 1
             n = min(n, (b.steps - spent["steps"]) // per)
         return max(0, int(n))
 
@@ -368,6 +377,11 @@ class ActiveLearner:
             timings.update(rec.timings)
         timings["total"] = time.perf_counter() - t0
         return result
+
+
+def default_check(expert) -> EquivalenceCheck:
+    """The exact check for an expert whose policy is known, the sampled one otherwise."""
+    return ProductCheck() if callable(getattr(expert, "product_oracle", None)) else ExpertWalks()
 
 
 def _check_expert(mdp: LabeledMDP, expert) -> None:

@@ -422,7 +422,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--walks",
         type=_positive_int,
         metavar="N",
-        help="with --active: expert walks of the equivalence check (default 5)",
+        help="with --active: expert walks of the equivalence check (default 5; the exact expert's "
+        "check is exact, on the synchronised product, unless walks are asked for)",
     )
     ln.add_argument("--walk-length", type=_positive_int, metavar="L", help="with --active: steps per walk (default 40)")
     ln.add_argument("--seed", type=_seed, default=0, help="with --active: seed of the expert's randomness (default 0)")

@@ -187,7 +187,8 @@ def active_from_args(args, task: Task):
     make = TaskExpert if expert_kind == "exact" else SimulatedExpert
     expert = make(task, source=args.policy, seed=args.seed, recorded=data)
     budget = Budget(queries=args.budget_queries, steps=args.budget_steps, seconds=args.budget_seconds)
-    walks = ExpertWalks(walks=args.walks or 5, length=args.walk_length or 40)
+    sampled = expert_kind != "exact" or args.walks or args.walk_length  # the exact expert: the exact check
+    walks = ExpertWalks(walks=args.walks or 5, length=args.walk_length or 40) if sampled else None
     learner = ActiveLearner(
         strategy=SplitMostPairs(samples=args.samples or 200),
         check=walks,

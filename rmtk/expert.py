@@ -253,6 +253,24 @@ class TaskExpert:
             word = _check_word(self.mdp, word, state, self.compressed)
         return self._product.rollouts(_rng(self.seed, self._calls), word, state, k, m, explore, exact=False)
 
+    def product_oracle(self, limit: int = 1):
+        """The expert's product policy as an oracle (:class:`~rmtk.lazy.ProductOracle`): its
+        memory and, per (state, memory node), its policy class. A candidate is checked on the
+        synchronised product at every depth; a counterexample is two histories the expert
+        acts differently after that the candidate merges (an exact equivalence query)."""
+        from .equivalence import policy_class_table
+        from .lazy import ProductOracle
+
+        machine = self.task.machine
+        return ProductOracle(
+            self.mdp,
+            machine.delta_u[:, self.task.letter_of_proposition],
+            policy_class_table(self._product.pi),
+            compress=self.compressed,
+            true_initial=machine.initial,
+            limit=limit,
+        )
+
 
 @attrs.define
 class SimulatedExpert:

@@ -90,6 +90,23 @@ def _final(delta: np.ndarray, word) -> int:
     return u
 
 
+class _Finals:
+    """The node each of several machines (of any sizes) ends in after a word, all at once."""
+
+    def __init__(self, deltas):
+        n, K = max(d.shape[0] for d in deltas), deltas[0].shape[1]
+        self.delta = np.zeros((len(deltas), n, K), np.int64)
+        for m, d in enumerate(deltas):
+            self.delta[m, : d.shape[0]] = d
+        self.rows = np.arange(len(deltas))
+
+    def __call__(self, word) -> np.ndarray:
+        u = np.zeros(len(self.rows), np.int64)
+        for k in word:
+            u = self.delta[self.rows, u, k]
+        return u
+
+
 def _separated(split: np.ndarray, open_pairs: np.ndarray) -> np.ndarray:
     """Open pairs of survivors each candidate separates (one merges its words, the other splits)."""
     S = split.astype(np.int64)
@@ -268,14 +285,15 @@ class SplitMostPairs:
             return []
         open_pairs = np.triu(np.ones((k, k), dtype=bool), 1)
         open_pairs[n_surv:, n_surv:] = False  # alternatives are only there to test the survivors
-        pairs = [tuple(map(int, ij)) for ij in np.argwhere(open_pairs)]
+        pairs = [(int(i), int(j)) for i, j in np.argwhere(open_pairs)[: self.products]]
         exact = knowledge.exact
         cands, needs, splits = [], [], []
+        finals = _Finals(deltas)
         for w1, w2, s in self.candidates(mdp, deltas, knowledge, pairs):
             need = (self._need(knowledge, w1, s, exact), self._need(knowledge, w2, s, exact))
             if sum(need) == 0:
                 continue
-            split = np.array([_final(d, w1) != _final(d, w2) for d in deltas])
+            split = finals(w1) != finals(w2)
             if split.all() or not split.any():
                 continue
             cands.append((w1, w2, s))
@@ -295,7 +313,7 @@ class SplitMostPairs:
                 break
             col = split[:, best]
             separated = open_pairs & (col[:, None] != col[None, :])
-            split_pairs = tuple((int(i), int(j)) for i, j in np.argwhere(separated))
+            split_pairs = tuple(map(tuple, np.argwhere(separated).tolist()))
             open_pairs &= col[:, None] == col[None, :]
             w1, w2, s = cands[best]
             for word, partner, more in ((w1, w2, needs[best][0]), (w2, w1, needs[best][1])):
@@ -359,3 +377,42 @@ class ExpertWalks:
         answers = [expert.act(word, s) for _, _, word, s in chosen]
         steps = Observations((), np.empty(0, np.int64), np.empty((0, expert.mdp.n_actions)), True, seen.steps)
         return [steps] + answers, walks + len(answers)
+
+
+@attrs.frozen
+class ProductCheck:
+    """The exact equivalence check of an expert whose policy is known (one with a
+    ``product_oracle``, as :class:`~rmtk.expert.TaskExpert`): each survivor is checked on the
+    synchronised product of the MDP, the expert's memory and the survivor, at every depth
+    (:class:`~rmtk.lazy.ProductOracle`); for each survivor that fails, the expert is asked at
+    the two histories of up to ``per_machine`` of its shortest counterexamples (two
+    histories it acts differently after that the survivor merges). None found: every
+    survivor is policy-equivalent to the expert, a proof, not a sample. One check is one
+    query; each history asked is one more (and one policy evaluation). ``exact``: the loop
+    skips the transition tests and alternatives, which stand in for a check that samples."""
+
+    per_machine: int = attrs.field(default=1, validator=_positive)
+    walks: int = attrs.field(default=1, init=False)
+    exact: bool = attrs.field(default=True, init=False)
+
+    def steps(self, walks: int) -> int:
+        return 0
+
+    def run(self, expert, walks: int | None = None, knowledge=None, deltas=()) -> tuple[list[Observations], int]:
+        oracle = getattr(expert, "product_oracle", None)
+        if not callable(oracle):
+            raise RmtkError(
+                f"the exact equivalence check asks an expert whose policy is known (a product_oracle method); "
+                f"{type(expert).__name__} has none: use ExpertWalks"
+            )
+        product = oracle(self.per_machine)
+        answers, asked = [], set()
+        for delta in deltas:
+            for cex in product.check(np.asarray(delta)):
+                for word in (cex.word1, cex.word2):
+                    key = (tuple(word), int(cex.state))
+                    if key in asked or (knowledge is not None and knowledge.visits(*key)):
+                        continue
+                    asked.add(key)
+                    answers.append(expert.act(key[0], key[1]))
+        return answers, 1 + len(answers)

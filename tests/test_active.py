@@ -12,7 +12,7 @@ import pytest
 from test_theorem import U_MAX, random_instance
 
 from rmtk import ExactPTP, Learner, SatEncoder, dsl
-from rmtk.active import ActiveLearner, Budget
+from rmtk.active import ActiveLearner, Budget, default_check
 from rmtk.cli import main
 from rmtk.empirical import EmpiricalPTP
 from rmtk.errors import RmtkError
@@ -26,7 +26,7 @@ from rmtk.expert import (
 from rmtk.machine import RewardMachine
 from rmtk.negatives import ConfidenceMiner
 from rmtk.planning import task_policy
-from rmtk.queries import ExpertWalks, QueryStrategy, SplitMostPairs
+from rmtk.queries import ExpertWalks, ProductCheck, QueryStrategy, SplitMostPairs
 from rmtk.simulate import simulate
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
@@ -95,7 +95,7 @@ def test_active_learning_finds_what_every_depth_learning_finds(name):
     assert all(v.consistent for v in r.verdicts)
     assert r.isomorphic_to_truth() == every.isomorphic_to_truth()
     assert not active.flagged and "no counterexample" in active.stopped
-    assert active.known == r.ptp.n_pairs < full_tree / 3  # far fewer policy evaluations than the tree
+    assert active.known == r.ptp.n_pairs and 10 * active.known <= full_tree  # >= 10x fewer policy evaluations
     assert [x.index for x in active.rounds] == list(range(len(active.rounds)))
     assert active.rounds[-1].reason == "equivalence" and active.rounds[-1].survivors == 1
 
@@ -220,3 +220,32 @@ def test_transition_tests_compare_with_a_word_that_avoids_the_transition():
     t = dsl.load_model("office").tasks["coffee"]
     r = ActiveLearner().fit(t, TaskExpert(t)).result
     assert r.isomorphic_to_truth() == (True,) and r.verdicts[0].consistent
+
+
+def test_the_exact_check_refutes_a_wrong_machine_with_two_histories_and_passes_the_truth():
+    t = task_of("patrol")
+    expert = TaskExpert(t)
+    truth = t.machine.delta_u[:, t.letter_of_proposition]
+    one = np.zeros((1, 4), np.int64)
+    answers, asked = ProductCheck().run(expert, None, None, [one])
+    assert asked == 3 and len(answers) == 2  # the check, then both histories of its counterexample
+    (w1,), (w2,) = (a.words for a in answers)
+    assert w1 != w2 and answers[0].states[0] == answers[1].states[0]  # one state, two histories
+    assert np.abs(answers[0].values - answers[1].values).max() > 1e-6  # the expert acts differently there
+    assert ProductCheck().run(expert, None, None, [truth]) == ([], 1)
+    with pytest.raises(RmtkError, match="product_oracle"):
+        ProductCheck().run(SimulatedExpert(t), None, None, [one])
+    assert isinstance(default_check(expert), ProductCheck)
+    assert isinstance(default_check(SimulatedExpert(t)), ExpertWalks)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_the_exact_check_finds_what_short_walks_miss(name):
+    """Without transition tests, 1 walk of 3 steps finds nothing and the loop stops at a
+    wrong machine; the exact check (the default for an exact expert) reaches the truth."""
+    t = task_of(name)
+    plain = SplitMostPairs(per_transition=0, alternatives=0)
+    walked = ActiveLearner(strategy=plain, check=ExpertWalks(1, 3)).fit(t, TaskExpert(t)).result
+    assert not walked.verdicts[0].consistent
+    exact = ActiveLearner(strategy=plain).fit(t, TaskExpert(t))
+    assert all(v.consistent for v in exact.result.verdicts) and "no counterexample" in exact.stopped
