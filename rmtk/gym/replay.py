@@ -4,7 +4,7 @@ An :class:`Episode` keeps what replaying it needs and what the replay must repro
 reset seed, the actions, and the discretised state and label after the reset and after every
 step. :func:`record` runs a :class:`~rmtk.gym.NodePolicy` in a Gymnasium environment (a
 single one, or a vector one of one copy, such as a one-arm
-:class:`~rmtk.gym.reacher.ReacherVectorEnv`), one seeded episode at a time; :func:`replay`
+``rmtk.gym.reacher.ReacherVectorEnv``), one seeded episode at a time; :func:`replay`
 resets with the seed, plays the actions of a prefix and compares every state and label with
 the record, bit for bit: an environment that does not reproduce its episodes is a
 :class:`~rmtk.expert.QueryError` naming the episode and the step.
