@@ -184,7 +184,7 @@ class ExactPTP(PTPCapabilities):
             assume non-stuttering machines).
     """
 
-    depth: int | str = attrs.field(default="task", validator=_depth)
+    depth: int | str | None = attrs.field(default="task", validator=_depth)
     source: PolicySource = attrs.field(factory=SoftOptimal, converter=_source)
     compress: bool = True
 
@@ -194,9 +194,14 @@ class ExactPTP(PTPCapabilities):
         return self.depth is None or (self.depth == "task" and isinstance(target, Task) and target.depth == EVERY_DEPTH)
 
     def depth_for(self, task: Task) -> int | None:
+        """The prefix tree depth l for ``task``; ``None`` when learning it at every depth."""
         if self.every_depth_for(task):
             return None
-        return (task.depth or DEFAULT_DEPTH) if self.depth == "task" else int(self.depth)
+        if self.depth == "task":
+            # the task's depth is a whole number or None here ("inf" is every depth, above)
+            return task.depth if isinstance(task.depth, int) and task.depth else DEFAULT_DEPTH
+        assert isinstance(self.depth, (int, np.integer)), "the validator admits a whole number, 'task' or None"
+        return int(self.depth)
 
     def _check_truth(self, task: Task) -> None:
         if self.compress and not task.machine.is_non_stuttering():
@@ -207,14 +212,15 @@ class ExactPTP(PTPCapabilities):
 
     def build(self, target, progress: Progress) -> PrefixTreePolicy:
         task = require_task(target, "the exact prefix tree policy")
-        if self.every_depth_for(task):
+        depth = self.depth_for(task)
+        if depth is None:
             raise RmtkError(
                 "a prefix tree of every depth cannot be built: learn at every depth through the "
                 "Learner, which checks candidates on the synchronised product (ExactPTP.oracle)"
             )
         self._check_truth(task)
         t0 = time.perf_counter()
-        tree = build_prefix_tree(task.mdp, self.depth_for(task), compress=self.compress)
+        tree = build_prefix_tree(task.mdp, depth, compress=self.compress)
         progress.stage("tree", time.perf_counter() - t0, words=tree.trie.n_nodes - 1, pairs=tree.n_pairs)
         t0 = time.perf_counter()
         ptp = self.source.prefix_tree_policy(task, tree)

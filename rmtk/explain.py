@@ -23,6 +23,7 @@ import numpy as np
 from .equivalence import Witness, distinguish
 from .mdp import LabeledMDP
 from .negatives import log_weissman_constant
+from .space import Space
 
 
 @attrs.frozen
@@ -346,7 +347,13 @@ def _factor_bounds(n1, n2, tv, n_actions: int, alpha: float) -> tuple[np.ndarray
 
 
 def rare_pairs(
-    mdp: LabeledMDP, ptp, deltas: list[np.ndarray], *, alpha: float, n_trajectories: int | None = None, limit: int = 10
+    mdp: LabeledMDP | Space,
+    ptp,
+    deltas: list[np.ndarray],
+    *,
+    alpha: float,
+    n_trajectories: int | None = None,
+    limit: int = 10,
 ) -> list[RarePair]:
     """The (word, word, state) triples of an empirical prefix tree policy closest to becoming
     negative examples (cheapest to settle first), each with the visits the confidence bound

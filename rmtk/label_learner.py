@@ -101,7 +101,7 @@ class LabelingEncoder(EncoderCapabilities):
     def search(self, problem: Problem, **kwargs):
         raise RmtkError("LabelingEncoder needs the MDP's states: use Learner(encoder=LabelingEncoder()).fit(target)")
 
-    def knowledge(self, mdp: LabeledMDP) -> tuple[LabelKnowledge, tuple[str, ...]]:
+    def knowledge(self, mdp: LabeledMDP | Space) -> tuple[LabelKnowledge, tuple[str, ...]]:
         """The user's partial knowledge as state indices, and the named propositions (first)."""
         names: list[str] = []
         fixed: dict[int, int] = {}
@@ -178,7 +178,8 @@ class LabelLearnResult:
 
     Attributes:
         search: the search (sizes tried, the ones ruled out, counterexamples, solutions).
-        mdp: the labeled MDP learned on (its labels were not used).
+        mdp: the labeled MDP learned on (its labels were not used), or the
+            :class:`~rmtk.space.Space` of state histories.
         propositions: names of the learned propositions (the user's named ones first).
         verdicts: per solution, against the truth (when the target is a task).
         truth_size: the truth's (nodes, propositions) on the states that matter.
@@ -186,7 +187,7 @@ class LabelLearnResult:
     """
 
     search: LabelSearchResult
-    mdp: LabeledMDP
+    mdp: LabeledMDP | Space
     propositions: tuple[str, ...]
     verdicts: tuple[LabelVerdict, ...] | None = None
     truth_size: tuple[int, int] | None = None
@@ -227,6 +228,11 @@ class LabelLearnResult:
 
     def relabeled_mdp(self, i: int) -> LabeledMDP:
         """The MDP with solution ``i``'s learned labels (unreached states get the first proposition)."""
+        if isinstance(self.mdp, Space):
+            raise RmtkError(
+                f"{self.mdp.name!r} is a space of state histories without a transition model: there is no "
+                "MDP to relabel (labeling(i) gives the learned labels)"
+            )
         lab = np.maximum(self.solutions[i].labels, 0)
         return attrs.evolve(self.mdp, labels=lab, propositions=self.propositions, source=None)
 
@@ -246,7 +252,7 @@ def fit_labels(learner, encoder: LabelingEncoder, target) -> LabelLearnResult:
             f"learning the labels needs a Task, a LabeledMDP or a Space of state histories, not {type(target).__name__}"
         )
     task = target if isinstance(target, Task) else None
-    mdp = task.mdp if task is not None else target
+    mdp = target.mdp if isinstance(target, Task) else target
     rec = Recorder(learner.progress)
     t0 = time.perf_counter()
     know, named = encoder.knowledge(mdp)

@@ -33,7 +33,7 @@ from .encoding import Problem
 from .equivalence import Fillings, Verdict, consistency_many
 from .errors import RmtkError
 from .exact import DistinctPerNode, ExactPTP, NodePolicyTable, SoftOptimal
-from .lazy import TrieOracle
+from .lazy import Oracle, TrieOracle
 from .machine import RewardMachine, isomorphic
 from .maxent import MaxEntIRL
 from .mdp import LabeledMDP
@@ -79,7 +79,8 @@ class LearnResult:
         classes: the policy classes (negative examples) used; for a tree-free search, those
             of the counterexample words.
         tree: the prefix tree; for a tree-free search, the counterexample words in play.
-        mdp: the labeled MDP learned on.
+        mdp: the labeled MDP learned on (a :class:`~rmtk.space.Space` for data without a
+            transition model).
         verdicts: exact consistency of each machine with the true policy (when known), its
             free transitions written as self-loops.
         truth: the true machine (when known).
@@ -101,7 +102,7 @@ class LearnResult:
     search: SearchResult
     classes: PolicyClasses | None
     tree: PrefixTree
-    mdp: LabeledMDP
+    mdp: LabeledMDP | Space
     verdicts: tuple[Verdict, ...] | None
     timings: dict
     truth: RewardMachine | None = None
@@ -156,10 +157,19 @@ class LearnResult:
         return float(self.false_positives.mean())
 
     def dropped(self, i: int) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
-        """The negative examples (as word pairs) that MaxSAT solution ``i`` violates."""
+        """The negative examples (as word pairs) that MaxSAT solution ``i`` violates: of the
+        mined word pairs, or of the policy classes read as word pairs (what MaxSAT encodes)."""
+        dropped = self.solutions[i].dropped
+        if not dropped:
+            return []
+        if self.negatives is not None:
+            pairs = self.negatives.pairs
+        else:
+            assert self.classes is not None, "a solution drops negative examples only when some were encoded"
+            pairs = self.classes.distinct_pairs()
         trie, props = self.tree.trie, self.mdp.propositions
         word = lambda p: tuple(props[k] for k in trie.word(int(p)))  # noqa: E731
-        return [(word(self.negatives.pairs[k, 0]), word(self.negatives.pairs[k, 1])) for k in self.solutions[i].dropped]
+        return [(word(pairs[k, 0]), word(pairs[k, 1])) for k in dropped]
 
     def distinguish(self, i: int, j: int):
         """A shortest witness telling machines ``i`` and ``j`` apart: a state and two label words
@@ -167,6 +177,11 @@ class LearnResult:
         (:class:`~rmtk.equivalence.Witness`; ``None`` if no observation can)."""
         from .equivalence import distinguish
 
+        if isinstance(self.mdp, Space):
+            raise RmtkError(
+                f"{self.mdp.name!r} has no transition model, so no witness can be searched on the product; "
+                "explain() gives witnesses from the demonstrations"
+            )
         a, b = self.machines[i], self.machines[j]
         return distinguish(self.mdp, a.delta_u, b.delta_u, names=(a.name, b.name))
 
@@ -193,7 +208,7 @@ class LearnResult:
         return Explanation(cover(self.mdp, deltas, names, ptp=self.ptp, truth=truth), tuple(rare), mined, alpha)
 
     def stats(self) -> dict:
-        out = {"trie_nodes": self.tree.trie.n_nodes, "pairs": self.tree.n_pairs}
+        out: dict[str, int | None] = {"trie_nodes": self.tree.trie.n_nodes, "pairs": self.tree.n_pairs}
         if self.classes is not None:
             out.update(
                 classes=self.classes.n_classes,
@@ -318,14 +333,15 @@ class Learner:
         if callable(fit_labels):
             return fit_labels(self, target)
         task = target if isinstance(target, Task) else None
-        mdp = target.mdp if task is not None else target
+        mdp = target.mdp if isinstance(target, Task) else target
         source, encoder = PTPCapabilities.of(self.ptp), EncoderCapabilities.of(self.encoder)
         rec = Recorder(self.progress)
         t0 = time.perf_counter()
         every_depth = bool(source.every_depth_for(target))
         lazy = every_depth or bool(encoder.lazy)
-        ptp = negatives = None
-        oracle = source.oracle(target) if lazy else None  # e.g. the expert known as a task: no tree
+        ptp: PrefixTreePolicy | None = None
+        negatives: PolicyClasses | NegativePairs | None = None
+        oracle: Oracle | None = source.oracle(target) if lazy else None  # e.g. the expert known as a task: no tree
         if every_depth and oracle is None:
             raise RmtkError(
                 "learning at every depth needs the expert as a task (its product policy), or a PTP "
@@ -353,15 +369,17 @@ class Learner:
         if self.nodes is not None:  # exactly this many: a larger suggestion of the task does not apply
             max_nodes = self.nodes if max_nodes > MAX_NODES else max(max_nodes, self.nodes)
         elif max_nodes > MAX_NODES:
+            assert task is not None, "the learner's own max_nodes is validated: only a task's suggestion exceeds it"
             raise RmtkError(
                 f"task {task.name!r} suggests max_nodes {max_nodes}, above rmtk's bound of {MAX_NODES} "
                 f"nodes: {_BOUND_WHY}; pass a smaller max_nodes"
             )
-        if oracle is not None:
+        if oracle is None:
+            assert ptp is not None, "without an oracle the tree was built"
+            problem = Problem(ptp.trie, mdp.n_propositions, negatives)
+        else:
             compress = source.compress if ptp is None else ptp.trie.compressed
             problem = Problem(Trie.root(compress), mdp.n_propositions, oracle=oracle)
-        else:
-            problem = Problem(ptp.trie, mdp.n_propositions, negatives)
         res = self.encoder.search(
             problem,
             max_nodes=max_nodes,
@@ -376,10 +394,11 @@ class Learner:
                 f"encoder {type(self.encoder).__name__} does not search lazily (it ignored the oracle "
                 "of lazy or every-depth learning); use SatEncoder"
             )
-        if ptp is None:
-            tree, negatives = _counterexample_tree(res.lazy, oracle.depth)
-        else:
+        if ptp is not None:
             tree = ptp.tree
+        else:
+            assert oracle is not None, "without a tree the oracle was searched with"
+            tree, negatives = _counterexample_tree(res.lazy, oracle.depth)
         timings = rec.timings
         timings.update(encode=res.time_encode, solve=res.time_solve, enumerate=res.time_enumerate)
         classes = negatives if isinstance(negatives, PolicyClasses) else None
@@ -399,18 +418,17 @@ class Learner:
         )
         if task is not None:
             result = self._judge(task, result, source, encoder, rec)
-        if self.irl is not None and result.machines and isinstance(mdp, Space):
-            rec.note(f"no rewards: {mdp.name!r} has no transition model (pass irl=None to say so)")
-        elif self.irl is not None and result.machines:
-            gamma = task.discount if task is not None else mdp.gamma
-            lam = task.lam if task is not None else 1.0
-            fits = tuple(
-                self.irl.fit(
-                    mdp, result.machines, ptp if ptp is not None else oracle, gamma=gamma, lam=lam, progress=rec
-                )
-            )
-            machines = tuple(f.machine for f in fits) + result.machines[len(fits) :]
-            result = attrs.evolve(result, machines=machines, reward_fits=fits)
+        if self.irl is not None and result.machines:
+            if isinstance(mdp, Space):
+                rec.note(f"no rewards: {mdp.name!r} has no transition model (pass irl=None to say so)")
+            else:
+                gamma = task.discount if task is not None else mdp.gamma
+                lam = task.lam if task is not None else 1.0
+                policy = ptp if ptp is not None else oracle
+                assert policy is not None, "the tree, or the oracle of a tree-free search"
+                fits = tuple(self.irl.fit(mdp, result.machines, policy, gamma=gamma, lam=lam, progress=rec))
+                machines = tuple(f.machine for f in fits) + result.machines[len(fits) :]
+                result = attrs.evolve(result, machines=machines, reward_fits=fits)
         timings["total"] = time.perf_counter() - t0
         return result
 
@@ -456,10 +474,10 @@ class Learner:
         return attrs.evolve(self, ptp=ptp).fit(target)
 
 
-def _machines(mdp: LabeledMDP, res: SearchResult) -> tuple[RewardMachine, ...]:
+def _machines(mdp: LabeledMDP | Space, res: SearchResult) -> tuple[RewardMachine, ...]:
     return tuple(
         RewardMachine(
-            nodes=[f"u{i}" for i in range(res.n_nodes)],
+            nodes=[f"u{i}" for i in range(len(s.delta_u))],
             alphabet=mdp.propositions,
             delta_u=s.delta_u,
             delta_r=np.zeros(s.delta_u.shape),

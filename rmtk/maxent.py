@@ -4,6 +4,7 @@ machines (paper section 3.2, end; Algorithm 3), computed with :mod:`rmtk.irl`.""
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
@@ -13,6 +14,9 @@ from .machine import RewardMachine
 from .mdp import LabeledMDP
 from .progress import Progress
 from .ptp import PrefixTreePolicy
+
+if TYPE_CHECKING:
+    from .lazy import Oracle
 
 
 def round_significant(values: np.ndarray, digits: int) -> np.ndarray:
@@ -56,7 +60,7 @@ class MaxEntIRL:
         self,
         mdp: LabeledMDP,
         machines: tuple[RewardMachine, ...],
-        ptp: PrefixTreePolicy,
+        ptp: PrefixTreePolicy | Oracle,
         *,
         gamma: float,
         lam: float,

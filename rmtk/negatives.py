@@ -19,7 +19,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 import numpy as np
 
-from ._arrays import array_eq, frozen_array
+from ._arrays import array_eq, float_array, int_array
 from .errors import ModelError
 from .ptp import PrefixTreePolicy
 
@@ -50,9 +50,9 @@ class PolicyClasses:
         pair_node: ``(n_pairs,)`` trie node of each pair (a copy of the tree's).
     """
 
-    pair_class: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq)
-    class_state: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq)
-    pair_node: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq)
+    pair_class: np.ndarray = attrs.field(converter=int_array, eq=array_eq)
+    class_state: np.ndarray = attrs.field(converter=int_array, eq=array_eq)
+    pair_node: np.ndarray = attrs.field(converter=int_array, eq=array_eq)
 
     @property
     def n_classes(self) -> int:
@@ -148,10 +148,10 @@ class NegativePairs:
     ``pairs[k] = (p, q)`` with ``p < q``, the state where the evidence is strongest, and
     ``log_delta[k] = log(δ1 + δ2)`` there (smaller is stronger)."""
 
-    pairs: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq)
-    state: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq)
-    log_delta: np.ndarray = attrs.field(converter=frozen_array(float), eq=array_eq)
-    detections: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq, repr=False)
+    pairs: np.ndarray = attrs.field(converter=int_array, eq=array_eq)
+    state: np.ndarray = attrs.field(converter=int_array, eq=array_eq)
+    log_delta: np.ndarray = attrs.field(converter=float_array, eq=array_eq)
+    detections: np.ndarray = attrs.field(converter=int_array, eq=array_eq, repr=False)
     alpha: float = 0.05
 
     def __len__(self) -> int:
@@ -211,7 +211,7 @@ class ConfidenceMiner:
     def min_count(self, n_actions: int) -> float:
         return 2.0 * (log_weissman_constant(n_actions) - np.log(self.alpha))
 
-    def mine(self, ptp) -> NegativePairs:
+    def mine(self, ptp: PrefixTreePolicy) -> NegativePairs:
         counts = ptp.counts
         if counts is None:
             raise ModelError(
@@ -241,7 +241,11 @@ class ConfidenceMiner:
         # batches of rows so that the pairs of one batch fit in memory
         per_row = np.repeat(starts + sizes, sizes) - rows - 1 if len(rows) else np.empty(0, np.int64)
         cum = np.cumsum(per_row * A)
-        cuts = np.searchsorted(cum, np.arange(self.batch, cum[-1], self.batch), side="right") if len(cum) else []
+        cuts = (
+            np.searchsorted(cum, np.arange(self.batch, cum[-1], self.batch), side="right")
+            if len(cum)
+            else np.empty(0, np.int64)
+        )
         bounds = np.unique(np.r_[0, cuts, len(rows)]).tolist()
         group_of_row = np.repeat(np.arange(len(starts)), sizes)
         for lo, hi in zip(bounds[:-1], bounds[1:]):

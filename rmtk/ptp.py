@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import attrs
 import numpy as np
 
-from ._arrays import array_eq, frozen_array
+from ._arrays import array_eq, float_array, int_array
 from .capabilities import Capabilities
 from .errors import ModelError, RmtkError
 from .mdp import LabeledMDP
@@ -42,9 +42,9 @@ class Trie:
         compressed: whether runs of a repeated label are collapsed.
     """
 
-    parent: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq)
-    letter: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq)
-    length: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq)
+    parent: np.ndarray = attrs.field(converter=int_array, eq=array_eq)
+    letter: np.ndarray = attrs.field(converter=int_array, eq=array_eq)
+    length: np.ndarray = attrs.field(converter=int_array, eq=array_eq)
     compressed: bool = True
 
     @classmethod
@@ -94,8 +94,8 @@ class PrefixTree:
     (trie node, state) pairs ``(σ, s)`` with ``s ∈ Reach(σ)``, sorted by node then state."""
 
     trie: Trie
-    pair_node: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq)
-    pair_state: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq)
+    pair_node: np.ndarray = attrs.field(converter=int_array, eq=array_eq)
+    pair_state: np.ndarray = attrs.field(converter=int_array, eq=array_eq)
     depth: int = 0
 
     @property
@@ -253,7 +253,7 @@ class PrefixTreePolicy:
     """
 
     tree: PrefixTree
-    policy: np.ndarray = attrs.field(converter=frozen_array(float), eq=array_eq, repr=False)
+    policy: np.ndarray = attrs.field(converter=float_array, eq=array_eq, repr=False)
     true_nodes: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
     classes: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
     counts: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)

@@ -13,6 +13,7 @@ import pytest
 
 from rmtk import EmpiricalPTP, ExactPTP, Learner, MaxSatEncoder, SoftOptimal, dsl
 from rmtk.cli import main
+from rmtk.errors import RmtkError
 from rmtk.explain import growth_factors
 from rmtk.negatives import ConfidenceMiner
 from rmtk.ptp import PrefixTree, PrefixTreePolicy, TrieBuilder
@@ -219,6 +220,8 @@ def test_without_a_model_witnesses_come_from_the_data(stack_avoid):
         for i, m in enumerate(r.machines):
             assert (i in cw.merging) == (m.final(w.word1) == m.final(w.word2))
     assert "witness(es) from the demonstrations" in str(e)
+    with pytest.raises(RmtkError, match="no transition model.*explain"):  # not a traceback from the product
+        r.distinguish(0, 1)
 
 
 def test_one_machine_from_a_soft_expert_says_why_and_what_would_refute_it(tmp_path, capsys):

@@ -389,6 +389,8 @@ def test_collect_without_a_labeler_records_state_histories():
     oracle = TrieOracle(built.trie, negatives)
     assert all(oracle.check(s.state_machine()) == [] for s in res.solutions)
     assert set(res.labeling(0)) == set(space.propositions)
+    with pytest.raises(RmtkError, match="without a transition model"):  # a clear error, not attrs' TypeError
+        res.relabeled_mdp(0)
     with pytest.raises(RmtkError, match="record state histories"):
         Learner(EmpiricalPTP(rec), encoder=LabelingEncoder(), irl=None).fit(
             attrs.evolve(space, propositions=["a", "b"])

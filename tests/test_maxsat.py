@@ -141,6 +141,23 @@ def test_learner_on_demonstrations_with_truth():
             assert r.search.cost == 0 and r.dropped(0) == []
 
 
+def test_dropped_policy_classes_are_the_pairs_the_machine_merges():
+    """MaxSAT on exact policy classes drops word pairs (the classes read as pairs): ``dropped``
+    names them, and at the optimum they are exactly the negative examples the machine violates."""
+    from rmtk.learner import ExactPTP
+
+    task = dsl.load(MODELS / "stack.rm").tasks["stack"]
+    r = Learner(ExactPTP(depth=6), nodes=2, max_nodes=2, encoder=MaxSatEncoder(), irl=None, max_solutions=1).fit(task)
+    assert r.negatives is None and r.classes is not None
+    trie, props, m = r.tree.trie, r.mdp.propositions, r.machines[0]
+    word = lambda p: tuple(props[k] for k in trie.word(int(p)))  # noqa: E731
+    pairs = [(word(p), word(q)) for p, q in r.classes.distinct_pairs()]
+    merged = {(a, b) for a, b in pairs if m.final(a) == m.final(b)}
+    dropped = r.dropped(0)
+    assert 0 < len(dropped) == r.search.cost < len(pairs)
+    assert set(dropped) == merged
+
+
 def test_unsat_message_suggests_maxsat():
     from rmtk.simulate import simulate
 

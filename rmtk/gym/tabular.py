@@ -35,9 +35,11 @@ from .recording import Recording
 
 
 # ---------------------------------------------------------------------- labels of state indices
-def _state_labels(labeler, n_states: int, propositions, states: Sequence[int] | None = None) -> tuple[list, tuple]:
-    """``(labels, propositions)``: proposition indices of the states (``labeler(s, {})``, the
-    state index as the observation; or a sequence of names or indices, one per state)."""
+def _state_labels(
+    labeler, n_states: int, propositions, states: Sequence[int] | None = None
+) -> tuple[dict[int, int], tuple[str, ...]]:
+    """``(labels, propositions)``: ``{state: proposition index}`` of the states (``labeler(s, {})``,
+    the state index as the observation; or a sequence of names or indices, one per state)."""
     props = propositions if propositions is not None else getattr(labeler, "propositions", None)
     if props is None:
         raise ModelError("the labels need their alphabet: pass propositions=[...] (or a labeler with .propositions)")
@@ -275,7 +277,7 @@ def estimate_mdp(
     return estimate
 
 
-def _recorded_labels(recording: Recording, where: str) -> dict:
+def _recorded_labels(recording: Recording, where: str) -> dict[int, int]:
     """Each state's label read from the recording's words (the last letter of the word a
     state was counted under); an error names the states never counted or labelled twice."""
     S, A = recording.n_states, recording.n_actions

@@ -206,6 +206,7 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         if isinstance(inner, spaces.Discrete):
             s, u = divmod(int(obs), self.machine.n_nodes)
             return s + int(inner.start), u
+        assert isinstance(inner, spaces.Box), "a flat observation wraps a Discrete or a Box (product_space)"
         size = int(np.prod(inner.shape))
         return np.asarray(obs[:size]).reshape(inner.shape), int(np.argmax(obs[size:]))
 
