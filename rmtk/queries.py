@@ -313,7 +313,7 @@ class SplitMostPairs:
                 break
             col = split[:, best]
             separated = open_pairs & (col[:, None] != col[None, :])
-            split_pairs = tuple(map(tuple, np.argwhere(separated).tolist()))
+            split_pairs = tuple((int(i), int(j)) for i, j in np.argwhere(separated).tolist())
             open_pairs &= col[:, None] == col[None, :]
             w1, w2, s = cands[best]
             for word, partner, more in ((w1, w2, needs[best][0]), (w2, w1, needs[best][1])):
