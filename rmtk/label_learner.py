@@ -181,6 +181,10 @@ class LabelLearnResult:
         propositions: names of the learned propositions (the user's named ones first).
         verdicts: per solution, against the truth (when the target is a task).
         truth_size: the truth's (nodes, propositions) on the states that matter.
+        truth_survives: whether the truth is among the survivors: it has the smallest size
+            found and passes every check of the data (every negative example mined, or the
+            exact expert); ``None`` without a truth. Decided directly, so it holds even when
+            the survivors are too many to enumerate (``max_solutions``).
         timings: seconds per stage.
     """
 
@@ -189,6 +193,7 @@ class LabelLearnResult:
     propositions: tuple[str, ...]
     verdicts: tuple[LabelVerdict, ...] | None = None
     truth_size: tuple[int, int] | None = None
+    truth_survives: bool | None = None
     timings: dict = attrs.field(factory=dict)
 
     @property
@@ -298,8 +303,9 @@ def fit_labels(learner, encoder: LabelingEncoder, target) -> LabelLearnResult:
     if task is not None:
         t = time.perf_counter()
         verdicts, size = _verdicts(task, ptp, res, reach)
+        survives = _truth_survives(task, problem, reach, size, res)
         rec.stage("verdict", time.perf_counter() - t)
-        result = attrs.evolve(result, verdicts=verdicts, truth_size=size)
+        result = attrs.evolve(result, verdicts=verdicts, truth_size=size, truth_survives=survives)
     result.timings["total"] = time.perf_counter() - t0
     return result
 
@@ -326,6 +332,13 @@ def truth_pair(task: Task, reach: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     ii, ss = np.nonzero(used_s)
     used[ii, labels[ss]] = True
     return labels, du, used
+
+
+def _truth_survives(task: Task, problem: Problem, reach, size, res: LabelSearchResult) -> bool:
+    """The truth is a survivor: the smallest size found, and no check of the data fails on it."""
+    checker = problem.oracle if problem.oracle is not None else TrieOracle(problem.trie, problem.negatives)
+    t_lab, t_du, _ = truth_pair(task, reach)
+    return size == (res.n_nodes, res.n_props) and not checker.check(state_delta(t_du, t_lab))
 
 
 def _verdicts(task: Task, ptp: StateHistoryPTP, res: LabelSearchResult, reach) -> tuple[tuple, tuple[int, int]]:
