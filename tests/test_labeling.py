@@ -451,3 +451,25 @@ def test_patrol_demonstrations_keep_the_truth_among_the_survivors():
         assert oracle.check(state_machine(task).delta_u) == []  # no false positive against the truth
         assert oracle.check(res.solutions[0].state_machine()) == []
         assert n < 10_000 or (3, 4) in res.search.ruled_out
+
+
+def test_label_free_check_keeps_shared_labels_together():
+    """States known to share a label pick the same maps in the label-free check (what lets it
+    decide the Office World patrol with "every plain cell is one proposition"); without the
+    equalities, the solver is free to split them."""
+    from pysat.solvers import Solver
+
+    from rmtk.labeling import ColumnPool, decode_columns, idempotent_maps, shared_columns, state_columns
+
+    pool = ColumnPool(3, 4, idempotent_maps(3))
+    group = (0, 2, 3)
+    base = state_columns(pool, np.arange(4))
+    split = [[int(pool.c(0, 0))], [int(pool.c(2, 1))], [-int(pool.c(2, 0))]]  # 0 and 2 on different maps
+    with Solver(bootstrap_with=base + split) as sat:
+        assert sat.solve()
+    with Solver(bootstrap_with=base + split + shared_columns(pool, [group])) as sat:
+        assert not sat.solve()
+    with Solver(bootstrap_with=base + [[int(pool.c(3, 5))]] + shared_columns(pool, [group])) as sat:
+        assert sat.solve()
+        D = decode_columns(sat.get_model(), pool)
+    assert (D[:, [0]] == D[:, list(group)]).all()  # one column for the whole group
