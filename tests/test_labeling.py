@@ -473,3 +473,25 @@ def test_label_free_check_keeps_shared_labels_together():
         assert sat.solve()
         D = decode_columns(sat.get_model(), pool)
     assert (D[:, [0]] == D[:, list(group)]).all()  # one column for the whole group
+
+
+def test_labels_from_an_expert_asked_actively():
+    """The active loop run on the state view asks the patrol expert about state histories; the
+    labels learned from its questions and answers alone give the truth up to both renamings
+    (the loop's many survivors over 16 state letters collapse to one pair); the same loop over
+    label words is refused."""
+    from rmtk.active import ActiveLearner
+    from rmtk.expert import TaskExpert
+    from rmtk.label_learner import labels_from_active
+
+    task = dsl.load_model("patrol").tasks["patrol"]
+    st = state_task(task)
+    active = ActiveLearner(irl=None, max_solutions=50).fit(st, TaskExpert(st))
+    assert len(active.result.machines) > 1  # over state letters, the loop alone leaves many
+    res = labels_from_active(active, task)
+    assert (res.n_nodes, res.n_props) == (4, 4) and len(res.solutions) == 1
+    assert [(v.consistent, v.equal) for v in res.verdicts] == [(True, True)] and res.truth_survives
+    assert (3, 4) in res.search.ruled_out or res.search.lower_bound == 4
+    plain = ActiveLearner(irl=None, max_solutions=5).fit(task, TaskExpert(task))
+    with pytest.raises(RmtkError, match="state view"):
+        labels_from_active(plain, task)
