@@ -21,7 +21,8 @@ from .encoders import EncoderCapabilities
 from .encoding import Problem
 from .equivalence import consistency, exercised, sync_product
 from .errors import RmtkError
-from .histories import StateHistoryPTP, state_machine, state_mdp, state_task
+from .exact import ExactPTP
+from .histories import StateHistoryPTP, is_state_view, state_machine, state_mdp, state_task
 from .label_search import (
     LabelKnowledge,
     LabelSearchResult,
@@ -183,6 +184,10 @@ class LabelLearnResult:
         propositions: names of the learned propositions (the user's named ones first).
         verdicts: per solution, against the truth (when the target is a task).
         truth_size: the truth's (nodes, propositions) on the states that matter.
+        truth_survives: whether the truth is among the survivors: it has the smallest size
+            found and passes every check of the data (every negative example mined, or the
+            exact expert); ``None`` without a truth. Decided directly, so it holds even when
+            the survivors are too many to enumerate (``max_solutions``).
         timings: seconds per stage.
     """
 
@@ -191,6 +196,7 @@ class LabelLearnResult:
     propositions: tuple[str, ...]
     verdicts: tuple[LabelVerdict, ...] | None = None
     truth_size: tuple[int, int] | None = None
+    truth_survives: bool | None = None
     timings: dict = attrs.field(factory=dict)
 
     @property
@@ -280,22 +286,16 @@ def fit_labels(learner, encoder: LabelingEncoder, target) -> LabelLearnResult:
     max_nodes = learner.max_nodes or (task.max_nodes if task is not None else None) or 4
     if learner.nodes is not None:
         max_nodes = max(max_nodes, learner.nodes)
-    res = label_search(
+    res = _search(
         problem,
-        n_states=mdp.n_states,
-        reach=reach,
-        max_nodes=max_nodes,
-        min_nodes=min(problem.lower_bound(), max_nodes),
+        mdp,
+        reach,
+        max_nodes,
+        encoder,
+        know,
         nodes=learner.nodes,
-        props=encoder.props,
-        max_props=encoder.max_props,
-        knowledge=know,
-        symmetry_breaking=encoder.symmetry_breaking,
-        non_stuttering=encoder.non_stuttering,
-        solver=encoder.solver,
         max_solutions=learner.max_solutions,
         time_limit=learner.time_limit,
-        freedom=encoder.freedom,
         progress=rec,
     )
     k = res.n_props or max([kk for _, kk, _ in res.tried] or [len(named)])
@@ -305,10 +305,30 @@ def fit_labels(learner, encoder: LabelingEncoder, target) -> LabelLearnResult:
     if task is not None:
         t = time.perf_counter()
         verdicts, size = _verdicts(task, ptp, res, reach)
+        survives = _truth_survives(task, problem, reach, size, res)
         rec.stage("verdict", time.perf_counter() - t)
-        result = attrs.evolve(result, verdicts=verdicts, truth_size=size)
+        result = attrs.evolve(result, verdicts=verdicts, truth_size=size, truth_survives=survives)
     result.timings["total"] = time.perf_counter() - t0
     return result
+
+
+def _search(problem: Problem, mdp, reach, max_nodes: int, encoder: LabelingEncoder, know, **kw) -> LabelSearchResult:
+    """:func:`label_search` with the encoder's settings."""
+    return label_search(
+        problem,
+        n_states=mdp.n_states,
+        reach=reach,
+        max_nodes=max_nodes,
+        min_nodes=min(problem.lower_bound(), max_nodes),
+        props=encoder.props,
+        max_props=encoder.max_props,
+        knowledge=know,
+        symmetry_breaking=encoder.symmetry_breaking,
+        non_stuttering=encoder.non_stuttering,
+        solver=encoder.solver,
+        freedom=encoder.freedom,
+        **kw,
+    )
 
 
 def truth_pair(task: Task, reach: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -335,6 +355,13 @@ def truth_pair(task: Task, reach: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     return labels, du, used
 
 
+def _truth_survives(task: Task, problem: Problem, reach, size, res: LabelSearchResult) -> bool:
+    """The truth is a survivor: the smallest size found, and no check of the data fails on it."""
+    checker = problem.oracle if problem.oracle is not None else TrieOracle(problem.trie, problem.negatives)
+    t_lab, t_du, _ = truth_pair(task, reach)
+    return size == (res.n_nodes, res.n_props) and not checker.check(state_delta(t_du, t_lab))
+
+
 def _verdicts(task: Task, ptp: StateHistoryPTP, res: LabelSearchResult, reach) -> tuple[tuple, tuple[int, int]]:
     st = state_task(task)
     table = ptp.expert_classes(task)
@@ -349,3 +376,37 @@ def _verdicts(task: Task, ptp: StateHistoryPTP, res: LabelSearchResult, reach) -
         merges = len({t for t, _ in pairs}) == len(pairs)  # each true proposition maps to one learned one
         out.append(LabelVerdict(v.consistent, bool(same), v.witness, merges))
     return tuple(out), (int(t_du.shape[0]), int(t_du.shape[1]))
+
+
+def labels_from_active(active, target, encoder: LabelingEncoder | None = None, *, max_nodes: int | None = None):
+    """(labeling, machine) pairs from what an active loop asked the expert on the state view
+    (``ActiveLearner().fit(state_task(task), TaskExpert(state_task(task)))``): its questions and
+    answers, kept as a prefix tree with their negatives (the last round's oracle), are checked
+    lazily by :func:`~rmtk.label_search.label_search`. ``target``: the task (verdicts against
+    its truth) or the MDP. The loop's survivors over states are many machines over |S| letters;
+    the labeling collapses them."""
+    encoder = encoder or LabelingEncoder()
+    oracle = getattr(active.result, "oracle", None)
+    if not isinstance(oracle, TrieOracle):
+        raise RmtkError("the active result holds no questions and answers to learn the labels from (no oracle)")
+    if not is_state_view(active.result.mdp):
+        raise RmtkError(
+            "the active loop asked about label words: to learn the labels, run it on the state view "
+            "(rmtk.histories.state_task(task), TaskExpert(state_task(task)))"
+        )
+    task = target if isinstance(target, Task) else None
+    mdp = task.mdp if task is not None else target
+    know, named = encoder.knowledge(mdp)
+    t0 = time.perf_counter()
+    reach = reached_states(oracle.trie.letter)
+    problem = Problem(Trie.root(oracle.trie.compressed), mdp.n_states, None, oracle=oracle)
+    max_nodes = max_nodes or (task.max_nodes if task is not None else None) or 4
+    res = _search(problem, mdp, reach, max_nodes, encoder, know)
+    k = res.n_props or max([kk for _, kk, _ in res.tried] or [len(named)])
+    names = named + tuple(f"p{j}" for j in range(len(named), max(k, len(named))))
+    result = LabelLearnResult(res, mdp, names, timings={"search": time.perf_counter() - t0})
+    if task is not None:
+        verdicts, size = _verdicts(task, StateHistoryPTP(ExactPTP(None)), res, reach)
+        survives = _truth_survives(task, problem, reach, size, res)
+        result = attrs.evolve(result, verdicts=verdicts, truth_size=size, truth_survives=survives)
+    return result

@@ -44,6 +44,7 @@ from .labeling import (
     known_labels,
     label_symmetry_breaking,
     one_label_per_state,
+    shared_columns,
     shared_labels,
     state_columns,
     state_runs,
@@ -340,7 +341,8 @@ def label_search(
         pool = ColumnPool(n, n_states, maps)
         t0 = time.perf_counter()
         D = None
-        with Solver(name=solver_name, bootstrap_with=state_columns(pool, reach)) as sat:
+        clauses = state_columns(pool, reach) + shared_columns(pool, know_groups)
+        with Solver(name=solver_name, bootstrap_with=clauses) as sat:
             lazy = ColumnLazyFormula(pool, sat)
             for cex in seen_cex:
                 lazy.add(cex)
@@ -389,6 +391,10 @@ def label_search(
     # doubling (small k are the cheap calls); past SMALL_K a label-free check decides n for
     # every k at once (or, without it, the largest useful k does); bisection finds the fewest k.
     monotone = props is None and not know.fixed and not know.shared
+    named: dict[int, list[int]] = {}
+    for st, p in know.fixed.items():
+        named.setdefault(p, []).append(st)
+    know_groups = [g for g in (*know.shared, *(tuple(v) for v in named.values())) if len(g) > 1]
     columns = problem.oracle is not None and non_stuttering
     for n in n_sizes:
         top = min(k_hi, distinct_columns(n, non_stuttering)) if monotone else k_hi

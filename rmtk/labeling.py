@@ -207,6 +207,18 @@ def state_columns(pool: ColumnPool, states: np.ndarray) -> Clauses:
     return [[int(pool.x(0, 0))]] + _rows(pool.c(np.asarray(states, np.int64)[:, None], np.arange(pool.F)[None, :]))
 
 
+def shared_columns(pool: ColumnPool, groups) -> Clauses:
+    """States known to share a label move the machine by the same maps: c[s,f] ↔ c[s′,f]
+    along each group (what the user's partial knowledge says, before any labels exist)."""
+    out: Clauses = []
+    f = np.arange(pool.F)
+    for g in groups:
+        for a, b in zip(g[:-1], g[1:]):
+            ca, cb = pool.c(a, f), pool.c(b, f)
+            out += _rows(np.stack([-ca, cb], axis=1)) + _rows(np.stack([ca, -cb], axis=1))
+    return out
+
+
 def decode_columns(model, pool: ColumnPool) -> np.ndarray:
     """``(n, S)`` machine over states of a model (states with no map chosen loop)."""
     model = np.asarray(model, dtype=np.int64)
