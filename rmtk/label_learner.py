@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Mapping
+from typing import cast
 
 import attrs
 import numpy as np
@@ -33,7 +34,7 @@ from .label_search import (
     reached_states,
     state_delta,
 )
-from .lazy import TrieOracle
+from .lazy import Oracle, TrieOracle
 from .machine import RewardMachine
 from .mdp import LabeledMDP
 from .negatives import ConfidenceMiner, ExactMiner
@@ -357,7 +358,12 @@ def truth_pair(task: Task, reach: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
 
 def _truth_survives(task: Task, problem: Problem, reach, size, res: LabelSearchResult) -> bool:
     """The truth is a survivor: the smallest size found, and no check of the data fails on it."""
-    checker = problem.oracle if problem.oracle is not None else TrieOracle(problem.trie, problem.negatives)
+    checker: Oracle
+    if problem.oracle is not None:
+        checker = cast(Oracle, problem.oracle)
+    else:
+        assert problem.negatives is not None, "a tree-built problem carries its negatives"
+        checker = TrieOracle(problem.trie, problem.negatives)
     t_lab, t_du, _ = truth_pair(task, reach)
     return size == (res.n_nodes, res.n_props) and not checker.check(state_delta(t_du, t_lab))
 
@@ -383,7 +389,7 @@ def labels_from_active(active, target, encoder: LabelingEncoder | None = None, *
     (``ActiveLearner().fit(state_task(task), TaskExpert(state_task(task)))``): its questions and
     answers, kept as a prefix tree with their negatives (the last round's oracle), are checked
     lazily by :func:`~rmtk.label_search.label_search`. ``target``: the task (verdicts against
-    its truth) or the MDP. The loop's survivors over states are many machines over |S| letters;
+    its truth) or the MDP. The loop's survivors over states are many machines, one letter per state;
     the labeling collapses them."""
     encoder = encoder or LabelingEncoder()
     oracle = getattr(active.result, "oracle", None)
