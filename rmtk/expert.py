@@ -219,19 +219,15 @@ def _positive(instance, attribute, value):
 
 
 @attrs.define
-class TaskExpert:
-    """The exact expert of a task: its product policy (``source``: ``"soft-optimal"``,
-    ``"distinct"`` or a policy source such as :class:`~rmtk.exact.NodePolicyTable`) at any
-    history, one evaluation per (history, state) asked. Its extensions are runs of that
-    policy and show the actions drawn (counts); the learner asks :meth:`act` where it wants
-    the distribution."""
+class _ProductExpert:
+    """What the task's experts share: the task, the product policy of ``source`` on it, a seed
+    for the draws (each call draws fresh numbers from it) and the compression of words."""
 
     task: Task
     source: object = "soft-optimal"
     seed: int = 0
     compressed: bool = True
     recorded: object = None
-    exact: bool = attrs.field(default=True, init=False)
     answers_queries: bool = attrs.field(default=True, init=False)
     _product: _Product = attrs.field(init=False, repr=False)
     _calls: list = attrs.field(init=False, factory=lambda: [0], repr=False)
@@ -242,6 +238,17 @@ class TaskExpert:
     @property
     def mdp(self) -> LabeledMDP:
         return self.task.mdp
+
+
+@attrs.define
+class TaskExpert(_ProductExpert):
+    """The exact expert of a task: its product policy (``source``: ``"soft-optimal"``,
+    ``"distinct"`` or a policy source such as :class:`~rmtk.exact.NodePolicyTable`) at any
+    history, one evaluation per (history, state) asked. Its extensions are runs of that
+    policy and show the actions drawn (counts); the learner asks :meth:`act` where it wants
+    the distribution."""
+
+    exact: bool = attrs.field(default=True, init=False)
 
     def act(self, word, state, m: int = 1) -> Observations:
         word = _check_word(self.mdp, word, state, self.compressed)
@@ -273,28 +280,13 @@ class TaskExpert:
 
 
 @attrs.define
-class SimulatedExpert:
+class SimulatedExpert(_ProductExpert):
     """An expert that can only be run: a labeled MDP (the task's) and a policy with memory
     (the task's machine and ``source``'s product policy; any stochastic per-node policy).
     Answers are action counts; each drawn action is one environment step. ``seed`` makes
     every answer reproducible (each call draws fresh numbers from it)."""
 
-    task: Task
-    source: object = "soft-optimal"
-    seed: int = 0
-    compressed: bool = True
-    recorded: object = None
     exact: bool = attrs.field(default=False, init=False)
-    answers_queries: bool = attrs.field(default=True, init=False)
-    _product: _Product = attrs.field(init=False, repr=False)
-    _calls: list = attrs.field(init=False, factory=lambda: [0], repr=False)
-
-    def __attrs_post_init__(self):
-        self._product = _Product.of(self.task, self.source, self.compressed)
-
-    @property
-    def mdp(self) -> LabeledMDP:
-        return self.task.mdp
 
     def act(self, word, state, m: int = 100) -> Observations:
         word = _check_word(self.mdp, word, state, self.compressed)
