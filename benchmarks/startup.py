@@ -32,7 +32,9 @@ SCIPY_PROBE = "import rmtk, sys; print('scipy' in sys.modules)"
 
 
 def _env() -> dict:
-    env = dict(os.environ)
+    # as a user's shell has it: bytecode cached (a PYTHONDONTWRITEBYTECODE=1 environment would
+    # recompile every module of every run, some 0.1 s here, and time the compiler, not rmtk)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     return env
 
