@@ -294,6 +294,22 @@ def count_dataset(
     return attrs.evolve(out, table=canonical_counts(out.table))
 
 
+def prune_counts(table: CountTable, min_count: float) -> CountTable:
+    """Keep the (word, cell) pairs seen at least ``min_count`` times, at cells where two or
+    more such pairs remain (no other pair can yield a negative example); the trie is kept."""
+    A, S = table.n_actions, table.n_states
+    pair = table.keys // A
+    uniq, inv = np.unique(pair, return_inverse=True)
+    total = np.bincount(inv, weights=table.counts, minlength=len(uniq))
+    keep_pair = total >= min_count
+    state = uniq % S
+    kept_states, per_state = np.unique(state[keep_pair], return_counts=True)
+    multi = kept_states[per_state >= 2]
+    keep_pair &= np.isin(state, multi)
+    keep = keep_pair[inv]
+    return CountTable(table.trie, table.keys[keep], table.counts[keep], S, A, table.n_letters, table.n_trajectories)
+
+
 def to_policy(table: CountTable, depth: int | None = None) -> PrefixTreePolicy:
     """The empirical prefix tree policy p̂(a | s, σ) with its counts."""
     A = table.n_actions

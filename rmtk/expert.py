@@ -30,6 +30,7 @@ import numpy as np
 
 from .errors import RmtkError
 from .mdp import LabeledMDP
+from .space import Space
 from .task import Task
 
 
@@ -58,13 +59,14 @@ class Observations:
 class Expert(Protocol):
     """Answers queries about its behaviour (see the module docstring).
 
-    ``mdp``: the environment (states, actions, propositions); ``exact``: answers are
+    ``mdp``: the environment (states, actions, propositions; a :class:`~rmtk.space.Space` for one
+    known only through data, as the reacher's :class:`~rmtk.gym.reacher_expert.ReacherExpert`); ``exact``: answers are
     distributions (else action counts); ``answers_queries``: whether :meth:`act` and
     :meth:`extend` may be called at all; ``recorded``: data recorded before learning (or
     ``None``)."""
 
     @property
-    def mdp(self) -> LabeledMDP: ...
+    def mdp(self) -> LabeledMDP | Space: ...
 
     @property
     def exact(self) -> bool: ...
@@ -245,7 +247,7 @@ class TaskExpert(_ProductExpert):
     """The exact expert of a task: its product policy (``source``: ``"soft-optimal"``,
     ``"distinct"`` or a policy source such as :class:`~rmtk.exact.NodePolicyTable`) at any
     history, one evaluation per (history, state) asked. Its extensions are runs of that
-    policy and show the actions drawn (counts); the learner asks :meth:`act` where it wants
+    policy and show the actions drawn (counts); the learner asks :meth:`~rmtk.expert.Expert.act` where it wants
     the distribution."""
 
     exact: bool = attrs.field(default=True, init=False)

@@ -131,6 +131,8 @@ def _policy_table(task: Task, policy) -> np.ndarray:
         from .planning import task_policy
 
         return np.asarray(task_policy(task).pi, dtype=float)
+    if callable(getattr(policy, "policy", None)):  # a policy source (rmtk.exact): its policy on the task
+        policy = policy.policy(task)
     pi = np.asarray(getattr(policy, "pi", policy), dtype=float)
     if pi.shape != (S, n, A):
         raise ModelError(f"policy must have shape (states, nodes, actions) = ({S}, {n}, {A}), got {pi.shape}")

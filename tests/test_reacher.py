@@ -13,7 +13,7 @@ from rmtk import dsl
 from rmtk.data import Demonstrations
 from rmtk.empirical import count_chunk, count_stream, empirical_policy, to_policy
 from rmtk.envs import reacher as R
-from rmtk.errors import DataError
+from rmtk.errors import DataError, RmtkError
 from rmtk.gym import collect
 from rmtk.gym.reacher import ReacherLabels, joint_state, reacher_bins, reacher_expert
 from rmtk.space import Space
@@ -384,3 +384,63 @@ def test_unknown_integrator_is_refused_before_any_work(capsys):
     if __import__("importlib").util.find_spec("mujoco") is not None:
         assert main(["reproduce", "reacher", "--set", "integrator=verlet", "-q", "--no-figures"]) == 1
         assert "setting integrator: expected one of rk4, euler, got 'verlet'" in capsys.readouterr().err
+
+
+# ====================================================================== the expert asked (mujoco)
+def _cell_at(point):
+    """The cell of joint state ``point`` (angles, velocities)."""
+    b = reacher_bins()
+    q = np.asarray(point, dtype=float)
+    obs = np.array([[np.cos(q[0]), np.cos(q[1]), np.sin(q[0]), np.sin(q[1]), 0, 0, q[2], q[3], 0, 0]])
+    return int(b.batch(obs)[0][0])
+
+
+def test_the_asked_expert_acts_from_the_node_its_history_reaches():
+    pytest.importorskip("mujoco")
+    from rmtk.gym.reacher_expert import ReacherExpert
+
+    q = R.inverse_kinematics(R.TARGETS[0:1], 1)[0]  # the fingertip on b, at rest
+    cell = _cell_at([q[0], q[1], 0.1, 0.1])
+    expert = ReacherExpert(seed=3)
+    centre = reacher_bins().centres([cell])
+    for word, node in [((0, 1), 1), ((0, 1, 0, 2, 0, 3, 0, 1), 3)]:
+        obs = expert.act(word, cell, 200)
+        assert obs.steps == 200 and obs.values.sum() == 200 and obs.words == (word,)
+        greedy = R.Expert().greedy_from(centre[:, :2], centre[:, 2:], np.array([node]))[0]
+        assert obs.values[0].argmax() == greedy and obs.values[0, greedy] > 150  # 0.904 of the draws
+    first, second = (ReacherExpert(seed=3).act((0, 1), cell, 200) for _ in range(2))
+    assert np.array_equal(first.values, second.values)  # seeded
+    ext = expert.extend((0, 1), cell, 10, 20)
+    assert ext.steps == 200 and ext.values.sum() == 200
+    assert all(w[:2] == (0, 1) for w in ext.words)
+
+
+def test_a_history_the_arm_cannot_realise_is_a_clear_error():
+    pytest.importorskip("mujoco")
+    from rmtk.expert import QueryError
+    from rmtk.gym.reacher_expert import ReacherExpert
+
+    expert = ReacherExpert()
+    home = _cell_at([0.0, 0.0, 0.0, 0.0])  # fingertip at (0.21, 0): in no disc
+    with pytest.raises(QueryError, match=f"no point of cell {home} found with label 'b'"):
+        expert.act((0, 1), home, 10)
+    with pytest.raises(QueryError, match="compressed"):
+        expert.act((0, 0, 1), home, 10)
+    with pytest.raises(QueryError, match="is not a cell of the reacher"):
+        expert.act((0,), -1, 10)
+    with pytest.raises(RmtkError, match="integrator"):
+        ReacherExpert(integrator="verlet")
+
+
+def test_quick_active_experiment_leaves_the_truth_with_few_extra_steps(dask_client):
+    pytest.importorskip("mujoco")
+    from rmtk.experiments.reacher import report, simulate_and_learn
+
+    res = simulate_and_learn(2000, seed=0, client=dask_client, alphas=(1e-3,), max_solutions=1000, active=True)
+    act = res.active
+    assert res.rows[0].machines >= 1000  # passive: the enumeration stops at its limit
+    assert act.truth_listed and 1 <= len(act.machines) <= 2
+    assert act.result.steps < act.recorded_steps  # the questions cost less than the recording
+    assert act.result.separation.machines == len(act.machines)
+    text = report(res).text()
+    assert "active" in text and "passive 10^6 (projected)" in text

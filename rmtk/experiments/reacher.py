@@ -25,7 +25,7 @@ from collections.abc import Callable
 import attrs
 import numpy as np
 
-from ..empirical import CountTable, to_policy
+from ..empirical import prune_counts, to_policy
 from ..encoders import MaxSatEncoder
 from ..encoding import Problem
 from ..errors import RmtkError
@@ -56,28 +56,20 @@ SETTINGS = {
         "rk4 (Reacher-v5's physics) or euler (about 2.5x faster, a cruder physics)",
         domain=Domain(choices=("rk4", "euler")),
     ),
+    "active": Setting(
+        False,
+        "then ask the expert (rmtk.recorded_active, rmtk/gym/reacher_expert.py) at recorded (word, word, cell) "
+        "triples the surviving machines disagree on, until one survives or every such triple is settled",
+    ),
+    "samples": Setting(
+        100, "with active=true: visits of each word of a triple after which it is settled", domain=COUNT
+    ),
     "explain": Setting(
         False,
         "say what would separate the machines left at the largest alpha, and how many more "
         "trajectories the confidence bound asks for",
     ),
 }
-
-
-def prune_counts(table: CountTable, min_count: float) -> CountTable:
-    """Keep the (word, cell) pairs seen at least ``min_count`` times, at cells where two or
-    more such pairs remain (no other pair can yield a negative example); the trie is kept."""
-    A, S = table.n_actions, table.n_states
-    pair = table.keys // A
-    uniq, inv = np.unique(pair, return_inverse=True)
-    total = np.bincount(inv, weights=table.counts, minlength=len(uniq))
-    keep_pair = total >= min_count
-    state = uniq % S
-    kept_states, per_state = np.unique(state[keep_pair], return_counts=True)
-    multi = kept_states[per_state >= 2]
-    keep_pair &= np.isin(state, multi)
-    keep = keep_pair[inv]
-    return CountTable(table.trie, table.keys[keep], table.counts[keep], S, A, table.n_letters, table.n_trajectories)
 
 
 def solution_machine(delta_u: np.ndarray, alphabet) -> RewardMachine:
@@ -134,6 +126,20 @@ class ReacherResult:
     maxrss_children_mb: float
     integrator: str = "rk4"
     explanation: object = None
+    active: object = None  # ActiveRun
+
+
+@attrs.define
+class ActiveRun:
+    """``--set active=true``: the loop's result, whether the truth is among its machines, its
+    own seconds, and what the survivors that remain say (an explanation, when several)."""
+
+    result: object
+    machines: list
+    truth_listed: bool
+    seconds: float
+    recorded_steps: int
+    explanation: object = None
 
 
 def _maxrss_mb(who: str) -> float:
@@ -156,6 +162,8 @@ def simulate_and_learn(
     nodes: int = NODES,
     max_solutions: int = 1000,
     time_limit: float | None = None,
+    active: bool = False,
+    samples: int = 100,
     progress: Callable[[str], None] | None = None,
 ) -> ReacherResult:
     """Record ``n_trajectories`` expert episodes with :func:`rmtk.gym.collect` (shards of
@@ -167,7 +175,11 @@ def simulate_and_learn(
     (:mod:`rmtk.explain`: witnesses from the data, rare pairs and the trajectories they need).
 
     ``time_limit``: seconds per MaxSAT enumeration (rmtk.solve then runs Glucose 4, since
-    pysat cannot interrupt CaDiCaL). ``progress`` receives one-line messages.
+    pysat cannot interrupt CaDiCaL). With ``active``, the recording then goes to
+    :class:`~rmtk.recorded_active.RecordedActiveLearner` at the largest α, which asks the
+    scripted expert (:class:`~rmtk.gym.reacher_expert.ReacherExpert`, seeded ``seed + 1``) at
+    recorded triples the survivors disagree on, ``samples`` visits per word. ``progress``
+    receives one-line messages.
     Wall time covers everything; memory is the main process's traced peak (tracemalloc) and
     the max RSS of the main process and of the worker processes.
     """
@@ -211,6 +223,7 @@ def simulate_and_learn(
         steps = np.bincount(true_node[rec.keys // (rec.n_states * rec.n_actions)], weights=rec.counts, minlength=4)
         ptp = to_policy(prune_counts(rec, min_count))
         clipped, space = rec.clipped, rec.space
+        active_run = _active(rec, alphas[0], samples, seed, integrator, nodes, max_solutions, say) if active else None
         del rec
         rows, explanation = [], None
         for alpha in alphas:
@@ -280,7 +293,39 @@ def simulate_and_learn(
         maxrss_children_mb=_maxrss_mb("RUSAGE_CHILDREN"),
         integrator=integrator,
         explanation=explanation,
+        active=active_run,
     )
+
+
+def _active(rec, alpha, samples, seed, integrator, nodes, max_solutions, say) -> ActiveRun:
+    """The recording and the scripted expert through the recorded active loop; the truth is
+    compared afterwards, never read by the loop."""
+    from ..envs.reacher import PROPOSITIONS, true_machine
+    from ..explain import Explanation, cover, rare_pairs
+    from ..gym.reacher_expert import ReacherExpert
+    from ..recorded_active import RecordedActiveLearner
+
+    t0 = time.perf_counter()
+    say(f"reacher: active: asking the expert at recorded triples the survivors disagree on (alpha {alpha:g})")
+    learner = RecordedActiveLearner(
+        max_nodes=nodes,
+        alpha=alpha,
+        samples=samples,
+        max_solutions=max_solutions,
+        progress=lambda msg: say(f"reacher: active: {msg}"),
+    )
+    res = learner.fit(rec, ReacherExpert(seed=seed + 1, integrator=integrator))
+    machines = [solution_machine(s.delta_u, PROPOSITIONS) for s in res.solutions]
+    listed = any(isomorphic(m, true_machine(), rewards=False) for m in machines)
+    explanation = None
+    if len(machines) > 1:
+        ptp = to_policy(prune_counts(res.table, ConfidenceMiner(alpha).min_count(rec.n_actions)))
+        deltas = [s.delta_u for s in res.solutions]
+        explanation = Explanation(
+            cover(rec.space, deltas, ptp=ptp),
+            tuple(rare_pairs(rec.space, ptp, deltas, alpha=alpha, n_trajectories=rec.episodes, limit=5)),
+        )
+    return ActiveRun(res, machines, listed, time.perf_counter() - t0, rec.n_steps, explanation)
 
 
 class _Ticks(Progress):
@@ -406,8 +451,69 @@ def report(res: ReacherResult, title: str | None = None):
         )
     if res.explanation is not None:
         rep.notes.append(f"what would separate the machines at alpha {res.rows[0].alpha:g}:\n{res.explanation}")
+    if res.active is not None:
+        _active_report(rep, res)
     rep.seconds = res.seconds
     return rep
+
+
+def _active_report(rep: Report, res: ReacherResult) -> None:
+    from ..envs.reacher import HORIZON
+
+    act = res.active
+    r = act.result
+    passive = res.rows[0]
+    full = 1_000_000 * HORIZON
+    total = act.recorded_steps + r.steps
+    rep.tables.append(
+        (
+            f"active (--set active=true): the {res.trajectories} recorded trajectories, then the expert asked at "
+            f"recorded triples the survivors disagree on (alpha {passive.alpha:g}); beside it the passive figures of "
+            "the same run, and the passive 10^6 run (1.6e8 steps; its wall time projected from this run's rate)",
+            [
+                "",
+                "machines",
+                "truth listed",
+                "negatives",
+                "expert steps",
+                "% of 10^6 passive steps",
+                "queries",
+                "rounds",
+                "wall s",
+            ],
+            [
+                (
+                    "passive",
+                    passive.machines,
+                    "yes" if passive.truth_listed else "no",
+                    passive.negatives,
+                    act.recorded_steps,
+                    f"{100 * act.recorded_steps / full:.1f}%",
+                    0,
+                    "",
+                    f"{res.seconds - act.seconds:.1f}",
+                ),
+                (
+                    "active",
+                    len(act.machines),
+                    "yes" if act.truth_listed else "no",
+                    len(r.negatives),
+                    total,
+                    f"{100 * total / full:.1f}%",
+                    r.queries,
+                    len(r.rounds),
+                    f"{res.seconds:.1f}",
+                ),
+                ("passive 10^6 (projected)", "", "", "", full, "100%", 0, "", f"{_projection(res, 1_000_000):.0f}"),
+            ],
+        )
+    )
+    rep.notes.append("active rounds:\n" + "\n".join(f"  {x}" for x in r.log().splitlines()))
+    if act.explanation is not None:
+        rep.notes.append(
+            "rmtk.explain on the machines the active run leaves (its rare pairs read each empirical total variation "
+            f"as the true one; see the separation note above for what the settled triples show):\n{act.explanation}"
+        )
 
 
 def run(opts: Options) -> Report:
@@ -424,6 +530,8 @@ def run(opts: Options) -> Report:
         workers=opts.get("workers"),
         integrator=opts.get("integrator"),
         explain=opts.get("explain"),
+        active=opts.get("active"),
+        samples=opts.get("samples"),
         progress=opts.say,
     )
     return report(res)

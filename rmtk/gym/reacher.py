@@ -215,6 +215,20 @@ class ReacherVectorEnv(VectorEnv):
         self._ended[:] = False
         return self._obs(), {}
 
+    def restore(self, joints) -> np.ndarray:
+        """Put every arm in the joint state given (``(num_envs, 4)``: angles, velocities), as
+        MuJoCo's ``set_state`` does, at the start of an episode; returns the observations."""
+        joints = np.asarray(joints, dtype=float)
+        if joints.shape != (self.num_envs, 4):
+            raise ValueError(f"restore takes ({self.num_envs}, 4) joint angles and velocities, not {joints.shape}")
+        self._state = np.tile(self._template, (self.num_envs, 1))
+        self._state[:, 0] = 0.0
+        self._state[:, 1:3] = joints[:, :2]
+        self._state[:, 5:7] = joints[:, 2:]
+        self._t[:] = 0
+        self._ended[:] = False
+        return self._obs()
+
     def step(self, actions):
         a = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
         if a.min() < 0 or a.max() >= N_ACTIONS:

@@ -1,0 +1,121 @@
+"""Active learning over a recording (rmtk/recorded_active.py): from the recorded counts of an
+ε-greedy expert, asking it at recorded triples the survivors disagree on leaves the machine
+every-depth learning finds, far fewer than passive learning on the same recording; budgets
+stop cleanly; bad input is a clear error. The reacher's expert is tested in test_reacher.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rmtk import dsl
+from rmtk.active import Budget
+from rmtk.empirical import CountTable, count_chunk, prune_counts, to_policy
+from rmtk.encoders import MaxSatEncoder
+from rmtk.encoding import Problem
+from rmtk.errors import RmtkError
+from rmtk.exact import NodePolicyTable
+from rmtk.expert import RecordedExpert, SimulatedExpert, TaskExpert
+from rmtk.negatives import ConfidenceMiner
+from rmtk.planning import task_policy
+from rmtk.recorded_active import MostEvidence, RecordedActiveLearner, Triples, candidate_triples
+from rmtk.simulate import simulate
+
+ALPHA = 1e-3
+
+
+def greedy_task(name: str, epsilon: float = 0.1):
+    """A shipped task and its ε-greedy expert (the soft-optimal policy's argmax per node)."""
+    task = dsl.load_model(name).tasks[name]
+    pi = np.asarray(task_policy(task).pi)  # (S, U, A)
+    S, U, A = pi.shape
+    table = np.full((U, S, A), epsilon / A)
+    for u in range(U):
+        table[u, np.arange(S), pi[:, u].argmax(axis=1)] += 1 - epsilon
+    return task, NodePolicyTable(table)
+
+
+def recording(task, source, n=300, horizon=30) -> CountTable:
+    return count_chunk(task.mdp, simulate(task, n, horizon, seed=0, policy=source))
+
+
+def passive(table: CountTable, nodes: int):
+    ptp = to_policy(prune_counts(table, ConfidenceMiner(ALPHA).min_count(table.n_actions)))
+    neg = ConfidenceMiner(ALPHA).mine(ptp)
+    return MaxSatEncoder().search(Problem(table.trie, table.n_letters, neg), max_nodes=nodes, max_solutions=1000)
+
+
+@pytest.mark.parametrize("name", ["patrol_hallway", "stack"])
+def test_asking_at_recorded_triples_leaves_the_machine_every_depth_learning_finds(name):
+    task, source = greedy_task(name)
+    table = recording(task, source)
+    before = passive(table, task.machine.n_nodes)
+    res = RecordedActiveLearner(max_nodes=task.machine.n_nodes, alpha=ALPHA).fit(
+        table, SimulatedExpert(task, source=source, seed=1)
+    )
+    assert not res.flagged and res.stopped == "one machine survives"
+    (sol,) = res.solutions
+    # consistent with the expert's policy at every depth: no counterexample on the product
+    assert TaskExpert(task, source=source).product_oracle().check(sol.delta_u) == []
+    assert len(before.solutions) > 1  # the recording alone leaves several
+    assert 0 < res.steps < table.n_steps * 2
+    assert res.table.n_steps == table.n_steps + res.steps  # every answer is in the counts
+    miner = ConfidenceMiner(ALPHA)
+    assert len(res.negatives) > len(miner.mine(to_policy(prune_counts(table, miner.min_count(table.n_actions)))))
+
+
+def test_survivors_that_no_recorded_triple_separates_are_reported_as_such():
+    task, source = greedy_task("stack_avoid")
+    res = RecordedActiveLearner(max_nodes=4, alpha=ALPHA).fit(
+        recording(task, source), SimulatedExpert(task, source=source, seed=1)
+    )
+    sep = res.separation
+    assert sep.machines == len(res.solutions) >= 2
+    assert sep.triples == 0 and sep.pairs_split == 0  # they differ only where nothing was recorded
+    assert "on none" in str(sep) and res.stopped.endswith("left to ask")
+
+
+def test_candidates_are_one_per_split_and_settled_triples_drop_out():
+    task, source = greedy_task("patrol_hallway")
+    table = recording(task, source)
+    deltas = [s.delta_u for s in passive(table, 4).solutions]
+    tri = candidate_triples(table, deltas, samples=100)
+    assert len(tri) > 0 and tri.split.shape == (len(deltas), len(tri))
+    cols = {tri.split[:, c].tobytes() for c in range(len(tri))}
+    assert len(cols) == len(tri)  # one triple per split
+    n = tri.split.sum(axis=0)
+    assert ((n > 0) & (n < len(deltas))).all()  # some machines merge, some split
+    assert (np.minimum(tri.n_p, tri.n_q) < 100).all()
+    # with a settling threshold of one visit every triple is settled: nothing left to ask
+    assert len(candidate_triples(table, deltas, samples=1)) == 0
+    order = MostEvidence(most=3).choose(tri, 100)
+    assert len(order) == min(3, len(tri)) and tri.evidence[order[0]] == tri.evidence.max()
+
+
+def test_a_budget_that_runs_out_returns_the_survivors_so_far_flagged():
+    task, source = greedy_task("patrol_hallway")
+    table = recording(task, source)
+    res = RecordedActiveLearner(max_nodes=4, alpha=ALPHA, budget=Budget(steps=30)).fit(
+        table, SimulatedExpert(task, source=source, seed=1)
+    )
+    assert res.flagged and res.exhausted == "steps" and res.steps <= 30
+    assert len(res.solutions) == len(passive(table, 4).solutions)
+    assert "budget is spent" in res.stopped
+
+
+def test_bad_input_is_a_clear_error():
+    task, source = greedy_task("stack")
+    table = recording(task, source, n=20)
+    with pytest.raises(RmtkError, match="count table"):
+        RecordedActiveLearner().fit("counts.npz", SimulatedExpert(task, source=source))
+    with pytest.raises(RmtkError, match="answers no queries"):
+        RecordedActiveLearner().fit(table, RecordedExpert(task.mdp, table))
+    with pytest.raises(RmtkError, match="samples must be a whole number"):
+        RecordedActiveLearner(samples=0)
+    with pytest.raises(RmtkError, match="alpha"):
+        RecordedActiveLearner(alpha=2)
+    with pytest.raises(RmtkError, match="budget steps must be a positive number"):
+        Budget(steps=0)
+    with pytest.raises(RmtkError, match="has no choose method"):
+        RecordedActiveLearner(strategy=object())
+    assert len(Triples.empty(3)) == 0
