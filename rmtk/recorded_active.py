@@ -37,6 +37,7 @@ from .empirical import CountTable, prune_counts, to_policy
 from .encoders import MaxSatEncoder
 from .encoding import Problem
 from .errors import RmtkError
+from .expert import _positive
 from .negatives import ConfidenceMiner, log_weissman_constant
 
 
@@ -310,11 +311,6 @@ class RecordedActiveResult:
         return "\n".join([str(r) for r in self.rounds] + [f"stopped: {self.stopped}", str(self.separation)])
 
 
-def _positive_int(instance, attribute, value):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise RmtkError(f"{attribute.name} must be a whole number of at least 1, got {value!r}")
-
-
 @attrs.frozen
 class RecordedActiveLearner:
     """See the module docstring.
@@ -334,14 +330,14 @@ class RecordedActiveLearner:
         progress: receives one line per round.
     """
 
-    max_nodes: int = attrs.field(default=4, validator=_positive_int)
+    max_nodes: int = attrs.field(default=4, validator=_positive)
     alpha: float = 1e-3
-    samples: int = attrs.field(default=100, validator=_positive_int)
-    tries: int = attrs.field(default=3, validator=_positive_int)
+    samples: int = attrs.field(default=100, validator=_positive)
+    tries: int = attrs.field(default=3, validator=_positive)
     strategy: TripleStrategy = attrs.field(factory=MostEvidence)
     budget: Budget = attrs.field(factory=Budget)
     max_solutions: int = 1000
-    max_rounds: int = attrs.field(default=50, validator=_positive_int)
+    max_rounds: int = attrs.field(default=50, validator=_positive)
     time_limit: float | None = None
     progress: Callable[[str], None] | None = None
 

@@ -81,11 +81,7 @@ class GymExpert:
 
     # -- realising a history --------------------------------------------------------------------
     def _node(self, word) -> int:
-        m = self.policy.machine
-        u = m.initial
-        for k in word:
-            u = int(m.delta_u[u, self._letters[k]])
-        return u
+        return self.policy.node_after(word, tuple(self.mdp.propositions))
 
     def _plan(self, word, state: int, start: int) -> list[int] | None:
         """Actions of a fewest-steps path from ``start`` producing ``word`` and ending in ``state``."""

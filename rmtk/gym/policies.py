@@ -89,6 +89,13 @@ class NodePolicy:
             self._letters[propositions] = np.array([self.machine.alphabet.index(p) for p in propositions])
         return self._letters[propositions]
 
+    def node_after(self, word, propositions: tuple[str, ...]) -> int:
+        """The policy's node after reading ``word`` (proposition indices) from its initial node."""
+        letters, u = self.letters(propositions), self.machine.initial
+        for k in word:
+            u = int(self.machine.delta_u[u, letters[k]])
+        return u
+
     def __call__(self, obs, ctx: Context):
         state, label = np.atleast_1d(ctx.state), np.atleast_1d(ctx.label)
         if ctx.t == 0 or self._node is None or len(self._node) != len(state):

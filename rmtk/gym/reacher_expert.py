@@ -90,11 +90,7 @@ class ReacherExpert:
         return word
 
     def _node(self, word) -> int:
-        m = self.policy.machine
-        u = m.initial
-        for k in word:
-            u = int(m.delta_u[u, self._letters[k]])
-        return u
+        return self.policy.node_after(word, PROPOSITIONS)
 
     def _points(self, rng, state: int, letter: int, m: int) -> np.ndarray:
         """``(m, 4)`` joint states drawn uniformly in the cell whose fingertip carries ``letter``."""
