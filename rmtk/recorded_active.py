@@ -38,6 +38,7 @@ from .encoders import MaxSatEncoder
 from .encoding import Problem
 from .errors import RmtkError
 from .expert import _positive
+from .learner import LearnResult, _machines
 from .negatives import ConfidenceMiner, log_weissman_constant
 
 
@@ -287,14 +288,13 @@ class RecordedRound:
 
 @attrs.frozen
 class RecordedActiveResult:
-    """What :meth:`RecordedActiveLearner.fit` found: the last round's ``solutions`` (the
-    solver's, up to renaming) and ``negatives``, the final ``table`` of counts, the log of
-    ``rounds``, why it ``stopped`` and which budget was ``exhausted`` (``None``: stopped by
-    itself), the expert ``queries`` and ``steps`` spent, and how the recorded triples bear on
-    the survivors (``separation``)."""
+    """What :meth:`RecordedActiveLearner.fit` found: the :class:`~rmtk.learner.LearnResult` of
+    the last round (machines, solutions, negatives, prefix tree policy; ``explain()`` works on
+    it), the final ``table`` of counts, the log of ``rounds``, why it ``stopped`` and which
+    budget was ``exhausted`` (``None``: stopped by itself), the expert ``queries`` and
+    ``steps`` spent, and how the recorded triples bear on the survivors (``separation``)."""
 
-    solutions: tuple
-    negatives: object
+    result: LearnResult
     table: CountTable
     rounds: tuple[RecordedRound, ...]
     stopped: str
@@ -306,6 +306,16 @@ class RecordedActiveResult:
     @property
     def flagged(self) -> bool:
         return self.exhausted is not None
+
+    @property
+    def solutions(self) -> tuple:
+        """The last round's solutions (up to renaming)."""
+        return self.result.solutions
+
+    @property
+    def negatives(self):
+        """The last round's negative examples."""
+        return self.result.negatives
 
     def log(self) -> str:
         return "\n".join([str(r) for r in self.rounds] + [f"stopped: {self.stopped}", str(self.separation)])
@@ -418,8 +428,21 @@ class RecordedActiveLearner:
             if stopped:
                 break
         sep = separation(table, deltas, self.samples, self.resolution(table.n_actions))
+        space = getattr(table, "space", None) or expert.mdp
+        result = LearnResult(
+            _machines(space, res) if res.n_nodes is not None else (),
+            res.solutions,
+            res,
+            None,
+            ptp.tree,
+            space,
+            None,
+            {"total": time.perf_counter() - t0},
+            negatives=neg,
+            ptp=ptp,
+        )
         return RecordedActiveResult(
-            res.solutions, neg, table, tuple(rounds), stopped, exhausted, spent["queries"], spent["steps"], sep
+            result, table, tuple(rounds), stopped, exhausted, spent["queries"], spent["steps"], sep
         )
 
     def _exhausted(self, spent, t0) -> str | None:

@@ -73,6 +73,10 @@ def test_survivors_that_no_recorded_triple_separates_are_reported_as_such():
     assert sep.machines == len(res.solutions) >= 2
     assert sep.triples == 0 and sep.pairs_split == 0  # they differ only where nothing was recorded
     assert "on none" in str(sep) and res.stopped.endswith("left to ask")
+    # the LearnResult of the last round explains what would separate them: a witness the
+    # labeled MDP has but the recording never reached
+    assert len(res.result.machines) == sep.machines
+    assert "witness(es) from the MDP separate the 2 machines" in str(res.result.explain())
 
 
 def test_candidates_are_one_per_split_and_settled_triples_drop_out():
