@@ -58,6 +58,11 @@ class Budget:
     seconds: float | None = attrs.field(default=None, validator=_optional_positive)
 
 
+def _count(n: int, one: str, many: str | None = None) -> str:
+    """``n`` and the noun, singular for one (``1 query``, ``2 queries``)."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
 @attrs.frozen
 class Round:
     """One round of the loop: what was ``asked`` before it (``reason``: ``"start"``,
@@ -79,20 +84,27 @@ class Round:
     rebuilt: bool = False
 
     def __str__(self) -> str:
+        asked = _count(len(self.asked), "query", "queries")
         what = {
             "start": "from the data there is",
-            "queries": f"{len(self.asked)} queries",
-            "tests": f"{len(self.asked)} queries testing the survivors against larger machines",
-            "free": f"{len(self.asked)} queries using free transitions of the survivors",
-            "transitions": f"{len(self.asked)} queries testing each transition of the survivor",
-            "equivalence": f"equivalence check, {self.walks} walks"
+            "queries": asked,
+            "tests": f"{asked} testing the survivors against larger machines",
+            "free": f"{asked} using free transitions of the survivors",
+            "transitions": f"{asked} testing each transition of the survivor",
+            "equivalence": f"equivalence check, {_count(self.walks, 'walk')}"
             if self.walks
             else "exact equivalence check (the synchronised product with the expert's policy)",
         }[self.reason]
+        survive = (
+            f"{_count(self.survivors, 'machine')} of {_count(self.nodes, 'node')} "
+            f"{'survives' if self.survivors == 1 else 'survive'}"
+            if self.nodes is not None
+            else "no machine survives"
+        )
         return (
-            f"round {self.index}: {what}, {self.new_pairs} new (word, state) pairs; {self.survivors} "
-            f"machine(s) of {self.nodes} nodes survive; spent {self.queries} queries, {self.steps} steps, "
-            f"{self.known} pairs known, {self.seconds:.2f} s" + ("; solvers rebuilt" if self.rebuilt else "")
+            f"round {self.index}: {what}, {_count(self.new_pairs, 'new (word, state) pair')}; {survive}; "
+            f"spent {_count(self.queries, 'query', 'queries')}, {_count(self.steps, 'step')}, "
+            f"{_count(self.known, 'pair')} known, {self.seconds:.2f} s" + ("; solvers rebuilt" if self.rebuilt else "")
         )
 
 

@@ -19,9 +19,11 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
+import os
 import re
 import signal
 import socket
+import sys
 import threading
 
 from .errors import RmtkError
@@ -164,11 +166,48 @@ def _workers_ignore_interrupts():
         signal.signal(signal.SIGINT, before)
 
 
+def unguarded_main_line() -> tuple[str, int] | None:
+    """``(script, line)`` when this call comes from a script's top-level code outside an
+    ``if __name__ == "__main__":`` block, else ``None``. Worker processes are started by
+    importing the script again (Python's spawn method); such a call would then run again in
+    every worker, which fails deep inside Dask with a page of tracebacks."""
+    import ast
+    import inspect
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if main is None or getattr(main, "__spec__", None) is not None or not path or not os.path.isfile(path):
+        return None  # python -m, python -c, a notebook or an interactive session: nothing re-imported
+    line = None
+    for frame in inspect.stack(context=0):
+        if frame.filename == path and frame.function == "<module>":
+            line = frame.lineno
+    if line is None:
+        return None
+    try:
+        tree = ast.parse(open(path, encoding="utf-8").read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        test = ast.unparse(node.test) if isinstance(node, ast.If) else ""
+        if "__name__" in test and "__main__" in test and node.lineno <= line <= (node.end_lineno or node.lineno):
+            return None
+    return path, line
+
+
 def local_cluster(workers: int):
     """``(cluster, client)``: a local cluster of ``workers`` processes of one thread each, its
     workers set up by :func:`keep_freed_memory` and :func:`ignore_interrupts` (also when the
-    nanny restarts one), their logs silenced."""
+    nanny restarts one), their logs silenced. Called from a script's unguarded top-level code
+    (:func:`unguarded_main_line`), it refuses with a message saying what to write."""
     from distributed import Client, LocalCluster
+
+    where = unguarded_main_line()
+    if where is not None:
+        raise RmtkError(
+            f"{where[0]}, line {where[1]}: starting {workers} local worker processes runs this script again in "
+            'each of them; put the script\'s work under  if __name__ == "__main__":  (or pass workers=1)'
+        )
     from distributed.diagnostics.plugin import WorkerPlugin
 
     class WorkerSetup(WorkerPlugin):

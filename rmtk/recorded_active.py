@@ -32,7 +32,7 @@ from typing import Protocol
 import attrs
 import numpy as np
 
-from .active import Budget
+from .active import Budget, _count
 from .empirical import CountTable, prune_counts, to_policy
 from .encoders import MaxSatEncoder
 from .encoding import Problem
@@ -279,10 +279,10 @@ class RecordedRound:
     def __str__(self) -> str:
         more = "" if self.complete else " (enumeration stopped at its limit)"
         return (
-            f"round {self.index}: {self.machines} optimal machine"
-            f"{'' if self.machines == 1 else 's'}{more} (cost {self.cost}) from {self.negatives} negative examples; "
-            f"{self.candidates} unsettled triple{'' if self.candidates == 1 else 's'} they disagree on, "
-            f"{self.asked} asked; spent {self.queries} queries, {self.steps} steps; {self.seconds:.1f} s"
+            f"round {self.index}: {_count(self.machines, 'optimal machine')}{more} (cost {self.cost}) from "
+            f"{_count(self.negatives, 'negative example')}; {_count(self.candidates, 'unsettled triple')} they "
+            f"disagree on, {self.asked} asked; spent {_count(self.queries, 'query', 'queries')}, "
+            f"{_count(self.steps, 'step')}; {self.seconds:.1f} s"
         )
 
 

@@ -405,3 +405,33 @@ def test_ctrl_c_mid_count_is_one_line_and_a_clean_shutdown(task, tmp_path):
         time.sleep(0.1)
     else:
         pytest.fail("worker processes outlived the interrupted run")
+
+
+def _script(tmp_path, body: str) -> subprocess.CompletedProcess:
+    path = tmp_path / "script.py"
+    path.write_text(body)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_a_script_starting_workers_outside_a_main_guard_is_told_what_to_write(tmp_path):
+    """Worker processes import the script again: unguarded, Dask fails with pages of
+    tracebacks from every worker; rmtk refuses first, naming the script's line."""
+    out = _script(
+        tmp_path,
+        "from rmtk.dask_cluster import local_cluster\n\ncluster, client = local_cluster(2)\n",
+    )
+    assert out.returncode == 1
+    assert f"{tmp_path / 'script.py'}, line 3: starting 2 local worker processes" in out.stderr
+    assert 'if __name__ == "__main__":' in out.stderr
+    assert "Nanny failed" not in out.stderr and out.stderr.count("Traceback") == 1
+
+
+def test_a_guarded_script_is_not_refused(tmp_path):
+    out = _script(
+        tmp_path,
+        "from rmtk.dask_cluster import unguarded_main_line\n\n"
+        "if __name__ == '__main__':\n    print(unguarded_main_line())\nprint(unguarded_main_line())\n",
+    )
+    lines = out.stdout.split()
+    assert out.returncode == 0 and lines[0] == "None" and lines[-1] == "5)"
