@@ -32,21 +32,16 @@ from .encoding import (
 )
 from .equivalence import consistency_many
 from .errors import RmtkError
+from .label_free import label_free_check
 from .labeling import (
-    ColumnLazyFormula,
-    ColumnPool,
     LabelLazyFormula,
     LabelPool,
     all_propositions_used,
-    decode_columns,
     decode_labels,
-    idempotent_maps,
     known_labels,
     label_symmetry_breaking,
     one_label_per_state,
-    shared_columns,
     shared_labels,
-    state_columns,
     state_runs,
 )
 from .lazy import ProductOracle, TrieOracle
@@ -61,9 +56,9 @@ from .solve import (
     used_transitions,
 )
 
-#: Below this many propositions the size search asks the labeled encoding directly; above, a
-#: label-free check decides the number of nodes first (large k are the expensive calls).
-SMALL_K = 4
+#: Up to this many propositions the size search asks the labeled encoding before the label-free
+#: check decides the number of nodes (0: the check first; it is the cheaper call at every k).
+SMALL_K = 0
 
 
 @attrs.frozen
@@ -285,6 +280,7 @@ def label_search(
     tried: list[tuple[int, int, bool | None]] = []
     seen_cex: list = []
     state = {"rounds": 0, "longest": 0, "t_solve": 0.0, "histories": problem.trie.n_nodes}
+    best: dict = {}  # the pair of the last machine the label-free check found
 
     def run(n: int, k: int, enumerate_all: bool):
         """Solve at (n, k): ``(decided, found, complete)``; with ``enumerate_all`` every pair."""
@@ -334,37 +330,45 @@ def label_search(
         return decided, found, complete
 
     def any_labeling(n: int):
-        """Whether some labeling (any k) and machine with n nodes fit: each state picks the map
-        it moves the machine by (an idempotent map under non-stuttering); no transition
-        variables. ``(decided, machine over states)``."""
-        maps = idempotent_maps(n)
-        pool = ColumnPool(n, n_states, maps)
+        """Whether some labeling (any k) and machine with n nodes fit (:mod:`rmtk.label_free`):
+        ``(decided, machine over states)``; the machine found is kept as the best pair."""
         t0 = time.perf_counter()
-        D = None
-        clauses = state_columns(pool, reach) + shared_columns(pool, know_groups)
-        with Solver(name=solver_name, bootstrap_with=clauses) as sat:
-            lazy = ColumnLazyFormula(pool, sat)
-            for cex in seen_cex:
-                lazy.add(cex)
-            while True:
-                ok = _solve(sat, deadline)
-                state["rounds"] += 1
-                if not ok:
-                    break
-                cand = decode_columns(sat.get_model(), pool)
-                counter = problem.oracle.check(cand)
-                if not counter:
-                    D = cand
-                    break
-                for cex in counter:
-                    lazy.add(cex)
-                    state["longest"] = max(state["longest"], cex.labels)
-                seen_cex.extend(counter)
-                progress.count(len(seen_cex), None, "counterexamples")
+        out = label_free_check(
+            problem.oracle, n, n_states, reach, know_groups, seen_cex,
+            solver=solver_name, deadline=deadline, progress=progress,
+        )  # fmt: skip
+        state["rounds"] += out.rounds
         state["t_solve"] += time.perf_counter() - t0
-        outcome = "undecided" if ok is None else ("satisfiable" if D is not None else "none")
-        progress.note(f"{n} nodes, any labeling: {outcome}")
-        return (None if ok is None else D is not None), D
+        outcome = "undecided" if out.decided is None else ("satisfiable" if out.decided else "none")
+        progress.note(f"{n} nodes, any labeling: {outcome} ({len(out.moving)} states moving the machine)")
+        if out.machine is not None and not know.fixed and len(np.unique(out.machine[:, reach], axis=1).T) <= k_hi:
+            _record(
+                best,
+                None,
+                *machine_pair(out.machine, reach),
+                problem.oracle.exercised(out.machine),
+                reach,
+                0,
+                non_stuttering,
+            )
+        return out.decided, out.machine
+
+    def unfinished(n, k, why):
+        """The search stopped at (n, k): the best pair the label-free check found at n, flagged."""
+        if not best:
+            return result(None, None, {}, False, why)
+        kb = next(iter(best.values())).n_props
+        return result(
+            n,
+            kb,
+            best,
+            False,
+            f"{why}: {n} nodes is the fewest (fewer ruled out for every labeling); the pair listed "
+            f"({n} nodes, {kb} propositions) is the best found, {k} to {kb - 1} propositions not ruled out at {n} nodes"
+            if k < kb
+            else f"{why}: the pair listed ({n} nodes, {kb} propositions) is one of those of the fewest sizes, "
+            "the others not enumerated",
+        )
 
     def result(n, k, found, complete, msg=""):
         sols = tuple(found.values())
@@ -388,8 +392,9 @@ def label_search(
     # With nothing known, sizes are monotone in k at a fixed n: a pair with k propositions splits
     # a proposition of two states into two with the same transitions (the same machine over
     # states) and gains one, and merging propositions of equal columns loses one. So k grows by
-    # doubling (small k are the cheap calls); past SMALL_K a label-free check decides n for
-    # every k at once (or, without it, the largest useful k does); bisection finds the fewest k.
+    # doubling up to small_k; then the label-free check (rmtk/label_free.py) decides n for every
+    # k at once (or, without it, the largest useful k does); bisection finds the fewest k. What a
+    # time limit leaves undecided after the check found a machine is reported with that pair.
     monotone = props is None and not know.fixed and not know.shared
     named: dict[int, list[int]] = {}
     for st, p in know.fixed.items():
@@ -397,6 +402,7 @@ def label_search(
     know_groups = [g for g in (*know.shared, *(tuple(v) for v in named.values())) if len(g) > 1]
     columns = problem.oracle is not None and non_stuttering
     for n in n_sizes:
+        best.clear()
         top = min(k_hi, distinct_columns(n, non_stuttering)) if monotone else k_hi
         ks = list(range(k_lo, top + 1))
         if monotone and ks:
@@ -405,9 +411,7 @@ def label_search(
                 decided, _, _ = run(n, k, False)
                 tried.append((n, k, decided))
                 if decided is None:
-                    return result(
-                        None, None, {}, False, f"time limit reached while deciding {n} nodes, {k} propositions"
-                    )
+                    return unfinished(n, k, f"time limit reached while deciding {n} nodes, {k} propositions")
                 if decided:
                     first = k
                 else:
@@ -429,9 +433,7 @@ def label_search(
                 decided, _, _ = run(n, mid, False)
                 tried.append((n, mid, decided))
                 if decided is None:
-                    return result(
-                        None, None, {}, False, f"time limit reached while deciding {n} nodes, {mid} propositions"
-                    )
+                    return unfinished(n, lo, f"time limit reached while deciding {n} nodes, {mid} propositions")
                 lo, hi = (lo, mid) if decided else (mid + 1, hi)
             ks = [lo]
         elif columns and ks and ks[-1] > small_k:  # no labeling at all fits n: none with these k either
@@ -455,7 +457,9 @@ def label_search(
                         else f"time limit reached while deciding {n} nodes, {k} propositions"
                     )
                 )
-                return result(n if found else None, k if found else None, found, complete, msg)
+                if not found:
+                    return unfinished(n, k, msg)
+                return result(n, k, found, complete, msg)
     return LabelSearchResult(
         None,
         None,
@@ -476,9 +480,18 @@ def label_search(
     )
 
 
-def _record(found: dict, pool: LabelPool, labels, du, used_s, reach, first_free, non_stuttering) -> list[int]:
+def machine_pair(D: np.ndarray, reach: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A machine over states ``(n, S)`` as a pair: the states of ``reach`` grouped by their column
+    (``(S,)`` labels, 0 off ``reach``) and the machine over the groups ``(n, k)``."""
+    cols, inv = np.unique(np.asarray(D)[:, reach].T, axis=0, return_inverse=True)
+    labels = np.zeros(D.shape[1], np.int64)
+    labels[reach] = np.ravel(inv)
+    return labels, cols.T.copy()
+
+
+def _record(found: dict, pool: LabelPool | None, labels, du, used_s, reach, first_free, non_stuttering) -> list[int]:
     """File the pair under its key invariant under both renamings; return the blocking clause
-    (its labels of the states that matter and its used transitions)."""
+    (its labels of the states that matter and its used transitions; none without a pool)."""
     n, k = du.shape
     used = np.zeros((n, k), bool)
     ii, ss = np.nonzero(used_s)
@@ -491,6 +504,8 @@ def _record(found: dict, pool: LabelPool, labels, du, used_s, reach, first_free,
         found[key] = attrs.evolve(found[key], models=found[key].models + 1)
     else:
         found[key] = LabelSolution(clab, cdu, cused)
+    if pool is None:
+        return []
     return [-int(pool.l(s, labels[s])) for s in reach] + [-int(pool.t(i, p, du[i, p])) for i, p in np.argwhere(used)]
 
 

@@ -149,7 +149,7 @@ def test_smallest_pairs_equal_a_brute_force_over_every_labeling(seed):
         ).consistent
     st = state_task(task)
     oracle = expert(task, table).oracle(st)
-    for small_k in (1, 2):  # the label-free check decides n past small_k propositions: the same pairs
+    for small_k in (1, 2, 4):  # the labeled encoding asked first up to small_k propositions: the same pairs
         other = label_search(
             Problem(Trie.root(True), task.mdp.n_states, oracle=oracle),
             n_states=task.mdp.n_states,
@@ -456,25 +456,49 @@ def test_patrol_demonstrations_keep_the_truth_among_the_survivors():
 
 
 def test_label_free_check_keeps_shared_labels_together():
-    """States known to share a label pick the same maps in the label-free check (what lets it
+    """States known to share a label get equal columns in the label-free check (what lets it
     decide the Office World patrol with "every plain cell is one proposition"); without the
     equalities, the solver is free to split them."""
     from pysat.solvers import Solver
 
-    from rmtk.labeling import ColumnPool, decode_columns, idempotent_maps, shared_columns, state_columns
+    from rmtk.encoding import VarPool, decode_transitions, determinism, full_specification
+    from rmtk.label_free import equal_columns
 
-    pool = ColumnPool(3, 4, idempotent_maps(3))
+    pool = VarPool(3, 4, 1, 0)
     group = (0, 2, 3)
-    base = state_columns(pool, np.arange(4))
-    split = [[int(pool.c(0, 0))], [int(pool.c(2, 1))], [-int(pool.c(2, 0))]]  # 0 and 2 on different maps
+    base = determinism(pool) + full_specification(pool)
+    split = [[int(pool.t(0, 0, 0))], [int(pool.t(0, 2, 1))]]  # 0 and 2 move node 0 differently
     with Solver(bootstrap_with=base + split) as sat:
         assert sat.solve()
-    with Solver(bootstrap_with=base + split + shared_columns(pool, [group])) as sat:
+    with Solver(bootstrap_with=base + split + equal_columns(pool, [group])) as sat:
         assert not sat.solve()
-    with Solver(bootstrap_with=base + [[int(pool.c(3, 5))]] + shared_columns(pool, [group])) as sat:
+    with Solver(bootstrap_with=base + [[int(pool.t(1, 3, 2))]] + equal_columns(pool, [group])) as sat:
         assert sat.solve()
-        D = decode_columns(sat.get_model(), pool)
+        D = decode_transitions(sat.get_model(), pool)
     assert (D[:, [0]] == D[:, list(group)]).all()  # one column for the whole group
+
+
+def test_a_time_limit_after_the_label_free_check_reports_its_pair_flagged(monkeypatch):
+    """When every labeled call runs out of time (simulated), the search still ends with the
+    number of nodes the label-free check decided and the pair of the machine it found, flagged
+    incomplete with what was not decided; that pair reproduces the expert, and its size is no
+    smaller than the true smallest one (patrol: 4 nodes, 4 propositions)."""
+    import rmtk.label_search as ls
+    from rmtk.histories import StateHistoryPTP
+
+    task = dsl.load("models/patrol.rm").tasks["patrol"]
+    oracle = StateHistoryPTP(ExactPTP(None)).oracle(task)
+    reach = mdp_reachable(task.mdp)
+    problem = Problem(Trie.root(True), task.mdp.n_states, oracle=oracle)
+    kw = dict(n_states=task.mdp.n_states, reach=reach, max_nodes=4, min_nodes=oracle.lower_bound(), freedom=False)
+    full = label_search(problem, **kw)
+    assert (full.n_nodes, full.n_props, full.complete) == (4, 4, True)
+    monkeypatch.setattr(ls, "_solve", lambda sat, deadline, assumptions=(): None)  # labeled calls only
+    cut = label_search(problem, **kw)
+    assert not cut.complete and cut.n_nodes == 4 and len(cut.solutions) == 1
+    assert cut.n_props >= 4 and "4 nodes is the fewest" in cut.message
+    assert not oracle.check(cut.solutions[0].state_machine())
+    assert {(n, k) for n, k in cut.ruled_out} == {(n, k) for n, k in full.ruled_out if n < 4}
 
 
 def test_labels_from_an_expert_asked_actively():
