@@ -99,7 +99,7 @@ class LabelSolution:
 class LabelSearchResult:
     """Outcome of :func:`label_search`: the smallest size found (``n_nodes``, ``n_props``), its
     solutions, and every size tried with its outcome (``tried``: ``(n, k, sat)``, ``None`` when
-    undecided)."""
+    undecided); ``cap``: the ``max_solutions`` the enumeration ran with."""
 
     n_nodes: int | None
     n_props: int | None
@@ -113,6 +113,7 @@ class LabelSearchResult:
     histories: int = 0
     time_solve: float = 0.0
     lower_bound: int = 1
+    cap: int | None = None
 
     @property
     def ruled_out(self) -> tuple[tuple[int, int], ...]:
@@ -387,6 +388,7 @@ def label_search(
             state["histories"],
             state["t_solve"],
             min_nodes,
+            max_solutions,
         )
 
     # With nothing known, sizes are monotone in k at a fixed n: a pair with k propositions splits
@@ -477,6 +479,7 @@ def label_search(
         state["histories"],
         state["t_solve"],
         min_nodes,
+        max_solutions,
     )
 
 

@@ -335,6 +335,8 @@ def test_cli_learn_labels_writes_loadable_pairs(tmp_path, capsys):
     assert main(["learn", "models/patrol.rm", "--learn-labels", "--explain", "-q", "--png", str(png)]) == 0
     out = capsys.readouterr().out
     assert "1 equal to the truth up to both renamings" in out and png.exists()
+    assert "# survivors: 1\n" in out and "# truth survives: yes" in out
+    assert "# states with the same label in every listed pair: 16; varying: 0" in out
     doc = dsl.loads(out)
     learned = doc.tasks["learned_1"]
     task = dsl.load_model("patrol").tasks["patrol"]
@@ -354,7 +356,7 @@ def test_reproduce_raw_labels_on_a_marked_grid(tmp_path):
     ((_, header, rows),) = rep.tables
     row = dict(zip(header, rows[0]))
     assert (row["k"], row["n"], row["pairs"], row["consistent"]) == (4, 4, 1, 1)
-    assert row["equal"] == 1 and row["truth n, k"] == "4, 4"
+    assert row["equal"] == 1 and row["truth n, k"] == "4, 4" and row["truth survives"] == "yes"
     assert len(rep.figures) == 1
 
 
@@ -453,6 +455,34 @@ def test_patrol_demonstrations_keep_the_truth_among_the_survivors():
         assert oracle.check(state_machine(task).delta_u) == []  # no false positive against the truth
         assert oracle.check(res.solutions[0].state_machine()) == []
         assert n < 10_000 or (3, 4) in res.search.ruled_out
+
+
+def test_survivors_of_patrol_demonstrations_are_summarised():
+    """The survivors of 10⁴ patrol demonstrations are too many to list: capped at 200, the
+    summary says "≥200", and that 7 of the 16 cells move the machine alike in every listed pair
+    (the same 7 when 1,000 are listed); the truth survives. A complete enumeration is counted
+    exactly, with every state fixed when one pair remains."""
+    import attrs
+
+    from rmtk.empirical import EmpiricalPTP
+    from rmtk.simulate import simulate
+
+    task = dsl.load_model("patrol").tasks["patrol"]
+    task = attrs.evolve(task, machine=task.machine.with_rewards(task.machine.delta_r * 10.0))
+    demos = simulate(task, 10_000, 10, seed=0)
+    fixed = []
+    for cap in (200, 1_000):
+        res = Learner(EmpiricalPTP(demos), encoder=LabelingEncoder(freedom=False), irl=None, max_solutions=cap).fit(
+            task
+        )
+        sm = res.summary()
+        assert (sm.found, sm.capped, sm.cap, sm.count) == (cap, True, cap, f"≥{cap}")
+        assert len(sm.fixed) + len(sm.varies) == 16 and sm.truth_survives is True
+        assert f"survivors: ≥{cap} (enumeration capped at {cap} pairs)" in sm.lines()
+        fixed.append(sm.fixed)
+    assert len(fixed[0]) == 7 and fixed[0] == fixed[1]
+    exact = Learner(ExactPTP(None), encoder=LabelingEncoder(freedom=False), irl=None).fit(task).summary()
+    assert (exact.count, exact.capped, len(exact.fixed), exact.varies) == ("1", False, 16, ())
 
 
 def test_label_free_check_keeps_shared_labels_together():
