@@ -260,12 +260,22 @@ def label_search(
     progress = progress or Progress()
     know = knowledge or LabelKnowledge()
     reach = np.asarray(reach, np.int64)
+    named: dict[int, list[int]] = {}
+    for st, p in know.fixed.items():
+        named.setdefault(p, []).append(st)
+    know_groups = [g for g in (*know.shared, *(tuple(v) for v in named.values())) if len(g) > 1]
+    k_lo = props if props is not None else max(1, know.first_free)
     k_hi = (
         props
         if props is not None
-        else (max_props or max(1, min(len(reach), distinct_columns(max_nodes, non_stuttering))))
+        else max(
+            k_lo,
+            min(
+                max_props or max(1, min(len(reach), distinct_columns(max_nodes, non_stuttering))),
+                label_classes(reach, know_groups),  # no more propositions than the knowledge leaves apart
+            ),
+        )
     )
-    k_lo = props if props is not None else max(1, know.first_free)
     if k_lo > k_hi:
         raise RmtkError(f"the known labels name {know.first_free} propositions, more than the {k_hi} allowed")
     n_sizes = [nodes] if nodes is not None else list(range(max(1, min_nodes), max_nodes + 1))
@@ -398,10 +408,6 @@ def label_search(
     # k at once (or, without it, the largest useful k does); bisection finds the fewest k. What a
     # time limit leaves undecided after the check found a machine is reported with that pair.
     monotone = props is None and not know.fixed and not know.shared
-    named: dict[int, list[int]] = {}
-    for st, p in know.fixed.items():
-        named.setdefault(p, []).append(st)
-    know_groups = [g for g in (*know.shared, *(tuple(v) for v in named.values())) if len(g) > 1]
     columns = problem.oracle is not None and non_stuttering
     for n in n_sizes:
         best.clear()
@@ -537,6 +543,24 @@ def free_states(checker, sol: LabelSolution, reach: np.ndarray) -> tuple:
         if good:
             out.setdefault(s, []).append(p)
     return tuple((s, tuple(ps)) for s, ps in out.items())
+
+
+def label_classes(reach: np.ndarray, groups: Sequence[Sequence[int]]) -> int:
+    """How many states of ``reach`` can carry different labels when each group shares one: the
+    classes of the states of ``reach`` joined along the groups."""
+    root = {int(s): int(s) for s in reach}
+
+    def find(a: int) -> int:
+        while root[a] != a:
+            root[a] = root[root[a]]
+            a = root[a]
+        return a
+
+    for g in groups:
+        inside = [int(s) for s in g if int(s) in root]
+        for a, b in zip(inside[:-1], inside[1:]):
+            root[find(a)] = find(b)
+    return len({find(s) for s in root})
 
 
 def distinct_columns(n: int, non_stuttering: bool = True) -> int:

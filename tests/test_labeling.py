@@ -485,6 +485,24 @@ def test_survivors_of_patrol_demonstrations_are_summarised():
     assert (exact.count, exact.capped, len(exact.fixed), exact.varies) == ("1", False, 16, ())
 
 
+def test_ruled_out_sizes_stop_at_the_label_classes_the_knowledge_allows():
+    """With cells known to share a label, the sizes ruled out list no more propositions than
+    the classes the knowledge leaves (patrol, 16 cells: one room of 4 shared leaves 13, two
+    rooms 10), nor than a given bound; the answer is the one found without knowledge."""
+    from rmtk.label_search import label_classes
+
+    task = dsl.load_model("patrol").tasks["patrol"]
+    rooms = [[s for s, lab in zip(task.mdp.states, task.mdp.labels) if lab == p] for p in (0, 1)]
+    for shared, classes in (([rooms[0]], 13), (rooms, 10)):
+        res = Learner(ExactPTP(None), encoder=LabelingEncoder(shared=shared), irl=None).fit(task)
+        idx = [[task.mdp.states.index(s) for s in g] for g in shared]
+        assert label_classes(np.arange(16), idx) == classes
+        assert (res.n_nodes, res.n_props) == (4, 4)
+        assert sorted(k for n, k in res.search.ruled_out if n == 3) == list(range(1, classes + 1))
+    bounded = Learner(ExactPTP(None), encoder=LabelingEncoder(shared=[rooms[0]], max_props=3), irl=None).fit(task)
+    assert bounded.n_nodes is None and max(k for _, k, _ in bounded.search.tried) == 3
+
+
 def test_label_free_check_keeps_shared_labels_together():
     """States known to share a label get equal columns in the label-free check (what lets it
     decide the Office World patrol with "every plain cell is one proposition"); without the
