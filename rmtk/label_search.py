@@ -343,12 +343,13 @@ def label_search(
     def any_labeling(n: int):
         """Whether some labeling (any k) and machine with n nodes fit (:mod:`rmtk.label_free`):
         ``(decided, machine over states)``; the machine found is kept as the best pair."""
-        t0 = time.perf_counter()
+        t0, before = time.perf_counter(), len(seen_cex)
         out = label_free_check(
             problem.oracle, n, n_states, reach, know_groups, seen_cex,
             solver=solver_name, deadline=deadline, progress=progress,
         )  # fmt: skip
         state["rounds"] += out.rounds
+        state["longest"] = max([state["longest"], *(cex.labels for cex in seen_cex[before:])])
         state["t_solve"] += time.perf_counter() - t0
         outcome = "undecided" if out.decided is None else ("satisfiable" if out.decided else "none")
         progress.note(f"{n} nodes, any labeling: {outcome} ({len(out.moving)} states moving the machine)")
