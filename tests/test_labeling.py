@@ -503,6 +503,40 @@ def test_ruled_out_sizes_stop_at_the_label_classes_the_knowledge_allows():
     assert bounded.n_nodes is None and max(k for _, k, _ in bounded.search.tried) == 3
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_label_free_check_decides_n_as_a_brute_force_over_every_labeling(seed):
+    """The label-free check (identity assumed first, failed assumptions dropped) says that n
+    nodes fit exactly when some labeling, with any number of propositions, has a machine of
+    at most n nodes (the label-given learner run on every labeling); likewise with two states
+    known to share a label, against the labelings that give them one."""
+    from rmtk.label_free import label_free_check
+
+    task, table = random_task(seed + 40)
+    reach = mdp_reachable(task.mdp)
+    oracle = expert(task, table).oracle(state_task(task))
+    S = task.mdp.n_states
+    smallest = {}  # (shared?) -> fewest nodes over the labelings
+    for k in range(1, len(reach) + 1):
+        for combo in labelings(reach, k):
+            labels = np.zeros(S, np.int64)
+            labels[reach] = combo
+            res = SatEncoder().search(
+                Problem(Trie.root(True), k, oracle=LabelWordOracle(oracle, labels)), max_nodes=3, min_nodes=1
+            )
+            if res.n_nodes is not None:
+                for shared in (False, True):
+                    if not shared or combo[0] == combo[1]:
+                        smallest[shared] = min(smallest.get(shared, 9), res.n_nodes)
+    for shared in (False, True):
+        groups = [tuple(reach[:2])] if shared else []
+        for n in (1, 2, 3):
+            out = label_free_check(oracle, n, S, reach, groups)
+            assert out.decided == (smallest.get(shared, 9) <= n), (shared, n)
+            if out.decided:
+                assert not oracle.check(out.machine)
+                assert not shared or (out.machine[:, reach[0]] == out.machine[:, reach[1]]).all()
+
+
 def test_label_free_check_keeps_shared_labels_together():
     """States known to share a label get equal columns in the label-free check (what lets it
     decide the Office World patrol with "every plain cell is one proposition"); without the
