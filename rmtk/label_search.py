@@ -291,7 +291,7 @@ def label_search(
     tried: list[tuple[int, int, bool | None]] = []
     seen_cex: list = []
     state = {"rounds": 0, "longest": 0, "t_solve": 0.0, "histories": problem.trie.n_nodes}
-    best: dict = {}  # the pair of the last machine the label-free check found
+    best: dict = {}  # the smallest pair found at the current n (label-free check, then bisection)
 
     def run(n: int, k: int, enumerate_all: bool):
         """Solve at (n, k): ``(decided, found, complete)``; with ``enumerate_all`` every pair."""
@@ -366,7 +366,8 @@ def label_search(
         return out.decided, out.machine
 
     def unfinished(n, k, why):
-        """The search stopped at (n, k): the best pair the label-free check found at n, flagged."""
+        """The search stopped at (n, k): the smallest pair found at n (by the label-free check or
+        the bisection), flagged."""
         if not best:
             return result(None, None, {}, False, why)
         kb = next(iter(best.values())).n_props
@@ -439,10 +440,13 @@ def label_search(
             lo, hi = below + 1, first
             while lo < hi:
                 mid = (lo + hi) // 2
-                decided, _, _ = run(n, mid, False)
+                decided, found, _ = run(n, mid, False)
                 tried.append((n, mid, decided))
                 if decided is None:
                     return unfinished(n, lo, f"time limit reached while deciding {n} nodes, {mid} propositions")
+                if decided:  # the smallest pair found so far
+                    best.clear()
+                    best.update(found)
                 lo, hi = (lo, mid) if decided else (mid + 1, hi)
             ks = [lo]
         elif columns and ks and ks[-1] > small_k:  # no labeling at all fits n: none with these k either

@@ -503,6 +503,34 @@ def test_ruled_out_sizes_stop_at_the_label_classes_the_knowledge_allows():
     assert bounded.n_nodes is None and max(k for _, k, _ in bounded.search.tried) == 3
 
 
+def test_a_time_limit_in_the_enumeration_reports_the_bisection_pair(monkeypatch):
+    """When the time runs out in the final enumeration (simulated), the pair reported is the
+    smallest the bisection found (here 2 propositions, below the label-free check's 3), one of
+    the pairs of the complete search, flagged."""
+    import sys
+
+    import rmtk.label_search as ls
+
+    task, table = random_task(53)
+    reach = mdp_reachable(task.mdp)
+    oracle = expert(task, table).oracle(state_task(task))
+    problem = Problem(Trie.root(True), task.mdp.n_states, oracle=oracle)
+    kw = dict(n_states=task.mdp.n_states, reach=reach, max_nodes=3, min_nodes=oracle.lower_bound(), freedom=False)
+    full = label_search(problem, **kw)
+    assert (full.n_nodes, full.n_props, full.complete) == (3, 2, True) and (3, 3, True) in full.tried
+    real = ls._solve
+
+    def no_time_to_enumerate(sat, deadline, assumptions=()):
+        return None if sys._getframe(1).f_locals.get("enumerate_all") else real(sat, deadline, assumptions)
+
+    monkeypatch.setattr(ls, "_solve", no_time_to_enumerate)
+    cut = label_search(problem, **kw)
+    assert (cut.n_nodes, cut.n_props, cut.complete, len(cut.solutions)) == (3, 2, False, 1)
+    assert "one of those of the fewest sizes" in cut.message
+    key = lambda x: pair_key(x.labels, x.delta_u, x.used, reach)  # noqa: E731
+    assert key(cut.solutions[0]) in {key(x) for x in full.solutions}
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_label_free_check_decides_n_as_a_brute_force_over_every_labeling(seed):
     """The label-free check (identity assumed first, failed assumptions dropped) says that n
