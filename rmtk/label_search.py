@@ -255,8 +255,11 @@ def label_search(
 ) -> LabelSearchResult:
     """The smallest (n, k) — fewest nodes, then fewest propositions — with a (labeling, machine)
     pair the problem accepts, and every such pair up to both renamings. ``props`` fixes k,
-    ``max_props`` bounds it (default: the states that matter); past ``small_k`` propositions
-    the number of nodes is decided by the label-free check."""
+    ``max_props`` bounds it (default: the states that matter, and no more than the label
+    classes the knowledge leaves); past ``small_k`` propositions (default: from the start) the
+    number of nodes is decided by the label-free check. With ``time_limit``, a search stopped
+    after a pair was found at the fewest nodes lists that pair, ``complete`` false, and says
+    what was not decided."""
     progress = progress or Progress()
     know = knowledge or LabelKnowledge()
     reach = np.asarray(reach, np.int64)
