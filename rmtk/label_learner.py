@@ -175,6 +175,47 @@ class LabelVerdict:
 
 
 @attrs.frozen
+class SurvivorSummary:
+    """What the listed pairs have in common, for when they are too many to read.
+
+    Attributes:
+        found: pairs listed.
+        capped: the enumeration stopped before the end (``max_solutions`` or a time limit):
+            there are at least ``found`` survivors.
+        cap: the ``max_solutions`` in force (``None``: none).
+        fixed: ``{state: proposition}`` of the states that move the machine by the same column
+            δ(·, L(s)) in every listed pair (nodes in canonical BFS numbering), with their
+            label in the first pair.
+        varies: the other states no history misses.
+        truth_survives: as in :class:`LabelLearnResult`.
+    """
+
+    found: int
+    capped: bool
+    cap: int | None
+    fixed: dict[str, str]
+    varies: tuple[str, ...]
+    truth_survives: bool | None = None
+
+    @property
+    def count(self) -> str:
+        """The number of survivors, ``"≥N"`` when the enumeration was capped."""
+        return f"≥{self.found}" if self.capped else str(self.found)
+
+    def lines(self) -> list[str]:
+        """The summary as text lines."""
+        why = f"enumeration capped at {self.cap} pairs" if self.cap is not None else "enumeration stopped early"
+        out = [f"survivors: {self.count}" + (f" ({why})" if self.capped else "")]
+        out.append(
+            f"states with the same label in every listed pair: {len(self.fixed)}; varying: {len(self.varies)}"
+            + (f" ({', '.join(self.varies[:20])}{', …' if len(self.varies) > 20 else ''})" if self.varies else "")
+        )
+        if self.truth_survives is not None:
+            out.append(f"truth survives: {'yes' if self.truth_survives else 'no'}")
+        return out
+
+
+@attrs.frozen
 class LabelLearnResult:
     """What :meth:`Learner.fit` found with a :class:`LabelingEncoder`.
 
@@ -242,6 +283,23 @@ class LabelLearnResult:
             )
         lab = np.maximum(self.solutions[i].labels, 0)
         return attrs.evolve(self.mdp, labels=lab, propositions=self.propositions, source=None)
+
+    def summary(self) -> SurvivorSummary:
+        """The survivors summarised: how many, and which states' labels the listed pairs agree on."""
+        names = state_names(self.mdp)
+        sols = self.solutions
+        reach = np.flatnonzero(sols[0].labels >= 0) if sols else np.zeros(0, np.int64)
+        cols = np.stack([s.state_machine()[:, reach] for s in sols]) if sols else None
+        same = (cols == cols[:1]).all(axis=(0, 1)) if cols is not None else np.zeros(0, bool)
+        fixed = {names[s]: self.propositions[sols[0].labels[s]] for s in reach[same]}
+        return SurvivorSummary(
+            len(sols),
+            bool(sols) and not self.search.complete,
+            self.search.cap,
+            fixed,
+            tuple(names[s] for s in reach[~same]),
+            self.truth_survives,
+        )
 
     @property
     def truth_is_smaller_or_equal(self) -> bool | None:

@@ -101,6 +101,8 @@ def label_report(task: Task, result: LabelLearnResult, *, out=None, explain: boo
         f"{result.n_nodes} nodes and {result.n_props} propositions, up to renaming of nodes and propositions"
         + ("" if s.complete else f"; {s.message}")
     )
+    for line in result.summary().lines():
+        w(f"# {line}")
     if result.verdicts is not None:
         equal = sum(v.equal for v in result.verdicts)
         ok = sum(v.consistent for v in result.verdicts)

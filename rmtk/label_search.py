@@ -32,21 +32,16 @@ from .encoding import (
 )
 from .equivalence import consistency_many
 from .errors import RmtkError
+from .label_free import label_free_check
 from .labeling import (
-    ColumnLazyFormula,
-    ColumnPool,
     LabelLazyFormula,
     LabelPool,
     all_propositions_used,
-    decode_columns,
     decode_labels,
-    idempotent_maps,
     known_labels,
     label_symmetry_breaking,
     one_label_per_state,
-    shared_columns,
     shared_labels,
-    state_columns,
     state_runs,
 )
 from .lazy import ProductOracle, TrieOracle
@@ -61,9 +56,9 @@ from .solve import (
     used_transitions,
 )
 
-#: Below this many propositions the size search asks the labeled encoding directly; above, a
-#: label-free check decides the number of nodes first (large k are the expensive calls).
-SMALL_K = 4
+#: Up to this many propositions the size search asks the labeled encoding before the label-free
+#: check decides the number of nodes (0: the check first; it is the cheaper call at every k).
+SMALL_K = 0
 
 
 @attrs.frozen
@@ -104,7 +99,7 @@ class LabelSolution:
 class LabelSearchResult:
     """Outcome of :func:`label_search`: the smallest size found (``n_nodes``, ``n_props``), its
     solutions, and every size tried with its outcome (``tried``: ``(n, k, sat)``, ``None`` when
-    undecided)."""
+    undecided); ``cap``: the ``max_solutions`` the enumeration ran with."""
 
     n_nodes: int | None
     n_props: int | None
@@ -118,6 +113,7 @@ class LabelSearchResult:
     histories: int = 0
     time_solve: float = 0.0
     lower_bound: int = 1
+    cap: int | None = None
 
     @property
     def ruled_out(self) -> tuple[tuple[int, int], ...]:
@@ -259,17 +255,30 @@ def label_search(
 ) -> LabelSearchResult:
     """The smallest (n, k) — fewest nodes, then fewest propositions — with a (labeling, machine)
     pair the problem accepts, and every such pair up to both renamings. ``props`` fixes k,
-    ``max_props`` bounds it (default: the states that matter); past ``small_k`` propositions
-    the number of nodes is decided by the label-free check."""
+    ``max_props`` bounds it (default: the states that matter, and no more than the label
+    classes the knowledge leaves); past ``small_k`` propositions (default: from the start) the
+    number of nodes is decided by the label-free check. With ``time_limit``, a search stopped
+    after a pair was found at the fewest nodes lists that pair, ``complete`` false, and says
+    what was not decided."""
     progress = progress or Progress()
     know = knowledge or LabelKnowledge()
     reach = np.asarray(reach, np.int64)
+    named: dict[int, list[int]] = {}
+    for st, p in know.fixed.items():
+        named.setdefault(p, []).append(st)
+    know_groups = [g for g in (*know.shared, *(tuple(v) for v in named.values())) if len(g) > 1]
+    k_lo = props if props is not None else max(1, know.first_free)
     k_hi = (
         props
         if props is not None
-        else (max_props or max(1, min(len(reach), distinct_columns(max_nodes, non_stuttering))))
+        else max(
+            k_lo,
+            min(
+                max_props or max(1, min(len(reach), distinct_columns(max_nodes, non_stuttering))),
+                label_classes(reach, know_groups),  # no more propositions than the knowledge leaves apart
+            ),
+        )
     )
-    k_lo = props if props is not None else max(1, know.first_free)
     if k_lo > k_hi:
         raise RmtkError(f"the known labels name {know.first_free} propositions, more than the {k_hi} allowed")
     n_sizes = [nodes] if nodes is not None else list(range(max(1, min_nodes), max_nodes + 1))
@@ -285,6 +294,7 @@ def label_search(
     tried: list[tuple[int, int, bool | None]] = []
     seen_cex: list = []
     state = {"rounds": 0, "longest": 0, "t_solve": 0.0, "histories": problem.trie.n_nodes}
+    best: dict = {}  # the smallest pair found at the current n (label-free check, then bisection)
 
     def run(n: int, k: int, enumerate_all: bool):
         """Solve at (n, k): ``(decided, found, complete)``; with ``enumerate_all`` every pair."""
@@ -334,37 +344,47 @@ def label_search(
         return decided, found, complete
 
     def any_labeling(n: int):
-        """Whether some labeling (any k) and machine with n nodes fit: each state picks the map
-        it moves the machine by (an idempotent map under non-stuttering); no transition
-        variables. ``(decided, machine over states)``."""
-        maps = idempotent_maps(n)
-        pool = ColumnPool(n, n_states, maps)
-        t0 = time.perf_counter()
-        D = None
-        clauses = state_columns(pool, reach) + shared_columns(pool, know_groups)
-        with Solver(name=solver_name, bootstrap_with=clauses) as sat:
-            lazy = ColumnLazyFormula(pool, sat)
-            for cex in seen_cex:
-                lazy.add(cex)
-            while True:
-                ok = _solve(sat, deadline)
-                state["rounds"] += 1
-                if not ok:
-                    break
-                cand = decode_columns(sat.get_model(), pool)
-                counter = problem.oracle.check(cand)
-                if not counter:
-                    D = cand
-                    break
-                for cex in counter:
-                    lazy.add(cex)
-                    state["longest"] = max(state["longest"], cex.labels)
-                seen_cex.extend(counter)
-                progress.count(len(seen_cex), None, "counterexamples")
+        """Whether some labeling (any k) and machine with n nodes fit (:mod:`rmtk.label_free`):
+        ``(decided, machine over states)``; the machine found is kept as the best pair."""
+        t0, before = time.perf_counter(), len(seen_cex)
+        out = label_free_check(
+            problem.oracle, n, n_states, reach, know_groups, seen_cex,
+            solver=solver_name, deadline=deadline, progress=progress,
+        )  # fmt: skip
+        state["rounds"] += out.rounds
+        state["longest"] = max([state["longest"], *(cex.labels for cex in seen_cex[before:])])
         state["t_solve"] += time.perf_counter() - t0
-        outcome = "undecided" if ok is None else ("satisfiable" if D is not None else "none")
-        progress.note(f"{n} nodes, any labeling: {outcome}")
-        return (None if ok is None else D is not None), D
+        outcome = "undecided" if out.decided is None else ("satisfiable" if out.decided else "none")
+        progress.note(f"{n} nodes, any labeling: {outcome} ({len(out.moving)} states moving the machine)")
+        if out.machine is not None and not know.fixed and len(np.unique(out.machine[:, reach], axis=1).T) <= k_hi:
+            _record(
+                best,
+                None,
+                *machine_pair(out.machine, reach),
+                problem.oracle.exercised(out.machine),
+                reach,
+                0,
+                non_stuttering,
+            )
+        return out.decided, out.machine
+
+    def unfinished(n, k, why):
+        """The search stopped at (n, k): the smallest pair found at n (by the label-free check or
+        the bisection), flagged."""
+        if not best:
+            return result(None, None, {}, False, why)
+        kb = next(iter(best.values())).n_props
+        return result(
+            n,
+            kb,
+            best,
+            False,
+            f"{why}: {n} nodes is the fewest (fewer ruled out for every labeling); the pair listed "
+            f"({n} nodes, {kb} propositions) is the best found, {k} to {kb - 1} propositions not ruled out at {n} nodes"
+            if k < kb
+            else f"{why}: the pair listed ({n} nodes, {kb} propositions) is one of those of the fewest sizes, "
+            "the others not enumerated",
+        )
 
     def result(n, k, found, complete, msg=""):
         sols = tuple(found.values())
@@ -383,20 +403,19 @@ def label_search(
             state["histories"],
             state["t_solve"],
             min_nodes,
+            max_solutions,
         )
 
     # With nothing known, sizes are monotone in k at a fixed n: a pair with k propositions splits
     # a proposition of two states into two with the same transitions (the same machine over
     # states) and gains one, and merging propositions of equal columns loses one. So k grows by
-    # doubling (small k are the cheap calls); past SMALL_K a label-free check decides n for
-    # every k at once (or, without it, the largest useful k does); bisection finds the fewest k.
+    # doubling up to small_k; then the label-free check (rmtk/label_free.py) decides n for every
+    # k at once (or, without it, the largest useful k does); bisection finds the fewest k. What a
+    # time limit leaves undecided after the check found a machine is reported with that pair.
     monotone = props is None and not know.fixed and not know.shared
-    named: dict[int, list[int]] = {}
-    for st, p in know.fixed.items():
-        named.setdefault(p, []).append(st)
-    know_groups = [g for g in (*know.shared, *(tuple(v) for v in named.values())) if len(g) > 1]
     columns = problem.oracle is not None and non_stuttering
     for n in n_sizes:
+        best.clear()
         top = min(k_hi, distinct_columns(n, non_stuttering)) if monotone else k_hi
         ks = list(range(k_lo, top + 1))
         if monotone and ks:
@@ -405,9 +424,7 @@ def label_search(
                 decided, _, _ = run(n, k, False)
                 tried.append((n, k, decided))
                 if decided is None:
-                    return result(
-                        None, None, {}, False, f"time limit reached while deciding {n} nodes, {k} propositions"
-                    )
+                    return unfinished(n, k, f"time limit reached while deciding {n} nodes, {k} propositions")
                 if decided:
                     first = k
                 else:
@@ -426,12 +443,13 @@ def label_search(
             lo, hi = below + 1, first
             while lo < hi:
                 mid = (lo + hi) // 2
-                decided, _, _ = run(n, mid, False)
+                decided, found, _ = run(n, mid, False)
                 tried.append((n, mid, decided))
                 if decided is None:
-                    return result(
-                        None, None, {}, False, f"time limit reached while deciding {n} nodes, {mid} propositions"
-                    )
+                    return unfinished(n, lo, f"time limit reached while deciding {n} nodes, {mid} propositions")
+                if decided:  # the smallest pair found so far
+                    best.clear()
+                    best.update(found)
                 lo, hi = (lo, mid) if decided else (mid + 1, hi)
             ks = [lo]
         elif columns and ks and ks[-1] > small_k:  # no labeling at all fits n: none with these k either
@@ -455,7 +473,9 @@ def label_search(
                         else f"time limit reached while deciding {n} nodes, {k} propositions"
                     )
                 )
-                return result(n if found else None, k if found else None, found, complete, msg)
+                if not found:
+                    return unfinished(n, k, msg)
+                return result(n, k, found, complete, msg)
     return LabelSearchResult(
         None,
         None,
@@ -473,12 +493,22 @@ def label_search(
         state["histories"],
         state["t_solve"],
         min_nodes,
+        max_solutions,
     )
 
 
-def _record(found: dict, pool: LabelPool, labels, du, used_s, reach, first_free, non_stuttering) -> list[int]:
+def machine_pair(D: np.ndarray, reach: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A machine over states ``(n, S)`` as a pair: the states of ``reach`` grouped by their column
+    (``(S,)`` labels, 0 off ``reach``) and the machine over the groups ``(n, k)``."""
+    cols, inv = np.unique(np.asarray(D)[:, reach].T, axis=0, return_inverse=True)
+    labels = np.zeros(D.shape[1], np.int64)
+    labels[reach] = np.ravel(inv)
+    return labels, cols.T.copy()
+
+
+def _record(found: dict, pool: LabelPool | None, labels, du, used_s, reach, first_free, non_stuttering) -> list[int]:
     """File the pair under its key invariant under both renamings; return the blocking clause
-    (its labels of the states that matter and its used transitions)."""
+    (its labels of the states that matter and its used transitions; none without a pool)."""
     n, k = du.shape
     used = np.zeros((n, k), bool)
     ii, ss = np.nonzero(used_s)
@@ -491,6 +521,8 @@ def _record(found: dict, pool: LabelPool, labels, du, used_s, reach, first_free,
         found[key] = attrs.evolve(found[key], models=found[key].models + 1)
     else:
         found[key] = LabelSolution(clab, cdu, cused)
+    if pool is None:
+        return []
     return [-int(pool.l(s, labels[s])) for s in reach] + [-int(pool.t(i, p, du[i, p])) for i, p in np.argwhere(used)]
 
 
@@ -519,6 +551,24 @@ def free_states(checker, sol: LabelSolution, reach: np.ndarray) -> tuple:
         if good:
             out.setdefault(s, []).append(p)
     return tuple((s, tuple(ps)) for s, ps in out.items())
+
+
+def label_classes(reach: np.ndarray, groups: Sequence[Sequence[int]]) -> int:
+    """How many states of ``reach`` can carry different labels when each group shares one: the
+    classes of the states of ``reach`` joined along the groups."""
+    root = {int(s): int(s) for s in reach}
+
+    def find(a: int) -> int:
+        while root[a] != a:
+            root[a] = root[root[a]]
+            a = root[a]
+        return a
+
+    for g in groups:
+        inside = [int(s) for s in g if int(s) in root]
+        for a, b in zip(inside[:-1], inside[1:]):
+            root[find(a)] = find(b)
+    return len({find(s) for s in root})
 
 
 def distinct_columns(n: int, non_stuttering: bool = True) -> int:

@@ -173,16 +173,16 @@ def completions(solution: Solution, non_stuttering: bool = True, limit: int = 40
         yield np.stack(combo, axis=1)
 
 
-def _solve(solver: Solver, deadline: float | None) -> bool | None:
+def _solve(solver: Solver, deadline: float | None, assumptions: Sequence[int] = ()) -> bool | None:
     if deadline is None:
-        return solver.solve()
+        return solver.solve(assumptions=list(assumptions))
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         return None
     timer = threading.Timer(remaining, solver.interrupt)
     timer.start()
     try:
-        result = solver.solve_limited(expect_interrupt=True)
+        result = solver.solve_limited(assumptions=list(assumptions), expect_interrupt=True)
     finally:
         timer.cancel()
         solver.clear_interrupt()

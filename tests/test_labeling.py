@@ -149,7 +149,7 @@ def test_smallest_pairs_equal_a_brute_force_over_every_labeling(seed):
         ).consistent
     st = state_task(task)
     oracle = expert(task, table).oracle(st)
-    for small_k in (1, 2):  # the label-free check decides n past small_k propositions: the same pairs
+    for small_k in (1, 2, 4):  # the labeled encoding asked first up to small_k propositions: the same pairs
         other = label_search(
             Problem(Trie.root(True), task.mdp.n_states, oracle=oracle),
             n_states=task.mdp.n_states,
@@ -335,6 +335,8 @@ def test_cli_learn_labels_writes_loadable_pairs(tmp_path, capsys):
     assert main(["learn", "models/patrol.rm", "--learn-labels", "--explain", "-q", "--png", str(png)]) == 0
     out = capsys.readouterr().out
     assert "1 equal to the truth up to both renamings" in out and png.exists()
+    assert "# survivors: 1\n" in out and "# truth survives: yes" in out
+    assert "# states with the same label in every listed pair: 16; varying: 0" in out
     doc = dsl.loads(out)
     learned = doc.tasks["learned_1"]
     task = dsl.load_model("patrol").tasks["patrol"]
@@ -354,7 +356,7 @@ def test_reproduce_raw_labels_on_a_marked_grid(tmp_path):
     ((_, header, rows),) = rep.tables
     row = dict(zip(header, rows[0]))
     assert (row["k"], row["n"], row["pairs"], row["consistent"]) == (4, 4, 1, 1)
-    assert row["equal"] == 1 and row["truth n, k"] == "4, 4"
+    assert row["equal"] == 1 and row["truth n, k"] == "4, 4" and row["truth survives"] == "yes"
     assert len(rep.figures) == 1
 
 
@@ -455,26 +457,158 @@ def test_patrol_demonstrations_keep_the_truth_among_the_survivors():
         assert n < 10_000 or (3, 4) in res.search.ruled_out
 
 
+def test_survivors_of_patrol_demonstrations_are_summarised():
+    """The survivors of 10⁴ patrol demonstrations are too many to list: capped at 200, the
+    summary says "≥200", and that 7 of the 16 cells move the machine alike in every listed pair
+    (the same 7 when 1,000 are listed); the truth survives. A complete enumeration is counted
+    exactly, with every state fixed when one pair remains."""
+    import attrs
+
+    from rmtk.empirical import EmpiricalPTP
+    from rmtk.simulate import simulate
+
+    task = dsl.load_model("patrol").tasks["patrol"]
+    task = attrs.evolve(task, machine=task.machine.with_rewards(task.machine.delta_r * 10.0))
+    demos = simulate(task, 10_000, 10, seed=0)
+    fixed = []
+    for cap in (200, 1_000):
+        res = Learner(EmpiricalPTP(demos), encoder=LabelingEncoder(freedom=False), irl=None, max_solutions=cap).fit(
+            task
+        )
+        sm = res.summary()
+        assert (sm.found, sm.capped, sm.cap, sm.count) == (cap, True, cap, f"≥{cap}")
+        assert len(sm.fixed) + len(sm.varies) == 16 and sm.truth_survives is True
+        assert f"survivors: ≥{cap} (enumeration capped at {cap} pairs)" in sm.lines()
+        fixed.append(sm.fixed)
+    assert len(fixed[0]) == 7 and fixed[0] == fixed[1]
+    exact = Learner(ExactPTP(None), encoder=LabelingEncoder(freedom=False), irl=None).fit(task).summary()
+    assert (exact.count, exact.capped, len(exact.fixed), exact.varies) == ("1", False, 16, ())
+
+
+def test_ruled_out_sizes_stop_at_the_label_classes_the_knowledge_allows():
+    """With cells known to share a label, the sizes ruled out list no more propositions than
+    the classes the knowledge leaves (patrol, 16 cells: one room of 4 shared leaves 13, two
+    rooms 10), nor than a given bound; the answer is the one found without knowledge."""
+    from rmtk.label_search import label_classes
+
+    task = dsl.load_model("patrol").tasks["patrol"]
+    rooms = [[s for s, lab in zip(task.mdp.states, task.mdp.labels) if lab == p] for p in (0, 1)]
+    for shared, classes in (([rooms[0]], 13), (rooms, 10)):
+        res = Learner(ExactPTP(None), encoder=LabelingEncoder(shared=shared), irl=None).fit(task)
+        idx = [[task.mdp.states.index(s) for s in g] for g in shared]
+        assert label_classes(np.arange(16), idx) == classes
+        assert (res.n_nodes, res.n_props) == (4, 4)
+        assert sorted(k for n, k in res.search.ruled_out if n == 3) == list(range(1, classes + 1))
+    bounded = Learner(ExactPTP(None), encoder=LabelingEncoder(shared=[rooms[0]], max_props=3), irl=None).fit(task)
+    assert bounded.n_nodes is None and max(k for _, k, _ in bounded.search.tried) == 3
+
+
+def test_a_time_limit_in_the_enumeration_reports_the_bisection_pair(monkeypatch):
+    """When the time runs out in the final enumeration (simulated), the pair reported is the
+    smallest the bisection found (here 2 propositions, below the label-free check's 3), one of
+    the pairs of the complete search, flagged."""
+    import sys
+
+    import rmtk.label_search as ls
+
+    task, table = random_task(53)
+    reach = mdp_reachable(task.mdp)
+    oracle = expert(task, table).oracle(state_task(task))
+    problem = Problem(Trie.root(True), task.mdp.n_states, oracle=oracle)
+    kw = dict(n_states=task.mdp.n_states, reach=reach, max_nodes=3, min_nodes=oracle.lower_bound(), freedom=False)
+    full = label_search(problem, **kw)
+    assert (full.n_nodes, full.n_props, full.complete) == (3, 2, True) and (3, 3, True) in full.tried
+    real = ls._solve
+
+    def no_time_to_enumerate(sat, deadline, assumptions=()):
+        return None if sys._getframe(1).f_locals.get("enumerate_all") else real(sat, deadline, assumptions)
+
+    monkeypatch.setattr(ls, "_solve", no_time_to_enumerate)
+    cut = label_search(problem, **kw)
+    assert (cut.n_nodes, cut.n_props, cut.complete, len(cut.solutions)) == (3, 2, False, 1)
+    assert "one of those of the fewest sizes" in cut.message
+    key = lambda x: pair_key(x.labels, x.delta_u, x.used, reach)  # noqa: E731
+    assert key(cut.solutions[0]) in {key(x) for x in full.solutions}
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_label_free_check_decides_n_as_a_brute_force_over_every_labeling(seed):
+    """The label-free check (identity assumed first, failed assumptions dropped) says that n
+    nodes fit exactly when some labeling, with any number of propositions, has a machine of
+    at most n nodes (the label-given learner run on every labeling); likewise with two states
+    known to share a label, against the labelings that give them one."""
+    from rmtk.label_free import label_free_check
+
+    task, table = random_task(seed + 40)
+    reach = mdp_reachable(task.mdp)
+    oracle = expert(task, table).oracle(state_task(task))
+    S = task.mdp.n_states
+    smallest = {}  # (shared?) -> fewest nodes over the labelings
+    for k in range(1, len(reach) + 1):
+        for combo in labelings(reach, k):
+            labels = np.zeros(S, np.int64)
+            labels[reach] = combo
+            res = SatEncoder().search(
+                Problem(Trie.root(True), k, oracle=LabelWordOracle(oracle, labels)), max_nodes=3, min_nodes=1
+            )
+            if res.n_nodes is not None:
+                for shared in (False, True):
+                    if not shared or combo[0] == combo[1]:
+                        smallest[shared] = min(smallest.get(shared, 9), res.n_nodes)
+    for shared in (False, True):
+        groups = [tuple(reach[:2])] if shared else []
+        for n in (1, 2, 3):
+            out = label_free_check(oracle, n, S, reach, groups)
+            assert out.decided == (smallest.get(shared, 9) <= n), (shared, n)
+            if out.decided:
+                assert not oracle.check(out.machine)
+                assert not shared or (out.machine[:, reach[0]] == out.machine[:, reach[1]]).all()
+
+
 def test_label_free_check_keeps_shared_labels_together():
-    """States known to share a label pick the same maps in the label-free check (what lets it
+    """States known to share a label get equal columns in the label-free check (what lets it
     decide the Office World patrol with "every plain cell is one proposition"); without the
     equalities, the solver is free to split them."""
     from pysat.solvers import Solver
 
-    from rmtk.labeling import ColumnPool, decode_columns, idempotent_maps, shared_columns, state_columns
+    from rmtk.encoding import VarPool, decode_transitions, determinism, full_specification
+    from rmtk.label_free import equal_columns
 
-    pool = ColumnPool(3, 4, idempotent_maps(3))
+    pool = VarPool(3, 4, 1, 0)
     group = (0, 2, 3)
-    base = state_columns(pool, np.arange(4))
-    split = [[int(pool.c(0, 0))], [int(pool.c(2, 1))], [-int(pool.c(2, 0))]]  # 0 and 2 on different maps
+    base = determinism(pool) + full_specification(pool)
+    split = [[int(pool.t(0, 0, 0))], [int(pool.t(0, 2, 1))]]  # 0 and 2 move node 0 differently
     with Solver(bootstrap_with=base + split) as sat:
         assert sat.solve()
-    with Solver(bootstrap_with=base + split + shared_columns(pool, [group])) as sat:
+    with Solver(bootstrap_with=base + split + equal_columns(pool, [group])) as sat:
         assert not sat.solve()
-    with Solver(bootstrap_with=base + [[int(pool.c(3, 5))]] + shared_columns(pool, [group])) as sat:
+    with Solver(bootstrap_with=base + [[int(pool.t(1, 3, 2))]] + equal_columns(pool, [group])) as sat:
         assert sat.solve()
-        D = decode_columns(sat.get_model(), pool)
+        D = decode_transitions(sat.get_model(), pool)
     assert (D[:, [0]] == D[:, list(group)]).all()  # one column for the whole group
+
+
+def test_a_time_limit_after_the_label_free_check_reports_its_pair_flagged(monkeypatch):
+    """When every labeled call runs out of time (simulated), the search still ends with the
+    number of nodes the label-free check decided and the pair of the machine it found, flagged
+    incomplete with what was not decided; that pair reproduces the expert, and its size is no
+    smaller than the true smallest one (patrol: 4 nodes, 4 propositions)."""
+    import rmtk.label_search as ls
+    from rmtk.histories import StateHistoryPTP
+
+    task = dsl.load("models/patrol.rm").tasks["patrol"]
+    oracle = StateHistoryPTP(ExactPTP(None)).oracle(task)
+    reach = mdp_reachable(task.mdp)
+    problem = Problem(Trie.root(True), task.mdp.n_states, oracle=oracle)
+    kw = dict(n_states=task.mdp.n_states, reach=reach, max_nodes=4, min_nodes=oracle.lower_bound(), freedom=False)
+    full = label_search(problem, **kw)
+    assert (full.n_nodes, full.n_props, full.complete) == (4, 4, True)
+    monkeypatch.setattr(ls, "_solve", lambda sat, deadline, assumptions=(): None)  # labeled calls only
+    cut = label_search(problem, **kw)
+    assert not cut.complete and cut.n_nodes == 4 and len(cut.solutions) == 1
+    assert cut.n_props >= 4 and "4 nodes is the fewest" in cut.message
+    assert not oracle.check(cut.solutions[0].state_machine())
+    assert {(n, k) for n, k in cut.ruled_out} == {(n, k) for n, k in full.ruled_out if n < 4}
 
 
 def test_labels_from_an_expert_asked_actively():

@@ -87,6 +87,7 @@ def run(opts: Options) -> Report:
                 sum(v.consistent for v in r.verdicts or ()),
                 equal,
                 f"{r.truth_size[0]}, {r.truth_size[1]}",
+                "yes" if r.truth_survives else "no",
                 sum(len(s.free) for s in r.solutions),
                 r.search.histories - 1,
                 round(sec, 2),
@@ -117,9 +118,24 @@ def run(opts: Options) -> Report:
         (
             "k, n: propositions and nodes found (fewest nodes, then propositions); pairs: (labeling, machine) pairs up "
             "to renaming; consistent / equal: policy-equivalent to the truth at every depth / equal up to both "
-            "renamings; free: states whose label alone could change; histories: state histories in play; s: learning "
+            "renamings; truth survives: the truth has the smallest size found and passes every check; "
+            "free: states whose label alone could change; histories: state histories in play; s: learning "
             "the labels, given s: the label-given learner on the same task; MB: peak resident memory so far",
-            ["task", "k", "n", "pairs", "consistent", "equal", "truth n, k", "free", "histories", "s", "given s", "MB"],
+            [
+                "task",
+                "k",
+                "n",
+                "pairs",
+                "consistent",
+                "equal",
+                "truth n, k",
+                "truth survives",
+                "free",
+                "histories",
+                "s",
+                "given s",
+                "MB",
+            ],
             rows,
         )
     )
