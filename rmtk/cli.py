@@ -251,25 +251,23 @@ def cmd_learn(args) -> int:
 def _learn_labels(args, task: Task, learner) -> int:
     """``rmtk learn FILE [TASK] --learn-labels [K]``: the command-line learner with a
     :class:`~rmtk.label_learner.LabelingEncoder`; from the exact expert, at every depth unless
-    ``--depth`` says otherwise. ``--png`` draws each pair's labels on a grid world's map."""
-    import attrs
-
-    from .exact import ExactPTP
+    ``--depth`` says otherwise, or from the questions of the active loop (``--active``).
+    ``--png`` draws each pair's labels on a grid world's map."""
     from .label_learner import LabelingEncoder
     from .label_report import draw_labels, label_report
 
     if args.maxsat:
         raise RmtkError("--learn-labels searches with hard negative examples; --maxsat does not apply")
-    ptp = learner.ptp
-    if isinstance(ptp, ExactPTP) and args.depth is None:
-        ptp = attrs.evolve(ptp, depth=None)
     encoder = LabelingEncoder(
         props=args.learn_labels or None,
         symmetry_breaking=not args.no_symmetry_breaking,
         non_stuttering=not args.stuttering,
         solver=args.solver,
     )
-    result = attrs.evolve(learner, ptp=ptp, encoder=encoder, irl=None).fit(task)
+    if args.active:
+        result = _labels_from_questions(args, task, encoder)
+    else:
+        result = _labels_from_tree(args, task, learner, encoder)
     label_report(task, result, explain=args.explain)
     if result.n_nodes is None:
         return 1
@@ -281,6 +279,42 @@ def _learn_labels(args, task: Task, learner) -> int:
             draw_labels(result, i, Path(p))
             print(f"wrote {p}", file=sys.stderr)
     return 0
+
+
+def _labels_from_tree(args, task: Task, learner, encoder):
+    import attrs
+
+    from .exact import ExactPTP
+
+    ptp = learner.ptp
+    if isinstance(ptp, ExactPTP) and args.depth is None:
+        ptp = attrs.evolve(ptp, depth=None)
+    return attrs.evolve(learner, ptp=ptp, encoder=encoder, irl=None).fit(task)
+
+
+def _labels_from_questions(args, task: Task, encoder):
+    """``--learn-labels --active``: the active loop asks the expert about state histories (the
+    task's state view), and the labels and machine are learned from its questions and answers
+    (:func:`~rmtk.label_learner.labels_from_active`): no prefix tree is built."""
+    import attrs
+
+    from .histories import state_task
+    from .label_learner import labels_from_active
+
+    if args.demos:
+        raise RmtkError("--learn-labels --active asks the exact expert; --demos are label-word data it cannot use")
+    view = state_task(task)
+    learner, expert = active_from_args(args, view)
+    if args.max_solutions is None:  # over one letter per state, survivors are many: a round lists a few
+        learner = attrs.evolve(learner, max_solutions=50)
+    active = learner.fit(view, expert)
+    print(
+        f"# active learning on state histories: {len(active.rounds)} rounds, {active.queries} queries, "
+        f"{active.known} (history, state) pairs known; labels and machine learned from them"
+    )
+    if active.flagged:
+        print(f"# budget spent ({active.exhausted}): the pairs below fit what was asked so far")
+    return labels_from_active(active, task, encoder, max_nodes=args.max_nodes)
 
 
 def cmd_reproduce(args) -> int:
