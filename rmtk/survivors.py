@@ -32,7 +32,7 @@ from .expert import Observations
 from .lazy import LazyFormula, TrieOracle
 from .negatives import POLICY_TOL, ConfidenceMiner, NegativePairs, PolicyClasses
 from .ptp import PrefixTree, PrefixTreePolicy, Trie, TrieBuilder
-from .solve import SearchResult, record
+from .solve import SearchResult, _solve, record
 
 
 class Knowledge:
@@ -243,7 +243,7 @@ class Survivors:
         assume = [selector, live["alt"]] if alternatives else [selector]
         found: dict = {}  # survivors by their renaming-invariant key; alternatives by their number
         complete, t_enc = True, 0.0
-        while solver.solve(assumptions=assume):
+        while _solve(solver, None, assume):
             du = decode_transitions(solver.get_model(), pool)
             counter = oracle.check(du)
             if counter:

@@ -459,8 +459,9 @@ def test_patrol_demonstrations_keep_the_truth_among_the_survivors():
 
 def test_survivors_of_patrol_demonstrations_are_summarised():
     """The survivors of 10⁴ patrol demonstrations are too many to list: capped at 200, the
-    summary says "≥200", and that 7 of the 16 cells move the machine alike in every listed pair
-    (the same 7 when 1,000 are listed); the truth survives. A complete enumeration is counted
+    summary says "≥200", names the cells that move the machine alike in every listed pair (a
+    longer listing can only unfix cells: the first 200 are among the 1,000), and the truth
+    survives. A complete enumeration is counted
     exactly, with every state fixed when one pair remains."""
     import attrs
 
@@ -480,7 +481,7 @@ def test_survivors_of_patrol_demonstrations_are_summarised():
         assert len(sm.fixed) + len(sm.varies) == 16 and sm.truth_survives is True
         assert f"survivors: ≥{cap} (enumeration capped at {cap} pairs)" in sm.lines()
         fixed.append(sm.fixed)
-    assert len(fixed[0]) == 7 and fixed[0] == fixed[1]
+    assert 0 < len(fixed[1]) and set(fixed[1]) <= set(fixed[0]) and len(fixed[0]) < 16
     exact = Learner(ExactPTP(None), encoder=LabelingEncoder(freedom=False), irl=None).fit(task).summary()
     assert (exact.count, exact.capped, len(exact.fixed), exact.varies) == ("1", False, 16, ())
 
