@@ -34,7 +34,7 @@ from .encoding import (
 )
 from .lazy import LazyFormula
 from .progress import Progress
-from .solve import _solve, on_helper_thread
+from .solve import _solve, pysat_sigint_off
 
 #: Conflicts allowed to each call that shrinks a core (an unfinished call keeps the state in).
 CORE_BUDGET = 1000
@@ -70,7 +70,9 @@ def shrink_core(sat: Solver, core: list[int], budget: int = CORE_BUDGET) -> list
     while i < len(core):
         trial = core[:i] + core[i + 1 :]
         sat.conf_budget(budget)
-        if on_helper_thread(lambda trial=trial: sat.solve_limited(assumptions=trial)) is False:
+        with pysat_sigint_off():
+            failed = sat.solve_limited(assumptions=trial) is False
+        if failed:
             kept = set(sat.get_core() or [])
             core = [v for v in trial if v in kept]
         else:

@@ -14,6 +14,7 @@ two conventions:
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import threading
@@ -173,76 +174,54 @@ def completions(solution: Solution, non_stuttering: bool = True, limit: int = 40
         yield np.stack(combo, axis=1)
 
 
-#: An unbounded solve runs in slices of conflicts, sized to last about ``SLICE_SECONDS``
-#: (between ``SLICE_CONFLICTS`` / 50 and 4 × ``SLICE_CONFLICTS``): Ctrl-C and SIGTERM are
-#: honoured between slices.
+#: An unbounded solve runs in slices of conflicts, from ``FIRST_SLICE`` up to 4 ×
+#: ``SLICE_CONFLICTS``, sized to last about ``SLICE_SECONDS``: Ctrl-C and SIGTERM are honoured
+#: between slices.
 SLICE_CONFLICTS = 50_000
 SLICE_SECONDS = 0.5
-#: Conflicts a solve may take on the calling thread before it moves to a helper thread.
+#: Conflicts of a solve's first slice.
 FIRST_SLICE = 1_000
 
 
-def on_helper_thread(call: Callable[[], object], stop: threading.Event | None = None) -> object:
-    """``call()`` run on a helper thread while this one waits, so that Ctrl-C and SIGTERM raise
-    here as soon as ``call`` lets go of the interpreter. On the main thread, pysat puts its own
-    SIGINT handler around a solver call, which jumps out of the solver wherever it is; out of
-    CaDiCaL's memory allocator, that leaves the process deadlocked (seen with gdb: the
-    solver's destructor waits on malloc's lock). Off the main thread pysat installs none.
-    The exception raised here sets ``stop`` and waits for ``call`` to end (:func:`_sliced`
-    ends at its next slice)."""
-    if threading.current_thread() is not threading.main_thread():
-        return call()
-    out: dict = {}
+@contextlib.contextmanager
+def pysat_sigint_off():
+    """pysat puts its own SIGINT handler around a solver call made on the main thread; it
+    jumps out of the solver wherever it is, and out of CaDiCaL's memory allocator that leaves
+    the process deadlocked (seen with gdb: the solver's destructor waits on malloc's lock).
+    Within this block pysat installs none (it asks ``MainThread.check`` whether to), so a
+    signal is handled by Python when the call returns, as any other."""
+    import pysat.solvers as ps
 
-    def run():
-        try:
-            out["value"] = call()
-        except BaseException as err:  # re-raised on the waiting thread
-            out["error"] = err
-
-    worker = threading.Thread(target=run, name="rmtk-sat", daemon=True)
-    worker.start()
+    saved = ps.MainThread.check
+    ps.MainThread.check = staticmethod(lambda: False)  # type: ignore[method-assign]
     try:
-        while worker.is_alive():
-            worker.join(0.05)
-    except BaseException:
-        if stop is not None:
-            stop.set()
-        worker.join()
-        raise
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
+        yield
+    finally:
+        ps.MainThread.check = saved  # type: ignore[method-assign]
 
 
-def _sliced(solver: Solver, assumptions: list[int], stop: threading.Event) -> bool | None:
-    """``solver.solve(assumptions)`` in slices of conflicts (see :data:`SLICE_SECONDS`);
-    ``None`` when ``stop`` is set between two slices."""
-    budget = SLICE_CONFLICTS // 10  # the first slice is short: most solves end in it
-    while True:
-        solver.conf_budget(budget)
-        t0 = time.monotonic()
-        result = solver.solve_limited(assumptions=assumptions)
-        if result is not None or stop.is_set():
-            solver.conf_budget(-1)
-            return result
-        took = time.monotonic() - t0
-        if took > 2 * SLICE_SECONDS:
-            budget = max(SLICE_CONFLICTS // 50, budget // 2)
-        elif took < SLICE_SECONDS / 2:
-            budget = min(4 * SLICE_CONFLICTS, budget * 2)
+def _sliced(solver: Solver, assumptions: list[int]) -> bool:
+    """``solver.solve(assumptions)`` in slices of conflicts (see :data:`SLICE_SECONDS`), so
+    that Ctrl-C and SIGTERM raise between two slices."""
+    budget = FIRST_SLICE  # most solves end within it
+    with pysat_sigint_off():
+        while True:
+            solver.conf_budget(budget)
+            t0 = time.monotonic()
+            result = solver.solve_limited(assumptions=assumptions)
+            if result is not None:
+                solver.conf_budget(-1)
+                return result
+            took = time.monotonic() - t0
+            if took > 2 * SLICE_SECONDS:
+                budget = max(FIRST_SLICE, budget // 2)
+            elif took < SLICE_SECONDS / 2:
+                budget = min(4 * SLICE_CONFLICTS, budget * 2)
 
 
 def _solve(solver: Solver, deadline: float | None, assumptions: Sequence[int] = ()) -> bool | None:
     if deadline is None:
-        assumptions = list(assumptions)
-        solver.conf_budget(FIRST_SLICE)  # most solves end within it: no thread for them
-        result = solver.solve_limited(assumptions=assumptions)
-        if result is not None:
-            solver.conf_budget(-1)
-            return result
-        stop = threading.Event()
-        return on_helper_thread(lambda: _sliced(solver, assumptions, stop), stop)  # type: ignore[return-value]
+        return _sliced(solver, list(assumptions))
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         return None

@@ -1,5 +1,5 @@
 """A long SAT search gives way to Ctrl-C and SIGTERM within about a second (rmtk/solve.py:
-solves past their first slice run in slices of conflicts on a helper thread): the command ends
+a solve runs in slices of conflicts, with pysat's SIGINT handler off): the command ends
 with its one-line message and exit status, not after the search, and never deadlocks (pysat's
 own SIGINT handler, put around solver calls on the main thread, can jump out of CaDiCaL's
 memory allocator and leave the process stuck)."""
