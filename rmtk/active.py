@@ -57,6 +57,18 @@ class Budget:
     steps: int | None = attrs.field(default=None, validator=_optional_positive)
     seconds: float | None = attrs.field(default=None, validator=_optional_positive)
 
+    def spent(self, queries: int, steps: int, t0: float, more_steps: int = 0) -> str | None:
+        """Which bound is reached (``"seconds"``, ``"queries"``, ``"steps"``) after ``queries``
+        and ``steps`` since ``t0`` (``time.perf_counter``), or would be by ``more_steps`` more;
+        ``None``: none."""
+        if self.seconds is not None and time.perf_counter() - t0 >= self.seconds:
+            return "seconds"
+        if self.queries is not None and queries >= self.queries:
+            return "queries"
+        if self.steps is not None and (steps >= self.steps or (more_steps and steps + more_steps > self.steps)):
+            return "steps"
+        return None
+
 
 def _count(n: int, one: str, many: str | None = None) -> str:
     """``n`` and the noun, singular for one (``1 query``, ``2 queries``)."""
@@ -310,16 +322,8 @@ class ActiveLearner:
 
     # -- budget -----------------------------------------------------------------------------
     def _exhausted(self, spent, t0, query: Query | None = None) -> str | None:
-        b = self.budget
-        if b.seconds is not None and time.perf_counter() - t0 >= b.seconds:
-            return "seconds"
-        if b.queries is not None and spent["queries"] >= b.queries:
-            return "queries"
-        if b.steps is not None and (
-            spent["steps"] >= b.steps or (query is not None and spent["steps"] + query.samples > b.steps)
-        ):
-            return "steps"
-        return None
+        more = query.samples if query is not None else 0
+        return self.budget.spent(spent["queries"], spent["steps"], t0, more)
 
     def _walks_allowed(self, check, spent, t0) -> int:
         b, n = self.budget, check.walks

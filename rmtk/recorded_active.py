@@ -446,14 +446,7 @@ class RecordedActiveLearner:
         )
 
     def _exhausted(self, spent, t0) -> str | None:
-        b = self.budget
-        if b.seconds is not None and time.perf_counter() - t0 >= b.seconds:
-            return "seconds"
-        if b.queries is not None and spent["queries"] >= b.queries:
-            return "queries"
-        if b.steps is not None and spent["steps"] >= b.steps:
-            return "steps"
-        return None
+        return self.budget.spent(spent["queries"], spent["steps"], t0)
 
     def _ask(self, table, expert, triples: Triples, chosen, spent, t0, settled) -> tuple[CountTable, int]:
         """Ask the expert on both words of the triples chosen; the table with the answers in."""

@@ -319,7 +319,7 @@ def _active(rec, alpha, samples, seed, integrator, nodes, max_solutions, say) ->
     listed = any(isomorphic(m, true_machine(), rewards=False) for m in machines)
     explanation = None
     if len(machines) > 1:
-        ptp = to_policy(prune_counts(res.table, ConfidenceMiner(alpha).min_count(rec.n_actions)))
+        ptp = res.result.ptp  # the last round's, cut to the pairs that can yield a negative
         deltas = [s.delta_u for s in res.solutions]
         explanation = Explanation(
             cover(rec.space, deltas, ptp=ptp),
