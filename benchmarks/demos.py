@@ -13,7 +13,7 @@ stages and what each row reports:
   confidence bound (paper eq. 18-19); ``neg`` is |E⁻|;
 * ``maxsat_s`` — encoding and weighted MaxSAT with unit weights at exactly 3 nodes
   (``MaxSatEncoder().search``), including the enumeration of every optimal machine
-  (:func:`rmtk.solve.maxsat_search`); ``cost`` the optimal cost (violated
+  (:func:`rmtk.sat.search.maxsat_search`); ``cost`` the optimal cost (violated
   negatives), ``machines`` the optimal machines up to renaming, ``raw`` their raw
   solution count (the paper's count);
 * ``mine+maxsat_s`` — the sum of the two;
@@ -96,8 +96,8 @@ def run_stages(task, n: int, seed: int, clock, out: dict | None = None) -> dict:
     measurement (seconds or peak bytes). Returns the measurements and the outcome."""
     from rmtk.empirical import empirical_policy
     from rmtk.encoders import MaxSatEncoder
-    from rmtk.encoding import Problem
     from rmtk.negatives import ConfidenceMiner
+    from rmtk.sat.encoding import Problem
     from rmtk.simulate import simulate
 
     m = {}

@@ -57,10 +57,10 @@ def best(fn, repeat: int) -> tuple[float, object]:
 
 def office(repeat: int) -> tuple[list[dict], bool]:
     from rmtk import ConfidenceMiner, EmpiricalPTP, ExactPTP, Learner, NodePolicyTable, dsl
+    from rmtk.encoders import SimplestEncoder
+    from rmtk.exact import shortest_path_table
     from rmtk.gym import Identity, MdpVectorEnv, NodePolicy, StateLabels, collect
-    from rmtk.margin import MarginIRL
-    from rmtk.shortest import shortest_path_table
-    from rmtk.simplest import SimplestEncoder
+    from rmtk.rewards.margin import MarginIRL
 
     doc = dsl.load_model("office")
     patrol = dsl.load_model("patrol").tasks["patrol"]
@@ -133,7 +133,7 @@ def reacher_run(checkout: Path, n: int, integrator: str = "rk4") -> dict:
         [
             sys.executable,
             "-m",
-            "rmtk.cli",
+            "rmtk.cli.main",
             "reproduce",
             "reacher",
             "--no-figures",

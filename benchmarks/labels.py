@@ -47,7 +47,7 @@ def one(name: str, mode: str) -> dict:
     import numpy as np
 
     from rmtk import dsl
-    from rmtk.label_learner import LabelingEncoder
+    from rmtk.labels.learner import LabelingEncoder
     from rmtk.learner import ExactPTP, Learner
 
     model, task_name, _, _ = ROWS[name]

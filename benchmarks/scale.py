@@ -23,7 +23,7 @@ processes used per second of wall time (client and workers) / the CPU the whole 
 used meanwhile (``/proc/stat``), so that the load of other programs is seen beside every
 figure. Each row runs in a fresh interpreter (this script with ``--one``) so that one row's
 memory cannot inflate another's. Clusters are started as ``rmtk ... --engine dask --workers
-N`` starts them (``rmtk.dask_engine.local_cluster``).
+N`` starts them (``rmtk.engines.dask.local_cluster``).
 
 Target (exit status 1 if it fails): 10^7 trajectories counted on 2 Dask workers in ≤ 90 s
 with ≤ 1.5 GiB per worker, and every count table identical to the local engine's.
@@ -99,11 +99,11 @@ def machine_jiffies() -> tuple[int, int]:
 
 def engine_session(workers: int):
     """``(engine, client, cluster, start seconds)``: the local engine, or a fresh Dask cluster."""
-    from rmtk.engines import LocalEngine
+    from rmtk.engines.local import LocalEngine
 
     if workers == 0:
         return LocalEngine(), None, None, 0.0
-    from rmtk.dask_engine import DaskEngine, local_cluster
+    from rmtk.engines.dask import DaskEngine, local_cluster
 
     t0 = time.perf_counter()
     cluster, client = local_cluster(workers)  # the cluster `--engine dask --workers N` starts

@@ -1,5 +1,5 @@
 """Start-up benchmark of the command line: the process time of
-``python -m rmtk.cli learn models/patrol.rm -q`` beside that of ``python -c "import numpy"``
+``python -m rmtk.cli.main learn models/patrol.rm -q`` beside that of ``python -c "import numpy"``
 (what any numpy program pays before doing anything), the median of ``--repeat`` runs each,
 measured alternately in the same run so that both see the same machine load; and a check
 that ``import rmtk`` imports no scipy (the learn path of a small model needs none).
@@ -25,7 +25,7 @@ from _table import render  # the script's folder is on sys.path
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = {
-    "rmtk learn models/patrol.rm -q": [sys.executable, "-m", "rmtk.cli", "learn", "models/patrol.rm", "-q"],
+    "rmtk learn models/patrol.rm -q": [sys.executable, "-m", "rmtk.cli.main", "learn", "models/patrol.rm", "-q"],
     "python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
 }
 SCIPY_PROBE = "import rmtk, sys; print('scipy' in sys.modules)"

@@ -27,7 +27,7 @@ _LAZY = {
     "ConfidenceMiner": "negatives",
     "SatEncoder": "encoders",
     "MaxSatEncoder": "encoders",
-    "MaxEntIRL": "maxent",
+    "MaxEntIRL": "rewards.maxent",
     "Learner": "learner",
     "LearnResult": "learner",
 }

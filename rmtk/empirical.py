@@ -4,7 +4,7 @@ counted from demonstrations — and :class:`EmpiricalPTP`, the PTP strategy buil
 Counting is written as a *map* over chunks of trajectories (:func:`count_chunk`: a local
 trie and a table of (node, state, action) counts) and an associative *reduce*
 (:func:`merge_counts`: graft one trie onto the other and add the tables), so memory stays
-bounded by the chunk size and the same two functions run on any engine (:mod:`rmtk.engines`:
+bounded by the chunk size and the same two functions run on any engine (:mod:`rmtk.engines.local`:
 this process, or a Dask cluster): :class:`CountJob` is the picklable map over chunks or
 Parquet partitions, :func:`merge_partial` the reduce. Both are vectorised over trajectories:
 the only Python loops run over time steps and trie levels.
@@ -27,13 +27,13 @@ import numpy as np
 
 from ._arrays import array_eq, int_array
 from .data import Demonstrations
-from .engines import Engine, LocalEngine, as_engine
+from .engines.local import Engine, LocalEngine, as_engine
+from .engines.shards import TreeReducer
 from .errors import DataError, RmtkError
 from .exact import PolicySource, SoftOptimal
 from .mdp import LabeledMDP
 from .progress import Progress, as_progress
 from .ptp import PrefixTree, PrefixTreePolicy, PTPCapabilities, Trie, TrieBuilder
-from .shards import TreeReducer
 from .task import Task
 
 
@@ -380,7 +380,7 @@ class EmpiricalPTP(PTPCapabilities):
         engine: where the counting runs: ``"local"`` (this process, the default),
             ``"dask"`` (a local Dask cluster started for the run) or an engine object such as
             ``DaskEngine(client=...)`` or ``DaskEngine(scheduler="tcp://host:8786")``
-            (:mod:`rmtk.engines`). Every engine returns the same count table.
+            (:mod:`rmtk.engines.local`). Every engine returns the same count table.
 
     Capabilities (:class:`~rmtk.ptp.PTPCapabilities`): ``compress`` as set; the expert's
     policy classes from ``expert``; no oracle, no learning at every depth.

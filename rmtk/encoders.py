@@ -5,7 +5,7 @@ An encoder has two methods, and that is the whole interface a user's encoder imp
 
 * ``encode(problem, n) -> Formula``: the clauses saying "a machine with ``n`` nodes runs
   every word of the trie and keeps the negative examples apart"
-  (:class:`~rmtk.encoding.Problem` in, :class:`~rmtk.encoding.Formula` out);
+  (:class:`~rmtk.sat.encoding.Problem` in, :class:`~rmtk.sat.encoding.Formula` out);
 * ``search(problem, *, max_nodes, min_nodes, nodes, max_solutions, time_limit, progress)
   -> SearchResult``: the machines it finds, every solution enumerated.
 
@@ -13,11 +13,19 @@ What else an encoder can do is a capability (:class:`EncoderCapabilities`, with 
 an encoder that does not say): whether its machines are non-stuttering, and whether it wants
 negatives found lazily by an oracle.
 
+:class:`SimplestEncoder` is a :class:`SatEncoder` that keeps, among the smallest machines,
+those in which the fewest letters move a node. Demonstrations of a near-deterministic expert
+exercise many transitions through a few rare words that no negative example constrains; plain
+enumeration then lists every way of sending them anywhere (more than 3,000 machines for the
+Office World's coffee-and-mail task). Machines written by hand move on few letters and loop on
+the others, so it breaks the tie the same way: a weighted MaxSAT at the smallest feasible size
+whose soft clauses are the self-loops ``t[i,k,i]``, every optimum enumerated.
+
 :class:`SatEncoder` (hard negatives; smallest ``n`` first) and :class:`MaxSatEncoder` (soft
 negatives; every optimum at a fixed ``n``) implement them with the clause families of
-:mod:`rmtk.encoding` and the searches of :mod:`rmtk.solve`. To change the formula, subclass
+:mod:`rmtk.sat.encoding` and the searches of :mod:`rmtk.sat.search`. To change the formula, subclass
 one and override ``encode`` (``search`` calls ``self.encode``); a wrapper around any encoder
-can also hand its own ``encode`` to :func:`rmtk.solve.search`.
+can also hand its own ``encode`` to :func:`rmtk.sat.search.search`.
 """
 
 from __future__ import annotations
@@ -26,7 +34,10 @@ import attrs
 import numpy as np
 
 from .capabilities import Capabilities
-from .encoding import (
+from .errors import RmtkError
+from .negatives import NegativePairs, PolicyClasses
+from .progress import Progress
+from .sat.encoding import (
     Formula,
     Problem,
     VarPool,
@@ -39,11 +50,8 @@ from .encoding import (
     soft_negative_pairs,
     symmetry_breaking_bfs,
 )
-from .errors import RmtkError
-from .lazy import lazy_search
-from .negatives import NegativePairs, PolicyClasses
-from .progress import Progress
-from .solve import SOLVERS, SearchResult, maxsat_search, search
+from .sat.lazy import lazy_search
+from .sat.search import SOLVERS, SearchResult, maxsat_search, search
 
 NEGATIVE_MODES = ("classes", "pairs", "lazy")
 WEIGHT_MODES = ("unit", "evidence")
@@ -85,8 +93,8 @@ class EncoderCapabilities(Capabilities):
 @attrs.frozen
 class SatEncoder(EncoderCapabilities):
     """The SatEncoder strategy (paper sections 3.1-3.2) and its default implementation:
-    consumes a :class:`~rmtk.encoding.Problem` (trie of label words, negative examples),
-    produces a :class:`~rmtk.solve.SearchResult` (the machines, every solution enumerated).
+    consumes a :class:`~rmtk.sat.encoding.Problem` (trie of label words, negative examples),
+    produces a :class:`~rmtk.sat.search.SearchResult` (the machines, every solution enumerated).
 
     Negative examples are hard clauses; the smallest ``n`` with a solution is searched for,
     then every solution at that ``n`` is enumerated (paper Algorithm 1).
@@ -94,12 +102,12 @@ class SatEncoder(EncoderCapabilities):
     Args:
         symmetry_breaking: BFS numbering of the nodes, so each machine appears once.
         non_stuttering: the constraint of eq. 7 (needed by compressed prefix trees).
-        solver: a python-sat solver name (see :data:`rmtk.solve.SOLVERS`).
+        solver: a python-sat solver name (see :data:`rmtk.sat.search.SOLVERS`).
         negatives: how negative examples are encoded: ``"classes"`` (grouped, linear in the
             (word, state) pairs), ``"pairs"`` (one clause set per distinct word pair, as in
             the paper) or ``"lazy"`` (only those a candidate violates, with their words' runs,
             found by checking candidates against the whole prefix tree policy:
-            :mod:`rmtk.lazy`). Word pairs from demonstrations are always encoded pairwise.
+            :mod:`rmtk.sat.lazy`). Word pairs from demonstrations are always encoded pairwise.
     """
 
     symmetry_breaking: bool = True
@@ -150,7 +158,7 @@ class SatEncoder(EncoderCapabilities):
         progress: Progress | None = None,
     ) -> SearchResult:
         """Smallest n in [min_nodes, max_nodes] (or exactly ``nodes``) and all its solutions.
-        A problem with an oracle is searched lazily (:func:`rmtk.lazy.lazy_search`)."""
+        A problem with an oracle is searched lazily (:func:`rmtk.sat.lazy.lazy_search`)."""
         if problem.oracle is not None:
             return lazy_search(
                 self.structure,
@@ -245,4 +253,76 @@ class MaxSatEncoder(SatEncoder):
             max_solutions=max_solutions,
             time_limit=time_limit,
             progress=progress,
+        )
+
+
+# -- SimplestEncoder: the smallest machines in which the fewest letters move a node ------
+@attrs.frozen
+class SimplestEncoder(SatEncoder):
+    """Hard negatives, the smallest ``n`` (as :class:`~rmtk.encoders.SatEncoder`), then only
+    the machines with the fewest transitions that leave their node (``SearchResult.message``
+    says how many; their ``cost`` is ``None``: no negative example is dropped)."""
+
+    def moves(self, problem: Problem, n: int) -> Formula:
+        """The hard formula at ``n`` nodes with one soft "stays" clause per (node, letter):
+        the relaxation ``m[i,k]`` is true exactly when letter ``k`` moves node ``i``."""
+        formula = self.encode(problem, n)
+        pool = formula.pool
+        i, k = np.meshgrid(np.arange(n), np.arange(problem.n_letters), indexing="ij")
+        stays = pool.t(i.ravel(), k.ravel(), i.ravel())
+        moves = np.array([pool.aux.id(("moves", int(a), int(b))) for a, b in zip(i.ravel(), k.ravel())], np.int64)
+        formula.extend([[int(m), int(s)] for m, s in zip(moves, stays)])
+        formula.extend([[-int(m), -int(s)] for m, s in zip(moves, stays)])
+        formula.relax, formula.weights = moves, np.ones(len(moves), np.int64)
+        return formula
+
+    def search(
+        self,
+        problem: Problem,
+        *,
+        max_nodes: int,
+        min_nodes: int = 1,
+        nodes: int | None = None,
+        max_solutions: int | None = None,
+        time_limit: float | None = None,
+        progress: Progress | None = None,
+    ) -> SearchResult:
+        """The smallest feasible ``n`` (or exactly ``nodes``), then every machine at ``n``
+        with the fewest moving transitions."""
+        if problem.oracle is not None:
+            raise RmtkError(
+                "SimplestEncoder weighs a finite set of transitions on a built prefix tree: lazy and "
+                "every-depth learning need SatEncoder"
+            )
+        probe = super().search(
+            problem,
+            max_nodes=max_nodes,
+            min_nodes=min_nodes,
+            nodes=nodes,
+            max_solutions=1,
+            time_limit=time_limit,
+            progress=progress,
+        )
+        if probe.n_nodes is None:
+            return probe
+        res = maxsat_search(
+            self.moves,
+            problem,
+            nodes=probe.n_nodes,
+            solver=self.solver,
+            non_stuttering=self.non_stuttering,
+            max_solutions=max_solutions,
+            time_limit=time_limit,
+            progress=progress,
+        )
+        solutions = tuple(attrs.evolve(s, dropped=()) for s in res.solutions)
+        moving = f"the simplest machines: {res.cost} (node, letter) transitions leave their node"
+        return attrs.evolve(
+            res,
+            solutions=solutions,
+            tried=probe.tried,
+            cost=None,
+            message="; ".join(m for m in (moving, res.message) if m),
+            time_encode=probe.time_encode + res.time_encode,
+            time_solve=probe.time_solve + res.time_solve,
         )

@@ -8,7 +8,8 @@ A *policy source* gives, for a task and a prefix tree, the action distribution o
 * :class:`DistinctPerNode`: every node its own policy (the convention behind the paper's
   counts; nodes whose soft-optimal policies agree everywhere share one);
 * :class:`NodePolicyTable`: any stochastic policy per node (optimality is not needed,
-  paper appendix B).
+  paper appendix B), such as :func:`shortest_path_table`, the scripted expert of the Office
+  World experiment (shortest paths to the machine's next reward, with ε-random actions).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from .ptp import PrefixTree, PrefixTreePolicy, PTPCapabilities, build_prefix_tre
 from .task import EVERY_DEPTH, Task
 
 if TYPE_CHECKING:
-    from .lazy import ProductOracle
+    from .sat.lazy import ProductOracle
 
 #: Depth used when neither the strategy nor the task sets one.
 DEFAULT_DEPTH = 6
@@ -235,7 +236,7 @@ class ExactPTP(PTPCapabilities):
         """The prefix tree policy of this depth as an oracle on the synchronised product (no
         tree is built): what lazy and every-depth learning check candidates with. ``None``
         when ``target`` is not a task (no expert to check against)."""
-        from .lazy import ProductOracle
+        from .sat.lazy import ProductOracle
 
         if not isinstance(target, Task):
             return None
@@ -251,3 +252,34 @@ class ExactPTP(PTPCapabilities):
             self.compress,
             task.machine.initial,
         )
+
+
+# -- the scripted expert: shortest paths (the Office World experiment's) ----------------
+def shortest_path_table(task: Task, epsilon: float = 0.1) -> np.ndarray:
+    """``(nodes, S, A)``: the scripted expert of ``task``: in each product state (s, u) the
+    actions that reach the machine's next positive reward in the fewest expected steps
+    (ties split evenly), mixed with ``epsilon`` of uniformly random actions; uniform where
+    no reward can be reached (e.g. an absorbing end node)."""
+    if not 0.0 <= epsilon <= 1.0:
+        raise ModelError(f"epsilon={epsilon} must lie in [0, 1]")
+    mdp, m = task.mdp, task.machine
+    S, A, n = mdp.n_states, mdp.n_actions, m.n_nodes
+    letter = task.letter_of_proposition[mdp.labels]
+    nxt, paid = m.delta_u[:, letter], m.delta_r[:, letter] > 0  # (n, S'): entering s' from node u
+    kernel = mdp.kernel
+    rows = kernel.row_ids()
+    big = float(S * n + 1)  # more steps than any finite distance
+    dist = np.full((n, S), big)
+    for _ in range(S * n + 1):
+        after = np.where(paid, 0.0, np.minimum(dist[nxt, np.arange(S)[None, :]], big))  # (n, S')
+        q = np.zeros((n, S * A))
+        for u in range(n):
+            q[u] = np.bincount(rows, weights=kernel.data * after[u, kernel.indices], minlength=S * A)
+        q = 1.0 + q.reshape(n, S, A)
+        new = np.minimum(q.min(axis=2), big)
+        if np.array_equal(new, dist):
+            break
+        dist = new
+    greedy = (q <= dist[..., None] + 1e-9) & (dist[..., None] < big)
+    greedy[~greedy.any(axis=2)] = True
+    return (1.0 - epsilon) * greedy / greedy.sum(axis=2, keepdims=True) + epsilon / A

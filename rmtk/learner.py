@@ -13,7 +13,7 @@ swaps one without touching the others (docs/design.md, "Strategies"):
 * a **SatEncoder** (:class:`~rmtk.encoders.SatEncoder`) encodes and searches:
   :class:`~rmtk.encoders.SatEncoder` (hard negatives, smallest n) or
   :class:`~rmtk.encoders.MaxSatEncoder` (soft negatives, every optimum);
-* a **MaxEntIRL** (:class:`~rmtk.maxent.MaxEntIRL`) recovers the rewards (``None`` skips it).
+* a **MaxEntIRL** (:class:`~rmtk.rewards.maxent.MaxEntIRL`) recovers the rewards (``None`` skips it).
 
 What else a strategy can do (an oracle instead of a tree, every depth, the expert's policy
 classes for verdicts, lazy negatives, ...) it declares as capabilities
@@ -29,18 +29,18 @@ import attrs
 import numpy as np
 
 from .encoders import EncoderCapabilities, SatEncoder
-from .encoding import Problem
 from .equivalence import Fillings, Verdict, consistency_many
 from .errors import RmtkError
 from .exact import DistinctPerNode, ExactPTP, NodePolicyTable, SoftOptimal
-from .lazy import Oracle, TrieOracle
 from .machine import RewardMachine, isomorphic
-from .maxent import MaxEntIRL
 from .mdp import LabeledMDP
 from .negatives import ConfidenceMiner, ExactMiner, NegativeExampleMiner, NegativePairs, PolicyClasses
 from .progress import Progress, Recorder
 from .ptp import PTP, PrefixTree, PrefixTreePolicy, PTPCapabilities, Trie
-from .solve import SearchResult, Solution
+from .rewards.maxent import MaxEntIRL
+from .sat.encoding import Problem
+from .sat.lazy import Oracle, TrieOracle
+from .sat.search import SearchResult, Solution
 from .space import Space
 from .task import Task
 
@@ -88,12 +88,12 @@ class LearnResult:
         false_positives: which of them are wrong under the truth (when known).
         completion_consistent: whether some filling of each machine's free transitions is
             consistent at every depth (the data cannot tell the fillings apart).
-        reward_fits: per machine, the :class:`~rmtk.irl.RewardFit` of its rewards (MaxEnt
+        reward_fits: per machine, the :class:`~rmtk.rewards.recovery.RewardFit` of its rewards (MaxEnt
             linear characterisation on the learned product policy); ``machines`` carry them.
         timings: seconds per stage: tree, policy (or count), mine, encode, solve, enumerate,
             verdict, rewards, total.
         ptp: the prefix tree policy learned from (``None`` for a tree-free search).
-        oracle: the oracle of a lazy or every-depth search (:mod:`rmtk.lazy`).
+        oracle: the oracle of a lazy or every-depth search (:mod:`rmtk.sat.lazy`).
         expert_classes: ``(S, n_true)`` true policy classes (when the truth is known).
     """
 
@@ -119,8 +119,8 @@ class LearnResult:
         return self.search.n_nodes
 
     def _repr_html_(self) -> str:
-        """The result as HTML, what Jupyter shows: its table and pictures (:func:`rmtk.display.result_html`)."""
-        from .display import result_html
+        """The result as HTML, what Jupyter shows: its table and pictures (:func:`rmtk.io.display.result_html`)."""
+        from .io.display import result_html
 
         return result_html(self)
 
@@ -278,7 +278,7 @@ class Learner:
         miner: negative example miner (default: :class:`ExactMiner` for an exact policy,
             :class:`ConfidenceMiner` (α = 0.05) for one counted from demonstrations).
         encoder: SAT encoding and search (default :class:`~rmtk.encoders.SatEncoder`).
-        irl: reward recovery (default :class:`~rmtk.maxent.MaxEntIRL`); ``None`` skips it.
+        irl: reward recovery (default :class:`~rmtk.rewards.maxent.MaxEntIRL`); ``None`` skips it.
         max_nodes: bound u_max on the number of nodes (default: the task's, else 4).
         nodes: solve for exactly this many nodes instead of the smallest feasible number
             (the paper's experiments solve at n = u_max).

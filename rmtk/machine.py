@@ -260,8 +260,8 @@ class RewardMachine:
         )
 
     def _repr_svg_(self) -> str:
-        """The machine drawn as SVG: what Jupyter shows (:func:`rmtk.display.machine_svg`)."""
-        from .display import machine_svg
+        """The machine drawn as SVG: what Jupyter shows (:func:`rmtk.io.display.machine_svg`)."""
+        from .io.display import machine_svg
 
         return machine_svg(self)
 

@@ -300,8 +300,8 @@ class LabeledMDP:
 
     def _repr_svg_(self) -> str | None:
         """A grid world's map or the labyrinth as SVG, what Jupyter shows; ``None`` (the text
-        form is shown) for an MDP without a picture (:func:`rmtk.display.mdp_svg`)."""
-        from .display import mdp_svg
+        form is shown) for an MDP without a picture (:func:`rmtk.io.display.mdp_svg`)."""
+        from .io.display import mdp_svg
 
         return mdp_svg(self)
 

@@ -27,7 +27,7 @@ Both stop when the largest change of ``V`` between iterations is at most ``tol``
 This module is the one soft Bellman implementation of the package: :class:`Grid` (backup,
 its adjoint, exact policy evaluation), :func:`soft`, :func:`iterate` (soft policy or value
 iteration) and :func:`backward` (finite horizon) also serve the state-reward baselines
-(:mod:`rmtk.baselines`, the one-node grid) and the re-planning check of :mod:`rmtk.irl`.
+(:mod:`rmtk.rewards.baselines`, the one-node grid) and the re-planning check of :mod:`rmtk.rewards.recovery`.
 Only numpy is imported; scipy's sparse LU is imported when a grid exceeds
 :data:`DENSE_LIMIT` pairs.
 """
@@ -118,7 +118,7 @@ class Grid:
     """The grid of (MDP state, node) pairs ``(S, n)`` on which the soft Bellman equations are
     solved: from ``(s, u)`` action ``a`` moves to ``s' ~ P(·|s, a)`` and node
     ``next_node[s', u]``. The reward machine product has ``next_node[s', u] = δ_u(u, L(s'))``;
-    a reward on MDP states (:mod:`rmtk.baselines`) is the one-node grid (``next_node = 0``).
+    a reward on MDP states (:mod:`rmtk.rewards.baselines`) is the one-node grid (``next_node = 0``).
     Rewards, discount and λ are arguments of the functions below, so one grid (and its
     cached evaluation pattern) serves every reward.
     """

@@ -306,7 +306,7 @@ class PTPCapabilities(Capabilities):
         return False
 
     def oracle(self, target: Task | LabeledMDP | Space) -> object | None:
-        """An oracle (:class:`rmtk.lazy.Oracle`) that checks candidate machines against this
+        """An oracle (:class:`rmtk.sat.lazy.Oracle`) that checks candidate machines against this
         strategy's policy without building the prefix tree, used by lazy and every-depth
         learning; ``None`` (the default): it has none for ``target``, so the learner builds the
         tree and checks candidates against it."""

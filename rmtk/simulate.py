@@ -33,10 +33,10 @@ import attrs
 import numpy as np
 
 from .data import PAD, Demonstrations
-from .engines import as_engine
+from .engines.local import as_engine
+from .engines.shards import Shard, plan_shards
 from .errors import DataError, ModelError
 from .progress import Progress, as_progress
-from .shards import Shard, plan_shards
 from .task import Task
 
 #: Tolerance on the rows of a user-given policy summing to 1.
@@ -263,9 +263,9 @@ class Written:
 
 @attrs.frozen
 class SimulationJob:
-    """Simulates one :class:`~rmtk.shards.Shard`: trajectories ``start .. stop − 1`` of
+    """Simulates one :class:`~rmtk.engines.shards.Shard`: trajectories ``start .. stop − 1`` of
     ``simulate(task, n, horizon, seed=seed)`` exactly — the run's random stream jumped ahead
-    to the shard (:meth:`~rmtk.shards.Shard.jumped_rng`), so the data do not depend on the
+    to the shard (:meth:`~rmtk.engines.shards.Shard.jumped_rng`), so the data do not depend on the
     shard size nor on the number of workers. Returns the :class:`Demonstrations`, or, with
     ``directory`` and ``schema``, writes them as Parquet partition ``shard.index`` there and
     returns a :class:`Written`. Picklable: it is what an engine sends to its workers."""
@@ -302,7 +302,7 @@ def simulate_sharded(
     progress: Progress | None = None,
 ) -> Demonstrations:
     """:func:`simulate` cut into shards of ``shard_size`` trajectories run on ``engine``
-    (``"local"``, ``"dask"`` or an engine object, :mod:`rmtk.engines`), gathered here:
+    (``"local"``, ``"dask"`` or an engine object, :mod:`rmtk.engines.local`), gathered here:
     the same trajectories as ``simulate(task, n, horizon, seed=seed)``."""
     n, horizon, shard_size = check_sizes(n, horizon, shard_size)
     job = SimulationJob(task, _policy_table(task, policy), horizon, chunk=min(shard_size, 100_000))

@@ -15,7 +15,7 @@ def models_dir() -> Path:
 def dask_client():
     """One local Dask cluster of 2 worker processes for the whole test session (the cluster
     `--engine dask --workers 2` starts)."""
-    from rmtk.dask_engine import local_cluster
+    from rmtk.engines.dask import local_cluster
 
     cluster, client = local_cluster(2)
     yield client

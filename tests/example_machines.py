@@ -1,4 +1,4 @@
-"""Small reward machines shared by the tests of rmtk.io and rmtk.draw."""
+"""Small reward machines shared by the tests of rmtk.io and rmtk.io.draw."""
 
 from __future__ import annotations
 

@@ -12,21 +12,21 @@ import pytest
 from test_theorem import U_MAX, random_instance
 
 from rmtk import ExactPTP, Learner, SatEncoder, dsl
-from rmtk.active import ActiveLearner, Budget, default_check
-from rmtk.cli import main
-from rmtk.empirical import EmpiricalPTP
-from rmtk.errors import RmtkError
-from rmtk.expert import (
+from rmtk.active.experts import (
     QueryError,
     RecordedExpert,
     SimulatedExpert,
     TaskExpert,
     realisable,
 )
+from rmtk.active.loop import ActiveLearner, Budget, default_check
+from rmtk.active.questions import ExpertWalks, ProductCheck, QueryStrategy, SplitMostPairs
+from rmtk.cli.main import main
+from rmtk.empirical import EmpiricalPTP
+from rmtk.errors import RmtkError
 from rmtk.machine import RewardMachine
 from rmtk.negatives import ConfidenceMiner
 from rmtk.planning import task_policy
-from rmtk.queries import ExpertWalks, ProductCheck, QueryStrategy, SplitMostPairs
 from rmtk.simulate import simulate
 
 MODELS = Path(__file__).resolve().parents[1] / "models"

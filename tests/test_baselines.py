@@ -1,4 +1,4 @@
-"""MaxCausalEnt IRL baselines (rmtk.baselines): the soft Bellman solvers against the planner,
+"""MaxCausalEnt IRL baselines (rmtk.rewards.baselines): the soft Bellman solvers against the planner,
 the exact gradient against finite differences, and known-answer recovery on a chain."""
 
 from __future__ import annotations
@@ -7,7 +7,10 @@ import numpy as np
 import pytest
 
 from rmtk import LabeledMDP, ModelError, RewardMachine, Task, dsl
-from rmtk.baselines import (
+from rmtk.data import Demonstrations
+from rmtk.evaluation import log_likelihood, sample_demonstrations
+from rmtk.planning import soft_bellman, task_policy
+from rmtk.rewards.baselines import (
     IRLFit,
     MaxCausalEntObjective,
     d_irl,
@@ -18,9 +21,6 @@ from rmtk.baselines import (
     soft_policy,
     uniform_policy,
 )
-from rmtk.data import Demonstrations
-from rmtk.evaluation import log_likelihood, sample_demonstrations
-from rmtk.planning import soft_bellman, task_policy
 from rmtk.simulate import simulate
 
 GOAL_REWARD = 2.0

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from rmtk import dsl
-from rmtk.cli import main
+from rmtk.cli.main import main
 from rmtk.data import load
 
 MODELS = Path(__file__).resolve().parents[1] / "models"

@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 from rmtk import dsl
-from rmtk.cli import main
+from rmtk.cli.main import main
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from rmtk import ConfidenceMiner, EmpiricalPTP, Learner, MaxSatEncoder, dsl
-from rmtk.cli import main
-from rmtk.dask_engine import DaskEngine, WorkError
+from rmtk.cli.main import main
 from rmtk.data import load, save
 from rmtk.data.parquet_dataset import ParquetDataset
 from rmtk.empirical import CountJob, canonical_counts, merge_partial
-from rmtk.engines import LocalEngine
+from rmtk.engines.dask import DaskEngine, WorkError
+from rmtk.engines.local import LocalEngine
 from rmtk.errors import DataError
 from rmtk.progress import Progress
 from rmtk.simulate import simulate, simulate_dataset, simulate_sharded
@@ -228,7 +228,7 @@ def merge_episodes(a, b):
 
 
 def test_shards_with_their_own_streams_give_the_same_counts_anywhere(client, task):
-    from rmtk.shards import plan_shards
+    from rmtk.engines.shards import plan_shards
 
     shards = plan_shards(5_000, 700, seed=12)
     results = [

@@ -34,11 +34,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from rmtk import EmpiricalPTP, RmtkError, dsl
-from rmtk.cli import main
-from rmtk.dask_engine import PHASES, DaskEngine, WorkError
+from rmtk.cli.main import main
 from rmtk.data import save
 from rmtk.data.parquet_dataset import ParquetDataset
 from rmtk.empirical import CountJob, canonical_counts, merge_partial
+from rmtk.engines.dask import PHASES, DaskEngine, WorkError
 from rmtk.errors import DataError
 from rmtk.simulate import simulate
 
@@ -48,7 +48,7 @@ BOUND = 60  # seconds any faulty run may take before the test calls it a hang
 
 
 def _cluster():
-    from rmtk.dask_engine import local_cluster
+    from rmtk.engines.dask import local_cluster
 
     cluster, client = local_cluster(2)
     yield client
@@ -419,7 +419,7 @@ def test_a_script_starting_workers_outside_a_main_guard_is_told_what_to_write(tm
     tracebacks from every worker; rmtk refuses first, naming the script's line."""
     out = _script(
         tmp_path,
-        "from rmtk.dask_cluster import local_cluster\n\ncluster, client = local_cluster(2)\n",
+        "from rmtk.engines.cluster import local_cluster\n\ncluster, client = local_cluster(2)\n",
     )
     assert out.returncode == 1
     assert f"{tmp_path / 'script.py'}, line 3: starting 2 local worker processes" in out.stderr
@@ -430,7 +430,7 @@ def test_a_script_starting_workers_outside_a_main_guard_is_told_what_to_write(tm
 def test_a_guarded_script_is_not_refused(tmp_path):
     out = _script(
         tmp_path,
-        "from rmtk.dask_cluster import unguarded_main_line\n\n"
+        "from rmtk.engines.cluster import unguarded_main_line\n\n"
         "if __name__ == '__main__':\n    print(unguarded_main_line())\nprint(unguarded_main_line())\n",
     )
     lines = out.stdout.split()

@@ -1,4 +1,4 @@
-"""Notebook display: machines and grid worlds as SVG, learning results as HTML (rmtk.display)."""
+"""Notebook display: machines and grid worlds as SVG, learning results as HTML (rmtk.io.display)."""
 
 import re
 import subprocess
@@ -11,8 +11,8 @@ import pytest
 from example_machines import patrol
 
 from rmtk import ExactPTP, Learner, RewardMachine, dsl
-from rmtk import display as display_module
 from rmtk.envs import labyrinth
+from rmtk.io import display as display_module
 
 ROOT = Path(__file__).resolve().parents[1]
 SVG = "{http://www.w3.org/2000/svg}"
@@ -107,7 +107,7 @@ def test_learn_result_html_without_a_machine(patrol_task):
 
 
 def test_display_imports_no_matplotlib():
-    probe = "import sys, rmtk, rmtk.display; print('matplotlib' in sys.modules)"
+    probe = "import sys, rmtk, rmtk.io.display; print('matplotlib' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"

@@ -1,4 +1,4 @@
-"""rmtk.draw: matplotlib pictures of machines, grid worlds and the labyrinth."""
+"""rmtk.io.draw: matplotlib pictures of machines, grid worlds and the labyrinth."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from example_machines import machine, patrol, tiny
 
 from rmtk import GeneratorCall, LabeledMDP, ModelError, RewardMachine, RmtkError
-from rmtk.draw import draw_grid, draw_labyrinth, draw_machine, grid_cells, proposition_colours
 from rmtk.io.dot import edge_groups
+from rmtk.io.draw import draw_grid, draw_labyrinth, draw_machine, grid_cells, proposition_colours
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

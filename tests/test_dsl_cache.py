@@ -88,7 +88,7 @@ def test_cache_key_follows_grammar_options_and_relative_dirs(monkeypatch, tmp_pa
 
 def test_importing_rmtk_and_dsl_does_not_import_lark():
     code = (
-        "import sys, rmtk, rmtk.cli; from rmtk import dsl; print('lark' in sys.modules); "
+        "import sys, rmtk, rmtk.cli.main; from rmtk import dsl; print('lark' in sys.modules); "
         "dsl.loads('machine m { alphabet A; u0 -> u1 on A }'); print('lark' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout

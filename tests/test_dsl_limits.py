@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from rmtk import dsl
-from rmtk.cli import main
+from rmtk.cli.main import main
 from rmtk.dsl.parser import MAX_NESTING
 from rmtk.errors import DslMeaningError, DslSyntaxError
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rmtk import dsl
-from rmtk.cli import main
+from rmtk.cli.main import main
 from rmtk.errors import DslMeaningError, RmtkError
 from rmtk.mdp import LabeledMDP
 from rmtk.ptp import MAX_TREE_LEVELS, build_prefix_tree

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from rmtk import EmpiricalPTP, dsl
-from rmtk.dask_engine import DaskEngine
 from rmtk.data import save
 from rmtk.empirical import canonical_counts, count_chunk, merge_counts, to_policy
-from rmtk.engines import LocalEngine, as_engine
+from rmtk.engines.dask import DaskEngine
+from rmtk.engines.local import LocalEngine, as_engine
+from rmtk.engines.shards import TreeReducer, plan_shards
 from rmtk.errors import RmtkError
 from rmtk.progress import Progress
-from rmtk.shards import TreeReducer, plan_shards
 from rmtk.simulate import simulate, simulate_dataset, simulate_sharded
 
 MODELS = Path(__file__).resolve().parents[1] / "models"

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from rmtk import dsl
-from rmtk.cli import main
+from rmtk.cli.main import main
 from rmtk.errors import DslMeaningError, DslSyntaxError
 
 MACHINE = "machine m {\n  alphabet A B\n  initial u0\n%s\n}\n"

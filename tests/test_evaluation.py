@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from rmtk import LabeledMDP, ModelError, RewardMachine, dsl
-from rmtk.baselines import uniform_policy
 from rmtk.data import Demonstrations
 from rmtk.evaluation import (
     average_log_likelihood,
@@ -19,6 +18,7 @@ from rmtk.evaluation import (
     sample_demonstrations,
 )
 from rmtk.planning import task_policy
+from rmtk.rewards.baselines import uniform_policy
 from rmtk.simulate import rollout_nodes, simulate
 
 NEXT, BACK = 0, 1

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from rmtk import EmpiricalPTP, ExactPTP, Learner, MaxSatEncoder, SoftOptimal, dsl
-from rmtk.cli import main
+from rmtk.cli.main import main
 from rmtk.errors import RmtkError
 from rmtk.explain import growth_factors
 from rmtk.negatives import ConfidenceMiner

@@ -14,6 +14,9 @@ from gymnasium import spaces
 from rmtk import ConfidenceMiner, DataError, EmpiricalPTP, Learner, RmtkError, dsl, isomorphic
 from rmtk.data import Demonstrations
 from rmtk.empirical import canonical_counts, count_chunk, to_policy
+from rmtk.encoders import SimplestEncoder
+from rmtk.engines.shards import plan_shards
+from rmtk.exact import shortest_path_table
 from rmtk.gym import (
     Bins,
     Identity,
@@ -27,9 +30,6 @@ from rmtk.gym import (
     collect_shard,
     office_env,
 )
-from rmtk.shards import plan_shards
-from rmtk.shortest import shortest_path_table
-from rmtk.simplest import SimplestEncoder
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from rmtk import ExactPTP, LabeledMDP, Learner, RewardMachine, RmtkError, Task
-from rmtk.active import ActiveLearner
-from rmtk.expert import QueryError, realisable
+from rmtk.active.experts import QueryError, realisable
+from rmtk.active.loop import ActiveLearner
+from rmtk.active.questions import ExpertWalks
 from rmtk.gym import MdpEnv, NodePolicy
-from rmtk.gym.expert import GymExpert
+from rmtk.gym.experts import GymExpert
 from rmtk.planning import task_policy
-from rmtk.queries import ExpertWalks
 
 PROPS = ["i", "a", "h", "g"]
 
@@ -104,7 +104,7 @@ def test_bad_environments_are_clear_errors():
 
 def test_office_histories_are_replayed_state_by_state():
     from rmtk import dsl
-    from rmtk.shortest import shortest_path_table
+    from rmtk.exact import shortest_path_table
 
     task = dsl.load_model("office").tasks["patrol"]
     mdp = task.mdp

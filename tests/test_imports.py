@@ -1,5 +1,5 @@
 """Each output module imports on its own, cheaply; things live in one place (no shim re-exporting
-rmtk.io.dot, rmtk.io.rmtext and rmtk.draw under another name)."""
+rmtk.io.dot, rmtk.io.rmtext and rmtk.io.draw under another name)."""
 
 import subprocess
 import sys
@@ -18,7 +18,7 @@ def test_no_compatibility_shim():
     assert users == []
 
 
-@pytest.mark.parametrize("module", ["rmtk.draw", "rmtk.io", "rmtk.io.dot", "rmtk.io.rmtext"])
+@pytest.mark.parametrize("module", ["rmtk.io.draw", "rmtk.io", "rmtk.io.dot", "rmtk.io.rmtext"])
 def test_import_alone_is_cheap_and_acyclic(module):
     """Each module imports on its own in a fresh interpreter (no import cycle), without
     matplotlib or networkx."""

@@ -48,4 +48,4 @@ def test_build_ships_py_typed_grammar_and_models(tmp_path):
     proc = subprocess.run(build, cwd=src, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     files = {p.relative_to(src / "lib").as_posix() for p in (src / "lib").rglob("*") if p.is_file()}
-    assert {"rmtk/py.typed", "rmtk/grammars/rmtk.lark", "rmtk/models/patrol.rm", "rmtk/display.py"} <= files
+    assert {"rmtk/py.typed", "rmtk/grammars/rmtk.lark", "rmtk/models/patrol.rm", "rmtk/io/display.py"} <= files

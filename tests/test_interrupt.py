@@ -1,4 +1,4 @@
-"""A long SAT search gives way to Ctrl-C and SIGTERM within about a second (rmtk/solve.py:
+"""A long SAT search gives way to Ctrl-C and SIGTERM within about a second (rmtk/sat/search.py:
 a solve runs in slices of conflicts, with pysat's SIGINT handler off): the command ends
 with its one-line message and exit status, not after the search, and never deadlocks (pysat's
 own SIGINT handler, put around solver calls on the main thread, can jump out of CaDiCaL's

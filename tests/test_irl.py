@@ -1,15 +1,15 @@
-"""MaxEnt reward extraction (rmtk.irl): Algorithm 3 and the linear soft-Bellman fit, checked
+"""MaxEnt reward extraction (rmtk.rewards.recovery): Algorithm 3 and the linear soft-Bellman fit, checked
 against independent computations (re-planning, explicit shaping directions, naive loops)."""
 
 import numpy as np
 import pytest
 
 from rmtk import LabeledMDP, ModelError, RewardMachine, dsl
-from rmtk.irl import check, coverage, describe, learned_product_policy, recover_rewards, reward_fit
 from rmtk.learner import ExactPTP, Learner, SoftOptimal
 from rmtk.planning import soft_bellman, task_policy
 from rmtk.product import product, task_product
 from rmtk.ptp import PrefixTree, PrefixTreePolicy, Trie, build_prefix_tree
+from rmtk.rewards.recovery import check, coverage, describe, learned_product_policy, recover_rewards, reward_fit
 
 TASKS = [("patrol.rm", "patrol"), ("stack.rm", "stack")]
 

@@ -1,4 +1,4 @@
-"""The L1 fit behind irl.sparsest (rmtk.l1): vertex enumeration against the LP on random
+"""The L1 fit behind irl.sparsest (rmtk.rewards.l1): vertex enumeration against the LP on random
 instances and on the shipped tasks, its tie-break, its fallbacks; and the learn path's
 imports (no scipy for a small model)."""
 
@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rmtk import dsl, l1
-from rmtk.irl import check, reward_fit, sparsest
-from rmtk.l1 import l1_fit, lp_l1, vertex_l1
+from rmtk import dsl
 from rmtk.planning import task_policy
+from rmtk.rewards import l1
+from rmtk.rewards.l1 import l1_fit, lp_l1, vertex_l1
+from rmtk.rewards.recovery import check, reward_fit, sparsest
 
 ROOT = Path(__file__).resolve().parents[1]
 

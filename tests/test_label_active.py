@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rmtk.cli import main
+from rmtk.cli.main import main
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 

@@ -11,17 +11,17 @@ import numpy as np
 import pytest
 
 from rmtk import ExactPTP, Learner, RewardMachine, SatEncoder, Task, dsl
-from rmtk.encoding import Problem
 from rmtk.equivalence import consistency
 from rmtk.errors import RmtkError
 from rmtk.exact import NodePolicyTable
-from rmtk.histories import state_machine, state_mdp, state_task
-from rmtk.label_learner import LabelingEncoder, truth_pair
-from rmtk.label_search import label_search, mdp_reachable
-from rmtk.lazy import Counterexample
+from rmtk.labels.histories import state_machine, state_mdp, state_task
+from rmtk.labels.learner import LabelingEncoder, truth_pair
+from rmtk.labels.search import label_search, mdp_reachable
 from rmtk.mdp import LabeledMDP
 from rmtk.ptp import Trie
-from rmtk.solve import canonical_partial
+from rmtk.sat.encoding import Problem
+from rmtk.sat.lazy import Counterexample
+from rmtk.sat.search import canonical_partial
 
 
 def pair_key(labels, delta_u, used, reach):
@@ -273,7 +273,7 @@ def test_bad_data_and_mismatched_strategies():
     from rmtk.data.demonstrations import Demonstrations
     from rmtk.empirical import EmpiricalPTP
     from rmtk.errors import DataError
-    from rmtk.histories import StateHistoryPTP
+    from rmtk.labels.histories import StateHistoryPTP
 
     task = dsl.load_model("patrol").tasks["patrol"]
     demos = Demonstrations.from_lists([[(0, 0), (3, 1)], [(2, 0), (20, 1)]])
@@ -314,10 +314,10 @@ def test_demonstrations_without_labels():
     table = np.where(table > 0.5, 0.95, 0.05)  # a decisive expert: one preferred action per (node, state)
     demos = simulate(task, 3000, 6, seed=3, policy=table.transpose(1, 0, 2))
     res = Learner(EmpiricalPTP(demos), encoder=LabelingEncoder(), max_nodes=3, irl=None).fit(task)
-    from rmtk.histories import StateHistoryPTP
-    from rmtk.lazy import TrieOracle
+    from rmtk.labels.histories import StateHistoryPTP
     from rmtk.negatives import ConfidenceMiner
     from rmtk.progress import Progress
+    from rmtk.sat.lazy import TrieOracle
 
     built = StateHistoryPTP(EmpiricalPTP(demos)).build(task, Progress())
     negatives = ConfidenceMiner().mine(built)
@@ -329,7 +329,7 @@ def test_demonstrations_without_labels():
 
 
 def test_cli_learn_labels_writes_loadable_pairs(tmp_path, capsys):
-    from rmtk.cli import main
+    from rmtk.cli.main import main
 
     png = tmp_path / "labels.png"
     assert main(["learn", "models/patrol.rm", "--learn-labels", "--explain", "-q", "--png", str(png)]) == 0
@@ -369,10 +369,10 @@ def test_collect_without_a_labeler_records_state_histories():
     pytest.importorskip("gymnasium")
     from rmtk.empirical import EmpiricalPTP
     from rmtk.gym import Identity, MdpVectorEnv, NodePolicy, collect
-    from rmtk.histories import StateHistoryPTP
-    from rmtk.lazy import TrieOracle
+    from rmtk.labels.histories import StateHistoryPTP
     from rmtk.negatives import ConfidenceMiner
     from rmtk.progress import Progress
+    from rmtk.sat.lazy import TrieOracle
 
     task, table = random_task(7)
     expert_policy = NodePolicy.from_table(task.machine, np.where(table > 0.5, 0.95, 0.05))
@@ -402,7 +402,7 @@ def test_collect_without_a_labeler_records_state_histories():
 def test_exact_state_history_policy_is_the_product_policy():
     """Every state path of at most 3 states (runs of one state collapsed) is a word of the state
     tree, with the expert's distribution at (its last state, the true node after its labels)."""
-    from rmtk.histories import StateHistoryPTP
+    from rmtk.labels.histories import StateHistoryPTP
     from rmtk.planning import task_policy
     from rmtk.progress import Progress
 
@@ -437,10 +437,10 @@ def test_patrol_demonstrations_keep_the_truth_among_the_survivors():
     import attrs
 
     from rmtk.empirical import EmpiricalPTP
-    from rmtk.histories import StateHistoryPTP
-    from rmtk.lazy import TrieOracle
+    from rmtk.labels.histories import StateHistoryPTP
     from rmtk.negatives import ConfidenceMiner
     from rmtk.progress import Progress
+    from rmtk.sat.lazy import TrieOracle
     from rmtk.simulate import simulate
 
     task = dsl.load_model("patrol").tasks["patrol"]
@@ -490,7 +490,7 @@ def test_ruled_out_sizes_stop_at_the_label_classes_the_knowledge_allows():
     """With cells known to share a label, the sizes ruled out list no more propositions than
     the classes the knowledge leaves (patrol, 16 cells: one room of 4 shared leaves 13, two
     rooms 10), nor than a given bound; the answer is the one found without knowledge."""
-    from rmtk.label_search import label_classes
+    from rmtk.labels.search import label_classes
 
     task = dsl.load_model("patrol").tasks["patrol"]
     rooms = [[s for s, lab in zip(task.mdp.states, task.mdp.labels) if lab == p] for p in (0, 1)]
@@ -510,7 +510,7 @@ def test_a_time_limit_in_the_enumeration_reports_the_bisection_pair(monkeypatch)
     the pairs of the complete search, flagged."""
     import sys
 
-    import rmtk.label_search as ls
+    import rmtk.labels.search as ls
 
     task, table = random_task(53)
     reach = mdp_reachable(task.mdp)
@@ -538,7 +538,7 @@ def test_label_free_check_decides_n_as_a_brute_force_over_every_labeling(seed):
     nodes fit exactly when some labeling, with any number of propositions, has a machine of
     at most n nodes (the label-given learner run on every labeling); likewise with two states
     known to share a label, against the labelings that give them one."""
-    from rmtk.label_free import label_free_check
+    from rmtk.labels.label_free import label_free_check
 
     task, table = random_task(seed + 40)
     reach = mdp_reachable(task.mdp)
@@ -572,8 +572,8 @@ def test_label_free_check_keeps_shared_labels_together():
     equalities, the solver is free to split them."""
     from pysat.solvers import Solver
 
-    from rmtk.encoding import VarPool, decode_transitions, determinism, full_specification
-    from rmtk.label_free import equal_columns
+    from rmtk.labels.label_free import equal_columns
+    from rmtk.sat.encoding import VarPool, decode_transitions, determinism, full_specification
 
     pool = VarPool(3, 4, 1, 0)
     group = (0, 2, 3)
@@ -594,8 +594,8 @@ def test_a_time_limit_after_the_label_free_check_reports_its_pair_flagged(monkey
     number of nodes the label-free check decided and the pair of the machine it found, flagged
     incomplete with what was not decided; that pair reproduces the expert, and its size is no
     smaller than the true smallest one (patrol: 4 nodes, 4 propositions)."""
-    import rmtk.label_search as ls
-    from rmtk.histories import StateHistoryPTP
+    import rmtk.labels.search as ls
+    from rmtk.labels.histories import StateHistoryPTP
 
     task = dsl.load("models/patrol.rm").tasks["patrol"]
     oracle = StateHistoryPTP(ExactPTP(None)).oracle(task)
@@ -617,9 +617,9 @@ def test_labels_from_an_expert_asked_actively():
     labels learned from its questions and answers alone give the truth up to both renamings
     (the loop's many survivors over 16 state letters collapse to one pair); the same loop over
     label words is refused."""
-    from rmtk.active import ActiveLearner
-    from rmtk.expert import TaskExpert
-    from rmtk.label_learner import labels_from_active
+    from rmtk.active.experts import TaskExpert
+    from rmtk.active.loop import ActiveLearner
+    from rmtk.labels.learner import labels_from_active
 
     task = dsl.load_model("patrol").tasks["patrol"]
     st = state_task(task)

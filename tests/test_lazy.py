@@ -103,7 +103,7 @@ def test_lazy_and_every_depth_errors():
             return Enc().encode(problem, n)
 
         def search(self, problem, **kw):
-            from rmtk.solve import search
+            from rmtk.sat.search import search
 
             return search(self.encode, problem, max_nodes=kw["max_nodes"])
 

@@ -9,14 +9,21 @@ import pytest
 from pysat.solvers import Solver
 
 from rmtk import RewardMachine, dsl, isomorphic
-from rmtk.cli import main
+from rmtk.cli.main import main
 from rmtk.encoders import MaxSatEncoder, SatEncoder
-from rmtk.encoding import Problem, VarPool, decode_transitions, determinism, full_specification, symmetry_breaking_bfs
 from rmtk.equivalence import consistency
 from rmtk.learner import DistinctPerNode, ExactPTP, Learner, NodePolicyTable, SoftOptimal
 from rmtk.negatives import policy_classes
 from rmtk.ptp import build_prefix_tree
-from rmtk.solve import count_completions
+from rmtk.sat.encoding import (
+    Problem,
+    VarPool,
+    decode_transitions,
+    determinism,
+    full_specification,
+    symmetry_breaking_bfs,
+)
+from rmtk.sat.search import count_completions
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 

@@ -8,10 +8,10 @@ import pytest
 
 from rmtk import dsl, isomorphic
 from rmtk.encoders import MaxSatEncoder, SatEncoder
-from rmtk.encoding import Problem
 from rmtk.learner import DistinctPerNode, Learner
 from rmtk.negatives import ConfidenceMiner, NegativePairs, log_weissman_constant, policy_classes
 from rmtk.ptp import PrefixTree, PrefixTreePolicy, Trie, build_prefix_tree
+from rmtk.sat.encoding import Problem
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from rmtk import dsl, output
-from rmtk.cli import main
+from rmtk.cli.main import main
 from rmtk.errors import RmtkError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,8 +121,8 @@ def interrupt_mid_write(monkeypatch):
 
 
 def _writers():
-    from rmtk import draw
     from rmtk.data import save
+    from rmtk.io import draw
     from rmtk.simulate import simulate
 
     task = dsl.load(MODELS / "stack.rm").tasks["stack"]

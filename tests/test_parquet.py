@@ -151,7 +151,7 @@ def test_staging_commits_atomically(tmp_path):
 
 def test_import_rmtk_imports_neither_pyarrow_nor_dask():
     probe = (
-        "import sys, rmtk, rmtk.data, rmtk.empirical, rmtk.engines, rmtk.simulate, rmtk.cli; "
+        "import sys, rmtk, rmtk.data, rmtk.empirical, rmtk.engines.local, rmtk.simulate, rmtk.cli.main; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'pyarrow', 'dask', 'distributed'}))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
@@ -324,7 +324,7 @@ def test_cli_simulate_parquet_locally_and_learn_as_from_npz(tmp_path, capsys):
     from pathlib import Path
 
     from rmtk import dsl
-    from rmtk.cli import main
+    from rmtk.cli.main import main
     from rmtk.simulate import simulate
 
     model = str(Path(__file__).resolve().parents[1] / "models" / "stack_avoid.rm")
@@ -452,7 +452,7 @@ def test_a_partition_of_another_dataset_is_refused(tmp_path, stack):
 def test_cli_learn_stops_on_a_shrunk_partition(tmp_path, stack, capsys):
     from pathlib import Path
 
-    from rmtk.cli import main
+    from rmtk.cli.main import main
 
     d = shrunk_dataset(tmp_path, stack, 250, ("rmtk.steps",))
     model = str(Path(__file__).resolve().parents[1] / "models" / "stack.rm")

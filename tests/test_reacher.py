@@ -375,7 +375,7 @@ def test_quick_experiment_finds_the_true_machine(dask_client):
 
 
 def test_unknown_integrator_is_refused_before_any_work(capsys):
-    from rmtk.cli import main
+    from rmtk.cli.main import main
     from rmtk.errors import RmtkError
     from rmtk.experiments.reacher import simulate_and_learn
 
@@ -397,7 +397,7 @@ def _cell_at(point):
 
 def test_the_asked_expert_acts_from_the_node_its_history_reaches():
     pytest.importorskip("mujoco")
-    from rmtk.gym.reacher_expert import ReacherExpert
+    from rmtk.gym.reacher import ReacherExpert
 
     q = R.inverse_kinematics(R.TARGETS[0:1], 1)[0]  # the fingertip on b, at rest
     cell = _cell_at([q[0], q[1], 0.1, 0.1])
@@ -417,8 +417,8 @@ def test_the_asked_expert_acts_from_the_node_its_history_reaches():
 
 def test_a_history_the_arm_cannot_realise_is_a_clear_error():
     pytest.importorskip("mujoco")
-    from rmtk.expert import QueryError
-    from rmtk.gym.reacher_expert import ReacherExpert
+    from rmtk.active.experts import QueryError
+    from rmtk.gym.reacher import ReacherExpert
 
     expert = ReacherExpert()
     home = _cell_at([0.0, 0.0, 0.0, 0.0])  # fingertip at (0.21, 0): in no disc

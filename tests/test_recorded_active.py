@@ -1,4 +1,4 @@
-"""Active learning over a recording (rmtk/recorded_active.py): from the recorded counts of an
+"""Active learning over a recording (rmtk/active/recorded.py): from the recorded counts of an
 ε-greedy expert, asking it at recorded triples the survivors disagree on leaves the machine
 every-depth learning finds, far fewer than passive learning on the same recording; budgets
 stop cleanly; bad input is a clear error. The reacher's expert is tested in test_reacher.py."""
@@ -9,16 +9,16 @@ import numpy as np
 import pytest
 
 from rmtk import dsl
-from rmtk.active import Budget
+from rmtk.active.experts import RecordedExpert, SimulatedExpert, TaskExpert
+from rmtk.active.loop import Budget
+from rmtk.active.recorded import MostEvidence, RecordedActiveLearner, Triples, candidate_triples
 from rmtk.empirical import CountTable, count_chunk, prune_counts, to_policy
 from rmtk.encoders import MaxSatEncoder
-from rmtk.encoding import Problem
 from rmtk.errors import RmtkError
 from rmtk.exact import NodePolicyTable
-from rmtk.expert import RecordedExpert, SimulatedExpert, TaskExpert
 from rmtk.negatives import ConfidenceMiner
 from rmtk.planning import task_policy
-from rmtk.recorded_active import MostEvidence, RecordedActiveLearner, Triples, candidate_triples
+from rmtk.sat.encoding import Problem
 from rmtk.simulate import simulate
 
 ALPHA = 1e-3

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from rmtk import dsl
-from rmtk.expert import QueryError
+from rmtk.active.experts import QueryError
+from rmtk.exact import shortest_path_table
 from rmtk.gym import NodePolicy, office_env
-from rmtk.gym.replay import ReplayExpert, record, replay
-from rmtk.shortest import shortest_path_table
+from rmtk.gym.experts import ReplayExpert, record, replay
 
 
 def office(task_name="coffee"):

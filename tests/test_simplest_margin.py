@@ -18,10 +18,10 @@ from rmtk import (
     isomorphic,
 )
 from rmtk.empirical import count_stream
-from rmtk.margin import MarginIRL
+from rmtk.encoders import SimplestEncoder
+from rmtk.exact import shortest_path_table
 from rmtk.progress import Progress
-from rmtk.shortest import shortest_path_table
-from rmtk.simplest import SimplestEncoder
+from rmtk.rewards.margin import MarginIRL
 from rmtk.simulate import simulate
 from rmtk.space import Space
 

@@ -23,7 +23,7 @@ from rmtk import (
     SatEncoder,
     dsl,
 )
-from rmtk.cli import main
+from rmtk.cli.main import main
 from rmtk.errors import RmtkError
 from rmtk.negatives import PolicyClasses
 from rmtk.simulate import simulate
@@ -114,7 +114,7 @@ class Forbid:
         return formula.extend([[-int(formula.pool.t(i, k, j))]]) if max(i, j) < n else formula
 
     def search(self, problem, **kw):
-        from rmtk.solve import search
+        from rmtk.sat.search import search
 
         return search(
             self.encode,

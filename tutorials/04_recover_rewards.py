@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from rmtk import dsl
-from rmtk.irl import check, describe, reward_fit, sparsest
 from rmtk.planning import task_policy
+from rmtk.rewards.recovery import check, describe, reward_fit, sparsest
 
 # Like every tutorial this one accepts an output directory as its first argument, but it
 # writes no file, so it neither creates nor uses one.

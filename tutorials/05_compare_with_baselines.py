@@ -19,10 +19,10 @@ import attrs
 import numpy as np
 
 from rmtk import EmpiricalPTP, Learner, MaxSatEncoder, dsl
-from rmtk.baselines import d_irl, f_irl, uniform_policy
 from rmtk.evaluation import average_log_likelihood, average_return, log_likelihood
-from rmtk.irl import learned_product_policy
 from rmtk.planning import soft_bellman, task_policy
+from rmtk.rewards.baselines import d_irl, f_irl, uniform_policy
+from rmtk.rewards.recovery import learned_product_policy
 from rmtk.simulate import simulate
 
 # Like every tutorial this one accepts an output directory as its first argument, but it

@@ -17,9 +17,9 @@ import networkx as nx
 from matplotlib.figure import Figure
 
 from rmtk import dsl, isomorphic
-from rmtk.draw import draw_grid, draw_machine
 from rmtk.errors import DataError, ModelError
 from rmtk.io.dot import to_dot, to_networkx
+from rmtk.io.draw import draw_grid, draw_machine
 from rmtk.io.rmtext import read_rm_text, write_rm_text
 from rmtk.planning import task_policy
 
@@ -44,7 +44,7 @@ task = dsl.load_model("patrol.rm").tasks["patrol"]
 machine, rooms = task.machine, task.mdp
 
 # %% 1. Pictures
-# `rmtk.draw.draw_machine` puts the nodes on a circle, the initial node at the left with a
+# `rmtk.io.draw.draw_machine` puts the nodes on a circle, the initial node at the left with a
 # "start" arrow; each (source, target, reward) group is its own arc, labelled with its
 # letters and " / reward" when it is not 0 (rounded to 6 significant digits); the grey
 # loops are the 0-reward defaults (`show_defaults=False` leaves them out). The file

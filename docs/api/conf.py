@@ -29,7 +29,7 @@ autodoc_preserve_defaults = True
 # build (sphinx-build -W -n). The build is offline (no intersphinx): references into other
 # libraries cannot be resolved and are not checked.
 nitpicky = True
-nitpick_ignore = [("py:class", "rmtk.shards.T")]  # a type variable, not a documented object
+nitpick_ignore = [("py:class", "rmtk.engines.shards.T")]  # a type variable, not a documented object
 nitpick_ignore_regex = [
     (
         r"py:.*",

@@ -169,7 +169,7 @@ class Options:
 
         from matplotlib.figure import Figure
 
-        from ..draw import save_figure
+        from ..io.draw import save_figure
 
         fig = Figure(figsize=size, layout=layout)
         quiet = logging.getLogger("matplotlib")

@@ -35,11 +35,11 @@ def _measured(fn):
 
 
 def run(opts: Options) -> Report:
-    from ..active import ActiveLearner
+    from ..active.experts import SimulatedExpert, TaskExpert
+    from ..active.loop import ActiveLearner
+    from ..active.questions import ExpertWalks, SplitMostPairs
     from ..empirical import EmpiricalPTP
-    from ..expert import SimulatedExpert, TaskExpert
     from ..learner import ExactPTP, Learner
-    from ..queries import ExpertWalks, SplitMostPairs
 
     report = Report("active learning: questions to the expert against the full prefix tree")
     t0 = time.perf_counter()
@@ -155,7 +155,7 @@ def run(opts: Options) -> Report:
     report.notes += [
         (
             "tree = the paper's pipeline on the full prefix tree policy at the task's depth: one policy evaluation per "
-            "(word, state) pair; active = rmtk.active.ActiveLearner with rmtk.expert.TaskExpert, questions chosen by "
+            "(word, state) pair; active = rmtk.active.ActiveLearner with rmtk.active.TaskExpert, questions chosen by "
             "SplitMostPairs, stopped by the exact equivalence check (ProductCheck: the synchronised product with the "
             "expert's policy, one query each, plus one evaluation per history of a counterexample) finding none."
         ),
@@ -173,11 +173,11 @@ def run(opts: Options) -> Report:
 
 def _soft(report: Report, opts: Options, walks) -> None:
     """patrol as shipped (lambda 1): nearly uniform expert, 10^4 episodes show no negative example."""
-    from ..active import ActiveLearner
+    from ..active.experts import SimulatedExpert
+    from ..active.loop import ActiveLearner
+    from ..active.questions import ExpertWalks, SplitMostPairs
     from ..empirical import EmpiricalPTP
-    from ..expert import SimulatedExpert
     from ..learner import Learner
-    from ..queries import ExpertWalks, SplitMostPairs
     from ..simulate import simulate
 
     task = dsl.load_model("patrol").tasks["patrol"]

@@ -35,16 +35,16 @@ def run(opts: Options) -> Report:
     import resource
     import tracemalloc
 
-    from ..baselines import d_irl, f_irl, uniform_policy
     from ..data import load
-    from ..draw import draw_labyrinth
     from ..encoders import MaxSatEncoder
     from ..evaluation import average_log_likelihood
-    from ..irl import learned_product_policy
+    from ..io.draw import draw_labyrinth
     from ..learner import EmpiricalPTP, Learner
-    from ..maxent import MaxEntIRL
     from ..negatives import ConfidenceMiner
     from ..planning import soft_bellman
+    from ..rewards.baselines import d_irl, f_irl, uniform_policy
+    from ..rewards.maxent import MaxEntIRL
+    from ..rewards.recovery import learned_product_policy
 
     path = opts.get("data")
     if not path:

@@ -1,9 +1,9 @@
 """The loop closed on the Office World (Toro Icarte et al.'s reward machines for RL): for each
 of its four classic tasks (models/office.rm), a scripted expert (shortest paths with
-ε-random actions, :func:`rmtk.shortest.shortest_path_table`) → the machine learned at every
+ε-random actions, :func:`rmtk.exact.shortest_path_table`) → the machine learned at every
 depth from its exact policy, and from episodes recorded with :func:`rmtk.gym.collect` →
 the verdict against the true machine → rewards for the learned machine
-(:class:`~rmtk.margin.MarginIRL`) → tabular Q-learning with counterfactual experiences
+(:class:`~rmtk.rewards.margin.MarginIRL`) → tabular Q-learning with counterfactual experiences
 through :class:`~rmtk.gym.RewardMachineEnv`, with (a) the machine learned from the episodes,
 (b) the true machine, (c) no machine: the labels alone as reward (a one-node machine paying,
 for each label, the most the true machine pays for it).
@@ -40,7 +40,7 @@ SETTINGS = {
     "active": Setting(
         False,
         "after the recorded episodes, ask the expert for what separates the survivors "
-        "(rmtk.active); the agents then train with the machine found",
+        "(rmtk.active.loop); the agents then train with the machine found",
     ),
     "active_tests": Setting(
         1,
@@ -130,10 +130,10 @@ def steps_to(curve, level: float = 0.9):
 
 def run_task(task, opts: Options) -> TaskResult:
     from .. import ConfidenceMiner, EmpiricalPTP, ExactPTP, Learner, NodePolicyTable
+    from ..encoders import SimplestEncoder
+    from ..exact import shortest_path_table
     from ..gym import Identity, MdpVectorEnv, NodePolicy, StateLabels, collect
-    from ..margin import MarginIRL
-    from ..shortest import shortest_path_table
-    from ..simplest import SimplestEncoder
+    from ..rewards.margin import MarginIRL
 
     truth, mdp = task.machine, task.mdp
     table = shortest_path_table(task, opts.get("epsilon"))
@@ -165,9 +165,9 @@ def run_task(task, opts: Options) -> TaskResult:
     )
     active, asked, machine = None, 0, data.machines[0]
     if opts.get("active"):
-        from ..active import ActiveLearner
-        from ..expert import SimulatedExpert
-        from ..queries import ExpertWalks, SplitMostPairs
+        from ..active.experts import SimulatedExpert
+        from ..active.loop import ActiveLearner
+        from ..active.questions import ExpertWalks, SplitMostPairs
 
         expert = SimulatedExpert(task, source=NodePolicyTable(table), seed=opts.seed, recorded=rec)
         run = ActiveLearner(
@@ -257,9 +257,9 @@ def report(results: list[TaskResult], opts: Options) -> Report:
         f"episodes: {sum(r.data.seconds for r in results):.1f} s for all tasks (recording "
         f"{sum(r.collect_seconds for r in results):.1f} s), SimplestEncoder, confidence level {opts.get('alpha')}.",
         "expert: shortest paths to the true machine's next reward, ties split evenly, epsilon "
-        f"{opts.get('epsilon')} of uniformly random actions; uniform once the task is over (rmtk/shortest.py). "
+        f"{opts.get('epsilon')} of uniformly random actions; uniform once the task is over (rmtk/exact.py). "
         f"Recorded: {opts.get('episodes')} episodes of {opts.get('horizon')} steps from every cell.",
-        "rewards of the learned machines: MarginIRL (rmtk/margin.py), progress transitions paying "
+        "rewards of the learned machines: MarginIRL (rmtk/rewards/margin.py), progress transitions paying "
         + "; ".join(f"{r.name}: {_paying(r.data.result.machines[0])}" for r in results)
         + ".",
     ]

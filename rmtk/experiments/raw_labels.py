@@ -56,8 +56,8 @@ def run(opts: Options) -> Report:
     """Each task learned from state histories only (``LabelingEncoder``), beside the
     label-given learner on the same task."""
     from .. import dsl
-    from ..label_learner import LabelingEncoder
-    from ..label_report import draw_labels
+    from ..labels.learner import LabelingEncoder
+    from ..labels.report import draw_labels
     from ..learner import ExactPTP, Learner
 
     report = Report("reward machines and labels from raw state histories (exact expert, every depth)")

@@ -27,11 +27,11 @@ import numpy as np
 
 from ..empirical import prune_counts, to_policy
 from ..encoders import MaxSatEncoder
-from ..encoding import Problem
 from ..errors import RmtkError
 from ..machine import RewardMachine, isomorphic
 from ..negatives import ConfidenceMiner
 from ..progress import Progress
+from ..sat.encoding import Problem
 from ._report import COUNT, Domain, Options, Report, Setting
 
 try:
@@ -58,7 +58,7 @@ SETTINGS = {
     ),
     "active": Setting(
         False,
-        "then ask the expert (rmtk.recorded_active, rmtk/gym/reacher_expert.py) at recorded (word, word, cell) "
+        "then ask the expert (rmtk.active.recorded, rmtk/gym/reacher.py) at recorded (word, word, cell) "
         "triples the surviving machines disagree on, until one survives or every such triple is settled",
     ),
     "samples": Setting(
@@ -174,10 +174,10 @@ def simulate_and_learn(
     ``explain``, what would separate the machines left at the largest α
     (:mod:`rmtk.explain`: witnesses from the data, rare pairs and the trajectories they need).
 
-    ``time_limit``: seconds per MaxSAT enumeration (rmtk.solve then runs Glucose 4, since
+    ``time_limit``: seconds per MaxSAT enumeration (rmtk.sat.search then runs Glucose 4, since
     pysat cannot interrupt CaDiCaL). With ``active``, the recording then goes to
-    :class:`~rmtk.recorded_active.RecordedActiveLearner` at the largest α, which asks the
-    scripted expert (:class:`~rmtk.gym.reacher_expert.ReacherExpert`, seeded ``seed + 1``) at
+    :class:`~rmtk.active.recorded.RecordedActiveLearner` at the largest α, which asks the
+    scripted expert (:class:`~rmtk.gym.reacher.ReacherExpert`, seeded ``seed + 1``) at
     recorded triples the survivors disagree on, ``samples`` visits per word. ``progress``
     receives one-line messages.
     Wall time covers everything; memory is the main process's traced peak (tracemalloc) and
@@ -300,10 +300,10 @@ def simulate_and_learn(
 def _active(rec, alpha, samples, seed, integrator, nodes, max_solutions, say) -> ActiveRun:
     """The recording and the scripted expert through the recorded active loop; the truth is
     compared afterwards, never read by the loop."""
+    from ..active.recorded import RecordedActiveLearner
     from ..envs.reacher import PROPOSITIONS, true_machine
     from ..explain import Explanation, cover, rare_pairs
-    from ..gym.reacher_expert import ReacherExpert
-    from ..recorded_active import RecordedActiveLearner
+    from ..gym.reacher import ReacherExpert
 
     t0 = time.perf_counter()
     say(f"reacher: active: asking the expert at recorded triples the survivors disagree on (alpha {alpha:g})")

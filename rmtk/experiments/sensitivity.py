@@ -27,10 +27,10 @@ def run(opts: Options) -> Report:
     """Appendix D: sensitivity to u_max. 2,500 patrol trajectories of length 10; MaxSAT with
     u_max ∈ {4, 3, 2}; the learned product policy (Algorithm 3) acts for 10K rollouts of 100
     steps, scored by the true machine (reward 10 per patrol); against D-IRL and F-IRL."""
-    from ..baselines import d_irl, f_irl, uniform_policy
     from ..evaluation import average_return
-    from ..irl import learned_product_policy
     from ..planning import task_policy
+    from ..rewards.baselines import d_irl, f_irl, uniform_policy
+    from ..rewards.recovery import learned_product_policy
 
     t0 = time.perf_counter()
     report = Report("sensitivity to u_max (paper appendix D)")

@@ -61,7 +61,7 @@ def run(opts: Options) -> Report:
             )
         )
         if not maxsat and r.machines:
-            from ..draw import draw_machine
+            from ..io.draw import draw_machine
 
             first = r.machines[0]
             opts.figure(report, FIGURE, lambda fig, first=first: draw_machine(first, ax=fig.add_subplot()), layout=None)

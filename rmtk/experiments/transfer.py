@@ -27,11 +27,11 @@ def run(opts: Options) -> Report:
     """Appendix E: the machines learned in the rooms (u_max 4, 3, 2) get rewards from their
     learned product policies, are re-planned in a world with the rooms rearranged, and are
     scored by the log-likelihood of 100 trajectories of the true optimal policy there."""
-    from ..baselines import d_irl, f_irl, soft_policy, uniform_policy
     from ..envs import gridworld
     from ..evaluation import average_log_likelihood
-    from ..irl import reward_fit, sparsest
     from ..planning import soft_bellman, task_policy
+    from ..rewards.baselines import d_irl, f_irl, soft_policy, uniform_policy
+    from ..rewards.recovery import reward_fit, sparsest
     from ..simulate import simulate
     from ..task import Task
 

@@ -16,7 +16,7 @@
 The core package never imports Gymnasium; this one does.
 """
 
-from ..shortest import shortest_path_table
+from ..exact import shortest_path_table
 from .collect import SHARD, CollectJob, collect, collect_shard
 from .discretize import Bins, Identity
 from .labels import Alphabet, InfoLabel, StateLabels

@@ -1,11 +1,11 @@
 """Record a policy in any Gymnasium environment straight into empirical prefix tree counts
 (paper section 5): :func:`collect`.
 
-Episodes are played in *shards* (:func:`rmtk.shards.plan_shards`: consecutive episodes with a
+Episodes are played in *shards* (:func:`rmtk.engines.shards.plan_shards`: consecutive episodes with a
 seed each, ``SeedSequence(seed).spawn`` by shard number), and a shard is one picklable call
 (:class:`CollectJob`, or :func:`collect_shard`) returning a :class:`~rmtk.gym.Recording`;
 recordings merge. So a collection is a map over shards and a reduce, run by an engine
-(:mod:`rmtk.engines`): in this process, or on Dask workers (``engine="dask"``,
+(:mod:`rmtk.engines.local`): in this process, or on Dask workers (``engine="dask"``,
 ``workers=N`` or a scheduler). The recording is put in canonical numbering: the same seed and
 shard size give an equal recording whatever the engine and the number of workers. Only one
 shard's steps are held in memory per worker.
@@ -25,10 +25,10 @@ import math
 import attrs
 import numpy as np
 
-from ..engines import LocalEngine, as_engine
+from ..engines.local import LocalEngine, as_engine
+from ..engines.shards import Shard, plan_shards
 from ..errors import RmtkError
 from ..progress import Progress, as_progress
-from ..shards import Shard, plan_shards
 from .play import Setup, make_env, play_shard
 from .recording import Recording
 
@@ -121,7 +121,7 @@ def collect(
             ``ctx`` is a :class:`~rmtk.gym.Context` (discretised state, label, step, ``rng``).
         labeler: ``labeler(obs, info) -> proposition name`` (see :mod:`rmtk.gym.labels`);
             ``None`` records state histories (each state its own proposition ``s<i>``), to learn
-            the labels with :class:`~rmtk.label_learner.LabelingEncoder`.
+            the labels with :class:`~rmtk.labels.learner.LabelingEncoder`.
         discretizer: observation → state index: :class:`~rmtk.gym.Identity`,
             :class:`~rmtk.gym.Bins`, or a function (then give ``n_states``).
         episodes: how many episodes to record; ``seed``: the seed of everything random.
@@ -129,7 +129,7 @@ def collect(
         max_steps: the longest episode recorded (longer ones are cut and counted as such).
         shard: episodes per shard (default 1000, in whole waves of a vector environment).
         engine: ``"local"`` (this process), ``"dask"`` or an engine object
-            (:mod:`rmtk.engines`); default: Dask when ``workers`` > 1, else local.
+            (:mod:`rmtk.engines.local`); default: Dask when ``workers`` > 1, else local.
         workers, scheduler, client: the Dask cluster (a local one of ``workers`` processes, a
             scheduler's address, or a client); the recording does not depend on them.
         compress: key the words by non-stuttering compression (docs/design.md, section 2).

@@ -1,6 +1,6 @@
 """Playing one shard of episodes of a Gymnasium environment and counting them: the work
 behind :func:`~rmtk.gym.collect` and :func:`~rmtk.gym.collect_shard`, run here or on the workers
-of an engine (:mod:`rmtk.engines`). The user's labeler, discretiser and policy are checked
+of an engine (:mod:`rmtk.engines.local`). The user's labeler, discretiser and policy are checked
 here, with errors naming the episode and step."""
 
 from __future__ import annotations

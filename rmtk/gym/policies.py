@@ -1,6 +1,6 @@
 """Policies for :func:`~rmtk.gym.collect`: what the policy sees at every step
 (:class:`Context`) and a policy that follows a reward machine's node (:class:`NodePolicy`),
-e.g. the scripted expert of :func:`rmtk.shortest.shortest_path_table`.
+e.g. the scripted expert of :func:`rmtk.exact.shortest_path_table`.
 
 A policy is any callable ``policy(obs, ctx) -> action``; with a vector environment ``obs``
 is the batch and the policy returns one action per environment. Every random draw it makes

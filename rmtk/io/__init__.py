@@ -6,5 +6,5 @@
     The ``(u, u', 'formula', reward)`` text format of the ``reward_machines`` research code,
     read without ``eval`` and written back exactly.
 
-Pictures are in :mod:`rmtk.draw`. Nothing is imported here, so ``import rmtk.io`` stays cheap.
+Pictures are in :mod:`rmtk.io.draw`. Nothing is imported here, so ``import rmtk.io`` stays cheap.
 """

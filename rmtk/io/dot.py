@@ -5,7 +5,7 @@ letters in alphabet order joined by ``" | "``, followed by ``" / r"`` when the r
 is not zero (``"A | B / 1"``). Rewards in labels are rounded for reading (:func:`format_reward`);
 learned rewards such as ``-0.001999999999`` would otherwise print in full. The 0-reward
 self-loops (the *defaults* of an ``.rm`` machine) form one group per node; they can be left out
-with ``show_defaults=False``. The pictures of :mod:`rmtk.draw` use the same groups and labels.
+with ``show_defaults=False``. The pictures of :mod:`rmtk.io.draw` use the same groups and labels.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # annotations only (a machine draws itself through rmtk.draw, which uses this module)
+if TYPE_CHECKING:  # annotations only (a machine draws itself through rmtk.io.draw, which uses this module)
     from ..machine import RewardMachine
 
 __all__ = ["edge_groups", "edge_label", "format_reward", "to_dot", "to_networkx"]

@@ -1,0 +1,321 @@
+"""The expert as something to ask: its actions at a history the learner chooses, and
+trajectory extensions from there (docs/design.md, section 12).
+
+A *history* is a label word (proposition indices, compressed when the learner's trie is) and
+the state it ends in; following the prefix convention (docs/design.md, section 2) the word's
+last letter is the label of that state. An :class:`Expert` answers with
+:class:`Observations`: one row per (word, state) it acted at, holding either the exact action
+distribution (an expert whose policy is known) or action counts (an expert that can only be
+run). The expert's memory is driven along the history's labels, never reset at its end.
+
+* :class:`TaskExpert`: the exact product policy of a task at any history (one policy
+  evaluation per (history, state));
+* :class:`SimulatedExpert`: a labeled MDP and a policy with memory, run: a history is
+  realised by restoring the MDP state and driving the expert's node along the word; an
+  action query draws ``m`` actions there, an extension ``m`` continuations of ``k`` steps,
+  each with fresh seeded randomness;
+* :class:`RecordedExpert`: recorded data only, no new queries (passive learning through the
+  same loop as active learning).
+
+The learner never looks inside an expert: a task's machine serves the expert's memory, and
+verdicts against it are computed after learning, as for any learner.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import attrs
+import numpy as np
+
+from ..errors import RmtkError
+from ..mdp import LabeledMDP
+from ..space import Space
+from ..task import Task
+
+
+class QueryError(RmtkError):
+    """A query an expert cannot answer: a history it cannot realise, a memory it cannot drive."""
+
+
+@attrs.frozen
+class Observations:
+    """Answers of an expert: the (word, state) pairs it acted at, with, per pair, the exact
+    action distribution (``exact``) or the number of times each action was drawn.
+    ``steps``: environment steps spent; ``evaluations``: policy evaluations (exact experts)."""
+
+    words: tuple[tuple[int, ...], ...]
+    states: np.ndarray
+    values: np.ndarray
+    exact: bool
+    steps: int = 0
+    evaluations: int = 0
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+
+@runtime_checkable
+class Expert(Protocol):
+    """Answers queries about its behaviour (see the module docstring).
+
+    ``mdp``: the environment (states, actions, propositions; a :class:`~rmtk.space.Space` for one
+    known only through data, as the reacher's :class:`~rmtk.gym.reacher.ReacherExpert`); ``exact``: answers are
+    distributions (else action counts); ``answers_queries``: whether :meth:`act` and
+    :meth:`extend` may be called at all; ``recorded``: data recorded before learning (or
+    ``None``)."""
+
+    @property
+    def mdp(self) -> LabeledMDP | Space: ...
+
+    @property
+    def exact(self) -> bool: ...
+
+    @property
+    def answers_queries(self) -> bool: ...
+
+    @property
+    def recorded(self) -> object: ...
+
+    def act(self, word: tuple[int, ...], state: int, m: int) -> Observations:
+        """The expert's action distribution (exact) or ``m`` actions drawn after ``word`` at ``state``."""
+
+    def extend(
+        self, word: tuple[int, ...] | None, state: int | None, k: int, m: int, explore: float = 0.0
+    ) -> Observations:
+        """``m`` continuations of ``k`` steps from the history (``None``: from the start);
+        with probability ``explore`` a step moves by a uniform action (the expert's own
+        action at that step is still what is recorded)."""
+
+
+def compress(word) -> tuple[int, ...]:
+    """Runs of a repeated letter collapsed (``AAB`` → ``AB``)."""
+    return tuple(int(k) for i, k in enumerate(word) if i == 0 or k != word[i - 1])
+
+
+def realisable(mdp: LabeledMDP, word: tuple[int, ...], compressed: bool = True) -> np.ndarray:
+    """``(S,)`` mask of the states some path from a start state ends in while producing
+    ``word`` (compressed: runs of a label may last any number of steps)."""
+    succ = mdp.successor_matrix()
+    indptr, lab = np.asarray(succ.indptr), mdp.labels
+    S = mdp.n_states
+    rows, cols = np.repeat(np.arange(S), np.diff(indptr)), np.asarray(succ.indices)
+
+    def step(mask):
+        out = np.zeros(S, dtype=bool)
+        out[cols[mask[rows]]] = True
+        return out
+
+    if not word:
+        return np.zeros(S, dtype=bool)
+    here = np.zeros(S, dtype=bool)
+    here[mdp.start_states] = True
+    here &= lab == word[0]
+    for i, k in enumerate(word):
+        if compressed:  # stay within the run of letter k as long as wanted
+            while True:
+                more = here | (step(here) & (lab == k))
+                if (more == here).all():
+                    break
+                here = more
+        if i + 1 < len(word):
+            here = step(here) & (lab == word[i + 1])
+    return here
+
+
+def _check_word(mdp: LabeledMDP, word, state: int, compressed: bool) -> tuple[int, ...]:
+    word = tuple(int(k) for k in word)
+    K, S = mdp.n_propositions, mdp.n_states
+    if not 0 <= int(state) < S:
+        raise QueryError(f"state {state} is not a state of mdp {mdp.name!r} (0..{S - 1})")
+    if not word or any(not 0 <= k < K for k in word):
+        raise QueryError(f"history {word}: a non-empty word of proposition indices 0..{K - 1} is expected")
+    if not realisable(mdp, word, compressed)[int(state)]:
+        names = " ".join(mdp.propositions[k] for k in word)
+        raise QueryError(
+            f"mdp {mdp.name!r} cannot realise the history {names!r} ending in state "
+            f"{mdp.states[int(state)]!r}: no path from a start state produces these labels there"
+        )
+    return word
+
+
+def _rng(seed, calls: list) -> np.random.Generator:
+    """Fresh randomness for each call, a function of the expert's seed and the call's number."""
+    calls[0] += 1
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(calls[0],)))
+
+
+@attrs.define
+class _Product:
+    """An expert policy with memory on a labeled MDP: ``pi[s, u, a]`` and the node table."""
+
+    task: Task
+    pi: np.ndarray
+    compressed: bool
+
+    @classmethod
+    def of(cls, task: Task, source, compressed: bool) -> _Product:
+        if compressed and not task.machine.is_non_stuttering():
+            raise QueryError(
+                f"the expert's memory (machine {task.machine.name!r}) stutters: a compressed history "
+                "does not determine its node; ask with uncompressed words (compress=False)"
+            )
+        from ..exact import _source
+
+        pi = np.asarray(_source(source).policy(task), dtype=float)
+        return cls(task, pi, compressed)
+
+    def node(self, word) -> int:
+        """The expert's node after reading ``word`` from its initial node."""
+        letter = self.task.letter_of_proposition
+        u = self.task.machine.initial
+        for k in word:
+            u = int(self.task.machine.delta_u[u, letter[k]])
+        return u
+
+    def rollouts(self, rng, word, state, k: int, m: int, explore: float, exact: bool) -> Observations:
+        """``m`` runs of ``k`` steps; per visited (word, state) the distribution or counts."""
+        mdp, task = self.task.mdp, self.task
+        T, A, lab = mdp.kernel, mdp.n_actions, mdp.labels
+        letter, delta = task.letter_of_proposition, task.machine.delta_u
+        found: dict[tuple[tuple[int, ...], int], int] = {}
+        rows: list[np.ndarray] = []
+        for _ in range(m):
+            w: tuple[int, ...]
+            if word is None:
+                s = int(rng.choice(mdp.n_states, p=mdp.initial))
+                w = (int(lab[s]),)
+                u = int(delta[task.machine.initial, letter[lab[s]]])
+            else:
+                s, w, u = int(state), tuple(word), self.node(word)
+            for t in range(k):
+                key = (w, s)
+                a = int(rng.choice(A, p=self.pi[s, u]))
+                if key not in found:
+                    found[key] = len(rows)
+                    rows.append(self.pi[s, u].copy() if exact else np.zeros(A))
+                if not exact:
+                    rows[found[key]][a] += 1
+                if t + 1 == k:
+                    break
+                move = int(rng.integers(A)) if explore and rng.random() < explore else a
+                lo, hi = T.indptr[s * A + move], T.indptr[s * A + move + 1]
+                s = int(T.indices[lo + rng.choice(hi - lo, p=T.data[lo:hi] / T.data[lo:hi].sum())])
+                if not (self.compressed and lab[s] == w[-1]):
+                    w = w + (int(lab[s]),)
+                u = int(delta[u, letter[lab[s]]])
+        values = np.array(rows).reshape(len(rows), A)
+        return Observations(
+            tuple(key[0] for key in found),
+            np.array([key[1] for key in found], np.int64),
+            values,
+            exact,
+            steps=m * k,
+            evaluations=len(rows) if exact else 0,
+        )
+
+
+def _positive(instance, attribute, value):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise RmtkError(f"{attribute.name} must be a whole number of at least 1, got {value!r}")
+
+
+@attrs.define
+class _ProductExpert:
+    """What the task's experts share: the task, the product policy of ``source`` on it, a seed
+    for the draws (each call draws fresh numbers from it) and the compression of words."""
+
+    task: Task
+    source: object = "soft-optimal"
+    seed: int = 0
+    compressed: bool = True
+    recorded: object = None
+    answers_queries: bool = attrs.field(default=True, init=False)
+    _product: _Product = attrs.field(init=False, repr=False)
+    _calls: list = attrs.field(init=False, factory=lambda: [0], repr=False)
+
+    def __attrs_post_init__(self):
+        self._product = _Product.of(self.task, self.source, self.compressed)
+
+    @property
+    def mdp(self) -> LabeledMDP:
+        return self.task.mdp
+
+
+@attrs.define
+class TaskExpert(_ProductExpert):
+    """The exact expert of a task: its product policy (``source``: ``"soft-optimal"``,
+    ``"distinct"`` or a policy source such as :class:`~rmtk.exact.NodePolicyTable`) at any
+    history, one evaluation per (history, state) asked. Its extensions are runs of that
+    policy and show the actions drawn (counts); the learner asks :meth:`~rmtk.active.experts.Expert.act` where it wants
+    the distribution."""
+
+    exact: bool = attrs.field(default=True, init=False)
+
+    def act(self, word, state, m: int = 1) -> Observations:
+        word = _check_word(self.mdp, word, state, self.compressed)
+        pi = self._product.pi[int(state), self._product.node(word)]
+        return Observations((word,), np.array([int(state)]), pi[None, :].copy(), True, 0, 1)
+
+    def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
+        if word is not None:
+            word = _check_word(self.mdp, word, state, self.compressed)
+        return self._product.rollouts(_rng(self.seed, self._calls), word, state, k, m, explore, exact=False)
+
+    def product_oracle(self, limit: int = 1):
+        """The expert's product policy as an oracle (:class:`~rmtk.sat.lazy.ProductOracle`): its
+        memory and, per (state, memory node), its policy class. A candidate is checked on the
+        synchronised product at every depth; a counterexample is two histories the expert
+        acts differently after that the candidate merges (an exact equivalence query)."""
+        from ..equivalence import policy_class_table
+        from ..sat.lazy import ProductOracle
+
+        machine = self.task.machine
+        return ProductOracle(
+            self.mdp,
+            machine.delta_u[:, self.task.letter_of_proposition],
+            policy_class_table(self._product.pi),
+            compress=self.compressed,
+            true_initial=machine.initial,
+            limit=limit,
+        )
+
+
+@attrs.define
+class SimulatedExpert(_ProductExpert):
+    """An expert that can only be run: a labeled MDP (the task's) and a policy with memory
+    (the task's machine and ``source``'s product policy; any stochastic per-node policy).
+    Answers are action counts; each drawn action is one environment step. ``seed`` makes
+    every answer reproducible (each call draws fresh numbers from it)."""
+
+    exact: bool = attrs.field(default=False, init=False)
+
+    def act(self, word, state, m: int = 100) -> Observations:
+        word = _check_word(self.mdp, word, state, self.compressed)
+        rng = _rng(self.seed, self._calls)
+        pi = self._product.pi[int(state), self._product.node(word)]
+        counts = np.bincount(rng.choice(len(pi), size=int(m), p=pi), minlength=len(pi)).astype(float)
+        return Observations((word,), np.array([int(state)]), counts[None, :], False, steps=int(m))
+
+    def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
+        if word is not None:
+            word = _check_word(self.mdp, word, state, self.compressed)
+        return self._product.rollouts(_rng(self.seed, self._calls), word, state, k, m, explore, exact=False)
+
+
+@attrs.define
+class RecordedExpert:
+    """Recorded data only (demonstrations, a path, or a count table; see
+    :class:`~rmtk.empirical.EmpiricalPTP`): learning from it asks nothing, so passive learning
+    runs through the active loop and stops after its first round."""
+
+    mdp: LabeledMDP
+    recorded: object
+    exact: bool = attrs.field(default=False, init=False)
+    answers_queries: bool = attrs.field(default=False, init=False)
+
+    def act(self, word, state, m: int = 1) -> Observations:
+        raise QueryError("a recorded expert answers no queries: its data are all there is")
+
+    def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
+        raise QueryError("a recorded expert answers no queries: its data are all there is")

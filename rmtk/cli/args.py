@@ -1,0 +1,204 @@
+"""From command-line flags to the objects of the Python API: the :class:`~rmtk.learner.Learner`
+of ``rmtk learn``, the :class:`~rmtk.active.loop.ActiveLearner` and expert of ``learn --active``,
+the engine of ``--engine``, and the argparse types of the flags (numbers with their bounds)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import RmtkError
+from ..task import Task
+
+
+def _number(kind, what: str, ok, bound: str):
+    """An argparse type: ``kind(text)`` that must satisfy ``ok``, with a plain message."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"expected {what} {bound}, got {text}")
+        return value
+
+    return parse
+
+
+_positive_int = _number(int, "a whole number", lambda v: v >= 1, "of at least 1")
+_seed = _number(int, "a seed (a whole number)", lambda v: v >= 0, "of at least 0")
+INF = "inf"
+
+
+def _depth(text: str):
+    """A depth: a whole number of at least 1, or ``inf`` (every depth)."""
+    return INF if text.strip().lower() in ("inf", "infinity") else _positive_int(text)
+
+
+_positive_float = _number(float, "a number", lambda v: 0 < v < float("inf"), "above 0")
+
+
+def _probability(text: str) -> float:
+    value = _positive_float(text)
+    if not value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text}")
+    return value
+
+
+def learner_from_args(args, task: Task | None = None):
+    """The :class:`~rmtk.learner.Learner` the command-line options describe (the same
+    strategies a Python user composes)."""
+    from ..encoders import MaxSatEncoder, SatEncoder
+    from ..learner import EmpiricalPTP, ExactMiner, ExactPTP, Learner
+    from ..negatives import ConfidenceMiner
+    from ..progress import Progress, StderrProgress
+    from ..rewards.maxent import MaxEntIRL
+
+    progress = Progress() if args.quiet else StderrProgress()
+    compress = not args.no_compress
+    if args.stuttering and compress:
+        raise RmtkError(
+            "--stuttering needs --no-compress: a tree keyed by compressed words assumes a non-stuttering machine"
+        )
+    engine = _engine_from_args(args)
+    if args.demos:
+        import os
+
+        from ..data import format_of, load
+
+        if not os.path.exists(args.demos):
+            raise RmtkError(f"{args.demos}: no such file or directory (--demos)")
+        if args.depth == INF:
+            raise RmtkError("--depth inf applies to the exact policy; demonstrations are counted whole by default")
+        data = args.demos  # a Parquet dataset is counted partition by partition, never loaded whole
+        if format_of(args.demos) != "parquet":
+            data = load(args.demos, task.mdp)
+            progress.note(f"loaded {args.demos}: {data.summary()}")
+        ptp = EmpiricalPTP(data, depth=args.depth, compress=compress, engine=engine)
+        miner = ConfidenceMiner(alpha=0.05 if args.alpha is None else args.alpha)
+    else:
+        if args.engine != "local":
+            raise RmtkError("--engine applies to learning from demonstrations (--demos)")
+        for flag, value in (("--alpha", args.alpha), ("--weights", args.weights)):
+            if value is not None and not (flag == "--weights" and args.maxsat):
+                raise RmtkError(f"{flag} applies to learning from demonstrations (--demos FILE)")
+        depth = None if args.depth == INF else (args.depth or "task")
+        ptp = ExactPTP(depth=depth, source=args.policy, compress=compress)
+        miner = ExactMiner()
+    common = dict(
+        non_stuttering=not args.stuttering, symmetry_breaking=not args.no_symmetry_breaking, solver=args.solver
+    )
+    if args.maxsat:
+        encoder = MaxSatEncoder(weights=args.weights or "unit", **common)
+    else:
+        if args.weights is not None:
+            raise RmtkError("--weights applies to MaxSAT (--maxsat)")
+        encoder = SatEncoder(negatives=args.negatives, **common)
+    return Learner(
+        ptp=ptp,
+        miner=miner,
+        encoder=encoder,
+        irl=None if args.no_rewards else MaxEntIRL(),
+        max_nodes=args.max_nodes,
+        nodes=args.nodes,
+        max_solutions=args.max_solutions,
+        time_limit=args.time_limit,
+        progress=progress,
+    )
+
+
+def _engine_from_args(args):
+    """The engine of ``--engine``, ``--scheduler``, ``--workers`` (:mod:`rmtk.engines.local`)."""
+    from ..engines.local import as_engine
+
+    if args.engine != "dask" and (args.scheduler or args.workers):
+        raise RmtkError("--scheduler and --workers choose the Dask cluster; add --engine dask")
+    if args.scheduler and args.workers:
+        raise RmtkError("--scheduler connects to a running cluster and --workers starts a local one; give one of them")
+    if args.engine != "dask" and args.dask_timeout is not None:
+        raise RmtkError("--dask-timeout bounds a Dask run; add --engine dask")
+    engine = as_engine(args.engine, scheduler=args.scheduler, workers=args.workers)
+    if args.dask_timeout is not None:
+        import attrs
+
+        engine = attrs.evolve(engine, timeout=args.dask_timeout)
+    return engine
+
+
+def _add_engine_options(parser, what: str) -> None:
+    from ..engines.local import ENGINES
+
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help=f"where the {what} runs: this process (default) or a Dask cluster (pip install 'rmtk[dask]')",
+    )
+    parser.add_argument(
+        "--scheduler", metavar="ADDRESS", help="with --engine dask: a running scheduler (tcp://host:8786)"
+    )
+    parser.add_argument(
+        "--workers",
+        type=_positive_int,
+        metavar="N",
+        help="with --engine dask: start a local cluster of N worker processes (default: one per CPU)",
+    )
+    parser.add_argument(
+        "--dask-timeout",
+        type=_positive_float,
+        metavar="S",
+        help="with --engine dask: stop when no piece of work has finished for S seconds (default 600)",
+    )
+
+
+def active_from_args(args, task: Task):
+    """The :class:`~rmtk.active.loop.ActiveLearner` and the expert of ``learn --active``: the task's
+    exact policy, or (``--expert simulated``) its soft-optimal policy run on the task's MDP,
+    ``--samples`` actions per question; ``--demos`` are the data recorded before."""
+    from ..active.experts import SimulatedExpert, TaskExpert
+    from ..active.loop import ActiveLearner, Budget
+    from ..active.questions import ExpertWalks, SplitMostPairs
+    from ..encoders import SatEncoder
+    from ..progress import Progress, StderrProgress
+
+    for flag, value in (
+        ("--maxsat", args.maxsat),
+        ("--depth", args.depth),
+        ("--nodes", args.nodes),
+        ("--weights", args.weights),
+        ("--no-compress", args.no_compress),
+    ):
+        if value:
+            raise RmtkError(f"{flag} does not apply to active learning (--active)")
+    if args.engine != "local":
+        raise RmtkError("--engine applies to learning from demonstrations without --active")
+    expert_kind = args.expert or ("simulated" if args.demos else "exact")
+    if expert_kind == "exact" and args.demos:
+        raise RmtkError("--demos are counts: with --active they go with --expert simulated, not the exact expert")
+    data = None
+    if args.demos:
+        from ..data import format_of, load
+
+        data = args.demos if format_of(args.demos) == "parquet" else load(args.demos, task.mdp)
+    if args.lam is not None:
+        import attrs
+
+        task = attrs.evolve(task, lam=args.lam)
+    make = TaskExpert if expert_kind == "exact" else SimulatedExpert
+    expert = make(task, source=args.policy, seed=args.seed, recorded=data)
+    budget = Budget(queries=args.budget_queries, steps=args.budget_steps, seconds=args.budget_seconds)
+    sampled = expert_kind != "exact" or args.walks or args.walk_length  # the exact expert: the exact check
+    walks = ExpertWalks(walks=args.walks or 5, length=args.walk_length or 40) if sampled else None
+    learner = ActiveLearner(
+        strategy=SplitMostPairs(samples=args.samples or 200),
+        check=walks,
+        encoder=SatEncoder(
+            non_stuttering=not args.stuttering, solver=args.solver, symmetry_breaking=not args.no_symmetry_breaking
+        ),
+        budget=budget,
+        max_nodes=args.max_nodes,
+        max_solutions=args.max_solutions,
+        alpha=0.05 if args.alpha is None else args.alpha,
+        progress=Progress() if args.quiet else StderrProgress(),
+    )
+    return learner, expert

@@ -1,0 +1,589 @@
+"""The ``rmtk`` command: a thin layer over the Python API.
+
+Bad input never shows a traceback: every :class:`~rmtk.errors.RmtkError` is printed as its
+message on stderr and the exit code is 1 (2 for command-line usage errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .. import dsl
+from ..errors import DslError, RmtkError
+from ..machine import RewardMachine
+from ..mdp import LabeledMDP
+from ..task import Task
+from .args import (
+    _add_engine_options,
+    _depth,
+    _engine_from_args,
+    _positive_float,
+    _positive_int,
+    _probability,
+    _seed,
+    active_from_args,
+    learner_from_args,
+)
+
+
+def _pick(doc: dsl.RmFile, name: str | None):
+    """The object called ``name``, or the whole file when no name is given."""
+    return doc if name is None else doc.get(name)
+
+
+def _pick_machine(doc: dsl.RmFile, name: str | None) -> RewardMachine:
+    """A machine for pictures: the named machine/task's machine, or the file's only one."""
+    if name is not None:
+        obj = doc.get(name)
+        if isinstance(obj, Task):
+            return obj.machine
+        if isinstance(obj, RewardMachine):
+            return obj
+        raise RmtkError(f"{name!r} is an mdp; name a machine or a task to draw a machine")
+    if len(doc.machines) == 1:
+        return next(iter(doc.machines.values()))
+    if len(doc.tasks) == 1:
+        return next(iter(doc.tasks.values())).machine
+    raise RmtkError(f"the file holds several machines ({', '.join(doc.machines)}); name the one to show")
+
+
+def _writable(path: Path, force: bool) -> Path:
+    """``path``, checked before the work to be writable (:func:`rmtk.output.check`)."""
+    from .. import output
+
+    return output.check(path, overwrite=force)
+
+
+def cmd_check(args) -> int:
+    """Validate files and summarise each block."""
+    failed = 0
+    for file in args.files:
+        try:
+            doc = dsl.load(file)
+        except RmtkError as err:
+            print(err, file=sys.stderr)
+            failed += 1
+            continue
+        print(f"{file}: ok, {len(doc)} block{'s' if len(doc) != 1 else ''}")
+        for obj in doc:
+            print("  " + obj.summary())
+    return 1 if failed else 0
+
+
+def cmd_show(args) -> int:
+    """Print a file or one block as .rm text, DOT or JSON; draw it with --png."""
+    doc = dsl.load(args.file)
+    if args.png:
+        from ..io import draw
+
+        out = _writable(Path(args.png), args.force)
+        draw.picture_format(out)
+        obj = doc.get(args.name) if args.name else None
+        fig = draw.draw_grid(obj) if isinstance(obj, LabeledMDP) else draw.draw_machine(_pick_machine(doc, args.name))
+        draw.save_picture(fig, out, overwrite=args.force)
+        print(f"wrote {out}", file=sys.stderr)
+        if args.format is None:
+            return 0
+    fmt = args.format or "rm"
+    if fmt == "rm":
+        sys.stdout.write(dsl.dumps(_pick(doc, args.name)))
+    elif fmt == "dot":
+        from ..io import dot
+
+        sys.stdout.write(dot.to_dot(_pick_machine(doc, args.name)))
+    else:
+        obj = _pick(doc, args.name)
+        data = _to_json(obj)
+        json.dump(data, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    return 0
+
+
+def _to_json(obj):
+    if isinstance(obj, dsl.RmFile):
+        return {
+            "mdps": {k: v.to_dict() for k, v in obj.mdps.items()},
+            "machines": {k: v.to_dict() for k, v in obj.machines.items()},
+            "tasks": {k: _to_json(v) for k, v in obj.tasks.items()},
+        }
+    if isinstance(obj, Task):
+        return {
+            "name": obj.name,
+            "mdp": obj.mdp.name,
+            "machine": obj.machine.name,
+            "gamma": obj.discount,
+            "lambda": obj.lam,
+            "depth": obj.depth,
+            "max_nodes": obj.max_nodes,
+        }
+    return obj.to_dict()
+
+
+def _load_task(file: str, name: str | None) -> Task:
+    doc = dsl.load(file)
+    if name is not None:
+        return doc.get(name, "task")
+    return doc.only("task")
+
+
+def _figure_paths(path: str, count: int) -> list[Path]:
+    p = Path(path)
+    if count == 1:
+        return [p]
+    return [p.with_name(f"{p.stem}_{i + 1}{p.suffix}") for i in range(count)]
+
+
+def cmd_simulate(args) -> int:
+    """Sample demonstrations from a task's soft-optimal product policy."""
+    from ..data import format_of, save
+    from ..progress import Progress, StderrProgress
+    from ..simulate import simulate, simulate_dataset, simulate_sharded
+
+    task = _load_task(args.file, args.task)
+    fmt = format_of(args.output, args.format)
+    engine = _engine_from_args(args)
+    if args.partition_size is not None and fmt != "parquet":
+        raise RmtkError("--partition-size applies to Parquet output (--format parquet)")
+    if args.lam is not None:
+        import attrs
+
+        task = attrs.evolve(task, lam=args.lam)
+    progress = Progress() if args.quiet else StderrProgress()
+    if fmt == "parquet":  # streamed: one partition per shard, written where it was simulated
+        w = simulate_dataset(
+            task,
+            args.n,
+            args.horizon,
+            args.output,
+            seed=args.seed,
+            partition_size=args.partition_size,
+            overwrite=args.force,
+            engine=engine,
+            progress=progress,
+        )
+        print(
+            f"wrote {args.output}: {w.trajectories} trajectories ({w.steps} steps) in {w.files} Parquet "
+            f"file{'s' if w.files != 1 else ''}, {w.bytes / 2**20:.1f} MiB, seed {args.seed}",
+            file=sys.stderr,
+        )
+        return 0
+    out = _writable(Path(args.output), args.force)
+    if args.engine == "local":
+        demos = simulate(task, args.n, args.horizon, seed=args.seed, progress=progress)
+    else:
+        demos = simulate_sharded(task, args.n, args.horizon, seed=args.seed, engine=engine, progress=progress)
+    save(demos, out, task.mdp, overwrite=args.force, format=fmt)
+    print(f"wrote {out}: {demos.summary()}, seed {args.seed}", file=sys.stderr)
+    return 0
+
+
+def cmd_learn(args) -> int:
+    """Learn the smallest machine from a task's exact prefix tree policy or from demonstrations."""
+    task = _load_task(args.file, args.task)
+    if args.learn_labels is not None:
+        return _learn_labels(args, task, learner_from_args(args, task))
+    from ..report import report
+
+    if args.dot:
+        _writable(Path(args.dot), args.force)  # before the work: a bad path fails now, not after the search
+    if args.png:
+        from ..io.draw import picture_format
+
+        picture_format(_writable(Path(args.png), args.force))
+    if args.active:
+        learner, expert = active_from_args(args, task)
+        active = learner.fit(task, expert)
+        result = active.result
+        kind = "exact policy" if expert.exact else f"runs of its policy (seed {args.seed})"
+        print(
+            f"# active learning from the expert's {kind}: {len(active.rounds)} rounds, {active.queries} queries, "
+            f"{active.steps} environment steps asked, {active.known} (word, state) pairs known"
+        )
+        for line in active.log().splitlines():
+            print(f"#   {line}")
+        if active.flagged:
+            print(f"# budget spent ({active.exhausted}): the machines below are the survivors so far")
+    else:
+        for flag, value in (
+            ("--budget-steps", args.budget_steps),
+            ("--budget-queries", args.budget_queries),
+            ("--budget-seconds", args.budget_seconds),
+            ("--expert", args.expert),
+            ("--samples", args.samples),
+            ("--walks", args.walks),
+            ("--walk-length", args.walk_length),
+        ):
+            if value is not None:
+                raise RmtkError(f"{flag} applies to active learning (--active)")
+        result = learner_from_args(args, task).fit(task)
+    report(task, result, count_pairs=args.count_pairs, explain=args.explain)
+    if result.n_nodes is None:
+        return 1
+
+    def write_dot(m, p):
+        from .. import output
+        from ..io import dot
+
+        with output.replacing(p, overwrite=args.force, text=True) as f:
+            f.write(dot.to_dot(m))
+
+    def write_png(m, p):
+        from ..io import draw
+
+        draw.save_picture(draw.draw_machine(m), p, overwrite=args.force)
+
+    for opt, write in (("dot", write_dot), ("png", write_png)):
+        target = getattr(args, opt)
+        if target:
+            paths = _figure_paths(target, len(result.machines))
+            for p in paths:
+                _writable(p, args.force)
+            for m, p in zip(result.machines, paths):
+                write(m, p)
+                print(f"wrote {p}", file=sys.stderr)
+    return 0
+
+
+def _learn_labels(args, task: Task, learner) -> int:
+    """``rmtk learn FILE [TASK] --learn-labels [K]``: the command-line learner with a
+    :class:`~rmtk.labels.learner.LabelingEncoder`; from the exact expert, at every depth unless
+    ``--depth`` says otherwise, or from the questions of the active loop (``--active``).
+    ``--png`` draws each pair's labels on a grid world's map."""
+    from ..labels.learner import LabelingEncoder
+    from ..labels.report import draw_labels, label_report
+
+    if args.maxsat:
+        raise RmtkError("--learn-labels searches with hard negative examples; --maxsat does not apply")
+    encoder = LabelingEncoder(
+        props=args.learn_labels or None,
+        symmetry_breaking=not args.no_symmetry_breaking,
+        non_stuttering=not args.stuttering,
+        solver=args.solver,
+    )
+    if args.active:
+        result = _labels_from_questions(args, task, encoder)
+    else:
+        result = _labels_from_tree(args, task, learner, encoder)
+    label_report(task, result, explain=args.explain)
+    if result.n_nodes is None:
+        return 1
+    if args.png:
+        paths = _figure_paths(args.png, len(result.solutions))
+        for p in paths:
+            _writable(p, args.force)
+        for i, p in enumerate(paths):
+            draw_labels(result, i, Path(p))
+            print(f"wrote {p}", file=sys.stderr)
+    return 0
+
+
+def _labels_from_tree(args, task: Task, learner, encoder):
+    import attrs
+
+    from ..exact import ExactPTP
+
+    ptp = learner.ptp
+    if isinstance(ptp, ExactPTP) and args.depth is None:
+        ptp = attrs.evolve(ptp, depth=None)
+    return attrs.evolve(learner, ptp=ptp, encoder=encoder, irl=None).fit(task)
+
+
+def _labels_from_questions(args, task: Task, encoder):
+    """``--learn-labels --active``: the active loop asks the expert about state histories (the
+    task's state view), and the labels and machine are learned from its questions and answers
+    (:func:`~rmtk.labels.learner.labels_from_active`): no prefix tree is built."""
+    import attrs
+
+    from ..labels.histories import state_task
+    from ..labels.learner import labels_from_active
+
+    if args.demos:
+        raise RmtkError("--learn-labels --active asks the exact expert; --demos are label-word data it cannot use")
+    view = state_task(task)
+    learner, expert = active_from_args(args, view)
+    if args.max_solutions is None:  # over one letter per state, survivors are many: a round lists a few
+        learner = attrs.evolve(learner, max_solutions=50)
+    active = learner.fit(view, expert)
+    print(
+        f"# active learning on state histories: {len(active.rounds)} rounds, {active.queries} queries, "
+        f"{active.known} (history, state) pairs known; labels and machine learned from them"
+    )
+    if active.flagged:
+        print(f"# budget spent ({active.exhausted}): the pairs below fit what was asked so far")
+    return labels_from_active(active, task, encoder, max_nodes=args.max_nodes)
+
+
+def cmd_reproduce(args) -> int:
+    """Run one of the paper's experiments and print our numbers beside the paper's."""
+    from ..experiments import EXPERIMENTS, Options, check_overrides, run
+    from ..progress import Progress, StderrProgress
+
+    names = sorted(EXPERIMENTS) if args.name == "all" else [args.name]
+    overrides = {}
+    for item in args.set or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise RmtkError(f"--set expects KEY=VALUE, got {item!r}")
+        overrides[key] = value
+    if args.data:
+        overrides["data"] = args.data
+    if args.trajectories:
+        overrides["trajectories"] = args.trajectories
+    check_overrides(names, overrides)
+    figdir = None if args.no_figures else Path(args.figures)
+    if figdir is not None and not figdir.is_dir():
+        raise RmtkError(f"{figdir}: no such directory")
+    opts = Options(
+        quick=args.quick,
+        seed=args.seed,
+        figure_dir=figdir,
+        overrides=overrides,
+        force=args.force,
+        progress=Progress() if args.quiet else StderrProgress(),
+    )
+    status = 0
+    for name in names:
+        try:
+            print(run(name, opts).text())
+        except RmtkError as err:
+            if len(names) == 1:
+                raise
+            print(f"== {name}: skipped: {err} ==")
+            status = 1
+    return status
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="rmtk", description=__doc__.splitlines()[0])
+    from .. import __version__
+
+    p.add_argument("--version", action="version", version=f"rmtk {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    c = sub.add_parser("check", help="validate .rm files and summarise their blocks")
+    c.add_argument("files", nargs="+", metavar="FILE")
+    c.set_defaults(func=cmd_check)
+
+    s = sub.add_parser("show", help="print a file or block as .rm text, DOT or JSON, or draw it")
+    s.add_argument("file", metavar="FILE")
+    s.add_argument("name", nargs="?", metavar="NAME", help="a block of the file (default: the whole file)")
+    s.add_argument("--format", choices=("rm", "dot", "json"), help="output format (default rm)")
+    s.add_argument("--png", metavar="PATH", help="draw the machine (or a grid world's map) to PATH (.png or .svg)")
+    s.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
+    s.set_defaults(func=cmd_show)
+
+    ln = sub.add_parser("learn", help="learn the smallest reward machine from a task's exact policy")
+    ln.add_argument("file", metavar="FILE", help="a .rm file with a task")
+    ln.add_argument("task", nargs="?", metavar="TASK", help="the task to learn (default: the file's only task)")
+    ln.add_argument(
+        "--depth",
+        type=_depth,
+        metavar="L|inf",
+        help="prefix tree depth l (default: the task's depth, else 6); inf: every depth, learned from "
+        "counterexamples on the synchronised product",
+    )
+    ln.add_argument("--max-nodes", type=_positive_int, help="bound u_max on the nodes (default: the task's, else 4)")
+    ln.add_argument(
+        "--nodes", type=_positive_int, help="solve for exactly this many nodes (the paper solves at n = u_max)"
+    )
+    ln.add_argument(
+        "--policy",
+        choices=("soft-optimal", "distinct"),
+        default="soft-optimal",
+        help="soft-optimal: the task's MaxEnt policy; distinct: one policy per node (the paper's counts)",
+    )
+    ln.add_argument("--no-compress", action="store_true", help="key the tree by uncompressed words")
+    ln.add_argument(
+        "--stuttering", action="store_true", help="drop the non-stuttering constraint (needs --no-compress)"
+    )
+    ln.add_argument("--no-symmetry-breaking", action="store_true", help="enumerate without BFS symmetry breaking")
+    ln.add_argument(
+        "--negatives",
+        choices=("classes", "pairs", "lazy"),
+        default="classes",
+        help="encode negative examples grouped by policy class (default), pair by pair, or lazily: only "
+        "those a candidate machine violates (no prefix tree is built from an exact policy)",
+    )
+    from ..sat.search import SOLVERS
+
+    ln.add_argument(
+        "--solver",
+        default="cadical153",
+        choices=SOLVERS,
+        metavar="NAME",
+        help="SAT solver of python-sat (default cadical153)",
+    )
+    ln.add_argument(
+        "--demos",
+        metavar="FILE",
+        help="learn from demonstrations (.npz, .csv, or a Parquet dataset directory) instead of the exact policy",
+    )
+    _add_engine_options(ln, "counting of --demos")
+    ln.add_argument("--alpha", type=_probability, help="confidence level of the negative examples (default 0.05)")
+    ln.add_argument("--maxsat", action="store_true", help="weighted MaxSAT: robust to false positive negative examples")
+    ln.add_argument(
+        "--weights",
+        choices=("unit", "evidence"),
+        help="MaxSAT weight of a negative example: 1 (default), or growing with its evidence",
+    )
+    ln.add_argument(
+        "--active",
+        action="store_true",
+        help="ask the expert for the data that separates the surviving machines (active learning)",
+    )
+    ln.add_argument(
+        "--expert",
+        choices=("exact", "simulated"),
+        help="with --active: the task's exact policy (default) or runs of it on the task's MDP "
+        "(the default with --demos)",
+    )
+    ln.add_argument(
+        "--budget-steps", type=_positive_int, metavar="N", help="with --active: at most N environment steps"
+    )
+    ln.add_argument("--budget-queries", type=_positive_int, metavar="N", help="with --active: at most N expert queries")
+    ln.add_argument("--budget-seconds", type=_positive_float, metavar="S", help="with --active: at most S seconds")
+    ln.add_argument(
+        "--samples",
+        type=_positive_int,
+        metavar="M",
+        help="with --active --expert simulated: actions drawn per question (default 200)",
+    )
+    ln.add_argument(
+        "--walks",
+        type=_positive_int,
+        metavar="N",
+        help="with --active: expert walks of the equivalence check (default 5; the exact expert's "
+        "check is exact, on the synchronised product, unless walks are asked for)",
+    )
+    ln.add_argument("--walk-length", type=_positive_int, metavar="L", help="with --active: steps per walk (default 40)")
+    ln.add_argument("--seed", type=_seed, default=0, help="with --active: seed of the expert's randomness (default 0)")
+    ln.add_argument(
+        "--lambda",
+        dest="lam",
+        type=_positive_float,
+        help="with --active: the expert's temperature (default: the task's)",
+    )
+    ln.add_argument(
+        "--learn-labels",
+        nargs="?",
+        const=0,
+        type=_positive_int,
+        metavar="K",
+        help="learn the labeling function too, from state histories only (the file's labels serve only "
+        "for the verdict): the fewest nodes, then the fewest propositions, or exactly K",
+    )
+    ln.add_argument("--max-solutions", type=_positive_int, help="stop after this many machines")
+    ln.add_argument(
+        "--time-limit", type=_positive_float, metavar="S", help="seconds for the SAT search; what was found is reported"
+    )
+    ln.add_argument(
+        "--explain",
+        action="store_true",
+        help="when several machines survive: witnesses that would tell them apart (and, from "
+        "demonstrations, the rarely seen word pairs they disagree on)",
+    )
+    ln.add_argument(
+        "--count-pairs",
+        action="store_true",
+        help="count distinct negative word pairs even above 200,000 per-state pairs (slow)",
+    )
+    ln.add_argument(
+        "--no-rewards", action="store_true", help="skip the reward recovery (MaxEnt IRL) of the learned machines"
+    )
+    ln.add_argument("--dot", metavar="PATH", help="write the learned machine(s) as DOT")
+    ln.add_argument("--png", metavar="PATH", help="draw the learned machine(s) (.png or .svg)")
+    ln.add_argument("--force", action="store_true", help="overwrite existing output files")
+    ln.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    ln.set_defaults(func=cmd_learn)
+
+    sm = sub.add_parser("simulate", help="sample demonstrations from a task's soft-optimal policy")
+    sm.add_argument("file", metavar="FILE", help="a .rm file with a task")
+    sm.add_argument("task", nargs="?", metavar="TASK")
+    sm.add_argument("-n", type=_positive_int, required=True, help="number of trajectories")
+    sm.add_argument("-T", "--horizon", type=_positive_int, required=True, help="steps per trajectory")
+    sm.add_argument("--seed", type=_seed, required=True, help="random seed (results are reproducible)")
+    sm.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="PATH",
+        help="output file (.npz or .csv) or Parquet dataset directory (a .parquet name or --format parquet)",
+    )
+    sm.add_argument("--format", choices=("npz", "csv", "parquet"), help="output format (default: from PATH)")
+    sm.add_argument(
+        "--partition-size", type=_positive_int, metavar="N", help="Parquet: trajectories per file (default 500,000)"
+    )
+    _add_engine_options(sm, "simulation")
+    sm.add_argument("--lambda", dest="lam", type=_positive_float, help="expert temperature λ (default: the task's)")
+    sm.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
+    sm.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    sm.set_defaults(func=cmd_simulate)
+
+    from ..experiments import EXPERIMENTS
+
+    listing = "; ".join(f"{e.name} ({e.paper}): {e.what}" for e in EXPERIMENTS.values())
+    rp = sub.add_parser(
+        "reproduce",
+        help="run one of the paper's experiments (ours beside the paper's numbers)",
+        description=f"Experiments: {listing}.",
+    )
+    rp.add_argument(
+        "name",
+        choices=sorted(EXPERIMENTS) + ["all"],
+        metavar="NAME",
+        help=f"one of: {', '.join(sorted(EXPERIMENTS))}, or all",
+    )
+    rp.add_argument("--quick", action="store_true", help="a small version (seconds)")
+    rp.add_argument("--data", metavar="PATH", help="trajectories for the mice experiment (.npz with states, actions)")
+    rp.add_argument(
+        "--trajectories", type=_positive_int, help="number of trajectories to simulate (experiments that simulate)"
+    )
+    rp.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
+    rp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override an experiment setting")
+    rp.add_argument("--figures", metavar="DIR", default=".", help="directory for the figures (default: .)")
+    rp.add_argument("--no-figures", action="store_true", help="write no figure")
+    rp.add_argument("--force", action="store_true", help="overwrite existing figures")
+    rp.add_argument("-q", "--quiet", action="store_true")
+    rp.set_defaults(func=cmd_reproduce)
+    return p
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised like Ctrl-C so that files being written are cleaned up (rmtk/output.py)."""
+
+
+def _terminate(signum, frame):
+    raise _Terminated
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import signal
+    import threading
+
+    args = build_parser().parse_args(argv)
+    on_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if on_main else None
+    try:
+        return args.func(args)
+    except RmtkError as err:
+        print(err if isinstance(err, DslError) else f"rmtk: error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("rmtk: interrupted", file=sys.stderr)
+        return 130
+    except _Terminated:
+        print("rmtk: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    except BrokenPipeError:
+        return 0
+    finally:
+        if on_main:
+            signal.signal(signal.SIGTERM, previous)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,16 @@
+"""Engines: where the work of counting, simulating and recording runs (docs/design.md,
+section 10).
+
+* :mod:`rmtk.engines.local`: the :class:`~rmtk.engines.local.Engine` protocol,
+  :class:`~rmtk.engines.local.LocalEngine` (this process) and
+  :func:`~rmtk.engines.local.as_engine`;
+* :mod:`rmtk.engines.dask`: :class:`~rmtk.engines.dask.DaskEngine`, on a Dask cluster
+  (``pip install 'rmtk[dask]'``; imported only when asked for);
+* :mod:`rmtk.engines.cluster`: reaching and starting Dask clusters with bounded waits;
+* :mod:`rmtk.engines.shards`: work split into seeded shards and the one order of their reduce.
+"""
+
+from .local import ENGINES, Engine, LocalEngine, as_engine
+from .shards import Shard, TreeReducer, plan_shards
+
+__all__ = ["Engine", "LocalEngine", "as_engine", "ENGINES", "Shard", "TreeReducer", "plan_shards"]

@@ -1,0 +1,416 @@
+"""Experts that act in a Gymnasium environment, asked by active learning
+(:mod:`rmtk.active.loop`, docs/design.md section 12).
+
+:class:`GymExpert` takes a single (not vector) environment whose observations are the state
+indices of a labeled MDP describing it, and a :class:`~rmtk.gym.NodePolicy`: a policy whose
+memory is a reward machine's node. A history (label word, state) is realised in one of two
+ways, and the policy's node is driven along the word, never reset at its end:
+
+* ``"restore"``: the environment is put in the state directly (toy-text environments:
+  ``unwrapped.s``; any other through a ``restore(env, state)`` function), after a seeded reset;
+* ``"replay"``: a path producing the word is planned on the MDP (fewest steps, from a start
+  state the seeded reset gives), and its actions are played; every state reached is compared
+  with the plan, and an environment that strays (a stochastic transition, a replay that does
+  not reproduce its states) is a :class:`~rmtk.active.experts.QueryError` naming the step.
+
+Each question draws fresh seeded randomness (the environment's resets, the policy's draws).
+
+:class:`ReplayExpert` needs no restore and no model: it answers at the histories recorded
+episodes reach. An :class:`Episode` keeps the reset seed, the actions, and the discretised
+state and label after the reset and after every step; :func:`record` runs a
+:class:`~rmtk.gym.NodePolicy` one seeded episode at a time, and :func:`replay` resets with the
+seed, plays the actions of a prefix and compares every state and label with the record, bit
+for bit (a difference is a :class:`~rmtk.active.experts.QueryError` naming the episode and
+the step).
+
+These are the experts of :mod:`rmtk.active.experts` at the Gymnasium layer.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import numpy as np
+
+from ..active.experts import Observations, QueryError, _check_word, _rng, compress
+from ..errors import RmtkError
+from ..mdp import LabeledMDP
+from .policies import NodePolicy
+
+
+def _toy_text(env, state: int) -> None:
+    inner = env.unwrapped
+    if not hasattr(inner, "s"):
+        raise QueryError(
+            f"cannot restore a state of {type(inner).__name__}: it has no 's' (toy-text) attribute; "
+            "pass restore=... or mode='replay'"
+        )
+    inner.s = int(state)
+
+
+def _mode(instance, attribute, value):
+    if value not in ("restore", "replay"):
+        raise RmtkError(f"mode must be 'restore' or 'replay', not {value!r}")
+
+
+@attrs.define
+class GymExpert:
+    """See the module docstring. ``mdp``: the environment as a labeled MDP (its states are
+    the observations, its labels those of the states); ``policy``: the expert;
+    ``max_resets``: seeded resets tried to start where a replayed path starts."""
+
+    env: Any
+    mdp: LabeledMDP
+    policy: NodePolicy
+    mode: str = attrs.field(default="restore", validator=_mode)
+    restore: Callable | None = None
+    seed: int = 0
+    max_resets: int = 50
+    compressed: bool = True
+    recorded: object = None
+    exact: bool = attrs.field(default=False, init=False)
+    answers_queries: bool = attrs.field(default=True, init=False)
+    _calls: list = attrs.field(init=False, factory=lambda: [0], repr=False)
+    _letters: np.ndarray = attrs.field(init=False, repr=False)
+
+    def __attrs_post_init__(self):
+        import gymnasium
+
+        if isinstance(self.env, gymnasium.vector.VectorEnv) or not isinstance(self.env, gymnasium.Env):
+            raise RmtkError("GymExpert asks one Gymnasium environment (not a vector one) at a time")
+        n = getattr(self.env.action_space, "n", None)
+        if n != self.mdp.n_actions:
+            raise RmtkError(
+                f"the environment has action space {self.env.action_space}, the mdp {self.mdp.name!r} "
+                f"{self.mdp.n_actions} actions"
+            )
+        self._letters = self.policy.letters(tuple(self.mdp.propositions))
+
+    # -- realising a history --------------------------------------------------------------------
+    def _node(self, word) -> int:
+        return self.policy.node_after(word, tuple(self.mdp.propositions))
+
+    def _plan(self, word, state: int, start: int) -> list[int] | None:
+        """Actions of a fewest-steps path from ``start`` producing ``word`` and ending in ``state``."""
+        lab, T, A = self.mdp.labels, self.mdp.kernel, self.mdp.n_actions
+        if lab[start] != word[0]:
+            return None
+        first = (start, 1)
+        back: dict[tuple[int, int], Any] = {first: None}
+        queue = deque([first])
+        while queue:
+            s, i = queue.popleft()
+            if i == len(word) and s == state:
+                path, node = [], (s, i)
+                while back[node] is not None:
+                    node, a = back[node]
+                    path.append(a)
+                return path[::-1]
+            for a in range(A):
+                for s2 in T.indices[T.indptr[s * A + a] : T.indptr[s * A + a + 1]].tolist():
+                    if self.compressed and lab[s2] == word[i - 1]:
+                        nxt = (s2, i)
+                    elif i < len(word) and lab[s2] == word[i]:
+                        nxt = (s2, i + 1)
+                    else:
+                        continue
+                    if nxt not in back:
+                        back[nxt] = ((s, i), a)
+                        queue.append(nxt)
+        return None
+
+    def _at(self, rng, word, state: int) -> None:
+        """Put the environment at the end of the history (see the module docstring)."""
+        if self.mode == "restore":
+            self.env.reset(seed=int(rng.integers(2**31)))
+            (self.restore or _toy_text)(self.env, state)
+            return
+        for _ in range(self.max_resets):
+            start, _ = self.env.reset(seed=int(rng.integers(2**31)))
+            plan = self._plan(word, state, int(start))
+            if plan is not None:
+                break
+        else:
+            raise QueryError(
+                f"no reset of the environment in {self.max_resets} seeded tries started where a path "
+                f"producing the history reaches state {self.mdp.states[state]!r}"
+            )
+        expect = int(start)
+        for t, a in enumerate(plan):
+            obs = self._step(a)[0]
+            nxt = self._expected(expect, a)
+            if int(obs) not in nxt:
+                raise QueryError(
+                    f"replaying the history: at step {t + 1} the environment reached state "
+                    f"{self.mdp.states[int(obs)]!r} where the mdp allows "
+                    f"{', '.join(repr(self.mdp.states[s]) for s in nxt)}"
+                )
+            if len(nxt) > 1:
+                raise QueryError(
+                    f"replaying the history: step {t + 1} is stochastic in the mdp; a replay cannot "
+                    "reproduce the planned states (use mode='restore')"
+                )
+            expect = int(obs)
+        if expect != state:
+            raise QueryError(
+                f"replaying the history ended in state {self.mdp.states[expect]!r}, not {self.mdp.states[state]!r}"
+            )
+
+    def _expected(self, s: int, a: int) -> list[int]:
+        T, A = self.mdp.kernel, self.mdp.n_actions
+        return T.indices[T.indptr[s * A + a] : T.indptr[s * A + a + 1]].tolist()
+
+    def _step(self, action: int):
+        obs, _, terminated, truncated, _ = self.env.step(int(action))
+        if not (isinstance(obs, (int, np.integer)) or np.ndim(obs) == 0) or not 0 <= int(obs) < self.mdp.n_states:
+            raise QueryError(
+                f"the environment returned observation {obs!r}, not a state index of mdp {self.mdp.name!r}"
+            )
+        return obs, terminated or truncated
+
+    def _choose(self, rng, state: int, node: int) -> int:
+        return int(np.asarray(self.policy.choose(np.array([state]), np.array([node]), rng))[0])
+
+    # -- the Expert protocol --------------------------------------------------------------------
+    def act(self, word, state, m: int = 100) -> Observations:
+        word = _check_word(self.mdp, word, state, self.compressed)
+        rng = _rng(self.seed, self._calls)
+        node = self._node(word)
+        self._at(rng, word, int(state))
+        counts = np.bincount(
+            [self._choose(rng, int(state), node) for _ in range(int(m))], minlength=self.mdp.n_actions
+        ).astype(float)
+        return Observations((word,), np.array([int(state)]), counts[None, :], False, steps=int(m))
+
+    def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
+        if word is not None:
+            word = _check_word(self.mdp, word, state, self.compressed)
+        rng = _rng(self.seed, self._calls)
+        lab, A = self.mdp.labels, self.mdp.n_actions
+        found: dict = {}
+        steps = 0
+        for _ in range(int(m)):
+            w: tuple[int, ...]
+            if word is None:
+                obs, _ = self.env.reset(seed=int(rng.integers(2**31)))
+                s = int(obs)
+                w = (int(lab[s]),)
+            else:
+                self._at(rng, word, int(state))
+                s, w = int(state), tuple(word)
+            node = self._node(w)
+            for t in range(int(k)):
+                a = self._choose(rng, s, node)
+                found.setdefault((w, s), np.zeros(A))[a] += 1
+                steps += 1
+                if t + 1 == k:
+                    break
+                move = int(rng.integers(A)) if explore and rng.random() < explore else a
+                obs, done = self._step(move)
+                s = int(obs)
+                w = compress(w + (int(lab[s]),)) if self.compressed else w + (int(lab[s]),)
+                node = int(self.policy.machine.delta_u[node, self._letters[lab[s]]])
+                if done:
+                    break
+        keys = list(found)
+        values = np.array([found[key] for key in keys]).reshape(len(keys), A)
+        return Observations(
+            tuple(key[0] for key in keys), np.array([key[1] for key in keys], np.int64), values, False, steps=steps
+        )
+
+
+# -- ReplayExpert: histories realised by replaying recorded episodes --------------------
+@attrs.frozen
+class Episode:
+    """One recorded episode: ``seed`` of its reset, ``actions`` ``(T,)``, and the discretised
+    ``states`` and proposition ``labels`` ``(T + 1,)`` after the reset and after each step."""
+
+    seed: int
+    actions: np.ndarray
+    states: np.ndarray
+    labels: np.ndarray
+
+    def __attrs_post_init__(self):
+        if not len(self.states) == len(self.labels) == len(self.actions) + 1:
+            raise QueryError(
+                f"an episode of {len(self.actions)} actions has {len(self.actions) + 1} states and labels, "
+                f"not {len(self.states)} and {len(self.labels)}"
+            )
+
+
+def _vector(env) -> bool:
+    import gymnasium
+
+    if isinstance(env, gymnasium.vector.VectorEnv):
+        if env.num_envs != 1:
+            raise QueryError(f"a replay steps one environment: this vector environment has {env.num_envs} copies")
+        return True
+    return False
+
+
+def _first(obs, vector: bool):
+    return np.asarray(obs)[0] if vector else obs
+
+
+def _step(env, action: int, vector: bool):
+    obs, _, terminated, truncated, _ = env.step(np.array([action]) if vector else int(action))
+    done = bool(np.asarray(terminated).any() or np.asarray(truncated).any())
+    return _first(obs, vector), done
+
+
+def record(
+    env, policy: NodePolicy, cell: Callable, label: Callable, propositions, n: int, horizon: int, seed: int = 0
+) -> list[Episode]:
+    """``n`` episodes of at most ``horizon`` steps, each reset with its own seed (drawn from
+    ``seed``); ``cell(obs)``: the discretised state, ``label(obs)``: the proposition index."""
+    vector = _vector(env)
+    letters = policy.letters(tuple(propositions))
+    root = np.random.SeedSequence(seed)
+    out = []
+    for child in root.spawn(int(n)):
+        rng = np.random.default_rng(child)
+        ep_seed = int(rng.integers(2**31))
+        obs = _first(env.reset(seed=ep_seed)[0], vector)
+        states, labels, actions = [cell(obs)], [label(obs)], []
+        node = int(policy.machine.delta_u[policy.machine.initial, letters[labels[0]]])
+        for _ in range(int(horizon)):
+            a = int(np.asarray(policy.choose(np.array([states[-1]]), np.array([node]), rng))[0])
+            obs, done = _step(env, a, vector)
+            actions.append(a)
+            states.append(cell(obs))
+            labels.append(label(obs))
+            node = int(policy.machine.delta_u[node, letters[labels[-1]]])
+            if done:
+                break
+        out.append(Episode(ep_seed, np.array(actions, np.int64), np.array(states, np.int64), np.array(labels)))
+    return out
+
+
+def replay(env, episode: Episode, upto: int, cell: Callable, label: Callable, where: str = "the episode"):
+    """The observation after replaying the first ``upto`` actions of ``episode``; every state
+    and label reached is compared with the record (a :class:`QueryError` names the first
+    difference)."""
+    vector = _vector(env)
+    obs = _first(env.reset(seed=episode.seed)[0], vector)
+    for t in range(int(upto) + 1):
+        if t:
+            obs, _ = _step(env, int(episode.actions[t - 1]), vector)
+        got = (cell(obs), label(obs))
+        want = (int(episode.states[t]), int(episode.labels[t]))
+        if got != want:
+            raise QueryError(
+                f"replaying {where} (reset seed {episode.seed}): "
+                + (f"after step {t}" if t else "after the reset")
+                + f" the environment reached state {got[0]} with label {got[1]} where the recording has state "
+                f"{want[0]} with label {want[1]}: this environment does not reproduce its episodes from a seed "
+                "and actions"
+            )
+    return obs
+
+
+@attrs.define
+class ReplayExpert:
+    """An expert asked at the histories of recorded ``episodes`` (see the module docstring).
+    ``cell`` and ``label`` read an observation (discretised state, proposition index);
+    ``mdp``: the environment as a labeled MDP when there is one (the active loop needs it)."""
+
+    env: Any
+    policy: NodePolicy
+    episodes: list
+    cell: Callable
+    label: Callable
+    propositions: tuple
+    mdp: Any = None
+    seed: int = 0
+    recorded: object = None
+    exact: bool = attrs.field(default=False, init=False)
+    answers_queries: bool = attrs.field(default=True, init=False)
+    compressed: bool = attrs.field(default=True, init=False)
+    _where: dict = attrs.field(init=False, factory=dict, repr=False)
+    _calls: list = attrs.field(init=False, factory=lambda: [0], repr=False)
+
+    def __attrs_post_init__(self):
+        for e, ep in enumerate(self.episodes):
+            word: tuple[int, ...] = ()
+            for t, (s, k) in enumerate(zip(ep.states.tolist(), ep.labels.tolist())):
+                word = compress(word + (int(k),))
+                self._where.setdefault((word, int(s)), (e, t))
+
+    @property
+    def histories(self) -> list:
+        """The (word, state) histories the episodes reach, in the order first reached."""
+        return list(self._where)
+
+    def _node(self, word) -> int:
+        m, letters = self.policy.machine, self.policy.letters(tuple(self.propositions))
+        u = m.initial
+        for k in word:
+            u = int(m.delta_u[u, letters[k]])
+        return u
+
+    def _at(self, word, state: int):
+        key = (tuple(int(k) for k in word), int(state))
+        if key not in self._where:
+            names = " ".join(self.propositions[k] for k in key[0])
+            raise QueryError(
+                f"no recorded episode reaches state {state} after the labels {names!r}: a replay expert "
+                f"realises only the histories of its {len(self.episodes)} episodes"
+            )
+        e, t = self._where[key]
+        return replay(self.env, self.episodes[e], t, self.cell, self.label, f"episode {e}"), t
+
+    def act(self, word, state, m: int = 100) -> Observations:
+        _, t = self._at(word, state)
+        rng = _rng(self.seed, self._calls)
+        node = self._node(word)
+        drawn = np.asarray(self.policy.choose(np.full(int(m), int(state)), np.full(int(m), node), rng))
+        counts = np.bincount(drawn, minlength=self._actions()).astype(float)
+        return Observations((tuple(word),), np.array([int(state)]), counts[None, :], False, steps=t + int(m))
+
+    def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
+        """``m`` continuations of ``k`` steps from the history (``None``: from a fresh seeded
+        reset), the history replayed and checked each time; per visited (word, state) the
+        actions drawn."""
+        rng = _rng(self.seed, self._calls)
+        vector = _vector(self.env)
+        m_, letters = self.policy.machine, self.policy.letters(tuple(self.propositions))
+        found: dict = {}
+        steps = 0
+        for _ in range(int(m)):
+            if word is None:
+                obs = _first(self.env.reset(seed=int(rng.integers(2**31)))[0], vector)
+                s, w = self.cell(obs), (self.label(obs),)
+            else:
+                obs, t = self._at(word, state)
+                s, w = int(state), tuple(word)
+                steps += t
+            node = self._node(w)
+            for i in range(int(k)):
+                a = int(np.asarray(self.policy.choose(np.array([s]), np.array([node]), rng))[0])
+                found.setdefault((w, s), {}).setdefault(a, 0)
+                found[(w, s)][a] += 1
+                steps += 1
+                if i + 1 == k:
+                    break
+                move = int(rng.integers(self._actions())) if explore and rng.random() < explore else a
+                obs, done = _step(self.env, move, vector)
+                s, lab = self.cell(obs), self.label(obs)
+                w = compress(w + (lab,))
+                node = int(m_.delta_u[node, letters[lab]])
+                if done:
+                    break
+        A = max([a for c in found.values() for a in c] + [0]) + 1
+        A = max(A, self._actions())
+        keys = list(found)
+        values = np.zeros((len(keys), A))
+        for r, key in enumerate(keys):
+            for a, c in found[key].items():
+                values[r, a] = c
+        return Observations(tuple(x[0] for x in keys), np.array([x[1] for x in keys], np.int64), values, False, steps)
+
+    def _actions(self) -> int:
+        space = getattr(self.env, "single_action_space", None) or self.env.action_space
+        return int(space.n)

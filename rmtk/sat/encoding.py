@@ -1,0 +1,294 @@
+"""SAT encoding of "a machine with n nodes consistent with the prefix tree policy"
+(paper section 3.1), in a form linear in the prefix tree (docs/design.md, "The SAT encoding").
+
+Variables (packed ids, see :class:`VarPool`):
+
+* ``t[i,k,j]`` — δ(u_i, k) = u_j (the paper's b_ikj); node 0 is u_I.
+* ``x[p,i]``  — the word of trie node p ends in node i (x[root, 0] holds).
+* ``y[c,i]``  — some word of policy class c ends in node i.
+
+Constraint families, one generator each (grep for the name):
+
+* :func:`determinism` (eq. 2) and :func:`full_specification` (eq. 3): exactly one t[i,k,·].
+* :func:`prefix_runs`: x[root,0], and x[p,i] ∧ t[i,k,j] → x[pk,j] along every trie edge.
+* :func:`negative_classes` (eq. 6, grouped): x[p,i] → y[c,i] for p in class c, and classes
+  at a common state exclude each other node by node. Equivalent to every pairwise negative
+  example, with clauses linear in the (word, state) pairs.
+* :func:`negative_pairs`: the plain pairwise form ¬x[p,i] ∨ ¬x[q,i] (to measure against,
+  and for confidence-bound negatives, which are not transitive).
+* :func:`soft_negative_pairs` (section 5.2): the pairwise form with a relaxation variable,
+  for weighted MaxSAT.
+* :func:`non_stuttering` (eq. 7): t[i,k,j] → t[j,k,j].
+* :func:`symmetry_breaking_bfs` (Ulyantsev et al. 2015): nodes numbered in breadth-first
+  order from u_I, children of a node ordered by their smallest letter.
+
+Clauses are built as numpy arrays (fixed width per family) and handed over as lists; the
+formula is never built by expanding matrix products. :class:`Problem` is what is encoded,
+:class:`Formula` what an encoder produces for n nodes (:mod:`rmtk.encoders` composes them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import attrs
+import numpy as np
+from pysat.card import CardEnc, EncType
+from pysat.formula import IDPool
+
+from ..negatives import NegativePairs, PolicyClasses
+from ..ptp import Trie
+
+#: Clauses, each a list of DIMACS literals (variable numbers, negative when negated).
+Clauses = list[list[int]]
+
+
+@attrs.frozen
+class Problem:
+    """What is encoded: the trie of label words (the prefix tree), the number of letters
+    (the MDP's propositions) and the negative examples — policy classes (exact setting) or
+    word pairs (confidence bound). Negatives given as classes can also be read as pairs
+    (:meth:`negative_pairs`, computed once)."""
+
+    trie: Trie
+    n_letters: int
+    negatives: PolicyClasses | NegativePairs | None = None
+    oracle: object = None  # a rmtk.sat.lazy.Oracle: negatives found by checking candidates (lazy search)
+    _pairs: dict = attrs.field(factory=dict, init=False, eq=False, repr=False)
+
+    def negative_pairs(self) -> np.ndarray:
+        """``(k, 2)`` trie-node pairs that must end in different nodes."""
+        if "pairs" not in self._pairs:
+            neg = self.negatives
+            if neg is None:
+                pairs = np.empty((0, 2), dtype=np.int64)
+            elif isinstance(neg, NegativePairs):
+                pairs = np.asarray(neg.pairs)
+            else:
+                pairs = neg.distinct_pairs()
+            self._pairs["pairs"] = pairs
+        return self._pairs["pairs"]
+
+    def lower_bound(self) -> int:
+        """Nodes needed at least: the largest number of policy classes at one state (1 for pairs)."""
+        if self.oracle is not None:
+            return self.oracle.lower_bound()
+        return self.negatives.lower_bound() if isinstance(self.negatives, PolicyClasses) else 1
+
+
+@attrs.define
+class Formula:
+    """Clauses for a fixed number of nodes: ``hard`` clauses over ``pool``'s variables and,
+    for MaxSAT, one relaxation variable per soft negative example (``relax[k]`` true: example
+    ``k`` is dropped) with its ``weights[k]``; the soft clauses are the units ``¬relax[k]``."""
+
+    pool: VarPool
+    hard: Clauses
+    relax: np.ndarray | None = None
+    weights: np.ndarray | None = None
+
+    @property
+    def n_clauses(self) -> int:
+        return len(self.hard) + (0 if self.relax is None else len(self.relax))
+
+    def extend(self, clauses: Iterable[Iterable[int]]) -> Formula:
+        """Add hard clauses (e.g. a user's extra constraints); returns ``self``."""
+        self.hard.extend([int(v) for v in c] for c in clauses)
+        return self
+
+
+class VarPool:
+    """Hands out variable ids: packed ranges for t, x, y; a :class:`pysat.formula.IDPool`
+    on top for auxiliary variables (symmetry breaking, cardinality encodings)."""
+
+    def __init__(self, n: int, n_letters: int, n_trie: int, n_classes: int):
+        self.n, self.K, self.n_trie, self.n_classes = n, n_letters, n_trie, n_classes
+        self.t0 = 1
+        self.x0 = self.t0 + n * n_letters * n
+        self.y0 = self.x0 + n_trie * n
+        self.packed_top = self.y0 + n_classes * n - 1
+        self.aux = IDPool(start_from=self.packed_top + 1)
+
+    def t(self, i, k, j):
+        """δ(u_i, k) = u_j — the paper's b_ikj (works elementwise on arrays)."""
+        return self.t0 + (np.asarray(i) * self.K + k) * self.n + j
+
+    def x(self, p, i):
+        """The word of trie node p ends in node i."""
+        return self.x0 + np.asarray(p) * self.n + i
+
+    def y(self, c, i):
+        """Some word of policy class c ends in node i."""
+        return self.y0 + np.asarray(c) * self.n + i
+
+    def new(self, key) -> int:
+        """An auxiliary variable named by a hashable ``key``."""
+        return self.aux.id(key)
+
+    @property
+    def top(self) -> int:
+        return max(self.packed_top, self.aux.top)
+
+    def decode(self, var: int):
+        """``("t", i, k, j)``, ``("x", p, i)``, ``("y", c, i)`` or the auxiliary key."""
+        var = abs(int(var))
+        if self.t0 <= var < self.x0:
+            ik, j = divmod(var - self.t0, self.n)
+            i, k = divmod(ik, self.K)
+            return ("t", i, k, j)
+        if self.x0 <= var < self.y0:
+            return ("x",) + divmod(var - self.x0, self.n)
+        if self.y0 <= var <= self.packed_top:
+            return ("y",) + divmod(var - self.y0, self.n)
+        return self.aux.obj(var)
+
+    def t_grid(self) -> np.ndarray:
+        """``(n, K, n)`` array of the t variable ids."""
+        i, k, j = np.meshgrid(np.arange(self.n), np.arange(self.K), np.arange(self.n), indexing="ij")
+        return self.t(i, k, j)
+
+
+def _rows(arr: np.ndarray) -> Clauses:
+    return np.asarray(arr, dtype=np.int64).reshape(len(arr), -1).tolist() if len(arr) else []
+
+
+# ---------------------------------------------------------------------- constraint families
+def determinism(pool: VarPool) -> Clauses:
+    """Paper eq. (2): at most one target per (node, letter): ¬t[i,k,j] ∨ ¬t[i,k,j']."""
+    t = pool.t_grid()
+    a, b = np.triu_indices(pool.n, 1)
+    return _rows(-np.stack([t[:, :, a], t[:, :, b]], axis=-1).reshape(-1, 2))
+
+
+def full_specification(pool: VarPool) -> Clauses:
+    """Paper eq. (3): at least one target per (node, letter): ∨_j t[i,k,j]."""
+    return _rows(pool.t_grid().reshape(-1, pool.n))
+
+
+def prefix_runs(pool: VarPool, trie: Trie) -> Clauses:
+    """x[root, 0], and x[p,i] ∧ t[i,k,j] → x[c,j] for every trie edge p —k→ c."""
+    n = pool.n
+    par, kid = trie.children()
+    k = trie.letter[kid]
+    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    i, j = i.ravel(), j.ravel()
+    cl = np.stack(
+        [
+            -pool.x(par[:, None], i[None, :]),
+            -pool.t(i[None, :], k[:, None], j[None, :]),
+            pool.x(kid[:, None], j[None, :]),
+        ],
+        axis=-1,
+    ).reshape(-1, 3)
+    return [[int(pool.x(0, 0))]] + _rows(cl)
+
+
+def negative_classes(pool: VarPool, classes: PolicyClasses, *, amo_pairwise_max: int = 6) -> Clauses:
+    """Paper eq. (6), grouped by policy class: x[p,i] → y[c,i] for every pair (p, s) of
+    class c, and at most one class per (state, node) among the classes of each state."""
+    n = pool.n
+    per_state = np.bincount(classes.class_state)
+    relevant = per_state[classes.class_state] >= 2  # classes sharing their state with another
+    keep = relevant[classes.pair_class]
+    p, c = classes.pair_node[keep], classes.pair_class[keep]
+    pc = np.unique(p * max(classes.n_classes, 1) + c)
+    p, c = pc // max(classes.n_classes, 1), pc % max(classes.n_classes, 1)
+    i = np.arange(n)
+    out = _rows(np.stack([-pool.x(p[:, None], i[None, :]), pool.y(c[:, None], i[None, :])], axis=-1).reshape(-1, 2))
+    order = np.argsort(classes.class_state, kind="stable")
+    states = classes.class_state[order]
+    for group in np.split(order, np.flatnonzero(np.diff(states)) + 1) if len(order) else []:
+        if len(group) < 2:
+            continue
+        if len(group) <= amo_pairwise_max:
+            a, b = np.triu_indices(len(group), 1)
+            ys = pool.y(group[:, None], i[None, :])  # (m, n)
+            out += _rows(-np.stack([ys[a], ys[b]], axis=-1).transpose(1, 0, 2).reshape(-1, 2))
+        else:
+            for node in range(n):
+                lits = [int(v) for v in pool.y(group, node)]
+                enc = CardEnc.atmost(lits, bound=1, vpool=pool.aux, encoding=EncType.seqcounter)
+                out += enc.clauses
+    return out
+
+
+def negative_pairs(pool: VarPool, pairs: np.ndarray) -> Clauses:
+    """Paper eq. (6), pairwise: for each negative example {p, q}: ¬x[p,i] ∨ ¬x[q,i]."""
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    i = np.arange(pool.n)
+    return _rows(np.stack([-pool.x(pairs[:, :1], i), -pool.x(pairs[:, 1:], i)], axis=-1).reshape(-1, 2))
+
+
+def non_stuttering(pool: VarPool) -> Clauses:
+    """Paper eq. (7): t[i,k,j] → t[j,k,j] for i ≠ j."""
+    n = pool.n
+    i, k, j = np.meshgrid(np.arange(n), np.arange(pool.K), np.arange(n), indexing="ij")
+    m = i != j
+    return _rows(np.stack([-pool.t(i[m], k[m], j[m]), pool.t(j[m], k[m], j[m])], axis=-1))
+
+
+def symmetry_breaking_bfs(pool: VarPool) -> Clauses:
+    """Breadth-first numbering from u_I = 0 (Ulyantsev, Zakirzyanov, Shalyto 2015):
+    e[i,j]: some letter leads i → j; p[j,i]: i is the smallest node with an edge into j
+    (j's BFS parent); m[i,j,k]: k is the smallest letter of the edge i → j. Then nodes with
+    a parent come first, parents are non-decreasing in j, and siblings are ordered by their
+    smallest letter. Each machine whose nodes are all reachable gets exactly one numbering;
+    spare nodes that nothing reaches are numbered last."""
+    n, K = pool.n, pool.K
+    e = {(i, j): pool.new(("e", i, j)) for i in range(n) for j in range(n) if i < j}
+    par = {(j, i): pool.new(("p", j, i)) for j in range(1, n) for i in range(j)}
+    mm = {(i, j, k): pool.new(("m", i, j, k)) for i in range(n) for j in range(i + 1, n) for k in range(K)}
+    t = lambda i, k, j: int(pool.t(i, k, j))  # noqa: E731
+    out: Clauses = []
+    for (i, j), v in e.items():  # e[i,j] ⇔ ∨_k t[i,k,j]
+        out += [[-t(i, k, j), v] for k in range(K)]
+        out.append([-v] + [t(i, k, j) for k in range(K)])
+    for (j, i), v in par.items():  # p[j,i] ⇔ e[i,j] ∧ ∧_{i'<i} ¬e[i',j]
+        out.append([-v, e[i, j]])
+        out += [[-v, -e[i2, j]] for i2 in range(i)]
+        out.append([v, -e[i, j]] + [e[i2, j] for i2 in range(i)])
+    # nodes with a BFS parent come first (spare, unreached nodes last, so that machines
+    # whose extra nodes no word reaches keep a representative)
+    reached = {j: pool.new(("r", j)) for j in range(1, n)}
+    for j in range(1, n):
+        out.append([-reached[j]] + [par[j, i] for i in range(j)])
+        out += [[reached[j], -par[j, i]] for i in range(j)]
+        if j + 1 < n:
+            out.append([-reached[j + 1], reached[j]])
+    for j in range(1, n - 1):  # parents are non-decreasing
+        for i in range(j):
+            out += [[-par[j, i], -par[j + 1, i2]] for i2 in range(i)]
+    for (i, j, k), v in mm.items():  # m[i,j,k] ⇔ t[i,k,j] ∧ ∧_{k'<k} ¬t[i,k',j]
+        out.append([-v, t(i, k, j)])
+        out += [[-v, -t(i, k2, j)] for k2 in range(k)]
+        out.append([v, -t(i, k, j)] + [t(i, k2, j) for k2 in range(k)])
+    for j in range(1, n - 1):  # siblings ordered by their smallest letter
+        for i in range(j):
+            for k in range(K):
+                out += [[-par[j, i], -par[j + 1, i], -mm[i, j, k], -mm[i, j + 1, k2]] for k2 in range(k)]
+    return out
+
+
+def soft_negative_pairs(pool: VarPool, pairs: np.ndarray) -> tuple[Clauses, np.ndarray]:
+    """Paper section 5.2: each negative example {p, q} made soft with a relaxation variable
+    b_pq: ¬x[p,i] ∨ ¬x[q,i] ∨ b_pq for every node i. Returns the clauses and the b ids."""
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    relax = np.array([pool.new(("drop", k)) for k in range(len(pairs))], dtype=np.int64)
+    i = np.arange(pool.n)
+    cl = np.stack(
+        [-pool.x(pairs[:, :1], i), -pool.x(pairs[:, 1:], i), np.broadcast_to(relax[:, None], (len(pairs), pool.n))],
+        axis=-1,
+    ).reshape(-1, 3)
+    return _rows(cl), relax
+
+
+def decode_transitions(model: Iterable[int], pool: VarPool) -> np.ndarray:
+    """``delta_u`` (n, K) from a model: the j with t[i,k,j] true (asserts functionality)."""
+    model = np.asarray(model, dtype=np.int64)
+    truth = np.zeros(pool.top + 1, dtype=bool)
+    pos = model[model > 0]
+    truth[pos[pos <= pool.top]] = True
+    grid = truth[pool.t_grid()]  # (n, K, n)
+    if not np.all(grid.sum(axis=2) == 1):
+        raise AssertionError("model is not a function: some (node, letter) has no or several targets")
+    return grid.argmax(axis=2)

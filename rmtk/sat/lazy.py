@@ -1,0 +1,413 @@
+"""Counterexample-guided learning: negative examples added only when a candidate machine
+violates them (lazy negatives), and learning at every depth (docs/design.md, section 9).
+
+A lazy search keeps one SAT solver per size n holding the structural clauses only
+(determinism, full specification, non-stuttering, symmetry breaking). Each candidate machine
+goes to an *oracle* that checks it against the whole prefix tree policy and returns
+counterexamples: two words reaching a state with different policy classes that the candidate
+sends to the same node. Their runs (prefix-run clauses along their trie path) and class
+constraints join the same solver, which solves again, until a candidate passes. Enumeration
+re-checks every model the same way. The relaxed formula has every model of the full one, and
+every accepted machine passes the full check, so the machines and counts are those of the
+full encoding.
+
+Oracles:
+
+* :class:`TrieOracle`: a built prefix tree with its negatives (policy classes or word pairs);
+  a candidate is run over the whole trie in one vectorised pass.
+* :class:`ProductOracle`: the expert given as a task; a candidate is checked on the
+  synchronised product with the true machine, bounded at depth l or unbounded (every depth),
+  so no prefix tree is built at all.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Protocol
+
+import attrs
+import numpy as np
+from pysat.solvers import Solver
+
+from ..equivalence import clash_pairs, clashes, compressed, exercised, sync_product
+from ..errors import RmtkError
+from ..mdp import LabeledMDP
+from ..negatives import NegativePairs, PolicyClasses
+from ..progress import Progress
+from ..ptp import Trie
+from .encoding import Formula, Problem, VarPool, decode_transitions
+from .search import SearchResult, Solution, _join, _solve, record, solver_for, used_transitions
+
+
+@attrs.frozen
+class Counterexample:
+    """Two words (letter indices, compressed when the tree is) that reach ``state`` and must
+    end in different nodes: of policy classes ``class1`` ≠ ``class2`` (global ids), or, for a
+    negative word pair from data, classes −1. ``labels``: labels of the longer word's
+    shortest state sequence (its depth in the prefix tree policy)."""
+
+    word1: tuple[int, ...]
+    word2: tuple[int, ...]
+    state: int
+    class1: int
+    class2: int
+    labels: int
+
+
+class Oracle(Protocol):
+    """Checks candidate machines against a whole prefix tree policy.
+
+    An oracle a PTP strategy gives for tree-free learning (its ``oracle`` capability,
+    :class:`rmtk.ptp.PTPCapabilities`) also gives the product policy of a learned machine for
+    its rewards (``product_policy(delta_u) -> ((S, n, A) policy, (S, n) observed mask)``, as
+    :meth:`ProductOracle.product_policy`)."""
+
+    #: The depth (labels) its check is bounded at; ``None``: every depth.
+    depth: int | None
+
+    def check(self, delta_u: np.ndarray) -> list[Counterexample]:
+        """Counterexamples the candidate violates (empty: it is consistent)."""
+
+    def exercised(self, delta_u: np.ndarray) -> np.ndarray:
+        """``(n, K)`` transitions some word of the prefix tree policy uses."""
+
+    def lower_bound(self) -> int:
+        """Nodes any consistent machine needs (the most policy classes at one state)."""
+
+
+@attrs.define
+class TrieOracle:
+    """A built prefix tree and its negatives: policy classes (exact) or word pairs (data)."""
+
+    trie: Trie
+    negatives: PolicyClasses | NegativePairs
+    limit: int = 1000
+    depth: int | None = None
+
+    def _word(self, p: int) -> tuple[int, ...]:
+        return tuple(self.trie.word(int(p)))
+
+    def check(self, delta_u):
+        nodes = self.trie.run(delta_u, 0)
+        neg, out = self.negatives, []
+        if isinstance(neg, PolicyClasses):
+            p = np.asarray(neg.pair_node)
+            states = neg.class_state[neg.pair_class]
+            group = states * delta_u.shape[0] + nodes[p]
+            for i, j in clash_pairs(group, np.asarray(neg.pair_class), self.trie.length[p], self.limit):
+                out.append(
+                    Counterexample(
+                        self._word(p[i]),
+                        self._word(p[j]),
+                        int(states[i]),
+                        int(neg.pair_class[i]),
+                        int(neg.pair_class[j]),
+                        int(max(self.trie.length[p[i]], self.trie.length[p[j]])),
+                    )
+                )
+        else:
+            pairs = np.asarray(neg.pairs)
+            bad = np.flatnonzero(nodes[pairs[:, 0]] == nodes[pairs[:, 1]])
+            lengths = self.trie.length[pairs[bad]].max(axis=1) if len(bad) else np.empty(0, np.int64)
+            for k in bad[np.argsort(lengths, kind="stable")][: self.limit]:
+                p, q = pairs[k]
+                out.append(
+                    Counterexample(
+                        self._word(p),
+                        self._word(q),
+                        int(neg.state[k]),
+                        -1,
+                        -1,
+                        int(max(self.trie.length[p], self.trie.length[q])),
+                    )
+                )
+        return out
+
+    def exercised(self, delta_u):
+        return used_transitions(self.trie, delta_u)[0]
+
+    def lower_bound(self) -> int:
+        return self.negatives.lower_bound() if isinstance(self.negatives, PolicyClasses) else 1
+
+
+@attrs.define
+class ProductOracle:
+    """The expert as a task: candidates are checked on the synchronised product MDP × truth ×
+    candidate up to ``depth`` labels (``None``: every depth); no prefix tree is built.
+
+    ``table[s, u]`` is the policy class of (state, true node); global class ids are
+    ``s·n_t + table[s, u]``. ``policy`` (``(S, n_t, A)``) gives learned machines their product
+    policy (:meth:`product_policy`)."""
+
+    mdp: LabeledMDP
+    true_delta: np.ndarray
+    table: np.ndarray
+    policy: np.ndarray | None = None
+    depth: int | None = None
+    compress: bool = True
+    true_initial: int = 0
+    limit: int = 1000
+    _last: tuple = attrs.field(default=(None, None), init=False, repr=False)
+
+    def product(self, delta_u: np.ndarray):
+        """The synchronised product with the candidate (the last one is kept)."""
+        key = (np.shape(delta_u), np.asarray(delta_u).tobytes())
+        if self._last[0] != key:
+            self._last = (
+                key,
+                sync_product(self.mdp, self.true_delta, delta_u, init_a=self.true_initial, max_depth=self.depth),
+            )
+        return self._last[1]
+
+    def _word(self, prod, i: int) -> tuple[int, ...]:
+        word = prod.word(i, self.mdp.labels)
+        return tuple(compressed(word) if self.compress else word)
+
+    def check(self, delta_u):
+        prod = self.product(delta_u)
+        s, a, nt = prod.states, prod.a, self.true_delta.shape[0]
+        cls = s * nt + self.table[s, a]
+        return [
+            Counterexample(
+                self._word(prod, i),
+                self._word(prod, j),
+                int(s[i]),
+                int(cls[i]),
+                int(cls[j]),
+                int(max(prod.depth[i], prod.depth[j])),
+            )
+            for i, j in clashes(prod, self.table, self.limit)
+        ]
+
+    def exercised(self, delta_u):
+        return exercised(self.product(delta_u), self.mdp, delta_u, max_depth=self.depth, compress=self.compress)
+
+    def lower_bound(self) -> int:
+        prod = sync_product(
+            self.mdp,
+            self.true_delta,
+            np.zeros((1, self.true_delta.shape[1]), np.int64),
+            init_a=self.true_initial,
+            max_depth=self.depth,
+        )
+        s, cls = prod.states, self.table[prod.states, prod.a]
+        return int(np.bincount(np.unique(s * self.true_delta.shape[0] + cls) // self.true_delta.shape[0]).max())
+
+    def product_policy(self, delta_u) -> tuple[np.ndarray, np.ndarray]:
+        """``(S, n, A)`` product policy of a machine consistent with the expert (the expert's
+        distribution at every reached (state, node); uniform elsewhere) and the ``(S, n)``
+        mask of the reached ones — Algorithm 3 on the prefix tree policy of this depth."""
+        if self.policy is None:
+            raise RmtkError("this oracle has no expert policy to give product policies")
+        prod = self.product(delta_u)
+        S, A, n = self.mdp.n_states, self.policy.shape[2], np.shape(delta_u)[0]
+        out = np.full((S, n, A), 1.0 / A)
+        seen = np.zeros((S, n), dtype=bool)
+        out[prod.states, prod.b] = self.policy[prod.states, prod.a]
+        seen[prod.states, prod.b] = True
+        return out, seen
+
+
+@attrs.frozen
+class LazyStats:
+    """What a counterexample-guided search used: ``counterexamples`` added over ``rounds``
+    candidate checks, the ``longest`` (labels) of their words, and the words in play as a
+    partial prefix tree (``trie``, with the (word, state, class) entries the constraints use)."""
+
+    counterexamples: int
+    rounds: int
+    longest: int
+    trie: Trie
+    pair_node: np.ndarray
+    pair_state: np.ndarray
+    pair_class: np.ndarray
+
+
+class LazyFormula:
+    """The growing part of a lazy formula at n nodes: a partial trie of the words in play,
+    their prefix runs and their class (or pair) constraints, added to a live solver."""
+
+    def __init__(self, pool: VarPool, solver: Solver):
+        self.pool, self.solver, self.n = pool, solver, pool.n
+        self.child: dict[tuple[int, int], int] = {}
+        self.parent, self.letter, self.length = [-1], [-1], [0]
+        self.x = [np.asarray(pool.x(0, np.arange(self.n)), dtype=np.int64)]
+        self.y: dict[int, np.ndarray] = {}
+        self.classes_at: dict[int, list[int]] = defaultdict(list)
+        self.members: set[tuple[int, int]] = set()
+        self.entries: list[tuple[int, int, int]] = []
+        self.apart: set[tuple[int, int]] = set()
+        self.added = 0
+        self.longest = 0
+
+    def _add(self, clauses: np.ndarray) -> None:
+        for c in clauses.tolist():
+            self.solver.add_clause(c)
+
+    def word(self, letters) -> int:
+        """The trie node of ``letters``, adding the missing nodes and their prefix runs
+        x[p,i] ∧ t[i,k,j] → x[pk,j]."""
+        p, n = 0, self.n
+        for k in letters:
+            q = self.child.get((p, int(k)))
+            if q is None:
+                i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+                q = len(self.parent)
+                self.child[(p, int(k))] = q
+                self.parent.append(p)
+                self.letter.append(int(k))
+                self.length.append(self.length[p] + 1)
+                self.x.append(np.array([self.pool.new(("x", q, u)) for u in range(n)], dtype=np.int64))
+                t = self.pool.t(i.ravel(), int(k), j.ravel())
+                self._add(np.stack([-self.x[p][i.ravel()], -t, self.x[q][j.ravel()]], axis=1))
+            p = q
+        return p
+
+    def member(self, q: int, c: int, state: int) -> None:
+        """Word ``q`` is in policy class ``c`` at ``state``: x[q,i] → y[c,i]; classes of a state
+        exclude each other node by node."""
+        if c not in self.y:
+            self.y[c] = np.array([self.pool.new(("y", c, u)) for u in range(self.n)], dtype=np.int64)
+            for other in self.classes_at[state]:
+                self._add(np.stack([-self.y[c], -self.y[other]], axis=1))
+            self.classes_at[state].append(c)
+        if (q, c) not in self.members:
+            self.members.add((q, c))
+            self.entries.append((q, state, c))
+            self._add(np.stack([-self.x[q], self.y[c]], axis=1))
+
+    def add(self, cex: Counterexample) -> None:
+        p, q = self.word(cex.word1), self.word(cex.word2)
+        self.added += 1
+        self.longest = max(self.longest, cex.labels)
+        if cex.class1 < 0:
+            key = (min(p, q), max(p, q))
+            if key not in self.apart:
+                self.apart.add(key)
+                self._add(np.stack([-self.x[p], -self.x[q]], axis=1))
+            return
+        self.member(p, cex.class1, cex.state)
+        self.member(q, cex.class2, cex.state)
+
+    def stats(self, rounds: int) -> LazyStats:
+        trie = Trie(np.array(self.parent), np.array(self.letter), np.array(self.length))
+        e = np.array(self.entries, dtype=np.int64).reshape(-1, 3)
+        return LazyStats(self.added, rounds, self.longest, trie, e[:, 0], e[:, 1], e[:, 2])
+
+
+def lazy_search(
+    structure: Callable[[Problem, int], Formula],
+    problem: Problem,
+    *,
+    max_nodes: int,
+    min_nodes: int = 1,
+    exact_nodes: int | None = None,
+    solver: str = "cadical153",
+    non_stuttering: bool = True,
+    max_solutions: int | None = None,
+    time_limit: float | None = None,
+    progress: Progress | None = None,
+) -> SearchResult:
+    """Smallest n in [min_nodes, max_nodes] (or exactly ``exact_nodes``) with a machine that
+    ``problem.oracle`` accepts, and all such machines at that n (see the module docstring).
+    ``structure(problem, n)`` gives the clauses that involve no negative example; the problem's
+    trie must be the root alone (the words come from counterexamples)."""
+    progress = progress or Progress()
+    oracle = problem.oracle
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    solver_name, note = solver_for(solver, time_limit)
+    sizes = [exact_nodes] if exact_nodes is not None else list(range(max(1, min_nodes), max_nodes + 1))
+    tried: list[tuple[int, bool | None]] = []
+    t_enc = t_solve = t_enum = 0.0
+    rounds = 0
+    lazy = None
+    for n in sizes:
+        t0 = time.perf_counter()
+        formula = structure(problem, n)
+        t_enc += time.perf_counter() - t0
+        with Solver(name=solver_name, bootstrap_with=formula.hard) as sat_solver:
+            lazy = LazyFormula(formula.pool, sat_solver)
+            found: dict[tuple, Solution] = {}
+            t_start = t_first = time.perf_counter()
+            complete, satisfiable = True, None
+            while True:
+                sat = _solve(sat_solver, deadline)
+                rounds += 1
+                if sat is None:
+                    complete = False
+                    break
+                if not sat:
+                    satisfiable = bool(found)
+                    break
+                du = decode_transitions(sat_solver.get_model(), formula.pool)
+                counter = oracle.check(du)
+                if counter:
+                    t1 = time.perf_counter()
+                    for cex in counter:
+                        lazy.add(cex)
+                    t_enc += time.perf_counter() - t1
+                    progress.count(lazy.added, None, "counterexamples")
+                    continue
+                if not found:
+                    t_first = time.perf_counter()
+                sat_solver.add_clause(record(found, du, oracle.exercised(du), formula.pool, non_stuttering))
+                progress.solution(len(found), len(found))
+                if max_solutions is not None and len(found) >= max_solutions:
+                    complete, satisfiable = False, True
+                    break
+            t_end = time.perf_counter()
+            elapsed = t_end - t_start
+            if found:
+                t_solve += t_first - t_start
+                t_enum += t_end - t_first
+            else:
+                t_solve += elapsed
+            tried.append((n, satisfiable if complete or found else None))
+            progress.size(n, tried[-1][1], elapsed)
+            stats = lazy.stats(rounds)
+            if found:
+                msg = "" if complete else "enumeration stopped early (limit reached); the solutions found are listed"
+                return SearchResult(
+                    n,
+                    tuple(found.values()),
+                    complete,
+                    tuple(tried),
+                    len(formula.hard) + lazy.added,
+                    formula.pool.top,
+                    t_enc,
+                    t_solve,
+                    t_enum,
+                    _join(msg, note),
+                    lazy=stats,
+                )
+            if not complete:
+                return SearchResult(
+                    None,
+                    (),
+                    False,
+                    tuple(tried),
+                    len(formula.hard),
+                    formula.pool.top,
+                    t_enc,
+                    t_solve,
+                    t_enum,
+                    _join(f"time limit reached while deciding {n} nodes", note),
+                    lazy=stats,
+                )
+    lo, hi = sizes[0], sizes[-1]
+    what = f"exactly {hi}" if exact_nodes is not None else (f"at most {hi}" if lo <= 1 else f"{lo} to {hi}")
+    return SearchResult(
+        None,
+        (),
+        True,
+        tuple(tried),
+        0,
+        0,
+        t_enc,
+        t_solve,
+        t_enum,
+        f"no machine with {what} node{'s' if hi != 1 else ''} is consistent with the prefix tree policy",
+        lazy=lazy.stats(rounds) if lazy is not None else None,
+    )
