@@ -28,6 +28,7 @@ import numpy as np
 from ..empirical import prune_counts, to_policy
 from ..encoders import MaxSatEncoder
 from ..errors import RmtkError
+from ..limits import Deadline, SearchLimits
 from ..machine import RewardMachine, isomorphic
 from ..negatives import ConfidenceMiner
 from ..progress import Progress
@@ -237,9 +238,7 @@ def simulate_and_learn(
             )
             res = MaxSatEncoder().search(
                 Problem(trie, len(PROPOSITIONS), neg),
-                max_nodes=nodes,
-                max_solutions=max_solutions,
-                time_limit=time_limit,
+                SearchLimits(max_nodes=nodes, max_solutions=max_solutions, deadline=Deadline.after(time_limit)),
             )
             machines = [solution_machine(s.delta_u, PROPOSITIONS) for s in res.solutions]
             listed = any(isomorphic(m, truth, rewards=False) for m in machines)
