@@ -106,7 +106,7 @@ def _final(delta: np.ndarray, word: list[int], initial: int = 0) -> int:
     return u
 
 
-def _separated(split: np.ndarray, open_pairs: np.ndarray) -> np.ndarray:
+def separated(split: np.ndarray, open_pairs: np.ndarray) -> np.ndarray:
     """For a ``(k, C)`` boolean matrix (machine splits candidate c) and a ``(k, k)`` matrix of
     open pairs, the number of open pairs each candidate separates (one machine merges, the
     other splits): sᵀO(1−s) + (1−s)ᵀOs per column."""
@@ -122,7 +122,7 @@ def _greedy(split: np.ndarray, open_pairs: np.ndarray, lengths: np.ndarray) -> l
     separating the most open pairs (ties: the shortest)."""
     chosen = []
     while open_pairs.any():
-        gain = _separated(split, open_pairs)
+        gain = separated(split, open_pairs)
         best = int(np.lexsort((lengths, -gain))[0])
         if gain[best] == 0:
             break
@@ -177,7 +177,7 @@ def cover(mdp, deltas: list[np.ndarray], names: list[str] | None = None, *, ptp=
                 continue
             break
         split = np.stack(splits, axis=1)
-        gain = _separated(split, open_pairs)
+        gain = separated(split, open_pairs)
         # most pairs separated; then witnesses where the known expert acts differently; then the shortest
         best = int(np.lexsort((np.array([w.length for w in witnesses]), ~np.array(refutes), -gain))[0])
         if gain[best] == 0:
@@ -225,12 +225,55 @@ def _state_groups(ptp, deltas: list[np.ndarray], *, merged: bool = False):
         yield i[keep], j[keep], split[:, keep]
 
 
-def _disagreements(ptp, deltas: list[np.ndarray]):
-    """All of :func:`_state_groups` at once: ``(p, q, split)``."""
-    groups = list(_state_groups(ptp, deltas))
-    if not groups:
-        return np.empty(0, np.int64), np.empty(0, np.int64), np.zeros((len(deltas), 0), bool)
-    return tuple(np.concatenate(parts, axis=-1) for parts in zip(*groups))
+@attrs.frozen
+class Disagreements:
+    """Recorded (word, word, state) triples the machines disagree on (some send the two words
+    to one node, others to two): indices ``i``, ``j`` of the two (word, state) pairs and the
+    ``(machines, triples)`` matrix ``split`` of the machines that send them to two nodes."""
+
+    i: np.ndarray
+    j: np.ndarray
+    split: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.i)
+
+
+def disagreements(trie, node, state, rank, deltas: list[np.ndarray]) -> Disagreements:
+    """The triples of the (word, state) pairs (trie ``node`` and ``state`` of each) that the
+    machines ``deltas`` disagree on. Words a state's pairs share a vector of final nodes for
+    (a *signature*) split the machines alike, so per state and signature one pair stands for
+    them, the first by ``rank`` (smallest first; the index breaks ties): the triples are the
+    pairs of representatives of two signatures at one state. Memory is linear in the pairs
+    and in the triples returned."""
+    k = len(deltas)
+    node, state, rank = np.asarray(node, np.int64), np.asarray(state, np.int64), np.asarray(rank)
+    empty = Disagreements(np.empty(0, np.int64), np.empty(0, np.int64), np.zeros((k, 0), bool))
+    if not len(node) or not k:
+        return empty
+    finals = np.stack([trie.run(np.asarray(d), 0) for d in deltas])  # (k, trie nodes)
+    sigs, sig_of_node = np.unique(finals.T, axis=0, return_inverse=True)
+    sig = sig_of_node.reshape(-1)[node]
+    order = np.lexsort((np.arange(len(node)), rank, sig, state))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (state[order][1:] != state[order][:-1]) | (sig[order][1:] != sig[order][:-1])
+    rows = order[first]
+    st = state[rows]
+    bounds = np.flatnonzero(np.r_[True, st[1:] != st[:-1], True])
+    size = np.diff(bounds)
+    P, Q = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
+    for g in np.unique(size[size >= 2]):
+        starts = bounds[:-1][size == g]
+        a, b = np.triu_indices(int(g), 1)
+        P.append((starts[:, None] + a[None, :]).ravel())
+        Q.append((starts[:, None] + b[None, :]).ravel())
+    i, j = rows[np.concatenate(P)], rows[np.concatenate(Q)]
+    split = sigs[sig[i]] != sigs[sig[j]]  # (triples, k)
+    n_split = split.sum(axis=1)
+    useful = (n_split > 0) & (n_split < k)
+    if not useful.any():
+        return empty
+    return Disagreements(i[useful], j[useful], split[useful].reshape(-1, k).T.copy())
 
 
 def _word_names(space, trie, p) -> tuple[str, ...]:
@@ -245,8 +288,11 @@ def _state_name(space, s: int) -> str:
 
 def _cover_from_data(space, deltas, ptp, most: int = 20_000) -> Cover:
     k = len(deltas)
-    p, q, split = _disagreements(ptp, deltas)
     node, state = np.asarray(ptp.tree.pair_node), np.asarray(ptp.tree.pair_state)
+    d = disagreements(
+        ptp.trie, node, state, ptp.trie.length[node], deltas
+    )  # the shortest word stands for its signature
+    p, q, split = d.i, d.j, d.split
     if len(p) > most:  # the best-supported candidates: the most visited pairs
         n = np.asarray(ptp.counts).sum(axis=1)
         keep = np.argsort(-np.minimum(n[p], n[q]), kind="stable")[:most]

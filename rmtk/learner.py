@@ -377,7 +377,7 @@ class Learner:
         classes = negatives if isinstance(negatives, PolicyClasses) else None
         pairs = negatives if isinstance(negatives, NegativePairs) else None
         result = LearnResult(
-            _machines(mdp, res),
+            machines_of(mdp, res),
             res.solutions,
             res,
             classes,
@@ -432,7 +432,7 @@ class Learner:
         if result.negatives is not None and result.ptp is not None:
             trie_nodes = result.ptp.trie.run(task.machine.delta_u, task.machine.initial, task.letter_of_proposition)
             fp = result.negatives.false_positives(trie_nodes, table)
-        verdicts, some = _verdicts(task, table, result.machines, result.solutions, encoder.non_stuttering)
+        verdicts, some = verdicts_of(task, table, result.machines, result.solutions, encoder.non_stuttering)
         rec.stage("verdict", time.perf_counter() - t)
         return attrs.evolve(
             result, verdicts=verdicts, completion_consistent=some, false_positives=fp, expert_classes=table
@@ -447,7 +447,9 @@ class Learner:
         return attrs.evolve(self, ptp=ptp).fit(target)
 
 
-def _machines(mdp: LabeledMDP | Space, res: SearchResult) -> tuple[RewardMachine, ...]:
+def machines_of(mdp: LabeledMDP | Space, res: SearchResult) -> tuple[RewardMachine, ...]:
+    """The machines of a search's solutions: canonical node names ``u0 u1 ...``, the MDP's
+    propositions as alphabet, rewards 0 (unconstrained transitions are self-loops)."""
     return tuple(
         RewardMachine(
             nodes=[f"u{i}" for i in range(len(s.delta_u))],
@@ -473,7 +475,7 @@ def _counterexample_tree(stats, depth) -> tuple[PrefixTree, PolicyClasses]:
     return tree, PolicyClasses(dense, class_state, node)
 
 
-def _verdicts(
+def verdicts_of(
     task: Task, table: np.ndarray, machines, solutions, non_stuttering: bool
 ) -> tuple[tuple[Verdict, ...], tuple[bool | None, ...]]:
     """Exact consistency of each machine at every depth (free transitions as self-loops), and
