@@ -16,6 +16,7 @@ oracle, and what one of its walks costs.
 
 from __future__ import annotations
 
+import heapq
 from typing import Protocol, runtime_checkable
 
 import attrs
@@ -109,6 +110,11 @@ def _groups(knowledge, deltas) -> set:
     }
 
 
+#: Letters a piece of a long walk may hold in its words (a piece is shortened as the walk's
+#: word grows, so that asking and folding one piece stays a bounded amount of work).
+PIECE_LETTERS = 200_000
+
+
 @attrs.frozen
 class ExpertWalks(CheckCapabilities):
     """The sampled equivalence check: ``walks`` runs of the expert from the start, ``length``
@@ -119,9 +125,10 @@ class ExpertWalks(CheckCapabilities):
     first, then pairs of states and nodes nothing is known at.
 
     The walks are asked together, as many as the budget allows. A walk longer than ``piece``
-    steps is asked in pieces of ``piece`` steps, each continuing where the last ended (when the
-    expert says where, ``ends`` of the :class:`~rmtk.active.experts.Observations`), so that the deadline and
-    the budget are checked between two pieces."""
+    steps is asked in pieces, each continuing where the last ended (the ``ends`` of the expert's
+    :class:`~rmtk.active.experts.Observations`), shorter as the walk's word grows, each folded
+    into the knowledge as it comes: the deadline and the budget are checked between two pieces,
+    and no more than one piece is held in memory."""
 
     walks: int = attrs.field(default=5, validator=positive_int)
     length: int = attrs.field(default=40, validator=positive_int)
@@ -132,60 +139,83 @@ class ExpertWalks(CheckCapabilities):
     def walk_steps(self) -> int:
         return self.length
 
-    def _walk(self, asker) -> list[Observations]:
-        """The pieces of one long walk (fewer when the budget or the deadline ends it)."""
-        out: list[Observations] = []
-        left, word, state = self.length, None, None
-        while left > 0:
-            k = min(self.piece, left)
-            obs = asker.extend(word, state, k, 1, self.explore)
-            if obs is None:
-                break
-            out.append(obs)
-            left -= k
-            if not obs.ends:  # the expert does not say where the walk ended: it went whole
-                if left > 0:
-                    raise RmtkError(
-                        f"a walk of {self.length} steps is asked in pieces of {self.piece}, but the expert "
-                        f"{type(asker.expert).__name__} does not say where a piece ends (Observations.ends)"
-                    )
-                break
-            word, state = obs.ends[0]
-        return out
-
     def run(self, asker, knowledge, machines) -> tuple[list[Observations], int]:
-        """What the walks show, as answers to fold in, and the number of walks made."""
+        """What the walks show, as answers to fold in (those of long walks are folded piece by
+        piece already), and the number of walks made."""
+        exact = bool(asker.caps.exact)
+        known = _groups(knowledge, machines) if exact and knowledge is not None else set()
+        picks = _Picks(self.evaluations, knowledge, machines, known)
+        answers: list[Observations] = []
         if self.length <= self.piece:
             per = int(asker.caps.extend_steps(None, None, self.length, 1))
             n = asker.room(self.walks, per)
             obs = asker.extend(None, None, self.length, max(n, 1), self.explore)
-            seen, n = ([obs], n) if obs is not None else ([], 0)
+            n = n if obs is not None else 0
+            if obs is not None:
+                picks.see(obs) if exact else answers.append(obs)
         else:
-            seen, n = [], 0
+            n = 0
             for _ in range(self.walks):
-                pieces = self._walk(asker)
-                if not pieces:
+                if not self._walk(asker, knowledge, picks, exact):
                     break
-                seen += pieces
                 n += 1
-        if not seen or not asker.caps.exact:
-            return seen, n
-        known = _groups(knowledge, machines) if knowledge is not None else set()
-        tests: list = []
-        fresh: list = []
-        for obs in seen:
-            for word, s in zip(obs.words, obs.states.tolist()):
-                if knowledge is not None and knowledge.visits(word, s):
-                    continue
-                nodes = [(m, s, _final(np.asarray(d), word)) for m, d in enumerate(machines)]
-                (tests if any(g in known for g in nodes) else fresh).append(
-                    (-len(word), len(tests) + len(fresh), word, s)
-                )
-        chosen = (sorted(tests) + sorted(fresh))[: self.evaluations]
-        answers: list[Observations] = []
-        for _, _, word, s in chosen:
+        if not exact:
+            return answers, n
+        out: list[Observations] = []
+        for word, s in picks.chosen():
             obs = asker.act(word, s)
             if obs is None:
                 break
-            answers.append(obs)
-        return answers, n  # the walks' steps are counted by the asker; their draws are not distributions
+            out.append(obs)
+        return out, n  # the walks' steps are counted by the asker; their draws are not distributions
+
+    def _walk(self, asker, knowledge, picks, exact: bool) -> bool:
+        """One long walk in pieces (see the class docstring); whether it was begun."""
+        left, word, state, begun = self.length, None, None, False
+        while left > 0:
+            k = min(self.piece, left, max(16, PIECE_LETTERS // (1 + (len(word) if word else 0))))
+            obs = asker.extend(word, state, k, 1, self.explore)
+            if obs is None:
+                break
+            begun = True
+            left -= k
+            if exact:
+                picks.see(obs)
+            elif knowledge is not None:
+                knowledge.add(obs)
+            if not obs.ends:  # the expert does not say where the walk ended: it cannot go on
+                if left > 0:
+                    raise RmtkError(
+                        f"a walk of {self.length} steps is asked in pieces, but the expert "
+                        f"{type(asker.expert).__name__} does not say where a piece ends (Observations.ends)"
+                    )
+                break
+            word, state = obs.ends[0]
+        return begun
+
+
+class _Picks:
+    """The histories a walk of an exact expert's check will ask, kept while the walks go
+    (at most ``most`` of each kind): where a machine predicts the class of a known pair, the
+    longest words first, then fresh ones, the longest first."""
+
+    def __init__(self, most: int, knowledge, machines, known: set):
+        self.most, self.knowledge, self.machines, self.known = most, knowledge, machines, known
+        self.tests: list = []
+        self.fresh: list = []
+        self.seen = 0
+
+    def see(self, obs: Observations) -> None:
+        tests, fresh = self.tests, self.fresh
+        for word, s in zip(obs.words, obs.states.tolist()):
+            self.seen += 1
+            if self.knowledge is not None and self.knowledge.visits(word, s):
+                continue
+            nodes = [(m, s, _final(np.asarray(d), word)) for m, d in enumerate(self.machines)]
+            (tests if any(g in self.known for g in nodes) else fresh).append((-len(word), self.seen, tuple(word), s))
+        self.tests = heapq.nsmallest(self.most, tests)
+        self.fresh = heapq.nsmallest(self.most, fresh)
+
+    def chosen(self) -> list:
+        picked = dict.fromkeys((word, s) for _, _, word, s in sorted(self.tests) + sorted(self.fresh))
+        return list(picked)[: self.most]

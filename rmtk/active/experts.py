@@ -243,8 +243,12 @@ class _Product:
             u = int(self.task.machine.delta_u[u, letter[k]])
         return u
 
-    def rollouts(self, rng, word, state, k: int, m: int, explore: float, exact: bool) -> Observations:
-        """``m`` runs of ``k`` steps; per visited (word, state) the distribution or counts."""
+    def rollouts(
+        self, rng, word, state, k: int, m: int, explore: float, exact: bool, node: int | None = None
+    ) -> tuple[Observations, dict]:
+        """``m`` runs of ``k`` steps; per visited (word, state) the distribution or counts
+        (``node``: the expert's node after ``word``, when known), and the node each run ended in
+        by its (word, state)."""
         mdp, task = self.task.mdp, self.task
         T, A, lab = mdp.kernel, mdp.n_actions, mdp.labels
         letter, delta = task.letter_of_proposition, task.machine.delta_u
@@ -258,7 +262,7 @@ class _Product:
                 w = (int(lab[s]),)
                 u = int(delta[task.machine.initial, letter[lab[s]]])
             else:
-                s, w, u = int(state), tuple(word), self.node(word)
+                s, w, u = int(state), tuple(word), (self.node(word) if node is None else node)
             for t in range(k):
                 key = (w, s)
                 a = int(rng.choice(A, p=self.pi[s, u]))
@@ -275,7 +279,7 @@ class _Product:
                 if not (self.compressed and lab[s] == w[-1]):
                     w = w + (int(lab[s]),)
                 u = int(delta[u, letter[lab[s]]])
-            ends.append((w, s))
+            ends.append((w, s, u))
         values = np.array(rows).reshape(len(rows), A)
         return Observations(
             tuple(key[0] for key in found),
@@ -284,8 +288,8 @@ class _Product:
             exact,
             steps=m * k,
             evaluations=len(rows) if exact else 0,
-            ends=tuple(ends),
-        )
+            ends=tuple((w, s) for w, s, _ in ends),
+        ), {(w, s): u for w, s, u in ends}
 
 
 def _task(instance, attribute, value) -> None:
@@ -314,10 +318,20 @@ class _ProductExpert(ExpertCapabilities):
     recorded: object = None
     _product: _Product = attrs.field(init=False, repr=False)
     _draws: Draws = attrs.field(init=False, repr=False)
+    _ends: dict = attrs.field(init=False, factory=dict, repr=False)
 
     def __attrs_post_init__(self):
         self._product = _Product.of(self.task, self.source, self.compressed)
         self._draws = Draws(self.seed)
+
+    def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
+        node = None
+        if word is not None:
+            node = self._ends.get((tuple(word), int(state)))  # where its last runs ended: no need to check
+            if node is None:
+                word = check_history(self.mdp, word, state, self.compressed)
+        obs, self._ends = self._product.rollouts(self._draws.next(), word, state, k, m, explore, False, node)
+        return obs
 
     @property
     def mdp(self) -> LabeledMDP:
@@ -345,11 +359,6 @@ class TaskExpert(_ProductExpert):
         word = check_history(self.mdp, word, state, self.compressed)
         pi = self._product.pi[int(state), self._product.node(word)]
         return Observations((word,), np.array([int(state)]), pi[None, :].copy(), True, 0, 1)
-
-    def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
-        if word is not None:
-            word = check_history(self.mdp, word, state, self.compressed)
-        return self._product.rollouts(self._draws.next(), word, state, k, m, explore, exact=False)
 
     def product_oracle(self, limit: int = 1):
         """The expert's product policy as an oracle (:class:`~rmtk.sat.lazy.ProductOracle`): its
@@ -385,11 +394,6 @@ class SimulatedExpert(_ProductExpert):
         pi = self._product.pi[int(state), self._product.node(word)]
         counts = np.bincount(rng.choice(len(pi), size=int(m), p=pi), minlength=len(pi)).astype(float)
         return Observations((word,), np.array([int(state)]), counts[None, :], False, steps=int(m))
-
-    def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
-        if word is not None:
-            word = check_history(self.mdp, word, state, self.compressed)
-        return self._product.rollouts(self._draws.next(), word, state, k, m, explore, exact=False)
 
 
 def _mdp(instance, attribute, value) -> None:

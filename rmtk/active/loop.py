@@ -394,8 +394,10 @@ class _Run:
                 )
                 return res, last
             before = asker.queries, asker.steps
+            known = len(knowledge)
             answers, walks = self.check.run(asker, knowledge, [np.asarray(d) for d in hyps.machines])
-            new = knowledge.add(*answers)
+            knowledge.add(*answers)
+            new = len(knowledge) - known  # a check may fold long walks itself, piece by piece
             if (asker.queries, asker.steps) == before and asker.exhausted is not None:
                 self._end(asker.exhausted, "the survivors so far, before the equivalence check")
                 break

@@ -29,7 +29,7 @@ from ..errors import RmtkError
 from ..limits import NEVER, Deadline
 from ..mdp import LabeledMDP
 from ..negatives import POLICY_TOL, ConfidenceMiner, NegativePairs, PolicyClasses
-from ..ptp import PrefixTree, PrefixTreePolicy, Trie, TrieBuilder
+from ..ptp import PrefixTree, PrefixTreePolicy, Trie
 from ..sat.encoding import Problem, decode_transitions
 from ..sat.lazy import LazyFormula, TrieOracle
 from ..sat.search import SearchResult, canonical_partial, record, stopped_while
@@ -85,6 +85,42 @@ def check_counts(table: CountTable, mdp) -> None:
         )
 
 
+class _Words:
+    """A trie grown word by word in Python (a dict per edge): a word of L letters costs L
+    lookups, however long, where a batch builder would cost a numpy call per letter."""
+
+    def __init__(self):
+        self.child: dict[tuple[int, int], int] = {}
+        self.parent, self.letter, self.length = [-1], [-1], [0]
+
+    def node(self, word) -> int:
+        """The node of ``word``, added with its missing prefixes."""
+        p = 0
+        for k in word:
+            k = int(k)
+            q = self.child.get((p, k))
+            if q is None:
+                q = len(self.parent)
+                self.child[(p, k)] = q
+                self.parent.append(p)
+                self.letter.append(k)
+                self.length.append(self.length[p] + 1)
+            p = q
+        return p
+
+    def find(self, word) -> int:
+        """The node of ``word`` (−1 when it is not in the trie)."""
+        p = 0
+        for k in word:
+            p = self.child.get((p, int(k)), -1)
+            if p < 0:
+                return -1
+        return p
+
+    def trie(self, compressed: bool) -> Trie:
+        return Trie(np.array(self.parent), np.array(self.letter), np.array(self.length), compressed=compressed)
+
+
 class Knowledge:
     """Answers of the expert as a partial prefix tree policy (see the module docstring).
 
@@ -97,8 +133,7 @@ class Knowledge:
         self.mdp, self.exact, self.compressed, self.alpha, self.tol = mdp, exact, compressed, alpha, tol
         self.recorded = recorded
         S, A, K = mdp.n_states, mdp.n_actions, mdp.n_propositions
-        self._grow = TrieBuilder(K)
-        self._node_of: dict[tuple[int, ...], int] = {(): 0}
+        self._words = _Words()  # the exact answers' words
         self._entry: dict[tuple[int, int], int] = {}  # (trie node, state) -> entry
         self._nodes: list[int] = []
         self._states: list[int] = []
@@ -127,19 +162,11 @@ class Knowledge:
             self._pairs = len(np.unique(self.table.keys // self.mdp.n_actions))
         return self._pairs
 
-    def _node(self, word) -> int:
-        p = self._node_of.get(word)
-        if p is None:
-            p = self._node(word[:-1])
-            p = int(self._grow.children(np.array([p]), np.array([word[-1]]))[0])
-            self._node_of[word] = p
-        return p
-
     def visits(self, word, state: int) -> float:
         """How much is known at (word, state): 1 for an exact answer, the action count from data
         (``inf``-free), 0 if nothing."""
         if self.exact:
-            return 1.0 if (self._node_of.get(tuple(word), -1), int(state)) in self._entry else 0.0
+            return 1.0 if (self._words.find(word), int(state)) in self._entry else 0.0
         if self._lookup is None:
             t = self.table.trie
             child = {(int(p), int(k)): i for i, (p, k) in enumerate(zip(t.parent, t.letter)) if i}
@@ -173,7 +200,7 @@ class Knowledge:
             for word, s, dist in (
                 (w, s, d) for obs in answers for w, s, d in zip(obs.words, obs.states.tolist(), obs.values)
             ):
-                key = (self._node(tuple(word)), s)
+                key = (self._words.node(word), s)
                 if key in self._entry:
                     continue
                 self._entry[key] = len(self._nodes)
@@ -182,14 +209,12 @@ class Knowledge:
                 self._class.append(self._classify(s, dist))
             return len(self) - before
         S, A = self.mdp.n_states, self.mdp.n_actions
-        grow = TrieBuilder(self.mdp.n_propositions)
+        grow = _Words()
         keys, counts = [], []
         for word, s, row in (
             (w, s, r) for obs in answers for w, s, r in zip(obs.words, obs.states.tolist(), obs.values)
         ):
-            p = 0
-            for k in word:
-                p = int(grow.children(np.array([p]), np.array([k]))[0])
+            p = grow.node(word)
             for a in np.flatnonzero(row):
                 keys.append((p * S + s) * A + int(a))
                 counts.append(int(row[a]))
@@ -220,7 +245,7 @@ class Knowledge:
             return to_policy(self.table) if len(self.table.keys) else None
         if not self._entry:
             return None
-        trie = self._grow.trie(self.compressed)
+        trie = self._words.trie(self.compressed)
         node, state = np.array(self._nodes), np.array(self._states)
         order = np.lexsort((state, node))
         policy = np.zeros((len(order), self.mdp.n_actions))  # classes carry the comparison
@@ -439,7 +464,7 @@ class Survivors:
                         stopped_while(deadline, f"listing machines of {self.n} nodes") + "; those found are listed"
                     )
                 else:
-                    message = "enumeration stopped early (limit reached)"
+                    message = f"listing stopped at the limit: at least {len(found)} machines survive, those are listed"
                 values = list(found.values())
                 res = SearchResult(
                     self.n if found else None,

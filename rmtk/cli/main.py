@@ -206,8 +206,14 @@ def cmd_learn(args) -> int:
         for line in active.log().splitlines():
             print(f"#   {line}")
         if active.flagged:
-            print(f"# budget spent ({active.exhausted}): the machines below are the survivors so far")
+            why = (
+                f"budget spent ({active.exhausted})"
+                if active.exhausted in ("queries", "steps", "seconds")
+                else active.exhausted
+            )
+            print(f"# {why}: the machines below are the survivors so far")
     else:
+        kind = ""
         for flag, value in (
             ("--budget-steps", args.budget_steps),
             ("--budget-queries", args.budget_queries),
@@ -220,7 +226,8 @@ def cmd_learn(args) -> int:
             if value is not None:
                 raise RmtkError(f"{flag} applies to active learning (--active)")
         result = learner_from_args(args, task).fit(task)
-    report(task, result, count_pairs=args.count_pairs, explain=args.explain)
+    asked = f"the expert's {kind}" if args.active else None
+    report(task, result, count_pairs=args.count_pairs, explain=args.explain, asked=asked)
     if result.n_nodes is None:
         return 1
 
