@@ -19,12 +19,14 @@ from typing import Protocol, runtime_checkable
 import attrs
 import numpy as np
 
+from . import ties
 from ._arrays import array_eq, float_array, int_array
 from .errors import ModelError
 from .ptp import PrefixTreePolicy
 
-#: Default tolerance when comparing two action distributions (max absolute difference).
-POLICY_TOL = 1e-9
+#: Default tolerance when comparing two action distributions (max absolute difference): the
+#: tolerance of every tie in rmtk (:data:`rmtk.ties.TOL`, docs/design.md section 2).
+POLICY_TOL = ties.TOL
 
 
 @runtime_checkable
@@ -98,7 +100,10 @@ class PolicyClasses:
 
 
 def policy_classes(ptp: PrefixTreePolicy, *, tol: float = POLICY_TOL) -> PolicyClasses:
-    """Group the pairs of ``ptp`` by state and action distribution (max-abs difference ≤ tol).
+    """Group the pairs of ``ptp`` by state and action distribution (max-abs difference ≤ tol):
+    at each state, pairs in tree order, the first pair without a class leads a new one with
+    every pair alike it (:func:`rmtk.ties.classes`); classes are numbered state by state in the
+    order of their first pair.
 
     When ``ptp.classes`` is set (the "one distinct policy per node" mode) those ids decide.
     """
@@ -114,14 +119,9 @@ def policy_classes(ptp: PrefixTreePolicy, *, tol: float = POLICY_TOL) -> PolicyC
             pair_class[idx] = len(class_state) + inv
             class_state.extend([s] * len(uniq))
             continue
-        rows = ptp.policy[idx]
-        todo = np.ones(len(idx), dtype=bool)
-        while todo.any():
-            first = int(np.argmax(todo))
-            close = todo & (np.abs(rows - rows[first]).max(axis=1) <= tol)
-            pair_class[idx[close]] = len(class_state)
-            class_state.append(s)
-            todo &= ~close
+        leaders, inv = np.unique(ties.classes(ptp.policy[idx], tol), return_inverse=True)
+        pair_class[idx] = len(class_state) + inv.reshape(-1)
+        class_state.extend([s] * len(leaders))
     return PolicyClasses(pair_class, np.array(class_state, dtype=np.int64), ptp.tree.pair_node)
 
 
