@@ -24,7 +24,7 @@ from ._arrays import array_eq, float_array, int_array
 from .errors import ModelError
 from .ptp import PrefixTreePolicy
 
-#: Default tolerance when comparing two action distributions (max absolute difference): the
+#: Default tolerance when comparing two action distributions (max absolute difference), the
 #: tolerance of every tie in rmtk (:data:`rmtk.ties.TOL`, docs/design.md section 2).
 POLICY_TOL = ties.TOL
 
@@ -271,7 +271,7 @@ class ConfidenceMiner:
         p, q = np.minimum(node[i], node[j]), np.maximum(node[i], node[j])
         s = st[i]
         key = p * (int(node.max()) + 1) + q
-        srt = np.lexsort((ld, key))  # strongest detection first within each pair
+        srt = ties.lexsort((ld, key))  # strongest detection first within each pair (equal: the first state)
         key, p, q, s, ld = key[srt], p[srt], q[srt], s[srt], ld[srt]
         first = np.r_[True, key[1:] != key[:-1]]
         pair_index = np.cumsum(first) - 1

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-#: Default tolerance: values this close (relative above magnitude 1) are equal.
+#: The default tolerance. Values this close (relative above magnitude 1) are equal.
 TOL = 1e-9
 
 
