@@ -102,10 +102,10 @@ def test_lazy_and_every_depth_errors():
         def encode(self, problem, n):
             return Enc().encode(problem, n)
 
-        def search(self, problem, **kw):
+        def search(self, problem, limits):
             from rmtk.sat.search import search
 
-            return search(self.encode, problem, max_nodes=kw["max_nodes"])
+            return search(self.encode, problem, limits)
 
     with pytest.raises(RmtkError, match="does not search lazily"):
         Learner(ExactPTP(None), encoder=Ignores()).fit(t)

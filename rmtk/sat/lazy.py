@@ -33,12 +33,13 @@ from pysat.solvers import Solver
 
 from ..equivalence import clash_pairs, clashes, compressed, exercised, sync_product
 from ..errors import RmtkError
+from ..limits import SearchLimits
 from ..mdp import LabeledMDP
 from ..negatives import NegativePairs, PolicyClasses
-from ..progress import Progress
 from ..ptp import Trie
 from .encoding import Formula, Problem, VarPool, decode_transitions
-from .search import SearchResult, Solution, _join, _solve, record, solver_for, used_transitions
+from .search import SearchResult, Solution, _stopped, no_machine, record, stopped_while, used_transitions
+from .solver import DEFAULT_SOLVER, open_solver, solve
 
 
 @attrs.frozen
@@ -300,40 +301,32 @@ class LazyFormula:
 def lazy_search(
     structure: Callable[[Problem, int], Formula],
     problem: Problem,
+    limits: SearchLimits,
     *,
-    max_nodes: int,
-    min_nodes: int = 1,
-    exact_nodes: int | None = None,
-    solver: str = "cadical153",
+    solver: str = DEFAULT_SOLVER,
     non_stuttering: bool = True,
-    max_solutions: int | None = None,
-    time_limit: float | None = None,
-    progress: Progress | None = None,
 ) -> SearchResult:
-    """Smallest n in [min_nodes, max_nodes] (or exactly ``exact_nodes``) with a machine that
-    ``problem.oracle`` accepts, and all such machines at that n (see the module docstring).
-    ``structure(problem, n)`` gives the clauses that involve no negative example; the problem's
-    trie must be the root alone (the words come from counterexamples)."""
-    progress = progress or Progress()
+    """Smallest n of ``limits.sizes`` with a machine that ``problem.oracle`` accepts, and all
+    such machines at that n (see the module docstring). ``structure(problem, n)`` gives the
+    clauses that involve no negative example; the problem's trie must be the root alone (the
+    words come from counterexamples)."""
+    progress, deadline = limits.progress, limits.deadline
     oracle = problem.oracle
-    deadline = None if time_limit is None else time.monotonic() + time_limit
-    solver_name, note = solver_for(solver, time_limit)
-    sizes = [exact_nodes] if exact_nodes is not None else list(range(max(1, min_nodes), max_nodes + 1))
     tried: list[tuple[int, bool | None]] = []
     t_enc = t_solve = t_enum = 0.0
     rounds = 0
     lazy = None
-    for n in sizes:
+    for n in limits.sizes:
         t0 = time.perf_counter()
         formula = structure(problem, n)
         t_enc += time.perf_counter() - t0
-        with Solver(name=solver_name, bootstrap_with=formula.hard) as sat_solver:
+        with open_solver(solver, formula.hard) as sat_solver:
             lazy = LazyFormula(formula.pool, sat_solver)
             found: dict[tuple, Solution] = {}
             t_start = t_first = time.perf_counter()
             complete, satisfiable = True, None
             while True:
-                sat = _solve(sat_solver, deadline)
+                sat = solve(sat_solver, deadline)
                 rounds += 1
                 if sat is None:
                     complete = False
@@ -354,7 +347,7 @@ def lazy_search(
                     t_first = time.perf_counter()
                 sat_solver.add_clause(record(found, du, oracle.exercised(du), formula.pool, non_stuttering))
                 progress.solution(len(found), len(found))
-                if max_solutions is not None and len(found) >= max_solutions:
+                if limits.max_solutions is not None and len(found) >= limits.max_solutions:
                     complete, satisfiable = False, True
                     break
             t_end = time.perf_counter()
@@ -368,7 +361,6 @@ def lazy_search(
             progress.size(n, tried[-1][1], elapsed)
             stats = lazy.stats(rounds)
             if found:
-                msg = "" if complete else "enumeration stopped early (limit reached); the solutions found are listed"
                 return SearchResult(
                     n,
                     tuple(found.values()),
@@ -379,7 +371,7 @@ def lazy_search(
                     t_enc,
                     t_solve,
                     t_enum,
-                    _join(msg, note),
+                    _stopped(complete),
                     lazy=stats,
                 )
             if not complete:
@@ -393,11 +385,9 @@ def lazy_search(
                     t_enc,
                     t_solve,
                     t_enum,
-                    _join(f"time limit reached while deciding {n} nodes", note),
+                    stopped_while(deadline, f"deciding {n} nodes"),
                     lazy=stats,
                 )
-    lo, hi = sizes[0], sizes[-1]
-    what = f"exactly {hi}" if exact_nodes is not None else (f"at most {hi}" if lo <= 1 else f"{lo} to {hi}")
     return SearchResult(
         None,
         (),
@@ -408,6 +398,6 @@ def lazy_search(
         t_enc,
         t_solve,
         t_enum,
-        f"no machine with {what} node{'s' if hi != 1 else ''} is consistent with the prefix tree policy",
+        no_machine(limits),
         lazy=lazy.stats(rounds) if lazy is not None else None,
     )
