@@ -114,6 +114,8 @@ def classes(rows, tol: float = TOL) -> np.ndarray:
     well below ``tol`` changes nothing (only rows nearly ``tol`` apart could go either way)."""
     x = np.asarray(rows, dtype=float)
     *lead, m, A = x.shape
+    if not lead:  # one group (the policy classes of one state): no batch bookkeeping
+        return _classes(x, tol)
     x = x.reshape(-1, m, A)
     out = np.zeros((x.shape[0], m), dtype=np.int64)
     todo = np.ones((x.shape[0], m), dtype=bool)
@@ -126,3 +128,18 @@ def classes(rows, tol: float = TOL) -> np.ndarray:
         todo[live] &= ~member
         live = live[todo[live].any(axis=1)]
     return out.reshape(*lead, m)
+
+
+def _classes(x: np.ndarray, tol: float) -> np.ndarray:
+    """:func:`classes` of one ``(m, A)`` group."""
+    out = np.zeros(len(x), dtype=np.int64)
+    todo = np.ones(len(x), dtype=bool)
+    first = 0
+    while first < len(x):
+        member = todo & (np.abs(x - x[first]).max(axis=1, initial=0.0) <= tol)
+        member[first] = True
+        out[member] = first
+        todo &= ~member
+        rest = np.flatnonzero(todo[first:])
+        first = first + int(rest[0]) if len(rest) else len(x)
+    return out

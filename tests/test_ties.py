@@ -94,6 +94,8 @@ def test_the_helpers_answer_the_same_under_noise(seed):
     second = np.random.default_rng(seed).integers(0, 3, v.shape[0])
     assert np.array_equal(ties.lexsort((second, noisy[:, 0])), np.lexsort((second, v[:, 0])))
     assert np.array_equal(ties.classes(noisy[:, :3]), ties.classes(v[:, :3]))
+    groups = v[:, :3].reshape(4, 50, 3)  # several groups at once: each as on its own
+    assert np.array_equal(ties.classes(groups), np.stack([ties.classes(g) for g in groups]))
 
 
 # ------------------------------------------------------------------ end to end
