@@ -119,9 +119,9 @@ def policy_classes(ptp: PrefixTreePolicy, *, tol: float = POLICY_TOL) -> PolicyC
             pair_class[idx] = len(class_state) + inv
             class_state.extend([s] * len(uniq))
             continue
-        leaders, inv = np.unique(ties.classes(ptp.policy[idx], tol), return_inverse=True)
-        pair_class[idx] = len(class_state) + inv.reshape(-1)
-        class_state.extend([s] * len(leaders))
+        number, count = ties.numbered_classes(ptp.policy[idx], tol)
+        pair_class[idx] = len(class_state) + number
+        class_state.extend([s] * count)
     return PolicyClasses(pair_class, np.array(class_state, dtype=np.int64), ptp.tree.pair_node)
 
 

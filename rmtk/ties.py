@@ -13,8 +13,9 @@ values are decided by a documented order, never by the noise.
 * :func:`ranks`: dense ranks of clusters of near-equal values; :func:`lexsort` and
   :func:`argsort` sort by them, so near-equal keys fall through to the next key, then to the
   index order (the sorts are stable).
-* :func:`classes`: rows (action distributions) grouped by a maximum absolute difference
-  within the tolerance of the class's first row, rows taken in index order.
+* :func:`classes` and :func:`numbered_classes`: rows (action distributions) grouped by a
+  maximum absolute difference within the tolerance of the class's first row, rows taken in
+  index order.
 * :func:`at_most` and :func:`alike`: the tolerant comparisons behind them, for code that
   compares two values or two rows directly.
 
@@ -115,7 +116,7 @@ def classes(rows, tol: float = TOL) -> np.ndarray:
     x = np.asarray(rows, dtype=float)
     *lead, m, A = x.shape
     if not lead:  # one group (the policy classes of one state): no batch bookkeeping
-        return _classes(x, tol)
+        return _classes(x, tol)[0]
     x = x.reshape(-1, m, A)
     out = np.zeros((x.shape[0], m), dtype=np.int64)
     todo = np.ones((x.shape[0], m), dtype=bool)
@@ -130,16 +131,24 @@ def classes(rows, tol: float = TOL) -> np.ndarray:
     return out.reshape(*lead, m)
 
 
-def _classes(x: np.ndarray, tol: float) -> np.ndarray:
-    """:func:`classes` of one ``(m, A)`` group."""
-    out = np.zeros(len(x), dtype=np.int64)
+def numbered_classes(rows, tol: float = TOL) -> tuple[np.ndarray, int]:
+    """:func:`classes` of one ``(m, A)`` group of rows, numbered ``0, 1, …`` in the order of
+    their first members, and how many there are."""
+    return _classes(np.asarray(rows, dtype=float), tol)[1:]
+
+
+def _classes(x: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray, int]:
+    """Leader index and class number of every row of one ``(m, A)`` group; the count."""
+    leader, number = np.zeros(len(x), dtype=np.int64), np.zeros(len(x), dtype=np.int64)
+    if x.shape[1] == 0:  # no actions: every row alike
+        return leader, number, min(len(x), 1)
     todo = np.ones(len(x), dtype=bool)
-    first = 0
-    while first < len(x):
-        member = todo & (np.abs(x - x[first]).max(axis=1, initial=0.0) <= tol)
-        member[first] = True
-        out[member] = first
+    k = 0
+    while todo.any():
+        first = int(np.argmax(todo))
+        member = todo & (np.abs(x - x[first]).max(axis=1) <= tol)
+        member[first] = True  # a row always joins its own class (even NaN)
+        leader[member], number[member] = first, k
         todo &= ~member
-        rest = np.flatnonzero(todo[first:])
-        first = first + int(rest[0]) if len(rest) else len(x)
-    return out
+        k += 1
+    return leader, number, k

@@ -71,6 +71,9 @@ def test_ranks_cluster_near_equal_values_and_sorts_fall_through_to_the_next_key(
 def test_classes_are_led_by_their_first_row_in_index_order():
     rows = np.array([[0.5, 0.5], [1.0, 0.0], [0.5 + 1e-12, 0.5 - 1e-12], [1.0, 0.0], [0.2, 0.8]])
     assert ties.classes(rows).tolist() == [0, 1, 0, 1, 4]
+    number, count = ties.numbered_classes(rows)
+    assert number.tolist() == [0, 1, 0, 1, 2] and count == 3
+    assert ties.classes([[np.nan, 1.0], [np.nan, 1.0]]).tolist() == [0, 1]  # NaN is alike nothing
     assert ties.classes(np.stack([rows, rows[::-1]])).tolist() == [[0, 1, 0, 1, 4], [0, 1, 2, 1, 2]]
     # not transitive: a row alike the leader joins it; one alike only a member does not
     chain = np.array([[0.0], [0.8e-9], [1.6e-9]])
