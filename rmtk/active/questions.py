@@ -42,6 +42,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 import numpy as np
 
+from .. import ties
 from ..capabilities import Capabilities
 from ..encoders import SatEncoder
 from ..equivalence import clash_pairs, compressed, exercised, sync_product
@@ -396,7 +397,7 @@ class SplitMostPairs(StrategyCapabilities):
         asked: set = set()
         while open_pairs.any():
             gain = separated(split, open_pairs)
-            best = int(np.lexsort((length, -gain / cost))[0])
+            best = int(ties.lexsort((length, -gain / cost))[0])
             if gain[best] == 0:
                 break
             col = split[:, best]
