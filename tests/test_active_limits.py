@@ -374,3 +374,26 @@ def test_observations_check_is_used_by_every_question():
 
     run = ActiveLearner(strategy=SplitMostPairs(rivals=1)).fit(t, Bent(t, bend=spy))
     assert len(calls) == run.evaluations == run.known and isinstance(calls[0], Observations)
+
+
+@pytest.mark.parametrize(
+    "choose, match",
+    [
+        (lambda s, u, rng: np.full(len(s), 7), "shape"),  # an action out of range
+        (lambda s, u, rng: np.full(len(s), -1), "ValueError"),
+        (lambda s, u, rng: None, "failed to answer act at the history"),
+        (lambda s, u, rng: np.full(len(s), np.nan), "failed to answer"),
+    ],
+)
+def test_a_gym_policy_that_misbehaves_is_named_with_the_question(choose, match):
+    gymnasium = pytest.importorskip("gymnasium")
+    from test_gym_expert import a_then_g, lake
+
+    from rmtk.gym import GymExpert, NodePolicy
+
+    env, mdp = lake(False)
+    task, _, _ = a_then_g(mdp)
+    expert = GymExpert(env, mdp, NodePolicy(task.machine, choose), seed=0)
+    with pytest.raises(QueryError, match=match):
+        ActiveLearner(check=ExpertWalks(2, 5)).fit(task, expert)
+    assert isinstance(env, gymnasium.Env)

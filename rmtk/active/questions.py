@@ -224,7 +224,7 @@ class SplitMostPairs(StrategyCapabilities):
     alternatives: int = attrs.field(default=4, validator=whole(0))
     per_transition: int | None = attrs.field(default=None, validator=whole(0, optional=True))
     per_product: int = attrs.field(default=8, validator=positive_int)
-    products: int = attrs.field(default=24, validator=positive_int)
+    products: int = attrs.field(default=8, validator=positive_int)
     data_pairs: int = attrs.field(default=4000, validator=positive_int)
     rivals: int = attrs.field(default=8, validator=positive_int)
     kinds: tuple[str, ...] = attrs.field(default=KINDS, init=False)
