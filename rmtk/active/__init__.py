@@ -1,23 +1,23 @@
 """Asking the expert: active learning (docs/design.md, section 12).
 
-One loop, :class:`ActiveLearner`, asks an :class:`Expert` through a :class:`QuestionStrategy`
-and an :class:`EquivalenceCheck`, within a :class:`Budget`:
+One loop, :class:`~rmtk.active.loop.ActiveLearner`, asks an :class:`~rmtk.active.experts.Expert` through a :class:`~rmtk.active.questions.QuestionStrategy`
+and an :class:`~rmtk.active.checks.EquivalenceCheck`, within a :class:`~rmtk.active.asking.Budget`:
 
-* :mod:`rmtk.active.loop`: the loop (:class:`ActiveLearner`, :class:`ActiveResult`, :class:`Round`);
-* :mod:`rmtk.active.experts`: the :class:`Expert` protocol, what an expert declares
-  (:class:`ExpertCapabilities`) and rmtk's experts (:class:`TaskExpert`, :class:`SimulatedExpert`,
-  :class:`RecordedExpert`); Gymnasium experts are in :mod:`rmtk.gym` (``GymExpert``,
+* :mod:`rmtk.active.loop`: the loop (:class:`~rmtk.active.loop.ActiveLearner`, :class:`~rmtk.active.result.ActiveResult`, :class:`~rmtk.active.result.Round`);
+* :mod:`rmtk.active.experts`: the :class:`~rmtk.active.experts.Expert` protocol, what an expert declares
+  (:class:`~rmtk.active.experts.ExpertCapabilities`) and rmtk's experts (:class:`~rmtk.active.experts.TaskExpert`, :class:`~rmtk.active.experts.SimulatedExpert`,
+  :class:`~rmtk.active.experts.RecordedExpert`); Gymnasium experts are in :mod:`rmtk.gym` (``GymExpert``,
   ``ReplayExpert``, ``ReacherExpert``);
-* :mod:`rmtk.active.asking`: the :class:`Budget` and the :class:`Asker` every question goes through;
-* :mod:`rmtk.active.questions`: question strategies (:class:`QuestionStrategy`,
-  :class:`SplitMostPairs` on a model's synchronised products) and what a round finds
-  (:class:`Hypotheses`);
+* :mod:`rmtk.active.asking`: the :class:`~rmtk.active.asking.Budget` and the :class:`~rmtk.active.asking.Asker` every question goes through;
+* :mod:`rmtk.active.questions`: question strategies (:class:`~rmtk.active.questions.QuestionStrategy`,
+  :class:`~rmtk.active.questions.SplitMostPairs` on a model's synchronised products) and what a round finds
+  (:class:`~rmtk.active.questions.Hypotheses`);
 * :mod:`rmtk.active.recorded`: asking at recorded histories, with no model
-  (:class:`AtRecordedTriples`, :class:`MostEvidence`);
-* :mod:`rmtk.active.checks`: equivalence checks (:class:`ProductCheck`, exact;
-  :class:`ExpertWalks`, sampled);
-* :mod:`rmtk.active.survivors`: what is known of the expert (:class:`Knowledge`) and the machines
-  that survive it (:class:`Survivors`).
+  (:class:`~rmtk.active.recorded.AtRecordedTriples`, :class:`~rmtk.active.recorded.MostEvidence`);
+* :mod:`rmtk.active.checks`: equivalence checks (:class:`~rmtk.active.checks.ProductCheck`, exact;
+  :class:`~rmtk.active.checks.ExpertWalks`, sampled);
+* :mod:`rmtk.active.survivors`: what is known of the expert (:class:`~rmtk.active.survivors.Knowledge`) and the machines
+  that survive it (:class:`~rmtk.active.survivors.Survivors`).
 """
 
 from .asking import Asker, Budget
