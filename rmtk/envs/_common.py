@@ -120,6 +120,62 @@ def slip_moves(dest: np.ndarray, slip: float) -> tuple[np.ndarray, np.ndarray, n
     return (s_idx * n_dir + a_idx).ravel(), dest[d_idx, s_idx].ravel(), mass[a_idx, d_idx].ravel()
 
 
+def number_cells(free: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(index, rr, cc)``: the free cells of a grid numbered column by column (``index[r, c]``
+    the state of a cell, −1 when blocked; state ``s`` at ``(rr[s], cc[s])``)."""
+    index = np.full(free.shape, -1, dtype=np.int64)
+    cc, rr = np.nonzero(free.T)  # sorted by column, then row
+    index[rr, cc] = np.arange(rr.size)
+    return index, rr, cc
+
+
+def grid_mdp(
+    generator: str,
+    params: dict[str, Any],
+    *,
+    cells: tuple[np.ndarray, np.ndarray, np.ndarray],
+    cell_labels: Sequence[str],
+    propositions: Sequence[str],
+    actions: Sequence[str],
+    steps: np.ndarray,
+    slip: float,
+    start: np.ndarray,
+    gamma: float,
+    name: str,
+) -> LabeledMDP:
+    """A grid MDP: the numbered ``cells`` (:func:`number_cells`), states named ``r{row}c{col}``,
+    moves ``steps`` per action (:func:`grid_dest`, :func:`slip_moves`), one label per state,
+    uniform over the ``start`` states."""
+    index, rr, cc = cells
+    pi = {p: i for i, p in enumerate(propositions)}
+    rows, cols, probs = slip_moves(grid_dest(index, rr, cc, steps), slip)
+    return build(
+        generator,
+        params,
+        states=[f"r{r}c{c}" for r, c in zip(rr.tolist(), cc.tolist())],
+        actions=actions,
+        rows=rows,
+        cols=cols,
+        probs=probs,
+        labels=np.array([pi[x] for x in cell_labels], dtype=np.int64),
+        propositions=propositions,
+        initial=uniform(start, rr.size),
+        gamma=gamma,
+        name=name,
+    )
+
+
+def grid_dest(index: np.ndarray, rr: np.ndarray, cc: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """``dest[d, s]``: the state direction ``d`` (a ``(row, column)`` step of ``steps``) leads
+    to from state ``s`` at cell ``(rr[s], cc[s])``, on a grid whose ``index[r, c]`` is the state
+    of a cell (−1: blocked); a move off the grid or into a blocked cell stays at ``s``."""
+    n_rows, n_cols = index.shape
+    tr, tc = rr[None, :] + steps[:, :1], cc[None, :] + steps[:, 1:]
+    inside = (tr >= 0) & (tr < n_rows) & (tc >= 0) & (tc < n_cols)
+    target = np.where(inside, index[np.clip(tr, 0, n_rows - 1), np.clip(tc, 0, n_cols - 1)], -1)
+    return np.where(target >= 0, target, np.arange(rr.size)[None, :])
+
+
 def uniform(indices: Sequence[int], n: int) -> np.ndarray:
     init = np.zeros(n)
     init[np.asarray(indices, dtype=np.int64)] = 1.0 / len(indices)
