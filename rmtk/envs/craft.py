@@ -34,7 +34,7 @@ WALL, AGENT, EMPTY = "X", "A", " "
 AGENT_START = "agent"
 
 
-def read_map(text: str | Sequence[str], where: Where) -> tuple[str, ...]:
+def _read_map(text: str | Sequence[str], where: Where) -> tuple[str, ...]:
     """The map's rows: ``text`` is the file's text or its lines; every row has the same width
     and only the characters ``X``, ``A``, ``a``…``z`` and spaces."""
     if isinstance(text, str):
@@ -90,7 +90,7 @@ def craftworld(
         name: the MDP's name.
     """
     where = Where("craftworld", name)
-    grid = read_map(rows, where)
+    grid = _read_map(rows, where)
     other = as_name(other, "other", where)
     if other in {ch for row in grid for ch in row}:
         raise where.fail(f"other={other!r} is a character of the map; choose another proposition")
