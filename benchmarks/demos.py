@@ -96,6 +96,7 @@ def run_stages(task, n: int, seed: int, clock, out: dict | None = None) -> dict:
     measurement (seconds or peak bytes). Returns the measurements and the outcome."""
     from rmtk.empirical import empirical_policy
     from rmtk.encoders import MaxSatEncoder
+    from rmtk.limits import SearchLimits
     from rmtk.negatives import ConfidenceMiner
     from rmtk.sat.encoding import Problem
     from rmtk.simulate import simulate
@@ -106,7 +107,7 @@ def run_stages(task, n: int, seed: int, clock, out: dict | None = None) -> dict:
     neg, m["mine"] = clock(lambda: ConfidenceMiner(alpha=ALPHA).mine(ptp))
 
     def solve():
-        return MaxSatEncoder().search(Problem(ptp.trie, task.mdp.n_propositions, neg), max_nodes=NODES)
+        return MaxSatEncoder().search(Problem(ptp.trie, task.mdp.n_propositions, neg), SearchLimits(max_nodes=NODES))
 
     res, m["maxsat"] = clock(solve)
     if out is not None:

@@ -6,8 +6,9 @@ An encoder has two methods, and that is the whole interface a user's encoder imp
 * ``encode(problem, n) -> Formula``: the clauses saying "a machine with ``n`` nodes runs
   every word of the trie and keeps the negative examples apart"
   (:class:`~rmtk.sat.encoding.Problem` in, :class:`~rmtk.sat.encoding.Formula` out);
-* ``search(problem, *, max_nodes, min_nodes, nodes, max_solutions, time_limit, progress)
-  -> SearchResult``: the machines it finds, every solution enumerated.
+* ``search(problem, limits) -> SearchResult``: the machines it finds within the
+  :class:`~rmtk.limits.SearchLimits` (sizes, solutions listed, the run's deadline, progress),
+  every solution enumerated.
 
 What else an encoder can do is a capability (:class:`EncoderCapabilities`, with defaults for
 an encoder that does not say): whether its machines are non-stuttering, and whether it wants
@@ -37,8 +38,8 @@ import numpy as np
 
 from .capabilities import Capabilities
 from .errors import RmtkError
+from .limits import SearchLimits
 from .negatives import NegativePairs, PolicyClasses
-from .progress import Progress
 from .sat.encoding import (
     Formula,
     Problem,
@@ -53,23 +54,12 @@ from .sat.encoding import (
     symmetry_breaking_bfs,
 )
 from .sat.lazy import lazy_search
-from .sat.search import SOLVERS, SearchResult, maxsat_search, search
+from .sat.search import SearchResult, maxsat_search, search
+from .sat.solver import DEFAULT_SOLVER, check_solver_field
+from .validators import one_of
 
 NEGATIVE_MODES = ("classes", "pairs", "lazy")
 WEIGHT_MODES = ("unit", "evidence")
-
-
-def _one_of(allowed):
-    def check(instance, attribute, value):
-        if value not in allowed:
-            raise RmtkError(f"{attribute.name} must be one of {', '.join(map(repr, allowed))}, not {value!r}")
-
-    return check
-
-
-def _solver(instance, attribute, value):
-    if value not in SOLVERS:
-        raise RmtkError(f"unknown SAT solver {value!r}; available: {', '.join(SOLVERS)}")
 
 
 class EncoderCapabilities(Capabilities):
@@ -104,7 +94,7 @@ class SatEncoder(EncoderCapabilities):
     Args:
         symmetry_breaking: BFS numbering of the nodes, so each machine appears once.
         non_stuttering: the constraint of eq. 7 (needed by compressed prefix trees).
-        solver: a python-sat solver name (see :data:`rmtk.sat.search.SOLVERS`).
+        solver: a python-sat solver name (see :data:`rmtk.sat.solver.SOLVERS`).
         negatives: how negative examples are encoded: ``"classes"`` (grouped, linear in the
             (word, state) pairs), ``"pairs"`` (one clause set per distinct word pair, as in
             the paper) or ``"lazy"`` (only those a candidate violates, with their words' runs,
@@ -114,8 +104,8 @@ class SatEncoder(EncoderCapabilities):
 
     symmetry_breaking: bool = True
     non_stuttering: bool = True
-    solver: str = attrs.field(default="cadical153", validator=_solver)
-    negatives: str = attrs.field(default="classes", validator=_one_of(NEGATIVE_MODES))
+    solver: str = attrs.field(default=DEFAULT_SOLVER, validator=check_solver_field)
+    negatives: str = attrs.field(default="classes", validator=one_of(*NEGATIVE_MODES))
 
     @property
     def lazy(self) -> bool:
@@ -153,44 +143,22 @@ class SatEncoder(EncoderCapabilities):
     def search(
         self,
         problem: Problem,
-        *,
-        max_nodes: int,
-        min_nodes: int = 1,
-        nodes: int | None = None,
-        max_solutions: int | None = None,
-        time_limit: float | None = None,
-        progress: Progress | None = None,
+        limits: SearchLimits,
     ) -> SearchResult:
-        """Smallest n in [min_nodes, max_nodes] (or exactly ``nodes``) and all its solutions.
-        A problem with an oracle is searched lazily (:func:`rmtk.sat.lazy.lazy_search`)."""
+        """The smallest size of ``limits`` and all its solutions. A problem with an oracle is
+        searched lazily (:func:`rmtk.sat.lazy.lazy_search`)."""
         if problem.oracle is not None:
             return lazy_search(
                 self.structure,
                 problem,
-                max_nodes=max(max_nodes, nodes or 0),
-                min_nodes=min_nodes,
-                exact_nodes=nodes,
+                limits,
                 solver=self.solver,
                 non_stuttering=self.non_stuttering,
-                max_solutions=max_solutions,
-                time_limit=time_limit,
-                progress=progress,
                 pinned_structure=functools.partial(self.structure, symmetry_breaking=False)
                 if self.symmetry_breaking
                 else None,
             )
-        res = search(
-            self.encode,
-            problem,
-            max_nodes=max(max_nodes, nodes or 0),
-            min_nodes=min_nodes,
-            exact_nodes=nodes,
-            solver=self.solver,
-            non_stuttering=self.non_stuttering,
-            max_solutions=max_solutions,
-            time_limit=time_limit,
-            progress=progress,
-        )
+        res = search(self.encode, problem, limits, solver=self.solver, non_stuttering=self.non_stuttering)
         if res.n_nodes is None and res.complete and isinstance(problem.negatives, NegativePairs):
             res = attrs.evolve(
                 res,
@@ -213,8 +181,8 @@ class MaxSatEncoder(SatEncoder):
             examples are always encoded pairwise (``negatives="pairs"``).
     """
 
-    negatives: str = attrs.field(default="pairs", validator=_one_of(("pairs",)))
-    weights: str = attrs.field(default="unit", validator=_one_of(WEIGHT_MODES))
+    negatives: str = attrs.field(default="pairs", validator=one_of("pairs"))
+    weights: str = attrs.field(default="unit", validator=one_of(*WEIGHT_MODES))
 
     def encode(self, problem: Problem, n: int) -> Formula:
         """The formula of ``problem`` at ``n`` nodes, each negative example soft."""
@@ -237,15 +205,9 @@ class MaxSatEncoder(SatEncoder):
     def search(
         self,
         problem: Problem,
-        *,
-        max_nodes: int,
-        min_nodes: int = 1,
-        nodes: int | None = None,
-        max_solutions: int | None = None,
-        time_limit: float | None = None,
-        progress: Progress | None = None,
+        limits: SearchLimits,
     ) -> SearchResult:
-        """Every optimal machine at ``nodes`` (else ``max_nodes``) nodes."""
+        """Every optimal machine at ``limits.nodes`` (else ``limits.max_nodes``) nodes."""
         if problem.oracle is not None:
             raise RmtkError(
                 "MaxSAT weighs a finite set of negative examples: lazy and every-depth learning "
@@ -254,12 +216,9 @@ class MaxSatEncoder(SatEncoder):
         return maxsat_search(
             self.encode,
             problem,
-            nodes=nodes or max_nodes,
+            limits.evolve(nodes=limits.nodes or limits.max_nodes),
             solver=self.solver,
             non_stuttering=self.non_stuttering,
-            max_solutions=max_solutions,
-            time_limit=time_limit,
-            progress=progress,
         )
 
 
@@ -286,13 +245,7 @@ class SimplestEncoder(SatEncoder):
     def search(
         self,
         problem: Problem,
-        *,
-        max_nodes: int,
-        min_nodes: int = 1,
-        nodes: int | None = None,
-        max_solutions: int | None = None,
-        time_limit: float | None = None,
-        progress: Progress | None = None,
+        limits: SearchLimits,
     ) -> SearchResult:
         """The smallest feasible ``n`` (or exactly ``nodes``), then every machine at ``n``
         with the fewest moving transitions."""
@@ -301,26 +254,15 @@ class SimplestEncoder(SatEncoder):
                 "SimplestEncoder weighs a finite set of transitions on a built prefix tree: lazy and "
                 "every-depth learning need SatEncoder"
             )
-        probe = super().search(
-            problem,
-            max_nodes=max_nodes,
-            min_nodes=min_nodes,
-            nodes=nodes,
-            max_solutions=1,
-            time_limit=time_limit,
-            progress=progress,
-        )
+        probe = super().search(problem, limits.evolve(max_solutions=1))
         if probe.n_nodes is None:
             return probe
         res = maxsat_search(
             self.moves,
             problem,
-            nodes=probe.n_nodes,
+            limits.evolve(nodes=probe.n_nodes),
             solver=self.solver,
             non_stuttering=self.non_stuttering,
-            max_solutions=max_solutions,
-            time_limit=time_limit,
-            progress=progress,
         )
         solutions = tuple(attrs.evolve(s, dropped=()) for s in res.solutions)
         moving = f"the simplest machines: {res.cost} (node, letter) transitions leave their node"

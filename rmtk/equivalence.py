@@ -422,7 +422,7 @@ class Fillings:
     def _solver(self, n: int):
         if n in self._solvers:
             return self._solvers[n]
-        from pysat.solvers import Solver
+        from .sat.solver import DEFAULT_SOLVER, open_solver  # pysat is imported by the first query
 
         K = self.K
 
@@ -459,18 +459,22 @@ class Fillings:
         parts.append(
             np.stack([-r(c[:, 0, None], np.arange(n)), -r(c[:, 1, None], np.arange(n))], axis=-1).reshape(-1, 2)
         )
-        solver = Solver(name="cadical153")
+        solver = open_solver(DEFAULT_SOLVER)
         for part in parts:
             solver.append_formula(part.tolist())
         self._solvers[n] = (solver, t)
         return self._solvers[n]
 
-    def __call__(self, delta_u: np.ndarray, used: np.ndarray) -> bool:
-        """Some filling of the transitions not in ``used`` makes ``delta_u`` consistent."""
+    def __call__(self, delta_u: np.ndarray, used: np.ndarray) -> bool | None:
+        """Some filling of the transitions not in ``used`` makes ``delta_u`` consistent
+        (``None``: a stop request ended the query undecided)."""
+        from .limits import NEVER
+        from .sat.solver import solve
+
         n = delta_u.shape[0]
         solver, t = self._solver(n)
         fixed = np.argwhere(used)
-        return bool(solver.solve(assumptions=t(fixed[:, 0], fixed[:, 1], delta_u[used]).tolist()))
+        return solve(solver, NEVER, t(fixed[:, 0], fixed[:, 1], delta_u[used]).tolist())
 
     def close(self) -> None:
         for solver, _ in self._solvers.values():

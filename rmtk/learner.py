@@ -32,6 +32,7 @@ from .encoders import EncoderCapabilities, SatEncoder
 from .equivalence import Fillings, Verdict, consistency_many
 from .errors import RmtkError
 from .exact import DistinctPerNode, ExactPTP, NodePolicyTable, SoftOptimal
+from .limits import Deadline, SearchLimits, max_nodes_or_default
 from .machine import RewardMachine, isomorphic
 from .mdp import LabeledMDP
 from .negatives import ConfidenceMiner, ExactMiner, NegativeExampleMiner, NegativePairs, PolicyClasses
@@ -43,6 +44,7 @@ from .sat.lazy import Oracle, TrieOracle
 from .sat.search import SearchResult, Solution
 from .space import Space
 from .task import Task
+from .validators import BOUND_WHY, MAX_NODES, node_count, optional_positive_int, optional_seconds
 
 __all__ = [
     "Learner",
@@ -108,7 +110,7 @@ class LearnResult:
     truth: RewardMachine | None = None
     negatives: NegativePairs | None = None
     false_positives: np.ndarray | None = None
-    completion_consistent: tuple[bool, ...] | None = None
+    completion_consistent: tuple[bool | None, ...] | None = None
     ptp: PrefixTreePolicy | None = attrs.field(default=None, repr=False)
     reward_fits: tuple | None = None
     oracle: object = attrs.field(default=None, repr=False)
@@ -224,36 +226,6 @@ class LearnResult:
 
 
 # ---------------------------------------------------------------------- learner
-def _at_least_one(instance, attribute, value):
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
-        raise RmtkError(f"{attribute.name} must be a whole number of at least 1, got {value!r}")
-
-
-#: The most nodes rmtk searches for. The encoding at n nodes and K letters has n²·K transition
-#: variables, n³·K/2 determinism clauses and n² clauses per word of the prefix tree: at 64 nodes
-#: and 4 letters already half a million clauses before the first word, beyond what a SAT search
-#: enumerates in useful time; far larger counts would not even fit in memory.
-MAX_NODES = 64
-
-
-def _node_count(instance, attribute, value):
-    _at_least_one(instance, attribute, value)
-    if value is not None and value > MAX_NODES:
-        raise RmtkError(f"{attribute.name}={value} is above rmtk's bound of {MAX_NODES} nodes: {_BOUND_WHY}")
-
-
-_BOUND_WHY = (
-    f"the SAT encoding at n nodes has n²·|letters| transition variables, n³·|letters|/2 determinism "
-    f"clauses and n² clauses per word (at {MAX_NODES} nodes and 4 letters already "
-    f"{4 * MAX_NODES**2 * (MAX_NODES - 1) // 2:,} clauses before any word)"
-)
-
-
-def _positive_seconds(instance, attribute, value):
-    if value is not None and not (isinstance(value, (int, float)) and value > 0 and value == value):
-        raise RmtkError(f"{attribute.name} must be a positive number of seconds, got {value!r}")
-
-
 def _has(*methods):
     def check(instance, attribute, value):
         if value is None and attribute.name in ("miner", "irl"):
@@ -291,10 +263,10 @@ class Learner:
     miner: NegativeExampleMiner | None = attrs.field(default=None, validator=_has("mine"))
     encoder: SatEncoder = attrs.field(factory=SatEncoder, validator=_has("encode", "search"))
     irl: MaxEntIRL | None = attrs.field(factory=MaxEntIRL, validator=_has("fit"))
-    max_nodes: int | None = attrs.field(default=None, validator=_node_count)
-    nodes: int | None = attrs.field(default=None, validator=_node_count)
-    max_solutions: int | None = attrs.field(default=None, validator=_at_least_one)
-    time_limit: float | None = attrs.field(default=None, validator=_positive_seconds)
+    max_nodes: int | None = attrs.field(default=None, validator=node_count)
+    nodes: int | None = attrs.field(default=None, validator=node_count)
+    max_solutions: int | None = attrs.field(default=None, validator=optional_positive_int)
+    time_limit: float | None = attrs.field(default=None, validator=optional_seconds)
     progress: Progress = attrs.field(factory=Progress)
 
     def __attrs_post_init__(self):
@@ -337,6 +309,7 @@ class Learner:
         source, encoder = PTPCapabilities.of(self.ptp), EncoderCapabilities.of(self.encoder)
         rec = Recorder(self.progress)
         t0 = time.perf_counter()
+        deadline = Deadline.after(self.time_limit)
         every_depth = bool(source.every_depth_for(target))
         lazy = every_depth or bool(encoder.lazy)
         ptp: PrefixTreePolicy | None = None
@@ -365,14 +338,14 @@ class Learner:
                 rec.stage("mine", time.perf_counter() - t, pairs=len(negatives))
             if lazy:
                 oracle = TrieOracle(ptp.trie, negatives, depth=ptp.tree.depth)
-        max_nodes = self.max_nodes or (task.max_nodes if task is not None else None) or 4
+        max_nodes = max_nodes_or_default(self.max_nodes, task.max_nodes if task is not None else None)
         if self.nodes is not None:  # exactly this many: a larger suggestion of the task does not apply
             max_nodes = self.nodes if max_nodes > MAX_NODES else max(max_nodes, self.nodes)
         elif max_nodes > MAX_NODES:
             assert task is not None, "the learner's own max_nodes is validated: only a task's suggestion exceeds it"
             raise RmtkError(
                 f"task {task.name!r} suggests max_nodes {max_nodes}, above rmtk's bound of {MAX_NODES} "
-                f"nodes: {_BOUND_WHY}; pass a smaller max_nodes"
+                f"nodes: {BOUND_WHY}; pass a smaller max_nodes"
             )
         if oracle is None:
             assert ptp is not None, "without an oracle the tree was built"
@@ -380,15 +353,15 @@ class Learner:
         else:
             compress = source.compress if ptp is None else ptp.trie.compressed
             problem = Problem(Trie.root(compress), mdp.n_propositions, oracle=oracle)
-        res = self.encoder.search(
-            problem,
-            max_nodes=max_nodes,
+        limits = SearchLimits(
+            max_nodes=max(max_nodes, self.nodes or 0),
             min_nodes=min(problem.lower_bound(), max_nodes),
             nodes=self.nodes,
             max_solutions=self.max_solutions,
-            time_limit=self.time_limit,
+            deadline=deadline,
             progress=rec,
         )
+        res = self.encoder.search(problem, limits)
         if oracle is not None and res.lazy is None:
             raise RmtkError(
                 f"encoder {type(self.encoder).__name__} does not search lazily (it ignored the oracle "
@@ -502,7 +475,7 @@ def _counterexample_tree(stats, depth) -> tuple[PrefixTree, PolicyClasses]:
 
 def _verdicts(
     task: Task, table: np.ndarray, machines, solutions, non_stuttering: bool
-) -> tuple[tuple[Verdict, ...], tuple[bool, ...]]:
+) -> tuple[tuple[Verdict, ...], tuple[bool | None, ...]]:
     """Exact consistency of each machine at every depth (free transitions as self-loops), and
     whether some filling of its free transitions is consistent (one SAT query each)."""
     true_du = task.machine.delta_u[:, task.letter_of_proposition]

@@ -105,9 +105,9 @@ class Recording:
     def encode(self, problem, n):
         return self.inner.encode(problem, n)
 
-    def search(self, problem, **kw):
+    def search(self, problem, limits):
         self.seen.append(problem.oracle is not None)
-        return self.inner.search(problem, **kw)
+        return self.inner.search(problem, limits)
 
 
 @attrs.frozen
@@ -135,8 +135,8 @@ class Stuttering:
     def encode(self, problem, n):
         return self.inner.encode(problem, n)
 
-    def search(self, problem, **kw):
-        return self.inner.search(problem, **kw)
+    def search(self, problem, limits):
+        return self.inner.search(problem, limits)
 
 
 @attrs.frozen

@@ -17,6 +17,7 @@ from rmtk.exact import NodePolicyTable
 from rmtk.labels.histories import state_machine, state_mdp, state_task
 from rmtk.labels.learner import LabelingEncoder, truth_pair
 from rmtk.labels.search import label_search, mdp_reachable
+from rmtk.limits import SearchLimits
 from rmtk.mdp import LabeledMDP
 from rmtk.ptp import Trie
 from rmtk.sat.encoding import Problem
@@ -116,7 +117,7 @@ def brute_force(task, table, max_nodes=3, max_props=3):
             labels = np.zeros(S, np.int64)
             labels[reach] = combo
             oracle = LabelWordOracle(state_oracle, labels)
-            res = SatEncoder().search(Problem(Trie.root(True), k, oracle=oracle), max_nodes=max_nodes, min_nodes=1)
+            res = SatEncoder().search(Problem(Trie.root(True), k, oracle=oracle), SearchLimits(max_nodes=max_nodes))
             if res.n_nodes is None:
                 continue
             keys = {pair_key(labels, s.delta_u, s.used, reach) for s in res.solutions}
@@ -519,12 +520,12 @@ def test_a_time_limit_in_the_enumeration_reports_the_bisection_pair(monkeypatch)
     kw = dict(n_states=task.mdp.n_states, reach=reach, max_nodes=3, min_nodes=oracle.lower_bound(), freedom=False)
     full = label_search(problem, **kw)
     assert (full.n_nodes, full.n_props, full.complete) == (3, 2, True) and (3, 3, True) in full.tried
-    real = ls._solve
+    real = ls.solve
 
     def no_time_to_enumerate(sat, deadline, assumptions=()):
         return None if sys._getframe(1).f_locals.get("enumerate_all") else real(sat, deadline, assumptions)
 
-    monkeypatch.setattr(ls, "_solve", no_time_to_enumerate)
+    monkeypatch.setattr(ls, "solve", no_time_to_enumerate)
     cut = label_search(problem, **kw)
     assert (cut.n_nodes, cut.n_props, cut.complete, len(cut.solutions)) == (3, 2, False, 1)
     assert "one of those of the fewest sizes" in cut.message
@@ -550,7 +551,7 @@ def test_label_free_check_decides_n_as_a_brute_force_over_every_labeling(seed):
             labels = np.zeros(S, np.int64)
             labels[reach] = combo
             res = SatEncoder().search(
-                Problem(Trie.root(True), k, oracle=LabelWordOracle(oracle, labels)), max_nodes=3, min_nodes=1
+                Problem(Trie.root(True), k, oracle=LabelWordOracle(oracle, labels)), SearchLimits(max_nodes=3)
             )
             if res.n_nodes is not None:
                 for shared in (False, True):
@@ -604,7 +605,7 @@ def test_a_time_limit_after_the_label_free_check_reports_its_pair_flagged(monkey
     kw = dict(n_states=task.mdp.n_states, reach=reach, max_nodes=4, min_nodes=oracle.lower_bound(), freedom=False)
     full = label_search(problem, **kw)
     assert (full.n_nodes, full.n_props, full.complete) == (4, 4, True)
-    monkeypatch.setattr(ls, "_solve", lambda sat, deadline, assumptions=(): None)  # labeled calls only
+    monkeypatch.setattr(ls, "solve", lambda sat, deadline, assumptions=(): None)  # labeled calls only
     cut = label_search(problem, **kw)
     assert not cut.complete and cut.n_nodes == 4 and len(cut.solutions) == 1
     assert cut.n_props >= 4 and "4 nodes is the fewest" in cut.message

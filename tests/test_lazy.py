@@ -105,10 +105,10 @@ def test_lazy_and_every_depth_errors():
         def encode(self, problem, n):
             return Enc().encode(problem, n)
 
-        def search(self, problem, **kw):
+        def search(self, problem, limits):
             from rmtk.sat.search import search
 
-            return search(self.encode, problem, max_nodes=kw["max_nodes"])
+            return search(self.encode, problem, limits)
 
     with pytest.raises(RmtkError, match="does not search lazily"):
         Learner(ExactPTP(None), encoder=Ignores()).fit(t)
@@ -223,6 +223,7 @@ def test_pinned_lazy_search_gives_the_machines_of_bfs_symmetry_breaking():
     clique instead of breadth-first: the same machines, raw counts and completions."""
     import functools
 
+    from rmtk.limits import SearchLimits
     from rmtk.ptp import Trie
     from rmtk.sat.encoding import Problem
     from rmtk.sat.lazy import lazy_search
@@ -233,10 +234,10 @@ def test_pinned_lazy_search_gives_the_machines_of_bfs_symmetry_breaking():
         oracle = ExactPTP(None, source=source).oracle(task)
         problem = Problem(Trie.root(True), task.mdp.n_propositions, oracle=oracle)
         enc = Enc()
-        kw = dict(max_nodes=task.max_nodes, min_nodes=oracle.lower_bound())
-        bfs = lazy_search(enc.structure, problem, **kw)
+        limits = SearchLimits(max_nodes=task.max_nodes, min_nodes=oracle.lower_bound())
+        bfs = lazy_search(enc.structure, problem, limits)
         pinned = lazy_search(
-            enc.structure, problem, pinned_structure=functools.partial(enc.structure, symmetry_breaking=False), **kw
+            enc.structure, problem, limits, pinned_structure=functools.partial(enc.structure, symmetry_breaking=False)
         )
         assert (pinned.n_nodes, pinned.complete, pinned.tried) == (bfs.n_nodes, bfs.complete, bfs.tried), seed
         assert key(pinned) == key(bfs), seed

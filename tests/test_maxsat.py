@@ -9,6 +9,7 @@ import pytest
 from rmtk import dsl, isomorphic
 from rmtk.encoders import MaxSatEncoder, SatEncoder
 from rmtk.learner import DistinctPerNode, Learner
+from rmtk.limits import SearchLimits
 from rmtk.negatives import ConfidenceMiner, NegativePairs, log_weissman_constant, policy_classes
 from rmtk.ptp import PrefixTree, PrefixTreePolicy, Trie, build_prefix_tree
 from rmtk.sat.encoding import Problem
@@ -104,7 +105,7 @@ def test_maxsat_drops_injected_false_positives():
     fake = np.array([same[i] for i in rng.choice(len(same), 15, replace=False)])
     allpairs = np.concatenate([pairs, fake])
     problem = Problem(tree.trie, 4, NegativePairs.of(allpairs))
-    res = MaxSatEncoder().search(problem, max_nodes=4)
+    res = MaxSatEncoder().search(problem, SearchLimits(max_nodes=4))
     assert res.cost <= len(fake)
     truth = task.machine.with_rewards(np.zeros((4, 4)))
     machines = [dsl.loads(dsl.dumps(truth)).machines["patrol"]]
@@ -119,7 +120,7 @@ def test_maxsat_drops_injected_false_positives():
     for s in res.solutions:  # only injected examples are ever dropped
         assert set(s.dropped) <= fake_idx
     # hard SAT cannot satisfy them all with 4 nodes
-    hard = SatEncoder().search(problem, max_nodes=4)
+    hard = SatEncoder().search(problem, SearchLimits(max_nodes=4))
     assert hard.n_nodes is None
 
 

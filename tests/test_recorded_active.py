@@ -16,6 +16,7 @@ from rmtk.empirical import CountTable, count_chunk, prune_counts, to_policy
 from rmtk.encoders import MaxSatEncoder
 from rmtk.errors import RmtkError
 from rmtk.exact import NodePolicyTable
+from rmtk.limits import SearchLimits
 from rmtk.negatives import ConfidenceMiner
 from rmtk.planning import task_policy
 from rmtk.sat.encoding import Problem
@@ -42,7 +43,9 @@ def recording(task, source, n=300, horizon=30) -> CountTable:
 def passive(table: CountTable, nodes: int):
     ptp = to_policy(prune_counts(table, ConfidenceMiner(ALPHA).min_count(table.n_actions)))
     neg = ConfidenceMiner(ALPHA).mine(ptp)
-    return MaxSatEncoder().search(Problem(table.trie, table.n_letters, neg), max_nodes=nodes, max_solutions=1000)
+    return MaxSatEncoder().search(
+        Problem(table.trie, table.n_letters, neg), SearchLimits(max_nodes=nodes, max_solutions=1000)
+    )
 
 
 @pytest.mark.parametrize("name", ["patrol_hallway", "stack"])

@@ -113,21 +113,10 @@ class Forbid:
         i, k, j = self.transition
         return formula.extend([[-int(formula.pool.t(i, k, j))]]) if max(i, j) < n else formula
 
-    def search(self, problem, **kw):
+    def search(self, problem, limits):
         from rmtk.sat.search import search
 
-        return search(
-            self.encode,
-            problem,
-            solver=self.inner.solver,
-            non_stuttering=self.inner.non_stuttering,
-            max_nodes=max(kw["max_nodes"], kw["nodes"] or 0),
-            min_nodes=kw["min_nodes"],
-            exact_nodes=kw["nodes"],
-            max_solutions=kw["max_solutions"],
-            time_limit=kw["time_limit"],
-            progress=kw["progress"],
-        )
+        return search(self.encode, problem, limits, solver=self.inner.solver, non_stuttering=self.inner.non_stuttering)
 
 
 def test_a_custom_encoder_wrapper_takes_effect(patrol):
@@ -190,7 +179,7 @@ def test_learner_settings_are_validated(patrol):
 
 
 def test_node_counts_are_consistent_and_bounded(patrol):
-    from rmtk.learner import MAX_NODES
+    from rmtk.validators import MAX_NODES
 
     with pytest.raises(RmtkError, match="nodes=5 contradicts max_nodes=2"):
         Learner(nodes=5, max_nodes=2)

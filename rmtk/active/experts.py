@@ -215,11 +215,6 @@ class _Product:
         )
 
 
-def _positive(instance, attribute, value):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise RmtkError(f"{attribute.name} must be a whole number of at least 1, got {value!r}")
-
-
 @attrs.define
 class _ProductExpert:
     """What the task's experts share: the task, the product policy of ``source`` on it, a seed

@@ -20,7 +20,6 @@ the target is a task, verdicts against its machine are computed afterwards, as t
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
@@ -35,17 +34,10 @@ from ..negatives import NegativePairs, PolicyClasses
 from ..progress import Progress, Recorder
 from ..ptp import PrefixTree, Trie
 from ..task import Task
+from ..validators import positive
 from .experts import Expert, QueryError
 from .questions import EquivalenceCheck, ExpertWalks, ProductCheck, Query, QueryStrategy, SplitMostPairs
 from .survivors import Knowledge, Survivors
-
-
-def _optional_positive(instance, attribute, value):
-    if value is None:
-        return
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-    if not ok or not value > 0 or not math.isfinite(value):
-        raise RmtkError(f"budget {attribute.name} must be a positive number, got {value!r}")
 
 
 @attrs.frozen
@@ -53,9 +45,9 @@ class Budget:
     """What the loop may spend: expert ``queries`` (an action query or a walk each),
     environment ``steps`` (actions drawn or walked), wall-clock ``seconds``; ``None``: no bound."""
 
-    queries: int | None = attrs.field(default=None, validator=_optional_positive)
-    steps: int | None = attrs.field(default=None, validator=_optional_positive)
-    seconds: float | None = attrs.field(default=None, validator=_optional_positive)
+    queries: int | None = attrs.field(default=None, validator=positive(optional=True, prefix="budget"))
+    steps: int | None = attrs.field(default=None, validator=positive(optional=True, prefix="budget"))
+    seconds: float | None = attrs.field(default=None, validator=positive(optional=True, prefix="budget"))
 
     def spent(self, queries: int, steps: int, t0: float, more_steps: int = 0) -> str | None:
         """Which bound is reached (``"seconds"``, ``"queries"``, ``"steps"``) after ``queries``

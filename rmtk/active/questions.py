@@ -31,6 +31,7 @@ import numpy as np
 from ..equivalence import clash_pairs, compressed, exercised, sync_product
 from ..errors import RmtkError
 from ..mdp import LabeledMDP
+from ..validators import positive_int
 from .experts import Observations
 
 
@@ -116,11 +117,6 @@ def _separated(split: np.ndarray, open_pairs: np.ndarray) -> np.ndarray:
     return ((1 - S) * M + S * (O.sum(axis=1)[:, None] - M)).sum(axis=0) // 2
 
 
-def _positive(instance, attribute, value):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise RmtkError(f"{attribute.name} must be a whole number of at least 1, got {value!r}")
-
-
 @attrs.frozen
 class SplitMostPairs:
     """The default query strategy (see the module docstring).
@@ -139,12 +135,12 @@ class SplitMostPairs:
             small difference, so one test per transition says less).
     """
 
-    samples: int = attrs.field(default=200, validator=_positive)
+    samples: int = attrs.field(default=200, validator=positive_int)
     alternatives: int = attrs.field(default=4, validator=attrs.validators.ge(0))
     per_transition: int | None = attrs.field(default=None, validator=attrs.validators.optional(attrs.validators.ge(0)))
-    per_product: int = attrs.field(default=8, validator=_positive)
-    products: int = attrs.field(default=24, validator=_positive)
-    data_pairs: int = attrs.field(default=4000, validator=_positive)
+    per_product: int = attrs.field(default=8, validator=positive_int)
+    products: int = attrs.field(default=24, validator=positive_int)
+    data_pairs: int = attrs.field(default=4000, validator=positive_int)
 
     def _need(self, knowledge, word, state, exact: bool) -> float:
         seen = knowledge.visits(word, state)
@@ -346,10 +342,10 @@ class ExpertWalks:
     survivor predicts the class of a known pair (same state and node), the longest words
     first, then pairs of states and nodes nothing is known at."""
 
-    walks: int = attrs.field(default=5, validator=_positive)
-    length: int = attrs.field(default=40, validator=_positive)
+    walks: int = attrs.field(default=5, validator=positive_int)
+    length: int = attrs.field(default=40, validator=positive_int)
     explore: float = 0.5
-    evaluations: int = attrs.field(default=20, validator=_positive)
+    evaluations: int = attrs.field(default=20, validator=positive_int)
 
     def __attrs_post_init__(self):
         if not 0.0 <= self.explore <= 1.0:
@@ -391,7 +387,7 @@ class ProductCheck:
     query; each history asked is one more (and one policy evaluation). ``exact``: the loop
     skips the transition tests and alternatives, which stand in for a check that samples."""
 
-    per_machine: int = attrs.field(default=1, validator=_positive)
+    per_machine: int = attrs.field(default=1, validator=positive_int)
     walks: int = attrs.field(default=1, init=False)
     exact: bool = attrs.field(default=True, init=False)
 

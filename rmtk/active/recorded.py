@@ -36,9 +36,10 @@ from ..empirical import CountTable, prune_counts, to_policy
 from ..encoders import MaxSatEncoder
 from ..errors import RmtkError
 from ..learner import LearnResult, _machines
+from ..limits import Deadline, SearchLimits
 from ..negatives import ConfidenceMiner, log_weissman_constant
 from ..sat.encoding import Problem
-from .experts import _positive
+from ..validators import positive_int
 from .loop import Budget, _count
 
 
@@ -340,14 +341,14 @@ class RecordedActiveLearner:
         progress: receives one line per round.
     """
 
-    max_nodes: int = attrs.field(default=4, validator=_positive)
+    max_nodes: int = attrs.field(default=4, validator=positive_int)
     alpha: float = 1e-3
-    samples: int = attrs.field(default=100, validator=_positive)
-    tries: int = attrs.field(default=3, validator=_positive)
+    samples: int = attrs.field(default=100, validator=positive_int)
+    tries: int = attrs.field(default=3, validator=positive_int)
     strategy: TripleStrategy = attrs.field(factory=MostEvidence)
     budget: Budget = attrs.field(factory=Budget)
     max_solutions: int = 1000
-    max_rounds: int = attrs.field(default=50, validator=_positive)
+    max_rounds: int = attrs.field(default=50, validator=positive_int)
     time_limit: float | None = None
     progress: Callable[[str], None] | None = None
 
@@ -382,9 +383,11 @@ class RecordedActiveLearner:
             neg = miner.mine(ptp)
             res = MaxSatEncoder().search(
                 Problem(table.trie, table.n_letters, neg),
-                max_nodes=self.max_nodes,
-                max_solutions=self.max_solutions,
-                time_limit=self.time_limit,
+                SearchLimits(
+                    max_nodes=self.max_nodes,
+                    max_solutions=self.max_solutions,
+                    deadline=Deadline.after(self.time_limit),
+                ),
             )
             deltas = [s.delta_u for s in res.solutions]
             triples = candidate_triples(table, deltas, self.samples, self.tries) if len(deltas) > 1 else None

@@ -22,16 +22,17 @@ import time
 
 import attrs
 import numpy as np
-from pysat.solvers import Solver
 
 from ..empirical import CountTable, EmpiricalPTP, merge_counts, to_policy
 from ..encoders import SatEncoder
 from ..errors import RmtkError
+from ..limits import NEVER
 from ..negatives import POLICY_TOL, ConfidenceMiner, NegativePairs, PolicyClasses
 from ..ptp import PrefixTree, PrefixTreePolicy, Trie, TrieBuilder
 from ..sat.encoding import Problem, decode_transitions
 from ..sat.lazy import LazyFormula, TrieOracle
-from ..sat.search import SearchResult, _solve, record
+from ..sat.search import SearchResult, record
+from ..sat.solver import open_solver, solve
 from .experts import Observations
 
 
@@ -221,7 +222,7 @@ class Survivors:
         if n not in self._live:
             problem = Problem(Trie.root(self.compressed), self.K, oracle=oracle)
             formula = self.encoder.structure(problem, n)
-            solver = Solver(name=self.encoder.solver, bootstrap_with=formula.hard)
+            solver = open_solver(self.encoder.solver, formula.hard)
             self._live[n] = {
                 "solver": solver,
                 "pool": formula.pool,
@@ -243,7 +244,7 @@ class Survivors:
         assume = [selector, live["alt"]] if alternatives else [selector]
         found: dict = {}  # survivors by their renaming-invariant key; alternatives by their number
         complete, t_enc = True, 0.0
-        while _solve(solver, None, assume):
+        while solve(solver, NEVER, assume):
             du = decode_transitions(solver.get_model(), pool)
             counter = oracle.check(du)
             if counter:

@@ -408,14 +408,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="encode negative examples grouped by policy class (default), pair by pair, or lazily: only "
         "those a candidate machine violates (no prefix tree is built from an exact policy)",
     )
-    from ..sat.search import SOLVERS
+    from ..sat.solver import DEFAULT_SOLVER, SOLVERS
 
     ln.add_argument(
         "--solver",
-        default="cadical153",
+        default=DEFAULT_SOLVER,
         choices=SOLVERS,
         metavar="NAME",
-        help="SAT solver of python-sat (default cadical153)",
+        help=f"SAT solver of python-sat (default {DEFAULT_SOLVER})",
     )
     ln.add_argument(
         "--demos",

@@ -28,6 +28,7 @@ import numpy as np
 from ..empirical import prune_counts, to_policy
 from ..encoders import MaxSatEncoder
 from ..errors import RmtkError
+from ..limits import Deadline, SearchLimits
 from ..machine import RewardMachine, isomorphic
 from ..negatives import ConfidenceMiner
 from ..progress import Progress
@@ -149,6 +150,16 @@ def _maxrss_mb(who: str) -> float:
     return r / 2**20 if sys.platform == "darwin" else r / 1024  # bytes on macOS, KiB on Linux
 
 
+def _engine(client, workers: int | None):
+    """Where the recording runs: on the client's cluster, on a local cluster of ``workers``
+    processes, or in this process."""
+    from ..engines.local import as_engine
+
+    if client is not None:
+        return as_engine("dask", client=client)
+    return as_engine("dask", workers=workers) if workers is not None and workers > 1 else "local"
+
+
 def simulate_and_learn(
     n_trajectories: int,
     *,
@@ -204,8 +215,7 @@ def simulate_and_learn(
             n_trajectories,
             seed,
             shard=chunk,
-            client=client,
-            workers=None if client is not None else workers,
+            engine=_engine(client, workers),
             name="reacher",
             progress=_Ticks(say, t_start),
         )
@@ -237,9 +247,7 @@ def simulate_and_learn(
             )
             res = MaxSatEncoder().search(
                 Problem(trie, len(PROPOSITIONS), neg),
-                max_nodes=nodes,
-                max_solutions=max_solutions,
-                time_limit=time_limit,
+                SearchLimits(max_nodes=nodes, max_solutions=max_solutions, deadline=Deadline.after(time_limit)),
             )
             machines = [solution_machine(s.delta_u, PROPOSITIONS) for s in res.solutions]
             listed = any(isomorphic(m, truth, rewards=False) for m in machines)

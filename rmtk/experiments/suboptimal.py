@@ -57,7 +57,7 @@ def run(opts: Options) -> Report:
                 r.raw_count,
                 r.distinct_count,
                 "yes" if any(found) else "no",
-                sum(r.completion_consistent or ()),
+                sum(c is True for c in r.completion_consistent or ()),
             )
         )
         if not maxsat and r.machines:

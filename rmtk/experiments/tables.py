@@ -70,7 +70,7 @@ def run(opts: Options) -> Report:
                     mx.raw_count,
                     mx.distinct_count,
                     "yes" if any(iso) else "no",
-                    sum(mx.completion_consistent),
+                    sum(c is True for c in mx.completion_consistent),
                     paper_neg,
                     paper_sol,
                 )

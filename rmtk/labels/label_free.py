@@ -23,6 +23,7 @@ import attrs
 import numpy as np
 from pysat.solvers import Solver
 
+from ..limits import NEVER, Deadline
 from ..progress import Progress
 from ..sat.encoding import (
     Clauses,
@@ -34,7 +35,7 @@ from ..sat.encoding import (
     symmetry_breaking_bfs,
 )
 from ..sat.lazy import LazyFormula
-from ..sat.search import _solve, pysat_sigint_off
+from ..sat.solver import DEFAULT_SOLVER, open_solver, solve
 
 #: Conflicts allowed to each call that shrinks a core (an unfinished call keeps the state in).
 CORE_BUDGET = 1000
@@ -69,15 +70,11 @@ def shrink_core(sat: Solver, core: list[int], budget: int = CORE_BUDGET) -> list
     core, i = list(core), 0
     while i < len(core):
         trial = core[:i] + core[i + 1 :]
-        sat.conf_budget(budget)
-        with pysat_sigint_off():
-            failed = sat.solve_limited(assumptions=trial) is False
-        if failed:
+        if solve(sat, NEVER, trial, conflicts=budget) is False:
             kept = set(sat.get_core() or [])
             core = [v for v in trial if v in kept]
         else:
             i += 1
-    sat.conf_budget(-1)  # no budget for the calls that follow
     return core
 
 
@@ -89,8 +86,8 @@ def label_free_check(
     groups: Sequence[Sequence[int]] = (),
     seen: list | None = None,
     *,
-    solver: str = "cadical153",
-    deadline: float | None = None,
+    solver: str = DEFAULT_SOLVER,
+    deadline: Deadline = NEVER,
     progress: Progress | None = None,
     budget: int = CORE_BUDGET,
 ) -> LabelFreeOutcome:
@@ -110,12 +107,12 @@ def label_free_check(
         select[a] = s
         clauses += [[-a, int(pool.t(i, s, i))] for i in range(n)]
     rounds = 0
-    with Solver(name=solver, bootstrap_with=clauses) as sat:
+    with open_solver(solver, clauses) as sat:
         lazy = LazyFormula(pool, sat)
         for cex in seen:
             lazy.add(cex)
         while True:
-            ok = _solve(sat, deadline, list(select))
+            ok = solve(sat, deadline, list(select))
             rounds += 1
             if ok is None or (ok is False and not set(sat.get_core() or []) & set(select)):
                 moving = tuple(sorted(set(np.asarray(reach).tolist()) - set(select.values())))

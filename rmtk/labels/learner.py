@@ -29,7 +29,7 @@ from ..progress import Recorder
 from ..ptp import Trie
 from ..sat.encoding import Problem
 from ..sat.lazy import Oracle, TrieOracle
-from ..sat.search import SOLVERS
+from ..sat.solver import DEFAULT_SOLVER, check_solver_field
 from ..space import Space
 from ..task import Task
 from .histories import StateHistoryPTP, is_state_view, state_machine, state_mdp, state_task
@@ -50,11 +50,6 @@ def _k(instance, attribute, value):
         raise RmtkError(
             f"{attribute.name}: the number of propositions must be a whole number of at least 1, got {value!r}"
         )
-
-
-def _solver(instance, attribute, value):
-    if value not in SOLVERS:
-        raise RmtkError(f"unknown SAT solver {value!r}; available: {', '.join(SOLVERS)}")
 
 
 @attrs.frozen
@@ -80,7 +75,7 @@ class LabelingEncoder(EncoderCapabilities):
     negatives: str = "lazy"
     symmetry_breaking: bool = True
     non_stuttering: bool = True
-    solver: str = attrs.field(default="cadical153", validator=_solver)
+    solver: str = attrs.field(default=DEFAULT_SOLVER, validator=check_solver_field)
     freedom: bool = True
 
     def __attrs_post_init__(self):

@@ -18,10 +18,10 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 import numpy as np
-from pysat.solvers import Solver
 
 from ..equivalence import consistency_many
 from ..errors import RmtkError
+from ..limits import Deadline
 from ..negatives import PolicyClasses
 from ..progress import Progress
 from ..sat.encoding import (
@@ -35,14 +35,8 @@ from ..sat.encoding import (
     symmetry_breaking_bfs,
 )
 from ..sat.lazy import ProductOracle, TrieOracle
-from ..sat.search import (
-    _join,
-    _solve,
-    canonical_partial,
-    count_completions,
-    solver_for,
-    used_transitions,
-)
+from ..sat.search import _join, canonical_partial, count_completions, used_transitions
+from ..sat.solver import DEFAULT_SOLVER, check_solver, open_solver, solve
 from .encoding import (
     LabelLazyFormula,
     LabelPool,
@@ -246,7 +240,7 @@ def label_search(
     knowledge: LabelKnowledge | None = None,
     symmetry_breaking: bool = True,
     non_stuttering: bool = True,
-    solver: str = "cadical153",
+    solver: str = DEFAULT_SOLVER,
     max_solutions: int | None = None,
     time_limit: float | None = None,
     freedom: bool = True,
@@ -289,8 +283,8 @@ def label_search(
         if problem.negatives is not None
         else None
     )
-    deadline = None if time_limit is None else time.monotonic() + time_limit
-    solver_name, note = solver_for(solver, time_limit)
+    deadline = Deadline.after(time_limit)
+    solver_name, note = check_solver(solver), ""
     tried: list[tuple[int, int, bool | None]] = []
     seen_cex: list = []
     state = {"rounds": 0, "longest": 0, "t_solve": 0.0, "histories": problem.trie.n_nodes}
@@ -302,12 +296,12 @@ def label_search(
         t0 = time.perf_counter()
         found: dict = {}
         complete = True
-        with Solver(name=solver_name, bootstrap_with=clauses) as sat:
+        with open_solver(solver_name, clauses) as sat:
             lazy = LabelLazyFormula(pool, sat) if problem.oracle is not None else None
             for cex in seen_cex:
                 lazy.add(cex)
             while True:
-                ok = _solve(sat, deadline)
+                ok = solve(sat, deadline)
                 state["rounds"] += 1
                 if ok is None:
                     complete = False

@@ -34,12 +34,13 @@ from pysat.solvers import Solver
 from ..capabilities import Capabilities
 from ..equivalence import clash_pairs, clashes, compressed, exercised, sync_product
 from ..errors import RmtkError
+from ..limits import SearchLimits
 from ..mdp import LabeledMDP
 from ..negatives import NegativePairs, PolicyClasses
-from ..progress import Progress
 from ..ptp import Trie
 from .encoding import Formula, Problem, VarPool, clique_pins, decode_transitions
-from .search import SearchResult, Solution, _join, _solve, record, solver_for, used_transitions
+from .search import SearchResult, Solution, _stopped, no_machine, record, stopped_while, used_transitions
+from .solver import DEFAULT_SOLVER, open_solver, solve
 
 
 @attrs.frozen
@@ -360,45 +361,37 @@ class LazyFormula:
 def lazy_search(
     structure: Callable[[Problem, int], Formula],
     problem: Problem,
+    limits: SearchLimits,
     *,
-    max_nodes: int,
-    min_nodes: int = 1,
-    exact_nodes: int | None = None,
-    solver: str = "cadical153",
+    solver: str = DEFAULT_SOLVER,
     non_stuttering: bool = True,
-    max_solutions: int | None = None,
-    time_limit: float | None = None,
-    progress: Progress | None = None,
     pinned_structure: Callable[[Problem, int], Formula] | None = None,
 ) -> SearchResult:
-    """Smallest n in [min_nodes, max_nodes] (or exactly ``exact_nodes``) with a machine that
-    ``problem.oracle`` accepts, and all such machines at that n (see the module docstring).
-    ``structure(problem, n)`` gives the clauses that involve no negative example; the problem's
-    trie must be the root alone (the words come from counterexamples).
+    """Smallest n of ``limits.sizes`` with a machine that ``problem.oracle`` accepts, and all
+    such machines at that n (see the module docstring). ``structure(problem, n)`` gives the
+    clauses that involve no negative example; the problem's trie must be the root alone (the
+    words come from counterexamples).
 
     ``pinned_structure``: the same clauses without symmetry breaking; at a size n that the
-    oracle's clique fills (n words that must end in different nodes, :meth:`OracleCapabilities.clique`)
-    it is used with the clique's words pinned to the nodes instead
-    (:func:`~rmtk.sat.encoding.clique_pins`), which decides most runs by propagation. The
-    counterexamples found at one size are added at the next from the start: they hold at
+    oracle's clique fills (n words that must end in different nodes,
+    :meth:`OracleCapabilities.clique`) it is used with the clique's words pinned to the nodes
+    instead (:func:`~rmtk.sat.encoding.clique_pins`), which decides most runs by propagation.
+    The counterexamples found at one size are added at the next from the start: they hold at
     every size."""
-    progress = progress or Progress()
+    progress, deadline = limits.progress, limits.deadline
     oracle = problem.oracle
-    deadline = None if time_limit is None else time.monotonic() + time_limit
-    solver_name, note = solver_for(solver, time_limit)
-    sizes = [exact_nodes] if exact_nodes is not None else list(range(max(1, min_nodes), max_nodes + 1))
     tried: list[tuple[int, bool | None]] = []
     t_enc = t_solve = t_enum = 0.0
     rounds = 0
     lazy = None
     clique = OracleCapabilities.of(oracle).clique() if pinned_structure is not None else ()
     known: list[Counterexample] = []  # from the sizes before, replayed at the next
-    for n in sizes:
+    for n in limits.sizes:
         t0 = time.perf_counter()
         pinned = len(clique) == n > 1
         formula = (pinned_structure if pinned and pinned_structure is not None else structure)(problem, n)
         t_enc += time.perf_counter() - t0
-        with Solver(name=solver_name, bootstrap_with=formula.hard) as sat_solver:
+        with open_solver(solver, formula.hard) as sat_solver:
             lazy = LazyFormula(formula.pool, sat_solver)
             t0 = time.perf_counter()
             if pinned:
@@ -410,7 +403,7 @@ def lazy_search(
             t_start = t_first = time.perf_counter()
             complete, satisfiable = True, None
             while True:
-                sat = _solve(sat_solver, deadline)
+                sat = solve(sat_solver, deadline)
                 rounds += 1
                 if sat is None:
                     complete = False
@@ -432,7 +425,7 @@ def lazy_search(
                     t_first = time.perf_counter()
                 sat_solver.add_clause(record(found, du, oracle.exercised(du), formula.pool, non_stuttering))
                 progress.solution(len(found), len(found))
-                if max_solutions is not None and len(found) >= max_solutions:
+                if limits.max_solutions is not None and len(found) >= limits.max_solutions:
                     complete, satisfiable = False, True
                     break
             t_end = time.perf_counter()
@@ -446,7 +439,6 @@ def lazy_search(
             progress.size(n, tried[-1][1], elapsed)
             stats = lazy.stats(rounds)
             if found:
-                msg = "" if complete else "enumeration stopped early (limit reached); the solutions found are listed"
                 return SearchResult(
                     n,
                     tuple(found.values()),
@@ -457,7 +449,7 @@ def lazy_search(
                     t_enc,
                     t_solve,
                     t_enum,
-                    _join(msg, note),
+                    _stopped(complete),
                     lazy=stats,
                 )
             if not complete:
@@ -471,11 +463,9 @@ def lazy_search(
                     t_enc,
                     t_solve,
                     t_enum,
-                    _join(f"time limit reached while deciding {n} nodes", note),
+                    stopped_while(deadline, f"deciding {n} nodes"),
                     lazy=stats,
                 )
-    lo, hi = sizes[0], sizes[-1]
-    what = f"exactly {hi}" if exact_nodes is not None else (f"at most {hi}" if lo <= 1 else f"{lo} to {hi}")
     return SearchResult(
         None,
         (),
@@ -486,6 +476,6 @@ def lazy_search(
         t_enc,
         t_solve,
         t_enum,
-        f"no machine with {what} node{'s' if hi != 1 else ''} is consistent with the prefix tree policy",
+        no_machine(limits),
         lazy=lazy.stats(rounds) if lazy is not None else None,
     )

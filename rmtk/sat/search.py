@@ -14,43 +14,23 @@ two conventions:
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import attrs
 import numpy as np
 from pysat.card import CardEnc, EncType
-from pysat.solvers import Solver, SolverNames
 
 from ..errors import RmtkError
-from ..progress import Progress
+from ..limits import SearchLimits
 from ..ptp import Trie
 from .encoding import Formula, Problem, VarPool, decode_transitions
+from .solver import DEFAULT_SOLVER, maxsat_backend, maxsat_compute, open_solver, solve
 
 #: An encoder's clause builder, giving the formula of ``problem`` for ``n`` nodes.
 Encode = Callable[[Problem, int], Formula]
-
-#: The SAT solver names python-sat offers (``rmtk learn --solver``).
-SOLVERS = tuple(sorted(k for k in vars(SolverNames) if not k.startswith("_")))
-#: Backends that pysat cannot interrupt (``solve_limited`` is not implemented for them).
-NOT_INTERRUPTIBLE = frozenset({"cadical103", "cadical153", "cadical195", "lingeling"})
-#: The backend used instead when a time limit needs an interruptible solver.
-INTERRUPTIBLE_FALLBACK = "glucose4"
-
-
-def solver_for(name: str, time_limit: float | None) -> tuple[str, str]:
-    """The backend to run and a note: with a time limit, a backend pysat cannot interrupt
-    (CaDiCaL, Lingeling) is replaced by Glucose 4 so that the limit is honoured."""
-    if time_limit is not None and name in NOT_INTERRUPTIBLE:
-        return INTERRUPTIBLE_FALLBACK, (
-            f"solver {INTERRUPTIBLE_FALLBACK} used instead of {name}, which cannot be "
-            "interrupted, to honour the time limit"
-        )
-    return name, ""
 
 
 @attrs.frozen
@@ -174,67 +154,6 @@ def completions(solution: Solution, non_stuttering: bool = True, limit: int = 40
         yield np.stack(combo, axis=1)
 
 
-#: An unbounded solve runs in slices of conflicts, from ``FIRST_SLICE`` up to 4 ×
-#: ``SLICE_CONFLICTS``, sized to last about ``SLICE_SECONDS``: Ctrl-C and SIGTERM are honoured
-#: between slices.
-SLICE_CONFLICTS = 50_000
-SLICE_SECONDS = 0.5
-#: Conflicts of a solve's first slice.
-FIRST_SLICE = 1_000
-
-
-@contextlib.contextmanager
-def pysat_sigint_off():
-    """pysat puts its own SIGINT handler around a solver call made on the main thread; it
-    jumps out of the solver wherever it is, and out of CaDiCaL's memory allocator that leaves
-    the process deadlocked (seen with gdb: the solver's destructor waits on malloc's lock).
-    Within this block pysat installs none (it asks ``MainThread.check`` whether to), so a
-    signal is handled by Python when the call returns, as any other."""
-    import pysat.solvers as ps
-
-    saved = ps.MainThread.check
-    ps.MainThread.check = staticmethod(lambda: False)  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        ps.MainThread.check = saved  # type: ignore[method-assign]
-
-
-def _sliced(solver: Solver, assumptions: list[int]) -> bool:
-    """``solver.solve(assumptions)`` in slices of conflicts (see :data:`SLICE_SECONDS`), so
-    that Ctrl-C and SIGTERM raise between two slices."""
-    budget = FIRST_SLICE  # most solves end within it
-    with pysat_sigint_off():
-        while True:
-            solver.conf_budget(budget)
-            t0 = time.monotonic()
-            result = solver.solve_limited(assumptions=assumptions)
-            if result is not None:
-                solver.conf_budget(-1)
-                return result
-            took = time.monotonic() - t0
-            if took > 2 * SLICE_SECONDS:
-                budget = max(FIRST_SLICE, budget // 2)
-            elif took < SLICE_SECONDS / 2:
-                budget = min(4 * SLICE_CONFLICTS, budget * 2)
-
-
-def _solve(solver: Solver, deadline: float | None, assumptions: Sequence[int] = ()) -> bool | None:
-    if deadline is None:
-        return _sliced(solver, list(assumptions))
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        return None
-    timer = threading.Timer(remaining, solver.interrupt)
-    timer.start()
-    try:
-        result = solver.solve_limited(assumptions=list(assumptions), expect_interrupt=True)
-    finally:
-        timer.cancel()
-        solver.clear_interrupt()
-    return result
-
-
 @attrs.frozen
 class _Decoder:
     """What decoding a model needs besides the model: the words, and whether completions
@@ -247,35 +166,27 @@ class _Decoder:
 def search(
     encode: Encode,
     problem: Problem,
+    limits: SearchLimits,
     *,
-    max_nodes: int,
-    min_nodes: int = 1,
-    exact_nodes: int | None = None,
-    solver: str = "cadical153",
+    solver: str = DEFAULT_SOLVER,
     non_stuttering: bool = True,
-    max_solutions: int | None = None,
-    time_limit: float | None = None,
-    progress: Progress | None = None,
 ) -> SearchResult:
-    """Smallest n in [min_nodes, max_nodes] (or exactly ``exact_nodes``) whose formula
-    ``encode(problem, n)`` is satisfiable, and all its solutions (up to ``max_solutions``
-    distinct machines / the time limit). Each size gets a fresh solver; enumeration adds
-    blocking clauses to it incrementally."""
-    progress = progress or Progress()
-    deadline = None if time_limit is None else time.monotonic() + time_limit
-    solver_name, note = solver_for(solver, time_limit)
+    """Smallest n of ``limits.sizes`` whose formula ``encode(problem, n)`` is satisfiable,
+    and all its solutions (up to ``limits.max_solutions`` distinct machines, or until the
+    deadline). Each size gets a fresh solver; enumeration adds blocking clauses to it
+    incrementally."""
+    progress, deadline = limits.progress, limits.deadline
     decoder = _Decoder(problem.trie, non_stuttering)
-    sizes: Sequence[int] = [exact_nodes] if exact_nodes is not None else range(max(1, min_nodes), max_nodes + 1)
     tried: list[tuple[int, bool | None]] = []
     t_enc = t_solve = 0.0
-    for n in sizes:
+    for n in limits.sizes:
         t0 = time.perf_counter()
         formula = encode(problem, n)
         pool, clauses = formula.pool, formula.hard
         t1 = time.perf_counter()
         t_enc += t1 - t0
-        with Solver(name=solver_name, bootstrap_with=clauses) as sat_solver:
-            sat = _solve(sat_solver, deadline)
+        with open_solver(solver, clauses) as sat_solver:
+            sat = solve(sat_solver, deadline)
             t2 = time.perf_counter()
             t_solve += t2 - t1
             tried.append((n, sat))
@@ -291,28 +202,33 @@ def search(
                     t_enc,
                     t_solve,
                     0.0,
-                    _join(f"time limit reached while deciding {n} nodes", note),
+                    stopped_while(deadline, f"deciding {n} nodes"),
                 )
             if not sat:
                 continue
-            sols, complete, t_enum = _enumerate(sat_solver, pool, decoder, n, max_solutions, deadline, progress)
-            msg = "" if complete else "enumeration stopped early (limit reached); the solutions found are listed"
+            sols, complete, t_enum = _enumerate(sat_solver, pool, decoder, n, limits)
             return SearchResult(
-                n, sols, complete, tuple(tried), len(clauses), pool.top, t_enc, t_solve, t_enum, _join(msg, note)
+                n, sols, complete, tuple(tried), len(clauses), pool.top, t_enc, t_solve, t_enum, _stopped(complete)
             )
-    lo, hi = sizes[0], sizes[-1]
-    what = f"exactly {hi}" if exact_nodes is not None else (f"at most {hi}" if lo <= 1 else f"{lo} to {hi}")
-    return SearchResult(
-        None,
-        (),
-        True,
-        tuple(tried),
-        0,
-        0,
-        t_enc,
-        t_solve,
-        0.0,
-        f"no machine with {what} node{'s' if hi != 1 else ''} is consistent with the prefix tree policy",
+    return SearchResult(None, (), True, tuple(tried), 0, 0, t_enc, t_solve, 0.0, no_machine(limits))
+
+
+def stopped_while(deadline, doing: str) -> str:
+    """``time limit reached while deciding 4 nodes`` (or ``interrupted while ...``)."""
+    why = deadline.reason() or "time limit"
+    return f"{'time limit reached' if why == 'time limit' else why} while {doing}"
+
+
+def _stopped(complete: bool) -> str:
+    return "" if complete else "enumeration stopped early (limit reached); the solutions found are listed"
+
+
+def no_machine(limits: SearchLimits) -> str:
+    """The message of a search that proved no size of ``limits`` consistent."""
+    hi = limits.sizes[-1]
+    return (
+        f"no machine with {limits.describe_sizes()} node{'s' if hi != 1 else ''} is consistent with the "
+        "prefix tree policy"
     )
 
 
@@ -339,7 +255,7 @@ def record(found: dict, du: np.ndarray, used: np.ndarray, pool: VarPool, non_stu
     return [-int(pool.t(i, k, du[i, k])) for i, k in np.argwhere(used)]
 
 
-def _enumerate(solver, pool, decoder, n, max_solutions, deadline, progress, relax=None):
+def _enumerate(solver, pool, decoder, n, limits: SearchLimits, relax=None):
     t0 = time.perf_counter()
     found: dict[tuple, Solution] = {}
     numbered = 0
@@ -352,12 +268,12 @@ def _enumerate(solver, pool, decoder, n, max_solutions, deadline, progress, rela
             dropped = np.flatnonzero(m[relax - 1] > 0).tolist()
         block = _record(found, model, pool, decoder, n, dropped)
         numbered += 1
-        progress.solution(numbered, len(found))
+        limits.progress.solution(numbered, len(found))
         solver.add_clause(block)
-        if max_solutions is not None and len(found) >= max_solutions:
+        if limits.max_solutions is not None and len(found) >= limits.max_solutions:
             complete = False
             break
-        sat = _solve(solver, deadline)
+        sat = solve(solver, limits.deadline)
         if sat is None:
             complete = False
             break
@@ -370,24 +286,21 @@ def _enumerate(solver, pool, decoder, n, max_solutions, deadline, progress, rela
 def maxsat_search(
     encode: Encode,
     problem: Problem,
+    limits: SearchLimits,
     *,
-    nodes: int,
-    solver: str = "cadical153",
+    solver: str = DEFAULT_SOLVER,
     non_stuttering: bool = True,
-    max_solutions: int | None = None,
-    time_limit: float | None = None,
-    progress: Progress | None = None,
 ) -> SearchResult:
-    """Weighted MaxSAT (paper section 5.2) at ``nodes`` nodes on ``encode(problem, nodes)``:
-    its hard clauses, and the soft units ¬relax[k] of weight ``weights[k]`` (one per negative
-    example). Every optimal machine is enumerated (blocking its used transitions, as for
-    SAT); the examples each one violates are reported. The time limit is checked between
-    solutions."""
+    """Weighted MaxSAT (paper section 5.2) at ``limits.nodes`` nodes on ``encode(problem,
+    nodes)``: its hard clauses, and the soft units ¬relax[k] of weight ``weights[k]`` (one per
+    negative example). Every optimal machine is enumerated (blocking its used transitions, as
+    for SAT); the examples each one violates are reported."""
     from pysat.examples.rc2 import RC2, RC2Stratified
     from pysat.formula import WCNF
 
-    progress = progress or Progress()
-    deadline = None if time_limit is None else time.monotonic() + time_limit
+    if limits.nodes is None:
+        raise RmtkError("MaxSAT searches one size: give SearchLimits(nodes=...)")
+    nodes, deadline, progress = limits.nodes, limits.deadline, limits.progress
     decoder = _Decoder(problem.trie, non_stuttering)
     t0 = time.perf_counter()
     formula = encode(problem, nodes)
@@ -400,12 +313,25 @@ def maxsat_search(
         wcnf.append([-b], weight=int(w))
     t1 = time.perf_counter()
     uniform = len(set(weights.tolist())) <= 1
-    solver_name, note = solver_for(solver, time_limit)
+    backend, note = maxsat_backend(solver, deadline)
     found: dict[tuple, Solution] = {}
     complete = True
-    with (RC2 if uniform else RC2Stratified)(wcnf, solver=solver_name) as rc2:
-        model = rc2.compute()
+    with (RC2 if uniform else RC2Stratified)(wcnf, solver=backend) as rc2:
+        model, decided = maxsat_compute(rc2, deadline)
         t2 = time.perf_counter()
+        if not decided:
+            return SearchResult(
+                None,
+                (),
+                False,
+                ((nodes, None),),
+                formula.n_clauses,
+                pool.top,
+                t1 - t0,
+                t2 - t1,
+                0.0,
+                _join(stopped_while(deadline, f"optimising at {nodes} nodes"), note),
+            )
         if model is None:
             return SearchResult(
                 None,
@@ -430,12 +356,13 @@ def maxsat_search(
                 dropped = np.flatnonzero(truth[relax])
                 rc2.add_clause(_record(found, model, pool, decoder, nodes, dropped.tolist()))
                 progress.solution(len(found), len(found))
-                if (max_solutions is not None and len(found) >= max_solutions) or (
-                    deadline is not None and time.monotonic() > deadline
-                ):
+                if limits.max_solutions is not None and len(found) >= limits.max_solutions:
                     complete = False
                     break
-                model = rc2.compute()
+                model, decided = maxsat_compute(rc2, deadline)
+                if not decided:
+                    complete = False
+                    break
     if uniform:
         # unit weights: the optima are the models of hard ∧ (at most `best` dropped examples);
         # a plain SAT solver enumerates them much faster than repeated MaxSAT calls
@@ -444,13 +371,16 @@ def maxsat_search(
             if best == 0 or len(relax) == 0
             else CardEnc.atmost(relax.tolist(), bound=best, vpool=pool.aux, encoding=EncType.totalizer).clauses
         )
-        with Solver(name=solver_name, bootstrap_with=wcnf.hard + bound) as sat_solver:
-            if not sat_solver.solve():  # pragma: no cover - RC2 found a model of these clauses
+        with open_solver(solver, wcnf.hard + bound) as sat_solver:
+            sat = solve(sat_solver, deadline)
+            if sat is None:
+                complete = False
+            elif not sat:  # pragma: no cover - RC2 found a model of these clauses
                 raise RmtkError("internal error: the MaxSAT optimum is not reproducible by SAT")
-            sols, complete, _ = _enumerate(sat_solver, pool, decoder, nodes, max_solutions, deadline, progress, relax)
-            found = {i: s for i, s in enumerate(sols)}
+            else:
+                sols, complete, _ = _enumerate(sat_solver, pool, decoder, nodes, limits, relax)
+                found = {i: s for i, s in enumerate(sols)}
     t3 = time.perf_counter()
-    msg = "" if complete else "enumeration stopped early (limit reached); the solutions found are listed"
     return SearchResult(
         nodes,
         tuple(found.values()),
@@ -461,7 +391,7 @@ def maxsat_search(
         t1 - t0,
         t2 - t1,
         t3 - t2,
-        _join(msg, note),
+        _join(_stopped(complete), note),
         cost=int(best),
     )
 

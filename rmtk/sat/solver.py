@@ -1,0 +1,170 @@
+"""The one place rmtk opens and drives a SAT solver (docs/design.md, section 8).
+
+Every search asks the same of a backend: clauses added between calls (incremental), calls
+under assumptions, and calls bounded by a number of conflicts (``solve_limited`` with
+``conf_budget``), which is how a call gives way to a deadline or to Ctrl-C. :data:`SOLVERS`
+lists the python-sat backends that can; :data:`REFUSED` says why the others cannot, and
+:func:`check_solver` refuses them by name before any work.
+
+:func:`solve` runs one call in slices of conflicts with pysat's own SIGINT handler off
+(:func:`pysat_sigint_off`): between two slices Python handles signals and the run's
+:class:`~rmtk.limits.Deadline` is checked, so a call ends within about a second of a time
+limit or a stop request, and returns ``None`` ("not decided").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterable, Sequence
+
+from pysat.solvers import Solver, SolverNames
+
+from ..errors import RmtkError
+from ..limits import NEVER, Deadline
+
+#: The backend used unless one is asked for (``--solver``).
+DEFAULT_SOLVER = "cadical153"
+
+#: Backends python-sat names that cannot do what rmtk asks of every solver, and why.
+REFUSED = {
+    "kissat404": "it solves no incremental problems and takes no assumptions (adding a clause after a call aborts "
+    "the process)",
+    "lingeling": "it has no limited solve, so no time limit or Ctrl-C can stop a call",
+    "cryptosat": "python-sat is built without it",
+    "minisatgh": "python-sat is built without it",
+}
+
+#: The backends rmtk can use (incremental, with assumptions and with limited solves).
+SOLVERS = tuple(sorted(k for k in vars(SolverNames) if not k.startswith("_") and k not in REFUSED))
+
+
+def check_solver(name) -> str:
+    """``name`` if rmtk can use that backend, else an error saying why not."""
+    if name in REFUSED:
+        raise RmtkError(f"SAT solver {name!r} cannot be used: {REFUSED[name]}; available: {', '.join(SOLVERS)}")
+    if name not in SOLVERS:
+        raise RmtkError(f"unknown SAT solver {name!r}; available: {', '.join(SOLVERS)}")
+    return name
+
+
+def check_solver_field(instance, attribute, value) -> None:
+    """attrs validator of a solver name (see :func:`check_solver`)."""
+    check_solver(value)
+
+
+def open_solver(name: str = DEFAULT_SOLVER, clauses: Iterable[Sequence[int]] = ()) -> Solver:
+    """A new solver ``name`` holding ``clauses``; use it as a context manager, or ``delete()`` it."""
+    return Solver(name=check_solver(name), bootstrap_with=clauses)
+
+
+#: A call runs in slices of conflicts, from ``FIRST_SLICE`` up to 4 × ``SLICE_CONFLICTS``,
+#: sized to last about ``SLICE_SECONDS``: signals and the deadline are honoured between slices.
+SLICE_CONFLICTS = 50_000
+SLICE_SECONDS = 0.5
+#: Conflicts of a call's first slice (most calls end within it).
+FIRST_SLICE = 1_000
+
+
+@contextlib.contextmanager
+def pysat_sigint_off():
+    """pysat puts its own SIGINT handler around a solver call made on the main thread; it
+    jumps out of the solver wherever it is, and out of CaDiCaL's memory allocator that leaves
+    the process deadlocked (seen with gdb: the solver's destructor waits on malloc's lock).
+    Within this block pysat installs none (it asks ``MainThread.check`` whether to), so a
+    signal is handled by Python when the call returns, as any other."""
+    import pysat.solvers as ps
+
+    saved = ps.MainThread.check
+    ps.MainThread.check = staticmethod(lambda: False)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        ps.MainThread.check = saved  # type: ignore[method-assign]
+
+
+def solve(
+    solver: Solver, deadline: Deadline = NEVER, assumptions: Sequence[int] = (), conflicts: int | None = None
+) -> bool | None:
+    """``solver.solve(assumptions)`` in slices of conflicts: ``True``/``False`` when decided,
+    ``None`` when ``deadline`` expired first (its time limit passed or a stop was requested)
+    or, with ``conflicts``, when that many conflicts did not decide it."""
+    assume = list(assumptions)
+    budget = FIRST_SLICE if conflicts is None else min(FIRST_SLICE, conflicts)
+    spent = 0
+    with pysat_sigint_off():
+        try:
+            while True:
+                if deadline.expired():
+                    return None
+                solver.conf_budget(budget)
+                t0 = time.monotonic()
+                result = solver.solve_limited(assumptions=assume)
+                if result is not None:
+                    return result
+                spent += budget
+                if conflicts is not None and spent >= conflicts:
+                    return None
+                took = time.monotonic() - t0
+                if took > 2 * SLICE_SECONDS:
+                    budget = max(FIRST_SLICE, budget // 2)
+                elif took < SLICE_SECONDS / 2:
+                    budget = min(4 * SLICE_CONFLICTS, budget * 2)
+                if conflicts is not None:
+                    budget = min(budget, conflicts - spent)
+        finally:
+            solver.conf_budget(-1)
+
+
+#: Backends whose calls cannot be interrupted from another thread (``interrupt``): MaxSAT's
+#: RC2 runs whole calls, so under a time limit it runs on :data:`INTERRUPTIBLE` instead.
+NOT_INTERRUPTIBLE = frozenset({"cadical103", "cadical153", "cadical195", "cadical300"})
+#: The backend RC2 runs on under a time limit when the one asked for cannot be interrupted.
+INTERRUPTIBLE = "glucose4"
+
+
+def maxsat_backend(name: str, deadline: Deadline) -> tuple[str, str]:
+    """The backend RC2 runs on, and a note when it is not ``name``: a call that cannot be
+    interrupted is replaced by :data:`INTERRUPTIBLE` under a time limit."""
+    check_solver(name)
+    if deadline.at is not None and name in NOT_INTERRUPTIBLE:
+        return INTERRUPTIBLE, (
+            f"solver {INTERRUPTIBLE} used instead of {name}, which cannot be interrupted, to honour the time limit"
+        )
+    return name, ""
+
+
+def maxsat_compute(rc2, deadline: Deadline = NEVER):
+    """One ``rc2.compute()`` (a MaxSAT optimum, ``None`` if the hard clauses are
+    unsatisfiable), interrupted when ``deadline`` expires where the backend allows it.
+    Returns ``(model, decided)``: ``decided`` is false when the deadline stopped the call."""
+    import threading
+
+    if deadline.expired():
+        return None, False
+    interruptible = rc2.solver not in NOT_INTERRUPTIBLE
+    if not interruptible:
+        with pysat_sigint_off():
+            return rc2.compute(), True
+    done = threading.Event()
+    fired: list[bool] = []
+
+    def watch():
+        while not done.wait(0.1):
+            if deadline.expired():
+                fired.append(True)
+                rc2.interrupt()
+                return
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        with pysat_sigint_off():
+            model = rc2.compute(expect_interrupt=True)
+    finally:
+        done.set()
+        watcher.join()
+        rc2.clear_interrupt()
+    if fired and model is None:
+        return None, False
+    return model, True
