@@ -138,3 +138,14 @@ def test_quick_reproduction_runs_every_capability():
     assert got["labels"]["nodes"] == 3 and got["labels"]["truth"].startswith("1 policy-equivalent")
     assert got["demos"]["found"].startswith(">= ") and "max_solutions" in got["demos"]["flag"]
     assert "200 states" in caption
+
+
+@pytest.mark.skipif(not DATA.exists(), reason="the Craft World's task files are not present")
+def test_the_model_is_what_the_reader_gives_for_the_files(doc):
+    """models/craft.rm holds exactly what rmtk.io.rmtext reads from the files (the model was
+    written from it; this keeps the two from drifting apart)."""
+    from rmtk.io.rmtext import read_rm_text
+
+    letters = doc.mdps["craft"].propositions
+    for i in range(1, 11):
+        assert read_rm_text(DATA / f"t{i}.txt", alphabet=letters, name=f"t{i}") == doc.machines[f"t{i}"]

@@ -50,6 +50,14 @@ def as_float(value: Any, what: str, where: Where) -> float:
     return out
 
 
+def as_slip(value: Any, where: Where) -> float:
+    """A slip probability: a number in [0, 1]."""
+    slip = as_float(value, "slip", where)
+    if not 0.0 <= slip <= 1.0:
+        raise where.fail(f"slip={slip} must lie in [0, 1]")
+    return slip
+
+
 def as_name(value: Any, what: str, where: Where) -> str:
     """A non-empty string without whitespace (a proposition or block name)."""
     if not isinstance(value, str) or not value or any(ch.isspace() for ch in value):
@@ -142,13 +150,15 @@ def grid_mdp(
     start: np.ndarray,
     gamma: float,
     name: str,
+    dest: np.ndarray | None = None,
 ) -> LabeledMDP:
     """A grid MDP: the numbered ``cells`` (:func:`number_cells`), states named ``r{row}c{col}``,
-    moves ``steps`` per action (:func:`grid_dest`, :func:`slip_moves`), one label per state,
-    uniform over the ``start`` states."""
+    moves ``steps`` per action (:func:`grid_dest`; ``dest[d, s]`` instead when the grid has
+    walls between cells), slipping (:func:`slip_moves`), one label per state, uniform over the
+    ``start`` states."""
     index, rr, cc = cells
     pi = {p: i for i, p in enumerate(propositions)}
-    rows, cols, probs = slip_moves(grid_dest(index, rr, cc, steps), slip)
+    rows, cols, probs = slip_moves(grid_dest(index, rr, cc, steps) if dest is None else dest, slip)
     return build(
         generator,
         params,

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ._common import Where, alphabet, as_float, as_name, grid_mdp, number_cells, start_states
+from ._common import Where, alphabet, as_float, as_name, as_slip, grid_mdp, number_cells, start_states
 
 #: Action names in the literature's order, and their (row, column) steps.
 ACTIONS = ("up", "right", "down", "left")
@@ -94,9 +94,7 @@ def craftworld(
     other = as_name(other, "other", where)
     if other in {ch for row in grid for ch in row}:
         raise where.fail(f"other={other!r} is a character of the map; choose another proposition")
-    slip = as_float(slip, "slip", where)
-    if not 0.0 <= slip <= 1.0:
-        raise where.fail(f"slip={slip} must lie in [0, 1]")
+    slip = as_slip(slip, where)
     gamma = as_float(gamma, "gamma", where)
     chars = np.array([list(row) for row in grid])
     free = chars != WALL

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ._common import Where, alphabet, as_float, as_name, as_sequence, grid_mdp, number_cells, start_states
+from ._common import Where, alphabet, as_float, as_name, as_sequence, as_slip, grid_mdp, number_cells, start_states
 
 #: Action names and their (row, column) steps, in action order (the paper's x+1, y+1, x−1, y−1).
 ACTIONS = ("down", "right", "up", "left")
@@ -52,9 +52,7 @@ def gridworld(
     """
     where = Where("gridworld", name)
     grid = _normalise_rows(rows, where)
-    slip = as_float(slip, "slip", where)
-    if not 0.0 <= slip <= 1.0:
-        raise where.fail(f"slip={slip} must lie in [0, 1]")
+    slip = as_slip(slip, where)
     gamma = as_float(gamma, "gamma", where)
 
     free = np.array([[c is not None for c in row] for row in grid])

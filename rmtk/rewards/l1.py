@@ -41,14 +41,18 @@ def l1_fit(B: np.ndarray, r: np.ndarray, *, tol: float = 1e-9) -> np.ndarray | N
     return lp_l1(B, r) if phi is None else phi
 
 
+def _columns(B, r) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(B, r)`` as float arrays, ``φ = 0`` and the columns of ``B`` that are not 0 (a node in
+    no constrained entry keeps φ = 0)."""
+    B, r = np.asarray(B, dtype=float), np.asarray(r, dtype=float)
+    return B, r, np.zeros(B.shape[1]), np.flatnonzero(np.any(B != 0, axis=0))
+
+
 def vertex_l1(B: np.ndarray, r: np.ndarray, *, tol: float = 1e-9, max_subsets: int = MAX_SUBSETS):
     """The exact minimiser by vertex enumeration, or ``None`` when ``B`` (without its zero
     columns) is rank deficient or there are more than ``max_subsets`` vertices to try."""
-    B, r = np.asarray(B, dtype=float), np.asarray(r, dtype=float)
-    E, n = B.shape
-    phi = np.zeros(n)
-    cols = np.flatnonzero(np.any(B != 0, axis=0))
-    k = len(cols)
+    B, r, phi, cols = _columns(B, r)
+    E, k = B.shape[0], len(cols)
     if k == 0:
         return phi
     Bc = B[:, cols]
@@ -86,10 +90,7 @@ def sparse_l1(B: np.ndarray, r: np.ndarray, *, tol: float = 1e-9, max_vertices: 
     then values): exact, by vertex enumeration. ``None`` when ``B`` (without its zero columns,
     whose φ is 0) is rank deficient or has more than ``max_vertices`` vertices to try. A term
     counts as zero within ``tol · max(1, max|r|)``; costs equal within ``tol`` tie."""
-    B, r = np.asarray(B, dtype=float), np.asarray(r, dtype=float)
-    E, n = B.shape
-    phi = np.zeros(n)
-    cols = np.flatnonzero(np.any(B != 0, axis=0))
+    B, r, phi, cols = _columns(B, r)
     k = len(cols)
     if k == 0:
         return phi
