@@ -12,8 +12,9 @@ space (a guard for a shared machine; its row says the child failed). The first r
 ``python -c "import numpy"`` in a child, a reference for the machine's speed.
 
 Targets (PASS/FAIL; exit status 1 if one fails): exact ≤ 15 CPU s and the truth; active ≤ 60
-CPU s, ≤ 1 GB and the truth; labels on t1–t4 ≤ 120 s, ≤ 1 GB, complete and policy-equivalent;
-demos ≤ 120 CPU s and ≤ 1 GB.
+CPU s, ≤ 1 GB and the truth; labels on t1–t4 ≤ 120 CPU s, ≤ 1 GB, complete and
+policy-equivalent; demos ≤ 120 CPU s and ≤ 1 GB with at most ``max_solutions`` machines listed
+(``truth`` says how many are consistent with the expert: what the samples resolve).
 
     PYTHONPATH=. python benchmarks/craft.py [--tasks t1 t10] [--capabilities exact active]
         [--time-limit 120] [--memory-mb 4096] [--markdown]
@@ -53,7 +54,13 @@ def one(task_name: str, capability: str, time_limit: str, memory_mb: str = "0") 
 
     task = dsl.load_model("craft").tasks[task_name]
     opts = Options(settings=SETTINGS, overrides={"time_limit": float(time_limit)})
-    r = measure(task_name, capability, task, opts)
+    c0, t0 = time.process_time(), time.perf_counter()
+    try:
+        r = measure(task_name, capability, task, opts)
+    except MemoryError:  # past --memory-mb: say so, with what it cost until then
+        flag = f"MemoryError past the {memory_mb} MB address-space bound"
+        out = dict(nodes=None, found="", truth="", right=False, flag=flag, detail="")
+        return dict(out, cpu=time.process_time() - c0, wall=time.perf_counter() - t0, peak=_peak())
     out = dict(nodes=r.nodes, found=r.found, truth=r.truth, right=r.right, flag=r.flag, detail=r.detail)
     return dict(out, cpu=r.cpu, wall=r.wall, peak=_peak())
 
@@ -67,7 +74,9 @@ def verdict(task: str, capability: str, r: dict) -> str:
     if capability == "labels" and task not in LABEL_TARGET_TASKS:
         return ""
     sec, mb = TARGETS[capability]
-    ok = r.get("right", False) and r["cpu"] <= sec and (mb is None or r["peak"] <= mb)
+    ok = r["cpu"] <= sec and (mb is None or r["peak"] <= mb)  # NaN (a killed child) fails
+    if capability != "demos":  # from demonstrations: bounded and summarised, whatever they resolve
+        ok = ok and r.get("right", False)
     if capability == "labels":
         ok = ok and not r["flag"]  # complete
     return f"{'PASS' if ok else 'FAIL'} (<= {sec:g} CPU s{'' if mb is None else f', {mb} MB'})"
