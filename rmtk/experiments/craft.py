@@ -17,7 +17,7 @@ flagged, and so is a run that went on past its limit (the limits are checked bet
 not inside each). ``--quick`` learns on a walled crop of the map (rows 24–33, columns 18–37:
 200 cells with a, b and c; runs start in any cell, the agent's is outside it) so that CI runs
 every capability in seconds. On the whole map, learning the labels needs more than 4 GB today
-(docs/benchmarks.md, section 17): run it where that is available, or choose the capabilities
+(docs/benchmarks.md, section 18): run it where that is available, or choose the capabilities
 (``--set capabilities=exact,active,demos``).
 """
 
