@@ -130,10 +130,9 @@ def sparse_l1(B: np.ndarray, r: np.ndarray, *, tol: float = 1e-9, max_vertices: 
         cost = np.where(terms <= zero, 0.0, terms).sum(axis=1)
         top = zeros.max()
         at = np.flatnonzero(zeros == top)
-        low = cost[at].min()
-        i = at[np.flatnonzero(cost[at] <= low + tol * max(1.0, low))[0]]  # the first of the cheapest
-        if best is None or top > best[0] or (top == best[0] and cost[i] < best[1] - tol * max(1.0, best[1])):
-            best = (int(top), float(cost[i]), x[i])
+        i = at[ties.argbest(cost[at], lowest=True, tol=tol)]  # the first of the cheapest
+        if best is None or top > best[0] or (top == best[0] and not ties.at_most(best[1], cost[i], tol)):
+            best = (int(top), float(cost[i]), x[i])  # an earlier chunk keeps its tie
     if best is None:  # pragma: no cover - full column rank leaves some independent subset
         return None
     phi[cols] = best[2]
