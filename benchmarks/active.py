@@ -11,16 +11,13 @@ load does not inflate; ``s``: its wall time):
   hypothesis and a few rivals per round, the exact check's counterexamples, the survivors listed
   at the end (docs/design.md, section 12); ``reads`` is its policy evaluations.
 
-Rows: the Craft World's ten tasks (``models/craft.rm``; or, with ``--craft-from DIR``, built from
-the RM literature's ``map_0.txt`` and ``t1.txt`` … ``t10.txt`` in DIR: a grid world with X
-blocked, every empty cell one letter 'o', the start at 'A', four deterministic moves, λ 0.01,
-γ 0.99) and the Office World's patrol (``models/office.rm``). Targets (exit status 1 when one
+Rows: the Craft World's ten tasks (``models/craft.rm``, map_0) and the Office World's patrol
+(``models/office.rm``). Targets (exit status 1 when one
 fails): the active row finds the truth, consistent at every depth, in ≤ 60 CPU s and ≤ 1,024 MB,
 and on the Craft World with fewer evaluations than the every-depth row reads (on the Office
 World's patrol it asks more than the 512 (state, node) classes: its counterexamples are long).
 
     PYTHONPATH=. python benchmarks/active.py [--rows t1 t10 office_patrol] [--markdown]
-    PYTHONPATH=. python benchmarks/active.py --craft-from DIR
 """
 
 from __future__ import annotations
@@ -42,30 +39,12 @@ ROWS = CRAFT + ["office_patrol"]
 TARGET_CPU, TARGET_MB = 60.0, 1024
 
 
-def _craft_task(name: str, craft_from: str | None):
+def _task(name: str):
     from rmtk import dsl
 
-    if craft_from is None:
-        return dsl.load(MODELS / "craft.rm").tasks[name]
-    from rmtk.envs.gridworld import gridworld
-    from rmtk.io.rmtext import read_rm_text
-    from rmtk.task import Task
-
-    where = Path(craft_from)
-    props = list("abcdefgh") + ["o"]
-    rows, start = [], None
-    for line in (where / "map_0.txt").read_text().splitlines():
-        if not line.strip():
-            continue
-        row = []
-        for c, ch in enumerate(line):
-            if ch == "A":
-                start = (len(rows), c)
-            row.append(None if ch == "X" else "o" if ch in " A" else ch)
-        rows.append(row)
-    mdp = gridworld(rows, slip=0.0, start=[start], gamma=0.99, propositions=props, name="craft")
-    machine = read_rm_text(where / f"{name}.txt", alphabet=props, name=name)
-    return Task(mdp, machine, gamma=0.99, lam=0.01, depth="inf", max_nodes=machine.n_nodes, name=name)
+    if name == "office_patrol":
+        return dsl.load(MODELS / "office.rm").tasks["patrol"]
+    return dsl.load(MODELS / "craft.rm").tasks[name]
 
 
 def _reads(task) -> int:
@@ -79,12 +58,11 @@ def _reads(task) -> int:
     return len(np.unique(prod.states * true.shape[0] + prod.a))
 
 
-def one(name: str, mode: str, craft_from: str | None) -> dict:
-    from rmtk import dsl
+def one(name: str, mode: str) -> dict:
     from rmtk.active import ActiveLearner, TaskExpert
     from rmtk.learner import ExactPTP, Learner
 
-    task = dsl.load(MODELS / "office.rm").tasks["patrol"] if name == "office_patrol" else _craft_task(name, craft_from)
+    task = _task(name)
     c0, t0 = time.process_time(), time.perf_counter()
     if mode == "active":
         run = ActiveLearner(irl=None).fit(task, TaskExpert(task))
@@ -108,19 +86,17 @@ def one(name: str, mode: str, craft_from: str | None) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", nargs="+", choices=ROWS, default=ROWS)
-    ap.add_argument("--craft-from", metavar="DIR", help="build the Craft World from its map and task text files")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--one", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        print(MARK + json.dumps(one(*args.one, args.craft_from)), flush=True)
+        print(MARK + json.dumps(one(*args.one)), flush=True)
         return 0
     rows, failed = [], []
-    extra = ["--craft-from", args.craft_from] if args.craft_from else []
     for name in args.rows:
         got = {}
         for mode in ("every depth", "active"):
-            rec = run_child(__file__, [name, mode.split()[0], *extra], MARK, f"{name} {mode}")
+            rec = run_child(__file__, [name, mode.split()[0]], MARK, f"{name} {mode}")
             got[mode] = rec
             ok = ""
             if mode == "active":
