@@ -410,24 +410,16 @@ class Learner:
         classes, the verdicts and false positive rate; without them, a warning and no verdicts."""
         result = attrs.evolve(result, truth=task.machine)
         t = time.perf_counter()
-        table = source.expert_classes(task)
+        table = expert_class_table(
+            task,
+            source.expert_classes(task),
+            f"{type(self.ptp).__name__}.expert_classes",
+            f"the PTP strategy {type(self.ptp).__name__} does not say which expert its policy comes from (give it "
+            "expert_classes(task), docs/design.md 'Strategies')",
+            rec,
+        )
         if table is None:
-            message = (
-                f"no verdicts: the PTP strategy {type(self.ptp).__name__} does not say which expert its policy "
-                "comes from (give it expert_classes(task), docs/design.md 'Strategies'); verdicts from "
-                "another expert's policy could be wrong"
-            )
-            rec.note(message)
-            warnings.warn(message, UserWarning, stacklevel=3)
             return result
-        table = np.asarray(table)
-        want = (task.mdp.n_states, task.machine.n_nodes)
-        if table.shape != want or not np.issubdtype(table.dtype, np.integer):
-            raise RmtkError(
-                f"{type(self.ptp).__name__}.expert_classes gave an array of shape {table.shape} and type "
-                f"{table.dtype}; the task needs whole-number policy classes of shape {want} (states, "
-                "nodes of the true machine)"
-            )
         fp = None
         if result.negatives is not None and result.ptp is not None:
             trie_nodes = result.ptp.trie.run(task.machine.delta_u, task.machine.initial, task.letter_of_proposition)
@@ -445,6 +437,25 @@ class Learner:
 
         ptp = EmpiricalPTP(demos, compress=PTPCapabilities.of(self.ptp).compress, chunk=chunk)
         return attrs.evolve(self, ptp=ptp).fit(target)
+
+
+def expert_class_table(task: Task, table, given_by: str, unknown: str, progress: Progress) -> np.ndarray | None:
+    """The expert's ``(states, true nodes)`` policy classes ``table`` (given by ``given_by``) that
+    verdicts against ``task`` compare with, checked; ``None`` (no verdicts) when there is none,
+    with a note and a warning saying why (``unknown``): verdicts are never guessed."""
+    if table is None:
+        message = f"no verdicts: {unknown}; verdicts from another expert's policy could be wrong"
+        progress.note(message)
+        warnings.warn(message, UserWarning, stacklevel=4)
+        return None
+    table = np.asarray(table)
+    want = (task.mdp.n_states, task.machine.n_nodes)
+    if table.shape != want or not np.issubdtype(table.dtype, np.integer):
+        raise RmtkError(
+            f"{given_by} gave an array of shape {table.shape} and type {table.dtype}; the task needs whole-number "
+            f"policy classes of shape {want} (states, nodes of the true machine)"
+        )
+    return table
 
 
 def machines_of(mdp: LabeledMDP | Space, res: SearchResult) -> tuple[RewardMachine, ...]:

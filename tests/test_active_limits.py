@@ -397,3 +397,21 @@ def test_a_gym_policy_that_misbehaves_is_named_with_the_question(choose, match):
     with pytest.raises(QueryError, match=match):
         ActiveLearner(check=ExpertWalks(2, 5)).fit(task, expert)
     assert isinstance(env, gymnasium.Env)
+
+
+def test_a_replay_expert_needs_a_name_for_every_label():
+    pytest.importorskip("gymnasium")
+    from test_replay import office
+
+    from rmtk.gym import ReplayExpert, office_env
+    from rmtk.gym.experts import record
+
+    task, _, policy, cell, label = office()
+    episodes = record(office_env(max_steps=10), policy, cell, label, task.mdp.propositions, 3, 10, seed=3)
+    with pytest.raises(RmtkError, match="label index .* there are 2 propositions"):
+        ReplayExpert(office_env(max_steps=10), policy, episodes, cell, label, task.mdp.propositions[:2])
+    with pytest.raises(RmtkError, match="seed"):
+        ReplayExpert(office_env(max_steps=10), policy, episodes, cell, label, task.mdp.propositions, seed=-2)
+    expert = ReplayExpert(office_env(max_steps=10), policy, episodes, cell, label, task.mdp.propositions)
+    word, state = expert.histories[-1]
+    assert expert.act_steps(word, state, 7) == 7 + expert._where[(word, state)][1]  # declared: replay + draws

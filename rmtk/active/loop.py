@@ -27,7 +27,6 @@ as the :class:`~rmtk.learner.Learner` does.
 from __future__ import annotations
 
 import time
-import warnings
 from typing import Protocol, runtime_checkable
 
 import attrs
@@ -35,7 +34,7 @@ import numpy as np
 
 from ..encoders import EncoderCapabilities, SatEncoder
 from ..errors import RmtkError
-from ..learner import LearnResult, machines_of, verdicts_of
+from ..learner import LearnResult, expert_class_table, machines_of, verdicts_of
 from ..limits import NEVER, Deadline, max_nodes_or_default
 from ..mdp import LabeledMDP
 from ..negatives import NegativePairs, PolicyClasses
@@ -269,22 +268,16 @@ class ActiveLearner:
         if deadline.expired():
             rec.note(f"no verdicts: {deadline.reason()} before they were computed")
             return result
-        table = caps.expert_classes(task)
+        table = expert_class_table(
+            task,
+            caps.expert_classes(task),
+            f"the expert {name}'s expert_classes",
+            f"the expert {name} does not say which policy it follows (give it expert_classes(task), "
+            "rmtk.active.ExpertCapabilities)",
+            rec,
+        )
         if table is None:
-            message = (
-                f"no verdicts: the expert {name} does not say which policy it follows (give it "
-                "expert_classes(task), rmtk.active.ExpertCapabilities); verdicts from another policy could be wrong"
-            )
-            rec.note(message)
-            warnings.warn(message, UserWarning, stacklevel=4)
             return result
-        table = np.asarray(table)
-        want = (task.mdp.n_states, task.machine.n_nodes)
-        if table.shape != want or not np.issubdtype(table.dtype, np.integer):
-            raise RmtkError(
-                f"the expert's expert_classes gave an array of shape {table.shape} and type {table.dtype}; the task "
-                f"needs whole-number policy classes of shape {want} (states, nodes of the true machine)"
-            )
         t = time.perf_counter()
         non_stuttering = EncoderCapabilities.of(self.encoder).non_stuttering if self.encoder is not None else True
         verdicts, some = verdicts_of(task, table, result.machines, result.solutions, non_stuttering)
