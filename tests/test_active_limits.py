@@ -415,3 +415,28 @@ def test_a_replay_expert_needs_a_name_for_every_label():
     expert = ReplayExpert(office_env(max_steps=10), policy, episodes, cell, label, task.mdp.propositions)
     word, state = expert.histories[-1]
     assert expert.act_steps(word, state, 7) == 7 + expert._where[(word, state)][1]  # declared: replay + draws
+
+
+def test_a_stop_requested_during_the_run_returns_the_survivors_so_far():
+    import threading
+
+    office = dsl.load_model("office").tasks["patrol"]
+    timer = threading.Timer(0.5, request_stop, args=("terminated",))
+    timer.start()
+    t0 = time.perf_counter()
+    try:
+        run = ActiveLearner().fit(office, TaskExpert(office))
+    finally:
+        timer.cancel()
+        clear_stop()
+    assert time.perf_counter() - t0 < 6
+    assert run.exhausted == "terminated" and run.result.machines and "terminated" in run.stopped
+
+
+def test_learn_active_with_a_time_limit_answers_in_time(capsys):
+    models = Path(__file__).resolve().parents[1] / "models"
+    t0 = time.perf_counter()
+    code = main(["learn", str(models / "office.rm"), "patrol", "--active", "--time-limit", "1", "--no-rewards", "-q"])
+    assert code == 0 and time.perf_counter() - t0 < 10
+    out = capsys.readouterr().out
+    assert "# time limit: the machines below are the survivors so far" in out and "machine learned" in out
