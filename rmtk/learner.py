@@ -220,6 +220,18 @@ class LearnResult:
             return Explanation(found, (), mined, alpha, confidence=confidence)
         return Explanation(found, rare.pairs, mined, alpha, rare.examined, rare.beyond_noise, confidence)
 
+    def resolution(self, i: int = 0):
+        """What the counted data resolved behind machine ``i``'s merges (a
+        :class:`~rmtk.statistics.MergeResolution`: the weakest merge the answer rests on, the
+        negative examples it rests on), or ``None`` for an exact policy, which proves its answer."""
+        if self.ptp is None or self.ptp.counts is None or self.negatives is None or i >= len(self.machines):
+            return None
+        from .statistics import merge_resolution
+
+        return merge_resolution(
+            self.ptp, self.machines[i].delta_u, alpha=self.negatives.alpha, negatives=len(self.negatives)
+        )
+
     def stats(self) -> dict:
         out: dict[str, int | None] = {"trie_nodes": self.tree.trie.n_nodes, "pairs": self.tree.n_pairs}
         if self.classes is not None:

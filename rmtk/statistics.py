@@ -410,22 +410,25 @@ class Sequential:
 # ---------------------------------------------------------------------- passive results
 @attrs.frozen
 class MergeResolution:
-    """What counted data resolved behind the merges of a learned machine: at each (state,
-    node), every word the machine sends there is compared with the most visited one
-    (``merged`` such comparisons, ``histories`` distinct (word, state) pairs taking part).
-    ``decided``: the comparisons whose resolution is below 1 (the counts could detect some
-    difference); ``worst`` and ``best``: the largest and smallest resolution among them (the
-    weakest merge the answer rests on, the firmest); ``undecided``: merged comparisons seen
-    too rarely to detect any difference; ``negatives``: negative examples the answer rests on;
-    ``alpha`` the level, ``anytime`` whether the bound was the anytime-valid one."""
+    """What counted data resolved behind the merges of a learned machine. The machine sends
+    several words to one node at ``groups`` (state, node) pairs; at each, the two most visited
+    words are its firmest check. ``decided``: the groups whose firmest check resolves a
+    difference below 1 (their ``histories`` (word, state) pairs, two each); ``worst``,
+    ``median``, ``best``: the resolution of those checks (``worst`` is the weakest merge the
+    answer rests on: a difference that large between the two best-seen words of some merge
+    would have been detected with probability 1 − α); ``undecided``: groups seen too rarely to
+    detect any difference; ``others``: the merged words beyond the two compared at each group
+    (seen less, so smaller differences there could go unnoticed); ``negatives``: the negative
+    examples the answer rests on; at level ``alpha``, with the anytime-valid bound or not."""
 
-    merged: int
-    histories: int
+    groups: int
     decided: int
-    decided_histories: int
+    histories: int
     worst: float
+    median: float
     best: float
     undecided: int
+    others: int
     negatives: int
     alpha: float
     anytime: bool = False
@@ -436,26 +439,29 @@ class MergeResolution:
             if self.negatives == 0
             else f"{self.negatives} negative example{'s' if self.negatives != 1 else ''}"
         )
-        if not self.merged:
-            return f"resolution (total variation, alpha {self.alpha:g}): no two words merged at a common state; {neg}"
+        head = f"resolution (total variation, alpha {self.alpha:g}): "
+        if not self.groups:
+            return f"{head}the machine merges no two words at a common state; {neg}"
         if not self.decided:
             return (
-                f"resolution (total variation, alpha {self.alpha:g}): none of the {self.merged} merges of words "
-                f"at a common state was seen often enough to detect any difference; {neg}"
+                f"{head}the machine merges words at {self.groups} (state, node) pairs, none seen often enough to "
+                f"detect any difference; {neg}"
             )
         text = (
-            f"resolution (total variation, alpha {self.alpha:g}): no difference ≥ {self.worst:.2f} found at the "
-            f"{self.decided_histories} histories that decide the {self.decided} merges "
-            f"(the firmest resolves {self.best:.2f})"
+            f"{head}no difference ≥ {self.worst:.2f} found at the {self.histories} histories that decide the merges "
+            f"(the two most visited words at each of {self.decided} (state, node) pairs; median {self.median:.2f}, "
+            f"firmest {self.best:.2f})"
         )
         if self.undecided:
-            text += f"; {self.undecided} more merges were seen too rarely to detect any difference"
+            text += f"; {self.undecided} more pairs were seen too rarely to detect any difference"
+        if self.others:
+            text += f"; {self.others} other merged words were seen less, and smaller differences there could go unnoticed"
         return f"{text}; {neg}"
 
 
 def merge_resolution(ptp, delta: np.ndarray, *, alpha: float, negatives: int, bound: Radius = FIXED):
     """:class:`MergeResolution` of the machine ``delta`` (``(n, K)``) on the counted prefix
-    tree policy ``ptp``: per (state, node), each word compared with the most visited one."""
+    tree policy ``ptp``."""
     counts = np.asarray(ptp.counts, dtype=float)
     node, state = np.asarray(ptp.tree.pair_node), np.asarray(ptp.tree.pair_state)
     final = np.asarray(ptp.trie.run(np.asarray(delta), 0))[node]
@@ -463,25 +469,26 @@ def merge_resolution(ptp, delta: np.ndarray, *, alpha: float, negatives: int, bo
     group = state * (int(final.max()) + 1 if len(final) else 1) + final
     order = np.lexsort((np.arange(len(n)), -n, group))  # per group, the most visited first
     g = group[order]
-    first = np.r_[True, g[1:] != g[:-1]] if len(g) else np.zeros(0, bool)
-    rep = order[np.maximum.accumulate(np.where(first, np.arange(len(g)), 0))]
-    other = order[~first]
-    rep = rep[~first]
-    if not len(other):
-        return MergeResolution(0, 0, 0, 0, 0.0, 0.0, 0, negatives, alpha, bound.anytime)
-    tv = total_variation(counts[other], counts[rep])
-    c = compare_counts(n[other], n[rep], tv, counts.shape[1], alpha=alpha, bound=bound)
+    start = np.flatnonzero(np.r_[True, g[1:] != g[:-1]]) if len(g) else np.zeros(0, np.int64)
+    size = np.diff(np.r_[start, len(g)])
+    merged = start[size >= 2]
+    others = int((size[size >= 2] - 2).sum())
+    if not len(merged):
+        return MergeResolution(0, 0, 0, math.inf, math.inf, math.inf, 0, 0, negatives, alpha, bound.anytime)
+    a, b = order[merged], order[merged + 1]
+    c = compare_counts(n[a], n[b], total_variation(counts[a], counts[b]), counts.shape[1], alpha=alpha, bound=bound)
     res = c.resolution
     decided = res < 1.0
-    taking_part = np.unique(np.r_[other[decided], rep[decided]])
+    done = res[decided]
     return MergeResolution(
-        len(other),
-        len(np.unique(np.r_[other, rep])),
+        len(merged),
         int(decided.sum()),
-        len(taking_part),
-        float(res[decided].max()) if decided.any() else math.inf,
-        float(res[decided].min()) if decided.any() else math.inf,
+        2 * int(decided.sum()),
+        float(done.max()) if len(done) else math.inf,
+        float(np.median(done)) if len(done) else math.inf,
+        float(done.min()) if len(done) else math.inf,
         int((~decided).sum()),
+        others,
         negatives,
         float(alpha),
         bool(bound.anytime),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -183,3 +184,58 @@ def test_sequential_plan_is_vectorised():
     assert plan.draw1[2] > 0 and plan.draw2[2] > plan.draw1[2]  # the lagging side catches up first
     with pytest.raises(ModelError, match="anytime-valid"):
         Sequential(bound=Weissman())
+
+
+def test_merge_resolution_of_a_passive_result_against_a_brute_force(tmp_path, capsys):
+    """Patrol's soft expert (λ = 1), 3,000 episodes: one machine, no negative example. The
+    resolution summary compares, at every state, the two most visited words (the 1-node machine
+    merges all), recomputed here with the paper's rule by bisection; the report says it."""
+    from rmtk import EmpiricalPTP, Learner, dsl
+    from rmtk.cli.main import main
+    from rmtk.data import save
+    from rmtk.simulate import simulate
+
+    patrol = dsl.load_model("patrol").tasks["patrol"]
+    demos = simulate(patrol, 3000, 20, seed=1)
+    r = Learner(EmpiricalPTP(demos), irl=None).fit(patrol)
+    assert r.n_nodes == 1 and len(r.negatives) == 0
+    summary = r.resolution()
+    counts = np.asarray(r.ptp.counts, float)
+    n, state = counts.sum(axis=1), np.asarray(r.ptp.tree.pair_state)
+    c = math.log(2.0**4 - 2)
+    found, others, groups = [], 0, 0
+    for s in np.unique(state):
+        at = np.flatnonzero(state == s)
+        if len(at) < 2:
+            continue
+        groups += 1
+        others += len(at) - 2
+        a, b = at[np.argsort(-n[at], kind="stable")[:2]]
+        lo, hi = 0.0, 50.0
+        for _ in range(100):  # the paper's rule: smallest t with δ(n_a, t) + δ(n_b, t) ≤ α
+            mid = (lo + hi) / 2
+            ok = np.logaddexp(c - n[a] * mid**2 / 2, c - n[b] * mid**2 / 2) <= math.log(0.05)
+            hi, lo = (mid, lo) if ok else (hi, mid)
+        width = sum(math.sqrt(2 * (c - math.log(0.025)) / m) for m in (n[a], n[b])) / 2
+        found.append(hi + width)
+    found = np.array(found)
+    done = found[found < 1]
+    assert (summary.groups, summary.decided, summary.undecided, summary.others) == (
+        groups,
+        len(done),
+        groups - len(done),
+        others,
+    )
+    np.testing.assert_allclose([summary.worst, summary.median, summary.best], [done.max(), np.median(done), done.min()])
+    text = str(summary)
+    assert text.startswith(f"resolution (total variation, alpha 0.05): no difference ≥ {done.max():.2f} found at the ")
+    assert "no negative example" in text
+    # an exact policy proves its answer: no resolution
+    from rmtk import ExactPTP
+
+    assert Learner(ExactPTP(3), irl=None).fit(patrol).resolution() is None
+    path = tmp_path / "soft.npz"
+    save(demos, path, patrol.mdp)
+    model = Path(__file__).resolve().parents[1] / "models" / "patrol.rm"
+    assert main(["learn", str(model), "--demos", str(path), "-q", "--no-rewards"]) == 0
+    assert f"# {text}" in capsys.readouterr().out
