@@ -20,6 +20,7 @@ import math
 import attrs
 import numpy as np
 
+from . import ties
 from .equivalence import Witness, distinguish
 from .errors import RmtkError
 from .mdp import LabeledMDP
@@ -458,13 +459,13 @@ def rare_triples(
                 best_hi = np.partition(best_hi, limit - 1)[:limit]
             if len(best_hi) == limit:
                 cutoff = best_hi.max()
-        keep = up | (lo <= cutoff)
+        keep = up | ties.at_most(lo, cutoff)  # a bound within the tolerance of the cutoff may tie
         n_split = split.sum(axis=0)
         kept.append((p[keep], q[keep], n_split[keep], tv[keep], lower[keep], lo[keep]))
     if not kept:
         return Rare((), examined, beyond, confidence)
     p, q, n_split, tv, lower, lo = (np.concatenate(parts) for parts in zip(*kept))
-    keep = (lower > 0) | (lo <= cutoff)
+    keep = (lower > 0) | ties.at_most(lo, cutoff)
     p, q, n_split, tv, lower = p[keep], q[keep], n_split[keep], tv[keep], lower[keep]
     sep = n_split * (k - n_split)
     test = compare_counts(n[p], n[q], tv, A, alpha=alpha, bound=FIXED)
@@ -472,7 +473,7 @@ def rare_triples(
     res = test.resolution
     with np.errstate(divide="ignore"):
         near = test.threshold / tv
-    pick = np.lexsort((q, p, -sep, near, f))[:limit]
+    pick = ties.lexsort((q, p, -sep, near, f))[:limit]  # values within rmtk.ties.TOL are tied
     out = []
     m1, m2 = np.zeros(len(p)), np.zeros(len(p))
     m1[pick], m2[pick] = draws_to_resolve(n[p[pick]], n[q[pick]], lower[pick], A, alpha=alpha, bound=FIXED)

@@ -52,6 +52,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 import numpy as np
 
+from . import ties
 from .errors import ModelError
 from .negatives import log_weissman_constant
 
@@ -197,8 +198,9 @@ class Comparison:
 
     @property
     def separated(self) -> np.ndarray:
-        """The two distributions differ, at confidence 1 − α."""
-        return self.tv >= self.threshold
+        """The two distributions differ, at confidence 1 − α (a total variation within
+        :data:`rmtk.ties.TOL` of the threshold reaches it: docs/design.md section 2)."""
+        return ties.at_most(self.threshold, self.tv)
 
     @property
     def consistent_with_zero(self) -> np.ndarray:
@@ -270,7 +272,9 @@ def draws_to_resolve(
     n1, n2, target = np.broadcast_arrays(_arr(n1), _arr(n2), _arr(target))
 
     def ok(level):
-        return resolution(np.maximum(n1, level), np.maximum(n2, level), n_actions, alpha=alpha, bound=bound) <= target
+        return ties.at_most(
+            resolution(np.maximum(n1, level), np.maximum(n2, level), n_actions, alpha=alpha, bound=bound), target
+        )
 
     live = target > 0
     done = live & ok(np.zeros_like(n1))
@@ -301,7 +305,7 @@ def growth_to_resolve(n1, n2, target, n_actions: int, *, alpha: float, bound: Ra
 
     def ok(log_f):
         f = np.exp(log_f)
-        return resolution(f * n1, f * n2, n_actions, alpha=alpha, bound=bound) <= target
+        return ties.at_most(resolution(f * n1, f * n2, n_actions, alpha=alpha, bound=bound), target)
 
     out = np.full(n1.shape, np.inf)
     done = live & ok(np.zeros(n1.shape))
@@ -366,7 +370,8 @@ class Sequential:
         """Status and next draws for rows of action counts ``(pairs, A)``."""
         counts1, counts2 = np.atleast_2d(_arr(counts1)), np.atleast_2d(_arr(counts2))
         c = compare(counts1, counts2, alpha=self.alpha, bound=self.bound)
-        status = np.where(c.separated, "separated", np.where(c.resolution <= self.epsilon, "resolved", "open"))
+        resolved = ties.at_most(c.resolution, self.epsilon)
+        status = np.where(c.separated, "separated", np.where(resolved, "resolved", "open"))
         open_ = status == "open"
         level = np.maximum(np.maximum(c.n1, c.n2) * self.growth, float(self.first))
         level = np.ceil(np.maximum(level, np.minimum(c.n1, c.n2) + 1))
@@ -455,7 +460,9 @@ class MergeResolution:
         if self.undecided:
             text += f"; {self.undecided} more pairs were seen too rarely to detect any difference"
         if self.others:
-            text += f"; {self.others} other merged words were seen less, and smaller differences there could go unnoticed"
+            text += (
+                f"; {self.others} other merged words were seen less, and smaller differences there could go unnoticed"
+            )
         return f"{text}; {neg}"
 
 
@@ -478,7 +485,7 @@ def merge_resolution(ptp, delta: np.ndarray, *, alpha: float, negatives: int, bo
     a, b = order[merged], order[merged + 1]
     c = compare_counts(n[a], n[b], total_variation(counts[a], counts[b]), counts.shape[1], alpha=alpha, bound=bound)
     res = c.resolution
-    decided = res < 1.0
+    decided = ~ties.at_most(1.0, res)  # a resolution of 1 or more detects no difference at all
     done = res[decided]
     return MergeResolution(
         len(merged),
