@@ -65,6 +65,7 @@ __all__ = [
     "compare_counts",
     "total_variation",
     "resolution",
+    "evidence",
     "draws_to_resolve",
     "growth_to_resolve",
     "Sequential",
@@ -204,7 +205,7 @@ class Comparison:
 
     @property
     def consistent_with_zero(self) -> np.ndarray:
-        """No difference detected: the data are consistent with equal distributions."""
+        """The data are consistent with equal distributions (no difference detected)."""
         return ~self.separated
 
     @property
@@ -243,6 +244,14 @@ def compare(counts1, counts2, *, alpha: float, bound: Radius = ANYTIME) -> Compa
     """:class:`Comparison` of rows of action counts ``(..., A)`` (one comparison per row)."""
     a, b = np.atleast_2d(_arr(counts1)), np.atleast_2d(_arr(counts2))
     return compare_counts(a.sum(axis=-1), b.sum(axis=-1), total_variation(a, b), a.shape[-1], alpha=alpha, bound=bound)
+
+
+def evidence(n1, n2, tv, n_actions: int, *, alpha: float, bound: Radius = ANYTIME) -> np.ndarray:
+    """How far each empirical total variation is beyond what the test at ``alpha`` calls a
+    difference (:attr:`Comparison.margin`, signed: positive when separated), elementwise: the
+    principled form of "the difference minus its noise" that ranks candidate comparisons, the
+    noise being the test's own threshold at these counts rather than a bare ``1/√n``."""
+    return compare_counts(n1, n2, tv, n_actions, alpha=alpha, bound=bound).margin
 
 
 def resolution(n1, n2, n_actions: int, *, alpha: float, bound: Radius = ANYTIME) -> np.ndarray:

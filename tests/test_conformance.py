@@ -170,7 +170,7 @@ def test_every_memory_within_the_bound_that_the_answers_do_not_refute_agrees_wit
         for H in (truth, _refine(rng, truth), _random_machine(rng, 2, K)):
             rep = Configurations.of(mdp, H).representatives()
             node_class = {key: expert(*h) for key, h in rep.items()}
-            suite = ConformanceSuite(extra=2).build(mdp, H, lambda s, h, nc=node_class: nc[(s, h)])
+            suite = ConformanceSuite(extra=2).suite(mdp, H, lambda s, h, nc=node_class: nc[(s, h)])
             assert not suite.truncated and suite.complete_for == suite.minimal + 2
             assert suite.end_sets == len(set(firsts.values()) | set(moves.values()))
             asked = {h: expert(*h) for h in suite.histories + suite.partner}
@@ -209,7 +209,7 @@ def test_the_suite_asks_behind_a_long_label_word():
     H = np.zeros((1, mdp.n_propositions), np.int64)
     rep = Configurations.of(mdp, H).representatives()
     node_class = {key: int(table[s, _final(truth, w)]) for key, (w, s) in rep.items()}
-    suite = ConformanceSuite(extra=3).build(mdp, H, lambda s, h: node_class[(s, h)])
+    suite = ConformanceSuite(extra=3).suite(mdp, H, lambda s, h: node_class[(s, h)])
     assert suite.extra == 3 and not suite.truncated
     differs = [
         (h, p)
@@ -220,14 +220,14 @@ def test_the_suite_asks_behind_a_long_label_word():
     text = str(suite)
     assert text.startswith(f"conformance suite of {len(suite)} histories, 3 extra letter(s): complete for every")
     with pytest.raises(RmtkError, match="without one, use AdaptiveWalks"):
-        ConformanceSuite().build(object(), H, lambda s, h: 0)
+        ConformanceSuite().suite(object(), H, lambda s, h: 0)
 
 
 def test_a_budget_keeps_the_largest_complete_suite_and_says_so():
     patrol = dsl.load_model("patrol").tasks["patrol"]
     H = np.zeros((1, patrol.mdp.n_propositions), np.int64)
-    full = ConformanceSuite(extra=2).build(patrol.mdp, H, lambda s, h: 0)
-    cut = ConformanceSuite(extra=6, max_histories=len(full)).build(patrol.mdp, H, lambda s, h: 0)
+    full = ConformanceSuite(extra=2).suite(patrol.mdp, H, lambda s, h: 0)
+    cut = ConformanceSuite(extra=6, max_histories=len(full)).suite(patrol.mdp, H, lambda s, h: 0)
     assert cut.truncated and cut.extra == 2 and len(cut) == len(full)
     assert "(the budget stopped it there)" in str(cut)
 

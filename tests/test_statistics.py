@@ -20,6 +20,7 @@ from rmtk.statistics import (
     compare,
     compare_counts,
     draws_to_resolve,
+    evidence,
     growth_to_resolve,
     resolution,
     total_variation,
@@ -133,6 +134,8 @@ def test_comparison_reads_counts_and_flags_noise():
     assert np.isinf(c.resolution[2])  # an unvisited side resolves nothing
     again = compare_counts(a.sum(1), b.sum(1), total_variation(a, b), 4, alpha=0.05)
     np.testing.assert_array_equal(again.margin, c.margin)
+    np.testing.assert_array_equal(evidence(a.sum(1), b.sum(1), total_variation(a, b), 4, alpha=0.05), c.margin)
+    assert (evidence(a.sum(1), b.sum(1), total_variation(a, b), 4, alpha=0.05) > 0).tolist() == [False, True, False]
     with pytest.raises(ModelError, match="alpha must lie in"):
         compare(a, b, alpha=1.5)
 

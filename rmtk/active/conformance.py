@@ -22,9 +22,9 @@ the class read there is the output the hypothesis predicts at that state and nod
 classical: if the expert passes, every memory whose configuration machine has at most
 ``|X_min| + k`` reachable configurations (X_min: X with equivalent configurations merged) is
 one the hypothesis agrees with at every history. A memory of n nodes has at most ``n·|D|``
-configurations (|D|: the sets of end states reachable), so the suite is complete for every
-memory of at most ``⌊(|X_min| + k) / |D|⌋`` nodes; it is what :attr:`Suite.complete_for` and
-:attr:`Suite.nodes` report. A bound on the memory's nodes alone cannot give a suite of
+configurations (``|D|``: the sets of end states reachable), so the suite is complete for every
+memory of at most ``⌊(|X_min| + k) / |D|⌋`` nodes; it is what ``Suite.complete_for`` and
+``Suite.nodes`` report. A bound on the memory's nodes alone cannot give a suite of
 bounded depth: one more node can hide behind a corridor of the model that only a word as
 long as the corridor reaches, and the configurations count it.
 
@@ -141,7 +141,7 @@ class Configurations:
 
     @property
     def end_sets(self) -> int:
-        """|D|: the distinct sets of end states reachable."""
+        """``|D|``: the distinct sets of end states reachable."""
         return len(set(self.states))
 
     def representatives(self) -> dict[tuple[int, int], History]:
@@ -196,7 +196,8 @@ class Configurations:
         return list(words)
 
     def _shortest(self, a: int, b: int, outputs, K: int) -> tuple[int, ...] | None:
-        queue, seen = deque([(a, b, ())]), {(a, b)}
+        queue: deque[tuple[int, int, tuple[int, ...]]] = deque([(a, b, ())])
+        seen = {(a, b)}
         while queue:
             x, y, w = queue.popleft()
             if outputs[x] != outputs[y]:
@@ -216,8 +217,8 @@ class Suite:
     """A conformance suite: ``histories`` to ask, and for each the ``partner`` history the
     hypothesis says the expert acts alike after (the representative of the state and the node
     it reaches, :meth:`Configurations.representatives`). ``extra``: the k it was built with; ``configurations``,
-    ``minimal``, ``end_sets``: |X|, |X_min|, |D|; ``complete_for``: the largest number of
-    configurations of the expert's memory up to which it is complete (``|X_min| + k``);
+    ``minimal``, ``end_sets``: ``|X|``, ``|X_min|``, ``|D|``; ``complete_for``: the largest number
+    of configurations of the expert's memory up to which it is complete (``|X_min| + k``);
     ``nodes``: the memories of at most this many nodes it is complete for;
     ``truncated``: the suite for ``extra`` did not fit in the budget, and the figures are
     those of the largest k that did (``extra`` says which)."""
@@ -260,7 +261,7 @@ class ConformanceSuite:
     extra: int = attrs.field(default=1, validator=attrs.validators.ge(0))
     max_histories: int = attrs.field(default=100_000, validator=positive_int)
 
-    def build(
+    def suite(
         self, mdp: LabeledMDP, delta, classes: Callable[[int, int], Hashable], *, compressed: bool = True
     ) -> Suite:
         """The suite of the hypothesis ``delta`` (``(n, K)``); ``classes(state, node)``: the
@@ -299,7 +300,7 @@ class ConformanceSuite:
         K = max((x for _, x in conf.next), default=-1) + 1
         words: dict[tuple[int, ...], int] = {}
         for c in range(len(conf)):
-            layer = [(c, ())]
+            layer: list[tuple[int, tuple[int, ...]]] = [(c, ())]
             for depth in range(k + 2):
                 for end, mid in layer:
                     for z in W:
@@ -386,7 +387,8 @@ class AdaptiveWalks:
         limit = self.max_steps if max_steps is None else min(self.max_steps, max_steps)
         hyp = [np.asarray(d) for d in deltas]
         met: dict[tuple, int] = {}  # pair -> walks that met it
-        answers, walks, steps, length = [], 0, 0, self.length
+        answers: list = []
+        walks, steps, length = 0, 0, self.length
         while True:
             if steps + self.walks * length > limit:
                 return answers, self._coverage(met, walks, steps, length, True)
