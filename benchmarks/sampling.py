@@ -145,8 +145,8 @@ def suites(markdown: bool) -> None:
         for label, H in (("1 node", np.zeros((1, task.mdp.n_propositions), np.int64)), ("the truth", truth)):
             rep = Configurations.of(task.mdp, H).representatives()
 
-            def final(word, delta=truth):
-                u = task.machine.initial
+            def final(word, delta=truth, u0=task.machine.initial):
+                u = u0
                 for x in word:
                     u = int(delta[u, x])
                 return u
@@ -165,7 +165,9 @@ def suites(markdown: bool) -> None:
                         "hypothesis": label,
                         "k": k,
                         "histories": f"{len(suite):,}",
-                        "configurations": f"{suite.configurations} ({suite.minimal} distinct, {suite.end_sets} end sets)",
+                        "configurations": (
+                            f"{suite.configurations} ({suite.minimal} distinct, {suite.end_sets} end sets)"
+                        ),
                         "complete for": f"{suite.complete_for} configurations, {suite.nodes} node(s)",
                         "differences found": found,
                         "seconds": f"{secs:.2f}",
