@@ -528,9 +528,10 @@ class Explanation:
             return "\n".join(self._one_machine())
         lines = [str(self.cover)]
         if self.rare:
+            level = "" if self.alpha is None else f" at alpha {self.alpha:g}"
             lines.append(
                 f"{len(self.rare)} of the {self.examined} (word, word, state) triple(s) the machines disagree on, "
-                f"not negative examples at alpha {self.alpha:g}; {self._noise()}:"
+                f"not negative examples{level}; {self._noise()}:"
             )
             lines += [f"  {r}" for r in self.rare]
         return "\n".join(lines)
