@@ -23,7 +23,7 @@ up to ``rivals`` more machines from the lazy search on solvers kept between roun
 what is known), and as candidate questions the witnesses of their pairs (every group of the
 synchronised product of the MDP with two of them where one merges two words and the other splits
 them, :func:`rmtk.equivalence.clash_pairs`) and, from counted data, the recorded triples they
-disagree on (:func:`rmtk.explain.disagreements`). It picks, greedily, the candidate separating
+disagree on (:func:`rmtk.ptp.disagreements`). It picks, greedily, the candidate separating
 the most open pairs per unit of cost, until every pair is covered, and asks both histories of
 each pick where not enough is known. Memory and time per round depend on ``rivals``, never on
 how many machines survive. :class:`~rmtk.active.recorded.AtRecordedTriples` asks only at
@@ -47,10 +47,11 @@ from ..capabilities import Capabilities
 from ..encoders import SatEncoder
 from ..equivalence import clash_pairs, compressed, exercised, sync_product
 from ..errors import RmtkError
-from ..explain import disagreements, separated
+from ..explain import separated
 from ..limits import NEVER, Deadline
 from ..mdp import LabeledMDP
 from ..progress import Progress
+from ..ptp import disagreements
 from ..sat.search import SearchResult, canonical_partial
 from ..space import Space
 from ..validators import positive_int, whole

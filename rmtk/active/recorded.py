@@ -36,9 +36,9 @@ from .. import ties
 from ..empirical import CountTable, prune_counts, to_policy
 from ..encoders import MaxSatEncoder, SatEncoder
 from ..errors import RmtkError
-from ..explain import disagreements
 from ..limits import SearchLimits
 from ..negatives import ConfidenceMiner, log_weissman_constant
+from ..ptp import disagreements
 from ..sat.encoding import Problem
 from ..sat.search import SearchResult
 from ..validators import positive_int
@@ -112,7 +112,7 @@ def _rows(table: CountTable, wanted: np.ndarray) -> np.ndarray:
 
 @attrs.frozen
 class _Disagreements:
-    """Every recorded triple the machines disagree on (:func:`rmtk.explain.disagreements`, the
+    """Every recorded triple the machines disagree on (:func:`rmtk.ptp.disagreements`, the
     most visited word standing for each signature): pair indices ``i``, ``j`` into the table's
     distinct (word, state) ``pairs`` (with their ``visits``) and the ``(triples, machines)``
     ``split``."""
