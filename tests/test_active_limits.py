@@ -440,3 +440,17 @@ def test_learn_active_with_a_time_limit_answers_in_time(capsys):
     assert code == 0 and time.perf_counter() - t0 < 10
     out = capsys.readouterr().out
     assert "# time limit: the machines below are the survivors so far" in out and "machine learned" in out
+
+
+def test_the_reachers_expert_checks_its_settings():
+    pytest.importorskip("mujoco")
+    from rmtk.gym.reacher import ReacherExpert
+
+    with pytest.raises(RmtkError, match="seed"):
+        ReacherExpert(seed=-1)
+    with pytest.raises(RmtkError, match="tries"):
+        ReacherExpert(tries=0)
+    with pytest.raises(RmtkError, match="NodePolicy"):
+        ReacherExpert(policy=lambda s, u, rng: s)
+    expert = ReacherExpert()
+    assert not expert.exact and expert.answers_queries and expert.act_steps((0,), 0, 9) == 9
