@@ -320,7 +320,12 @@ def _labels_from_questions(args, task: Task, encoder):
         f"{active.known} (history, state) pairs known; labels and machine learned from them"
     )
     if active.flagged:
-        print(f"# budget spent ({active.exhausted}): the pairs below fit what was asked so far")
+        why = (
+            f"budget spent ({active.exhausted})"
+            if active.exhausted in ("queries", "steps", "seconds")
+            else active.exhausted
+        )
+        print(f"# {why}: the pairs below fit what was asked so far")
     return labels_from_active(active, task, encoder, max_nodes=args.max_nodes)
 
 
