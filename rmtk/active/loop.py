@@ -361,8 +361,9 @@ class _Run:
                 if refuted:
                     reason, asked, walks, new, checked = "equivalence", self._refuting, 0, self._new, None
                     continue
-                if asker.exhausted is not None:
-                    self._end(asker.exhausted)
+                why = asker.exhausted or asker.stopped()  # a bound met while listing: the list is so far
+                if why is not None:
+                    self._end(why)
                 else:
                     self.stopped = self._found(res)
                 return res, last
