@@ -39,7 +39,9 @@ def report(
         classes = f", {st['classes']} policy classes" if "classes" in st else ""
         w(f"# asked: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs{classes}")
         if result.negatives is not None:
-            report_demos(result, out=out)
+            w(
+                f"# negative examples: {len(result.negatives)} from the counted answers at alpha {result.negatives.alpha:g}"
+            )
     elif result.ptp is None:  # tree-free: the expert checked on the synchronised product
         depth = result.oracle.depth
         where = "at every depth" if depth is None else f"of depth {depth}"
