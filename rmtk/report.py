@@ -39,9 +39,8 @@ def report(
         classes = f", {st['classes']} policy classes" if "classes" in st else ""
         w(f"# asked: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs{classes}")
         if result.negatives is not None:
-            w(
-                f"# negative examples: {len(result.negatives)} from the counted answers at alpha {result.negatives.alpha:g}"
-            )
+            neg = result.negatives
+            w(f"# negative examples: {len(neg)} from the counted answers at alpha {neg.alpha:g}")
     elif result.ptp is None:  # tree-free: the expert checked on the synchronised product
         depth = result.oracle.depth
         where = "at every depth" if depth is None else f"of depth {depth}"
