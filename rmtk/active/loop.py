@@ -302,7 +302,7 @@ class _Run:
         self.stopped, self.exhausted = "", None
         self.exact_check = bool(check_caps is not None and check_caps.exact)
         self._refuting: tuple[Query, ...] = ()
-        self._new = 0
+        self._new, self._reason = 0, "equivalence"
 
     def _note(self, hyps: Hypotheses, reason: str, asked, walks: int, new: int) -> None:
         a = self.asker
@@ -357,9 +357,9 @@ class _Run:
                 break
             keys = hyps.keys
             if checked is not None and keys == checked:  # the check found nothing the hypotheses miss
-                res, refuted = self._listed()
+                res, refuted = self._listed(hyps)
                 if refuted:
-                    reason, asked, walks, new, checked = "equivalence", self._refuting, 0, self._new, None
+                    reason, asked, walks, new, checked = self._reason, self._refuting, 0, self._new, None
                     continue
                 why = asker.exhausted or asker.stopped()  # a bound met while listing: the list is so far
                 if why is not None:
@@ -440,12 +440,25 @@ class _Run:
                 asked.append(q)
         return asked, self.knowledge.add(*answers)
 
-    def _listed(self) -> tuple[SearchResult, bool]:
+    def _listed(self, hyps: Hypotheses) -> tuple[SearchResult, bool]:
         """The survivors, at most ``max_solutions``, each judged by an exact check (a refuted
-        one ends the listing: its counterexample is asked and the loop goes on)."""
-        self._refuting, self._new = (), 0
+        one ends the listing: its counterexample is asked and the loop goes on). Without an
+        exact check, a listing longer than the hypotheses is split once more: where questions
+        tell its machines apart, they are asked and the loop goes on."""
+        self._refuting, self._new, self._reason = (), 0, "equivalence"
         if not self.exact_check:
-            return self.inquiry.survivors(self.learner.max_solutions), False
+            res = self.inquiry.survivors(self.learner.max_solutions)
+            if len(res.solutions) > len(hyps) and "split" in self.strategy.kinds and not self.asker.stopped():
+                listing = Hypotheses(
+                    res.n_nodes, tuple(s.delta_u for s in res.solutions), tuple(s.used for s in res.solutions)
+                )
+                queries = self.inquiry.choose("split", listing)
+                if queries:
+                    done, self._new = self._ask(queries)
+                    if done:
+                        self._refuting, self._reason = tuple(done), "split"
+                        return res, True
+            return res, False
         state = {"refuted": False}
 
         def judge(delta) -> bool:
