@@ -106,6 +106,14 @@ class ActiveResult:
         return self.exhausted is not None
 
     @property
+    def ended(self) -> str | None:
+        """What ended the run early, as the command line says it (``budget spent (queries)``,
+        ``time limit``, ``interrupted``, ...); ``None`` when it stopped by itself."""
+        if self.exhausted in ("queries", "steps", "seconds"):
+            return f"budget spent ({self.exhausted})"
+        return self.exhausted
+
+    @property
     def solutions(self) -> tuple:
         """The survivors listed (up to renaming)."""
         return self.result.solutions

@@ -206,14 +206,10 @@ def cmd_learn(args) -> int:
         for line in active.log().splitlines():
             print(f"#   {line}")
         if active.flagged:
-            why = (
-                f"budget spent ({active.exhausted})"
-                if active.exhausted in ("queries", "steps", "seconds")
-                else active.exhausted
-            )
-            print(f"# {why}: the machines below are the survivors so far")
+            print(f"# {active.ended}: the machines below are the survivors so far")
+        asked = f"the expert's {kind}"
     else:
-        kind = ""
+        asked = None
         for flag, value in (
             ("--budget-steps", args.budget_steps),
             ("--budget-queries", args.budget_queries),
@@ -226,7 +222,6 @@ def cmd_learn(args) -> int:
             if value is not None:
                 raise RmtkError(f"{flag} applies to active learning (--active)")
         result = learner_from_args(args, task).fit(task)
-    asked = f"the expert's {kind}" if args.active else None
     report(task, result, count_pairs=args.count_pairs, explain=args.explain, asked=asked)
     if result.n_nodes is None:
         return 1
@@ -320,12 +315,7 @@ def _labels_from_questions(args, task: Task, encoder):
         f"{active.known} (history, state) pairs known; labels and machine learned from them"
     )
     if active.flagged:
-        why = (
-            f"budget spent ({active.exhausted})"
-            if active.exhausted in ("queries", "steps", "seconds")
-            else active.exhausted
-        )
-        print(f"# {why}: the pairs below fit what was asked so far")
+        print(f"# {active.ended}: the pairs below fit what was asked so far")
     return labels_from_active(active, task, encoder, max_nodes=args.max_nodes)
 
 
