@@ -97,6 +97,9 @@ class LearnResult:
         ptp: the prefix tree policy learned from (``None`` for a tree-free search).
         oracle: the oracle of a lazy or every-depth search (:mod:`rmtk.sat.lazy`).
         expert_classes: ``(S, n_true)`` true policy classes (when the truth is known).
+        bound: what the counts are judged with for :meth:`resolution` (``None``: the paper's
+            fixed-sample bound of recorded data; an active learner's counts, gathered while
+            looking at them: :class:`~rmtk.anytime.Adaptive`, docs/design.md section 14).
     """
 
     machines: tuple[RewardMachine, ...]
@@ -115,6 +118,7 @@ class LearnResult:
     reward_fits: tuple | None = None
     oracle: object = attrs.field(default=None, repr=False)
     expert_classes: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
+    bound: object = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def n_nodes(self) -> int | None:
@@ -226,10 +230,14 @@ class LearnResult:
         negative examples it rests on), or ``None`` for an exact policy, which proves its answer."""
         if self.ptp is None or self.ptp.counts is None or self.negatives is None or i >= len(self.machines):
             return None
-        from .statistics import merge_resolution
+        from .statistics import FIXED, merge_resolution
 
         return merge_resolution(
-            self.ptp, self.machines[i].delta_u, alpha=self.negatives.alpha, negatives=len(self.negatives)
+            self.ptp,
+            self.machines[i].delta_u,
+            alpha=self.negatives.alpha,
+            negatives=len(self.negatives),
+            bound=FIXED if self.bound is None else self.bound,
         )
 
     def stats(self) -> dict:

@@ -31,6 +31,18 @@ long as the corridor reaches, and the configurations count it.
 Without a model, :class:`AdaptiveWalks` walks the expert from the start and keeps walking,
 longer and more, while the walks keep finding (word, state) pairs never seen; its coverage is
 the Good-Turing estimate of the share of visits that go to pairs not seen yet.
+
+Both are equivalence checks of the active loop (:class:`~rmtk.active.checks.EquivalenceCheck`):
+they ask only through the loop's :class:`~rmtk.active.asking.Asker`, and say what they covered.
+:class:`SuiteCheck` is the loop's check of an expert that is run when there is a model: the
+expert is asked first at the representatives (the classes the hypothesis predicts are read
+there, and the characterising set is built from them), then every history of the suite is
+compared with its representative sequentially at the run's target resolution
+(:mod:`rmtk.active.sampling`), the comparisons with the most evidence of a difference first; the
+first batch that separates one ends the check (a counterexample: the hypothesis merges two
+histories the expert tells apart). Its report (:class:`SuiteCoverage`) says how far the suite
+is complete and what it resolved. The guarantee holds for the classes as read at the
+representatives: a difference there below the resolution reached may be taken for none.
 """
 
 from __future__ import annotations
@@ -43,7 +55,9 @@ import numpy as np
 
 from ..errors import RmtkError
 from ..mdp import LabeledMDP
-from ..validators import positive_int
+from ..validators import positive_int, whole
+from .checks import CheckCapabilities
+from .sampling import Compared, Query, sample
 
 History = tuple[tuple[int, ...], int]
 
@@ -326,6 +340,172 @@ class ConformanceSuite:
         return hist, partner
 
 
+# ---------------------------------------------------------------------- the loop's check
+@attrs.frozen
+class SuiteCoverage:
+    """What a :class:`SuiteCheck` covered: the ``suite`` (its histories and the bound up to which
+    it is complete, :class:`Suite`), the comparisons as they stand (``compared``: each suite
+    history with its representative), the ``target`` resolution, at level ``alpha``, and whether
+    the budget or the deadline ``stopped`` it (else it ended at a difference or with every
+    comparison decided)."""
+
+    suite: Suite
+    compared: tuple[Compared, ...]
+    target: float | None
+    alpha: float
+    stopped: bool = False
+    exact: bool = False
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for c in self.compared:
+            out[c.status] = out.get(c.status, 0) + 1
+        return out
+
+    @property
+    def differ(self) -> int:
+        return self.counts().get("separated", 0)
+
+    @property
+    def weakest(self) -> float:
+        """The largest resolution among the comparisons not separated (1: one resolved nothing)."""
+        return max((c.upper for c in self.compared if c.status != "separated"), default=0.0)
+
+    def __str__(self) -> str:
+        s = self.suite
+        cut = ", cut by its size bound" if s.truncated else ""
+        head = (
+            f"conformance suite of {len(s)} histories ({s.extra} extra letter(s){cut}): "
+            f"complete for every memory of at most {s.nodes} node{'s' if s.nodes != 1 else ''} "
+            f"({s.complete_for} configurations with the model)"
+        )
+        if self.exact:
+            return head + f"; {len(self.compared)} histories compared exactly, {self.differ} differ"
+        n = self.counts()
+        parts = [
+            f"{n[k]} {w}"
+            for k, w in (("separated", "differ"), ("resolved", "alike"), ("capped", "capped"), ("open", "open"))
+            if n.get(k)
+        ]
+        text = f"{head}; {len(self.compared)} comparisons at level {self.alpha:g}: {', '.join(parts) or 'none'}"
+        if self.differ == 0 and self.compared:
+            text += f": no difference ≥ {self.weakest:.2f} found (target {self.target:g})"
+        if self.stopped:
+            text += "; the budget or the time limit stopped it"
+        return text
+
+
+@attrs.frozen
+class SuiteCheck(CheckCapabilities):
+    """The equivalence check of an expert that is run, on a model (module docstring): the
+    W-method suite of the hypothesis for ``extra`` extra configurations (the largest k that
+    fits ``max_histories``), each history compared with its representative sequentially at
+    the run's target resolution, at most ``samples`` draws a history (``None``: the resolution
+    decides). With an exact expert each history is asked once."""
+
+    extra: int = attrs.field(default=1, validator=whole(0))
+    max_histories: int = attrs.field(default=2_000, validator=positive_int)
+    samples: int | None = attrs.field(default=None, validator=whole(1, optional=True))
+
+    def run(self, asker, knowledge, machines) -> tuple[list, int, SuiteCoverage | None]:
+        mdp = knowledge.mdp if knowledge is not None else None
+        if not isinstance(mdp, LabeledMDP):
+            raise RmtkError(
+                f"a conformance suite is built on a model (a LabeledMDP), not {type(mdp).__name__}: "
+                "without one, use AdaptiveWalks"
+            )
+        delta = np.asarray(machines[0])
+        conf = Configurations.of(mdp, delta, compressed=knowledge.compressed)
+        reps = conf.representatives()
+        # the representatives first: where the classes the hypothesis predicts are read
+        rep_queries = [Query(w, s, 0, (), (), 0.0, self.samples) for (w, s) in dict.fromkeys(reps.values())]
+        if knowledge.exact:
+            return self._exact(asker, knowledge, mdp, delta, conf, reps)
+        first = sample(asker, knowledge, rep_queries)
+        if asker.exhausted is not None or asker.stopped() is not None:
+            return [], 0, None
+        classes = _classes(knowledge, reps)
+        suite = ConformanceSuite(self.extra, self.max_histories).suite(
+            mdp, delta, lambda s, h: classes[(s, h)], compressed=knowledge.compressed
+        )
+        queries = [
+            Query(tuple(w), int(s), 0, tuple(p), (), 0.0, self.samples)
+            for (w, s), (p, _) in zip(suite.histories, suite.partner)
+            if tuple(w) != tuple(p)
+        ]
+        done = sample(asker, knowledge, queries, stop_on_separation=True)
+        stopped = asker.exhausted is not None or asker.stopped() is not None
+        del first
+        return [], 0, SuiteCoverage(suite, done.compared, knowledge.test.epsilon, knowledge.test.alpha, stopped)
+
+    def _exact(self, asker, knowledge, mdp, delta, conf, reps):
+        """An exact expert: every representative, then every suite history, asked once."""
+        out = []
+
+        def ask(word, s) -> bool:
+            if knowledge.class_of(word, s) is not None:
+                return True
+            obs = asker.act(word, s)
+            if obs is None:
+                return False
+            knowledge.add(obs)
+            return True
+
+        for w, s in dict.fromkeys(reps.values()):
+            if not ask(w, s):
+                return out, 0, None
+        classes = {key: knowledge.class_of(*h) for key, h in reps.items()}
+        suite = ConformanceSuite(self.extra, self.max_histories).suite(
+            mdp, delta, lambda s, h: classes[(s, h)], compressed=knowledge.compressed
+        )
+        compared, stopped = [], False
+        for (w, s), (p, _) in zip(suite.histories, suite.partner):
+            if tuple(w) == tuple(p):
+                continue
+            if not ask(w, s):
+                stopped = True
+                break
+            same = knowledge.class_of(w, s) == knowledge.class_of(p, s)
+            compared.append(
+                Compared(
+                    tuple(w),
+                    tuple(p),
+                    int(s),
+                    "resolved" if same else "separated",
+                    1,
+                    1,
+                    0.0 if same else 1.0,
+                    0.0 if same else 1.0,
+                )
+            )
+        return out, 0, SuiteCoverage(suite, tuple(compared), None, knowledge.alpha, stopped, exact=True)
+
+
+def _classes(knowledge, reps: dict) -> dict:
+    """The class the hypothesis predicts at each (state, node), read at its representative:
+    per state, in node order, a node joins the first class whose leader's counts the run's
+    test does not separate from its own; a representative with no count is a class of its own."""
+    out: dict[tuple[int, int], int] = {}
+    by_state: dict[int, list[int]] = {}
+    for s, h in sorted(reps):
+        by_state.setdefault(s, []).append(h)
+    for s, nodes in by_state.items():
+        rows = knowledge.rows([reps[(s, h)] for h in nodes])
+        leaders: list[int] = []
+        for i, h in enumerate(nodes):
+            cls = -1
+            if rows[i].sum() > 0 and leaders:
+                c = knowledge.test.compare(np.repeat(rows[i][None], len(leaders), axis=0), rows[leaders])
+                alike = np.flatnonzero(~np.asarray(c.separated) & (rows[leaders].sum(axis=1) > 0))
+                if len(alike):
+                    cls = int(leaders[int(alike[0])])
+            if cls < 0:
+                leaders.append(i)
+                cls = i
+            out[(s, h)] = cls
+    return out
+
+
 # ---------------------------------------------------------------------- without a model
 @attrs.frozen
 class Coverage:
@@ -358,16 +538,17 @@ class Coverage:
 
 
 @attrs.frozen
-class AdaptiveWalks:
+class AdaptiveWalks(CheckCapabilities):
     """Walks of the expert from the start when there is no model: batches of ``walks`` runs,
     the next batch twice as long whenever a batch meets a new (state, hypothesis nodes) pair
     among its longest words (the walks end before they have seen what the hypotheses tell
     apart), until the Good-Turing estimate of the chance that one more walk meets a new pair
     falls below ``target`` after at least 3 / ``target`` walks (a pair each walk meets with
     chance ``target`` is then missed with probability at most e⁻³ ≈ 5 %; the estimate alone
-    runs low on few walks), or ``max_steps`` are spent (module docstring). ``explore``: the
-    chance that a step moves by a uniform action instead of the expert's (its own action is
-    what is recorded)."""
+    runs low on few walks), or ``max_steps`` are spent, or the run's budget ends (module
+    docstring). ``explore``: the chance that a step moves by a uniform action instead of the
+    expert's (its own action is what is recorded). An equivalence check of the active loop:
+    it asks through the :class:`~rmtk.active.asking.Asker`, one query per walk."""
 
     walks: int = attrs.field(default=8, validator=positive_int)
     length: int = attrs.field(default=20, validator=positive_int)
@@ -381,21 +562,28 @@ class AdaptiveWalks:
         if not 0.0 < self.target < 1.0:
             raise RmtkError(f"target must lie in (0, 1), got {self.target!r}")
 
-    def run(self, expert, deltas, max_steps: int | None = None) -> tuple[list, Coverage]:
-        """The expert's answers along the walks and the coverage reached, for the hypotheses
-        ``deltas`` (``(n, K)`` arrays)."""
-        limit = self.max_steps if max_steps is None else min(self.max_steps, max_steps)
-        hyp = [np.asarray(d) for d in deltas]
+    def walk_steps(self) -> int:
+        return self.length
+
+    def run(self, asker, knowledge, machines) -> tuple[list, int, Coverage]:
+        """The expert's answers along the walks (folded into ``knowledge`` as they come when
+        one is given, else returned), the walks made and the coverage reached, for the
+        hypotheses ``machines`` (``(n, K)`` arrays)."""
+        hyp = [np.asarray(d) for d in machines]
         met: dict[tuple, int] = {}  # pair -> walks that met it
         answers: list = []
         walks, steps, length = 0, 0, self.length
         while True:
-            if steps + self.walks * length > limit:
-                return answers, self._coverage(met, walks, steps, length, True)
+            per = int(asker.caps.extend_steps(None, None, length, 1))
+            if steps + self.walks * per > self.max_steps or asker.room(self.walks, per, length) < self.walks:
+                return self._out(answers, knowledge, walks, self._coverage(met, walks, steps, length, True))
             frontier = False
+            batch = []
             for _ in range(self.walks):  # one walk a call: walks are what the estimate counts
-                obs = expert.extend(None, None, length, 1, self.explore)
-                answers.append(obs)
+                obs = asker.extend(None, None, length, 1, self.explore)
+                if obs is None:
+                    return self._out(answers + batch, knowledge, walks, self._coverage(met, walks, steps, length, True))
+                batch.append(obs)
                 walks += 1
                 steps += obs.steps
                 longest = max((len(w) for w in obs.words), default=0)
@@ -404,11 +592,21 @@ class AdaptiveWalks:
                     if key not in met and size == longest:
                         frontier = True
                     met[key] = met.get(key, 0) + 1
+            if knowledge is not None:
+                knowledge.add(*batch)
+            else:
+                answers += batch
             cov = self._coverage(met, walks, steps, length, False)
             if cov.unseen < self.target and walks * self.target >= 3:
-                return answers, cov
+                return self._out(answers, knowledge, walks, cov)
             if frontier:
                 length *= 2
+
+    def _out(self, answers, knowledge, walks, cov):
+        if knowledge is not None and answers:
+            knowledge.add(*answers)
+            answers = []
+        return answers, walks, cov
 
     def _coverage(self, met, walks, steps, length, spent) -> Coverage:
         once = sum(1 for v in met.values() if v == 1)

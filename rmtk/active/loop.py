@@ -32,6 +32,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 import numpy as np
 
+from ..anytime import Adaptive
 from ..encoders import EncoderCapabilities, SatEncoder
 from ..errors import RmtkError
 from ..learner import LearnResult, expert_class_table, machines_of, verdicts_of
@@ -43,16 +44,25 @@ from ..ptp import PrefixTree, Trie
 from ..sat.encoding import VarPool
 from ..sat.search import SearchResult, record
 from ..space import Space
+from ..statistics import Sequential
 from ..task import Task
 from ..validators import BOUND_WHY, MAX_NODES, node_count, optional_positive_int, optional_seconds, positive_int, whole
 from .asking import Asker, Budget
 from .checks import CheckCapabilities, EquivalenceCheck
+from .conformance import SuiteCoverage
 from .experts import Expert, ExpertCapabilities, QueryError
 from .questions import KINDS, Hypotheses, Query, QuestionStrategy, Setting, SplitMostPairs, StrategyCapabilities
 from .result import ENDED_BY, ActiveResult, Round
+from .sampling import sample
 from .survivors import Knowledge
 
-__all__ = ["ActiveLearner", "ActiveResult", "Budget", "Round", "default_check"]
+__all__ = ["ActiveLearner", "ActiveResult", "Budget", "Round", "default_check", "RESOLUTION"]
+
+#: The default target resolution of questions to an expert that is run (total variation).
+RESOLUTION = 0.3
+
+#: How much the less visited history of a comparison grows per batch (docs/design.md section 14).
+GROWTH = 1.5
 
 
 @runtime_checkable
@@ -95,6 +105,16 @@ def _alpha(instance, attribute, value) -> None:
         raise RmtkError(f"alpha must lie in (0, 1), got {value!r} (ActiveLearner)")
 
 
+def _resolution(instance, attribute, value) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1
+    if not ok:
+        raise RmtkError(
+            f"resolution must lie in (0, 1], got {value!r} (ActiveLearner): the smallest difference in total "
+            "variation between the expert's actions after two histories that a question to an expert that is run "
+            "samples until it resolves"
+        )
+
+
 def _irl(instance, attribute, value) -> None:
     if value is not None and not isinstance(value, RewardRecovery):
         raise RmtkError(
@@ -129,7 +149,15 @@ class ActiveLearner:
             node more (the ``alternatives`` kind) before the equivalence check.
         max_rounds: a bound on the rounds whatever the budget (the survivors are then
             returned, flagged ``exhausted="rounds"``).
-        alpha: confidence level of negative examples from counts (eq. 18-19).
+        alpha: level of the tests of counts: negative examples from counts (the paper's eq. 18-19
+            for recorded data alone; the anytime-valid bound of :mod:`rmtk.anytime` for counts the
+            loop gathered while looking, docs/design.md section 14), and of what a resolution
+            promises.
+        resolution: the target resolution of questions to an expert that is run: two histories
+            are sampled sequentially until the expert is seen to act differently after them, or
+            until no difference as large as this (in total variation) remains at level ``alpha``,
+            or the budget ends (docs/design.md section 14); the sampled equivalence check tests
+            at it too.
         irl: reward recovery on the machines found, from what is known of the expert
             (:class:`~rmtk.rewards.maxent.MaxEntIRL`, :class:`~rmtk.rewards.margin.MarginIRL`; ``None``: none).
         time_limit: seconds for the whole run (with :meth:`fit`'s ``deadline``, the sooner).
@@ -145,6 +173,7 @@ class ActiveLearner:
     test_rounds: int = attrs.field(default=2, validator=whole(0))
     max_rounds: int = attrs.field(default=500, validator=positive_int)
     alpha: float = attrs.field(default=0.05, validator=_alpha)
+    resolution: float = attrs.field(default=RESOLUTION, validator=_resolution)
     irl: RewardRecovery | None = attrs.field(default=None, validator=_irl)
     time_limit: float | None = attrs.field(default=None, validator=optional_seconds)
     progress: Progress = attrs.field(factory=Progress, converter=_progress)
@@ -192,12 +221,16 @@ class ActiveLearner:
         deadline = (deadline or NEVER).sooner(self.time_limit)
         rec = Recorder(self.progress)
         t0 = time.perf_counter()
+        sampled = not caps.exact and caps.answers_queries  # counts gathered while looking at them
         knowledge = Knowledge(
             mdp,
             exact=caps.exact,
             compressed=caps.compressed,
             alpha=self.alpha,
             recorded=data if data is not None else caps.recorded,
+            test=Sequential(alpha=self.alpha, epsilon=self.resolution, bound=Adaptive(), growth=GROWTH)
+            if sampled
+            else None,
         )
         asker = Asker(expert, caps, self.budget, deadline)
         setting = Setting(mdp, knowledge, self.encoder, max_nodes, self.max_solutions, caps.exact, deadline, rec)
@@ -210,7 +243,9 @@ class ActiveLearner:
         finally:
             inquiry.close()
         result = self._result(task, mdp, caps, type(expert).__name__, res, known, rec, t0, deadline)
-        return ActiveResult(
+        if sampled:
+            result = attrs.evolve(result, bound=knowledge.test.bound)
+        out = ActiveResult(
             result,
             tuple(run.rounds),
             run.stopped,
@@ -221,7 +256,14 @@ class ActiveLearner:
             asker.evaluations,
             None if caps.exact else knowledge.table,
             separation,
+            draws=asker.draws,
+            coverage=run.coverage,
+            target=self.resolution if sampled else None,
+            alpha=self.alpha,
         )
+        if sampled and not run.exhausted and run.stopped and not run.proved:
+            out = attrs.evolve(out, stopped=_resolved(out, run.stopped, knowledge))
+        return out
 
     # -- the result -------------------------------------------------------------------------
     def _result(self, task, mdp, caps, name: str, res: SearchResult, known, rec, t0, deadline) -> LearnResult:
@@ -303,9 +345,13 @@ class _Run:
         self.exact_check = bool(check_caps is not None and check_caps.exact)
         self._refuting: tuple[Query, ...] = ()
         self._new, self._reason = 0, "equivalence"
+        self.coverage: object = None
+        self.proved = False  # an exact check (or an exact expert) stated the answer
+        self._compared: tuple = ()
 
     def _note(self, hyps: Hypotheses, reason: str, asked, walks: int, new: int) -> None:
         a = self.asker
+        compared, self._compared = self._compared, ()
         self.rounds.append(
             Round(
                 len(self.rounds),
@@ -323,6 +369,8 @@ class _Run:
                 hyps.complete,
                 hyps.negatives,
                 hyps.cost,
+                a.draws,
+                compared,
             )
         )
         self.rec.note(str(self.rounds[-1]))
@@ -335,7 +383,7 @@ class _Run:
         learner, inquiry, knowledge, asker = self.learner, self.inquiry, self.knowledge, self.asker
         reason, walks, new = "start", 0, len(knowledge)
         asked: tuple[Query, ...] = ()
-        checked, last_keys, same = None, None, 0
+        checked, last_keys, same = None, None, 0  # same: rounds of alternatives since the keys last changed
         last: Hypotheses | None = None
         while True:
             hyps = inquiry.round()
@@ -368,9 +416,10 @@ class _Run:
                     self.stopped = self._found(res)
                 return res, last
             checked = None
-            same = same + 1 if keys == last_keys else 0
+            same = same if keys == last_keys else 0
             last_keys = keys
             queries, kind = self._questions(hyps, same)
+            same += kind == "alternatives"
             if queries:
                 done, new = self._ask(queries)
                 asked = tuple(done)
@@ -387,12 +436,12 @@ class _Run:
                     else f"{_machines(res)} survive, and no {self.strategy.question} they disagree on is left to ask"
                 )
                 return res, last
-            before = asker.queries, asker.steps
+            before = asker.queries, asker.steps, asker.draws
             known = len(knowledge)
-            answers, walks = self.check.run(asker, knowledge, [np.asarray(d) for d in hyps.machines])
+            answers, walks = self._check_run([np.asarray(d) for d in hyps.machines])
             knowledge.add(*answers)
             new = len(knowledge) - known  # a check may fold long walks itself, piece by piece
-            if (asker.queries, asker.steps) == before and asker.exhausted is not None:
+            if (asker.queries, asker.steps, asker.draws) == before and asker.exhausted is not None:
                 self._end(asker.exhausted, "the survivors so far, before the equivalence check")
                 break
             reason, asked, checked = "equivalence", tuple(_asked(answers)), keys
@@ -412,10 +461,16 @@ class _Run:
         return [], ""
 
     def _ask(self, queries: list[Query]) -> tuple[list[Query], int]:
-        """Ask ``queries`` in groups (the histories of one witness together, or none of them)
-        while the budget allows; the questions asked and the (word, state) pairs new to the
-        knowledge."""
+        """Ask ``queries`` while the budget allows; the questions asked and the (word, state)
+        pairs new to the knowledge. An exact expert is asked once per history, in groups (the
+        histories of one witness together, or none of them); an expert that is run, one
+        comparison per witness, sampled sequentially until decided (:mod:`rmtk.active.sampling`),
+        ending the round after the first batch that separates one."""
         asker, caps = self.asker, self.caps
+        if not caps.exact:
+            done = sample(asker, self.knowledge, queries)
+            self._compared = self._compared + done.compared
+            return list(done.asked), done.new
         groups: list[list[Query]] = []
         for q in queries:
             key = (q.state, frozenset((q.word, q.partner)))
@@ -429,7 +484,7 @@ class _Run:
                 groups.append([q])
         asked, answers = [], []
         for group in groups:
-            cost = sum(int(caps.act_steps(q.word, q.state, 1 if caps.exact else q.samples)) for q in group)
+            cost = sum(int(caps.act_steps(q.word, q.state, 1)) for q in group)
             if not asker.allows(len(group), cost):
                 break
             for q in group:
@@ -439,6 +494,17 @@ class _Run:
                 answers.append(obs)
                 asked.append(q)
         return asked, self.knowledge.add(*answers)
+
+    def _check_run(self, machines) -> tuple[list, int]:
+        """The check's answers and walks; what it covered is kept (a check may say, as a third
+        value of its answer)."""
+        out = self.check.run(self.asker, self.knowledge, machines)
+        answers, walks = out[0], out[1]
+        if len(out) > 2 and out[2] is not None:
+            self.coverage = out[2]
+            if isinstance(out[2], SuiteCoverage):
+                self._compared = self._compared + out[2].compared
+        return answers, walks
 
     def _listed(self, hyps: Hypotheses) -> tuple[SearchResult, bool]:
         """The survivors, at most ``max_solutions``, each judged by an exact check (a refuted
@@ -462,7 +528,7 @@ class _Run:
         state = {"refuted": False}
 
         def judge(delta) -> bool:
-            answers, _ = self.check.run(self.asker, self.knowledge, [np.asarray(delta)])
+            answers, _ = self._check_run([np.asarray(delta)])
             if answers:
                 self._new = self.knowledge.add(*answers)
                 self._refuting = tuple(_asked(answers))
@@ -488,17 +554,48 @@ class _Run:
         return _from_hypotheses(hyps, self.knowledge.mdp.n_propositions)
 
     def _found(self, res: SearchResult) -> str:
+        """Why the run stopped once the check found nothing: a proof only for an exact check;
+        a sampled check says what it did (the result adds what the samples resolved)."""
         more = (
             ""
             if res.complete
             else f" (listing stopped at max_solutions={self.learner.max_solutions}: at least that many)"
         )
+        if self.exact_check:
+            self.proved = True
+            if len(res.solutions) == 1 and res.complete:
+                return "one machine survives and the equivalence check found no counterexample"
+            return (
+                f"{_machines(res)} survive that no question left tells apart, and the equivalence check found no "
+                f"counterexample{more}"
+            )
+        check = f"the sampled equivalence check ({type(self.check).__name__}) found no difference"
         if len(res.solutions) == 1 and res.complete:
-            return "one machine survives and the equivalence check found no counterexample"
-        return (
-            f"{_machines(res)} survive that no question left tells apart, and the equivalence check found no "
-            f"counterexample{more}"
+            return f"one machine survives; {check}"
+        return f"{_machines(res)} survive that no question left tells apart; {check}{more}"
+
+
+def _resolved(out: ActiveResult, stopped: str, knowledge: Knowledge) -> str:
+    """``stopped`` with what resolved the first machine's merges and what the next resolution
+    would cost at the weakest of them (docs/design.md section 14)."""
+    summary = out.resolution(0)
+    if summary is None:
+        return stopped
+    text = f"{stopped}; {summary}"
+    merged = [c for c in out.merges(0) if c.upper < 1.0]
+    if not merged or out.target is None or knowledge.test is None:
+        return text
+    weakest = merged[0]
+    goal = out.target if weakest.upper > out.target else weakest.upper / 2
+    test = Sequential(alpha=out.alpha, epsilon=max(goal, 1e-6), bound=knowledge.test.bound)
+    a, b = knowledge.rows([(weakest.word, weakest.state), (weakest.partner, weakest.state)])
+    m1, m2 = test.to_resolve(a[None], b[None])
+    if np.isfinite(m1[0]) and np.isfinite(m2[0]):
+        text += (
+            f"; resolving {goal:.2f} at the weakest would take about {int(m1[0] + m2[0]):,} more draws there "
+            "(if the frequencies stay as they are)"
         )
+    return text
 
 
 def _machines(res: SearchResult) -> str:
