@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import cast
 
 import attrs
 import numpy as np
@@ -230,14 +231,14 @@ class LearnResult:
         negative examples it rests on), or ``None`` for an exact policy, which proves its answer."""
         if self.ptp is None or self.ptp.counts is None or self.negatives is None or i >= len(self.machines):
             return None
-        from .statistics import FIXED, merge_resolution
+        from .statistics import FIXED, CountBound, Radius, merge_resolution
 
         return merge_resolution(
             self.ptp,
             self.machines[i].delta_u,
             alpha=self.negatives.alpha,
             negatives=len(self.negatives),
-            bound=FIXED if self.bound is None else self.bound,
+            bound=FIXED if self.bound is None else cast(Radius | CountBound, self.bound),
         )
 
     def stats(self) -> dict:

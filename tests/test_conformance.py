@@ -13,7 +13,8 @@ import pytest
 
 from rmtk import LabeledMDP, dsl
 from rmtk.active.asking import Asker, Budget
-from rmtk.active.conformance import AdaptiveWalks, Configurations, ConformanceSuite
+from rmtk.active.checks import AdaptiveWalks
+from rmtk.active.conformance import Configurations, ConformanceSuite
 from rmtk.active.experts import SimulatedExpert, realisable
 from rmtk.errors import RmtkError
 

@@ -28,7 +28,7 @@ memory of at most ``⌊(|X_min| + k) / |D|⌋`` nodes; it is what ``Suite.comple
 bounded depth: one more node can hide behind a corridor of the model that only a word as
 long as the corridor reaches, and the configurations count it.
 
-Without a model, :class:`AdaptiveWalks` walks the expert from the start and keeps walking,
+Without a model, :class:`~rmtk.active.checks.AdaptiveWalks` walks the expert from the start and keeps walking,
 longer and more, while the walks keep finding (word, state) pairs never seen; its coverage is
 the Good-Turing estimate of the share of visits that go to pairs not seen yet.
 
@@ -55,7 +55,7 @@ import numpy as np
 
 from ..errors import RmtkError
 from ..mdp import LabeledMDP
-from ..validators import positive_int, whole
+from ..validators import positive_int, unit_interval, whole
 from .checks import CheckCapabilities
 from .sampling import Compared, Query, sample
 
@@ -401,11 +401,16 @@ class SuiteCheck(CheckCapabilities):
     W-method suite of the hypothesis for ``extra`` extra configurations (the largest k that
     fits ``max_histories``), each history compared with its representative sequentially at
     the run's target resolution, at most ``samples`` draws a history (``None``: the resolution
-    decides). With an exact expert each history is asked once."""
+    decides). Each batch goes to the ``focus`` share of the undecided comparisons with the most
+    evidence of a difference (at least one): the budget goes where a difference is growing, and
+    the comparisons that look alike are resolved once those are decided. With an exact expert
+    each history is asked once."""
 
-    extra: int = attrs.field(default=1, validator=whole(0))
-    max_histories: int = attrs.field(default=2_000, validator=positive_int)
+    extra: int = attrs.field(default=3, validator=whole(0))
+    max_histories: int = attrs.field(default=4_000, validator=positive_int)
     samples: int | None = attrs.field(default=None, validator=whole(1, optional=True))
+    focus: float = attrs.field(default=0.25, validator=unit_interval(open_low=True))
+    systematic: bool = attrs.field(default=True, init=False)
 
     def run(self, asker, knowledge, machines) -> tuple[list, int, SuiteCoverage | None]:
         mdp = knowledge.mdp if knowledge is not None else None
@@ -433,14 +438,14 @@ class SuiteCheck(CheckCapabilities):
             for (w, s), (p, _) in zip(suite.histories, suite.partner)
             if tuple(w) != tuple(p)
         ]
-        done = sample(asker, knowledge, queries, stop_on_separation=True)
+        done = sample(asker, knowledge, queries, stop_on_separation=True, focus=self.focus)
         stopped = asker.exhausted is not None or asker.stopped() is not None
         del first
         return [], 0, SuiteCoverage(suite, done.compared, knowledge.test.epsilon, knowledge.test.alpha, stopped)
 
     def _exact(self, asker, knowledge, mdp, delta, conf, reps):
         """An exact expert: every representative, then every suite history, asked once."""
-        out = []
+        out: list = []
 
         def ask(word, s) -> bool:
             if knowledge.class_of(word, s) is not None:
@@ -504,117 +509,3 @@ def _classes(knowledge, reps: dict) -> dict:
                 cls = i
             out[(s, h)] = cls
     return out
-
-
-# ---------------------------------------------------------------------- without a model
-@attrs.frozen
-class Coverage:
-    """What walks without a model saw: ``walks`` runs, ``steps`` in all, ``length`` of the last
-    batch; ``pairs`` distinct (state, hypothesis nodes) pairs met (the nodes the hypotheses
-    reach after the walk's word: what they can tell apart), ``once`` of them met by a single
-    walk; ``unseen``: the Good-Turing estimate ``once / walks`` of the chance that one more walk
-    meets a pair no walk has met (walks are the independent draws, not steps); ``target``: the
-    chance it walks down to."""
-
-    walks: int
-    steps: int
-    length: int
-    pairs: int
-    once: int
-    target: float
-    budget_spent: bool = False
-
-    @property
-    def unseen(self) -> float:
-        return self.once / self.walks if self.walks else 1.0
-
-    def __str__(self) -> str:
-        why = "the budget stopped it" if self.budget_spent else f"below the target {self.target:g}"
-        return (
-            f"{self.walks} walks, {self.steps} steps, the last {self.length} long: {self.pairs} (state, hypothesis "
-            f"node) pairs met; one more walk would meet one no walk has met with an estimated chance of "
-            f"{self.unseen:.3f} ({why})"
-        )
-
-
-@attrs.frozen
-class AdaptiveWalks(CheckCapabilities):
-    """Walks of the expert from the start when there is no model: batches of ``walks`` runs,
-    the next batch twice as long whenever a batch meets a new (state, hypothesis nodes) pair
-    among its longest words (the walks end before they have seen what the hypotheses tell
-    apart), until the Good-Turing estimate of the chance that one more walk meets a new pair
-    falls below ``target`` after at least 3 / ``target`` walks (a pair each walk meets with
-    chance ``target`` is then missed with probability at most e⁻³ ≈ 5 %; the estimate alone
-    runs low on few walks), or ``max_steps`` are spent, or the run's budget ends (module
-    docstring). ``explore``: the chance that a step moves by a uniform action instead of the
-    expert's (its own action is what is recorded). An equivalence check of the active loop:
-    it asks through the :class:`~rmtk.active.asking.Asker`, one query per walk."""
-
-    walks: int = attrs.field(default=8, validator=positive_int)
-    length: int = attrs.field(default=20, validator=positive_int)
-    explore: float = 0.3
-    target: float = 0.05
-    max_steps: int = attrs.field(default=100_000, validator=positive_int)
-
-    def __attrs_post_init__(self):
-        if not 0.0 <= self.explore <= 1.0:
-            raise RmtkError(f"explore must be a probability in [0, 1], got {self.explore!r}")
-        if not 0.0 < self.target < 1.0:
-            raise RmtkError(f"target must lie in (0, 1), got {self.target!r}")
-
-    def walk_steps(self) -> int:
-        return self.length
-
-    def run(self, asker, knowledge, machines) -> tuple[list, int, Coverage]:
-        """The expert's answers along the walks (folded into ``knowledge`` as they come when
-        one is given, else returned), the walks made and the coverage reached, for the
-        hypotheses ``machines`` (``(n, K)`` arrays)."""
-        hyp = [np.asarray(d) for d in machines]
-        met: dict[tuple, int] = {}  # pair -> walks that met it
-        answers: list = []
-        walks, steps, length = 0, 0, self.length
-        while True:
-            per = int(asker.caps.extend_steps(None, None, length, 1))
-            if steps + self.walks * per > self.max_steps or asker.room(self.walks, per, length) < self.walks:
-                return self._out(answers, knowledge, walks, self._coverage(met, walks, steps, length, True))
-            frontier = False
-            batch = []
-            for _ in range(self.walks):  # one walk a call: walks are what the estimate counts
-                obs = asker.extend(None, None, length, 1, self.explore)
-                if obs is None:
-                    return self._out(answers + batch, knowledge, walks, self._coverage(met, walks, steps, length, True))
-                batch.append(obs)
-                walks += 1
-                steps += obs.steps
-                longest = max((len(w) for w in obs.words), default=0)
-                keys = {(int(s),) + tuple(_final(d, w) for d in hyp): len(w) for w, s in zip(obs.words, obs.states)}
-                for key, size in keys.items():
-                    if key not in met and size == longest:
-                        frontier = True
-                    met[key] = met.get(key, 0) + 1
-            if knowledge is not None:
-                knowledge.add(*batch)
-            else:
-                answers += batch
-            cov = self._coverage(met, walks, steps, length, False)
-            if cov.unseen < self.target and walks * self.target >= 3:
-                return self._out(answers, knowledge, walks, cov)
-            if frontier:
-                length *= 2
-
-    def _out(self, answers, knowledge, walks, cov):
-        if knowledge is not None and answers:
-            knowledge.add(*answers)
-            answers = []
-        return answers, walks, cov
-
-    def _coverage(self, met, walks, steps, length, spent) -> Coverage:
-        once = sum(1 for v in met.values() if v == 1)
-        return Coverage(walks, steps, length, len(met), once, self.target, spent)
-
-
-def _final(delta: np.ndarray, word) -> int:
-    u = 0
-    for k in word:
-        u = int(delta[u, k])
-    return u

@@ -430,3 +430,30 @@ class RecordedExpert(ExpertCapabilities):
 
     def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
         raise QueryError("a recorded expert answers no queries: its data are all there is")
+
+
+def check_expert(mdp, expert) -> ExpertCapabilities:
+    """The expert acts in the target's environment (same propositions by name, same numbers of
+    states and actions); its declared capabilities."""
+    if not isinstance(expert, Expert):
+        raise RmtkError(
+            f"expert {expert!r} is not an rmtk.active.Expert: it needs an mdp (its environment) and the methods "
+            "act and extend (see rmtk.active.experts)"
+        )
+    emdp = expert.mdp
+    if not isinstance(emdp, (LabeledMDP, Space)):
+        raise RmtkError(f"expert {type(expert).__name__} says nothing usable of its environment (its mdp is {emdp!r})")
+    if tuple(emdp.propositions) != tuple(mdp.propositions):
+        same = set(emdp.propositions) == set(mdp.propositions)
+        raise QueryError(
+            f"the expert's alphabet ({', '.join(map(repr, emdp.propositions))}) differs from the task's "
+            f"({', '.join(map(repr, mdp.propositions))})"
+            + (": the same propositions in another order" if same else "")
+            + ": its answers cannot be read as the task's words"
+        )
+    if (emdp.n_states, emdp.n_actions) != (mdp.n_states, mdp.n_actions):
+        raise QueryError(
+            f"the expert acts on {emdp.n_states} states and {emdp.n_actions} actions, the task's mdp "
+            f"{mdp.name!r} has {mdp.n_states} and {mdp.n_actions}"
+        )
+    return ExpertCapabilities.of(expert)

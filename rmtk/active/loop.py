@@ -41,19 +41,27 @@ from ..mdp import LabeledMDP
 from ..negatives import NegativePairs, PolicyClasses
 from ..progress import Progress, Recorder, as_progress
 from ..ptp import PrefixTree, Trie
-from ..sat.encoding import VarPool
-from ..sat.search import SearchResult, record
+from ..sat.search import SearchResult
 from ..space import Space
 from ..statistics import Sequential
 from ..task import Task
-from ..validators import BOUND_WHY, MAX_NODES, node_count, optional_positive_int, optional_seconds, positive_int, whole
+from ..validators import (
+    BOUND_WHY,
+    MAX_NODES,
+    node_count,
+    optional_positive_int,
+    optional_seconds,
+    positive_int,
+    unit_interval,
+    whole,
+)
 from .asking import Asker, Budget
 from .checks import CheckCapabilities, EquivalenceCheck
 from .conformance import SuiteCoverage
-from .experts import Expert, ExpertCapabilities, QueryError
+from .experts import Expert, ExpertCapabilities, check_expert
 from .questions import KINDS, Hypotheses, Query, QuestionStrategy, Setting, SplitMostPairs, StrategyCapabilities
-from .result import ENDED_BY, ActiveResult, Round
-from .sampling import sample
+from .result import ENDED_BY, ActiveResult, Round, found, machines
+from .sampling import resolved_stop, sample, standing, undecided_merges
 from .survivors import Knowledge
 
 __all__ = ["ActiveLearner", "ActiveResult", "Budget", "Round", "default_check", "RESOLUTION"]
@@ -97,12 +105,6 @@ def _encoder(instance, attribute, value) -> None:
 def _budget(instance, attribute, value) -> None:
     if not isinstance(value, Budget):
         raise RmtkError(f"budget must be a rmtk.active.Budget, not {type(value).__name__}")
-
-
-def _alpha(instance, attribute, value) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1
-    if not ok:
-        raise RmtkError(f"alpha must lie in (0, 1), got {value!r} (ActiveLearner)")
 
 
 def _resolution(instance, attribute, value) -> None:
@@ -172,7 +174,7 @@ class ActiveLearner:
     max_solutions: int | None = attrs.field(default=1000, validator=optional_positive_int)
     test_rounds: int = attrs.field(default=2, validator=whole(0))
     max_rounds: int = attrs.field(default=500, validator=positive_int)
-    alpha: float = attrs.field(default=0.05, validator=_alpha)
+    alpha: float = attrs.field(default=0.05, validator=unit_interval(open_low=True, open_high=True))
     resolution: float = attrs.field(default=RESOLUTION, validator=_resolution)
     irl: RewardRecovery | None = attrs.field(default=None, validator=_irl)
     time_limit: float | None = attrs.field(default=None, validator=optional_seconds)
@@ -199,7 +201,7 @@ class ActiveLearner:
                 f"{type(self.strategy).__name__} needs a transition model, and {mdp.name!r} is a "
                 f"{type(mdp).__name__}: ask at recorded histories instead (strategy=rmtk.active.AtRecordedTriples())"
             )
-        caps = _check_expert(mdp, expert)
+        caps = check_expert(mdp, expert)
         check = self.check if self.check is not None else strategy.default_check(caps)
         check_caps = CheckCapabilities.of(check) if check is not None else None
         if check_caps is not None and check_caps.needs_product_oracle and not caps.equivalence:
@@ -243,7 +245,7 @@ class ActiveLearner:
         finally:
             inquiry.close()
         result = self._result(task, mdp, caps, type(expert).__name__, res, known, rec, t0, deadline)
-        if sampled:
+        if knowledge.test is not None:
             result = attrs.evolve(result, bound=knowledge.test.bound)
         out = ActiveResult(
             result,
@@ -260,9 +262,10 @@ class ActiveLearner:
             coverage=run.coverage,
             target=self.resolution if sampled else None,
             alpha=self.alpha,
+            compared=standing(knowledge) if sampled else (),
         )
         if sampled and not run.exhausted and run.stopped and not run.proved:
-            out = attrs.evolve(out, stopped=_resolved(out, run.stopped, knowledge))
+            out = attrs.evolve(out, stopped=resolved_stop(out, run.stopped, knowledge))
         return out
 
     # -- the result -------------------------------------------------------------------------
@@ -332,20 +335,16 @@ class _Run:
 
     def __init__(self, learner, inquiry, check, check_caps, strategy, asker, knowledge, caps, rec, t0):
         self.learner, self.inquiry, self.check, self.check_caps = learner, inquiry, check, check_caps
-        self.strategy, self.asker, self.knowledge, self.caps, self.rec, self.t0 = (
-            strategy,
-            asker,
-            knowledge,
-            caps,
-            rec,
-            t0,
-        )
+        self.strategy, self.asker, self.knowledge = strategy, asker, knowledge
+        self.caps, self.rec, self.t0 = caps, rec, t0
         self.rounds: list[Round] = []
         self.stopped, self.exhausted = "", None
         self.exact_check = bool(check_caps is not None and check_caps.exact)
+        self.systematic = bool(check_caps is not None and check_caps.systematic)
         self._refuting: tuple[Query, ...] = ()
         self._new, self._reason = 0, "equivalence"
         self.coverage: object = None
+        self._check_name = "exact" if self.exact_check else type(check).__name__ if check is not None else ""
         self.proved = False  # an exact check (or an exact expert) stated the answer
         self._compared: tuple = ()
 
@@ -371,6 +370,7 @@ class _Run:
                 hyps.cost,
                 a.draws,
                 compared,
+                self._check_name if reason == "equivalence" else "",
             )
         )
         self.rec.note(str(self.rounds[-1]))
@@ -413,7 +413,8 @@ class _Run:
                 if why is not None:
                     self._end(why)
                 else:
-                    self.stopped = self._found(res)
+                    self.proved = self.exact_check
+                    self.stopped = found(res, self.exact_check, type(self.check).__name__, learner.max_solutions)
                 return res, last
             checked = None
             same = same if keys == last_keys else 0
@@ -433,7 +434,7 @@ class _Run:
                 self.stopped = (
                     "one machine survives"
                     if len(res.solutions) == 1 and res.complete
-                    else f"{_machines(res)} survive, and no {self.strategy.question} they disagree on is left to ask"
+                    else f"{machines(res)} survive, and no {self.strategy.question} they disagree on is left to ask"
                 )
                 return res, last
             before = asker.queries, asker.steps, asker.draws
@@ -451,8 +452,8 @@ class _Run:
         for kind in KINDS:
             if kind not in self.strategy.kinds:
                 continue
-            if kind in ("tests", "alternatives") and self.exact_check:
-                continue  # an exact check finds counterexamples itself: these stand in for one that samples
+            if kind in ("tests", "alternatives") and (self.exact_check or self.systematic):
+                continue  # an exact or a systematic check covers them: these stand in for random walks
             if kind == "alternatives" and same >= self.learner.test_rounds:
                 continue
             queries = list(self.inquiry.choose(kind, hyps))
@@ -468,7 +469,7 @@ class _Run:
         ending the round after the first batch that separates one."""
         asker, caps = self.asker, self.caps
         if not caps.exact:
-            done = sample(asker, self.knowledge, queries)
+            done = sample(asker, self.knowledge, queries, focus=self.strategy.focus)
             self._compared = self._compared + done.compared
             return list(done.asked), done.new
         groups: list[list[Query]] = []
@@ -514,6 +515,8 @@ class _Run:
         self._refuting, self._new, self._reason = (), 0, "equivalence"
         if not self.exact_check:
             res = self.inquiry.survivors(self.learner.max_solutions)
+            if self._settle(res, hyps):
+                return res, True
             if len(res.solutions) > len(hyps) and "split" in self.strategy.kinds and not self.asker.stopped():
                 listing = Hypotheses(
                     res.n_nodes, tuple(s.delta_u for s in res.solutions), tuple(s.used for s in res.solutions)
@@ -539,6 +542,25 @@ class _Run:
         res = self.inquiry.survivors(self.learner.max_solutions, judge)
         return res, state["refuted"]
 
+    def _settle(self, res: SearchResult, hyps: Hypotheses) -> bool:
+        """From an expert that is run: the comparisons the first survivor merges that no batch
+        decided (a round ended them at a separation elsewhere) are sampled until decided, so the
+        answer's merges rest on the run's resolution; whether one was separated (the loop goes
+        on). Logged as a round of its own when it asked anything."""
+        if self.caps.exact or self.knowledge.test is None or not res.solutions or self.asker.stopped():
+            return False
+        pending = undecided_merges(self.knowledge, np.asarray(res.solutions[0].delta_u))
+        if not pending:
+            return False
+        done = sample(self.asker, self.knowledge, pending)
+        self._compared = self._compared + done.compared
+        if done.separated and done.asked:
+            self._refuting, self._new, self._reason = tuple(done.asked), done.new, "merges"
+            return True
+        if done.asked:
+            self._note(hyps, "merges", done.asked, 0, done.new)
+        return False
+
     def _final(self, hyps: Hypotheses | None) -> SearchResult:
         """The survivors when the run ends: listed (at most ``max_solutions``) while the
         deadline allows, else the last hypotheses."""
@@ -551,56 +573,7 @@ class _Run:
             return res
         if hyps is None or hyps.nodes is None:
             return res if res is not None else SearchResult(None, (), True, (), 0, 0, 0.0, 0.0, 0.0, self.stopped)
-        return _from_hypotheses(hyps, self.knowledge.mdp.n_propositions)
-
-    def _found(self, res: SearchResult) -> str:
-        """Why the run stopped once the check found nothing: a proof only for an exact check;
-        a sampled check says what it did (the result adds what the samples resolved)."""
-        more = (
-            ""
-            if res.complete
-            else f" (listing stopped at max_solutions={self.learner.max_solutions}: at least that many)"
-        )
-        if self.exact_check:
-            self.proved = True
-            if len(res.solutions) == 1 and res.complete:
-                return "one machine survives and the equivalence check found no counterexample"
-            return (
-                f"{_machines(res)} survive that no question left tells apart, and the equivalence check found no "
-                f"counterexample{more}"
-            )
-        check = f"the sampled equivalence check ({type(self.check).__name__}) found no difference"
-        if len(res.solutions) == 1 and res.complete:
-            return f"one machine survives; {check}"
-        return f"{_machines(res)} survive that no question left tells apart; {check}{more}"
-
-
-def _resolved(out: ActiveResult, stopped: str, knowledge: Knowledge) -> str:
-    """``stopped`` with what resolved the first machine's merges and what the next resolution
-    would cost at the weakest of them (docs/design.md section 14)."""
-    summary = out.resolution(0)
-    if summary is None:
-        return stopped
-    text = f"{stopped}; {summary}"
-    merged = [c for c in out.merges(0) if c.upper < 1.0]
-    if not merged or out.target is None or knowledge.test is None:
-        return text
-    weakest = merged[0]
-    goal = out.target if weakest.upper > out.target else weakest.upper / 2
-    test = Sequential(alpha=out.alpha, epsilon=max(goal, 1e-6), bound=knowledge.test.bound)
-    a, b = knowledge.rows([(weakest.word, weakest.state), (weakest.partner, weakest.state)])
-    m1, m2 = test.to_resolve(a[None], b[None])
-    if np.isfinite(m1[0]) and np.isfinite(m2[0]):
-        text += (
-            f"; resolving {goal:.2f} at the weakest would take about {int(m1[0] + m2[0]):,} more draws there "
-            "(if the frequencies stay as they are)"
-        )
-    return text
-
-
-def _machines(res: SearchResult) -> str:
-    k = len(res.solutions)
-    return f"{k} machines" if res.complete else f"at least {k} machines"
+        return hyps.as_result(self.knowledge.mdp.n_propositions)
 
 
 def _asked(answers) -> list[Query]:
@@ -613,27 +586,6 @@ def _asked(answers) -> list[Query]:
     ]
 
 
-def _from_hypotheses(hyps: Hypotheses, n_letters: int) -> SearchResult:
-    """The last hypotheses as a search result (when the run ended before it could list the
-    survivors): flagged incomplete."""
-    found: dict = {}
-    for d, u in zip(hyps.machines, hyps.used):
-        d = np.asarray(d)
-        record(found, d, np.asarray(u), VarPool(d.shape[0], n_letters, 0, 0), True)
-    return SearchResult(
-        hyps.nodes,
-        tuple(found.values()),
-        False,
-        (),
-        0,
-        0,
-        0.0,
-        0.0,
-        0.0,
-        "the run ended before the survivors were listed",
-    )
-
-
 def default_check(expert, strategy: QuestionStrategy | None = None):
     """The check a run uses when none is given: the strategy's for the expert's declared
     capabilities (for :class:`~rmtk.active.questions.SplitMostPairs`: the exact
@@ -641,30 +593,3 @@ def default_check(expert, strategy: QuestionStrategy | None = None):
     :class:`~rmtk.active.checks.ExpertWalks`)."""
     strategy = strategy if strategy is not None else SplitMostPairs()
     return StrategyCapabilities.of(strategy).default_check(ExpertCapabilities.of(expert))
-
-
-def _check_expert(mdp, expert) -> ExpertCapabilities:
-    """The expert acts in the target's environment (same propositions by name, same numbers of
-    states and actions); its declared capabilities."""
-    if not isinstance(expert, Expert):
-        raise RmtkError(
-            f"expert {expert!r} is not an rmtk.active.Expert: it needs an mdp (its environment) and the methods "
-            "act and extend (see rmtk.active.experts)"
-        )
-    emdp = expert.mdp
-    if not isinstance(emdp, (LabeledMDP, Space)):
-        raise RmtkError(f"expert {type(expert).__name__} says nothing usable of its environment (its mdp is {emdp!r})")
-    if tuple(emdp.propositions) != tuple(mdp.propositions):
-        same = set(emdp.propositions) == set(mdp.propositions)
-        raise QueryError(
-            f"the expert's alphabet ({', '.join(map(repr, emdp.propositions))}) differs from the task's "
-            f"({', '.join(map(repr, mdp.propositions))})"
-            + (": the same propositions in another order" if same else "")
-            + ": its answers cannot be read as the task's words"
-        )
-    if (emdp.n_states, emdp.n_actions) != (mdp.n_states, mdp.n_actions):
-        raise QueryError(
-            f"the expert acts on {emdp.n_states} states and {emdp.n_actions} actions, the task's mdp "
-            f"{mdp.name!r} has {mdp.n_states} and {mdp.n_actions}"
-        )
-    return ExpertCapabilities.of(expert)

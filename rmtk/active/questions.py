@@ -54,9 +54,10 @@ from ..limits import NEVER, Deadline
 from ..mdp import LabeledMDP
 from ..progress import Progress
 from ..ptp import disagreements
-from ..sat.search import SearchResult, canonical_partial
+from ..sat.encoding import VarPool
+from ..sat.search import SearchResult, canonical_partial, record
 from ..space import Space
-from ..validators import positive_int, whole
+from ..validators import positive_int, unit_interval, whole
 from .sampling import Query, needs
 from .survivors import Knowledge, Survivors
 
@@ -120,6 +121,26 @@ class Hypotheses:
     def __len__(self) -> int:
         return len(self.machines)
 
+    def as_result(self, n_letters: int) -> SearchResult:
+        """These machines as a search result, flagged incomplete (when a run ended before it
+        could list the survivors)."""
+        found: dict = {}
+        for d, u in zip(self.machines, self.used):
+            d = np.asarray(d)
+            record(found, d, np.asarray(u), VarPool(d.shape[0], n_letters, 0, 0), True)
+        return SearchResult(
+            self.nodes,
+            tuple(found.values()),
+            False,
+            (),
+            0,
+            0,
+            0.0,
+            0.0,
+            0.0,
+            "the run ended before the survivors were listed",
+        )
+
 
 @runtime_checkable
 class Inquiry(Protocol):
@@ -163,6 +184,11 @@ class StrategyCapabilities(Capabilities):
 
     #: What its split questions are called in the message when none is left (default ``"question"``).
     question: str = "question"
+
+    #: From an expert that is run, the share of a round's undecided comparisons each batch goes
+    #: to, those with the most evidence of a difference first (:func:`~rmtk.active.sampling.sample`).
+    #: Default: 1 (all).
+    focus: float = 1.0
 
     def default_check(self, expert) -> object | None:
         """The equivalence check to run when none is given, for an expert declaring
@@ -222,6 +248,11 @@ class SplitMostPairs(StrategyCapabilities):
             searched for witnesses per round (the hypothesis's pairs first).
         data_pairs: the recorded tree's triples are candidates while it holds at most this
             many (word, state) pairs.
+        witnesses: from an expert that is run, the comparisons a round asks at most: the greedy
+            cover, then further witnesses of the same pairs (the most pairs per unit of cost
+            first), so that the sequential sampling can spend where a difference shows.
+        focus: the share of a round's undecided comparisons each batch goes to (those with the
+            most evidence of a difference), for an expert that is run.
     """
 
     samples: int | None = attrs.field(default=None, validator=whole(1, optional=True))
@@ -231,6 +262,8 @@ class SplitMostPairs(StrategyCapabilities):
     products: int = attrs.field(default=8, validator=positive_int)
     data_pairs: int = attrs.field(default=4000, validator=positive_int)
     rivals: int = attrs.field(default=8, validator=positive_int)
+    witnesses: int = attrs.field(default=16, validator=positive_int)
+    focus: float = attrs.field(default=0.25, validator=unit_interval(open_low=True))
     kinds: tuple[str, ...] = attrs.field(default=KINDS, init=False)
     question: str = attrs.field(default="witness", init=False)
 
@@ -410,6 +443,8 @@ class SplitMostPairs(StrategyCapabilities):
         length = np.array([len(c[0]) + len(c[1]) for c in cands])
         out: list[Query] = []
         asked: set = set()
+        first = open_pairs.copy()
+        picked = 0
         while open_pairs.any():
             gain = separated(split, open_pairs)
             best = int(ties.lexsort((length, -gain / cost))[0])
@@ -425,6 +460,20 @@ class SplitMostPairs(StrategyCapabilities):
                     asked.add((word, s))
                     out.append(Query(word, s, int(more), partner, split_pairs, float(more), self.samples))
             split[:, best] = False  # not picked twice
+            picked += 1
+        if not knowledge.exact:  # further witnesses of the same pairs, for the sampling to choose among
+            gain = separated(split, first)
+            for best in ties.lexsort((length, -gain / cost)).tolist():
+                if picked >= self.witnesses or gain[best] == 0:
+                    break
+                col = split[:, best]
+                cut = first & (col[:, None] != col[None, :])
+                split_pairs = tuple((int(i), int(j)) for i, j in np.argwhere(cut).tolist())
+                w1, w2, s = cands[best]
+                for word, partner, more in ((w1, w2, wanted[best][0]), (w2, w1, wanted[best][1])):
+                    if more > 0:
+                        out.append(Query(word, s, int(more), partner, split_pairs, float(more), self.samples, True))
+                picked += 1
         return out
 
 

@@ -39,7 +39,7 @@ from ..empirical import CountTable, to_policy
 from ..encoders import MaxSatEncoder, SatEncoder
 from ..errors import RmtkError
 from ..limits import SearchLimits
-from ..negatives import ConfidenceMiner
+from ..negatives import ConfidenceMiner, NegativePairs
 from ..ptp import disagreements
 from ..sat.encoding import Problem
 from ..sat.search import SearchResult
@@ -353,7 +353,7 @@ class _Recorded:
             tuple(s.used for s in res.solutions),
             res.complete,
             res.message,
-            negatives=len(neg),
+            negatives=len(neg) if isinstance(neg, NegativePairs) else None,
             cost=res.cost,
         )
 

@@ -61,6 +61,7 @@ class Round:
     cost: int | None = None
     draws: int = 0
     compared: tuple = ()
+    check: str = ""
 
     def __str__(self) -> str:
         asked = plural(len(self.asked), "query", "queries")
@@ -70,9 +71,14 @@ class Round:
             "alternatives": f"{asked} testing the survivors against larger machines",
             "free": f"{asked} using free transitions of the survivors",
             "tests": f"{asked} testing each transition of the survivor",
+            "merges": f"{asked} resolving the comparisons behind the survivor's merges",
             "equivalence": f"equivalence check, {plural(self.walks, 'walk')}"
             if self.walks
-            else f"exact equivalence check, {asked} (the synchronised product with the expert's policy)",
+            else (
+                f"exact equivalence check, {asked} (the synchronised product with the expert's policy)"
+                if self.check in ("", "exact")
+                else f"equivalence check ({self.check})"
+            ),
         }.get(self.reason, f"{asked} ({self.reason})")
         if self.nodes is None:
             survive = "no machine survives"
@@ -153,8 +159,10 @@ class ActiveResult:
     (``separation``, :class:`~rmtk.active.recorded.Separation` when asking at recorded triples).
     ``draws``: policy draws (``steps`` are environment steps: resets and restores, replayed and
     asked steps); ``coverage``: what the last sampled equivalence check covered (a
-    :class:`~rmtk.active.checks.SuiteCoverage` or a :class:`~rmtk.active.conformance.Coverage`),
-    ``resolution``: the run's target resolution (``None`` for an exact expert) and ``alpha``."""
+    :class:`~rmtk.active.conformance.SuiteCoverage` or a :class:`~rmtk.active.checks.Coverage`),
+    ``target``: the run's target resolution (``None`` for an exact expert) and ``alpha``;
+    ``compared``: every comparison of two histories the run looked at, as it stands at the end
+    (:class:`~rmtk.active.sampling.Compared`)."""
 
     result: LearnResult
     rounds: tuple[Round, ...]
@@ -170,6 +178,7 @@ class ActiveResult:
     coverage: object = None
     target: float | None = None
     alpha: float = 0.05
+    compared: tuple = ()
 
     @property
     def sampled(self) -> bool:
@@ -207,10 +216,6 @@ class ActiveResult:
         (:class:`~rmtk.active.sampling.Compared`), the weakest resolution first."""
         if i >= len(self.result.machines):
             return []
-        latest: dict = {}
-        for r in self.rounds:
-            for c in r.compared:
-                latest[(c.state,) + tuple(sorted((c.word, c.partner)))] = c
         machine = self.result.machines[i]
         letter = np.array([machine.alphabet.index(p) for p in self.result.mdp.propositions])
         delta = machine.delta_u[:, letter]
@@ -221,7 +226,7 @@ class ActiveResult:
                 u = int(delta[u, k])
             return u
 
-        out = [c for c in latest.values() if c.status != "separated" and final(c.word) == final(c.partner)]
+        out = [c for c in self.compared if c.status != "separated" and final(c.word) == final(c.partner)]
         return sorted(out, key=lambda c: (-c.upper, c.state, c.word, c.partner))
 
     @property
@@ -260,3 +265,27 @@ class ActiveResult:
         if self.separation is not None:
             lines.append(str(self.separation))
         return "\n".join(lines)
+
+
+def machines(res) -> str:
+    """``3 machines``, or ``at least 3 machines`` when the listing of search result ``res`` stopped."""
+    k = len(res.solutions)
+    return f"{k} machines" if res.complete else f"at least {k} machines"
+
+
+def found(res, exact: bool, check: str, max_solutions: int | None) -> str:
+    """Why a run stopped once its equivalence check (named ``check``) found nothing, with the
+    survivors ``res``: a proof only for an ``exact`` check; a sampled check says what it did
+    (the result adds what the samples resolved)."""
+    more = "" if res.complete else f" (listing stopped at max_solutions={max_solutions}: at least that many)"
+    if exact:
+        if len(res.solutions) == 1 and res.complete:
+            return "one machine survives and the equivalence check found no counterexample"
+        return (
+            f"{machines(res)} survive that no question left tells apart, and the equivalence check found no "
+            f"counterexample{more}"
+        )
+    check = f"the sampled equivalence check ({check}) found no difference"
+    if len(res.solutions) == 1 and res.complete:
+        return f"one machine survives; {check}"
+    return f"{machines(res)} survive that no question left tells apart; {check}{more}"

@@ -33,7 +33,6 @@ from ..empirical import CountTable, EmpiricalPTP, merge_counts, prune_counts, to
 from ..encoders import SatEncoder
 from ..errors import RmtkError
 from ..limits import NEVER, Deadline
-from ..mdp import LabeledMDP
 from ..negatives import POLICY_TOL, ConfidenceMiner, NegativePairs, PolicyClasses
 from ..ptp import PrefixTree, PrefixTreePolicy, Trie
 from ..sat.encoding import Problem, decode_transitions
@@ -42,54 +41,7 @@ from ..sat.search import SearchResult, canonical_partial, record, stopped_while
 from ..sat.solver import open_solver, solve
 from ..statistics import CountBound, Sequential
 from .experts import Observations
-
-
-def check_recording(recorded, mdp) -> None:
-    """A recording that names its propositions (:class:`~rmtk.gym.Recording`) names the
-    environment's, in the same order: its label indices are read as the environment's."""
-    names = attrs.asdict(recorded, recurse=False)["propositions"] if _named(recorded) else None
-    if names is None:
-        return
-    ours = tuple(mdp.propositions)
-    if tuple(names) == ours:
-        return
-    if set(names) == set(ours):
-        raise RmtkError(
-            f"the recording's propositions are {', '.join(map(repr, names))} and {mdp.name!r}'s are "
-            f"{', '.join(map(repr, ours))}: the same names in another order, so its label indices would be read as "
-            "other propositions; record with the environment's order (or reorder the MDP's propositions)"
-        )
-    raise RmtkError(
-        f"the recording's propositions ({', '.join(map(repr, names))}) are not {mdp.name!r}'s "
-        f"({', '.join(map(repr, ours))}): it was recorded in another environment"
-    )
-
-
-def _named(table: CountTable) -> bool:
-    """A count table that carries its propositions' names (a Gymnasium recording), told
-    without importing the extra."""
-    return isinstance(table, CountTable) and "propositions" in attrs.fields_dict(type(table))
-
-
-def check_counts(table: CountTable, mdp) -> None:
-    """Every counted (word, state) pair ends with the label of its state (the prefix
-    convention), when the environment has labels: else the counts were made on another MDP
-    (or with its propositions in another order), and the first such pair is named."""
-    if not isinstance(mdp, LabeledMDP) or not len(table.keys):
-        return
-    S, A = table.n_states, table.n_actions
-    pair = np.unique(table.keys // A)
-    node, state = pair // S, pair % S
-    bad = np.flatnonzero(table.trie.letter[node] != mdp.labels[state])
-    if len(bad):
-        p, s = int(node[bad[0]]), int(state[bad[0]])
-        word = " ".join(mdp.propositions[k] for k in table.trie.word(p))
-        raise RmtkError(
-            f"the recorded counts do not fit mdp {mdp.name!r}: {len(bad)} (word, state) pair(s) end in a state with "
-            f"another label, e.g. the word {word!r} at state {mdp.states[s]!r}, labeled "
-            f"{mdp.propositions[int(mdp.labels[s])]!r}; the data were recorded on another MDP or with the "
-            "propositions in another order"
-        )
+from .recordings import check_counts, check_recording
 
 
 class _Words:
@@ -181,6 +133,10 @@ class Knowledge:
         self._lookup: tuple | None = None
         self._pairs: int | None = None
         self._asked: set[tuple[tuple[int, ...], int]] = set()  # histories answered (counts the loop chose)
+        #: comparisons asked, ``(state, word, word) -> (status, lower, upper, cap)``: the
+        #: intersection of every anytime-valid interval their test gave, whether they were
+        #: decided, and the question's cap
+        self.intervals: dict[tuple, tuple] = {}
 
     # -- counting -------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -323,9 +279,7 @@ class Knowledge:
         for word, s in self._asked:
             p: int | None = 0
             for k in word:
-                p = child.get((p, k))
-                if p is None:
-                    break
+                p = child.get((p, k), None) if p is not None else None
             if p is not None:
                 wanted.append(p * S + s)
         if wanted:

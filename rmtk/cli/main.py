@@ -18,12 +18,14 @@ from ..machine import RewardMachine
 from ..mdp import LabeledMDP
 from ..task import Task
 from .args import (
+    RESOLUTION_HELP,
     _add_engine_options,
     _depth,
     _engine_from_args,
     _positive_float,
     _positive_int,
     _probability,
+    _resolution,
     _seed,
     active_from_args,
     learner_from_args,
@@ -201,7 +203,7 @@ def cmd_learn(args) -> int:
         kind = "exact policy" if expert.exact else f"runs of its policy (seed {args.seed})"
         print(
             f"# active learning from the expert's {kind}: {len(active.rounds)} rounds, {active.queries} queries, "
-            f"{active.steps} environment steps asked, {active.known} (word, state) pairs known"
+            f"{active.steps} environment steps, {active.draws} policy draws, {active.known} (word, state) pairs known"
         )
         for line in active.log().splitlines():
             print(f"#   {line}")
@@ -214,6 +216,8 @@ def cmd_learn(args) -> int:
             ("--budget-steps", args.budget_steps),
             ("--budget-queries", args.budget_queries),
             ("--budget-seconds", args.budget_seconds),
+            ("--budget-draws", args.budget_draws),
+            ("--resolution", args.resolution),
             ("--expert", args.expert),
             ("--samples", args.samples),
             ("--walks", args.walks),
@@ -448,12 +452,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ln.add_argument("--budget-queries", type=_positive_int, metavar="N", help="with --active: at most N expert queries")
     ln.add_argument("--budget-seconds", type=_positive_float, metavar="S", help="with --active: at most S seconds")
+    ln.add_argument("--budget-draws", type=_positive_int, metavar="N", help="with --active: at most N expert draws")
     ln.add_argument(
         "--samples",
         type=_positive_int,
         metavar="M",
-        help="with --active --expert simulated: actions drawn per question (default 200)",
+        help="with --active --expert simulated: at most M draws at a history (default: --resolution decides)",
     )
+    ln.add_argument("--resolution", type=_resolution, metavar="R", help=RESOLUTION_HELP)
     ln.add_argument(
         "--walks",
         type=_positive_int,
