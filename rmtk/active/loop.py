@@ -264,7 +264,7 @@ class ActiveLearner:
             alpha=self.alpha,
             compared=standing(knowledge) if sampled else (),
         )
-        if sampled and not run.exhausted and run.stopped and not run.proved:
+        if sampled and run.stopped and not run.proved:  # flagged or not, what the samples resolved
             out = attrs.evolve(out, stopped=resolved_stop(out, run.stopped, knowledge))
         return out
 
@@ -414,7 +414,10 @@ class _Run:
                     self._end(why)
                 else:
                     self.proved = self.exact_check
-                    self.stopped = found(res, self.exact_check, type(self.check).__name__, learner.max_solutions)
+                    target = learner.resolution if knowledge.test is not None else None
+                    self.stopped = found(
+                        res, self.exact_check, type(self.check).__name__, learner.max_solutions, target
+                    )
                 return res, last
             checked = None
             same = same if keys == last_keys else 0

@@ -273,10 +273,11 @@ def machines(res) -> str:
     return f"{k} machines" if res.complete else f"at least {k} machines"
 
 
-def found(res, exact: bool, check: str, max_solutions: int | None) -> str:
+def found(res, exact: bool, check: str, max_solutions: int | None, target: float | None = None) -> str:
     """Why a run stopped once its equivalence check (named ``check``) found nothing, with the
-    survivors ``res``: a proof only for an ``exact`` check; a sampled check says what it did
-    (the result adds what the samples resolved)."""
+    survivors ``res``: a proof only for an ``exact`` check; a sampled check says what it looked
+    for (a difference of the run's ``target`` resolution or more; the result adds what the
+    samples resolved)."""
     more = "" if res.complete else f" (listing stopped at max_solutions={max_solutions}: at least that many)"
     if exact:
         if len(res.solutions) == 1 and res.complete:
@@ -285,7 +286,8 @@ def found(res, exact: bool, check: str, max_solutions: int | None) -> str:
             f"{machines(res)} survive that no question left tells apart, and the equivalence check found no "
             f"counterexample{more}"
         )
-    check = f"the sampled equivalence check ({check}) found no difference"
+    size = f" of {target:g} or more" if target is not None else ""
+    check = f"the sampled equivalence check ({check}) found no difference{size}"
     if len(res.solutions) == 1 and res.complete:
         return f"one machine survives; {check}"
     return f"{machines(res)} survive that no question left tells apart; {check}{more}"

@@ -190,9 +190,11 @@ def sample(
         if not is_open.any() or all(q.optional for q, o in zip(live, is_open) if o):
             break  # every comparison the round needs is decided: the optional ones are left
         # this level's batches, each history once with the most draws any comparison wants
-        # there; the comparisons with the most evidence of a difference first, the two
-        # histories of one together or not at all
-        order = [i for i in np.lexsort((np.arange(len(live)), -need.margin)).tolist() if is_open[i]]
+        # there; the comparisons with the most evidence of a difference first (the margin in
+        # units of the interval's width, so that a comparison sampled long and still alike does
+        # not outrank a fresh one), the two histories of one together or not at all
+        evidence = need.margin / np.maximum(need.upper - need.lower, 1e-9)
+        order = [i for i in ties.lexsort((np.arange(len(live)), -evidence)).tolist() if is_open[i]]
         order = order[: max(1, int(np.ceil(focus * len(order))))]
         done: set = set()
         answers, stopped = [], False
