@@ -151,15 +151,16 @@ class _Disagreements:
 
 def _decided(table: CountTable, d: _Disagreements, i, j, samples: int, test: Sequential):
     """Which comparisons of pairs ``i``, ``j`` are settled (decided by ``test`` or both words at
-    ``samples`` visits), their counts' comparison and the rows."""
+    ``samples`` visits), their counts' comparison and the rows. The comparison only: the
+    draws a finer resolution would take are not needed to choose (and cost a search per pair)."""
     if not len(i):
         return np.zeros(0, bool), None, None, None
     used = np.unique(np.concatenate([i, j]))
     counts = _rows(table, d.pairs[used]).astype(float)
     a, b = counts[np.searchsorted(used, i)], counts[np.searchsorted(used, j)]
-    plan = test.plan(a, b)
+    c = test.compare(a, b)
     capped = np.minimum(d.visits[i], d.visits[j]) >= samples
-    return capped | (plan.status != "open"), plan, a, b
+    return capped | np.asarray(c.separated) | ties.at_most(np.asarray(c.resolution), test.epsilon), c, a, b
 
 
 def candidate_triples(
@@ -177,7 +178,7 @@ def candidate_triples(
         return Triples.empty(k)
     _, cls = np.unique(np.packbits(d.split, axis=1), axis=0, return_inverse=True)
     cls = cls.reshape(-1)
-    done, plan, rows_i, rows_j = _decided(table, d, d.i, d.j, samples, test)
+    done, comparison, rows_i, rows_j = _decided(table, d, d.i, d.j, samples, test)
     settled = np.bincount(cls[done], minlength=cls.max() + 1)
     live = ~done & (settled[cls] < tries)
     i, j, split, cls = d.i[live], d.j[live], d.split[live], cls[live]
@@ -185,7 +186,7 @@ def candidate_triples(
         return Triples.empty(k)
     tv = d.tv(table, i, j)
     n_i, n_j = d.visits[i], d.visits[j]
-    evidence = np.asarray(plan.comparison.margin, dtype=float)[live]
+    evidence = np.asarray(comparison.margin, dtype=float)[live]
     cost = np.maximum(0, samples - n_i) + np.maximum(0, samples - n_j)
     best = ties.lexsort((cost, -evidence, cls))
     pick = best[np.r_[True, cls[best][1:] != cls[best][:-1]]]
@@ -256,9 +257,9 @@ def separation(table: CountTable, deltas: list[np.ndarray], samples: int, test: 
     if k <= 1:
         return Separation(k, 0, 0, 0, 0.0, samples, 1.0, test.alpha)
     d = _Disagreements.of(table, deltas)
-    done, plan, _, _ = _decided(table, d, d.i, d.j, samples, test)
+    done, comparison, _, _ = _decided(table, d, d.i, d.j, samples, test)
     tv = d.tv(table, d.i[done], d.j[done]) if done.any() else np.zeros(0)
-    res = np.asarray(plan.comparison.resolution, dtype=float)[done] if plan is not None else np.zeros(0)
+    res = np.asarray(comparison.resolution, dtype=float)[done] if comparison is not None else np.zeros(0)
     covered = np.zeros((k, k), dtype=bool)
     for col in np.unique(d.split, axis=0):
         covered |= col[:, None] != col[None, :]
