@@ -66,6 +66,8 @@ def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = Fal
     bound = f" (lower bound {st['lower_bound']})" if "lower_bound" in st else ""
     w(f"# SAT: nodes tried {tried}{bound}; {st['clauses']} clauses, {st['variables']} variables")
     w("# timings (s): " + ", ".join(f"{k} {v:.4f}" for k, v in t.items()))
+    if result.stopped is not None:
+        w(f"# {result.stopped}; what was found before is below")
     if result.n_nodes is None:
         w(f"# no solution: {result.search.message}")
         return
@@ -80,6 +82,10 @@ def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = Fal
             f"# rewards recovered for the first {len(fits)} of {result.distinct_count} machines "
             "(the IRL strategy's limit sets how many; --no-rewards skips the recovery)"
         )
+    summary = result.summary()
+    if summary.listed > 1 or not summary.complete or summary.truth_merges is not None:
+        for line in summary.lines(hint=not explain):
+            w(f"# {line}")
     if explain:
         for line in str(result.explain()).splitlines():
             w(f"# {line}")
@@ -89,7 +95,7 @@ def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = Fal
         free = result.unconstrained(i)
         if free:
             w("# unconstrained by the data (written as self-loops): " + ", ".join(f"{u} on {a}" for u, a in free))
-        if result.verdicts is not None:
+        if result.verdicts is not None and i < len(result.verdicts):
             same = f"; isomorphic to the true machine '{task.machine.name}'" if iso and iso[i] else ""
             w(f"# verdict: {result.verdicts[i]}{same}")
         if result.reward_fits is not None and i < len(result.reward_fits):

@@ -351,14 +351,14 @@ class ActiveLearner:
         pairs = neg if isinstance(neg, NegativePairs) else None
         timings = dict(rec.timings)
         result = LearnResult(
-            _machines(mdp, res) if res.n_nodes is not None else (),
-            res.solutions,
-            res,
-            classes,
-            tree,
-            mdp,
-            None,
-            timings,
+            machines=_machines(mdp, res) if res.n_nodes is not None else (),
+            solutions=res.solutions,
+            search=res,
+            classes=classes,
+            tree=tree,
+            mdp=mdp,
+            verdicts=None,
+            timings=timings,
             negatives=pairs,
             ptp=ptp,
             oracle=oracle,

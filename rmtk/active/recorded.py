@@ -433,14 +433,14 @@ class RecordedActiveLearner:
         sep = separation(table, deltas, self.samples, self.resolution(table.n_actions))
         space = getattr(table, "space", None) or expert.mdp
         result = LearnResult(
-            _machines(space, res) if res.n_nodes is not None else (),
-            res.solutions,
-            res,
-            None,
-            ptp.tree,
-            space,
-            None,
-            {"total": time.perf_counter() - t0},
+            machines=_machines(space, res) if res.n_nodes is not None else (),
+            solutions=res.solutions,
+            search=res,
+            classes=None,
+            tree=ptp.tree,
+            mdp=space,
+            verdicts=None,
+            timings={"total": time.perf_counter() - t0},
             negatives=neg,
             ptp=ptp,
         )
