@@ -420,8 +420,9 @@ class Fillings:
         cls = np.asarray(table)[s, a]
         # pairs of one state are adjacent (sorted codes) and at most nt apart: memory linear in
         # the product, not quadratic (all pairs of a 1,521-state grid × 8 nodes took 2.5 GB)
-        i = np.concatenate([np.arange(len(s) - d) for d in range(1, nt)] or [np.empty(0, np.int64)])
-        j = i + np.concatenate([np.full(len(s) - d, d) for d in range(1, nt)] or [np.empty(0, np.int64)])
+        gaps = range(1, min(nt, len(s)))
+        i = np.concatenate([np.arange(len(s) - d) for d in gaps] or [np.empty(0, np.int64)])
+        j = i + np.concatenate([np.full(len(s) - d, d) for d in gaps] or [np.empty(0, np.int64)])
         clash = (s[i] == s[j]) & (cls[i] != cls[j])
         order = np.lexsort((j[clash], i[clash]))  # the order of all pairs (i, j), i < j
         self.clash = np.stack([i[clash][order], j[clash][order]], axis=1)
@@ -469,8 +470,9 @@ class Fillings:
             np.stack([-r(c[:, 0, None], np.arange(n)), -r(c[:, 1, None], np.arange(n))], axis=-1).reshape(-1, 2)
         )
         solver = open_solver(DEFAULT_SOLVER)
-        for part in parts:
-            solver.append_formula(part.tolist())
+        for part in parts:  # in slices: a whole part as Python lists took hundreds of MB at 12,000 product states
+            for lo in range(0, len(part), 50_000):
+                solver.append_formula(part[lo : lo + 50_000].tolist())
         self._solvers[n] = (solver, t)
         return self._solvers[n]
 

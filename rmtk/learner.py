@@ -468,7 +468,7 @@ class Learner:
         (``rest``: the phases not run)."""
         phases.skip_rest(*rest)
         stop = phases.stop()
-        res = SearchResult(None, (), False, (), 0, 0, 0.0, 0.0, 0.0, str(stop))
+        res = SearchResult(None, (), False, (), 0, 0, 0.0, 0.0, 0.0, "not searched (the run was stopped)")
         tree = ptp.tree if ptp is not None else PrefixTree(Trie.root(), np.empty(0), np.empty(0), 0)
         rec.timings["total"] = time.perf_counter() - t0
         return LearnResult(

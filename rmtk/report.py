@@ -24,7 +24,9 @@ def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = Fal
     w = lambda line="": print(line, file=out)  # noqa: E731
     words = "compressed" if result.tree.trie.compressed else "uncompressed"
     lazy = result.search.lazy
-    if result.ptp is None:  # tree-free: the expert checked on the synchronised product
+    if result.ptp is None and result.oracle is None:  # stopped before any tree or oracle
+        w(f"# learned from task {task.name}: nothing (the run was stopped before its prefix tree policy)")
+    elif result.ptp is None:  # tree-free: the expert checked on the synchronised product
         depth = result.oracle.depth
         where = "at every depth" if depth is None else f"of depth {depth}"
         w(
@@ -64,10 +66,11 @@ def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = Fal
         f"{n}: {'sat' if ok else 'unsat' if ok is False else 'interrupted'}" for n, ok in result.search.tried
     )
     bound = f" (lower bound {st['lower_bound']})" if "lower_bound" in st else ""
-    w(f"# SAT: nodes tried {tried}{bound}; {st['clauses']} clauses, {st['variables']} variables")
+    if result.search.tried:
+        w(f"# SAT: nodes tried {tried}{bound}; {st['clauses']} clauses, {st['variables']} variables")
     w("# timings (s): " + ", ".join(f"{k} {v:.4f}" for k, v in t.items()))
     if result.stopped is not None:
-        w(f"# {result.stopped}; what was found before is below")
+        w(f"# {result.stopped}" + ("; what was found before is below" if result.machines else ""))
     if result.n_nodes is None:
         w(f"# no solution: {result.search.message}")
         return
@@ -116,6 +119,12 @@ def report_demos(result, *, out=None) -> None:
     """The negative examples part of a report on learning from demonstrations."""
     out = out or sys.stdout
     neg = result.negatives
+    if neg is None:
+        print(
+            f"# demonstrations: {result.ptp.n_trajectories or 0:,} trajectories counted, no negative examples mined",
+            file=out,
+        )
+        return
     fpr = result.false_positive_rate
     extra = "" if fpr is None else f", false positive rate {100 * fpr:.2f}% against the true machine"
     print(f"# demonstrations: {len(neg)} negative examples at alpha {neg.alpha:g}{extra}", file=out)

@@ -96,6 +96,7 @@ class Phases:
             self.cut("enumerate", f"{n} machine{'s' if n != 1 else ''} listed, more may survive")
 
     def stop(self) -> Stop | None:
+        """The :class:`Stop` of the first phase the deadline stopped (``None``: none)."""
         if self.phase is None:
             return None
         return Stop(self.phase, self.deadline.reason() or "time limit", self.unfinished, tuple(self.skipped))
@@ -123,6 +124,8 @@ class MachineSummary:
         truth_merges: mined negative examples whose two words the truth sends to one node
             (``None``: none were mined from data, or no truth); 0: the truth keeps them all.
         negatives: negative examples mined from data (``None``: an exact expert).
+        cost: negative examples the MaxSAT optimum drops (``None``: hard negatives).
+        smallest: every smaller size was tried and ruled out (``False``: one size was searched).
         truth_listed: the truth is among the listed machines, up to renaming.
         stopped: what stopped the run, when something did.
     """
@@ -140,6 +143,8 @@ class MachineSummary:
     truth_nodes: int | None = None
     truth_merges: int | None = None
     negatives: int | None = None
+    cost: int | None = None
+    smallest: bool = True
     truth_listed: bool = False
     stopped: Stop | None = None
 
@@ -178,13 +183,15 @@ class MachineSummary:
             truth_nodes=None if result.truth is None else result.truth.n_nodes,
             truth_merges=result.truth_merges,
             negatives=None if result.negatives is None else len(result.negatives),
+            cost=result.search.cost,
+            smallest=result.search.cost is None and bool(result.search.tried) and result.search.tried[0][0] == 1,
             truth_listed=bool(iso and any(iso)),
             stopped=result.stopped,
         )
 
     @property
     def count(self) -> str:
-        """The number of survivors: ``"12"``, ``"more than 10"``, ``"≥7"``."""
+        """How many survive, in words, such as ``"12"``, ``"more than 10"`` or ``"≥7"``."""
         if self.complete:
             return str(self.listed)
         return f"more than {self.listed}" if self.more else f"≥{self.listed}"
@@ -228,13 +235,25 @@ class MachineSummary:
         if self.truth_merges is None or self.truth_nodes is None or self.nodes is None:
             return []
         if self.truth_merges:
+            merges = (
+                f"the truth ({self.truth_nodes} nodes) merges the two words of {self.truth_merges} of the "
+                f"{self.negatives} negative examples mined (false positives of the confidence bound)"
+            )
+            if self.cost is None:
+                return [f"{merges}: it cannot survive; MaxSAT drops the fewest, a smaller alpha mines fewer"]
+            worse = self.truth_merges > self.cost
+            return [f"{merges}; the optimum drops {self.cost}" + (": the truth is not optimal" if worse else "")]
+        if not self.negatives:
+            if self.truth_nodes <= self.nodes:
+                return []
             return [
-                f"the truth merges the two words of {self.truth_merges} of the {self.negatives} negative examples "
-                "mined (false positives of the confidence bound): it cannot survive; MaxSAT drops the fewest "
-                "negative examples, a smaller alpha mines fewer"
+                "no negative example was mined, so nothing in the data refutes a machine smaller than the truth "
+                f"({self.truth_nodes} nodes)"
             ]
         keeps = f"the truth ({self.truth_nodes} nodes) keeps every one of the {self.negatives} negative examples"
         if self.truth_nodes > self.nodes:
+            if not self.smallest:
+                return [f"{keeps}; the machines listed have the {self.nodes} nodes searched"]
             return [
                 f"{keeps}, but {self.nodes} nodes suffice for them: the demonstrations do not show what would need "
                 "its other nodes"
@@ -242,5 +261,8 @@ class MachineSummary:
         if self.truth_listed:
             return [f"{keeps} and is listed"]
         if self.truth_nodes == self.nodes:
-            return [f"{keeps}: it survives" + ("" if self.complete else ", though not among those listed")]
+            return [
+                f"{keeps} and has the {'smallest size' if self.smallest else 'size searched'}"
+                + ("" if self.complete else "; it may be among the machines not listed")
+            ]
         return [keeps]
