@@ -101,6 +101,8 @@ def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = Fal
         if result.verdicts is not None and i < len(result.verdicts):
             same = f"; isomorphic to the true machine '{task.machine.name}'" if iso and iso[i] else ""
             w(f"# verdict: {result.verdicts[i]}{same}")
+        elif result.stopped is not None and result.truth is not None:
+            w("# verdict: not decided (the run was stopped)")
         if result.reward_fits is not None and i < len(result.reward_fits):
             f = result.reward_fits[i]
             w("# " + (f.summary() if hasattr(f, "summary") else f"rewards ({type(f).__name__})"))

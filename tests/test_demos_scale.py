@@ -3,6 +3,7 @@ the machines listed with a summary of the survivors, and every phase of Learner.
 run's deadline. Stops are requested from a progress hook (what SIGINT and SIGTERM do through
 rmtk.limits.request_stop), so each phase is stopped exactly where the test says."""
 
+import io
 import time
 
 import attrs
@@ -18,6 +19,7 @@ from rmtk.limits import Deadline, clear_stop, request_stop
 from rmtk.mdp import LabeledMDP
 from rmtk.negatives import ConfidenceMiner, NegativePairs
 from rmtk.progress import Progress
+from rmtk.report import report
 from rmtk.rewards.margin import MarginIRL
 from rmtk.rewards.maxent import MaxEntIRL
 from rmtk.simulate import simulate
@@ -216,6 +218,15 @@ def test_a_stop_while_judging_keeps_the_verdicts_decided(stack_avoid):
     table = SoftOptimal().class_table(stack_avoid)
     for m, v in zip(r.machines, r.verdicts):
         assert v.consistent == consistency(stack_avoid.mdp, true_du, table, m.delta_u).consistent
+    out = io.StringIO()
+    report(stack_avoid, r, out=out)
+    text = out.getvalue()
+    assert (
+        text.count("# verdict: consistent") == 16 and text.count("# verdict: not decided (the run was stopped)") == 49
+    )
+    assert "# stopped (interrupted) while deciding the verdicts: verdicts for 16 of the 65 machines" in text
+    assert "# survivors: 65 machines with 4 nodes" in text
+    assert "policy-equivalent to the truth at every depth: 16 of the 16 listed with a verdict (65 listed)" in text
 
 
 def test_a_stop_while_recovering_rewards_keeps_the_fits_done(stack_avoid):
