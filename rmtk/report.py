@@ -8,7 +8,13 @@ import sys
 
 from . import dsl
 from .learner import LearnResult
+from .summary import MachineSummary
 from .task import Task
+
+#: Machines whose resolution (what the samples could resolve behind their merges) is printed:
+#: the first ones, as the rewards (each costs a pass over the counted pairs, 17 ms at the Craft
+#: World's size, so that a listing of thousands would print for minutes).
+RESOLVED = 10
 
 #: Distinct word pairs are listed (to be counted) only below this many per-state pairs, unless
 #: asked for: listing them costs time and memory in proportion (about 3 s at 5·10⁶).
@@ -85,20 +91,22 @@ def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = Fal
             f"# rewards recovered for the first {len(fits)} of {result.distinct_count} machines "
             "(the IRL strategy's limit sets how many; --no-rewards skips the recovery)"
         )
-    summary = result.summary()
+    iso = result.isomorphic_to_truth()
+    summary = MachineSummary.of(result, iso=iso)
     if summary.listed > 1 or not summary.complete or summary.truth_merges is not None:
         for line in summary.lines(hint=not explain):
             w(f"# {line}")
+    if result.ptp is not None and result.ptp.counts is not None and len(result.machines) > RESOLVED:
+        w(f"# what the samples resolve is given for the first {RESOLVED} of the {len(result.machines)} machines")
     if explain:
         for line in str(result.explain()).splitlines():
             w(f"# {line}")
-    iso = result.isomorphic_to_truth()
     for i, m in enumerate(result.machines):
         w()
         free = result.unconstrained(i)
         if free:
             w("# unconstrained by the data (written as self-loops): " + ", ".join(f"{u} on {a}" for u, a in free))
-        resolved = result.resolution(i)  # from counted data: what the samples could resolve
+        resolved = result.resolution(i) if i < RESOLVED else None  # from counted data: what the samples resolve
         if resolved is not None:
             w(f"# {resolved}")
         if result.verdicts is not None and i < len(result.verdicts):

@@ -149,9 +149,10 @@ class MachineSummary:
     stopped: Stop | None = None
 
     @classmethod
-    def of(cls, result) -> MachineSummary:
+    def of(cls, result, *, iso: tuple[bool, ...] | None = None) -> MachineSummary:
         """The summary of a :class:`~rmtk.learner.LearnResult`: the transitions compared in the
-        machines' canonical numbering, where equal targets mean the same node."""
+        machines' canonical numbering, where equal targets mean the same node (``iso``: the
+        result's ``isomorphic_to_truth()`` when already computed)."""
         ms, sols = result.machines, result.solutions
         agree: list[tuple[str, str, str]] = []
         varies: list[tuple[str, str, tuple[str, ...]]] = []
@@ -168,7 +169,8 @@ class MachineSummary:
                     free.append((names[u], letters[k]))
                 elif len(ms) > 1:
                     varies.append((names[u], letters[k], tuple(sorted({names[int(t)] for t in du[:, u, k]}))))
-        verdicts, iso = result.verdicts, result.isomorphic_to_truth()
+        verdicts = result.verdicts
+        iso = result.isomorphic_to_truth() if iso is None else iso
         return cls(
             listed=len(ms),
             complete=result.search.complete,
