@@ -21,16 +21,33 @@ RESOLVED = 10
 PAIR_COUNT_LIMIT = 200_000
 
 
-def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = False, explain: bool = False) -> None:
+def report(
+    task: Task,
+    result: LearnResult,
+    *,
+    out=None,
+    count_pairs: bool = False,
+    explain: bool = False,
+    asked: str | None = None,
+) -> None:
     """Print a learning result as .rm text with '#' comment lines (the output stays loadable);
-    with ``explain``, what would separate the surviving machines (:meth:`LearnResult.explain`)."""
+    with ``explain``, what would separate the surviving machines (:meth:`LearnResult.explain`).
+    ``asked``: the result is the active loop's, whose expert is described so (no tree was built:
+    its prefix tree policy is what was asked)."""
     out = out or sys.stdout
     st = result.stats()
     t = result.timings
     w = lambda line="": print(line, file=out)  # noqa: E731
     words = "compressed" if result.tree.trie.compressed else "uncompressed"
     lazy = result.search.lazy
-    if result.ptp is None and result.oracle is None:  # stopped before any tree or oracle
+    if asked is not None:  # the active loop: what is known is what the expert was asked
+        w(f"# learned from task {task.name}: active learning, questions to {asked}, {words} words (no tree built)")
+        classes = f", {st['classes']} policy classes" if "classes" in st else ""
+        w(f"# asked: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs{classes}")
+        if result.negatives is not None:
+            neg = result.negatives
+            w(f"# negative examples: {len(neg)} from the counted answers at alpha {neg.alpha:g}")
+    elif result.ptp is None and result.oracle is None:  # stopped before any tree or oracle
         w(f"# learned from task {task.name}: nothing (the run was stopped before its prefix tree policy)")
     elif result.ptp is None:  # tree-free: the expert checked on the synchronised product
         depth = result.oracle.depth
@@ -61,7 +78,7 @@ def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = Fal
         w(f"# learned from task {task.name}: empirical prefix tree policy, {words} words")
         w(f"# empirical prefix tree: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs")
         report_demos(result, out=out)
-    if lazy is not None and result.ptp is not None:
+    if lazy is not None and result.ptp is not None and asked is None:
         w(
             f"# lazy negatives: {lazy.counterexamples} added in {lazy.rounds} candidate checks, "
             f"{lazy.trie.n_nodes - 1} words in play"
