@@ -18,6 +18,10 @@ swaps one without touching the others (docs/design.md, "Strategies"):
 What else a strategy can do (an oracle instead of a tree, every depth, the expert's policy
 classes for verdicts, lazy negatives, ...) it declares as capabilities
 (:mod:`rmtk.capabilities`); :meth:`Learner.fit` takes its path from them.
+
+Size: about 600 lines, the learner's flow and its result, which the active loop builds too;
+the survivors' summary and the phases' deadline bookkeeping live in :mod:`rmtk.summary`, the
+verdicts in :mod:`rmtk.equivalence`.
 """
 
 from __future__ import annotations
