@@ -206,7 +206,7 @@ def test_a_stop_while_listing_keeps_the_machines_found(stack_avoid):
     assert r.stopped.phase == "enumerate" and r.distinct_count == 5 and not r.search.complete
     assert r.stopped.unfinished == "5 machines listed, more may survive"
     assert r.stopped.skipped == ("verdict", "rewards") and r.verdicts is None and r.reward_fits is None
-    assert r.summary().count == "≥5" and "interrupted while listing the machines" in r.search.message
+    assert r.summary().count == "≥5" and "enumeration stopped early (interrupted)" in r.search.message
 
 
 def test_a_stop_while_judging_keeps_the_verdicts_decided(stack_avoid):

@@ -220,7 +220,7 @@ def search(
                 t_enc,
                 t_solve,
                 t_enum,
-                _stopped(complete, more, limits.max_solutions, deadline),
+                _stopped(complete, limits, more),
                 more=more,
             )
     return SearchResult(None, (), True, tuple(tried), 0, 0, t_enc, t_solve, 0.0, no_machine(limits))
@@ -232,14 +232,20 @@ def stopped_while(deadline, doing: str) -> str:
     return f"{'time limit reached' if why == 'time limit' else why} while {doing}"
 
 
-def _stopped(complete: bool, more: bool | None = None, cap: int | None = None, deadline=None) -> str:
+def _stopped(complete: bool, limits: SearchLimits | None = None, more: bool | None = None) -> str:
+    """Why an enumeration stopped early (nothing when it did not): the bound of
+    ``limits.max_solutions`` machines with ``more`` surviving (one more was found), the
+    deadline's reason (time limit, interrupted, terminated), or the bound reached."""
     if complete:
         return ""
-    if more:
-        return f"listing stopped at {cap} machines (max_solutions): more survive"
-    if deadline is not None and deadline.expired():
-        return stopped_while(deadline, "listing the machines") + "; the machines found are listed"
-    return "enumeration stopped early (limit reached); the solutions found are listed"
+    if more and limits is not None:
+        return f"listing stopped at {limits.max_solutions} machines (max_solutions): more survive"
+    why = "limit reached"
+    if limits is not None:
+        stop = limits.deadline.reason()
+        bound = limits.max_solutions
+        why = stop if stop else f"the bound of {bound} machines reached" if bound is not None else why
+    return f"enumeration stopped early ({why}); the solutions found are listed"
 
 
 def no_machine(limits: SearchLimits) -> str:
@@ -429,7 +435,7 @@ def maxsat_search(
         t1 - t0,
         t2 - t1,
         t3 - t2,
-        _join(_stopped(complete, more, limits.max_solutions, deadline), note),
+        _join(_stopped(complete, limits, more), note),
         cost=int(best),
         more=more,
     )
