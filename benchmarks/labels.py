@@ -1,7 +1,7 @@
 """Benchmark of learning the labels with the machine, from the exact expert at every depth.
 
 One row per (task, learner): ``labels`` learns (labeling, machine) pairs from state histories
-(``Learner(ExactPTP(None), encoder=LabelingEncoder())``); ``given`` is the label-given learner
+(``LabelLearner()``, the exact expert at every depth); ``given`` is the label-given learner
 on the same task (``Learner(ExactPTP(None))``), the reference of the same run. Each row runs in
 a fresh interpreter, so that ``peak MB`` is the process's maximum resident set (imports
 included) and ``s`` the wall time of the fit alone (``cpu s``: its process CPU time, which
@@ -47,7 +47,7 @@ def one(name: str, mode: str) -> dict:
     import numpy as np
 
     from rmtk import dsl
-    from rmtk.labels.learner import LabelingEncoder
+    from rmtk.labels import LabelLearner
     from rmtk.learner import ExactPTP, Learner
 
     model, task_name, _, _ = ROWS[name]
@@ -58,9 +58,7 @@ def one(name: str, mode: str) -> dict:
         if name.endswith("_plain"):  # what a user sees on the map: the most common cell kind is one proposition
             plain = np.bincount(task.mdp.labels).argmax()
             shared = ([s for s, lab in zip(task.mdp.states, task.mdp.labels) if lab == plain],)
-        r = Learner(
-            ExactPTP(None), encoder=LabelingEncoder(shared=shared), irl=None, time_limit=TIME_LIMIT.get(name)
-        ).fit(task)
+        r = LabelLearner(shared=shared, time_limit=TIME_LIMIT.get(name)).fit(task)
         out = dict(
             n=r.n_nodes,
             k=r.n_props,
@@ -68,7 +66,7 @@ def one(name: str, mode: str) -> dict:
             consistent=sum(v.consistent for v in r.verdicts),
             equal=sum(v.equal for v in r.verdicts),
             merges=sum(v.merges_truth for v in r.verdicts),
-            free=sum(len(s.free) for s in r.solutions),
+            free=sum(len(s.free or ()) for s in r.solutions),
             cex=r.search.counterexamples,
             ruled_out=len(r.search.ruled_out),
             truth=list(r.truth_size),

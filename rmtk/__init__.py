@@ -3,7 +3,8 @@
 A :class:`Learner` composes four strategies: a :class:`PTP` (:class:`ExactPTP`,
 :class:`EmpiricalPTP`), a :class:`NegativeExampleMiner` (:class:`ExactMiner`,
 :class:`ConfidenceMiner`), a :class:`SatEncoder` (:class:`SatEncoder`, :class:`MaxSatEncoder`)
-and a :class:`MaxEntIRL`; see docs/design.md.
+and a :class:`MaxEntIRL`; see docs/design.md. A :class:`LabelLearner` learns the labeling
+function with the machine, from state histories (docs/design.md, section 13).
 """
 
 import importlib
@@ -30,6 +31,7 @@ _LAZY = {
     "MaxEntIRL": "rewards.maxent",
     "Learner": "learner",
     "LearnResult": "learner",
+    "LabelLearner": "labels.learner",
 }
 
 
@@ -53,6 +55,7 @@ __all__ = [
     "Task",
     "Learner",
     "LearnResult",
+    "LabelLearner",
     "PTP",
     "ExactPTP",
     "EmpiricalPTP",
