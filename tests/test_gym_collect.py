@@ -15,6 +15,7 @@ from rmtk import ConfidenceMiner, DataError, EmpiricalPTP, Learner, RmtkError, d
 from rmtk.data import Demonstrations
 from rmtk.empirical import canonical_counts, count_chunk, to_policy
 from rmtk.encoders import SimplestEncoder
+from rmtk.engines.dask import DaskEngine
 from rmtk.engines.shards import plan_shards
 from rmtk.exact import shortest_path_table
 from rmtk.gym import (
@@ -98,7 +99,9 @@ def test_same_seed_same_recording_whatever_the_engine(coffee, dask_client):
     policy = NodePolicy.from_table(coffee.machine, shortest_path_table(coffee, 0.3))
     make = lambda: MdpVectorEnv(mdp, 100, max_steps=30)  # noqa: E731
     one = collect(make, policy, StateLabels.of(mdp), Identity(), 1000, seed=5, shard=200)
-    two = collect(make, policy, StateLabels.of(mdp), Identity(), 1000, seed=5, shard=200, client=dask_client)
+    two = collect(
+        make, policy, StateLabels.of(mdp), Identity(), 1000, seed=5, shard=200, engine=DaskEngine(client=dask_client)
+    )
     assert one == two and one.episodes == 1000
     assert collect(make, policy, StateLabels.of(mdp), Identity(), 1000, seed=6, shard=200) != one
     # a shard is a plain call; shards merge into the whole
@@ -111,7 +114,7 @@ def test_same_seed_same_recording_whatever_the_engine(coffee, dask_client):
         merged = merged.merge(p)
     assert merged.canonical() == one
     with pytest.raises(RmtkError, match="needs a function that makes the environment"):
-        collect(make(), policy, StateLabels.of(mdp), Identity(), 400, shard=200, client=dask_client)
+        collect(make(), policy, StateLabels.of(mdp), Identity(), 400, shard=200, engine=DaskEngine(client=dask_client))
 
 
 def test_a_single_environment_and_a_gymnasium_id(coffee):

@@ -12,6 +12,7 @@ import pytest
 from rmtk import dsl
 from rmtk.data import Demonstrations
 from rmtk.empirical import count_chunk, count_stream, empirical_policy, to_policy
+from rmtk.engines.dask import DaskEngine
 from rmtk.envs import reacher as R
 from rmtk.errors import DataError, RmtkError
 from rmtk.gym import collect
@@ -309,7 +310,7 @@ def test_recording_is_reproducible_and_worker_independent(vec, dask_client):
     b, labels = reacher_bins(), ReacherLabels()
     make = lambda: ReacherVectorEnv(25)  # noqa: E731
     one = collect(make, reacher_expert(bins=b), labels, b, 100, seed=3, shard=25)
-    two = collect(make, reacher_expert(bins=b), labels, b, 100, seed=3, shard=25, client=dask_client)
+    two = collect(make, reacher_expert(bins=b), labels, b, 100, seed=3, shard=25, engine=DaskEngine(client=dask_client))
     assert one == two and one.n_steps == 100 * R.HORIZON and one.truncated == 100
     assert collect(make, reacher_expert(bins=b), labels, b, 100, seed=4, shard=25) != one
     # the counts are those of the played trajectories (here one wave of 50, logged)

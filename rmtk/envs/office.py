@@ -8,6 +8,9 @@ into a wall or off the grid leaves the agent in place. Every state carries exact
 proposition (paper section 2): the unmarked cells get their own, ``other`` (default ``i``).
 States are numbered column by column like :mod:`rmtk.envs.gridworld` and named
 ``r{row}c{col}``.
+
+The Office World at its other layers: the Gymnasium environment in ``rmtk/gym/mdp_env.py``,
+the experiment in ``rmtk/experiments/office.py``.
 """
 
 from __future__ import annotations

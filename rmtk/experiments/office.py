@@ -13,6 +13,9 @@ each node's behaviour across the map; training and its evaluation start from the
 literature's start cell. Success: a greedy episode of the agent (ties broken at random,
 seeded) earns the true machine's reward within the horizon; the success rate is over the
 training runs.
+
+The Office World at its other layers: the map and its dynamics in ``rmtk/envs/office.py``, the
+Gymnasium environment in ``rmtk/gym/mdp_env.py``.
 """
 
 from __future__ import annotations

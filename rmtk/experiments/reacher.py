@@ -150,6 +150,16 @@ def _maxrss_mb(who: str) -> float:
     return r / 2**20 if sys.platform == "darwin" else r / 1024  # bytes on macOS, KiB on Linux
 
 
+def _engine(client, workers: int | None):
+    """Where the recording runs: on the client's cluster, on a local cluster of ``workers``
+    processes, or in this process."""
+    from ..engines.local import as_engine
+
+    if client is not None:
+        return as_engine("dask", client=client)
+    return as_engine("dask", workers=workers) if workers is not None and workers > 1 else "local"
+
+
 def simulate_and_learn(
     n_trajectories: int,
     *,
@@ -205,8 +215,7 @@ def simulate_and_learn(
             n_trajectories,
             seed,
             shard=chunk,
-            client=client,
-            workers=None if client is not None else workers,
+            engine=_engine(client, workers),
             name="reacher",
             progress=_Ticks(say, t_start),
         )

@@ -5,10 +5,10 @@ Episodes are played in *shards* (:func:`rmtk.engines.shards.plan_shards`: consec
 seed each, ``SeedSequence(seed).spawn`` by shard number), and a shard is one picklable call
 (:class:`CollectJob`, or :func:`collect_shard`) returning a :class:`~rmtk.gym.Recording`;
 recordings merge. So a collection is a map over shards and a reduce, run by an engine
-(:mod:`rmtk.engines.local`): in this process, or on Dask workers (``engine="dask"``,
-``workers=N`` or a scheduler). The recording is put in canonical numbering: the same seed and
-shard size give an equal recording whatever the engine and the number of workers. Only one
-shard's steps are held in memory per worker.
+(:mod:`rmtk.engines`): in this process, or on Dask workers (``engine="dask"`` or a
+``DaskEngine`` of a number of workers, a scheduler or a client). The recording is put in
+canonical numbering: the same seed and shard size give an equal recording whatever the engine
+and the number of workers. Only one shard's steps are held in memory per worker.
 
 A vector environment plays ``num_envs`` episodes at a time (a *wave*: every copy is reset
 together, and a copy's steps after its episode ended are ignored), so the labeler, the
@@ -25,7 +25,7 @@ import math
 import attrs
 import numpy as np
 
-from ..engines.local import LocalEngine, as_engine
+from ..engines.local import Engine, LocalEngine, as_engine
 from ..engines.shards import Shard, plan_shards
 from ..errors import RmtkError
 from ..progress import Progress, as_progress
@@ -103,10 +103,7 @@ def collect(
     n_states: int | None = None,
     max_steps: int = 1000,
     shard: int | None = None,
-    engine=None,
-    workers: int | None = None,
-    scheduler: str | None = None,
-    client=None,
+    engine: str | Engine = "local",
     compress: bool = True,
     name: str | None = None,
     progress: Progress | None = None,
@@ -128,27 +125,23 @@ def collect(
         propositions: the alphabet (default: ``labeler.propositions``).
         max_steps: the longest episode recorded (longer ones are cut and counted as such).
         shard: episodes per shard (default 1000, in whole waves of a vector environment).
-        engine: ``"local"`` (this process), ``"dask"`` or an engine object
-            (:mod:`rmtk.engines.local`); default: Dask when ``workers`` > 1, else local.
-        workers, scheduler, client: the Dask cluster (a local one of ``workers`` processes, a
-            scheduler's address, or a client); the recording does not depend on them.
+        engine: where the shards run: ``"local"`` (this process, the default), ``"dask"`` (a
+            local cluster, one worker per CPU) or an engine object, such as
+            ``DaskEngine(workers=4)``, ``DaskEngine(scheduler="tcp://host:8786")`` or
+            ``DaskEngine(client=c)`` (:mod:`rmtk.engines`); the recording does not depend on it.
         compress: key the words by non-stuttering compression (docs/design.md, section 2).
         progress: hears ``count(done, episodes, "episodes")`` as shards finish.
     """
     progress = as_progress(progress)
     if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
         raise RmtkError(f"max_steps must be a whole number of at least 1, got {max_steps!r}")
-    if workers == 1 and engine in (None, "local"):
-        workers = None  # one process: this one
-    if engine is None:
-        engine = "dask" if workers is not None or scheduler or client is not None else "local"
+    runner = as_engine(engine)
     made, owned = make_env(env)
     try:
         setup = Setup.of(made, labeler, discretizer, propositions, n_states, name)
         if shard is None:
             shard = setup.copies * math.ceil(max(SHARD, setup.copies) / setup.copies)
         plan = plan_shards(episodes, shard, seed)
-        runner = as_engine(engine, client=client, scheduler=scheduler, workers=workers)
         local = isinstance(runner, LocalEngine)
         if not local and made is env:
             raise RmtkError(
