@@ -34,7 +34,7 @@ counterexample, learned clause and dropped selector between the two.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import attrs
 import numpy as np
@@ -64,9 +64,10 @@ from ..sat.solver import DEFAULT_SOLVER, open_solver, solve
 from .pairs import LabelKnowledge
 
 #: The most clauses a pair formula is built with: a size a user types beyond it (nodes,
-#: propositions) is refused before any work (the solver holds about 100 bytes per clause, the
-#: clauses are built in Python lists first).
-MAX_CLAUSES = 30_000_000
+#: propositions) is refused before any work. The solver holds about 100 bytes per clause, and
+#: each family is built as a Python list (about 150 bytes per clause) before it is added: 6
+#: million clauses keep a run under a gigabyte.
+MAX_CLAUSES = 6_000_000
 
 
 def estimated_clauses(n: int, n_states: int, n_reach: int, n_pairs: int, n_steps: int, k: int = 0) -> int:
@@ -256,55 +257,46 @@ class TrueProduct:
         return cls(np.stack([s, a], axis=1), np.unique(np.stack([src, dst], axis=1), axis=0), first, oracle.table[s, a])
 
 
-def product_clauses(pool: StatePool, tp: TrueProduct) -> Clauses:
-    """Consistency at every depth without histories: the reachable triples (state, true node,
-    candidate node) are closed under the MDP's steps (r at the start; r[q,b] → e[q′,b] along
-    each step q → q′; e[q,b] ∧ t[b,s′,b′] → r[q′,b′]), and no two triples of one state and
-    candidate node have different policy classes. A model's machine is consistent (the
-    reachable set is the least closed one), and every consistent machine has a model."""
+def product_clauses(pool: StatePool, tp: TrueProduct, chunk: int = 20_000) -> Iterator[Clauses]:
+    """Consistency at every depth without histories, in parts of at most about ``chunk`` pairs:
+    the reachable triples (state, true node, candidate node) are closed under the MDP's steps
+    (r at the start; r[q,b] → e[q′,b] along each step q → q′; e[q,b] ∧ t[b,s′,b′] → r[q′,b′]), and
+    no two triples of one state and candidate node have different policy classes. A model's
+    machine is consistent (the reachable set is the least closed one), and every consistent
+    machine has a model."""
     n = pool.n
     b = np.arange(n)
-    s, a = tp.pairs[:, 0], tp.pairs[:, 1]
-    del a
-    out: Clauses = []
+    s = tp.pairs[:, 0]
+
+    def pairs(x, y):
+        return _rows(np.stack(np.broadcast_arrays(x, y), axis=-1).reshape(-1, 2))
+
     st = s[tp.starts]  # start: t[0,s0,b] → r[q0,b]
-    out += _rows(
-        np.stack(
-            np.broadcast_arrays(-pool.t(0, st[:, None], b[None, :]), pool.r(tp.starts[:, None], b[None, :])), axis=-1
-        ).reshape(-1, 2)
-    )
-    src, dst = tp.edges[:, 0], tp.edges[:, 1]
-    out += _rows(
-        np.stack(
-            np.broadcast_arrays(-pool.r(src[:, None], b[None, :]), pool.e(dst[:, None], b[None, :])), axis=-1
-        ).reshape(-1, 2)
-    )
-    q = np.arange(len(s))
+    yield pairs(-pool.t(0, st[:, None], b[None, :]), pool.r(tp.starts[:, None], b[None, :]))
+    for lo in range(0, len(tp.edges), chunk):
+        src, dst = tp.edges[lo : lo + chunk, 0], tp.edges[lo : lo + chunk, 1]
+        yield pairs(-pool.r(src[:, None], b[None, :]), pool.e(dst[:, None], b[None, :]))
     i, j = (x.ravel() for x in np.meshgrid(b, b, indexing="ij"))
-    out += _rows(
-        np.stack(
-            np.broadcast_arrays(
-                -pool.e(q[:, None], i[None, :]),
-                -pool.t(i[None, :], s[:, None], j[None, :]),
-                pool.r(q[:, None], j[None, :]),
-            ),
-            axis=-1,
-        ).reshape(-1, 3)
-    )
+    for lo in range(0, len(s), chunk):
+        q = np.arange(lo, min(lo + chunk, len(s)))
+        cols = np.broadcast_arrays(
+            -pool.e(q[:, None], i[None, :]),
+            -pool.t(i[None, :], s[q][:, None], j[None, :]),
+            pool.r(q[:, None], j[None, :]),
+        )
+        yield _rows(np.stack(cols, axis=-1).reshape(-1, 3))
+    q = np.arange(len(s))
     order = np.lexsort((tp.cls, s))  # two pairs of one state with different classes never share a candidate node
     ss, cc, qq = s[order], tp.cls[order], q[order]
+    out: Clauses = []
     for lo, hi in zip(*_runs(ss)):
         if len(np.unique(cc[lo:hi])) < 2:
             continue
         x, y = np.triu_indices(hi - lo, 1)
         keep = cc[lo:hi][x] != cc[lo:hi][y]
         q1, q2 = qq[lo:hi][x[keep]], qq[lo:hi][y[keep]]
-        out += _rows(
-            np.stack(
-                np.broadcast_arrays(-pool.r(q1[:, None], b[None, :]), -pool.r(q2[:, None], b[None, :])), axis=-1
-            ).reshape(-1, 2)
-        )
-    return out
+        out += pairs(-pool.r(q1[:, None], b[None, :]), -pool.r(q2[:, None], b[None, :]))
+    yield out
 
 
 def _runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -369,30 +361,32 @@ class PairFormula:
             0 if product is None else len(product.pairs),
         )
         self.pool, self.product = pool, product
-        clauses = determinism(pool) + full_specification(pool) + [[int(pool.x(0, 0))]]
+        self.sat = open_solver(solver)
+        add = self.sat.append_formula  # family by family: no list of the whole formula is ever held
+        add(determinism(pool) + full_specification(pool) + [[int(pool.x(0, 0))]])
         if non_stuttering:
-            clauses += stutter_free(pool)
+            add(stutter_free(pool))
         if symmetry_breaking and n > 1:
-            clauses += bfs_numbering(pool)
+            add(bfs_numbering(pool))
         inside = np.zeros(n_states, bool)
         inside[self.reach] = True
-        clauses += equal_columns(pool, [[s for s in g if inside[s]] for g in knowledge.groups()])
+        add(equal_columns(pool, [[s for s in g if inside[s]] for g in knowledge.groups()]))
         nodes = np.arange(n)
-        clauses += [[int(v)] for v in pool.t(nodes[None, :], np.flatnonzero(~inside)[:, None], nodes[None, :]).ravel()]
+        add([[int(v)] for v in pool.t(nodes[None, :], np.flatnonzero(~inside)[:, None], nodes[None, :]).ravel()])
         self.select: dict[int, int] = {}  # selector -> state
         for s in self.reach.tolist():
             a = pool.new(("identity", s))
             self.select[a] = s
-            clauses += [[-a, int(v)] for v in pool.t(nodes, s, nodes)]
+            add([[-a, int(v)] for v in pool.t(nodes, s, nodes)])
         if product is not None:
-            clauses += product_clauses(pool, product)
+            for part in product_clauses(pool, product):
+                add(part)
         elif oracle is None:
-            clauses += prefix_runs(pool, problem.trie)
+            add(prefix_runs(pool, problem.trie))
             if classes is not None:
-                clauses += negative_classes(pool, classes)
+                add(negative_classes(pool, classes))
             elif problem.negatives is not None and len(problem.negative_pairs()):
-                clauses += negative_pairs(pool, problem.negative_pairs())
-        self.sat = open_solver(solver, clauses)
+                add(negative_pairs(pool, problem.negative_pairs()))
         self.lazy = LazyFormula(pool, self.sat) if lazy else None
         self.layers: list[Layer] = []
         self.rounds = self.guards = 0
@@ -446,8 +440,7 @@ class PairFormula:
             inside = [row[s] for s in g if s in row]
             for x, y in zip(inside[:-1], inside[1:]):
                 out += _rows(np.stack([-l[x], l[y]], axis=1)) + _rows(np.stack([l[x], -l[y]], axis=1))
-        for c in out:
-            self.sat.add_clause([-act, *c])
+        self.sat.append_formula([-act, *c] for c in out)
         layer = Layer(act, l, d, u)
         self.layers.append(layer)
         return layer

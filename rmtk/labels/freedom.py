@@ -93,36 +93,35 @@ def _one_by_one(oracle, sol: LabelSolution, changes, deadline: Deadline):
 def _by_product(tp: TrueProduct, sol: LabelSolution, reach, changes, deadline: Deadline, solver: str):
     """The free changes among ``changes`` by the product encoding (see the module docstring)."""
     n, S = sol.n_nodes, len(sol.labels)
-    pool = StatePool(n, S, 1, 0, len(tp.pairs))
-    clauses = determinism(pool) + product_clauses(pool, tp)
-    inside = np.zeros(S, bool)
-    inside[reach] = True
-    nodes = np.arange(n)
-    out_states = np.flatnonzero(~inside)
-    clauses += [[int(v)] for v in pool.t(nodes[None, :], out_states[:, None], nodes[None, :]).ravel()]
-    allowed = {}
+    allowed: dict[int, list[int]] = {}
     for s, p in changes:
         allowed.setdefault(s, []).append(p)
-    choice: dict[tuple[int, int], int] = {}
-    moved = []
-    for s in reach.tolist():
-        own = int(sol.labels[s])
-        options = [own, *allowed.get(s, [])]
-        lits = []
-        for p in options:
-            c = pool.new(("column", s, p))
-            choice[s, p] = c
-            lits.append(c)
-            clauses += _rows(np.stack([np.full(n, -c), pool.t(nodes, s, sol.delta_u[:, p])], axis=1))
-        clauses.append(lits)
-        if len(options) > 1:
-            moved.append(-choice[s, own])
-    if not moved:
+    if not allowed:
         return []
-    clauses.append(moved)  # some state is off its label …
-    clauses += CardEnc.atmost(moved, bound=1, vpool=pool.aux, encoding=EncType.seqcounter).clauses  # … only one
-    found = []
-    with open_solver(solver, clauses) as sat:
+    pool = StatePool(n, S, 1, 0, len(tp.pairs))
+    nodes = np.arange(n)
+    D = sol.state_machine()
+    fixed = np.setdiff1d(np.arange(S), list(allowed))  # every other column is the pair's
+    with open_solver(solver) as sat:
+        sat.append_formula(determinism(pool))
+        for part in product_clauses(pool, tp):
+            sat.append_formula(part)
+        sat.append_formula([[int(v)] for v in pool.t(nodes[None, :], fixed[:, None], D[:, fixed].T).ravel()])
+        choice: dict[tuple[int, int], int] = {}
+        moved = []
+        for s, ps in allowed.items():
+            own = int(sol.labels[s])
+            lits = []
+            for p in [own, *ps]:
+                c = pool.new(("column", s, p))
+                choice[s, p] = c
+                lits.append(c)
+                sat.append_formula(_rows(np.stack([np.full(n, -c), pool.t(nodes, s, sol.delta_u[:, p])], axis=1)))
+            sat.add_clause(lits)
+            moved.append(-choice[s, own])
+        sat.add_clause(moved)  # some state is off its label …
+        sat.append_formula(CardEnc.atmost(moved, bound=1, vpool=pool.aux, encoding=EncType.seqcounter).clauses)
+        found = []  # … only one
         while True:
             ok = solve(sat, deadline)
             if ok is None:
