@@ -9,7 +9,6 @@ import itertools
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from rmtk import RewardMachine, Task, dsl
 from rmtk.labels import LabelLearner
