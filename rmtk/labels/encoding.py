@@ -307,6 +307,10 @@ def _runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.r_[0, cut], np.r_[cut, len(values)]
 
 
+class Expired(Exception):
+    """The deadline passed while a formula was being built (the search reports it, flagged)."""
+
+
 class Layer:
     """The label layer of K propositions of a :class:`PairFormula` (see the module docstring):
     ``act`` switches it on; ``l`` ``(R, K)`` for the states of ``reach``, ``d`` ``(n, K, n)``,
@@ -342,6 +346,7 @@ class PairFormula:
         non_stuttering: bool = True,
         solver: str = DEFAULT_SOLVER,
         product: TrueProduct | None = None,
+        deadline: Deadline = NEVER,
     ):
         self.problem, self.n, self.S = problem, n, n_states
         self.reach = np.asarray(reach, np.int64)
@@ -362,7 +367,14 @@ class PairFormula:
         )
         self.pool, self.product = pool, product
         self.sat = open_solver(solver)
-        add = self.sat.append_formula  # family by family: no list of the whole formula is ever held
+        self.deadline = deadline
+
+        def add(clauses) -> None:  # family by family: no list of the whole formula is ever held
+            if deadline.expired():
+                self.sat.delete()
+                raise Expired
+            self.sat.append_formula(clauses)
+
         add(determinism(pool) + full_specification(pool) + [[int(pool.x(0, 0))]])
         if non_stuttering:
             add(stutter_free(pool))
@@ -400,7 +412,7 @@ class PairFormula:
     # ------------------------------------------------------------------ the label layer
     def layer(self, K: int) -> Layer:
         """The label layer of at least K propositions (the largest one so far when it has K,
-        else a new one)."""
+        else a new one); :class:`Expired` when the formula's deadline passes while it is built."""
         if self.layers and self.layers[-1].K >= K:
             return self.layers[-1]
         pool, n, reach = self.pool, self.n, self.reach
@@ -440,6 +452,8 @@ class PairFormula:
             inside = [row[s] for s in g if s in row]
             for x, y in zip(inside[:-1], inside[1:]):
                 out += _rows(np.stack([-l[x], l[y]], axis=1)) + _rows(np.stack([l[x], -l[y]], axis=1))
+        if self.deadline.expired():
+            raise Expired
         self.sat.append_formula([-act, *c] for c in out)
         layer = Layer(act, l, d, u)
         self.layers.append(layer)

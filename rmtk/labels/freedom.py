@@ -105,6 +105,8 @@ def _by_product(tp: TrueProduct, sol: LabelSolution, reach, changes, deadline: D
     with open_solver(solver) as sat:
         sat.append_formula(determinism(pool))
         for part in product_clauses(pool, tp):
+            if deadline.expired():
+                return None
             sat.append_formula(part)
         sat.append_formula([[int(v)] for v in pool.t(nodes[None, :], fixed[:, None], D[:, fixed].T).ravel()])
         choice: dict[tuple[int, int], int] = {}

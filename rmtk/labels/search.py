@@ -36,7 +36,7 @@ from ..sat.encoding import Problem
 from ..sat.lazy import ProductOracle
 from ..sat.solver import DEFAULT_SOLVER, check_solver_field
 from ..validators import one_of, whole
-from .encoding import PairFormula, TrueProduct
+from .encoding import Expired, PairFormula, TrueProduct
 from .pairs import (
     LabelKnowledge,
     LabelSolution,
@@ -190,6 +190,7 @@ class _SizeSearch:
             non_stuttering=self.how.non_stuttering,
             solver=self.how.solver,
             product=self.product,
+            deadline=self.deadline,
         )
         if f.lazy is not None:
             f.add(self.seen)
@@ -258,8 +259,11 @@ class _SizeSearch:
     def run(self) -> LabelSearchResult:
         for n in self.limits.sizes:
             self.best = self._store()
-            with self._formula(n) as f:
-                out = self.size(f, n)
+            try:
+                with self._formula(n) as f:
+                    out = self.size(f, n)
+            except Expired:
+                out = self.unfinished(n, self.k_lo, f"{self.why()} while building the formula of {n} nodes")
             if out is not None:
                 return out
         sizes = self.limits.sizes
