@@ -28,20 +28,21 @@ from ..errors import RmtkError
 from ..exact import ExactPTP
 from ..limits import Deadline, SearchLimits, max_nodes_or_default
 from ..mdp import LabeledMDP
-from ..negatives import ConfidenceMiner, ExactMiner, NegativeExampleMiner, NegativePairs, log_weissman_constant
+from ..negatives import ConfidenceMiner, ExactMiner, NegativeExampleMiner
 from ..progress import Progress, Recorder
-from ..ptp import PTP, PrefixTreePolicy, PTPCapabilities, Trie
+from ..ptp import PTP, PTPCapabilities, Trie
 from ..sat.encoding import Problem
 from ..sat.lazy import Oracle, TrieOracle
 from ..space import Space
 from ..task import Task
 from ..validators import BOUND_WHY, MAX_NODES, node_count, optional_positive_int, optional_seconds
 from .encoding import MAX_CLAUSES, estimated_clauses
+from .evidence import sample_evidence
 from .freedom import free_states
 from .histories import StateHistoryPTP, is_state_view, state_mdp
 from .knowledge import knowledge, known_labels, proposition_names, shared_groups
 from .pairs import LabelKnowledge, mdp_reachable, reached_states
-from .result import LabelLearnResult, SampleEvidence
+from .result import LabelLearnResult
 from .search import LabelSearchResult, PairSearch, PairSearchCapabilities, SmallestPairs
 from .verdicts import truth_survives, verdicts
 
@@ -162,7 +163,9 @@ class LabelLearner:
         res = self.search.search(problem, mdp.n_states, reach, know, limits)
         rec.stage("search", time.perf_counter() - t0)
         checker = _checker(problem)
-        return self._finish(task, mdp, res, named, reach, checker, ptp, deadline, rec, t0, _evidence(built, mined))
+        evidence = sample_evidence(built, mined)
+        result = self._finish(task, mdp, res, named, reach, checker, ptp, deadline, rec, t0, evidence)
+        return attrs.evolve(result, ptp=built if evidence is not None else None)
 
     def fit_questions(self, active, target: Task | LabeledMDP) -> LabelLearnResult:
         """Learn from what an active loop asked the expert on the state view
@@ -308,32 +311,3 @@ def _same_mdp(asked: LabeledMDP, mdp: LabeledMDP) -> None:
             f"the active loop asked about {asked.name!r}, whose moves differ from those of {mdp.name!r}: learn the "
             "labels of the task the loop was run on"
         )
-
-
-def _evidence(built: PrefixTreePolicy | None, negatives) -> SampleEvidence | None:
-    """What demonstrations could resolve (``None`` for an exact expert): the confidence bound of
-    :class:`~rmtk.negatives.ConfidenceMiner` read backwards at the best-sampled state."""
-    if built is None or built.counts is None:
-        return None
-    alpha = negatives.alpha if isinstance(negatives, NegativePairs) else ConfidenceMiner().alpha
-    n = np.asarray(built.counts).sum(axis=1)
-    A = built.counts.shape[1]
-    c = log_weissman_constant(A)
-    threshold = 2.0 * (c - np.log(alpha))
-    compared = int((n >= threshold).sum())
-    state = np.asarray(built.tree.pair_state)
-    order = np.lexsort((-n, state))
-    st, nn = state[order], n[order]
-    first = np.r_[True, st[1:] != st[:-1]] if len(st) else np.zeros(0, bool)
-    idx = np.flatnonzero(first)
-    second = idx + 1
-    ok = second < len(st)
-    ok[ok] = st[second[ok]] == st[idx[ok]]
-    resolution = None
-    if ok.any():
-        n1, n2 = nn[idx[ok]], nn[second[ok]]  # the two most-visited histories of each state
-        # the smallest ε with δ1 + δ2 ≤ α, δj = (2^A − 2)·exp(−nj ε²/2): at least the ε of the rarer one
-        eps = np.sqrt(2.0 * (c + np.log(2.0) - np.log(alpha)) / np.minimum(n1, n2))
-        resolution = float(min(1.0, eps.min()))
-    found = len(negatives) if isinstance(negatives, NegativePairs) else 0
-    return SampleEvidence(found, float(alpha), compared, int(len(n)), resolution)

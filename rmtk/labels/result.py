@@ -10,7 +10,9 @@ import numpy as np
 from ..errors import RmtkError
 from ..machine import RewardMachine
 from ..mdp import LabeledMDP
+from ..ptp import PrefixTreePolicy
 from ..space import Space
+from .evidence import SampleEvidence, closest_merges
 from .knowledge import state_names
 from .pairs import LabelSolution
 from .search import LabelSearchResult
@@ -59,46 +61,6 @@ class SurvivorSummary:
 
 
 @attrs.frozen
-class SampleEvidence:
-    """What sampled data (demonstrations) could resolve, for a result learned from them.
-
-    Attributes:
-        negatives: negative examples mined (pairs of state histories whose action
-            distributions at a common state differ with confidence 1 − ``alpha``).
-        alpha: the level of the confidence bound.
-        compared: (history, state) entries seen often enough to be compared at all.
-        entries: (history, state) entries in the data.
-        resolution: the smallest difference (half the L1 distance of the two action
-            distributions) the bound could detect between the two most-visited histories at one
-            state; a difference below it passes for none (``None``: no state had two histories
-            seen often enough).
-    """
-
-    negatives: int
-    alpha: float
-    compared: int
-    entries: int
-    resolution: float | None
-
-    def lines(self) -> list[str]:
-        """The statement, as text lines (what was resolved, never the wording of a proof)."""
-        head = (
-            f"from sampled data: {self.negatives} negative example{'s' if self.negatives != 1 else ''} at confidence "
-            f"{1 - self.alpha:g}; {self.compared} of {self.entries} (history, state) entries seen often enough to be "
-            "compared"
-        )
-        if self.negatives == 0:
-            head += "; the data held no negative example, so nothing rules out fewer nodes than found"
-        res = (
-            f"the best-sampled histories could reveal a difference of action distributions of {self.resolution:.3g} "
-            "or more (half the L1 distance); smaller differences pass for none"
-            if self.resolution is not None
-            else "no state had two histories seen often enough to reveal any difference"
-        )
-        return [head, res]
-
-
-@attrs.frozen
 class LabelLearnResult:
     """What :meth:`LabelLearner.fit <rmtk.labels.learner.LabelLearner.fit>` found.
 
@@ -120,6 +82,8 @@ class LabelLearnResult:
         unfinished: the steps a limit stopped, in words (empty when every step finished).
         evidence: what sampled data could resolve (``None`` for an exact expert).
         timings: seconds per stage.
+        ptp: the tree of state histories counted from demonstrations (``None`` otherwise), for
+            :meth:`explain`.
     """
 
     search: LabelSearchResult
@@ -132,6 +96,7 @@ class LabelLearnResult:
     unfinished: tuple[str, ...] = ()
     evidence: SampleEvidence | None = None
     timings: dict = attrs.field(factory=dict)
+    ptp: PrefixTreePolicy | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def solutions(self) -> tuple[LabelSolution, ...]:
@@ -210,19 +175,32 @@ class LabelLearnResult:
         return self.truth_size <= (self.n_nodes, self.n_props)
 
     def explain(self, limit: int = 10) -> list[str]:
-        """What would separate the survivors, as text lines: for pairs of listed solutions (at
-        most ``limit``), a shortest witness on the state view — a state and two state histories
-        reaching it that one pair sends to one node and the other to two (observing the expert
-        there can refute one) — or that none exists; from sampled data, what the samples could
-        resolve first."""
+        """What would separate the survivors, as text lines. From sampled data first what the
+        samples could resolve, and the pairs of histories the first pair merges that came
+        closest to being told apart, with the visits they would need (:mod:`rmtk.labels.evidence`).
+        Then, for pairs of listed solutions (at most ``limit``), a shortest witness on the state
+        view — a state and two state histories reaching it that one pair sends to one node and
+        the other to two (observing the expert there can refute one) — or that none exists."""
         from ..equivalence import distinguish
         from .histories import state_mdp
 
         out = list(self.evidence.lines()) if self.evidence is not None else []
         sols = self.solutions
+        names = state_names(self.mdp)
+        if self.ptp is not None and self.evidence is not None and sols:
+            close = closest_merges(self.ptp, sols[0].state_machine(), self.evidence.alpha, limit=min(limit, 5))
+            if close:
+                out.append("histories the first pair merges that came closest to being told apart:")
+            for c in close:
+                h1, h2 = (" ".join(names[s] for s in h) for h in (c.history1, c.history2))
+                out.append(
+                    f"  at {names[c.state]}: [{h1}] and [{h2}] differ by {c.difference:.3g} over {c.visits[0]} and "
+                    f"{c.visits[1]} visits, below the {min(c.radius, 1):.3g} those visits could reveal (consistent with no "
+                    f"difference); about {c.needed:,} visits each would tell them apart, were the difference real"
+                )
         if len(sols) < 2:
             if sols:
-                out.append("one pair survives: nothing to separate")
+                out.append("one pair survives: no other pair to separate it from")
             return out
         if isinstance(self.mdp, Space):
             return out + [
