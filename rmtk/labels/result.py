@@ -195,8 +195,8 @@ class LabelLearnResult:
                 h1, h2 = (" ".join(names[s] for s in h) for h in (c.history1, c.history2))
                 out.append(
                     f"  at {names[c.state]}: [{h1}] and [{h2}] differ by {c.difference:.3g} over {c.visits[0]} and "
-                    f"{c.visits[1]} visits, below the {min(c.radius, 1):.3g} those visits could reveal (consistent with no "
-                    f"difference); about {c.needed:,} visits each would tell them apart, were the difference real"
+                    f"{c.visits[1]} visits, below the {min(c.radius, 1):.3g} those visits could reveal (consistent "
+                    f"with no difference); about {c.needed:,} visits each would tell them apart, were the difference real"
                 )
         if len(sols) < 2:
             if sols:
