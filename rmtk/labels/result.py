@@ -196,7 +196,7 @@ class LabelLearnResult:
                 out.append(
                     f"  at {names[c.state]}: [{h1}] and [{h2}] differ by {c.difference:.3g} over {c.visits[0]} and "
                     f"{c.visits[1]} visits, below the {min(c.radius, 1):.3g} those visits could reveal (consistent "
-                    f"with no difference); about {c.needed:,} visits each would tell them apart, were the difference real"
+                    f"with no difference); about {c.needed:,} visits each would tell them apart, were it real"
                 )
         if len(sols) < 2:
             if sols:
