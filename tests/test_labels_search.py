@@ -21,10 +21,30 @@ from rmtk.ptp import Trie
 from rmtk.sat.encoding import Problem
 
 
-def search(task, table, how=None, **limits):
-    """The pair search alone on ``task``'s exact expert at every depth."""
+class Opaque:
+    """An oracle's checks only (no product to encode, no quotient): the search is lazy."""
+
+    depth = None
+
+    def __init__(self, oracle):
+        self.inner = oracle
+
+    def check(self, du):
+        return self.inner.check(du)
+
+    def exercised(self, du):
+        return self.inner.exercised(du)
+
+    def lower_bound(self):
+        return self.inner.lower_bound()
+
+
+def search(task, table, how=None, lazy=False, **limits):
+    """The pair search alone on ``task``'s exact expert at every depth (``lazy``: through an
+    oracle that hides its kind)."""
     how = how or SmallestPairs()
     oracle = expert(task, table).oracle(state_task(task))
+    oracle = Opaque(oracle) if lazy else oracle
     S = task.mdp.n_states
     lim = SearchLimits(max_nodes=3, min_nodes=oracle.lower_bound(), **limits)
     return how.search(Problem(Trie.root(True), S, oracle=oracle), S, mdp_reachable(task.mdp), LabelKnowledge(), lim)
@@ -118,24 +138,11 @@ def test_every_depth_product_encoding_agrees_with_the_lazy_search(seed):
     an oracle that hides its kind."""
     task, table = random_task(seed + 60)
     oracle = expert(task, table).oracle(state_task(task))
-
-    class Opaque:  # the product oracle's checks only: the search must be lazy
-        depth = None
-
-        def check(self, du):
-            return oracle.check(du)
-
-        def exercised(self, du):
-            return oracle.exercised(du)
-
-        def lower_bound(self):
-            return oracle.lower_bound()
-
     S, reach = task.mdp.n_states, mdp_reachable(task.mdp)
     lim = SearchLimits(max_nodes=3, min_nodes=oracle.lower_bound())
     out = [
         SmallestPairs().search(Problem(Trie.root(True), S, oracle=o), S, reach, LabelKnowledge(), lim)
-        for o in (oracle, Opaque())
+        for o in (oracle, Opaque(oracle))
     ]
     assert out[0].counterexamples == 0
     assert (out[0].n_nodes, out[0].n_props) == (out[1].n_nodes, out[1].n_props)
@@ -224,13 +231,14 @@ def test_linear_bfs_numbering_keeps_the_machines_of_the_quadratic_one():
 
 def test_a_time_limit_in_the_enumeration_reports_the_bisection_pair(monkeypatch):
     """When the time runs out in the final enumeration (simulated), the pair reported is the
-    smallest the bisection found (here 2 propositions, below the label-free check's 3), one of
-    the pairs of the complete search, flagged."""
+    smallest the bisection found (here 2 propositions, below the label-free check's 3; the
+    expert through an opaque oracle, so that the check is the SAT one), one of the pairs of the
+    complete search, flagged."""
     import rmtk.labels.search as ls
 
     task, table = random_task(53)
     reach = mdp_reachable(task.mdp)
-    full = search(task, table)
+    full = search(task, table, lazy=True)
     assert (full.n_nodes, full.n_props, full.complete) == (3, 2, True) and (3, 3, True) in full.tried
     real = ls._SizeSearch.pairs
 
@@ -240,7 +248,7 @@ def test_a_time_limit_in_the_enumeration_reports_the_bisection_pair(monkeypatch)
         return real(self, f, n, k, exactly, every)
 
     monkeypatch.setattr(ls._SizeSearch, "pairs", no_time_to_enumerate)
-    cut = search(task, table)
+    cut = search(task, table, lazy=True)
     assert (cut.n_nodes, cut.n_props, cut.complete, len(cut.solutions)) == (3, 2, False, 1)
     assert "one of those of the fewest sizes" in cut.message
     key = lambda x: pair_key(x.labels, x.delta_u, x.used, reach)  # noqa: E731
@@ -268,3 +276,23 @@ def test_a_time_limit_after_the_label_free_check_reports_its_pair_flagged(monkey
     assert cut.n_props >= 4 and "4 nodes is the fewest" in cut.message
     assert not oracle.check(cut.solutions[0].state_machine())
     assert {(n, k) for n, k in cut.ruled_out} == {(n, k) for n, k in full.ruled_out if n < 4}
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_expert_s_quotient_machine_is_a_consistent_machine_over_states(seed):
+    """The expert's own machine with behaviourally equal nodes merged passes the every-depth
+    oracle, has no more nodes than the truth nor fewer than the lower bound, and starts in node
+    0; the search at its size then lists the same pairs as through an opaque oracle."""
+    from rmtk.labels.label_free import quotient_machine
+
+    task, table = random_task(seed + 80)
+    oracle = expert(task, table).oracle(state_task(task))
+    q = quotient_machine(oracle)
+    assert oracle.lower_bound() <= q.shape[0] <= task.machine.n_nodes
+    assert q.shape[1] == task.mdp.n_states and not oracle.check(q)
+    assert quotient_machine(Opaque(oracle)) is None
+    reach = mdp_reachable(task.mdp)
+    keys = [
+        {pair_key(s.labels, s.delta_u, s.used, reach) for s in search(task, table, lazy=lz).solutions} for lz in (0, 1)
+    ]
+    assert keys[0] == keys[1]

@@ -11,8 +11,11 @@ Variables:
 * ``T[i,s,j]`` — the machine read over states, D(u_i, s) = u_j: the ``t`` of a
   :class:`~rmtk.sat.encoding.VarPool` whose letters are the states. Histories run on it
   (x[h,i] ∧ T[i,s,j] → x[hs,j], n² clauses per trie edge whatever k), with determinism, full
-  specification, non-stuttering and breadth-first node numbering (:func:`bfs_numbering`, linear
-  in the number of letters). States no history reaches are pinned to the identity.
+  specification, non-stuttering and node numbering: breadth-first (:func:`bfs_numbering`, linear
+  in the number of letters), or, when n histories must end in n different nodes (a state with
+  n policy classes, the oracle's ``clique``), those histories pinned to the nodes
+  (:func:`rmtk.sat.encoding.clique_pins`), which decides most of the product by propagation.
+  States no history reaches are pinned to the identity.
 * ``a[s]`` — the identity selector of state s: a[s] → T[i,s,i] for every i. Every query is
   asked assuming all selectors that have not failed; those in a failed core are dropped
   (:func:`shrink_core`). They only steer: a candidate is kept only when the oracle accepts it,
@@ -61,7 +64,7 @@ from ..sat.encoding import non_stuttering as stutter_free
 from ..sat.lazy import LazyFormula, ProductOracle
 from ..sat.search import used_transitions
 from ..sat.solver import DEFAULT_SOLVER, open_solver, solve
-from .pairs import LabelKnowledge
+from .pairs import LabelKnowledge, first_occurrence
 
 #: The most clauses a pair formula is built with: a size a user types beyond it (nodes,
 #: propositions) is refused before any work. The solver holds about 100 bytes per clause, and
@@ -347,6 +350,7 @@ class PairFormula:
         solver: str = DEFAULT_SOLVER,
         product: TrueProduct | None = None,
         deadline: Deadline = NEVER,
+        clique: Sequence = (),
     ):
         self.problem, self.n, self.S = problem, n, n_states
         self.reach = np.asarray(reach, np.int64)
@@ -378,7 +382,8 @@ class PairFormula:
         add(determinism(pool) + full_specification(pool) + [[int(pool.x(0, 0))]])
         if non_stuttering:
             add(stutter_free(pool))
-        if symmetry_breaking and n > 1:
+        pinned = symmetry_breaking and n > 1 and len(clique) == n
+        if symmetry_breaking and n > 1 and not pinned:
             add(bfs_numbering(pool))
         inside = np.zeros(n_states, bool)
         inside[self.reach] = True
@@ -400,8 +405,14 @@ class PairFormula:
             elif problem.negatives is not None and len(problem.negative_pairs()):
                 add(negative_pairs(pool, problem.negative_pairs()))
         self.lazy = LazyFormula(pool, self.sat) if lazy else None
+        if pinned:  # the nodes numbered by n histories that must end in n different nodes
+            if deadline.expired():
+                self.sat.delete()
+                raise Expired
+            (self.lazy or LazyFormula(pool, self.sat)).pin(clique)
         self.layers: list[Layer] = []
         self.rounds = self.guards = 0
+        self.preferred: np.ndarray | None = None
 
     def __enter__(self) -> PairFormula:
         return self
@@ -457,6 +468,7 @@ class PairFormula:
         self.sat.append_formula([-act, *c] for c in out)
         layer = Layer(act, l, d, u)
         self.layers.append(layer)
+        self._phases(layer)
         return layer
 
     # ------------------------------------------------------------------ questions
@@ -482,10 +494,13 @@ class PairFormula:
                 core = [v for v in self.sat.get_core() or [] if v in self.select]
                 if not core:
                     return False
-                for v in shrink_core(self.sat, core, assumptions, deadline):
-                    del self.select[v]
+                needed = shrink_core(self.sat, core, assumptions, deadline)
                 if deadline.expired():
                     return None
+                if not needed:  # it fails without any selector: a proof
+                    return False
+                for v in needed:
+                    del self.select[v]
                 continue
             if oracle is None:
                 return True
@@ -496,6 +511,20 @@ class PairFormula:
             self.add(counter)
             if on_counterexamples is not None:
                 on_counterexamples(counter)
+
+    def prefer(self, labels: np.ndarray) -> None:
+        """Labels (``(S,)``, any numbering) the label layers should try first: the solver's
+        phases of l[s,·] set to them, renumbered by first occurrence (a hint only)."""
+        self.preferred = first_occurrence(labels, self.reach)[labels]
+        for layer in self.layers:
+            self._phases(layer)
+
+    def _phases(self, layer: Layer) -> None:
+        lab = self.preferred
+        if lab is None:
+            return
+        rows = np.flatnonzero(lab[self.reach] < layer.K)
+        self.sat.set_phases(layer.l[rows, lab[self.reach][rows]].tolist())
 
     def block(self, clause: Sequence[int]) -> None:
         self.sat.add_clause([int(v) for v in clause])

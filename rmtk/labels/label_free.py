@@ -25,6 +25,7 @@ import numpy as np
 from ..limits import SearchLimits
 from ..ptp import Trie
 from ..sat.encoding import Problem
+from ..sat.lazy import ProductOracle
 from ..sat.solver import DEFAULT_SOLVER
 from .encoding import PairFormula
 from .pairs import LabelKnowledge
@@ -70,3 +71,41 @@ def label_free_check(
         decided = f.ask([], limits.deadline, found)
         D = f.machine() if decided else None
         return LabelFreeOutcome(decided, D, f.moving(), f.rounds)
+
+
+def quotient_machine(oracle: ProductOracle) -> np.ndarray | None:
+    """The expert's own machine over states, with behaviourally equal nodes merged, when the
+    expert is known at every depth (``None`` otherwise): the true machine read over states,
+    δ_S(u, s), its nodes split until two nodes in one block move to one block and show one
+    policy class on every state (Moore's partition refinement, the output of a step being the
+    class at the state entered). It is consistent with the expert by construction, needs no
+    search, and when it has as many nodes as the most classes at one state (the lower bound)
+    it decides the label-free check at that size at once. ``(n, S)``, node 0 initial, nodes in
+    breadth-first order over the states in index order."""
+    if not isinstance(oracle, ProductOracle) or oracle.depth is not None:
+        return None
+    true = np.asarray(oracle.true_delta, np.int64)  # (n_t, S) over the state letters
+    table = np.asarray(oracle.table)  # (S, n_t)
+    n_t, S = true.shape
+    out = table[np.arange(S)[None, :], true]  # class shown after entering s from u: (n_t, S)
+    block = np.zeros(n_t, np.int64)
+    while True:
+        sig = np.concatenate([out, block[true]], axis=1)
+        _, new = np.unique(sig, axis=0, return_inverse=True)
+        new = np.ravel(new)
+        if len(np.unique(new)) == len(np.unique(block)):
+            break
+        block = new
+    order, seen = [int(block[oracle.true_initial])], {int(block[oracle.true_initial])}
+    i = 0
+    while i < len(order):  # blocks in breadth-first order from the initial one
+        rep = int(np.flatnonzero(block == order[i])[0])
+        for s in range(S):
+            b = int(block[true[rep, s]])
+            if b not in seen:
+                seen.add(b)
+                order.append(b)
+        i += 1
+    pos = {b: k for k, b in enumerate(order)}
+    reps = [int(np.flatnonzero(block == b)[0]) for b in order]
+    return np.array([[pos[int(block[true[r, s]])] for s in range(S)] for r in reps], np.int64)

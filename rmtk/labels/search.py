@@ -33,10 +33,11 @@ from ..capabilities import Capabilities
 from ..errors import RmtkError
 from ..limits import SearchLimits
 from ..sat.encoding import Problem
-from ..sat.lazy import ProductOracle
+from ..sat.lazy import OracleCapabilities, ProductOracle, TrieOracle
 from ..sat.solver import DEFAULT_SOLVER, check_solver_field
 from ..validators import one_of, whole
 from .encoding import Expired, PairFormula, TrueProduct
+from .label_free import quotient_machine
 from .pairs import (
     LabelKnowledge,
     LabelSolution,
@@ -175,6 +176,15 @@ class _SizeSearch:
         oracle = problem.oracle
         every_depth = isinstance(oracle, ProductOracle) and oracle.depth is None
         self.product = TrueProduct.of(oracle) if every_depth else None  # built once for every size
+        checker = (
+            oracle
+            if oracle is not None
+            else TrieOracle(problem.trie, problem.negatives)
+            if problem.negatives is not None
+            else None
+        )
+        self.clique = OracleCapabilities.of(checker).clique() if checker is not None else ()
+        self.quotient = quotient_machine(oracle) if every_depth else None  # the expert's own machine
 
     def _store(self) -> PairStore:
         return PairStore(self.reach, self.know.first_free, self.how.non_stuttering)
@@ -191,6 +201,7 @@ class _SizeSearch:
             solver=self.how.solver,
             product=self.product,
             deadline=self.deadline,
+            clique=self.clique,
         )
         if f.lazy is not None:
             f.add(self.seen)
@@ -214,15 +225,31 @@ class _SizeSearch:
     # ------------------------------------------------------------------ the questions
     def any_labeling(self, f: PairFormula, n: int) -> tuple[bool | None, np.ndarray | None]:
         """Whether some labeling (any k) and machine with n nodes fit; the machine found is kept
-        as the best pair when nothing is known."""
-        decided = self._ask(f, [])
-        D = f.machine() if decided else None
+        as the best pair when nothing is known. The expert's own machine (its quotient) decides
+        it at once when it has n nodes and fits what the user knows."""
+        D = self.quotient if self.quotient is not None and self.fits(self.quotient, n) else None
+        decided = True if D is not None else self._ask(f, [])
+        if D is None and decided:
+            D = f.machine()
+        if D is not None and self.know.empty:  # its labeling, preferred by the labeled questions
+            f.prefer(machine_pair(D, self.reach)[0])
         outcome = "undecided" if decided is None else ("satisfiable" if decided else "none")
         self.progress.note(f"{n} nodes, any labeling: {outcome} ({len(f.moving())} states moving the machine)")
         if D is not None and self.know.empty and self.columns(D) <= self.k_hi:
             labels, delta = machine_pair(D, self.reach)
             self.best.add(labels, delta, f.exercised(D))
         return decided, D
+
+    def fits(self, D: np.ndarray, n: int) -> bool:
+        """``D`` has n nodes, keeps the user's groups together, is non-stuttering when asked,
+        and the oracle accepts it."""
+        if D.shape[0] != n:
+            return False
+        if any((D[:, list(g)] != D[:, [g[0]]]).any() for g in self.know.groups()):
+            return False
+        if self.how.non_stuttering and (np.take_along_axis(D, D, axis=0) != D).any():
+            return False
+        return not self.problem.oracle.check(D)
 
     def columns(self, D: np.ndarray) -> int:
         return len(np.unique(D[:, self.reach], axis=1).T)
@@ -368,6 +395,8 @@ class _SizeSearch:
     def result(
         self, n, k, found: PairStore, complete: bool, msg: str = "", stopped: str | None = None
     ) -> LabelSearchResult:
+        if stopped is None and not complete and self.deadline.expired():
+            stopped = self.why()
         return LabelSearchResult(
             n_nodes=n,
             n_props=k,
