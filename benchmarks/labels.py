@@ -16,8 +16,10 @@ the limit).
 
 Rows: the shipped grid and block worlds, the Office World (``office_patrol`` with nothing
 known; ``_plain``: its plain cells known to share a label), the Craft World's ten tasks
-(models/craft.rm, 1,521 states; targets on t1–t4: complete, policy-equivalent, ≤ 120 s and
-≤ 1 GB), and ``craft_t10_limit``: t10 with a 30 s limit, which must return within 45 s.
+(models/craft.rm, 1,521 states, each with the limit of ``--learn-labels --time-limit 120``;
+targets on t1–t4: complete, policy-equivalent, ≤ 120 CPU s and ≤ 1 GB; on t5–t10: back within
+the limit and a half with a policy-equivalent pair or flagged), and ``craft_t10_limit``: t10 with
+a 30 s limit, which must return within 45 s, flagged.
 
     PYTHONPATH=. python benchmarks/labels.py [--rows patrol craft_t1 ...] [--markdown] [--tracemalloc]
 """
@@ -37,16 +39,16 @@ from _table import render
 MARK = "@@labels "
 MODELS = Path(__file__).resolve().parent.parent / "models"
 
-# name: (model, task, target CPU seconds, target MB, time limit or None)
+# name: (model, task, target CPU seconds, target MB, time limit or None, complete wanted)
 ROWS = {
-    "patrol": ("patrol", "patrol", 5.0, 500, None),
-    "stack_avoid": ("stack_avoid", "stack_avoid", 5.0, 500, None),
-    "coffee": ("office", "coffee", 60.0, 1024, None),
-    "mail": ("office", "mail", 60.0, 1024, None),
-    "office_patrol": ("office", "patrol", 120.0, 1024, None),  # nothing known
-    "office_patrol_plain": ("office", "patrol", 60.0, 1024, None),  # the plain cells known to share a label
-    **{f"craft_t{i}": ("craft", f"t{i}", 120.0, 1024, None) for i in range(1, 11)},
-    "craft_t10_limit": ("craft", "t10", 45.0, 1024, 30.0),
+    "patrol": ("patrol", "patrol", 5.0, 500, None, True),
+    "stack_avoid": ("stack_avoid", "stack_avoid", 5.0, 500, None, True),
+    "coffee": ("office", "coffee", 60.0, 1024, None, True),
+    "mail": ("office", "mail", 60.0, 1024, None, True),
+    "office_patrol": ("office", "patrol", 120.0, 1024, None, True),  # nothing known
+    "office_patrol_plain": ("office", "patrol", 60.0, 1024, None, True),  # plain cells known to share a label
+    **{f"craft_t{i}": ("craft", f"t{i}", 120.0, 1024, 120.0, i <= 4) for i in range(1, 11)},
+    "craft_t10_limit": ("craft", "t10", 45.0, 1024, 30.0, False),
 }
 DEFAULT = ["patrol", "stack_avoid", "coffee", "office_patrol", "craft_t1", "craft_t2", "craft_t3", "craft_t4"]
 
@@ -60,7 +62,7 @@ def one(name: str, mode: str, trace: str = "0") -> dict:
     from rmtk.labels import LabelLearner
     from rmtk.learner import ExactPTP, Learner
 
-    model, task_name, _, _, limit = ROWS[name]
+    model, task_name, _, _, limit, _ = ROWS[name]
     task = dsl.load(MODELS / f"{model}.rm").tasks[task_name]
     if trace == "1":
         tracemalloc.start()
@@ -109,15 +111,17 @@ def one(name: str, mode: str, trace: str = "0") -> dict:
 
 
 def verdict(name: str, r: dict) -> tuple[bool, str]:
-    """PASS/FAIL of a labels row against its targets."""
-    _, task, sec, mb, limit = ROWS[name]
+    """PASS/FAIL of a labels row against its targets: complete and policy-equivalent within the
+    CPU seconds and memory; or, for a row with a time limit that need not finish, back within
+    1.5 times the limit with a policy-equivalent pair or flagged."""
+    _, task, sec, mb, limit, complete = ROWS[name]
     ok = r["cpu"] <= sec and r["peak"] <= mb
-    if limit is None:
+    if complete:
         ok = ok and r["complete"] == "yes" and r["consistent"] >= 1
         what = f"<= {sec:g} CPU s, {mb} MB, complete, policy-equivalent"
     else:
-        ok = ok and r["s"] <= 1.5 * limit
-        what = f"limit {limit:g} s: back within {1.5 * limit:g} s, {mb} MB"
+        ok = ok and r["s"] <= 1.5 * limit and (r["consistent"] >= 1 or r["complete"] != "yes")
+        what = f"limit {limit:g} s: back within {1.5 * limit:g} s, {mb} MB, an equivalent pair or flagged"
     return ok, f"{'PASS' if ok else 'FAIL'} ({what})"
 
 

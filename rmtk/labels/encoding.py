@@ -53,6 +53,8 @@ from ..sat.encoding import (
     Problem,
     VarPool,
     _rows,
+    bfs_edges,
+    bfs_parents_first,
     decode_transitions,
     determinism,
     full_specification,
@@ -66,7 +68,7 @@ from ..sat.search import used_transitions
 from ..sat.solver import DEFAULT_SOLVER, open_solver, solve
 from .pairs import LabelKnowledge, first_occurrence
 
-#: The most clauses a pair formula is built with: a size a user types beyond it (nodes,
+#: The most clauses a pair formula is built with; a size a user types beyond it (nodes,
 #: propositions) is refused before any work. The solver holds about 100 bytes per clause, and
 #: each family is built as a Python list (about 150 bytes per clause) before it is added: 6
 #: million clauses keep a run under a gigabyte.
@@ -96,27 +98,9 @@ def bfs_numbering(pool: VarPool) -> Clauses:
     comparison of letters, which over one letter per state (1,521 on the Craft World) is
     millions of clauses."""
     n, K = pool.n, pool.K
-    e = {(i, j): pool.new(("e", i, j)) for i in range(n) for j in range(n) if i < j}
-    par = {(j, i): pool.new(("p", j, i)) for j in range(1, n) for i in range(j)}
-    out: Clauses = []
     ks = np.arange(K)
-    for (i, j), v in e.items():  # e[i,j] ⇔ ∨_k t[i,k,j]
-        tk = pool.t(i, ks, j)
-        out += _rows(np.stack([-tk, np.full(K, v)], axis=1))
-        out.append([-v] + tk.tolist())
-    for (j, i), v in par.items():  # p[j,i] ⇔ e[i,j] ∧ ∧_{i'<i} ¬e[i',j]
-        out.append([-v, e[i, j]])
-        out += [[-v, -e[i2, j]] for i2 in range(i)]
-        out.append([v, -e[i, j]] + [e[i2, j] for i2 in range(i)])
-    reached = {j: pool.new(("r", j)) for j in range(1, n)}
-    for j in range(1, n):  # nodes with a parent first
-        out.append([-reached[j]] + [par[j, i] for i in range(j)])
-        out += [[reached[j], -par[j, i]] for i in range(j)]
-        if j + 1 < n:
-            out.append([-reached[j + 1], reached[j]])
-    for j in range(1, n - 1):  # parents are non-decreasing
-        for i in range(j):
-            out += [[-par[j, i], -par[j + 1, i2]] for i2 in range(i)]
+    e, par, out = bfs_edges(pool)
+    out += bfs_parents_first(pool, par)
     f: dict[tuple[int, int], np.ndarray] = {}
     m: dict[tuple[int, int], np.ndarray] = {}
     for i in range(n):

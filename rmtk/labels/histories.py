@@ -115,9 +115,9 @@ class StateHistoryPTP(PTPCapabilities):
     ``EmpiricalPTP(demos)``) applied to the state view of the target (what
     :class:`~rmtk.labels.learner.LabelLearner` learns from). Its prefix tree policy is keyed by
     state sequences (the trie's letters are state indices); its capabilities are ``inner``'s,
-    read on the state view. Its words are no label words: :meth:`build` and :meth:`oracle`,
-    what a label-given :class:`~rmtk.learner.Learner` would call, refuse with an error that
-    says so; the label learner calls :meth:`state_tree` and :meth:`state_oracle`."""
+    read on the state view. Its words are no label words: ``build`` and ``oracle``, what a
+    label-given :class:`~rmtk.learner.Learner` would call, refuse with an error that says so;
+    the label learner calls :meth:`state_tree` and :meth:`state_oracle`."""
 
     inner: object = attrs.field(validator=_a_ptp)
 
@@ -143,12 +143,10 @@ class StateHistoryPTP(PTPCapabilities):
             "rmtk.labels.LabelLearner(ptp=<the PTP it wraps>)"
         )
 
-    def build(self, target, progress: Progress) -> PrefixTreePolicy:
-        """Refused (see the class docstring)."""
+    def build(self, target, progress: Progress) -> PrefixTreePolicy:  # refused: see the class docstring
         self._refuse()
 
-    def oracle(self, target):
-        """Refused (see the class docstring)."""
+    def oracle(self, target):  # refused: see the class docstring
         self._refuse()
 
     def state_tree(self, target, progress: Progress) -> PrefixTreePolicy:

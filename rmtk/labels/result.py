@@ -112,7 +112,7 @@ class LabelLearnResult:
 
     @property
     def complete(self) -> bool:
-        """Every step finished: the search, the freedom of every pair and every verdict."""
+        """Whether every step finished (the search, the free states of every pair, every verdict)."""
         return self.search.complete and not self.unfinished
 
     def labeling(self, i: int) -> dict[str, str | None]:

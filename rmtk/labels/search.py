@@ -83,10 +83,10 @@ class PairSearchCapabilities(Capabilities):
 
     __slots__ = ()
 
-    #: Whether its machines are non-stuttering (compressed state histories need it). Default: ``True``.
+    #: Whether its machines are non-stuttering, which compressed state histories need (default ``True``).
     non_stuttering: bool = True
 
-    #: The SAT backend the steps after the search (the free states) use too. Default: rmtk's.
+    #: The SAT backend, which the steps after the search (the free states) use too (default rmtk's).
     solver: str = DEFAULT_SOLVER
 
     @property
