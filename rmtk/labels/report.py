@@ -81,13 +81,18 @@ def label_report(task: Task, result: LabelLearnResult, *, out=None, explain: boo
 
     s = result.search
     w(f"# labels learned from task {task.name}: state histories only (the file's labels are not used)")
-    w(
-        f"# counterexamples: {s.counterexamples} in {s.rounds} candidate checks; {s.histories - 1} state histories "
-        f"in play; longest {s.longest} states"
-    )
-    tried = ", ".join(
-        f"({n}, {k}): {'sat' if ok else 'unsat' if ok is False else 'interrupted'}" for n, k, ok in s.tried
-    )
+    if s.histories_from == "product":
+        w(
+            f"# the expert at every depth, encoded on the product of the MDP and the true machine: {s.rounds} solver calls"
+        )
+    elif s.histories_from == "tree":
+        w(f"# the tree of {s.histories - 1} state histories encoded whole: {s.rounds} solver calls")
+    else:
+        w(
+            f"# counterexamples: {s.counterexamples} in {s.rounds} candidate checks; {s.histories - 1} state histories "
+            f"in play; longest {s.longest} states"
+        )
+    tried = ", ".join(_sizes(s.tried))
     w(
         f"# sizes tried (nodes, propositions): {tried}; fewer than {s.lower_bound} nodes ruled out by the policy "
         "classes at one state"
@@ -156,6 +161,19 @@ def label_report(task: Task, result: LabelLearnResult, *, out=None, explain: boo
                 f"{', equal to the truth up to renaming' if v.equal else ''}{merged}"
             )
         out.write(dsl.dumps(dsl.RmFile.of(t)))
+
+
+def _sizes(tried) -> list[str]:
+    """``(n, k): outcome`` per size tried, runs of consecutive k with one outcome at one n
+    written as a range (``(4, 1-41): unsat``)."""
+    word = {True: "sat", False: "unsat", None: "interrupted"}
+    runs: list[list] = []
+    for n, k, ok in tried:
+        if runs and runs[-1][0] == n and runs[-1][3] is ok and runs[-1][2] == k - 1:
+            runs[-1][2] = k
+        else:
+            runs.append([n, k, k, ok])
+    return [f"({n}, {a if a == b else f'{a}-{b}'}): {word[ok]}" for n, a, b, ok in runs]
 
 
 def label_map(result: LabelLearnResult, i: int) -> LabeledMDP | None:

@@ -54,7 +54,10 @@ class LabelSearchResult:
     """Outcome of a pair search: the smallest size found (``n_nodes``, ``n_props``), its
     solutions, and every size tried with its outcome (``tried``: ``(n, k, sat)``, ``None`` when
     undecided); ``cap``: the ``max_solutions`` the enumeration ran with; ``stopped``: why the
-    search stopped early (``"time limit"``, ``"interrupted"``, ``"terminated"``), else ``None``."""
+    search stopped early (``"time limit"``, ``"interrupted"``, ``"terminated"``), else ``None``;
+    ``histories_from``: where the histories came from (``"product"``: the exact expert at every
+    depth, encoded on the product; ``"counterexamples"``: found by checking candidates;
+    ``"tree"``: a built tree encoded whole)."""
 
     n_nodes: int | None
     n_props: int | None
@@ -70,6 +73,7 @@ class LabelSearchResult:
     lower_bound: int = 1
     cap: int | None = None
     stopped: str | None = None
+    histories_from: str = "counterexamples"
 
     @property
     def ruled_out(self) -> tuple[tuple[int, int], ...]:
@@ -412,6 +416,11 @@ class _SizeSearch:
             lower_bound=self.limits.min_nodes,
             cap=self.limits.max_solutions,
             stopped=stopped,
+            histories_from="product"
+            if self.product is not None
+            else "tree"
+            if self.problem.oracle is None
+            else "counterexamples",
         )
 
 
