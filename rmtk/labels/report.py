@@ -82,9 +82,7 @@ def label_report(task: Task, result: LabelLearnResult, *, out=None, explain: boo
     s = result.search
     w(f"# labels learned from task {task.name}: state histories only (the file's labels are not used)")
     if s.histories_from == "product":
-        w(
-            f"# the expert at every depth, encoded on the product of the MDP and the true machine: {s.rounds} solver calls"
-        )
+        w(f"# the expert at every depth, encoded on the product with the true machine: {s.rounds} solver calls")
     elif s.histories_from == "tree":
         w(f"# the tree of {s.histories - 1} state histories encoded whole: {s.rounds} solver calls")
     else:
