@@ -85,8 +85,11 @@ def estimated_clauses(n: int, n_states: int, n_reach: int, n_pairs: int, n_steps
     return base + product + layer
 
 
-#: Conflicts allowed to each call that shrinks a core (an unfinished call keeps the selector out).
+#: Conflicts allowed to each call that shrinks a core (an unfinished call keeps the selectors).
 CORE_BUDGET = 1000
+#: Seconds one core is shrunk at most; what is left of it is then dropped whole (on a formula of
+#: millions of clauses a call of 1,000 conflicts takes about a second).
+SHRINK_SECONDS = 2.0
 #: Up to this many propositions "one label per state" is pairwise; beyond, a sequential counter.
 PAIRWISE_AMO = 8
 
@@ -172,11 +175,12 @@ def shrink_core(
     ``keep``): first the whole core at once (often the formula fails without any of it: an
     enumeration that has listed every pair), then runs of halving length, then single literals,
     each dropped when the solver still fails without it (within ``budget`` conflicts and the
-    deadline; an undecided call keeps the run)."""
+    deadline; an undecided call keeps the run), for :data:`SHRINK_SECONDS` at most."""
     if solve(sat, deadline, keep, conflicts=budget) is False:
         return []
     core = list(core)
     run = max(1, len(core) // 2)
+    deadline = deadline.sooner(SHRINK_SECONDS)
     while not deadline.expired():
         i = 0
         while i < len(core) and not deadline.expired():
@@ -419,37 +423,48 @@ class PairFormula:
             [[[pool.new(("d", tag, i, p, j)) for j in range(n)] for p in range(K)] for i in range(n)], np.int64
         ).reshape(n, K, n)
         u = np.array([pool.new(("u", tag, p)) for p in range(K)], np.int64)
-        out: Clauses = _rows(l)  # at least one label
+
+        def add(clauses: Clauses) -> None:  # family by family, guarded, the deadline checked between
+            if self.deadline.expired():
+                raise Expired
+            self.sat.append_formula([-act, *c] for c in clauses)
+
+        add(_rows(l))  # at least one label
         if K <= PAIRWISE_AMO:
             a, b = np.triu_indices(K, 1)
-            out += _rows(-np.stack([l[:, a], l[:, b]], axis=-1).reshape(-1, 2))
+            add(_rows(-np.stack([l[:, a], l[:, b]], axis=-1).reshape(-1, 2)))
         else:
-            for r in range(R):
-                out += CardEnc.atmost(l[r].tolist(), bound=1, vpool=pool.aux, encoding=EncType.seqcounter).clauses
-        out += _rows(d.reshape(-1, n))  # δ fully specified and deterministic
+            for lo in range(0, R, 200):
+                add(
+                    [
+                        c
+                        for r in range(lo, min(R, lo + 200))
+                        for c in CardEnc.atmost(l[r].tolist(), bound=1, vpool=pool.aux, encoding=EncType.seqcounter)
+                    ]
+                )
+        add(_rows(d.reshape(-1, n)))  # δ fully specified and deterministic
         a, b = np.triu_indices(n, 1)
-        out += _rows(-np.stack([d[:, :, a], d[:, :, b]], axis=-1).reshape(-1, 2))
+        add(_rows(-np.stack([d[:, :, a], d[:, :, b]], axis=-1).reshape(-1, 2)))
         if self.stutter_free:
             i, p, j = np.nonzero(~np.eye(n, dtype=bool)[:, None, :] & np.ones((1, K, 1), bool))
-            out += _rows(np.stack([-d[i, p, j], d[j, p, j]], axis=1))
+            add(_rows(np.stack([-d[i, p, j], d[j, p, j]], axis=1)))
         i, p, j = (x.ravel() for x in np.meshgrid(np.arange(n), np.arange(K), np.arange(n), indexing="ij"))
-        for r, s in enumerate(reach.tolist()):  # l[s,p] ∧ d[i,p,j] → T[i,s,j]
-            out += _rows(np.stack([-l[r, p], -d[i, p, j], pool.t(i, s, j)], axis=1))
-        out += _rows(np.stack([-l.ravel(), np.tile(u, R)], axis=1))  # l[s,p] → u[p] …
-        out += [[-int(u[p]), *l[:, p].tolist()] for p in range(K)]  # … and back
+        for lo in range(0, R, 200):  # l[s,p] ∧ d[i,p,j] → T[i,s,j], 200 states at a time
+            rr = np.arange(lo, min(R, lo + 200))
+            cols = np.broadcast_arrays(
+                -l[rr][:, p], -d[i, p, j][None, :], pool.t(i[None, :], reach[rr][:, None], j[None, :])
+            )
+            add(_rows(np.stack(cols, axis=-1).reshape(-1, 3)))
+        add(_rows(np.stack([-l.ravel(), np.tile(u, R)], axis=1)))  # l[s,p] → u[p] …
+        add([[-int(u[p]), *l[:, p].tolist()] for p in range(K)])  # … and back
         if self.symmetry:
-            out += label_symmetry_breaking(l, pool, self.know.first_free, tag)
+            add(label_symmetry_breaking(l, pool, self.know.first_free, tag))
         row = {int(s): r for r, s in enumerate(reach.tolist())}
-        for s, q in self.know.fixed.items():
-            if s in row and q < K:
-                out.append([int(l[row[s], q])])
+        add([[int(l[row[s], q])] for s, q in self.know.fixed.items() if s in row and q < K])
         for g in self.know.shared:
             inside = [row[s] for s in g if s in row]
             for x, y in zip(inside[:-1], inside[1:]):
-                out += _rows(np.stack([-l[x], l[y]], axis=1)) + _rows(np.stack([l[x], -l[y]], axis=1))
-        if self.deadline.expired():
-            raise Expired
-        self.sat.append_formula([-act, *c] for c in out)
+                add(_rows(np.stack([-l[x], l[y]], axis=1)) + _rows(np.stack([l[x], -l[y]], axis=1)))
         layer = Layer(act, l, d, u)
         self.layers.append(layer)
         self._phases(layer)

@@ -242,6 +242,19 @@ class LabelLearner:
         if not res.complete and res.stopped:
             unfinished.append(f"search ({res.stopped})")
         how = PairSearchCapabilities.of(self.search)
+        judged = survives = size = None
+        unseen = 0
+        if task is not None:  # the verdicts first: cheap, and what a reader looks at
+            t = time.perf_counter()
+            judged, size = verdicts(task, ptp.expert_classes(task), res.solutions, reach, deadline, how.non_stuttering)
+            survives = truth_survives(task, checker, reach, size, (res.n_nodes, res.n_props), deadline)
+            missing = sum(v is None for v in judged)
+            if missing:
+                unfinished.append(f"verdicts of {missing} of {len(judged)} pairs ({deadline.reason() or 'time limit'})")
+            if survives is None:
+                unfinished.append(f"whether the truth survives ({deadline.reason() or 'time limit'})")
+            unseen = len(np.setdiff1d(mdp_reachable(task.mdp), reach))
+            rec.stage("verdict", time.perf_counter() - t)
         if self.freedom and checker is not None and res.solutions:
             t = time.perf_counter()
             sols = []
@@ -257,19 +270,17 @@ class LabelLearner:
             rec.stage("freedom", time.perf_counter() - t)
         elif res.solutions:
             res = attrs.evolve(res, solutions=tuple(attrs.evolve(s, free=None) for s in res.solutions))
-        result = LabelLearnResult(res, mdp, names, evidence=evidence, timings=rec.timings)
-        if task is not None:
-            t = time.perf_counter()
-            judged, size = verdicts(task, ptp.expert_classes(task), res.solutions, reach, deadline, how.non_stuttering)
-            survives = truth_survives(task, checker, reach, size, (res.n_nodes, res.n_props), deadline)
-            missing = sum(v is None for v in judged)
-            if missing:
-                unfinished.append(f"verdicts of {missing} of {len(judged)} pairs ({deadline.reason() or 'time limit'})")
-            if survives is None:
-                unfinished.append(f"whether the truth survives ({deadline.reason() or 'time limit'})")
-            unseen = len(np.setdiff1d(mdp_reachable(task.mdp), reach))
-            rec.stage("verdict", time.perf_counter() - t)
-            result = attrs.evolve(result, verdicts=judged, truth_size=size, truth_survives=survives, unseen=unseen)
+        result = LabelLearnResult(
+            res,
+            mdp,
+            names,
+            verdicts=judged,
+            truth_size=size,
+            truth_survives=survives,
+            unseen=unseen,
+            evidence=evidence,
+            timings=rec.timings,
+        )
         result.timings["total"] = time.perf_counter() - t0
         return attrs.evolve(result, unfinished=tuple(unfinished))
 
