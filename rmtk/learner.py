@@ -187,27 +187,50 @@ class LearnResult:
         a, b = self.machines[i], self.machines[j]
         return distinguish(self.mdp, a.delta_u, b.delta_u, names=(a.name, b.name))
 
-    def explain(self, *, limit: int = 10):
+    def explain(self, *, limit: int = 10, confidence: float | None = None):
         """What would separate the surviving machines: a small cover of witnesses
         (:func:`rmtk.explain.cover`) and, from demonstrations, the (word, word, state) triples
-        seen too rarely to be negative examples, with the visits they need
-        (:func:`rmtk.explain.rare_pairs`). With one machine from demonstrations: why nothing
-        refutes it, and the triples it merges closest to becoming negative examples."""
-        from .explain import Explanation, cover, rare_pairs
+        that are not negative examples, those whose difference is beyond sampling noise at the
+        planning ``confidence`` first, with the visits that would confirm it
+        (:func:`rmtk.explain.rare_triples`). With one machine from demonstrations: why nothing
+        refutes it, and the triples it merges that would."""
+        from .explain import PLANNING_CONFIDENCE, Explanation, cover, rare_triples
 
         deltas = [m.delta_u for m in self.machines]
         truth = None
         if self.truth is not None and self.expert_classes is not None:
             letter = np.array([self.truth.alphabet.index(p) for p in self.mdp.propositions])
             truth = (self.truth.delta_u[:, letter], self.expert_classes, self.truth.initial)
-        rare, mined, alpha = [], None, None
+        confidence = PLANNING_CONFIDENCE if confidence is None else confidence
+        rare, mined, alpha = None, None, None
         if self.negatives is not None and self.ptp is not None and self.ptp.counts is not None and deltas:
             mined, alpha = len(self.negatives), self.negatives.alpha
-            rare = rare_pairs(
-                self.mdp, self.ptp, deltas, alpha=alpha, n_trajectories=self.ptp.n_trajectories, limit=limit
+            rare = rare_triples(
+                self.mdp,
+                self.ptp,
+                deltas,
+                alpha=alpha,
+                n_trajectories=self.ptp.n_trajectories,
+                limit=limit,
+                confidence=confidence,
             )
         names = [m.name for m in self.machines]
-        return Explanation(cover(self.mdp, deltas, names, ptp=self.ptp, truth=truth), tuple(rare), mined, alpha)
+        found = cover(self.mdp, deltas, names, ptp=self.ptp, truth=truth)
+        if rare is None:
+            return Explanation(found, (), mined, alpha, confidence=confidence)
+        return Explanation(found, rare.pairs, mined, alpha, rare.examined, rare.beyond_noise, confidence)
+
+    def resolution(self, i: int = 0):
+        """What the counted data resolved behind machine ``i``'s merges (a
+        :class:`~rmtk.statistics.MergeResolution`: the weakest merge the answer rests on, the
+        negative examples it rests on), or ``None`` for an exact policy, which proves its answer."""
+        if self.ptp is None or self.ptp.counts is None or self.negatives is None or i >= len(self.machines):
+            return None
+        from .statistics import merge_resolution
+
+        return merge_resolution(
+            self.ptp, self.machines[i].delta_u, alpha=self.negatives.alpha, negatives=len(self.negatives)
+        )
 
     def stats(self) -> dict:
         out: dict[str, int | None] = {"trie_nodes": self.tree.trie.n_nodes, "pairs": self.tree.n_pairs}
@@ -369,7 +392,7 @@ class Learner:
         classes = negatives if isinstance(negatives, PolicyClasses) else None
         pairs = negatives if isinstance(negatives, NegativePairs) else None
         result = LearnResult(
-            _machines(mdp, res),
+            machines_of(mdp, res),
             res.solutions,
             res,
             classes,
@@ -402,29 +425,21 @@ class Learner:
         classes, the verdicts and false positive rate; without them, a warning and no verdicts."""
         result = attrs.evolve(result, truth=task.machine)
         t = time.perf_counter()
-        table = source.expert_classes(task)
+        table = expert_class_table(
+            task,
+            source.expert_classes(task),
+            f"{type(self.ptp).__name__}.expert_classes",
+            f"the PTP strategy {type(self.ptp).__name__} does not say which expert its policy comes from (give it "
+            "expert_classes(task), docs/design.md 'Strategies')",
+            rec,
+        )
         if table is None:
-            message = (
-                f"no verdicts: the PTP strategy {type(self.ptp).__name__} does not say which expert its policy "
-                "comes from (give it expert_classes(task), docs/design.md 'Strategies'); verdicts from "
-                "another expert's policy could be wrong"
-            )
-            rec.note(message)
-            warnings.warn(message, UserWarning, stacklevel=3)
             return result
-        table = np.asarray(table)
-        want = (task.mdp.n_states, task.machine.n_nodes)
-        if table.shape != want or not np.issubdtype(table.dtype, np.integer):
-            raise RmtkError(
-                f"{type(self.ptp).__name__}.expert_classes gave an array of shape {table.shape} and type "
-                f"{table.dtype}; the task needs whole-number policy classes of shape {want} (states, "
-                "nodes of the true machine)"
-            )
         fp = None
         if result.negatives is not None and result.ptp is not None:
             trie_nodes = result.ptp.trie.run(task.machine.delta_u, task.machine.initial, task.letter_of_proposition)
             fp = result.negatives.false_positives(trie_nodes, table)
-        verdicts, some = _verdicts(task, table, result.machines, result.solutions, encoder.non_stuttering)
+        verdicts, some = verdicts_of(task, table, result.machines, result.solutions, encoder.non_stuttering)
         rec.stage("verdict", time.perf_counter() - t)
         return attrs.evolve(
             result, verdicts=verdicts, completion_consistent=some, false_positives=fp, expert_classes=table
@@ -439,7 +454,28 @@ class Learner:
         return attrs.evolve(self, ptp=ptp).fit(target)
 
 
-def _machines(mdp: LabeledMDP | Space, res: SearchResult) -> tuple[RewardMachine, ...]:
+def expert_class_table(task: Task, table, given_by: str, unknown: str, progress: Progress) -> np.ndarray | None:
+    """The expert's ``(states, true nodes)`` policy classes ``table`` (given by ``given_by``) that
+    verdicts against ``task`` compare with, checked; ``None`` (no verdicts) when there is none,
+    with a note and a warning saying why (``unknown``): verdicts are never guessed."""
+    if table is None:
+        message = f"no verdicts: {unknown}; verdicts from another expert's policy could be wrong"
+        progress.note(message)
+        warnings.warn(message, UserWarning, stacklevel=4)
+        return None
+    table = np.asarray(table)
+    want = (task.mdp.n_states, task.machine.n_nodes)
+    if table.shape != want or not np.issubdtype(table.dtype, np.integer):
+        raise RmtkError(
+            f"{given_by} gave an array of shape {table.shape} and type {table.dtype}; the task needs whole-number "
+            f"policy classes of shape {want} (states, nodes of the true machine)"
+        )
+    return table
+
+
+def machines_of(mdp: LabeledMDP | Space, res: SearchResult) -> tuple[RewardMachine, ...]:
+    """The machines of a search's solutions: canonical node names ``u0 u1 ...``, the MDP's
+    propositions as alphabet, rewards 0 (unconstrained transitions are self-loops)."""
     return tuple(
         RewardMachine(
             nodes=[f"u{i}" for i in range(len(s.delta_u))],
@@ -465,7 +501,7 @@ def _counterexample_tree(stats, depth) -> tuple[PrefixTree, PolicyClasses]:
     return tree, PolicyClasses(dense, class_state, node)
 
 
-def _verdicts(
+def verdicts_of(
     task: Task, table: np.ndarray, machines, solutions, non_stuttering: bool
 ) -> tuple[tuple[Verdict, ...], tuple[bool | None, ...]]:
     """Exact consistency of each machine at every depth (free transitions as self-loops), and

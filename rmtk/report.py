@@ -15,16 +15,33 @@ from .task import Task
 PAIR_COUNT_LIMIT = 200_000
 
 
-def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = False, explain: bool = False) -> None:
+def report(
+    task: Task,
+    result: LearnResult,
+    *,
+    out=None,
+    count_pairs: bool = False,
+    explain: bool = False,
+    asked: str | None = None,
+) -> None:
     """Print a learning result as .rm text with '#' comment lines (the output stays loadable);
-    with ``explain``, what would separate the surviving machines (:meth:`LearnResult.explain`)."""
+    with ``explain``, what would separate the surviving machines (:meth:`LearnResult.explain`).
+    ``asked``: the result is the active loop's, whose expert is described so (no tree was built:
+    its prefix tree policy is what was asked)."""
     out = out or sys.stdout
     st = result.stats()
     t = result.timings
     w = lambda line="": print(line, file=out)  # noqa: E731
     words = "compressed" if result.tree.trie.compressed else "uncompressed"
     lazy = result.search.lazy
-    if result.ptp is None:  # tree-free: the expert checked on the synchronised product
+    if asked is not None:  # the active loop: what is known is what the expert was asked
+        w(f"# learned from task {task.name}: active learning, questions to {asked}, {words} words (no tree built)")
+        classes = f", {st['classes']} policy classes" if "classes" in st else ""
+        w(f"# asked: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs{classes}")
+        if result.negatives is not None:
+            neg = result.negatives
+            w(f"# negative examples: {len(neg)} from the counted answers at alpha {neg.alpha:g}")
+    elif result.ptp is None:  # tree-free: the expert checked on the synchronised product
         depth = result.oracle.depth
         where = "at every depth" if depth is None else f"of depth {depth}"
         w(
@@ -53,7 +70,7 @@ def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = Fal
         w(f"# learned from task {task.name}: empirical prefix tree policy, {words} words")
         w(f"# empirical prefix tree: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs")
         report_demos(result, out=out)
-    if lazy is not None and result.ptp is not None:
+    if lazy is not None and result.ptp is not None and asked is None:
         w(
             f"# lazy negatives: {lazy.counterexamples} added in {lazy.rounds} candidate checks, "
             f"{lazy.trie.n_nodes - 1} words in play"
@@ -89,6 +106,9 @@ def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = Fal
         free = result.unconstrained(i)
         if free:
             w("# unconstrained by the data (written as self-loops): " + ", ".join(f"{u} on {a}" for u, a in free))
+        resolved = result.resolution(i)  # from counted data: what the samples could resolve
+        if resolved is not None:
+            w(f"# {resolved}")
         if result.verdicts is not None:
             same = f"; isomorphic to the true machine '{task.machine.name}'" if iso and iso[i] else ""
             w(f"# verdict: {result.verdicts[i]}{same}")

@@ -207,8 +207,10 @@ def cmd_learn(args) -> int:
         for line in active.log().splitlines():
             print(f"#   {line}")
         if active.flagged:
-            print(f"# budget spent ({active.exhausted}): the machines below are the survivors so far")
+            print(f"# {active.ended}: the machines below are the survivors so far")
+        asked = f"the expert's {kind}"
     else:
+        asked = None
         for flag, value in (
             ("--budget-steps", args.budget_steps),
             ("--budget-queries", args.budget_queries),
@@ -221,7 +223,7 @@ def cmd_learn(args) -> int:
             if value is not None:
                 raise RmtkError(f"{flag} applies to active learning (--active)")
         result = learner_from_args(args, task).fit(task)
-    report(task, result, count_pairs=args.count_pairs, explain=args.explain)
+    report(task, result, count_pairs=args.count_pairs, explain=args.explain, asked=asked)
     if result.n_nodes is None:
         return 1
 
@@ -300,7 +302,7 @@ def _labels_from_questions(args, task: Task, labels):
         f"{active.known} (history, state) pairs known; labels and machine learned from them"
     )
     if active.flagged:
-        print(f"# budget spent ({active.exhausted}): the pairs below fit what was asked so far")
+        print(f"# {active.ended}: the pairs below fit what was asked so far")
     return labels.fit_questions(active, task)
 
 

@@ -187,7 +187,8 @@ def simulate_and_learn(
 
     ``time_limit``: seconds per MaxSAT enumeration (rmtk.sat.search then runs Glucose 4, since
     pysat cannot interrupt CaDiCaL). With ``active``, the recording then goes to
-    :class:`~rmtk.active.recorded.RecordedActiveLearner` at the largest α, which asks the
+    :class:`~rmtk.active.loop.ActiveLearner` asking at recorded triples
+    (:class:`~rmtk.active.recorded.AtRecordedTriples`) at the largest α, which asks the
     scripted expert (:class:`~rmtk.gym.reacher.ReacherExpert`, seeded ``seed + 1``) at
     recorded triples the survivors disagree on, ``samples`` visits per word. ``progress``
     receives one-line messages.
@@ -266,13 +267,13 @@ def simulate_and_learn(
             )
             rows.append(row)
             if explain and alpha == alphas[0] and len(res.solutions) > 1:
-                from ..explain import Explanation, cover, rare_pairs
+                from ..explain import Explanation, cover, rare_triples
 
                 deltas = [sol.delta_u for sol in res.solutions]
                 say(f"reacher: alpha {alpha:g}: what would separate the {len(deltas)} machines")
+                rare = rare_triples(space, ptp, deltas, alpha=alpha, n_trajectories=n_trajectories, limit=5)
                 explanation = Explanation(
-                    cover(space, deltas, ptp=ptp),
-                    tuple(rare_pairs(space, ptp, deltas, alpha=alpha, n_trajectories=n_trajectories, limit=5)),
+                    cover(space, deltas, ptp=ptp), rare.pairs, None, alpha, rare.examined, rare.beyond_noise
                 )
             more = "" if res.complete else f" (enumeration stopped at {max_solutions})"
             say(
@@ -308,32 +309,44 @@ def simulate_and_learn(
 def _active(rec, alpha, samples, seed, integrator, nodes, max_solutions, say) -> ActiveRun:
     """The recording and the scripted expert through the recorded active loop; the truth is
     compared afterwards, never read by the loop."""
-    from ..active.recorded import RecordedActiveLearner
+    from ..active.loop import ActiveLearner
+    from ..active.recorded import AtRecordedTriples
     from ..envs.reacher import PROPOSITIONS, true_machine
-    from ..explain import Explanation, cover, rare_pairs
+    from ..explain import Explanation, cover, rare_triples
     from ..gym.reacher import ReacherExpert
 
     t0 = time.perf_counter()
     say(f"reacher: active: asking the expert at recorded triples the survivors disagree on (alpha {alpha:g})")
-    learner = RecordedActiveLearner(
+    learner = ActiveLearner(
+        strategy=AtRecordedTriples(samples=samples),
         max_nodes=nodes,
         alpha=alpha,
-        samples=samples,
         max_solutions=max_solutions,
-        progress=lambda msg: say(f"reacher: active: {msg}"),
+        max_rounds=50,
+        progress=_Notes(lambda msg: say(f"reacher: active: {msg}")),
     )
-    res = learner.fit(rec, ReacherExpert(seed=seed + 1, integrator=integrator))
+    res = learner.fit(rec.space, ReacherExpert(seed=seed + 1, integrator=integrator), data=rec)
     machines = [solution_machine(s.delta_u, PROPOSITIONS) for s in res.solutions]
     listed = any(isomorphic(m, true_machine(), rewards=False) for m in machines)
     explanation = None
     if len(machines) > 1:
         ptp = res.result.ptp  # the last round's, cut to the pairs that can yield a negative
         deltas = [s.delta_u for s in res.solutions]
+        rare = rare_triples(rec.space, ptp, deltas, alpha=alpha, n_trajectories=rec.episodes, limit=5)
         explanation = Explanation(
-            cover(rec.space, deltas, ptp=ptp),
-            tuple(rare_pairs(rec.space, ptp, deltas, alpha=alpha, n_trajectories=rec.episodes, limit=5)),
+            cover(rec.space, deltas, ptp=ptp), rare.pairs, None, alpha, rare.examined, rare.beyond_noise
         )
     return ActiveRun(res, machines, listed, time.perf_counter() - t0, rec.n_steps, explanation)
+
+
+class _Notes(Progress):
+    """Progress notes (one per round of the active loop) passed to ``say``."""
+
+    def __init__(self, say):
+        self.say = say
+
+    def note(self, message):
+        self.say(message)
 
 
 class _Ticks(Progress):
@@ -519,8 +532,9 @@ def _active_report(rep: Report, res: ReacherResult) -> None:
     rep.notes.append("active rounds:\n" + "\n".join(f"  {x}" for x in r.log().splitlines()))
     if act.explanation is not None:
         rep.notes.append(
-            "rmtk.explain on the machines the active run leaves (its rare pairs read each empirical total variation "
-            f"as the true one; see the separation note above for what the settled triples show):\n{act.explanation}"
+            "rmtk.explain on the machines the active run leaves (its rare triples are planned with a lower "
+            "confidence bound of their difference, docs/design.md section 14; see the separation note above for "
+            f"what the settled triples show):\n{act.explanation}"
         )
 
 
