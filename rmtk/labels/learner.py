@@ -163,7 +163,8 @@ class LabelLearner:
         res = self.search.search(problem, mdp.n_states, reach, know, limits)
         rec.stage("search", time.perf_counter() - t0)
         checker = _checker(problem)
-        evidence = sample_evidence(built, mined)
+        first = res.solutions[0].state_machine() if res.solutions else None
+        evidence = sample_evidence(built, mined, first)
         result = self._finish(task, mdp, res, named, reach, checker, ptp, deadline, rec, t0, evidence)
         return attrs.evolve(result, ptp=built if evidence is not None else None)
 

@@ -167,6 +167,19 @@ class LabelLearnResult:
             self.truth_survives,
         )
 
+    def resolution(self, i: int = 0):
+        """What the counted data resolved behind pair ``i``'s merges (a
+        :class:`~rmtk.statistics.MergeResolution`: the weakest merge the answer rests on, the
+        negative examples it rests on), or ``None`` for an exact expert, which proves its answer."""
+        if self.ptp is None or self.evidence is None or i >= len(self.solutions):
+            return None
+        from ..statistics import FIXED, merge_resolution
+
+        ev = self.evidence
+        return merge_resolution(
+            self.ptp, self.solutions[i].state_machine(), alpha=ev.alpha, negatives=ev.negatives, bound=FIXED
+        )
+
     @property
     def truth_is_smaller_or_equal(self) -> bool | None:
         """Whether the truth is among the smallest sizes (``None`` without a truth)."""
@@ -193,10 +206,16 @@ class LabelLearnResult:
                 out.append("histories the first pair merges that came closest to being told apart:")
             for c in close:
                 h1, h2 = (" ".join(names[s] for s in h) for h in (c.history1, c.history2))
+                more = (
+                    f"{c.needed[0]:,} and {c.needed[1]:,} more visits would detect a difference that large, were it "
+                    "real"
+                    if c.needed[0] >= 0
+                    else "no number of visits detects a difference that small"
+                )
                 out.append(
-                    f"  at {names[c.state]}: [{h1}] and [{h2}] differ by {c.difference:.3g} over {c.visits[0]} and "
-                    f"{c.visits[1]} visits, below the {min(c.radius, 1):.3g} those visits could reveal (consistent "
-                    f"with no difference); about {c.needed:,} visits each would tell them apart, were it real"
+                    f"  at {names[c.state]}: [{h1}] and [{h2}] differ by {c.difference:.3g} (total variation) over "
+                    f"{c.visits[0]} and {c.visits[1]} visits, below the {min(c.threshold, 1):.3g} the test needs "
+                    f"there (consistent with no difference); {more}"
                 )
         if len(sols) < 2:
             if sols:
