@@ -87,6 +87,10 @@ def estimated_clauses(n: int, n_states: int, n_reach: int, n_pairs: int, n_steps
 
 #: Conflicts allowed to each call that shrinks a core (an unfinished call keeps the selectors).
 CORE_BUDGET = 1000
+#: Conflicts of the first slice of every call (rmtk.sat.solver.solve): on the Craft World's
+#: formulas of millions of clauses a conflict takes milliseconds, so slices start small to keep
+#: the deadline within about a second, and grow when they are fast.
+FIRST_CONFLICTS = 100
 #: Seconds one core is shrunk at most; what is left of it is then dropped whole (on a formula of
 #: millions of clauses a call of 1,000 conflicts takes about a second).
 SHRINK_SECONDS = 2.0
@@ -176,7 +180,7 @@ def shrink_core(
     enumeration that has listed every pair), then runs of halving length, then single literals,
     each dropped when the solver still fails without it (within ``budget`` conflicts and the
     deadline; an undecided call keeps the run), for :data:`SHRINK_SECONDS` at most."""
-    if solve(sat, deadline, keep, conflicts=budget) is False:
+    if solve(sat, deadline, keep, conflicts=budget, first=FIRST_CONFLICTS) is False:
         return []
     core = list(core)
     run = max(1, len(core) // 2)
@@ -185,7 +189,7 @@ def shrink_core(
         i = 0
         while i < len(core) and not deadline.expired():
             trial = core[:i] + core[i + run :]
-            if solve(sat, deadline, [*keep, *trial], conflicts=budget) is False:
+            if solve(sat, deadline, [*keep, *trial], conflicts=budget, first=FIRST_CONFLICTS) is False:
                 kept = set(sat.get_core() or [])
                 core = [v for v in trial if v in kept]
             else:
@@ -485,7 +489,7 @@ class PairFormula:
         selector in the core) or the deadline passes (``None``)."""
         oracle = self.problem.oracle
         while True:
-            ok = solve(self.sat, deadline, [*assumptions, *self.select])
+            ok = solve(self.sat, deadline, [*assumptions, *self.select], first=FIRST_CONFLICTS)
             self.rounds += 1
             if ok is None:
                 return None

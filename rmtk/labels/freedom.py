@@ -26,7 +26,7 @@ from ..limits import Deadline
 from ..sat.encoding import _rows, determinism
 from ..sat.lazy import ProductOracle
 from ..sat.solver import DEFAULT_SOLVER, open_solver, solve
-from .encoding import StatePool, TrueProduct, product_clauses
+from .encoding import FIRST_CONFLICTS, StatePool, TrueProduct, product_clauses
 from .pairs import LabelSolution, state_delta
 
 
@@ -68,7 +68,11 @@ def free_states(
     if rest:
         every_depth = isinstance(oracle, ProductOracle) and oracle.depth is None
         if every_depth:
-            found = _by_product(product or TrueProduct.of(oracle), sol, reach, rest, deadline, solver)
+            tp = product or TrueProduct.of(oracle)
+            left = deadline.remaining()
+            if left is not None and left < SECONDS_PER_CLAUSE * _clauses(tp, sol.n_nodes, len(sol.labels)):
+                return None  # the formula alone would take longer to build than the time left
+            found = _by_product(tp, sol, reach, rest, deadline, solver)
         else:
             found = _one_by_one(oracle, sol, rest, deadline)
         if found is None:
@@ -76,6 +80,16 @@ def free_states(
         for s, p in found:
             out.setdefault(s, []).append(p)
     return tuple((s, tuple(sorted(ps))) for s, ps in sorted(out.items()))
+
+
+#: About how long building one clause of the freedom formula takes (numpy, then the solver's
+#: copy), to skip a step that could not finish in the time left.
+SECONDS_PER_CLAUSE = 1.5e-6
+
+
+def _clauses(tp: TrueProduct, n: int, n_states: int) -> int:
+    """Clauses of the freedom formula before the choices: determinism and the product."""
+    return n_states * n * n * (n - 1) // 2 + (len(tp.pairs) + len(tp.edges)) * n + len(tp.pairs) * n * n
 
 
 def _one_by_one(oracle, sol: LabelSolution, changes, deadline: Deadline):
@@ -125,7 +139,7 @@ def _by_product(tp: TrueProduct, sol: LabelSolution, reach, changes, deadline: D
         sat.append_formula(CardEnc.atmost(moved, bound=1, vpool=pool.aux, encoding=EncType.seqcounter).clauses)
         found = []  # … only one
         while True:
-            ok = solve(sat, deadline)
+            ok = solve(sat, deadline, first=FIRST_CONFLICTS)
             if ok is None:
                 return None
             if not ok:
