@@ -328,11 +328,6 @@ class Learner:
     progress: Progress = attrs.field(factory=Progress)
 
     def __attrs_post_init__(self):
-        if getattr(self.ptp, "state_histories", False) and not callable(getattr(self.encoder, "fit_labels", None)):
-            raise RmtkError(
-                "the PTP strategy gives state histories, not label words: learn from it with an encoder "
-                "that learns the labels too (encoder=LabelingEncoder())"
-            )
         if self.nodes is not None and self.max_nodes is not None and self.nodes > self.max_nodes:
             raise RmtkError(
                 f"nodes={self.nodes} contradicts max_nodes={self.max_nodes}: the machine would have more "
@@ -363,9 +358,6 @@ class Learner:
                 f"fit needs a Task or a LabeledMDP (or a Space, for data without a transition model), "
                 f"not {type(target).__name__}"
             )
-        fit_labels = getattr(self.encoder, "fit_labels", None)  # an encoder that learns the labels too
-        if callable(fit_labels):
-            return fit_labels(self, target)
         task = target if isinstance(target, Task) else None
         mdp = target.mdp if isinstance(target, Task) else target
         source, encoder = PTPCapabilities.of(self.ptp), EncoderCapabilities.of(self.encoder)

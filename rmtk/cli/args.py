@@ -107,6 +107,35 @@ def learner_from_args(args, task: Task | None = None):
     )
 
 
+def label_learner_from_args(args, learner):
+    """The :class:`~rmtk.labels.learner.LabelLearner` of ``--learn-labels [K]``: the command-line
+    learner's PTP strategy (the exact expert at every depth unless ``--depth`` says otherwise),
+    miner, limits and progress, and a :class:`~rmtk.labels.search.SmallestPairs` with the
+    command line's solver and constraints."""
+    import attrs
+
+    from ..exact import ExactPTP
+    from ..labels.learner import LabelLearner
+    from ..labels.search import SmallestPairs
+
+    ptp = learner.ptp
+    if isinstance(ptp, ExactPTP) and args.depth is None:
+        ptp = attrs.evolve(ptp, depth=None)
+    return LabelLearner(
+        ptp=ptp,
+        miner=learner.miner,
+        search=SmallestPairs(
+            symmetry_breaking=not args.no_symmetry_breaking, non_stuttering=not args.stuttering, solver=args.solver
+        ),
+        props=args.learn_labels or None,
+        max_nodes=learner.max_nodes,
+        nodes=learner.nodes,
+        max_solutions=learner.max_solutions,
+        time_limit=learner.time_limit,
+        progress=learner.progress,
+    )
+
+
 def _engine_from_args(args):
     """The engine of ``--engine``, ``--scheduler``, ``--workers`` (:mod:`rmtk.engines.local`)."""
     from ..engines.local import as_engine

@@ -26,6 +26,7 @@ from .args import (
     _probability,
     _seed,
     active_from_args,
+    label_learner_from_args,
     learner_from_args,
 )
 
@@ -251,25 +252,23 @@ def cmd_learn(args) -> int:
 
 
 def _learn_labels(args, task: Task, learner) -> int:
-    """``rmtk learn FILE [TASK] --learn-labels [K]``: the command-line learner with a
-    :class:`~rmtk.labels.learner.LabelingEncoder`; from the exact expert, at every depth unless
-    ``--depth`` says otherwise, or from the questions of the active loop (``--active``).
-    ``--png`` draws each pair's labels on a grid world's map."""
-    from ..labels.learner import LabelingEncoder
+    """``rmtk learn FILE [TASK] --learn-labels [K]``: the :class:`~rmtk.labels.learner.LabelLearner`
+    with the command line's PTP strategy and search settings; from the exact expert, at every
+    depth unless ``--depth`` says otherwise, or from the questions of the active loop
+    (``--active``). ``--png`` draws each pair's labels on a grid world's map."""
     from ..labels.report import draw_labels, label_report
 
     if args.maxsat:
         raise RmtkError("--learn-labels searches with hard negative examples; --maxsat does not apply")
-    encoder = LabelingEncoder(
-        props=args.learn_labels or None,
-        symmetry_breaking=not args.no_symmetry_breaking,
-        non_stuttering=not args.stuttering,
-        solver=args.solver,
-    )
+    labels = label_learner_from_args(args, learner)
+    if args.png:
+        from ..io.draw import picture_format
+
+        picture_format(_writable(Path(args.png), args.force))  # before the work: a bad path fails now
     if args.active:
-        result = _labels_from_questions(args, task, encoder)
+        result = _labels_from_questions(args, task, labels)
     else:
-        result = _labels_from_tree(args, task, learner, encoder)
+        result = labels.fit(task)
     label_report(task, result, explain=args.explain)
     if result.n_nodes is None:
         return 1
@@ -283,25 +282,13 @@ def _learn_labels(args, task: Task, learner) -> int:
     return 0
 
 
-def _labels_from_tree(args, task: Task, learner, encoder):
-    import attrs
-
-    from ..exact import ExactPTP
-
-    ptp = learner.ptp
-    if isinstance(ptp, ExactPTP) and args.depth is None:
-        ptp = attrs.evolve(ptp, depth=None)
-    return attrs.evolve(learner, ptp=ptp, encoder=encoder, irl=None).fit(task)
-
-
-def _labels_from_questions(args, task: Task, encoder):
+def _labels_from_questions(args, task: Task, labels):
     """``--learn-labels --active``: the active loop asks the expert about state histories (the
     task's state view), and the labels and machine are learned from its questions and answers
-    (:func:`~rmtk.labels.learner.labels_from_active`): no prefix tree is built."""
+    (:meth:`~rmtk.labels.learner.LabelLearner.fit_questions`): no prefix tree is built."""
     import attrs
 
     from ..labels.histories import state_task
-    from ..labels.learner import labels_from_active
 
     if args.demos:
         raise RmtkError("--learn-labels --active asks the exact expert; --demos are label-word data it cannot use")
@@ -316,7 +303,7 @@ def _labels_from_questions(args, task: Task, encoder):
     )
     if active.flagged:
         print(f"# {active.ended}: the pairs below fit what was asked so far")
-    return labels_from_active(active, task, encoder, max_nodes=args.max_nodes)
+    return labels.fit_questions(active, task)
 
 
 def cmd_reproduce(args) -> int:
