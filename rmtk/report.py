@@ -15,16 +15,28 @@ from .task import Task
 PAIR_COUNT_LIMIT = 200_000
 
 
-def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = False, explain: bool = False) -> None:
+def report(
+    task: Task,
+    result: LearnResult,
+    *,
+    out=None,
+    count_pairs: bool = False,
+    explain: bool = False,
+    how: str | None = None,
+) -> None:
     """Print a learning result as .rm text with '#' comment lines (the output stays loadable);
-    with ``explain``, what would separate the surviving machines (:meth:`LearnResult.explain`)."""
+    with ``explain``, what would separate the surviving machines (:meth:`LearnResult.explain`).
+    ``how="active"``: the result of an active loop, whose prefix tree holds only what the
+    expert was asked (:class:`~rmtk.active.loop.ActiveResult`), not a tree built from its policy."""
     out = out or sys.stdout
     st = result.stats()
     t = result.timings
     w = lambda line="": print(line, file=out)  # noqa: E731
     words = "compressed" if result.tree.trie.compressed else "uncompressed"
     lazy = result.search.lazy
-    if result.ptp is None:  # tree-free: the expert checked on the synchronised product
+    if how == "active":
+        _report_asked(task, result, w, words, count_pairs)
+    elif result.ptp is None:  # tree-free: the expert checked on the synchronised product
         depth = result.oracle.depth
         where = "at every depth" if depth is None else f"of depth {depth}"
         w(
@@ -53,7 +65,7 @@ def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = Fal
         w(f"# learned from task {task.name}: empirical prefix tree policy, {words} words")
         w(f"# empirical prefix tree: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs")
         report_demos(result, out=out)
-    if lazy is not None and result.ptp is not None:
+    if lazy is not None and result.ptp is not None and how != "active":
         w(
             f"# lazy negatives: {lazy.counterexamples} added in {lazy.rounds} candidate checks, "
             f"{lazy.trie.n_nodes - 1} words in play"
@@ -104,6 +116,31 @@ def report(task: Task, result: LearnResult, *, out=None, count_pairs: bool = Fal
                 + more
             )
         out.write(dsl.dumps(m))
+
+
+def _report_asked(task: Task, result: LearnResult, w, words: str, count_pairs: bool) -> None:
+    """The header of an active loop's result: what the expert's answers hold, no tree built."""
+    st = result.stats()
+    longest = result.tree.depth if result.ptp is not None else 0
+    w(
+        f"# learned from task {task.name} by asking its expert (no prefix tree built): its answers at "
+        f"{st['trie_nodes'] - 1} {words} words, {st['pairs']} (word, state) pairs, the longest word {longest} labels"
+    )
+    if result.classes is not None:
+        pairs = st["per_state_pairs"]
+        distinct = (
+            f"{len(result.classes.distinct_pairs())} distinct word pairs"
+            if count_pairs or pairs <= PAIR_COUNT_LIMIT
+            else "distinct pairs not counted (--count-pairs)"
+        )
+        w(f"# negative examples from the answers: {st['classes']} policy classes, {pairs} per-state pairs, {distinct}")
+    elif result.negatives is not None:
+        w(
+            f"# negative examples from the answers: {len(result.negatives)} word pairs at alpha {result.negatives.alpha:g}"
+        )
+    lazy = result.search.lazy
+    if lazy is not None:
+        w(f"# last round: {lazy.counterexamples} counterexamples added in {lazy.rounds} candidate checks")
 
 
 def report_demos(result, *, out=None) -> None:

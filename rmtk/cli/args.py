@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 
+import attrs
+
 from ..errors import RmtkError
 from ..task import Task
 
@@ -47,29 +49,19 @@ def _probability(text: str) -> float:
 
 def learner_from_args(args, task: Task | None = None):
     """The :class:`~rmtk.learner.Learner` the command-line options describe (the same
-    strategies a Python user composes)."""
+    strategies a Python user composes). The flags were checked against the mode first
+    (:func:`rmtk.cli.flags.learn_mode`)."""
     from ..encoders import MaxSatEncoder, SatEncoder
     from ..learner import EmpiricalPTP, ExactMiner, ExactPTP, Learner
     from ..negatives import ConfidenceMiner
-    from ..progress import Progress, StderrProgress
     from ..rewards.maxent import MaxEntIRL
 
-    progress = Progress() if args.quiet else StderrProgress()
+    progress = _progress(args)
     compress = not args.no_compress
-    if args.stuttering and compress:
-        raise RmtkError(
-            "--stuttering needs --no-compress: a tree keyed by compressed words assumes a non-stuttering machine"
-        )
     engine = _engine_from_args(args)
     if args.demos:
-        import os
-
         from ..data import format_of, load
 
-        if not os.path.exists(args.demos):
-            raise RmtkError(f"{args.demos}: no such file or directory (--demos)")
-        if args.depth == INF:
-            raise RmtkError("--depth inf applies to the exact policy; demonstrations are counted whole by default")
         data = args.demos  # a Parquet dataset is counted partition by partition, never loaded whole
         if format_of(args.demos) != "parquet":
             data = load(args.demos, task.mdp)
@@ -77,13 +69,8 @@ def learner_from_args(args, task: Task | None = None):
         ptp = EmpiricalPTP(data, depth=args.depth, compress=compress, engine=engine)
         miner = ConfidenceMiner(alpha=0.05 if args.alpha is None else args.alpha)
     else:
-        if args.engine != "local":
-            raise RmtkError("--engine applies to learning from demonstrations (--demos)")
-        for flag, value in (("--alpha", args.alpha), ("--weights", args.weights)):
-            if value is not None and not (flag == "--weights" and args.maxsat):
-                raise RmtkError(f"{flag} applies to learning from demonstrations (--demos FILE)")
         depth = None if args.depth == INF else (args.depth or "task")
-        ptp = ExactPTP(depth=depth, source=args.policy, compress=compress)
+        ptp = ExactPTP(depth=depth, source=args.policy or "soft-optimal", compress=compress)
         miner = ExactMiner()
     common = dict(
         non_stuttering=not args.stuttering, symmetry_breaking=not args.no_symmetry_breaking, solver=args.solver
@@ -91,9 +78,7 @@ def learner_from_args(args, task: Task | None = None):
     if args.maxsat:
         encoder = MaxSatEncoder(weights=args.weights or "unit", **common)
     else:
-        if args.weights is not None:
-            raise RmtkError("--weights applies to MaxSAT (--maxsat)")
-        encoder = SatEncoder(negatives=args.negatives, **common)
+        encoder = SatEncoder(negatives=args.negatives or "classes", **common)
     return Learner(
         ptp=ptp,
         miner=miner,
@@ -105,6 +90,12 @@ def learner_from_args(args, task: Task | None = None):
         time_limit=args.time_limit,
         progress=progress,
     )
+
+
+def _progress(args):
+    from ..progress import Progress, StderrProgress
+
+    return Progress() if args.quiet else StderrProgress()
 
 
 def _engine_from_args(args):
@@ -131,8 +122,7 @@ def _add_engine_options(parser, what: str) -> None:
     parser.add_argument(
         "--engine",
         choices=ENGINES,
-        default="local",
-        help=f"where the {what} runs: this process (default) or a Dask cluster (pip install 'rmtk[dask]')",
+        help=f"where the {what} runs: this process (default, local) or a Dask cluster (pip install 'rmtk[dask]')",
     )
     parser.add_argument(
         "--scheduler", metavar="ADDRESS", help="with --engine dask: a running scheduler (tcp://host:8786)"
@@ -159,33 +149,15 @@ def active_from_args(args, task: Task):
     from ..active.loop import ActiveLearner, Budget
     from ..active.questions import ExpertWalks, SplitMostPairs
     from ..encoders import SatEncoder
-    from ..progress import Progress, StderrProgress
 
-    for flag, value in (
-        ("--maxsat", args.maxsat),
-        ("--depth", args.depth),
-        ("--nodes", args.nodes),
-        ("--weights", args.weights),
-        ("--no-compress", args.no_compress),
-    ):
-        if value:
-            raise RmtkError(f"{flag} does not apply to active learning (--active)")
-    if args.engine != "local":
-        raise RmtkError("--engine applies to learning from demonstrations without --active")
     expert_kind = args.expert or ("simulated" if args.demos else "exact")
-    if expert_kind == "exact" and args.demos:
-        raise RmtkError("--demos are counts: with --active they go with --expert simulated, not the exact expert")
     data = None
     if args.demos:
         from ..data import format_of, load
 
         data = args.demos if format_of(args.demos) == "parquet" else load(args.demos, task.mdp)
-    if args.lam is not None:
-        import attrs
-
-        task = attrs.evolve(task, lam=args.lam)
     make = TaskExpert if expert_kind == "exact" else SimulatedExpert
-    expert = make(task, source=args.policy, seed=args.seed, recorded=data)
+    expert = make(task, source=args.policy or "soft-optimal", seed=args.seed or 0, recorded=data)
     budget = Budget(queries=args.budget_queries, steps=args.budget_steps, seconds=args.budget_seconds)
     sampled = expert_kind != "exact" or args.walks or args.walk_length  # the exact expert: the exact check
     walks = ExpertWalks(walks=args.walks or 5, length=args.walk_length or 40) if sampled else None
@@ -199,6 +171,80 @@ def active_from_args(args, task: Task):
         max_nodes=args.max_nodes,
         max_solutions=args.max_solutions,
         alpha=0.05 if args.alpha is None else args.alpha,
-        progress=Progress() if args.quiet else StderrProgress(),
+        progress=_progress(args),
     )
     return learner, expert
+
+
+def labeling_encoder(args):
+    """The :class:`~rmtk.labels.learner.LabelingEncoder` of ``--learn-labels [K]``."""
+    from ..labels.learner import LabelingEncoder
+
+    return LabelingEncoder(
+        props=args.learn_labels or None,
+        symmetry_breaking=not args.no_symmetry_breaking,
+        non_stuttering=not args.stuttering,
+        solver=args.solver,
+    )
+
+
+#: Pairs of labels and machines a round of ``--learn-labels --active`` lists unless
+#: ``--max-solutions`` says otherwise: over one letter per state, the survivors are many.
+LABELS_ACTIVE_SOLUTIONS = 50
+
+
+@attrs.frozen
+class LearnPlan:
+    """What ``rmtk learn`` runs, built from its flags before any work: the ``mode``
+    (:data:`rmtk.cli.flags.MODES`), the ``task`` (at ``--lambda``'s temperature), the
+    ``learner`` (a :class:`~rmtk.learner.Learner`, or an :class:`~rmtk.active.loop.ActiveLearner`
+    with its ``expert``, asked on ``view``: the task, or its state view when learning the
+    labels), the ``labels`` encoder (:class:`~rmtk.labels.learner.LabelingEncoder`) and what
+    to print and write."""
+
+    mode: str
+    task: Task
+    learner: object
+    expert: object = None
+    view: Task | None = None
+    labels: object = None
+    explain: bool = False
+    count_pairs: bool = False
+    dot: str | None = None
+    png: str | None = None
+    force: bool = False
+
+
+def plan_learn(args, task: Task, mode: str) -> LearnPlan:
+    """The :class:`LearnPlan` of ``rmtk learn``'s flags (already checked against ``mode`` by
+    :func:`rmtk.cli.flags.learn_mode`)."""
+    from .flags import ASKING, LABELS
+
+    if args.demos:
+        import os
+
+        if not os.path.exists(args.demos):
+            raise RmtkError(f"{args.demos}: no such file or directory (--demos)")
+    if args.lam is not None:
+        task = attrs.evolve(task, lam=args.lam)
+    labels = labeling_encoder(args) if mode in LABELS else None
+    outputs = dict(explain=args.explain, count_pairs=args.count_pairs, dot=args.dot, png=args.png, force=args.force)
+    if mode in ASKING:
+        view = task
+        if labels is not None:
+            from ..labels.histories import state_task
+
+            view = state_task(task)
+        learner, expert = active_from_args(args, view)
+        if labels is not None and args.max_solutions is None:
+            learner = attrs.evolve(learner, max_solutions=LABELS_ACTIVE_SOLUTIONS)
+        return LearnPlan(mode, task, learner, expert, view, labels, **outputs)
+    learner = learner_from_args(args, task)
+    if labels is not None:
+        from ..exact import ExactPTP
+
+        ptp = learner.ptp
+        if isinstance(ptp, ExactPTP) and args.depth is None:  # the labels: every depth unless --depth says
+            ptp = attrs.evolve(ptp, depth=None)
+        learner = attrs.evolve(learner, ptp=ptp, encoder=labels, irl=None)
+    return LearnPlan(mode, task, learner, None, None, labels, **outputs)

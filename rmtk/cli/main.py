@@ -7,13 +7,18 @@ message on stderr and the exit code is 1 (2 for command-line usage errors).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import glob
 import json
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 from .. import dsl
 from ..errors import DslError, RmtkError
+from ..limits import clear_stop, request_stop, stop_requested
 from ..machine import RewardMachine
 from ..mdp import LabeledMDP
 from ..task import Task
@@ -25,8 +30,6 @@ from .args import (
     _positive_int,
     _probability,
     _seed,
-    active_from_args,
-    learner_from_args,
 )
 
 
@@ -148,6 +151,9 @@ def cmd_simulate(args) -> int:
     engine = _engine_from_args(args)
     if args.partition_size is not None and fmt != "parquet":
         raise RmtkError("--partition-size applies to Parquet output (--format parquet)")
+    from .sizes import check_simulate_sizes
+
+    check_simulate_sizes(args, fmt == "parquet")
     if args.lam is not None:
         import attrs
 
@@ -182,139 +188,155 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_learn(args) -> int:
-    """Learn the smallest machine from a task's exact prefix tree policy or from demonstrations."""
+    """Learn the smallest machine: from a task's exact policy, demonstrations, or by asking its
+    expert; with ``--learn-labels``, the labels too. Every flag is checked against the mode
+    (:mod:`rmtk.cli.flags`), every size against what it allocates (:mod:`rmtk.cli.sizes`) and
+    every output path before the work; a run stopped by a signal prints what it has, flagged,
+    and writes no file."""
+    from .args import plan_learn
+    from .flags import learn_mode
+    from .sizes import check_learn_sizes
+
+    mode = learn_mode(args)
     task = _load_task(args.file, args.task)
-    if args.learn_labels is not None:
-        return _learn_labels(args, task, learner_from_args(args, task))
-    from ..report import report
-
-    if args.dot:
-        _writable(Path(args.dot), args.force)  # before the work: a bad path fails now, not after the search
-    if args.png:
-        from ..io.draw import picture_format
-
-        picture_format(_writable(Path(args.png), args.force))
-    if args.active:
-        learner, expert = active_from_args(args, task)
-        active = learner.fit(task, expert)
-        result = active.result
-        kind = "exact policy" if expert.exact else f"runs of its policy (seed {args.seed})"
-        print(
-            f"# active learning from the expert's {kind}: {len(active.rounds)} rounds, {active.queries} queries, "
-            f"{active.steps} environment steps asked, {active.known} (word, state) pairs known"
-        )
-        for line in active.log().splitlines():
-            print(f"#   {line}")
-        if active.flagged:
-            print(f"# budget spent ({active.exhausted}): the machines below are the survivors so far")
-    else:
-        for flag, value in (
-            ("--budget-steps", args.budget_steps),
-            ("--budget-queries", args.budget_queries),
-            ("--budget-seconds", args.budget_seconds),
-            ("--expert", args.expert),
-            ("--samples", args.samples),
-            ("--walks", args.walks),
-            ("--walk-length", args.walk_length),
-        ):
-            if value is not None:
-                raise RmtkError(f"{flag} applies to active learning (--active)")
-        result = learner_from_args(args, task).fit(task)
-    report(task, result, count_pairs=args.count_pairs, explain=args.explain)
-    if result.n_nodes is None:
+    check_learn_sizes(args, task, mode)
+    _check_outputs(args, mode)
+    plan = plan_learn(args, task, mode)
+    with _stoppable():
+        printed = run_plan(plan)
+    if printed is None:
         return 1
+    if stop_requested():
+        named = [p for p in (plan.dot, plan.png) if p]
+        if named:
+            print(f"rmtk: the run was stopped: {' and '.join(named)} not written", file=sys.stderr)
+        return 0
+    _write_outputs(plan, printed)
+    return 0
 
-    def write_dot(m, p):
-        from .. import output
+
+def _check_outputs(args, mode: str) -> None:
+    """``--dot`` and ``--png``, checked before the work (:func:`rmtk.output.check`): the
+    directory exists and takes files, the path is no directory, a picture's format is one
+    matplotlib writes; without ``--force``, neither it nor the numbered files written when
+    several machines are learned (``NAME_1.png``, ...) exist."""
+    for target in (args.dot, args.png):
+        if not target:
+            continue
+        path = _writable(Path(target), args.force)
+        if target == args.png:
+            from ..io.draw import picture_format
+
+            picture_format(path)
+        if not args.force:
+            numbered = sorted(path.parent.glob(f"{glob.escape(path.stem)}_[0-9]*{glob.escape(path.suffix)}"))
+            numbered = [p for p in numbered if p.stem[len(path.stem) + 1 :].isdigit()]
+            if numbered:
+                raise RmtkError(
+                    f"{numbered[0]}: already exists (several learned machines are written as {path.stem}_1"
+                    f"{path.suffix}, {path.stem}_2{path.suffix}, ...); pass --force to replace it"
+                )
+
+
+def run_plan(plan):
+    """Run a :class:`~rmtk.cli.args.LearnPlan` and print its report: the result (``None``
+    when no machine was found)."""
+    from .flags import ASKING, LABELS
+
+    if plan.mode in ASKING:
+        active = plan.learner.fit(plan.view, plan.expert)
+        _say_stopped()
+        _active_header(plan, active)
+        if plan.labels is None:
+            result = active.result
+        else:
+            from ..labels.learner import labels_from_active
+
+            result = labels_from_active(active, plan.task, plan.labels, max_nodes=plan.learner.max_nodes)
+    else:
+        result = plan.learner.fit(plan.task)
+        _say_stopped()
+    if plan.mode in LABELS:
+        from ..labels.report import label_report
+
+        label_report(plan.task, result, explain=plan.explain)
+    else:
+        from ..report import report
+
+        how = None
+        if plan.mode in ASKING:
+            how = "active"
+        report(plan.task, result, count_pairs=plan.count_pairs, explain=plan.explain, how=how)
+    return None if result.n_nodes is None else result
+
+
+def _say_stopped() -> None:
+    """The line that flags a report as partial, once a stop was requested."""
+    why = stop_requested()
+    if why:
+        print(
+            f"# stopped: {why} ({_SIGNAL_OF[why]}); what follows is what was found before the stop, flagged where "
+            "a step did not finish"
+        )
+
+
+def _active_header(plan, active) -> None:
+    from .flags import LABELS
+
+    if plan.mode in LABELS:
+        print(
+            f"# active learning on state histories: {len(active.rounds)} rounds, {active.queries} queries, "
+            f"{active.known} (history, state) pairs known; labels and machine learned from them"
+        )
+        if active.flagged:
+            print(f"# budget spent ({active.exhausted}): the pairs below fit what was asked so far")
+        return
+    kind = "exact policy" if plan.expert.exact else f"runs of its policy (seed {plan.expert.seed})"
+    print(
+        f"# active learning from the expert's {kind}: {len(active.rounds)} rounds, {active.queries} queries, "
+        f"{active.steps} environment steps asked, {active.known} (word, state) pairs known"
+    )
+    for line in active.log().splitlines():
+        print(f"#   {line}")
+    if active.flagged:
+        print(f"# budget spent ({active.exhausted}): the machines below are the survivors so far")
+
+
+def _write_outputs(plan, result) -> None:
+    """``--dot`` and ``--png``: one file per learned machine (numbered when several), each
+    written whole (:mod:`rmtk.output`)."""
+    from .. import output
+    from .flags import LABELS
+
+    if plan.mode in LABELS:
+        from ..labels.report import draw_labels, learned_tasks
+
+        machines = [t.machine for t in learned_tasks(result, plan.task)]
+
+        def draw(i, p):
+            draw_labels(result, i, Path(p))
+    else:
+        machines = list(result.machines)
+
+        def draw(i, p):
+            from ..io import draw as pictures
+
+            pictures.save_picture(pictures.draw_machine(machines[i]), p, overwrite=plan.force)
+
+    def write_dot(i, p):
         from ..io import dot
 
-        with output.replacing(p, overwrite=args.force, text=True) as f:
-            f.write(dot.to_dot(m))
+        with output.replacing(p, overwrite=plan.force, text=True) as f:
+            f.write(dot.to_dot(machines[i]))
 
-    def write_png(m, p):
-        from ..io import draw
-
-        draw.save_picture(draw.draw_machine(m), p, overwrite=args.force)
-
-    for opt, write in (("dot", write_dot), ("png", write_png)):
-        target = getattr(args, opt)
+    for target, write in ((plan.dot, write_dot), (plan.png, draw)):
         if target:
-            paths = _figure_paths(target, len(result.machines))
+            paths = _figure_paths(target, len(machines))
             for p in paths:
-                _writable(p, args.force)
-            for m, p in zip(result.machines, paths):
-                write(m, p)
+                _writable(p, plan.force)
+            for i, p in enumerate(paths):
+                write(i, p)
                 print(f"wrote {p}", file=sys.stderr)
-    return 0
-
-
-def _learn_labels(args, task: Task, learner) -> int:
-    """``rmtk learn FILE [TASK] --learn-labels [K]``: the command-line learner with a
-    :class:`~rmtk.labels.learner.LabelingEncoder`; from the exact expert, at every depth unless
-    ``--depth`` says otherwise, or from the questions of the active loop (``--active``).
-    ``--png`` draws each pair's labels on a grid world's map."""
-    from ..labels.learner import LabelingEncoder
-    from ..labels.report import draw_labels, label_report
-
-    if args.maxsat:
-        raise RmtkError("--learn-labels searches with hard negative examples; --maxsat does not apply")
-    encoder = LabelingEncoder(
-        props=args.learn_labels or None,
-        symmetry_breaking=not args.no_symmetry_breaking,
-        non_stuttering=not args.stuttering,
-        solver=args.solver,
-    )
-    if args.active:
-        result = _labels_from_questions(args, task, encoder)
-    else:
-        result = _labels_from_tree(args, task, learner, encoder)
-    label_report(task, result, explain=args.explain)
-    if result.n_nodes is None:
-        return 1
-    if args.png:
-        paths = _figure_paths(args.png, len(result.solutions))
-        for p in paths:
-            _writable(p, args.force)
-        for i, p in enumerate(paths):
-            draw_labels(result, i, Path(p))
-            print(f"wrote {p}", file=sys.stderr)
-    return 0
-
-
-def _labels_from_tree(args, task: Task, learner, encoder):
-    import attrs
-
-    from ..exact import ExactPTP
-
-    ptp = learner.ptp
-    if isinstance(ptp, ExactPTP) and args.depth is None:
-        ptp = attrs.evolve(ptp, depth=None)
-    return attrs.evolve(learner, ptp=ptp, encoder=encoder, irl=None).fit(task)
-
-
-def _labels_from_questions(args, task: Task, encoder):
-    """``--learn-labels --active``: the active loop asks the expert about state histories (the
-    task's state view), and the labels and machine are learned from its questions and answers
-    (:func:`~rmtk.labels.learner.labels_from_active`): no prefix tree is built."""
-    import attrs
-
-    from ..labels.histories import state_task
-    from ..labels.learner import labels_from_active
-
-    if args.demos:
-        raise RmtkError("--learn-labels --active asks the exact expert; --demos are label-word data it cannot use")
-    view = state_task(task)
-    learner, expert = active_from_args(args, view)
-    if args.max_solutions is None:  # over one letter per state, survivors are many: a round lists a few
-        learner = attrs.evolve(learner, max_solutions=50)
-    active = learner.fit(view, expert)
-    print(
-        f"# active learning on state histories: {len(active.rounds)} rounds, {active.queries} queries, "
-        f"{active.known} (history, state) pairs known; labels and machine learned from them"
-    )
-    if active.flagged:
-        print(f"# budget spent ({active.exhausted}): the pairs below fit what was asked so far")
-    return labels_from_active(active, task, encoder, max_nodes=args.max_nodes)
 
 
 def cmd_reproduce(args) -> int:
@@ -393,8 +415,8 @@ def build_parser() -> argparse.ArgumentParser:
     ln.add_argument(
         "--policy",
         choices=("soft-optimal", "distinct"),
-        default="soft-optimal",
-        help="soft-optimal: the task's MaxEnt policy; distinct: one policy per node (the paper's counts)",
+        help="the policy computed from the task: soft-optimal (default), its MaxEnt policy; distinct: one policy "
+        "per node (the paper's counts)",
     )
     ln.add_argument("--no-compress", action="store_true", help="key the tree by uncompressed words")
     ln.add_argument(
@@ -404,8 +426,8 @@ def build_parser() -> argparse.ArgumentParser:
     ln.add_argument(
         "--negatives",
         choices=("classes", "pairs", "lazy"),
-        default="classes",
-        help="encode negative examples grouped by policy class (default), pair by pair, or lazily: only "
+        help="encode negative examples grouped by policy class (default from an exact policy), pair by pair "
+        "(default from demonstrations), or lazily: only "
         "those a candidate machine violates (no prefix tree is built from an exact policy)",
     )
     from ..sat.solver import DEFAULT_SOLVER, SOLVERS
@@ -460,12 +482,17 @@ def build_parser() -> argparse.ArgumentParser:
         "check is exact, on the synchronised product, unless walks are asked for)",
     )
     ln.add_argument("--walk-length", type=_positive_int, metavar="L", help="with --active: steps per walk (default 40)")
-    ln.add_argument("--seed", type=_seed, default=0, help="with --active: seed of the expert's randomness (default 0)")
+    ln.add_argument(
+        "--seed",
+        type=_seed,
+        help="with --active --expert simulated, or --walks: seed of the expert's randomness (default 0)",
+    )
     ln.add_argument(
         "--lambda",
         dest="lam",
         type=_positive_float,
-        help="with --active: the expert's temperature (default: the task's)",
+        help="the temperature of the policy computed from the task (default: the task's); not with --demos "
+        "(except --active --expert simulated)",
     )
     ln.add_argument(
         "--learn-labels",
@@ -478,7 +505,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ln.add_argument("--max-solutions", type=_positive_int, help="stop after this many machines")
     ln.add_argument(
-        "--time-limit", type=_positive_float, metavar="S", help="seconds for the SAT search; what was found is reported"
+        "--time-limit",
+        type=_positive_float,
+        metavar="S",
+        help="seconds for the whole run; what was found by then is printed, flagged",
     )
     ln.add_argument(
         "--explain",
@@ -556,33 +586,115 @@ class _Terminated(BaseException):
     """SIGTERM, raised like Ctrl-C so that files being written are cleaned up (rmtk/output.py)."""
 
 
-def _terminate(signum, frame):
-    raise _Terminated
+#: How the messages name a stop request's reason.
+_SIGNAL_OF = {"interrupted": "SIGINT, Ctrl-C", "terminated": "SIGTERM"}
+_REASON = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+_STATUS = {"interrupted": 128 + signal.SIGINT, "terminated": 128 + signal.SIGTERM}
+
+#: Seconds a run stopped by a first signal has to print what it has: a step that does not
+#: give way by then is ended as a second signal ends it.
+GRACE_SECONDS = 5.0
+
+
+class _Signals:
+    """How ``rmtk`` answers SIGINT and SIGTERM (docs/design.md, section 11).
+
+    While a run can stop and print what it has (:func:`_stoppable`), the first signal asks
+    every phase to stop (:func:`rmtk.limits.request_stop`), which then returns its partial
+    answer; a second one, or the first outside such a run, or :data:`GRACE_SECONDS` after the
+    first, ends the run at once (``KeyboardInterrupt`` or ``_Terminated``, which remove a file
+    being written). Once the run is ending, further signals are ignored: nothing raises from
+    the clean-up."""
+
+    def __init__(self):
+        self.soft = False
+        self.ending = False
+        self.timer: threading.Timer | None = None
+
+    def handle(self, signum, frame) -> None:
+        if self.ending:
+            return
+        if self.soft and stop_requested() is None:
+            request_stop(_REASON[signum])
+            self.timer = threading.Timer(GRACE_SECONDS, self._end, args=(signum,))
+            self.timer.daemon = True
+            self.timer.start()
+            return
+        self.ending = True
+        raise KeyboardInterrupt if signum == signal.SIGINT else _Terminated
+
+    def _end(self, signum) -> None:
+        """The grace is over: the signal again, delivered to the main thread (a blocking call
+        there is interrupted)."""
+        if not self.ending:
+            signal.pthread_kill(threading.main_thread().ident, signum)
+
+    def close(self) -> None:
+        self.ending = True
+        if self.timer is not None:
+            self.timer.cancel()
+
+
+_signals: _Signals | None = None
+
+
+@contextlib.contextmanager
+def _stoppable():
+    """A run in which the first signal asks for a stop and the partial answer is printed."""
+    state = _signals
+    if state is None:
+        yield
+        return
+    state.soft = True
+    try:
+        yield
+    finally:
+        state.soft = False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import signal
-    import threading
-
+    """The ``rmtk`` command. With ``argv`` (a test, a script) the signal handlers are restored
+    on return; as the program itself (``argv`` is ``None``) they are left ignoring signals, so
+    that one arriving while the interpreter exits changes nothing."""
+    global _signals
     args = build_parser().parse_args(argv)
     on_main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _terminate) if on_main else None
+    state = _Signals() if on_main else None
+    previous = {}
+    clear_stop()
+    if state is not None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, state.handle)
+        _signals = state
+    status = 0
     try:
-        return args.func(args)
+        status = args.func(args)
     except RmtkError as err:
-        print(err if isinstance(err, DslError) else f"rmtk: error: {err}", file=sys.stderr)
-        return 1
+        status = 1
+        if state is not None:
+            state.ending = True
+        if not stop_requested():  # else the stop is the cause: the one line below says it
+            print(err if isinstance(err, DslError) else f"rmtk: error: {err}", file=sys.stderr)
     except KeyboardInterrupt:
-        print("rmtk: interrupted", file=sys.stderr)
-        return 130
+        status = _STATUS["interrupted"]
     except _Terminated:
-        print("rmtk: terminated", file=sys.stderr)
-        return 128 + signal.SIGTERM
+        status = _STATUS["terminated"]
     except BrokenPipeError:
-        return 0
+        status = 0
     finally:
-        if on_main:
-            signal.signal(signal.SIGTERM, previous)
+        if state is not None:
+            state.close()  # from here on, signals are ignored by the handler
+        why = stop_requested()
+        if why and status in (0, 1):
+            status = _STATUS[why]
+        if status in _STATUS.values():
+            print(f"rmtk: {_REASON[signal.Signals(status - 128)]}", file=sys.stderr)
+        clear_stop()
+        if state is not None:
+            _signals = None
+            for sig, handler in previous.items():
+                signal.signal(sig, signal.SIG_IGN if argv is None else handler)
+    return status
 
 
 if __name__ == "__main__":  # pragma: no cover
