@@ -135,9 +135,8 @@ def _report_asked(task: Task, result: LearnResult, w, words: str, count_pairs: b
         )
         w(f"# negative examples from the answers: {st['classes']} policy classes, {pairs} per-state pairs, {distinct}")
     elif result.negatives is not None:
-        w(
-            f"# negative examples from the answers: {len(result.negatives)} word pairs at alpha {result.negatives.alpha:g}"
-        )
+        neg = result.negatives
+        w(f"# negative examples from the answers: {len(neg)} word pairs at alpha {neg.alpha:g}")
     lazy = result.search.lazy
     if lazy is not None:
         w(f"# last round: {lazy.counterexamples} counterexamples added in {lazy.rounds} candidate checks")
