@@ -7,21 +7,19 @@ message on stderr and the exit code is 1 (2 for command-line usage errors).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import glob
 import json
-import signal
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 from .. import dsl
 from ..errors import DslError, RmtkError
-from ..limits import clear_stop, request_stop, stop_requested
+from ..limits import stop_requested
 from ..machine import RewardMachine
 from ..mdp import LabeledMDP
 from ..task import Task
+from . import stopping
 from .args import (
     _add_engine_options,
     _depth,
@@ -193,16 +191,8 @@ def cmd_learn(args) -> int:
     (:mod:`rmtk.cli.flags`), every size against what it allocates (:mod:`rmtk.cli.sizes`) and
     every output path before the work; a run stopped by a signal prints what it has, flagged,
     and writes no file."""
-    from .args import plan_learn
-    from .flags import learn_mode
-    from .sizes import check_learn_sizes
-
-    mode = learn_mode(args)
-    task = _load_task(args.file, args.task)
-    check_learn_sizes(args, task, mode)
-    _check_outputs(args, mode)
-    plan = plan_learn(args, task, mode)
-    with _stoppable():
+    plan = prepare_learn(args)
+    with stopping.stoppable():
         printed = run_plan(plan)
     if printed is None:
         return 1
@@ -215,7 +205,22 @@ def cmd_learn(args) -> int:
     return 0
 
 
-def _check_outputs(args, mode: str) -> None:
+def prepare_learn(args):
+    """The :class:`~rmtk.cli.args.LearnPlan` of ``rmtk learn``'s parsed ``args``, after the checks
+    that come before any work: the flags against the mode, the sizes against memory, the
+    output paths."""
+    from .args import plan_learn
+    from .flags import learn_mode
+    from .sizes import check_learn_sizes
+
+    mode = learn_mode(args)
+    task = _load_task(args.file, args.task)
+    check_learn_sizes(args, task, mode)
+    _check_outputs(args)
+    return plan_learn(args, task, mode)
+
+
+def _check_outputs(args) -> None:
     """``--dot`` and ``--png``, checked before the work (:func:`rmtk.output.check`): the
     directory exists and takes files, the path is no directory, a picture's format is one
     matplotlib writes; without ``--force``, neither it nor the numbered files written when
@@ -272,12 +277,9 @@ def run_plan(plan):
 
 def _say_stopped() -> None:
     """The line that flags a report as partial, once a stop was requested."""
-    why = stop_requested()
-    if why:
-        print(
-            f"# stopped: {why} ({_SIGNAL_OF[why]}); what follows is what was found before the stop, flagged where "
-            "a step did not finish"
-        )
+    line = stopping.stopped_line()
+    if line:
+        print(line)
 
 
 def _active_header(plan, active) -> None:
@@ -582,118 +584,43 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-class _Terminated(BaseException):
-    """SIGTERM, raised like Ctrl-C so that files being written are cleaned up (rmtk/output.py)."""
-
-
-#: How the messages name a stop request's reason.
-_SIGNAL_OF = {"interrupted": "SIGINT, Ctrl-C", "terminated": "SIGTERM"}
-_REASON = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
-_STATUS = {"interrupted": 128 + signal.SIGINT, "terminated": 128 + signal.SIGTERM}
-
-#: Seconds a run stopped by a first signal has to print what it has: a step that does not
-#: give way by then is ended as a second signal ends it.
-GRACE_SECONDS = 5.0
-
-
-class _Signals:
-    """How ``rmtk`` answers SIGINT and SIGTERM (docs/design.md, section 11).
-
-    While a run can stop and print what it has (:func:`_stoppable`), the first signal asks
-    every phase to stop (:func:`rmtk.limits.request_stop`), which then returns its partial
-    answer; a second one, or the first outside such a run, or :data:`GRACE_SECONDS` after the
-    first, ends the run at once (``KeyboardInterrupt`` or ``_Terminated``, which remove a file
-    being written). Once the run is ending, further signals are ignored: nothing raises from
-    the clean-up."""
-
-    def __init__(self):
-        self.soft = False
-        self.ending = False
-        self.timer: threading.Timer | None = None
-
-    def handle(self, signum, frame) -> None:
-        if self.ending:
-            return
-        if self.soft and stop_requested() is None:
-            request_stop(_REASON[signum])
-            self.timer = threading.Timer(GRACE_SECONDS, self._end, args=(signum,))
-            self.timer.daemon = True
-            self.timer.start()
-            return
-        self.ending = True
-        raise KeyboardInterrupt if signum == signal.SIGINT else _Terminated
-
-    def _end(self, signum) -> None:
-        """The grace is over: the signal again, delivered to the main thread (a blocking call
-        there is interrupted)."""
-        if not self.ending:
-            signal.pthread_kill(threading.main_thread().ident, signum)
-
-    def close(self) -> None:
-        self.ending = True
-        if self.timer is not None:
-            self.timer.cancel()
-
-
-_signals: _Signals | None = None
-
-
-@contextlib.contextmanager
-def _stoppable():
-    """A run in which the first signal asks for a stop and the partial answer is printed."""
-    state = _signals
-    if state is None:
-        yield
-        return
-    state.soft = True
-    try:
-        yield
-    finally:
-        state.soft = False
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """The ``rmtk`` command. With ``argv`` (a test, a script) the signal handlers are restored
-    on return; as the program itself (``argv`` is ``None``) they are left ignoring signals, so
-    that one arriving while the interpreter exits changes nothing."""
-    global _signals
+    """The ``rmtk`` command; ``argv`` default: the process's arguments. Exit status 0, 1 on an
+    error (one line), 2 on a usage error, 130 / 143 when stopped by SIGINT / SIGTERM
+    (:mod:`rmtk.cli.stopping`)."""
     args = build_parser().parse_args(argv)
-    on_main = threading.current_thread() is threading.main_thread()
-    state = _Signals() if on_main else None
-    previous = {}
-    clear_stop()
-    if state is not None:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, state.handle)
-        _signals = state
     status = 0
-    try:
-        status = args.func(args)
-    except RmtkError as err:
-        status = 1
-        if state is not None:
-            state.ending = True
-        if not stop_requested():  # else the stop is the cause: the one line below says it
-            print(err if isinstance(err, DslError) else f"rmtk: error: {err}", file=sys.stderr)
-    except KeyboardInterrupt:
-        status = _STATUS["interrupted"]
-    except _Terminated:
-        status = _STATUS["terminated"]
-    except BrokenPipeError:
-        status = 0
-    finally:
-        if state is not None:
-            state.close()  # from here on, signals are ignored by the handler
-        why = stop_requested()
-        if why and status in (0, 1):
-            status = _STATUS[why]
-        if status in _STATUS.values():
-            print(f"rmtk: {_REASON[signal.Signals(status - 128)]}", file=sys.stderr)
-        clear_stop()
-        if state is not None:
-            _signals = None
-            for sig, handler in previous.items():
-                signal.signal(sig, signal.SIG_IGN if argv is None else handler)
+    with stopping.installed(getattr(args, "time_limit", None), program=argv is None) as stops:
+        try:
+            status = args.func(args)
+        except RmtkError as err:
+            status = 1
+            if stops is not None:
+                stops.ending = True
+            if not stop_requested():  # else the stop is the cause: the line below says it
+                print(err if isinstance(err, DslError) else f"rmtk: error: {err}", file=sys.stderr)
+        except KeyboardInterrupt:
+            status = stopping.STATUS["interrupted"]
+        except stopping.Terminated:
+            status = stopping.STATUS["terminated"]
+        except stopping.TimeUp:
+            status = 1
+            print(
+                f"rmtk: error: the run went on {stopping.GRACE_SECONDS:g} s past its time limit and the stop "
+                "then asked for; ended without an answer",
+                file=sys.stderr,
+            )
+        except BrokenPipeError:
+            status = 0
+        finally:
+            if stops is not None:
+                stops.close()  # from here on, signals are ignored
+            why = stop_requested()
+            if why in stopping.STATUS and status in (0, 1):
+                status = stopping.STATUS[why]
+            for reason, code in stopping.STATUS.items():
+                if status == code:
+                    print(f"rmtk: {reason}", file=sys.stderr)
     return status
 
 
