@@ -194,13 +194,13 @@ def cmd_learn(args) -> int:
     plan = prepare_learn(args)
     with stopping.stoppable():
         printed = run_plan(plan)
-    if printed is None:
-        return 1
     if stop_requested():
         named = [p for p in (plan.dot, plan.png) if p]
         if named:
             print(f"rmtk: the run was stopped: {' and '.join(named)} not written", file=sys.stderr)
-        return 0
+        return 0 if printed is not None else 1
+    if printed is None:
+        return 1
     _write_outputs(plan, printed)
     return 0
 
