@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from rmtk.cli.flags import BY_DEST, LEARN_FLAGS, MODES, learn_mode, mode_of
-from rmtk.cli.main import build_parser, main, prepare_learn
+from rmtk.cli.learn import prepare_learn
+from rmtk.cli.main import build_parser, main
 from rmtk.errors import RmtkError
 
 MODELS = Path(__file__).resolve().parents[1] / "models"

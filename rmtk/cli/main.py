@@ -7,7 +7,6 @@ message on stderr and the exit code is 1 (2 for command-line usage errors).
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import sys
 from collections.abc import Sequence
@@ -29,6 +28,7 @@ from .args import (
     _probability,
     _seed,
 )
+from .learn import cmd_learn, load_task, writable
 
 
 def _pick(doc: dsl.RmFile, name: str | None):
@@ -50,13 +50,6 @@ def _pick_machine(doc: dsl.RmFile, name: str | None) -> RewardMachine:
     if len(doc.tasks) == 1:
         return next(iter(doc.tasks.values())).machine
     raise RmtkError(f"the file holds several machines ({', '.join(doc.machines)}); name the one to show")
-
-
-def _writable(path: Path, force: bool) -> Path:
-    """``path``, checked before the work to be writable (:func:`rmtk.output.check`)."""
-    from .. import output
-
-    return output.check(path, overwrite=force)
 
 
 def cmd_check(args) -> int:
@@ -81,7 +74,7 @@ def cmd_show(args) -> int:
     if args.png:
         from ..io import draw
 
-        out = _writable(Path(args.png), args.force)
+        out = writable(Path(args.png), args.force)
         draw.picture_format(out)
         obj = doc.get(args.name) if args.name else None
         fig = draw.draw_grid(obj) if isinstance(obj, LabeledMDP) else draw.draw_machine(_pick_machine(doc, args.name))
@@ -124,27 +117,13 @@ def _to_json(obj):
     return obj.to_dict()
 
 
-def _load_task(file: str, name: str | None) -> Task:
-    doc = dsl.load(file)
-    if name is not None:
-        return doc.get(name, "task")
-    return doc.only("task")
-
-
-def _figure_paths(path: str, count: int) -> list[Path]:
-    p = Path(path)
-    if count == 1:
-        return [p]
-    return [p.with_name(f"{p.stem}_{i + 1}{p.suffix}") for i in range(count)]
-
-
 def cmd_simulate(args) -> int:
     """Sample demonstrations from a task's soft-optimal product policy."""
     from ..data import format_of, save
     from ..progress import Progress, StderrProgress
     from ..simulate import simulate, simulate_dataset, simulate_sharded
 
-    task = _load_task(args.file, args.task)
+    task = load_task(args.file, args.task)
     fmt = format_of(args.output, args.format)
     engine = _engine_from_args(args)
     if args.partition_size is not None and fmt != "parquet":
@@ -175,7 +154,7 @@ def cmd_simulate(args) -> int:
             file=sys.stderr,
         )
         return 0
-    out = _writable(Path(args.output), args.force)
+    out = writable(Path(args.output), args.force)
     if args.engine == "local":
         demos = simulate(task, args.n, args.horizon, seed=args.seed, progress=progress)
     else:
@@ -183,162 +162,6 @@ def cmd_simulate(args) -> int:
     save(demos, out, task.mdp, overwrite=args.force, format=fmt)
     print(f"wrote {out}: {demos.summary()}, seed {args.seed}", file=sys.stderr)
     return 0
-
-
-def cmd_learn(args) -> int:
-    """Learn the smallest machine: from a task's exact policy, demonstrations, or by asking its
-    expert; with ``--learn-labels``, the labels too. Every flag is checked against the mode
-    (:mod:`rmtk.cli.flags`), every size against what it allocates (:mod:`rmtk.cli.sizes`) and
-    every output path before the work; a run stopped by a signal prints what it has, flagged,
-    and writes no file."""
-    plan = prepare_learn(args)
-    with stopping.stoppable():
-        printed = run_plan(plan)
-    if stop_requested():
-        named = [p for p in (plan.dot, plan.png) if p]
-        if named:
-            print(f"rmtk: the run was stopped: {' and '.join(named)} not written", file=sys.stderr)
-        return 0 if printed is not None else 1
-    if printed is None:
-        return 1
-    _write_outputs(plan, printed)
-    return 0
-
-
-def prepare_learn(args):
-    """The :class:`~rmtk.cli.args.LearnPlan` of ``rmtk learn``'s parsed ``args``, after the checks
-    that come before any work: the flags against the mode, the sizes against memory, the
-    output paths."""
-    from .args import plan_learn
-    from .flags import learn_mode
-    from .sizes import check_learn_sizes
-
-    mode = learn_mode(args)
-    task = _load_task(args.file, args.task)
-    check_learn_sizes(args, task, mode)
-    _check_outputs(args)
-    return plan_learn(args, task, mode)
-
-
-def _check_outputs(args) -> None:
-    """``--dot`` and ``--png``, checked before the work (:func:`rmtk.output.check`): the
-    directory exists and takes files, the path is no directory, a picture's format is one
-    matplotlib writes; without ``--force``, neither it nor the numbered files written when
-    several machines are learned (``NAME_1.png``, ...) exist."""
-    for target in (args.dot, args.png):
-        if not target:
-            continue
-        path = _writable(Path(target), args.force)
-        if target == args.png:
-            from ..io.draw import picture_format
-
-            picture_format(path)
-        if not args.force:
-            numbered = sorted(path.parent.glob(f"{glob.escape(path.stem)}_[0-9]*{glob.escape(path.suffix)}"))
-            numbered = [p for p in numbered if p.stem[len(path.stem) + 1 :].isdigit()]
-            if numbered:
-                raise RmtkError(
-                    f"{numbered[0]}: already exists (several learned machines are written as {path.stem}_1"
-                    f"{path.suffix}, {path.stem}_2{path.suffix}, ...); pass --force to replace it"
-                )
-
-
-def run_plan(plan):
-    """Run a :class:`~rmtk.cli.args.LearnPlan` and print its report: the result (``None``
-    when no machine was found)."""
-    from .flags import ASKING, LABELS
-
-    if plan.mode in ASKING:
-        active = plan.learner.fit(plan.view, plan.expert)
-        _say_stopped()
-        _active_header(plan, active)
-        if plan.labels is None:
-            result = active.result
-        else:
-            from ..labels.learner import labels_from_active
-
-            result = labels_from_active(active, plan.task, plan.labels, max_nodes=plan.learner.max_nodes)
-    else:
-        result = plan.learner.fit(plan.task)
-        _say_stopped()
-    if plan.mode in LABELS:
-        from ..labels.report import label_report
-
-        label_report(plan.task, result, explain=plan.explain)
-    else:
-        from ..report import report
-
-        how = None
-        if plan.mode in ASKING:
-            how = "active"
-        report(plan.task, result, count_pairs=plan.count_pairs, explain=plan.explain, how=how)
-    return None if result.n_nodes is None else result
-
-
-def _say_stopped() -> None:
-    """The line that flags a report as partial, once a stop was requested."""
-    line = stopping.stopped_line()
-    if line:
-        print(line)
-
-
-def _active_header(plan, active) -> None:
-    from .flags import LABELS
-
-    if plan.mode in LABELS:
-        print(
-            f"# active learning on state histories: {len(active.rounds)} rounds, {active.queries} queries, "
-            f"{active.known} (history, state) pairs known; labels and machine learned from them"
-        )
-        if active.flagged:
-            print(f"# budget spent ({active.exhausted}): the pairs below fit what was asked so far")
-        return
-    kind = "exact policy" if plan.expert.exact else f"runs of its policy (seed {plan.expert.seed})"
-    print(
-        f"# active learning from the expert's {kind}: {len(active.rounds)} rounds, {active.queries} queries, "
-        f"{active.steps} environment steps asked, {active.known} (word, state) pairs known"
-    )
-    for line in active.log().splitlines():
-        print(f"#   {line}")
-    if active.flagged:
-        print(f"# budget spent ({active.exhausted}): the machines below are the survivors so far")
-
-
-def _write_outputs(plan, result) -> None:
-    """``--dot`` and ``--png``: one file per learned machine (numbered when several), each
-    written whole (:mod:`rmtk.output`)."""
-    from .. import output
-    from .flags import LABELS
-
-    if plan.mode in LABELS:
-        from ..labels.report import draw_labels, learned_tasks
-
-        machines = [t.machine for t in learned_tasks(result, plan.task)]
-
-        def draw(i, p):
-            draw_labels(result, i, Path(p))
-    else:
-        machines = list(result.machines)
-
-        def draw(i, p):
-            from ..io import draw as pictures
-
-            pictures.save_picture(pictures.draw_machine(machines[i]), p, overwrite=plan.force)
-
-    def write_dot(i, p):
-        from ..io import dot
-
-        with output.replacing(p, overwrite=plan.force, text=True) as f:
-            f.write(dot.to_dot(machines[i]))
-
-    for target, write in ((plan.dot, write_dot), (plan.png, draw)):
-        if target:
-            paths = _figure_paths(target, len(machines))
-            for p in paths:
-                _writable(p, plan.force)
-            for i, p in enumerate(paths):
-                write(i, p)
-                print(f"wrote {p}", file=sys.stderr)
 
 
 def cmd_reproduce(args) -> int:

@@ -81,7 +81,7 @@ class Stops:
             if signum == signal.SIGALRM:
                 signal.setitimer(signal.ITIMER_REAL, RETRY_SECONDS)
             else:
-                again = threading.Timer(RETRY_SECONDS, _resend, args=(signum,))
+                again = threading.Timer(RETRY_SECONDS, _resend, args=(self, signum))
                 again.daemon = True
                 again.start()
             return
@@ -100,9 +100,9 @@ _current: Stops | None = None
 RETRY_SECONDS = 0.01
 
 
-def _resend(signum: int) -> None:
-    stops = _current
-    if stops is not None and not stops.ending:
+def _resend(stops: Stops, signum: int) -> None:
+    """The signal again, to the main thread, if the command that deferred it still runs."""
+    if stops is _current and not stops.ending:
         signal.pthread_kill(threading.main_thread().ident, signum)
 
 
