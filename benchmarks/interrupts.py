@@ -1,8 +1,8 @@
 """Stress test of stopped runs: ``rmtk learn`` on the Office World's patrol with ``--active``
 and with ``--learn-labels``, and on ``stack_avoid`` with ``--demos`` (300,000 trajectories,
 every machine of 6 nodes), each stopped ``--repeat`` times by SIGINT and by SIGTERM at a random
-moment (seeded), under an optional load of busy processes, once or with a second signal
-``--double`` seconds later (Ctrl-C pressed twice).
+moment (seeded) once it is in its work (a progress line shows it), under an optional load of
+busy processes, once or with a second signal ``--double`` seconds later (Ctrl-C pressed twice).
 
 Every run must end with exit status 130 (SIGINT) or 143 (SIGTERM) — never a signal's own exit
 (a segmentation fault is -11) — within ``--bound`` seconds of the last signal, with ``rmtk:
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import selectors
 import signal
 import subprocess
 import sys
@@ -40,10 +41,15 @@ RUN = (
     "sys.argv = ['rmtk'] + sys.argv[1:]\n"
     "runpy.run_module('rmtk', run_name='__main__')\n"
 )
+#: The runs, and a progress line (stderr) that shows each is in its work: the signal comes a
+#: random time after it.
 CASES = {
-    "active": ["learn", "models/office.rm", "patrol", "--active"],
-    "labels": ["learn", "models/office.rm", "patrol", "--learn-labels"],
-    "demos": ["learn", "models/stack_avoid.rm", "--demos", "{demos}", "--nodes", "6", "--no-rewards"],
+    "active": (["learn", "models/office.rm", "patrol", "--active"], "round 1:"),
+    "labels": (["learn", "models/office.rm", "patrol", "--learn-labels"], "counterexamples"),
+    "demos": (
+        ["learn", "models/stack_avoid.rm", "--demos", "{demos}", "--nodes", "6", "--no-rewards"],
+        "solutions enumerated",
+    ),
 }
 SIGNALS = {"SIGINT": (signal.SIGINT, 130, "interrupted"), "SIGTERM": (signal.SIGTERM, 143, "terminated")}
 
@@ -60,8 +66,9 @@ def burners(n: int) -> list[subprocess.Popen]:
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
 
 
-def one_run(argv: list[str], sig: int, delay: float, double: float | None, out: Path) -> dict:
-    """One run stopped ``delay`` s after its start: what it printed and how it ended."""
+def one_run(argv: list[str], marker: str, sig: int, delay: float, double: float | None, out: Path) -> dict:
+    """One run stopped ``delay`` s after ``marker`` appeared on its stderr: what it printed and
+    how it ended."""
     dot = out / "m.dot"
     proc = subprocess.Popen(
         [sys.executable, "-c", RUN, *argv, "--dot", str(dot), "--force"],
@@ -69,8 +76,14 @@ def one_run(argv: list[str], sig: int, delay: float, double: float | None, out: 
         env=_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
     )
+    seen = b""
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stderr, selectors.EVENT_READ)
+    while marker.encode() not in seen and proc.poll() is None:
+        if sel.select(timeout=1):
+            seen += os.read(proc.stderr.fileno(), 65536)
+    sel.close()
     time.sleep(delay)
     finished_before = proc.poll() is not None
     proc.send_signal(sig)
@@ -80,16 +93,21 @@ def one_run(argv: list[str], sig: int, delay: float, double: float | None, out: 
             proc.send_signal(sig)
     t0 = time.monotonic()
     try:
-        stdout, stderr = proc.communicate(timeout=120)
+        stdout, rest = proc.communicate(timeout=120)
     except subprocess.TimeoutExpired:
         proc.kill()
-        stdout, stderr = proc.communicate()
-        return dict(status="hang", seconds=120.0, stdout=stdout, stderr=stderr, left=[], early=finished_before)
+        stdout, rest = proc.communicate()
+        status = "hang"
+    else:
+        status = proc.returncode
+    stdout, stderr = stdout.decode(), (seen + rest).decode()
+    if status == "hang":
+        return dict(status=status, seconds=120.0, stdout=stdout, stderr=stderr, left=[], early=finished_before)
     left = sorted(p.name for p in out.iterdir())
     for p in out.iterdir():
         p.unlink()
     return dict(
-        status=proc.returncode,
+        status=status,
         seconds=time.monotonic() - t0,
         stdout=stdout,
         stderr=stderr,
@@ -121,7 +139,14 @@ def main(argv=None) -> int:
     ap.add_argument("--cases", nargs="+", choices=sorted(CASES), default=list(CASES))
     ap.add_argument("--signals", nargs="+", choices=sorted(SIGNALS), default=list(SIGNALS))
     ap.add_argument("--repeat", type=int, default=10, help="runs per (case, signal)")
-    ap.add_argument("--delay", type=float, nargs=2, default=(2.0, 6.0), metavar=("LO", "HI"), help="signal after")
+    ap.add_argument(
+        "--delay",
+        type=float,
+        nargs=2,
+        default=(0.0, 3.0),
+        metavar=("LO", "HI"),
+        help="seconds from the progress line to the signal (uniform)",
+    )
     ap.add_argument("--double", type=float, help="send the signal again this many seconds later")
     ap.add_argument("--load", type=int, default=0, help="busy processes running meanwhile")
     ap.add_argument("--bound", type=float, default=8.0, help="seconds a run may take after its (last) signal")
@@ -145,12 +170,13 @@ def main(argv=None) -> int:
         load = burners(opts.load)
         try:
             for case in opts.cases:
-                argv_case = [w.format(demos=demos) for w in CASES[case]]
+                words, marker = CASES[case]
+                argv_case = [w.format(demos=demos) for w in words]
                 for name in opts.signals:
                     sig, status, message = SIGNALS[name]
                     runs = []
                     for _ in range(opts.repeat):
-                        run = one_run(argv_case, sig, rng.uniform(*opts.delay), opts.double, out)
+                        run = one_run(argv_case, marker, sig, rng.uniform(*opts.delay), opts.double, out)
                         wrong = check(run, status, message, opts.double is not None)
                         if run["seconds"] > opts.bound:
                             wrong.append(f"{run['seconds']:.1f} s after the signal")

@@ -411,9 +411,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The ``rmtk`` command; ``argv`` default: the process's arguments. Exit status 0, 1 on an
     error (one line), 2 on a usage error, 130 / 143 when stopped by SIGINT / SIGTERM
     (:mod:`rmtk.cli.stopping`)."""
-    args = build_parser().parse_args(argv)
     status = 0
-    with stopping.installed(getattr(args, "time_limit", None), program=argv is None) as stops:
+    with stopping.installed(program=argv is None) as stops:  # from here on, no signal is Python's own
+        args = build_parser().parse_args(argv)
+        if stops is not None:
+            stops.time_limit = getattr(args, "time_limit", None)
         try:
             status = args.func(args)
         except RmtkError as err:

@@ -129,7 +129,7 @@ def uncuttable(frame) -> bool:
 
 
 @contextlib.contextmanager
-def installed(time_limit: float | None, *, program: bool):
+def installed(time_limit: float | None = None, *, program: bool):
     """The handlers of one command, on the main thread (elsewhere Python cannot install any:
     signals then keep their effect). With ``program`` (the command is the process) they are
     left ignoring signals afterwards, so that one arriving as the interpreter exits changes
