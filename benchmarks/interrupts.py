@@ -15,6 +15,8 @@ beside it. A run stopped by a single signal must print its partial answer on std
     PYTHONPATH=. python benchmarks/interrupts.py --load 2 --double 0.02
     PYTHONPATH=. python benchmarks/interrupts.py --cases labels --repeat 30 --markdown
 
+    PYTHONPATH=. python benchmarks/interrupts.py --checkout ../main   # another checkout's rmtk
+
 Exit status 1 if a run fails a check (its stderr is printed).
 """
 
@@ -34,6 +36,7 @@ from pathlib import Path
 from _table import render  # the script's folder is on sys.path
 
 ROOT = Path(__file__).resolve().parent.parent
+CHECKOUT = ROOT  # the rmtk run (--checkout: another one, e.g. the main branch, as a reference)
 # as in a terminal: SIGINT raises KeyboardInterrupt until rmtk installs its own handler
 RUN = (
     "import runpy, signal, sys\n"
@@ -56,7 +59,7 @@ SIGNALS = {"SIGINT": (signal.SIGINT, 130, "interrupted"), "SIGTERM": (signal.SIG
 
 def _env() -> dict:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["PYTHONPATH"] = os.pathsep.join([str(CHECKOUT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["PYTHONFAULTHANDLER"] = "1"  # a crash prints the Python stacks
     return env
 
@@ -72,7 +75,7 @@ def one_run(argv: list[str], marker: str, sig: int, delay: float, double: float 
     dot = out / "m.dot"
     proc = subprocess.Popen(
         [sys.executable, "-c", RUN, *argv, "--dot", str(dot), "--force"],
-        cwd=ROOT,
+        cwd=CHECKOUT,
         env=_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -151,8 +154,11 @@ def main(argv=None) -> int:
     ap.add_argument("--load", type=int, default=0, help="busy processes running meanwhile")
     ap.add_argument("--bound", type=float, default=8.0, help="seconds a run may take after its (last) signal")
     ap.add_argument("--seed", type=int, default=0, help="seed of the signal times")
+    ap.add_argument("--checkout", type=Path, help="run the rmtk of this checkout instead (a reference)")
     ap.add_argument("--markdown", action="store_true")
     opts = ap.parse_args(argv)
+    global CHECKOUT
+    CHECKOUT = (opts.checkout or ROOT).resolve()
     rng = random.Random(opts.seed)
     rows, failures = [], 0
     with tempfile.TemporaryDirectory(prefix="rmtk-interrupts-") as tmp:
@@ -161,7 +167,7 @@ def main(argv=None) -> int:
             subprocess.run(
                 [sys.executable, "-m", "rmtk", "simulate", "models/stack_avoid.rm", "-n", "300000", "-T", "20"]
                 + ["--seed", "1", "-o", str(demos), "-q"],
-                cwd=ROOT,
+                cwd=CHECKOUT,
                 env=_env(),
                 check=True,
             )
@@ -200,7 +206,7 @@ def main(argv=None) -> int:
                 p.kill()
                 p.wait()
     print(render(rows, opts.markdown, frozenset({"case", "signal"})))
-    print(f"load: {opts.load} busy processes; cpus: {os.cpu_count()}")
+    print(f"load: {opts.load} busy processes; cpus: {os.cpu_count()}; rmtk of {CHECKOUT}")
     return 1 if failures else 0
 
 

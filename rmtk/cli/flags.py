@@ -217,7 +217,7 @@ def learn_mode(args) -> str:
     :class:`~rmtk.errors.RmtkError` names the first flag that does not apply, and why."""
     mode = mode_of(args)
     for flag in LEARN_FLAGS:
-        if not _given(args, flag.dest) or (flag.dest == "engine" and args.engine == "local"):
+        if not _given(args, flag.dest):
             continue
         if mode not in flag.modes:
             raise RmtkError(f"{flag.option} does not apply to {MODES[mode]}: {flag.purpose}")

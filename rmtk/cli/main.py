@@ -155,7 +155,7 @@ def cmd_simulate(args) -> int:
         )
         return 0
     out = writable(Path(args.output), args.force)
-    if args.engine == "local":
+    if args.engine in (None, "local"):
         demos = simulate(task, args.n, args.horizon, seed=args.seed, progress=progress)
     else:
         demos = simulate_sharded(task, args.n, args.horizon, seed=args.seed, engine=engine, progress=progress)

@@ -208,7 +208,16 @@ def search(
                 continue
             sols, complete, t_enum = _enumerate(sat_solver, pool, decoder, n, limits)
             return SearchResult(
-                n, sols, complete, tuple(tried), len(clauses), pool.top, t_enc, t_solve, t_enum, _stopped(complete)
+                n,
+                sols,
+                complete,
+                tuple(tried),
+                len(clauses),
+                pool.top,
+                t_enc,
+                t_solve,
+                t_enum,
+                _stopped(complete, limits),
             )
     return SearchResult(None, (), True, tuple(tried), 0, 0, t_enc, t_solve, 0.0, no_machine(limits))
 
@@ -219,8 +228,17 @@ def stopped_while(deadline, doing: str) -> str:
     return f"{'time limit reached' if why == 'time limit' else why} while {doing}"
 
 
-def _stopped(complete: bool) -> str:
-    return "" if complete else "enumeration stopped early (limit reached); the solutions found are listed"
+def _stopped(complete: bool, limits: SearchLimits | None = None) -> str:
+    """Why an enumeration stopped early (nothing when it did not): the deadline's reason (time
+    limit, interrupted, terminated) or the bound of ``limits.max_solutions`` machines."""
+    if complete:
+        return ""
+    why = "limit reached"
+    if limits is not None:
+        stop = limits.deadline.reason()
+        bound = limits.max_solutions
+        why = stop if stop else f"the bound of {bound} machines reached" if bound is not None else why
+    return f"enumeration stopped early ({why}); the solutions found are listed"
 
 
 def no_machine(limits: SearchLimits) -> str:
@@ -391,7 +409,7 @@ def maxsat_search(
         t1 - t0,
         t2 - t1,
         t3 - t2,
-        _join(_stopped(complete), note),
+        _join(_stopped(complete, limits), note),
         cost=int(best),
     )
 
