@@ -24,6 +24,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from . import ties
 from .mdp import LabeledMDP
 from .negatives import POLICY_TOL
 
@@ -59,9 +60,9 @@ class Verdict:
 
 def policy_class_table(policy: np.ndarray, tol: float = POLICY_TOL) -> np.ndarray:
     """``(S, n)`` class ids: at each state, nodes with equal action distributions (≤ tol)
-    share an id. ``policy`` is ``(S, n, A)``."""
-    close = np.abs(policy[:, :, None, :] - policy[:, None, :, :]).max(axis=3) <= tol  # (S, n, n)
-    return np.argmax(close, axis=2).astype(np.int64)  # the first node with the same distribution
+    share an id, that of the class's first node (:func:`rmtk.ties.classes`). ``policy`` is
+    ``(S, n, A)``."""
+    return ties.classes(policy, tol)
 
 
 @attrs.frozen

@@ -9,7 +9,11 @@ A *policy source* gives, for a task and a prefix tree, the action distribution o
   counts; nodes whose soft-optimal policies agree everywhere share one);
 * :class:`NodePolicyTable`: any stochastic policy per node (optimality is not needed,
   paper appendix B), such as :func:`shortest_path_table`, the scripted expert of the Office
-  World experiment (shortest paths to the machine's next reward, with ε-random actions).
+  World experiment (shortest paths to the machine's next reward, with ε-random actions), or
+  :func:`greedy_table`, the ε-greedy expert of the soft-optimal policy.
+
+Where these turn values into a choice (nodes with the same policy, the greedy actions) they
+decide ties with :mod:`rmtk.ties` (docs/design.md section 2): the same answer on every machine.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 import attrs
 import numpy as np
 
+from . import ties
 from .axes import order_hint
 from .equivalence import policy_class_table
 from .errors import ModelError, RmtkError
@@ -88,8 +93,8 @@ class DistinctPerNode(SoftOptimal):
 
     def node_classes(self, task: Task) -> np.ndarray:
         pi = self.policy(task)
-        same = np.abs(pi[:, :, None, :] - pi[:, None, :, :]).max(axis=(0, 3)) <= self.tol
-        return np.argmax(same, axis=1)  # first node with the same policy everywhere
+        rows = pi.transpose(1, 0, 2).reshape(pi.shape[1], -1)  # a node's policy at every state
+        return ties.classes(rows, self.tol)  # the first node with the same policy everywhere
 
     def prefix_tree_policy(self, task: Task, tree: PrefixTree) -> PrefixTreePolicy:
         ptp = super().prefix_tree_policy(task, tree)
@@ -254,14 +259,39 @@ class ExactPTP(PTPCapabilities):
         )
 
 
-# -- the scripted expert: shortest paths (the Office World experiment's) ----------------
+# -- scripted experts: shortest paths (the Office World experiment's), ε-greedy ----------------
+def _epsilon(epsilon: float) -> None:
+    if not 0.0 <= epsilon <= 1.0:
+        raise ModelError(f"epsilon={epsilon} must lie in [0, 1]")
+
+
+def greedy_table(policy, epsilon: float = 0.1) -> np.ndarray:
+    """``(nodes, S, A)``: the ε-greedy expert of a product policy (a
+    :class:`~rmtk.planning.SoftPolicy` such as a task's soft-optimal one, or its ``(S, n, A)``
+    action distributions): in each product state (s, u) the most probable action with
+    probability 1 − ε, else a uniformly random one. Actions within :data:`rmtk.ties.TOL` of
+    the most probable are tied and the lowest action index wins (:func:`rmtk.ties.argbest`),
+    so the expert is the same on every machine."""
+    from .planning import SoftPolicy
+
+    _epsilon(epsilon)
+    pi = np.asarray(policy.pi if isinstance(policy, SoftPolicy) else policy, dtype=float)
+    if pi.ndim != 3:
+        raise ModelError(f"a product policy has shape (states, nodes, actions), got {pi.shape}")
+    S, n, A = pi.shape
+    best = ties.argbest(pi, axis=2).T  # (n, S)
+    table = np.full((n, S, A), epsilon / A)
+    table[np.arange(n)[:, None], np.arange(S)[None, :], best] += 1.0 - epsilon
+    return table
+
+
 def shortest_path_table(task: Task, epsilon: float = 0.1) -> np.ndarray:
     """``(nodes, S, A)``: the scripted expert of ``task``: in each product state (s, u) the
     actions that reach the machine's next positive reward in the fewest expected steps
     (ties split evenly), mixed with ``epsilon`` of uniformly random actions; uniform where
-    no reward can be reached (e.g. an absorbing end node)."""
-    if not 0.0 <= epsilon <= 1.0:
-        raise ModelError(f"epsilon={epsilon} must lie in [0, 1]")
+    no reward can be reached (e.g. an absorbing end node). Actions whose expected steps lie
+    within :data:`rmtk.ties.TOL` (relative) of the fewest are tied (:func:`rmtk.ties.best`)."""
+    _epsilon(epsilon)
     mdp, m = task.mdp, task.machine
     S, A, n = mdp.n_states, mdp.n_actions, m.n_nodes
     letter = task.letter_of_proposition[mdp.labels]
@@ -280,6 +310,6 @@ def shortest_path_table(task: Task, epsilon: float = 0.1) -> np.ndarray:
         if np.array_equal(new, dist):
             break
         dist = new
-    greedy = (q <= dist[..., None] + 1e-9) & (dist[..., None] < big)
+    greedy = ties.best(q, axis=2, lowest=True) & (dist[..., None] < big)
     greedy[~greedy.any(axis=2)] = True
     return (1.0 - epsilon) * greedy / greedy.sum(axis=2, keepdims=True) + epsilon / A

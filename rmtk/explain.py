@@ -20,6 +20,7 @@ import math
 import attrs
 import numpy as np
 
+from . import ties
 from .equivalence import Witness, distinguish
 from .mdp import LabeledMDP
 from .negatives import log_weissman_constant
@@ -380,17 +381,17 @@ def rare_pairs(
             best = np.partition(best, limit - 1)[:limit]
         if len(best) == limit:
             cutoff = best.max()
-        near = lo <= cutoff
+        near = ties.at_most(lo, cutoff)  # a bound within the tolerance of the cutoff may tie
         kept.append((p[near], q[near], split[:, near], tv[near], lo[near]))
     if not kept:
         return []
     p, q, split, tv, lo = (np.concatenate(parts, axis=-1) for parts in zip(*kept))
-    near = lo <= cutoff
+    near = ties.at_most(lo, cutoff)
     p, q, split, tv = p[near], q[near], split[:, near], tv[near]
     n_split = split.sum(axis=0)
     sep = n_split * (k - n_split)  # machine pairs it would separate
     f = growth_factors(n[p], n[q], tv, A, alpha)
-    pick = np.lexsort((q, p, -sep, f))[:limit]
+    pick = ties.lexsort((q, p, -sep, f))[:limit]  # factors within rmtk.ties.TOL are tied
     out = []
     for r in pick:
         fr = float(f[r])

@@ -19,12 +19,14 @@ from typing import Protocol, runtime_checkable
 import attrs
 import numpy as np
 
+from . import ties
 from ._arrays import array_eq, float_array, int_array
 from .errors import ModelError
 from .ptp import PrefixTreePolicy
 
-#: Default tolerance when comparing two action distributions (max absolute difference).
-POLICY_TOL = 1e-9
+#: Default tolerance when comparing two action distributions (max absolute difference), the
+#: tolerance of every tie in rmtk (:data:`rmtk.ties.TOL`, docs/design.md section 2).
+POLICY_TOL = ties.TOL
 
 
 @runtime_checkable
@@ -98,7 +100,10 @@ class PolicyClasses:
 
 
 def policy_classes(ptp: PrefixTreePolicy, *, tol: float = POLICY_TOL) -> PolicyClasses:
-    """Group the pairs of ``ptp`` by state and action distribution (max-abs difference ≤ tol).
+    """Group the pairs of ``ptp`` by state and action distribution (max-abs difference ≤ tol):
+    at each state, pairs in tree order, the first pair without a class leads a new one with
+    every pair alike it (:func:`rmtk.ties.classes`); classes are numbered state by state in the
+    order of their first pair.
 
     When ``ptp.classes`` is set (the "one distinct policy per node" mode) those ids decide.
     """
@@ -114,14 +119,9 @@ def policy_classes(ptp: PrefixTreePolicy, *, tol: float = POLICY_TOL) -> PolicyC
             pair_class[idx] = len(class_state) + inv
             class_state.extend([s] * len(uniq))
             continue
-        rows = ptp.policy[idx]
-        todo = np.ones(len(idx), dtype=bool)
-        while todo.any():
-            first = int(np.argmax(todo))
-            close = todo & (np.abs(rows - rows[first]).max(axis=1) <= tol)
-            pair_class[idx[close]] = len(class_state)
-            class_state.append(s)
-            todo &= ~close
+        number, count = ties.numbered_classes(ptp.policy[idx], tol)
+        pair_class[idx] = len(class_state) + number
+        class_state.extend([s] * count)
     return PolicyClasses(pair_class, np.array(class_state, dtype=np.int64), ptp.tree.pair_node)
 
 
@@ -271,7 +271,7 @@ class ConfidenceMiner:
         p, q = np.minimum(node[i], node[j]), np.maximum(node[i], node[j])
         s = st[i]
         key = p * (int(node.max()) + 1) + q
-        srt = np.lexsort((ld, key))  # strongest detection first within each pair
+        srt = ties.lexsort((ld, key))  # strongest detection first within each pair (equal: the first state)
         key, p, q, s, ld = key[srt], p[srt], q[srt], s[srt], ld[srt]
         first = np.r_[True, key[1:] != key[:-1]]
         pair_index = np.cumsum(first) - 1

@@ -40,6 +40,7 @@ from typing import NamedTuple
 import attrs
 import numpy as np
 
+from . import ties
 from ._arrays import Csr, array_eq, frozen_array
 from .errors import ModelError, RmtkError
 from .machine import RewardMachine
@@ -97,6 +98,13 @@ class SoftPolicy:
     def action_probabilities(self, states, nodes) -> np.ndarray:
         """``π(·|s, u)`` for arrays of states and nodes (broadcast), shape ``(..., |A|)``."""
         return self.pi[np.asarray(states), np.asarray(nodes)]
+
+    def greedy(self) -> np.ndarray:
+        """``(S, n)`` the most probable action of every ``(s, u)``; actions whose
+        probabilities lie within :data:`rmtk.ties.TOL` of the largest are tied, and the lowest
+        action index wins (:func:`rmtk.ties.argbest`), so the choice is the same on every
+        machine however the last bits of the sums fall."""
+        return ties.argbest(self.pi, axis=2)
 
 
 # ---------------------------------------------------------------------- the soft Bellman core

@@ -336,7 +336,7 @@ def test_a_bad_label_in_collect_on_workers_is_raised_once(client, task, tmp_path
             50,
             seed=0,
             shard=50,
-            client=client,
+            engine=DaskEngine(client=client),
             max_steps=5,
         )
     assert len(os.listdir(tmp_path)) == 1  # one shard, one call: not retried

@@ -28,6 +28,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 import numpy as np
 
+from .. import ties
 from ..equivalence import clash_pairs, compressed, exercised, sync_product
 from ..errors import RmtkError
 from ..mdp import LabeledMDP
@@ -304,7 +305,7 @@ class SplitMostPairs:
         asked: set = set()
         while open_pairs.any():
             gain = _separated(split, open_pairs)
-            best = int(np.lexsort((length, -gain / cost))[0])
+            best = int(ties.lexsort((length, -gain / cost))[0])
             if gain[best] == 0:
                 break
             col = split[:, best]

@@ -32,6 +32,7 @@ from typing import Protocol
 import attrs
 import numpy as np
 
+from .. import ties
 from ..empirical import CountTable, prune_counts, to_policy
 from ..encoders import MaxSatEncoder
 from ..errors import RmtkError
@@ -86,12 +87,13 @@ class MostEvidence:
     """The default strategy: every split's candidate, those whose words already look most
     different (largest ``evidence``) first, then the cheapest, up to ``most`` a round. Steps
     are cheap beside what passive recording spends; what costs is a split the expert cannot
-    confirm, so the triples most likely to become negative examples go first."""
+    confirm, so the triples most likely to become negative examples go first. Evidence within
+    :data:`rmtk.ties.TOL` is a tie (docs/design.md section 2)."""
 
     most: int = 256
 
     def choose(self, triples: Triples, samples: int) -> list[int]:
-        order = np.lexsort((triples.cost(samples), -triples.evidence))
+        order = ties.lexsort((triples.cost(samples), -triples.evidence))
         return order[: self.most].tolist()
 
 
@@ -181,7 +183,7 @@ def candidate_triples(table: CountTable, deltas: list[np.ndarray], samples: int,
     n_i, n_j = d.visits[i], d.visits[j]
     evidence = tv - 1 / np.sqrt(np.minimum(n_i, n_j))
     cost = np.maximum(0, samples - n_i) + np.maximum(0, samples - n_j)
-    best = np.lexsort((cost, -evidence, cls))
+    best = ties.lexsort((cost, -evidence, cls))
     pick = best[np.r_[True, cls[best][1:] != cls[best][:-1]]]
     i, j = i[pick], j[pick]
     return Triples(

@@ -23,6 +23,7 @@ import time
 import attrs
 import numpy as np
 
+from .. import ties
 from ..empirical import CountTable, EmpiricalPTP, merge_counts, to_policy
 from ..encoders import SatEncoder
 from ..errors import RmtkError
@@ -154,7 +155,7 @@ class Knowledge:
     def _classify(self, s: int, dist: np.ndarray) -> int:
         reps = self._reps.setdefault(s, [])
         for c, rep in reps:
-            if np.abs(rep - dist).max() <= self.tol:
+            if ties.alike(rep, dist, self.tol):
                 return c
         c = len(self._class_state)
         self._class_state.append(s)

@@ -45,7 +45,8 @@ joint angles (elbow-up branch, elbow +90° at every target: the three targets ar
 0.1487 m from the shoulder; ``Expert.elbow``), a velocity-command law
 ``ω* = clip(kp·e, ±w_max)`` (kp = 12 /s, w_max = 8 rad/s; shoulder error wrapped) is turned
 into the torque level that brings each joint velocity closest to ω* in one step (about
-2 rad/s per 0.5 of torque), clipped to the 5 levels. With probability ``epsilon`` (default
+2 rad/s per 0.5 of torque), the nearest of the 5 levels (half-way between two, within
+:data:`rmtk.ties.TOL`, the lower one: :func:`rmtk.ties.argbest`). With probability ``epsilon`` (default
 0.1) the action is instead uniform over the 25 actions (so the greedy action has probability
 1 − ε + ε/25 = 0.904): two nodes' policies at a cell then differ by a total-variation
 distance of 0.9 (or 0), detectable from ≈60 visits of each (word, cell) pair at α = 10⁻³.
@@ -60,6 +61,8 @@ from collections.abc import Sequence
 import attrs
 import numpy as np
 
+from .. import ties
+
 #: The propositions, in label-index order.
 PROPOSITIONS = ("i", "b", "y", "r")
 #: Target centres (x, y) of b, y, r (labels 1, 2, 3), and their radius.
@@ -71,6 +74,8 @@ LINKS = (0.1, 0.11)
 HOME = np.array([0.0, 0.0])
 #: Torque levels per joint; action 5·i + j is (TORQUES[i], TORQUES[j]).
 TORQUES = np.array([-1.0, -0.5, 0.0, 0.5, 1.0])
+#: The torque levels in units of 0.5 (``TORQUES / 0.5``).
+LEVELS = np.arange(-2.0, 3.0)
 N_ACTIONS = 25
 HORIZON = 160
 ELBOW_LIMIT = 3.0
@@ -169,7 +174,8 @@ class Expert:
         err = q - angles
         err[..., 0] = np.mod(err[..., 0] + math.pi, 2 * math.pi) - math.pi  # the shoulder turns freely
         w_star = np.clip(self.kp * err, -self.w_max, self.w_max)
-        level = np.clip(np.rint(2 * (w_star - velocities) / self.gain), -2, 2).astype(np.int64) + 2
+        want = 2 * (w_star - velocities) / self.gain  # in torque levels of 0.5
+        level = ties.argbest(-np.abs(want[..., None] - LEVELS), axis=-1)  # 0..4: the nearest level
         return 5 * level[..., 0] + level[..., 1]
 
 

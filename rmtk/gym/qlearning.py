@@ -11,6 +11,7 @@ import attrs
 import gymnasium
 import numpy as np
 
+from .. import ties
 from ..errors import ModelError
 from ..progress import Progress, as_progress
 from .wrapper import RewardMachineEnv
@@ -43,7 +44,8 @@ class Episode:
 
 @attrs.frozen
 class QLearning:
-    """ε-greedy tabular Q-learning (ties broken at random).
+    """ε-greedy tabular Q-learning (ties broken at random, seeded: the actions within
+    :data:`rmtk.ties.TOL` of the best Q-value are tied, docs/design.md section 2).
 
     Args:
         alpha: learning rate (1 suits deterministic environments).
@@ -109,8 +111,7 @@ class QLearning:
     def act(self, q: np.ndarray, obs: int, rng: np.random.Generator, greedy: bool = False) -> int:
         if not greedy and rng.random() < self.epsilon:
             return int(rng.integers(q.shape[1]))
-        row = q[obs]
-        best = np.flatnonzero(row == row.max())
+        best = np.flatnonzero(ties.best(q[obs]))
         return int(best[0] if len(best) == 1 else rng.choice(best))
 
 

@@ -14,6 +14,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from .. import ties
+
 if TYPE_CHECKING:  # annotations only (a machine draws itself through rmtk.io.draw, which uses this module)
     from ..machine import RewardMachine
 
@@ -42,16 +44,18 @@ def edge_label(letters: Sequence[str], reward: float) -> str:
 def edge_groups(machine: RewardMachine, *, show_defaults: bool = True) -> list[tuple[int, int, float, tuple[str, ...]]]:
     """The transitions grouped by ``(source, target, reward)``, as
     ``(source index, target index, reward, letters)`` sorted by source, target and reward;
-    letters in alphabet order. 0-reward self-loops are dropped when ``show_defaults`` is false.
+    letters in alphabet order. Rewards within :data:`rmtk.ties.TOL` are one reward (that of
+    the group's first letter). 0-reward self-loops are dropped when ``show_defaults`` is false.
     """
-    groups: dict[tuple[int, int, float], list[str]] = {}
+    rank = ties.ranks(machine.delta_r)
+    groups: dict[tuple[int, int, int], tuple[float, list[str]]] = {}
     for u in range(machine.n_nodes):
         for k, letter in enumerate(machine.alphabet):
             v, r = int(machine.delta_u[u, k]), float(machine.delta_r[u, k])
             if not show_defaults and v == u and r == 0.0:
                 continue
-            groups.setdefault((u, v, r + 0.0), []).append(letter)  # + 0.0: -0.0 → 0.0
-    return [(u, v, r, tuple(ls)) for (u, v, r), ls in sorted(groups.items(), key=lambda kv: kv[0])]
+            groups.setdefault((u, v, int(rank[u, k])), (r + 0.0, []))[1].append(letter)  # + 0.0: -0.0 → 0.0
+    return [(u, v, r, tuple(ls)) for (u, v, _), (r, ls) in sorted(groups.items(), key=lambda kv: kv[0])]
 
 
 def _dot_quote(s: str) -> str:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import output
+from .. import output, ties
 from ..errors import ModelError, RmtkError
 from .dot import edge_groups, edge_label, format_reward
 
@@ -293,8 +293,10 @@ def draw_machine(
             extent += [box, tuple(np.min(verts, axis=0)) + tuple(np.max(verts, axis=0))]
 
     # arcs between distinct nodes, one per reward group (see _bulges)
-    def chord_length(p: tuple[int, int]) -> tuple[float, tuple[int, int]]:
-        return round(float(np.linalg.norm(pos[p[0]] - pos[p[1]])), 6), p
+    def by_chord_length(ps: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """``ps`` shortest chord first; chords within rmtk.ties.TOL by node numbers."""
+        length = [float(np.linalg.norm(pos[u] - pos[v])) for u, v in ps]
+        return [ps[i] for i in ties.lexsort(([v for _, v in ps], [u for u, _ in ps], length))]
 
     bulges: dict[tuple[int, int], list[float]] = {}
     for u, v in {(min(p), max(p)) for p in pairs if p[0] != p[1]}:
@@ -303,7 +305,7 @@ def draw_machine(
         inward = -1 if out > 1e-9 else 1 if out < -1e-9 else 0
         bulges[(u, v)], bulges[(v, u)] = _bulges(len(pairs.get((u, v), ())), len(pairs.get((v, u), ())), inward)
     arcs = []  # (u, v, reward, letters, (pa, pb, ctrl, rad)), shortest chords first
-    for u, v in sorted(((u, v) for u, v in pairs if u != v), key=chord_length):
+    for u, v in by_chord_length([(u, v) for u, v in pairs if u != v]):
         for (r, letters), bulge in zip(pairs[(u, v)], bulges[(u, v)]):
             arcs.append((u, v, r, letters, _arc(pos[u], pos[v], R, bulge)))
     curves = [_bezier(pa, ctrl, pb, np.linspace(0.0, 1.0, 41)) for *_, (pa, pb, ctrl, _) in arcs]
@@ -316,17 +318,15 @@ def draw_machine(
         siblings = [curves[j] for j, arc in enumerate(arcs) if j != i and {arc[0], arc[1]} == {u, v}]
         text = edge_label(letters, r)
         w, h = size(text)
-        best: tuple[tuple[float, int], np.ndarray, tuple[float, float, float, float]] | None = None
+        spots = []  # (overlap, hidden points, anchor, box) of every spot, in order of preference
         for t in (0.5, 0.42, 0.58, 0.34, 0.66, 0.27, 0.73):
             at = _bezier(pa, ctrl, pb, t)
             box = _box(at[0], at[1], w, h, "center", "center")
-            cost = (round(sum(_overlap(box, o) for o in occupied), 12), sum(_inside(c, box) for c in siblings))
-            if best is None or cost < best[0]:
-                best = (cost, at, box)
-            if cost == (0, 0):
+            spots.append((sum(_overlap(box, o) for o in occupied), sum(_inside(c, box) for c in siblings), at, box))
+            if ties.at_most(spots[-1][0], 0.0) and spots[-1][1] == 0:
                 break
-        assert best is not None
-        _, at, box = best
+        # the least overlap (equal within rmtk.ties.TOL), then the fewest hidden points, then the first
+        _, _, at, box = spots[int(ties.lexsort(([s[1] for s in spots], [s[0] for s in spots]))[0])]
         arrows.append(("arc", (pa, pb, rad), _reward_colour(r, False)))
         labels.append((at[0], at[1], "center", "center", text, _reward_colour(r, False)))
         occupied.append(box)

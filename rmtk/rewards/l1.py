@@ -18,6 +18,8 @@ import math
 
 import numpy as np
 
+from .. import ties
+
 #: Largest number of k-subsets of the equations :func:`l1_fit` enumerates before it solves
 #: the LP instead (5 000 subsets take about 5 ms; importing the LP solver takes longer).
 MAX_SUBSETS = 5_000
@@ -60,8 +62,7 @@ def vertex_l1(B: np.ndarray, r: np.ndarray, *, tol: float = 1e-9, max_subsets: i
     x = np.linalg.solve(Bs, -r[subsets][..., None])[..., 0]  # (C, k): every vertex
     terms = np.abs(r + x @ Bc.T)  # (C, E)
     cost = terms.sum(axis=1)
-    best = cost.min()
-    optimal = np.flatnonzero(cost <= best + tol * max(1.0, best))
+    optimal = np.flatnonzero(ties.best(cost, lowest=True, tol=tol))  # within tol·max(1, cost) of the least
     zeros = (terms[optimal] < tol).sum(axis=1)
     phi[cols] = x[optimal[np.argmax(zeros)]]  # argmax: the first of the sparsest
     return phi
