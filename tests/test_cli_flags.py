@@ -170,3 +170,14 @@ def test_dot_with_learn_labels_is_written(tmp_path, capsys):
     text = dot.read_text()
     assert text.startswith('digraph "learned_1"') and text.count("->") >= 4
     assert f"wrote {dot}" in capsys.readouterr().err
+
+
+def test_the_other_commands_refuse_flags_that_do_nothing(capsys, tmp_path):
+    assert main(["show", PATROL, "--force"]) == 1
+    assert capsys.readouterr().err == "rmtk: error: --force needs --png: it lets the picture replace an existing file\n"
+    for flag in (["--force"], ["--figures", str(tmp_path)]):
+        assert main(["reproduce", "tables", "--quick", "--no-figures", *flag]) == 1
+        assert f"{flag[0]} does not apply with --no-figures" in capsys.readouterr().err
+    out = tmp_path / "d.npz"
+    assert main(["simulate", PATROL, "-n", "5", "-T", "5", "--seed", "0", "-o", str(out), "--partition-size", "9"]) == 1
+    assert "--partition-size applies to Parquet output" in capsys.readouterr().err and not out.exists()

@@ -18,9 +18,9 @@ from . import stopping
 def load_task(file: str, name: str | None) -> Task:
     """The task ``name`` of ``file``, or its only task."""
     doc = dsl.load(file)
-    if name is not None:
-        return doc.get(name, "task")
-    return doc.only("task")
+    task = doc.get(name, "task") if name is not None else doc.only("task")
+    assert isinstance(task, Task), "dsl.RmFile.get and only return the kind asked for"
+    return task
 
 
 def writable(path: Path, force: bool) -> Path:

@@ -70,6 +70,8 @@ def cmd_check(args) -> int:
 
 def cmd_show(args) -> int:
     """Print a file or one block as .rm text, DOT or JSON; draw it with --png."""
+    if args.force and not args.png:
+        raise RmtkError("--force needs --png: it lets the picture replace an existing file")
     doc = dsl.load(args.file)
     if args.png:
         from ..io import draw
@@ -181,7 +183,10 @@ def cmd_reproduce(args) -> int:
     if args.trajectories:
         overrides["trajectories"] = args.trajectories
     check_overrides(names, overrides)
-    figdir = None if args.no_figures else Path(args.figures)
+    if args.no_figures and (args.force or args.figures is not None):
+        flag = "--force" if args.force else "--figures"
+        raise RmtkError(f"{flag} does not apply with --no-figures: no figure is written")
+    figdir = None if args.no_figures else Path(args.figures or ".")
     if figdir is not None and not figdir.is_dir():
         raise RmtkError(f"{figdir}: no such directory")
     opts = Options(
@@ -399,7 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
     rp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override an experiment setting")
-    rp.add_argument("--figures", metavar="DIR", default=".", help="directory for the figures (default: .)")
+    rp.add_argument("--figures", metavar="DIR", help="directory for the figures (default: .)")
     rp.add_argument("--no-figures", action="store_true", help="write no figure")
     rp.add_argument("--force", action="store_true", help="overwrite existing figures")
     rp.add_argument("-q", "--quiet", action="store_true")
