@@ -134,7 +134,7 @@ def test_flags_that_need_another_say_which():
         ("--active", "--seed", "2"): "--seed needs --walks, --walk-length or --expert simulated",
         ("--active", "--budget-steps", "9"): "--budget-steps needs --walks, --walk-length or --expert simulated",
         ("--learn-labels", "--active", "--walks", "2", "--seed", "2"): None,
-        ("--demos", "x.npz", "--scheduler", "tcp://h:1"): "--scheduler needs --engine dask",
+        ("--demos", "x.npz", "--scheduler", "tcp://h:1"): "--scheduler needs --engine dask: it connects",
         ("--maxsat", "--negatives", "lazy"): "--negatives does not apply with --maxsat",
         ("--demos", "x.npz", "--depth", "inf"): "--depth inf applies to the exact policy",
     }

@@ -265,7 +265,7 @@ def test_a_scheduler_without_workers_stops_after_the_timeout(dataset, capsys):
             "DaskEngine(timeout=...), --dask-timeout)\n"
         )
     assert main(args) == 1
-    assert "--dask-timeout bounds a Dask run; add --engine dask" in capsys.readouterr().err
+    assert "--dask-timeout needs --engine dask: it bounds a Dask run" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------- data errors: once, and quietly

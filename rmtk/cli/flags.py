@@ -71,8 +71,13 @@ def _needs(*dests: str, why: str) -> Callable[[object, str], str | None]:
     return rule
 
 
-def _needs_dask(args, mode: str) -> str | None:
-    return None if args.engine == "dask" else "needs --engine dask: it configures the Dask cluster"
+def _needs_dask(what: str) -> Callable[[object, str], str | None]:
+    """A rule: ``--engine dask`` must be given too (``what`` the flag does with Dask)."""
+
+    def rule(args, mode: str) -> str | None:
+        return None if args.engine == "dask" else f"needs --engine dask: {what}"
+
+    return rule
 
 
 def _negatives(args, mode: str) -> str | None:
@@ -139,9 +144,27 @@ LEARN_FLAGS = (
     ),
     Flag("--solver", "solver", ALL, "it chooses the SAT solver"),
     Flag("--engine", "engine", DEMOS, "it chooses where demonstrations are counted"),
-    Flag("--scheduler", "scheduler", DEMOS, "it chooses the Dask cluster counting demonstrations", _needs_dask),
-    Flag("--workers", "workers", DEMOS, "it sizes the Dask cluster counting demonstrations", _needs_dask),
-    Flag("--dask-timeout", "dask_timeout", DEMOS, "it bounds a Dask count of demonstrations", _needs_dask),
+    Flag(
+        "--scheduler",
+        "scheduler",
+        DEMOS,
+        "it chooses the Dask cluster counting demonstrations",
+        _needs_dask("it connects to a running Dask scheduler"),
+    ),
+    Flag(
+        "--workers",
+        "workers",
+        DEMOS,
+        "it sizes the Dask cluster counting demonstrations",
+        _needs_dask("it starts a local Dask cluster of that many workers"),
+    ),
+    Flag(
+        "--dask-timeout",
+        "dask_timeout",
+        DEMOS,
+        "it bounds a Dask count of demonstrations",
+        _needs_dask("it bounds a Dask run"),
+    ),
     Flag(
         "--alpha",
         "alpha",
