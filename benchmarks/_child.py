@@ -21,13 +21,14 @@ def size(text: str) -> int:
     return int(v)
 
 
-def run_child(script: str, args: list[str], mark: str, what: str) -> dict:
+def run_child(script: str, args: list[str], mark: str, what: str, timeout: float | None = None) -> dict:
     """Run ``script --one ARGS`` with the repository first on the path; the record it prints
-    after ``mark``."""
+    after ``mark``. ``timeout``: seconds after which the child is killed
+    (:class:`subprocess.TimeoutExpired` is raised)."""
     cmd = [sys.executable, str(Path(script).resolve()), "--one", *args]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, timeout=timeout)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(mark)]
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"{what}: child exited with status {proc.returncode}\n{proc.stdout}")

@@ -31,6 +31,8 @@ can also hand its own ``encode`` to :func:`rmtk.sat.search.search`.
 
 from __future__ import annotations
 
+import functools
+
 import attrs
 import numpy as np
 
@@ -111,16 +113,18 @@ class SatEncoder(EncoderCapabilities):
         candidates)."""
         return self.negatives == "lazy"
 
-    def structure(self, problem: Problem, n: int) -> Formula:
+    def structure(self, problem: Problem, n: int, *, symmetry_breaking: bool | None = None) -> Formula:
         """Determinism and full specification (eq. 2, 3), the runs of the words, non-stuttering
-        (eq. 7) and BFS symmetry breaking, on a pool sized for the problem's policy classes."""
+        (eq. 7) and BFS symmetry breaking (``symmetry_breaking``: ``None`` the encoder's own
+        setting; ``False`` when the lazy search numbers the nodes by pinning a clique), on a
+        pool sized for the problem's policy classes."""
         classes = problem.negatives if isinstance(problem.negatives, PolicyClasses) else None
         pool = VarPool(n, problem.n_letters, problem.trie.n_nodes, classes.n_classes if classes is not None else 0)
         clauses = determinism(pool) + full_specification(pool)  # eq. 2, 3
         clauses += prefix_runs(pool, problem.trie)  # runs of the words on the machine
         if self.non_stuttering:
             clauses += non_stuttering(pool)  # eq. 7
-        if self.symmetry_breaking and n > 1:
+        if (self.symmetry_breaking if symmetry_breaking is None else symmetry_breaking) and n > 1:
             clauses += symmetry_breaking_bfs(pool)
         return Formula(pool, clauses)
 
@@ -144,7 +148,16 @@ class SatEncoder(EncoderCapabilities):
         """The smallest size of ``limits`` and all its solutions. A problem with an oracle is
         searched lazily (:func:`rmtk.sat.lazy.lazy_search`)."""
         if problem.oracle is not None:
-            return lazy_search(self.structure, problem, limits, solver=self.solver, non_stuttering=self.non_stuttering)
+            return lazy_search(
+                self.structure,
+                problem,
+                limits,
+                solver=self.solver,
+                non_stuttering=self.non_stuttering,
+                pinned_structure=functools.partial(self.structure, symmetry_breaking=False)
+                if self.symmetry_breaking
+                else None,
+            )
         res = search(self.encode, problem, limits, solver=self.solver, non_stuttering=self.non_stuttering)
         if res.n_nodes is None and res.complete and isinstance(problem.negatives, NegativePairs):
             res = attrs.evolve(

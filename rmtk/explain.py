@@ -22,9 +22,11 @@ import numpy as np
 
 from . import ties
 from .equivalence import Witness, distinguish
+from .errors import RmtkError
 from .mdp import LabeledMDP
 from .negatives import log_weissman_constant
 from .space import Space
+from .statistics import FIXED, compare_counts, draws_to_resolve, growth_to_resolve
 
 
 @attrs.frozen
@@ -271,18 +273,28 @@ def _cover_from_data(space, deltas, ptp, most: int = 20_000) -> Cover:
         out.append(
             CoverWitness(w, tuple(np.flatnonzero(~split[:, c]).tolist()), tuple(np.flatnonzero(split[:, c]).tolist()))
         )
-    return Cover(tuple(out), tuple(map(tuple, np.argwhere(left).tolist())), k, source="data")
+    alike = tuple((int(a), int(b)) for a, b in np.argwhere(left).tolist())
+    return Cover(tuple(out), alike, k, source="data")
+
+
+#: The confidence of the lower bound that ``explain`` plans with (docs/design.md, section 14):
+#: weaker than a negative example's 1 − α, so it only orders what to look at next.
+PLANNING_CONFIDENCE = 0.8
 
 
 @attrs.frozen
 class RarePair:
-    """Two words seen at ``state`` whose empirical action distributions differ (total
-    variation ``tv``) but not enough times to be a negative example at level ``alpha``.
-    ``factor``: how many times the data must grow (same kind of trajectories, distributions
-    unchanged) for the bound to be met (``inf``: the empirical distributions agree);
-    ``extra``: the additional visits of each word; ``trajectories``: additional trajectories;
-    ``separates``: pairs of machines it would tell apart; ``refutes``: machines that send both
-    words to one node, which it would refute."""
+    """Two words seen at ``state`` with an empirical total variation ``tv`` between their
+    actions, not a negative example at level ``alpha``. ``lower``: the lower confidence bound of
+    the true total variation at the explanation's planning confidence (0: the difference is
+    consistent with zero, it may be sampling noise); ``resolution``: the smallest difference the
+    test at ``alpha`` detects with the visits there are. ``factor``: how many times the data
+    must grow (same kind of trajectories) for the test to detect a true difference of
+    ``lower`` with probability at least 1 − α (``inf``: consistent with zero, nothing to plan
+    for); ``trajectories``: the additional trajectories that growth means; ``extra``: the
+    fewest additional visits of each word that do it, the less visited word first (what asking
+    the expert at the two histories would cost); ``separates``: pairs of machines it would tell
+    apart; ``refutes``: machines that send both words to one node, which it would refute."""
 
     state: str
     word1: tuple[str, ...]
@@ -294,14 +306,15 @@ class RarePair:
     trajectories: int | None
     separates: int
     refutes: int = 0
+    lower: float = 0.0
+    resolution: float = math.inf
+    alpha: float = 0.05
+
+    @property
+    def consistent_with_zero(self) -> bool:
+        return not self.lower > 0
 
     def __str__(self) -> str:
-        if not math.isfinite(self.factor):
-            need = "never (the empirical distributions agree)"
-        else:
-            need = f"{self.extra[0]} and {self.extra[1]} more visits" + (
-                "" if self.trajectories is None else f", about {self.trajectories} more trajectories"
-            )
         gain = (
             f"would separate {self.separates} pair(s) of machines"
             if self.separates
@@ -309,15 +322,33 @@ class RarePair:
             if self.refutes == 1
             else f"would refute the {self.refutes} machines merging the two words"
         )
-        return (
+        head = (
             f"state {self.state}: {' '.join(self.word1)} ({self.visits[0]} visits) vs {' '.join(self.word2)} "
-            f"({self.visits[1]} visits), TV {self.tv:.3f}: needs {need}; {gain}"
+            f"({self.visits[1]} visits), TV {self.tv:.3f}"
+        )
+        if self.consistent_with_zero:
+            hide = f"{self.resolution:.2f}" if self.resolution < 1 else "1 (any difference)"
+            return (
+                f"{head}, consistent with zero (it may be sampling noise; a difference below {hide} could hide "
+                f"here); {gain} if a difference were found"
+            )
+        need = f"{self.extra[0]} and {self.extra[1]} more visits" + (
+            "" if self.trajectories is None else f" (about {self.trajectories} more trajectories of the same kind)"
+        )
+        if self.factor <= 1:
+            need = "no more visits"
+        return (
+            f"{head}, at least {self.lower:.3f}: needs {need} to detect a difference of {self.lower:.3f} at alpha "
+            f"{self.alpha:g}; {gain}"
         )
 
 
 def growth_factors(n1: np.ndarray, n2: np.ndarray, tv: np.ndarray, n_actions: int, alpha: float) -> np.ndarray:
     """Smallest f ≥ 1 with δ(f·n1) + δ(f·n2) ≤ α, δ(n) = (2^|A| − 2)·exp(−n·tv²/2) (paper
-    eq. 18-19), elementwise (``inf`` where tv = 0); by bisection on log f."""
+    eq. 18-19), elementwise (``inf`` where tv = 0): the growth after which the confidence miner
+    would call the *observed* difference a negative example, were the empirical distributions to
+    stay as they are (which reads sampling noise as a difference; :func:`rare_pairs` plans with a
+    lower confidence bound instead). By bisection on log f."""
     n1, n2, tv = (np.asarray(x, dtype=float) for x in (n1, n2, tv))
     c, la = log_weissman_constant(n_actions), math.log(alpha)
 
@@ -338,13 +369,16 @@ def growth_factors(n1: np.ndarray, n2: np.ndarray, tv: np.ndarray, n_actions: in
     return out
 
 
-def _factor_bounds(n1, n2, tv, n_actions: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """Bounds ``lo ≤ f ≤ hi`` on :func:`growth_factors` without bisection: the smaller count m
-    alone must meet α (``lo``), and meeting α/2 with it suffices for both (``hi``)."""
-    need = log_weissman_constant(n_actions) - math.log(alpha)
-    with np.errstate(divide="ignore"):
-        scale = 2.0 / (np.minimum(n1, n2) * tv**2)
-    return np.maximum(1.0, need * scale), np.maximum(1.0, (need + math.log(2)) * scale)
+@attrs.frozen
+class Rare:
+    """The triples :func:`rare_triples` ranked: the ``pairs`` listed, how many triples were
+    ``examined`` and how many of them differ ``beyond_noise`` (a positive lower bound at the
+    planning ``confidence``)."""
+
+    pairs: tuple[RarePair, ...]
+    examined: int
+    beyond_noise: int
+    confidence: float
 
 
 def rare_pairs(
@@ -355,48 +389,98 @@ def rare_pairs(
     alpha: float,
     n_trajectories: int | None = None,
     limit: int = 10,
+    confidence: float = PLANNING_CONFIDENCE,
 ) -> list[RarePair]:
-    """The (word, word, state) triples of an empirical prefix tree policy closest to becoming
-    negative examples (cheapest to settle first), each with the visits the confidence bound
-    asks for (see :class:`RarePair`): with several machines ``deltas``, the triples they
-    disagree on (some merge the words, some split them); with one machine, the triples it
-    merges, any of which would refute it."""
+    """The listed triples of :func:`rare_triples`."""
+    return list(
+        rare_triples(
+            mdp, ptp, deltas, alpha=alpha, n_trajectories=n_trajectories, limit=limit, confidence=confidence
+        ).pairs
+    )
+
+
+def rare_triples(
+    mdp: LabeledMDP | Space,
+    ptp,
+    deltas: list[np.ndarray],
+    *,
+    alpha: float,
+    n_trajectories: int | None = None,
+    limit: int = 10,
+    confidence: float = PLANNING_CONFIDENCE,
+) -> Rare:
+    """The (word, word, state) triples of an empirical prefix tree policy that are not negative
+    examples but would tell the machines ``deltas`` apart (several machines: the triples they
+    disagree on; one machine: the triples it merges, any of which would refute it), ranked so
+    that real differences come first (docs/design.md, section 14).
+
+    Each triple's true total variation has a lower confidence bound at the planning
+    ``confidence`` (the fixed-sample bound of :mod:`rmtk.statistics`: the data were recorded
+    before being looked at). Triples whose bound is positive come first, the cheapest first:
+    the growth of the data after which the test at ``alpha`` detects a difference as large as
+    the bound with probability at least 1 − α (:func:`rmtk.statistics.growth_to_resolve`). The
+    others are consistent with zero, their empirical difference may be sampling noise; they
+    follow, closest to a negative example first, with no visits promised."""
+    examined = beyond = 0
     if limit < 1:
-        return []
+        return Rare((), 0, 0, confidence)
     counts = np.asarray(ptp.counts)
     trie, node, state = ptp.trie, np.asarray(ptp.tree.pair_node), np.asarray(ptp.tree.pair_state)
     n = counts.sum(axis=1).astype(float)
     k, A = len(deltas), counts.shape[1]
+    plan_level = 1.0 - _confidence(confidence)
+    with np.errstate(invalid="ignore"):
+        phat = counts / n[:, None]
+    radius = FIXED.radius(n, A, plan_level / 2)  # per (word, state): the planning bound's radius
+    log_c = log_weissman_constant(A)
     kept: list[tuple] = []
-    cutoff = np.inf  # the limit-th smallest upper bound so far: no better triple lies beyond it
-    best = np.empty(0)
-    phat = counts / n[:, None]
+    cutoff = np.inf  # the limit-th smallest upper end of `near` so far among the rest: none beyond it is listed
+    best_hi = np.empty(0)
     for p, q, split in _state_groups(ptp, deltas, merged=k == 1):
         tv = 0.5 * np.abs(phat[p] - phat[q]).sum(axis=1)
         if k == 1:  # a triple the empirical distributions agree on never refutes anything
             p, q, split, tv = p[tv > 0], q[tv > 0], split[:, tv > 0], tv[tv > 0]
-        lo, hi = _factor_bounds(n[p], n[q], tv, A, alpha)
-        best = np.concatenate([best, hi])
-        if len(best) > limit:
-            best = np.partition(best, limit - 1)[:limit]
-        if len(best) == limit:
-            cutoff = best.max()
-        near = ties.at_most(lo, cutoff)  # a bound within the tolerance of the cutoff may tie
-        kept.append((p[near], q[near], split[:, near], tv[near], lo[near]))
+        if not len(p):
+            continue
+        examined += len(p)
+        lower = np.maximum(0.0, tv - (radius[p] + radius[q]) / 2)
+        up = lower > 0
+        beyond += int(up.sum())
+        # the rest, consistent with zero: ordered by threshold / tv, which lies between the rarer
+        # word's own threshold at α and at α/2 (the paper's rule; docs/design.md, section 9)
+        m = np.minimum(n[p], n[q])
+        with np.errstate(divide="ignore"):
+            lo = np.sqrt(2 * (log_c - math.log(alpha)) / m) / tv
+            hi = np.sqrt(2 * (log_c - math.log(alpha / 2)) / m) / tv
+        rest_hi = hi[~up]
+        if len(rest_hi):
+            best_hi = np.concatenate([best_hi, rest_hi])
+            if len(best_hi) > limit:
+                best_hi = np.partition(best_hi, limit - 1)[:limit]
+            if len(best_hi) == limit:
+                cutoff = best_hi.max()
+        keep = up | ties.at_most(lo, cutoff)  # a bound within the tolerance of the cutoff may tie
+        n_split = split.sum(axis=0)
+        kept.append((p[keep], q[keep], n_split[keep], tv[keep], lower[keep], lo[keep]))
     if not kept:
-        return []
-    p, q, split, tv, lo = (np.concatenate(parts, axis=-1) for parts in zip(*kept))
-    near = ties.at_most(lo, cutoff)
-    p, q, split, tv = p[near], q[near], split[:, near], tv[near]
-    n_split = split.sum(axis=0)
-    sep = n_split * (k - n_split)  # machine pairs it would separate
-    f = growth_factors(n[p], n[q], tv, A, alpha)
-    pick = ties.lexsort((q, p, -sep, f))[:limit]  # factors within rmtk.ties.TOL are tied
+        return Rare((), examined, beyond, confidence)
+    p, q, n_split, tv, lower, lo = (np.concatenate(parts) for parts in zip(*kept))
+    keep = (lower > 0) | ties.at_most(lo, cutoff)
+    p, q, n_split, tv, lower = p[keep], q[keep], n_split[keep], tv[keep], lower[keep]
+    sep = n_split * (k - n_split)
+    test = compare_counts(n[p], n[q], tv, A, alpha=alpha, bound=FIXED)
+    f = growth_to_resolve(n[p], n[q], lower, A, alpha=alpha, bound=FIXED)
+    res = test.resolution
+    with np.errstate(divide="ignore"):
+        near = test.threshold / tv
+    pick = ties.lexsort((q, p, -sep, near, f))[:limit]  # values within rmtk.ties.TOL are tied
     out = []
+    m1, m2 = np.zeros(len(p)), np.zeros(len(p))
+    m1[pick], m2[pick] = draws_to_resolve(n[p[pick]], n[q[pick]], lower[pick], A, alpha=alpha, bound=FIXED)
     for r in pick:
         fr = float(f[r])
         finite = math.isfinite(fr)
-        extra = (math.ceil((fr - 1) * n[p[r]]), math.ceil((fr - 1) * n[q[r]])) if finite else (-1, -1)
+        extra = (math.ceil(m1[r]), math.ceil(m2[r])) if finite else (-1, -1)
         traj = math.ceil((fr - 1) * n_trajectories) if finite and n_trajectories else None
         out.append(
             RarePair(
@@ -410,39 +494,69 @@ def rare_pairs(
                 traj,
                 int(sep[r]),
                 int(k - n_split[r]),
+                float(lower[r]),
+                float(res[r]),
+                float(alpha),
             )
         )
-    return out
+    return Rare(tuple(out), examined, beyond, confidence)
+
+
+def _confidence(value: float) -> float:
+    if not 0.0 < float(value) < 1.0:
+        raise RmtkError(f"confidence must lie in (0, 1), got {value}")
+    return float(value)
 
 
 @attrs.frozen
 class Explanation:
     """:meth:`rmtk.learner.LearnResult.explain`: the witness cover and the rare pairs, and, from
-    demonstrations, how many negative examples were mined at which ``alpha``."""
+    demonstrations, how many negative examples were mined at which ``alpha``, how many rare
+    triples were ``examined`` and how many of them differ ``beyond_noise`` at the planning
+    ``confidence`` (docs/design.md, section 14)."""
 
     cover: Cover
     rare: tuple[RarePair, ...] = ()
     negatives: int | None = None
     alpha: float | None = None
+    examined: int = 0
+    beyond_noise: int = 0
+    confidence: float = PLANNING_CONFIDENCE
 
     def __str__(self) -> str:
         if self.cover.machines == 1 and self.negatives is not None:
             return "\n".join(self._one_machine())
         lines = [str(self.cover)]
         if self.rare:
+            level = "" if self.alpha is None else f" at alpha {self.alpha:g}"
             lines.append(
-                f"{len(self.rare)} (word, word, state) triple(s) the machines disagree on, seen too rarely "
-                "for a negative example (cheapest to settle first):"
+                f"{len(self.rare)} of the {self.examined} (word, word, state) triple(s) the machines disagree on, "
+                f"not negative examples{level}; {self._noise()}:"
             )
             lines += [f"  {r}" for r in self.rare]
         return "\n".join(lines)
 
+    def _noise(self) -> str:
+        """What the lower bounds say about the rare triples, and the order they are listed in."""
+        if not self.beyond_noise:
+            return (
+                f"none differs beyond sampling noise even at confidence {self.confidence:g}, so these are only "
+                "the closest to a negative example and may all be noise"
+            )
+        return (
+            f"{self.beyond_noise} differ beyond sampling noise at confidence {self.confidence:g} (weaker than a "
+            "negative example's), listed first with the visits that would confirm the difference their lower "
+            "bound promises; the others are consistent with zero"
+        )
+
     def _one_machine(self) -> list[str]:
+        assert self.alpha is not None, "one machine from demonstrations: the negatives' level is known"
         if self.negatives == 0:
             lines = [
                 "one machine fits, and nothing forces two words into different nodes: no (word, word, state) "
                 f"triple of the demonstrations differs significantly at confidence level {1 - self.alpha:g} "
-                f"(alpha {self.alpha:g}), so there are 0 negative examples"
+                f"(alpha {self.alpha:g}), so there are 0 negative examples; the machine is what the data do not "
+                "refute, not a proof"
             ]
         else:
             lines = [
@@ -451,8 +565,8 @@ class Explanation:
             ]
         if self.rare:
             lines.append(
-                f"the {len(self.rare)} (word, word, state) triple(s) it merges closest to becoming negative "
-                "examples (cheapest to settle first); any one of them would refute it:"
+                f"{len(self.rare)} of the {self.examined} (word, word, state) triple(s) it merges, any of which would "
+                f"refute it once its difference is confirmed; {self._noise()}:"
             )
             lines += [f"  {r}" for r in self.rare]
         else:

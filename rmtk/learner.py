@@ -187,27 +187,50 @@ class LearnResult:
         a, b = self.machines[i], self.machines[j]
         return distinguish(self.mdp, a.delta_u, b.delta_u, names=(a.name, b.name))
 
-    def explain(self, *, limit: int = 10):
+    def explain(self, *, limit: int = 10, confidence: float | None = None):
         """What would separate the surviving machines: a small cover of witnesses
         (:func:`rmtk.explain.cover`) and, from demonstrations, the (word, word, state) triples
-        seen too rarely to be negative examples, with the visits they need
-        (:func:`rmtk.explain.rare_pairs`). With one machine from demonstrations: why nothing
-        refutes it, and the triples it merges closest to becoming negative examples."""
-        from .explain import Explanation, cover, rare_pairs
+        that are not negative examples, those whose difference is beyond sampling noise at the
+        planning ``confidence`` first, with the visits that would confirm it
+        (:func:`rmtk.explain.rare_triples`). With one machine from demonstrations: why nothing
+        refutes it, and the triples it merges that would."""
+        from .explain import PLANNING_CONFIDENCE, Explanation, cover, rare_triples
 
         deltas = [m.delta_u for m in self.machines]
         truth = None
         if self.truth is not None and self.expert_classes is not None:
             letter = np.array([self.truth.alphabet.index(p) for p in self.mdp.propositions])
             truth = (self.truth.delta_u[:, letter], self.expert_classes, self.truth.initial)
-        rare, mined, alpha = [], None, None
+        confidence = PLANNING_CONFIDENCE if confidence is None else confidence
+        rare, mined, alpha = None, None, None
         if self.negatives is not None and self.ptp is not None and self.ptp.counts is not None and deltas:
             mined, alpha = len(self.negatives), self.negatives.alpha
-            rare = rare_pairs(
-                self.mdp, self.ptp, deltas, alpha=alpha, n_trajectories=self.ptp.n_trajectories, limit=limit
+            rare = rare_triples(
+                self.mdp,
+                self.ptp,
+                deltas,
+                alpha=alpha,
+                n_trajectories=self.ptp.n_trajectories,
+                limit=limit,
+                confidence=confidence,
             )
         names = [m.name for m in self.machines]
-        return Explanation(cover(self.mdp, deltas, names, ptp=self.ptp, truth=truth), tuple(rare), mined, alpha)
+        found = cover(self.mdp, deltas, names, ptp=self.ptp, truth=truth)
+        if rare is None:
+            return Explanation(found, (), mined, alpha, confidence=confidence)
+        return Explanation(found, rare.pairs, mined, alpha, rare.examined, rare.beyond_noise, confidence)
+
+    def resolution(self, i: int = 0):
+        """What the counted data resolved behind machine ``i``'s merges (a
+        :class:`~rmtk.statistics.MergeResolution`: the weakest merge the answer rests on, the
+        negative examples it rests on), or ``None`` for an exact policy, which proves its answer."""
+        if self.ptp is None or self.ptp.counts is None or self.negatives is None or i >= len(self.machines):
+            return None
+        from .statistics import merge_resolution
+
+        return merge_resolution(
+            self.ptp, self.machines[i].delta_u, alpha=self.negatives.alpha, negatives=len(self.negatives)
+        )
 
     def stats(self) -> dict:
         out: dict[str, int | None] = {"trie_nodes": self.tree.trie.n_nodes, "pairs": self.tree.n_pairs}

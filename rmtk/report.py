@@ -101,6 +101,9 @@ def report(
         free = result.unconstrained(i)
         if free:
             w("# unconstrained by the data (written as self-loops): " + ", ".join(f"{u} on {a}" for u, a in free))
+        resolved = result.resolution(i)  # from counted data: what the samples could resolve
+        if resolved is not None:
+            w(f"# {resolved}")
         if result.verdicts is not None:
             same = f"; isomorphic to the true machine '{task.machine.name}'" if iso and iso[i] else ""
             w(f"# verdict: {result.verdicts[i]}{same}")

@@ -66,7 +66,7 @@ CASES = [
         1,
         9,
         DslMeaningError,
-        r"unknown generator 'gridwrld'; available: blockworld, gridworld, labyrinth",
+        r"unknown generator 'gridwrld'; available: blockworld, craftworld, gridworld, labyrinth",
     ),
     (
         "mdp g = gridworld {\n  map {\n    A B\n  }\n  wind 0.1\n}\n",

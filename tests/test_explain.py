@@ -224,10 +224,22 @@ def test_without_a_model_witnesses_come_from_the_data(stack_avoid):
         r.distinguish(0, 1)
 
 
+def _threshold(n1, n2, c, alpha):
+    """The paper's rule, by bisection: the smallest t with δ(n1, t) + δ(n2, t) ≤ α."""
+    lo, hi = np.zeros_like(n1), np.full_like(n1, 50.0)
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        ok = np.logaddexp(c - n1 * mid**2 / 2, c - n2 * mid**2 / 2) <= math.log(alpha)
+        hi, lo = np.where(ok, mid, hi), np.where(ok, lo, mid)
+    return hi
+
+
 def test_one_machine_from_a_soft_expert_says_why_and_what_would_refute_it(tmp_path, capsys):
     """Patrol's expert at its own λ = 1 is soft: 10⁴ episodes give no negative example and a
-    1-node machine. explain says why and lists the triples closest to refuting it, checked
-    against a brute force over every (word, word, state) triple."""
+    1-node machine. explain says why and lists the triples that would refute it: those whose
+    difference is beyond sampling noise at the planning confidence first, with the growth after
+    which the test detects a difference as large as their lower bound; checked against a brute
+    force over every (word, word, state) triple with the bounds computed independently."""
     patrol = dsl.load_model("patrol").tasks["patrol"]
     demos = simulate(patrol, 10_000, 20, seed=0)
     r = Learner(EmpiricalPTP(demos), irl=None).fit(patrol)
@@ -238,9 +250,8 @@ def test_one_machine_from_a_soft_expert_says_why_and_what_would_refute_it(tmp_pa
         "one machine fits, and nothing forces two words into different nodes: no (word, word, "
         "state) triple of the demonstrations differs significantly at confidence level 0.95"
     )
-    assert len(e.rare) == 5 and "any one of them would refute it" in text
-    # brute force: every two words at a common state (the 1-node machine merges them all); none
-    # but the five listed meets the bound when grown by less than the fifth's factor
+    assert len(e.rare) == 5 and "not a proof" in text and "differ beyond sampling noise at confidence 0.8" in text
+    # brute force: every two words at a common state (the 1-node machine merges them all)
     counts = np.asarray(r.ptp.counts, dtype=float)
     n = counts.sum(axis=1)
     state, node = np.asarray(r.ptp.tree.pair_state), np.asarray(r.ptp.tree.pair_node)
@@ -248,33 +259,53 @@ def test_one_machine_from_a_soft_expert_says_why_and_what_would_refute_it(tmp_pa
     i = np.concatenate([at[np.triu_indices(len(at), 1)[0]] for at in pairs])
     j = np.concatenate([at[np.triu_indices(len(at), 1)[1]] for at in pairs])
     tv = 0.5 * np.abs(counts[i] / n[i, None] - counts[j] / n[j, None]).sum(axis=1)
-    c, factors = 4 * math.log(2) + math.log1p(-(2.0**-3)), [x.factor for x in e.rare]
-    assert factors == sorted(factors)
-    f = factors[-1] * (1 - 1e-9)
-    meets = np.logaddexp(c - f * n[i] * tv**2 / 2, c - f * n[j] * tv**2 / 2) <= math.log(0.05)
+    i, j, tv = i[tv > 0], j[tv > 0], tv[tv > 0]
+    c = 4 * math.log(2) + math.log1p(-(2.0**-3))  # log(2^|A| − 2)
+
+    def radius(m, level):
+        return np.sqrt(2 * (c - math.log(level)) / m)
+
+    def res(a, b):  # the test's threshold plus the half-width of the interval, at alpha 0.05
+        return _threshold(a, b, c, 0.05) + (radius(a, 0.025) + radius(b, 0.025)) / 2
+
+    lower = np.maximum(0, tv - (radius(n[i], 0.1) + radius(n[j], 0.1)) / 2)  # confidence 0.8
+    assert e.examined == len(i) and e.beyond_noise == int((lower > 0).sum()) >= 5
     trie, names = r.ptp.trie, patrol.mdp.propositions
 
     def word(p):
         return tuple(names[k] for k in trie.word(int(p)))
 
-    cheaper = {
-        (patrol.mdp.states[state[a]], frozenset((word(node[a]), word(node[b])))) for a, b in zip(i[meets], j[meets])
+    key = {
+        (patrol.mdp.states[state[a]], frozenset((word(node[a]), word(node[b])))): k
+        for k, (a, b) in enumerate(zip(i, j))
     }
-    listed = {(x.state, frozenset((x.word1, x.word2))) for x in e.rare}
-    assert 1 <= len(cheaper) <= 4 and cheaper < listed
+    listed = [key[(x.state, frozenset((x.word1, x.word2)))] for x in e.rare]
+    assert all(x.lower > 0 and not x.consistent_with_zero for x in e.rare)
+    np.testing.assert_allclose([x.lower for x in e.rare], lower[listed], rtol=1e-9)
+    # the factors: growing both counts by f brings the resolution down to the lower bound, no sooner
+    f = np.array([x.factor for x in e.rare])
+    np.testing.assert_allclose(res(f * n[i[listed]], f * n[j[listed]]), lower[listed], rtol=1e-6)
+    assert (res(0.999 * f * n[i[listed]], 0.999 * f * n[j[listed]]) > lower[listed]).all()
+    assert list(f) == sorted(f)
+    # no triple beyond noise is cheaper than the last one listed
+    beyond = np.flatnonzero(lower > 0)
+    cheapest = np.sort((res(n[i[beyond]], n[j[beyond]]) / lower[beyond]) ** 2)
+    np.testing.assert_allclose(f, np.maximum(1, cheapest[:5]), rtol=1e-6)
     for rare in e.rare:
         assert rare.refutes == 1 and rare.separates == 0 and rare.trajectories > 0 and 1 < rare.factor < np.inf
-        # with the counts grown by the factor (no less), the confidence miner finds the negative example
+        # the targeted visits reach the same resolution: the rarer word raised first
+        a, b = rare.visits[0] + rare.extra[0], rare.visits[1] + rare.extra[1]
+        assert res(np.array([a]), np.array([b]))[0] <= rare.lower * (1 + 1e-9)
+        # with the counts grown by the factor, the empirical difference (at least the lower bound) is a negative example
         p = [
             k
             for k in range(r.ptp.n_pairs)
             if word(node[k]) in (rare.word1, rare.word2) and patrol.mdp.states[state[k]] == rare.state
         ]
         tree = PrefixTree(trie, node[p], state[p], 20)
-        for scale, found in ((1 + 1e-9, 1), (1 - 1e-6, 0)):
-            grown = counts[p] * rare.factor * scale
-            ptp = PrefixTreePolicy(tree, grown / grown.sum(axis=1, keepdims=True), counts=grown)
-            assert len(ConfidenceMiner(alpha=0.05).mine(ptp)) == found
+        grown = counts[p] * rare.factor
+        ptp = PrefixTreePolicy(tree, grown / grown.sum(axis=1, keepdims=True), counts=grown)
+        assert len(ConfidenceMiner(alpha=0.05).mine(ptp)) == 1
     # the command line prints the same explanation
     from rmtk.data import save
 
@@ -284,3 +315,54 @@ def test_one_machine_from_a_soft_expert_says_why_and_what_would_refute_it(tmp_pa
     out = capsys.readouterr().out
     assert "# one machine fits, and nothing forces two words into different nodes" in out
     assert f"# {e.rare[0]}" in out.replace("#   ", "# ")
+
+
+def _corner_grid(size: int, lam: float):
+    """A size × size grid (deterministic moves), labels a (top right), b (bottom left), g
+    (bottom right); the expert visits a, then b, then is paid 3 at g (3 nodes, soft at λ):
+    its nodes 0 and 1 act alike but for a small difference, node 2 quite differently."""
+    from rmtk import LabeledMDP, RewardMachine, Task
+
+    S = size * size
+    P = np.zeros((4, S, S))
+    for r, c, (a, (dr, dc)) in itertools.product(
+        range(size), range(size), enumerate([(-1, 0), (1, 0), (0, -1), (0, 1)])
+    ):
+        P[a, r * size + c, min(max(r + dr, 0), size - 1) * size + min(max(c + dc, 0), size - 1)] = 1
+    labels = ["i"] * S
+    labels[size - 1], labels[(size - 1) * size], labels[S - 1] = "a", "b", "g"
+    mdp = LabeledMDP.from_dense(P, labels, ["i", "a", "b", "g"], np.eye(S)[0], gamma=0.9, name="corners")
+    m = RewardMachine(
+        ["u0", "u1", "u2"],
+        ["i", "a", "b", "g"],
+        np.array([[0, 1, 0, 0], [1, 1, 2, 1], [2, 2, 2, 0]]),
+        np.array([[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 3.0]]),
+        name="corners",
+    )
+    return Task(mdp, m, gamma=0.9, lam=lam, max_nodes=4, name="corners")
+
+
+def test_explain_points_at_real_differences_first_and_flags_noise():
+    """A soft expert (7 × 7 corner grid, λ 0.3) recorded for 3,000 episodes of 60 steps: one
+    machine, no negative example. The triples explain gives as beyond sampling noise are, in
+    most cases, ones where the true machine separates the two words; the others are flagged as
+    consistent with zero and get no visit estimate (reading their empirical difference as the
+    true one would promise a refutation that noise cannot deliver)."""
+    task = _corner_grid(7, 0.3)
+    real = listed = 0
+    for seed in range(3):
+        r = Learner(EmpiricalPTP(simulate(task, 3000, 60, seed=seed)), irl=None).fit(task)
+        assert r.n_nodes == 1 and len(r.negatives) == 0
+        e = r.explain(limit=10)
+        assert len(e.rare) == 10 and e.beyond_noise >= 3 and e.examined > 10_000
+        flags = [x.consistent_with_zero for x in e.rare]
+        assert flags == sorted(flags)  # beyond noise first
+        for x in e.rare:
+            if x.consistent_with_zero:
+                assert math.isinf(x.factor) and x.extra == (-1, -1) and "consistent with zero" in str(x)
+                continue
+            listed += 1
+            real += task.machine.final(x.word1) != task.machine.final(x.word2)
+            assert 0 < x.lower <= x.tv and "at least" in str(x)
+        assert "differ beyond sampling noise at confidence 0.8" in str(e)
+    assert listed >= 10 and real >= 0.8 * listed

@@ -149,14 +149,43 @@ def test_partial_identification():
     assert "not identified" in text and "unconstrained" in text
 
 
-def test_lsqr_path_matches_dense(models_dir):
-    task = dsl.load(models_dir / "stack.rm").tasks["stack"]
+@pytest.mark.parametrize("model,name", [("stack", "stack"), ("patrol", "patrol"), ("office", "coffee_mail")])
+def test_large_system_path_matches_dense(models_dir, model, name):
+    """Past the dense limit the values are eliminated (rmtk.rewards.system): the same rewards,
+    null space and identification as the dense path (before, lsqr gave the rewards only)."""
+    task = dsl.load(models_dir / f"{model}.rm").tasks[name]
     dense = reward_fit(task)
     big = reward_fit(task, dense_limit=0)
-    assert big.method == "lsqr" and dense.method == "dense"
-    assert big.null_dim is None and big.identified is None and "lsqr" in big.note
+    assert big.method == "eliminated" and dense.method == "dense"
+    assert (big.null_dim, big.shaping_dim) == (dense.null_dim, dense.shaping_dim)
+    assert np.array_equal(big.identified, dense.identified) and big.identified_up_to_shaping
     assert np.abs(big.delta_r - dense.delta_r).max() < 1e-8
+    assert np.nanmax(np.abs(big.V - dense.V)) < 1e-7
     assert big.replan_error < 1e-6 and big.residual < 1e-8
+    assert "eliminated" in big.note and "?" not in describe(big)
+
+
+def test_large_system_path_with_extra_null_directions():
+    mdp, m = _partial_example()
+    pi = soft_bellman(mdp, m, gamma=0.9).pi
+    dense = recover_rewards(mdp, m, pi, gamma=0.9)
+    big = recover_rewards(mdp, m, pi, gamma=0.9, dense_limit=0)
+    assert big.method == "eliminated" and (big.null_dim, big.extra_null_dim) == (2, 1)
+    assert np.array_equal(big.identified, dense.identified)
+    assert np.abs(big.delta_r - dense.delta_r).max() < 1e-9
+
+
+def test_lsqr_path_where_the_values_cannot_be_eliminated(models_dir):
+    """A mask that leaves out a successor: its value has no equation of its own, the values
+    cannot be eliminated, lsqr solves without the null space."""
+    task = dsl.load(models_dir / "stack.rm").tasks["stack"]
+    full = reward_fit(task)
+    mask = np.array(full.mask)
+    s, u = np.argwhere(mask)[-1]
+    mask[s, u] = False
+    big = reward_fit(task, dense_limit=0, reachable=mask)
+    assert big.method == "lsqr" and big.null_dim is None and big.identified is None and "lsqr" in big.note
+    assert big.residual < 1e-8
     assert "?" in describe(big)
 
 

@@ -4,15 +4,18 @@ of "some filling is consistent" agrees with brute force."""
 
 from __future__ import annotations
 
+import itertools
+
 import attrs
 import numpy as np
 import pytest
 from test_theorem import FAMILIES, completions, random_instance
 
-from rmtk import EmpiricalPTP, ExactPTP, Learner, MaxSatEncoder, SatEncoder, dsl
+from rmtk import EmpiricalPTP, ExactPTP, LabeledMDP, Learner, MaxSatEncoder, RewardMachine, SatEncoder, Task, dsl
 from rmtk.encoders import SatEncoder as Enc
 from rmtk.equivalence import Fillings, consistency, distinguish, sync_product
 from rmtk.errors import RmtkError
+from rmtk.exact import NodePolicyTable
 from rmtk.simulate import simulate
 
 SHIPPED = [
@@ -170,3 +173,73 @@ def test_stacked_verdicts_equal_one_search_per_machine():
             assert consistency_many(t.mdp, true_du, table, deltas, true_initial=t.machine.initial) == one
             compared += len(deltas)
     assert compared > 100
+
+
+# ---------------------------------------------------------------------- clique pins
+def test_clique_pins_keep_one_numbering_per_renaming_class():
+    """n words in pairwise different nodes are a permutation of the nodes; the pins keep
+    exactly one permutation per class of renamings of the nodes other than u_I (the word in
+    u_I decides it): n of the n! permutations, one per choice of the word in u_I."""
+    from pysat.solvers import Solver
+
+    from rmtk.sat.encoding import clique_pins
+
+    for n in (2, 3, 4, 5):
+        x = np.arange(1, n * n + 1).reshape(n, n)  # x[c, i]: word c ends in node i
+        kept = []
+        with Solver(bootstrap_with=clique_pins(x)) as solver:
+            for perm in itertools.permutations(range(n)):
+                lits = [int(x[c, perm[c]]) for c in range(n)]
+                lits += [-int(x[c, i]) for c in range(n) for i in range(n) if i != perm[c]]
+                if solver.solve(assumptions=lits):
+                    kept.append(perm)
+        assert len(kept) == n
+        # classes of renamings fixing node 0: the word in node 0 and nothing else
+        assert sorted(p.index(0) for p in kept) == list(range(n))
+
+
+def _random_task(seed: int):
+    """A seeded random task: 6 states, 2 actions, 3 letters, a non-stuttering machine of 3 or
+    4 nodes, a random stochastic policy per node (so that most states hold several classes)."""
+    rng = np.random.default_rng([seed, 77])
+    S, A, K = 6, 2, 3
+    P = np.zeros((A, S, S))
+    for a in range(A):
+        for s in range(S):
+            succ = rng.choice(S, size=2, replace=False)
+            P[a, s, succ] = rng.dirichlet(np.ones(2))
+    labels = np.r_[np.arange(K), rng.integers(K, size=S - K)]
+    mdp = LabeledMDP.from_dense(P, labels, [f"p{k}" for k in range(K)], np.full(S, 1 / S), gamma=0.9)
+    n = int(rng.choice([3, 4]))
+    while True:
+        m = RewardMachine([f"q{i}" for i in range(n)], mdp.propositions, rng.integers(n, size=(n, K)), np.zeros((n, K)))
+        if m.is_non_stuttering():
+            break
+    return Task(mdp, m, lam=1.0, max_nodes=n), NodePolicyTable(rng.dirichlet(np.ones(A), size=(n, S)))
+
+
+def test_pinned_lazy_search_gives_the_machines_of_bfs_symmetry_breaking():
+    """At a size the oracle's clique fills, the lazy search numbers the nodes by pinning the
+    clique instead of breadth-first: the same machines, raw counts and completions."""
+    import functools
+
+    from rmtk.limits import SearchLimits
+    from rmtk.ptp import Trie
+    from rmtk.sat.encoding import Problem
+    from rmtk.sat.lazy import lazy_search
+
+    pinned_runs = 0
+    for seed in range(40):
+        task, source = _random_task(seed)
+        oracle = ExactPTP(None, source=source).oracle(task)
+        problem = Problem(Trie.root(True), task.mdp.n_propositions, oracle=oracle)
+        enc = Enc()
+        limits = SearchLimits(max_nodes=task.max_nodes, min_nodes=oracle.lower_bound())
+        bfs = lazy_search(enc.structure, problem, limits)
+        pinned = lazy_search(
+            enc.structure, problem, limits, pinned_structure=functools.partial(enc.structure, symmetry_breaking=False)
+        )
+        assert (pinned.n_nodes, pinned.complete, pinned.tried) == (bfs.n_nodes, bfs.complete, bfs.tried), seed
+        assert key(pinned) == key(bfs), seed
+        pinned_runs += len(oracle.clique()) == bfs.n_nodes
+    assert pinned_runs >= 10  # the pins were used, not only the breadth-first numbering

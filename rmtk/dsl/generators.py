@@ -40,6 +40,20 @@ officeworld (the Office World of Toro Icarte et al., a fixed 9 × 12 map of room
       slip 0           # deterministic moves
     }
 
+craftworld (the Craft World of Toro Icarte et al.: the literature's map text, one quoted row
+per line)::
+
+    mdp craft = craftworld {
+      map {            # 'X' wall, 'A' the agent's start cell, 'a'...'z' objects, ' ' empty
+        "XXXXX"
+        "X A aX"
+        "XXXXX"
+      }
+      start agent      # the 'A' cell (the default), 'start all', or (row column) cells
+      other o          # the proposition of the empty cells
+      slip 0           # deterministic moves
+    }
+
 Every generator also accepts ``gamma`` and ``propositions`` (the alphabet's order).
 """
 
@@ -197,6 +211,55 @@ class OfficeworldSyntax(GeneratorSyntax):
         return lines + [f"other {fmt_ident(kw['other'])}", f"slip {fmt_number(kw['slip'])}"] + self.common(kw)
 
 
+#: The ``start`` word of a craftworld block for the map's agent cell (``AGENT_START`` of
+#: :mod:`rmtk.envs.craft`, which this module does not import: generators load on first use).
+AGENT_START = "agent"
+
+
+class CraftworldSyntax(GeneratorSyntax):
+    name = "craftworld"
+    settings = ("map", "start", "other", "slip")
+    tables = ("map",)
+
+    def read(self, st, kw, ctx):
+        key = str(st.key)
+        if key == "map":
+            if not st.rows:
+                ctx.fail("the map is empty", st.key)
+            rows = []
+            for row in st.rows:
+                if len(row) != 1 or not isinstance(row[0], S.Ident):
+                    ctx.fail('a craftworld map row is one quoted string of map characters, e.g. "X  a X"', row[0])
+                rows.append(str(row[0]))
+            kw["rows"] = tuple(rows)
+        elif key == "start":
+            word = str(st.values[0]) if len(st.values) == 1 and isinstance(st.values[0], S.Ident) else None
+            if word == "all":
+                kw["start"] = None
+            elif word == AGENT_START:
+                kw["start"] = AGENT_START
+            else:
+                kw["start"] = _cells(st, ctx)
+        elif key == "other":
+            kw["other"] = str(ctx.ident(ctx.one(st, "a proposition"), "other", "a proposition name"))
+        else:  # slip
+            kw["slip"] = ctx.number(ctx.one(st, "the slip probability"), "slip")
+
+    def complete(self, block, kw, ctx):
+        if "rows" not in kw:
+            ctx.fail(
+                f"craftworld '{block.name}' has no map; write 'map {{ ... }}' with one quoted row per line", block.name
+            )
+
+    def format(self, kw):
+        lines = ["map {"] + [f'  "{row}"' for row in kw["rows"]] + ["}"]
+        if kw["start"] == AGENT_START:
+            lines.append(f"start {AGENT_START}")
+        else:
+            lines += _fmt_cells(kw) or ["start all"]
+        return lines + [f"other {fmt_ident(kw['other'])}", f"slip {fmt_number(kw['slip'])}"] + self.common(kw)
+
+
 def _configuration(values, ctx, key: str) -> tuple[tuple[str, ...], ...]:
     piles = []
     for v in values:
@@ -282,5 +345,6 @@ class LabyrinthSyntax(GeneratorSyntax):
 
 
 SYNTAX: dict[str, GeneratorSyntax] = {
-    s.name: s for s in (GridworldSyntax(), BlockworldSyntax(), LabyrinthSyntax(), OfficeworldSyntax())
+    s.name: s
+    for s in (GridworldSyntax(), BlockworldSyntax(), LabyrinthSyntax(), OfficeworldSyntax(), CraftworldSyntax())
 }

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from ..mdp import LabeledMDP
 from .blockworld import blockworld
+from .craft import craftworld
 from .gridworld import gridworld
 from .labyrinth import labyrinth
 from .office import officeworld
@@ -18,6 +19,7 @@ GENERATORS: dict[str, Callable[..., LabeledMDP]] = {
     "blockworld": blockworld,
     "labyrinth": labyrinth,
     "officeworld": officeworld,
+    "craftworld": craftworld,
 }
 
-__all__ = ["gridworld", "blockworld", "labyrinth", "officeworld", "GENERATORS"]
+__all__ = ["gridworld", "blockworld", "labyrinth", "officeworld", "craftworld", "GENERATORS"]

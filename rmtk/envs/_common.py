@@ -50,6 +50,14 @@ def as_float(value: Any, what: str, where: Where) -> float:
     return out
 
 
+def as_slip(value: Any, where: Where) -> float:
+    """A slip probability: a number in [0, 1]."""
+    slip = as_float(value, "slip", where)
+    if not 0.0 <= slip <= 1.0:
+        raise where.fail(f"slip={slip} must lie in [0, 1]")
+    return slip
+
+
 def as_name(value: Any, what: str, where: Where) -> str:
     """A non-empty string without whitespace (a proposition or block name)."""
     if not isinstance(value, str) or not value or any(ch.isspace() for ch in value):
@@ -118,6 +126,64 @@ def slip_moves(dest: np.ndarray, slip: float) -> tuple[np.ndarray, np.ndarray, n
     mass = np.full((n_dir, n_dir), slip / n_dir) + np.eye(n_dir) * (1.0 - slip)
     a_idx, d_idx, s_idx = np.meshgrid(np.arange(n_dir), np.arange(n_dir), np.arange(S), indexing="ij")
     return (s_idx * n_dir + a_idx).ravel(), dest[d_idx, s_idx].ravel(), mass[a_idx, d_idx].ravel()
+
+
+def number_cells(free: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(index, rr, cc)``: the free cells of a grid numbered column by column (``index[r, c]``
+    the state of a cell, −1 when blocked; state ``s`` at ``(rr[s], cc[s])``)."""
+    index = np.full(free.shape, -1, dtype=np.int64)
+    cc, rr = np.nonzero(free.T)  # sorted by column, then row
+    index[rr, cc] = np.arange(rr.size)
+    return index, rr, cc
+
+
+def grid_mdp(
+    generator: str,
+    params: dict[str, Any],
+    *,
+    cells: tuple[np.ndarray, np.ndarray, np.ndarray],
+    cell_labels: Sequence[str],
+    propositions: Sequence[str],
+    actions: Sequence[str],
+    steps: np.ndarray,
+    slip: float,
+    start: np.ndarray,
+    gamma: float,
+    name: str,
+    dest: np.ndarray | None = None,
+) -> LabeledMDP:
+    """A grid MDP: the numbered ``cells`` (:func:`number_cells`), states named ``r{row}c{col}``,
+    moves ``steps`` per action (:func:`grid_dest`; ``dest[d, s]`` instead when the grid has
+    walls between cells), slipping (:func:`slip_moves`), one label per state, uniform over the
+    ``start`` states."""
+    index, rr, cc = cells
+    pi = {p: i for i, p in enumerate(propositions)}
+    rows, cols, probs = slip_moves(grid_dest(index, rr, cc, steps) if dest is None else dest, slip)
+    return build(
+        generator,
+        params,
+        states=[f"r{r}c{c}" for r, c in zip(rr.tolist(), cc.tolist())],
+        actions=actions,
+        rows=rows,
+        cols=cols,
+        probs=probs,
+        labels=np.array([pi[x] for x in cell_labels], dtype=np.int64),
+        propositions=propositions,
+        initial=uniform(start, rr.size),
+        gamma=gamma,
+        name=name,
+    )
+
+
+def grid_dest(index: np.ndarray, rr: np.ndarray, cc: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """``dest[d, s]``: the state direction ``d`` (a ``(row, column)`` step of ``steps``) leads
+    to from state ``s`` at cell ``(rr[s], cc[s])``, on a grid whose ``index[r, c]`` is the state
+    of a cell (−1: blocked); a move off the grid or into a blocked cell stays at ``s``."""
+    n_rows, n_cols = index.shape
+    tr, tc = rr[None, :] + steps[:, :1], cc[None, :] + steps[:, 1:]
+    inside = (tr >= 0) & (tr < n_rows) & (tc >= 0) & (tc < n_cols)
+    target = np.where(inside, index[np.clip(tr, 0, n_rows - 1), np.clip(tc, 0, n_cols - 1)], -1)
+    return np.where(target >= 0, target, np.arange(rr.size)[None, :])
 
 
 def uniform(indices: Sequence[int], n: int) -> np.ndarray:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ._common import Where, alphabet, as_float, as_name, as_sequence, build, slip_moves, start_states, uniform
+from ._common import Where, alphabet, as_float, as_name, as_sequence, as_slip, grid_mdp, number_cells, start_states
 
 #: Action names and their (row, column) steps, in action order (the paper's x+1, y+1, x−1, y−1).
 ACTIONS = ("down", "right", "up", "left")
@@ -52,46 +52,27 @@ def gridworld(
     """
     where = Where("gridworld", name)
     grid = _normalise_rows(rows, where)
-    n_rows, n_cols = len(grid), len(grid[0])
-    slip = as_float(slip, "slip", where)
-    if not 0.0 <= slip <= 1.0:
-        raise where.fail(f"slip={slip} must lie in [0, 1]")
+    slip = as_slip(slip, where)
     gamma = as_float(gamma, "gamma", where)
 
     free = np.array([[c is not None for c in row] for row in grid])
     if not free.any():
         raise where.fail("every cell of the map is blocked")
-    # column-major numbering of the free cells: index[r, c] = state, -1 when blocked
-    index = np.full((n_rows, n_cols), -1, dtype=np.int64)
-    cc, rr = np.nonzero(free.T)  # sorted by column, then row
-    S = rr.size
-    index[rr, cc] = np.arange(S)
-
+    cells = index, rr, cc = number_cells(free)
     start_norm, start_idx = start_states(start, index, where)
-
     cell_labels = [grid[r][c] for r, c in zip(rr.tolist(), cc.tolist())]
     props_norm, props = alphabet(propositions, cell_labels, where)
-    pi = {p: i for i, p in enumerate(props)}
-
-    # dest[d, s]: where direction d leads from s (s itself off the grid or into a wall)
-    tr, tc = rr[None, :] + STEPS[:, :1], cc[None, :] + STEPS[:, 1:]
-    inside = (tr >= 0) & (tr < n_rows) & (tc >= 0) & (tc < n_cols)
-    target = np.where(inside, index[np.clip(tr, 0, n_rows - 1), np.clip(tc, 0, n_cols - 1)], -1)
-    dest = np.where(target >= 0, target, np.arange(S)[None, :])
-    rows, cols, probs = slip_moves(dest, slip)
-
     params: dict[str, Any] = dict(rows=grid, slip=slip, start=start_norm, gamma=gamma, propositions=props_norm)
-    return build(
+    return grid_mdp(
         "gridworld",
         params,
-        states=[f"r{r}c{c}" for r, c in zip(rr.tolist(), cc.tolist())],
-        actions=ACTIONS,
-        rows=rows,
-        cols=cols,
-        probs=probs,
-        labels=np.array([pi[x] for x in cell_labels], dtype=np.int64),
+        cells=cells,
+        cell_labels=cell_labels,
         propositions=props,
-        initial=uniform(start_idx, S),
+        actions=ACTIONS,
+        steps=STEPS,
+        slip=slip,
+        start=start_idx,
         gamma=gamma,
         name=name,
     )

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ._common import Where, alphabet, as_float, as_name, build, slip_moves, start_states, uniform
+from ._common import Where, alphabet, as_float, as_name, as_slip, grid_mdp, number_cells, start_states
 
 #: The marks of the Office World, row 0 on top; '.' is a cell without a mark.
 MAP = (
@@ -86,38 +86,28 @@ def officeworld(
     """
     where = Where("officeworld", name)
     other = as_name(other, "other", where)
-    slip = as_float(slip, "slip", where)
-    if not 0.0 <= slip <= 1.0:
-        raise where.fail(f"slip={slip} must lie in [0, 1]")
-    gamma = as_float(gamma, "gamma", where)
+    slip, gamma = as_slip(slip, where), as_float(gamma, "gamma", where)
     marks = [row.split() for row in MAP]
     if other in {m for row in marks for m in row if m != "."}:
         raise where.fail(f"other={other!r} is already the mark of some cells; choose another proposition")
-    cc, rr = np.meshgrid(np.arange(COLUMNS), np.arange(ROWS), indexing="ij")
-    rr, cc = rr.ravel(), cc.ravel()  # column-major, like gridworld
-    S = ROWS * COLUMNS
-    index = np.empty((ROWS, COLUMNS), dtype=np.int64)
-    index[rr, cc] = np.arange(S)
+    cells = index, rr, cc = number_cells(np.ones((ROWS, COLUMNS), dtype=bool))
     start_norm, start_idx = start_states(start, index, where)
     cell_labels = [other if marks[r][c] == "." else marks[r][c] for r, c in zip(rr.tolist(), cc.tolist())]
     props_norm, props = alphabet(propositions, cell_labels, where)
-    pi = {p: i for i, p in enumerate(props)}
     ok = _passable()[:, rr, cc]
     target = index[np.clip(rr[None] + STEPS[:, :1], 0, ROWS - 1), np.clip(cc[None] + STEPS[:, 1:], 0, COLUMNS - 1)]
-    dest = np.where(ok, target, np.arange(S)[None, :])
-    rows, cols, probs = slip_moves(dest, slip)
     params: dict[str, Any] = dict(start=start_norm, other=other, slip=slip, gamma=gamma, propositions=props_norm)
-    return build(
+    return grid_mdp(
         "officeworld",
         params,
-        states=[f"r{r}c{c}" for r, c in zip(rr.tolist(), cc.tolist())],
-        actions=ACTIONS,
-        rows=rows,
-        cols=cols,
-        probs=probs,
-        labels=np.array([pi[x] for x in cell_labels], dtype=np.int64),
+        cells=cells,
+        cell_labels=cell_labels,
         propositions=props,
-        initial=uniform(start_idx, S),
+        actions=ACTIONS,
+        steps=STEPS,
+        slip=slip,
+        start=start_idx,
         gamma=gamma,
         name=name,
+        dest=np.where(ok, target, np.arange(rr.size)[None, :]),
     )

@@ -88,6 +88,13 @@ EXPERIMENTS: dict[str, Experiment] = {
             "raw_labels",
         ),
         Experiment(
+            "craft",
+            "Toro Icarte et al.'s Craft World",
+            "its ten tasks on the 41 x 41 map: exact at every depth, active, labels with nothing "
+            "known, 10^4 demonstrations; bounded, flagged, beside the exact run",
+            "craft",
+        ),
+        Experiment(
             "office",
             "Toro Icarte et al.'s Office World",
             "its four tasks learned from a scripted expert (exact "

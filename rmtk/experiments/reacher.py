@@ -266,13 +266,13 @@ def simulate_and_learn(
             )
             rows.append(row)
             if explain and alpha == alphas[0] and len(res.solutions) > 1:
-                from ..explain import Explanation, cover, rare_pairs
+                from ..explain import Explanation, cover, rare_triples
 
                 deltas = [sol.delta_u for sol in res.solutions]
                 say(f"reacher: alpha {alpha:g}: what would separate the {len(deltas)} machines")
+                rare = rare_triples(space, ptp, deltas, alpha=alpha, n_trajectories=n_trajectories, limit=5)
                 explanation = Explanation(
-                    cover(space, deltas, ptp=ptp),
-                    tuple(rare_pairs(space, ptp, deltas, alpha=alpha, n_trajectories=n_trajectories, limit=5)),
+                    cover(space, deltas, ptp=ptp), rare.pairs, None, alpha, rare.examined, rare.beyond_noise
                 )
             more = "" if res.complete else f" (enumeration stopped at {max_solutions})"
             say(
@@ -310,7 +310,7 @@ def _active(rec, alpha, samples, seed, integrator, nodes, max_solutions, say) ->
     compared afterwards, never read by the loop."""
     from ..active.recorded import RecordedActiveLearner
     from ..envs.reacher import PROPOSITIONS, true_machine
-    from ..explain import Explanation, cover, rare_pairs
+    from ..explain import Explanation, cover, rare_triples
     from ..gym.reacher import ReacherExpert
 
     t0 = time.perf_counter()
@@ -329,9 +329,9 @@ def _active(rec, alpha, samples, seed, integrator, nodes, max_solutions, say) ->
     if len(machines) > 1:
         ptp = res.result.ptp  # the last round's, cut to the pairs that can yield a negative
         deltas = [s.delta_u for s in res.solutions]
+        rare = rare_triples(rec.space, ptp, deltas, alpha=alpha, n_trajectories=rec.episodes, limit=5)
         explanation = Explanation(
-            cover(rec.space, deltas, ptp=ptp),
-            tuple(rare_pairs(rec.space, ptp, deltas, alpha=alpha, n_trajectories=rec.episodes, limit=5)),
+            cover(rec.space, deltas, ptp=ptp), rare.pairs, None, alpha, rare.examined, rare.beyond_noise
         )
     return ActiveRun(res, machines, listed, time.perf_counter() - t0, rec.n_steps, explanation)
 
@@ -519,8 +519,9 @@ def _active_report(rep: Report, res: ReacherResult) -> None:
     rep.notes.append("active rounds:\n" + "\n".join(f"  {x}" for x in r.log().splitlines()))
     if act.explanation is not None:
         rep.notes.append(
-            "rmtk.explain on the machines the active run leaves (its rare pairs read each empirical total variation "
-            f"as the true one; see the separation note above for what the settled triples show):\n{act.explanation}"
+            "rmtk.explain on the machines the active run leaves (its rare triples are planned with a lower "
+            "confidence bound of their difference, docs/design.md section 14; see the separation note above for "
+            f"what the settled triples show):\n{act.explanation}"
         )
 
 

@@ -1,12 +1,15 @@
 """Rewards of learned machines (paper section 3.2, appendix D; docs/design.md, section 6).
 
 * :mod:`rmtk.rewards.recovery`: the linear soft Bellman fit (Algorithm 3), identification up
-  to shaping, the sparsest representative;
+  to shaping, the representative of the shaping class (absorbing loops 0, fewest non-zero
+  rewards, smallest L1);
+* :mod:`rmtk.rewards.system`: solving that fit's system with its null space, small (dense)
+  and large (the values eliminated);
 * :mod:`rmtk.rewards.maxent`: the :class:`~rmtk.rewards.maxent.MaxEntIRL` strategy of a
   :class:`~rmtk.learner.Learner`;
 * :mod:`rmtk.rewards.margin`: :class:`~rmtk.rewards.margin.MarginIRL`, a margin LP for
   near-deterministic experts;
-* :mod:`rmtk.rewards.l1`: the small least-absolute-deviations problems of the sparsest fit;
+* :mod:`rmtk.rewards.l1`: the small problems of the representative (sparsest vertex, L1);
 * :mod:`rmtk.rewards.baselines`: the paper's IRL baselines (D-IRL, F-IRL).
 """
 

@@ -16,11 +16,13 @@ Two steps turn a learned reward machine *model* into a reward machine:
 
    which is *linear* in the unknowns ``δ_r`` (one per machine transition) and ``V`` (one per
    product state). The equations of every action with ``π(a|s,u) > 0`` form a sparse
-   least-squares problem, solved densely (spectral decomposition of ``AᵀA``, with the null
-   space, plus iterative refinement) up to
-   :data:`DENSE_LIMIT` unknowns and with ``scipy.sparse.linalg.lsqr`` beyond. The system
-   is held as a numpy :class:`~rmtk._arrays.Csr`; scipy is imported only for the lsqr path
-   (and for a Gram matrix too large to form with numpy, see :meth:`~rmtk._arrays.Csr.gram`).
+   least-squares problem, solved with its null space (:mod:`rmtk.rewards.system`): densely
+   (spectral decomposition of ``AᵀA``, plus iterative refinement) up to
+   :data:`DENSE_LIMIT` unknowns, and beyond by eliminating the values (a sparse LU and a small
+   Schur complement on the rewards); ``scipy.sparse.linalg.lsqr``, without the null space, only
+   where a value unknown has no equation of its own. The system is held as a numpy
+   :class:`~rmtk._arrays.Csr`; scipy is imported only for the large systems (and for a Gram
+   matrix too large to form with numpy, see :meth:`~rmtk._arrays.Csr.gram`).
 
 Identifiability. Rewards are identified at best up to potential-based shaping on the
 machine's nodes: for any ``φ: U → R``,
@@ -61,21 +63,16 @@ from ..planning import soft_bellman, task_policy
 from ..product import gather_rows, letter_map, product
 from ..ptp import PrefixTreePolicy
 from ..task import Task
-from .l1 import l1_fit
+from .l1 import l1_fit, sparse_l1
+from .system import Solved, identified_entries, solve_dense, solve_eliminated
 
 #: Systems with at most this many unknowns are solved densely (with the null space); larger ones
-#: with ``lsqr`` and without an identification analysis.
+#: by eliminating the values (:func:`rmtk.rewards.system.solve_eliminated`), or with ``lsqr``
+#: and without an identification analysis where that does not apply.
 DENSE_LIMIT = 3000
 
 #: Relative singular-value threshold (to the largest) below which a direction is null.
 RANK_TOL = 1e-6
-
-#: Refinement steps of the dense (normal equations) solve.
-REFINE_STEPS = 3
-
-#: Absolute threshold on the components of (orthonormal) extra null vectors for an entry
-#: to count as touched by them.
-IDENT_TOL = 1e-6
 
 
 # ---------------------------------------------------------------------- Algorithm 3
@@ -166,7 +163,9 @@ class RewardFit:
         mask: ``(S, n)`` product states whose equations were used.
         n_equations: rows of the least-squares system.
         n_unknowns: columns of the least-squares system.
-        method: ``"dense"`` (eigendecomposition of AᵀA, null space) or ``"lsqr"``.
+        method: ``"dense"`` (eigendecomposition of AᵀA, null space), ``"eliminated"`` (the
+            values eliminated, null space from the rewards' Schur complement) or ``"lsqr"`` (no
+            null space).
         gamma: the discount used.
         lam: the entropy weight used.
         note: remarks (skipped analysis, clipping).
@@ -293,14 +292,6 @@ def shaping_directions(machine: RewardMachine, system: _System, gamma: float) ->
     return G
 
 
-def _orth(M: np.ndarray, tol: float) -> np.ndarray:
-    """Orthonormal basis of the range of ``M`` (columns), singular values above ``tol``."""
-    if M.size == 0:
-        return np.zeros((M.shape[0], 0))
-    U, s, _ = np.linalg.svd(M, full_matrices=False)
-    return U[:, s > tol]
-
-
 def recover_rewards(
     mdp: LabeledMDP,
     machine: RewardMachine,
@@ -358,44 +349,26 @@ def recover_rewards(
     G = shaping_directions(machine, system, gamma)
     notes = [f"policy clipped at {clip:g}"] if clip is not None else []
 
-    identified_c: np.ndarray | None
-    if U <= dense_limit:
-        method = "dense"
-        # Spectral decomposition of the (U×U) Gram matrix AᵀA, formed sparsely: its null space
-        # is that of A, and the tall E×U matrix never goes through dense LAPACK. The squared
-        # conditioning is repaired by iterative refinement on the sparse residual.
-        M = Amat.gram()
-        w, Z = np.linalg.eigh(M)
-        keep = w > rank_tol**2 * max(float(w[-1]), 0.0)  # σ > rank_tol·σ_max
-        Zr, wr = Z[:, keep], w[keep]
-        x = np.zeros(U)
-        for _ in range(REFINE_STEPS):
-            x = x + Zr @ ((Zr.T @ Amat.rmatmul(b - Amat @ x)) / wr)
-        N = Z[:, ~keep]  # (U, d) orthonormal null basis
-        null_dim = N.shape[1]
-        # canonical representative: minimum norm in the reward coordinates
-        Nr = N[:nr]
-        if null_dim:
-            c = np.linalg.lstsq(Nr, x[:nr], rcond=None)[0]
-            x = x - N @ c
-        # extra null directions in the canonical gauge: W ∩ G⊥ = P_{G⊥} W
-        W = _orth(Nr, 1e-8)
-        Qg = _orth(G[:nr], 1e-8)
-        Ew = _orth(W - Qg @ (Qg.T @ W), 1e-6)
-        identified_c = np.abs(Ew).max(axis=1, initial=0.0) <= IDENT_TOL if nr else np.zeros(0, bool)
-    else:
+    solved = solve_dense(Amat, b, nr, rank_tol) if U <= dense_limit else solve_eliminated(Amat, b, nr, rank_tol)
+    if solved is None:
         import scipy.sparse.linalg as spla
 
-        method = "lsqr"
         out = spla.lsqr(Amat.to_scipy(), b, atol=1e-14, btol=1e-14, iter_lim=max(100 * U, 10_000))
         x = out[0]
         c = np.linalg.lstsq(G[:nr], x[:nr], rcond=None)[0]
-        x = x - G @ c  # remove the shaping component of the rewards (stays a solution)
-        null_dim, identified_c = None, None
-        notes.append(
-            f"{U} unknowns > dense limit {dense_limit}: solved with lsqr (istop {out[1]}, {out[2]} iterations); "
-            "null space not computed, identification not analysed (shaping directions projected out)"
+        solved = Solved(
+            x - G @ c,  # remove the shaping component of the rewards (stays a solution)
+            None,
+            None,
+            "lsqr",
+            f"{U} unknowns > dense limit {dense_limit}, and some value unknown has no equation of its own "
+            f"(the values cannot be eliminated): solved with lsqr (istop {out[1]}, {out[2]} iterations); "
+            "null space not computed, identification not analysed (shaping directions projected out)",
         )
+    x, method, null_dim = solved.x, solved.method, solved.null_dim
+    identified_c = None if solved.W is None else identified_entries(solved.W, G[:nr])
+    if solved.note:
+        notes.append(solved.note)
     res = Amat @ x - b
     delta_r = np.zeros(n * K)
     delta_r[system.reward_cols] = x[:nr]
@@ -527,7 +500,7 @@ def describe(fit: RewardFit) -> str:
             else f"{fit.extra_null_dim} null direction(s) beyond shaping"
         )
         lines.append(f"null space dimension {fit.null_dim} ({fit.shaping_dim} shaping): {verdict}")
-    if "sparsest" not in fit.note:
+    if "canonical representative" not in fit.note:
         lines.append("canonical representative: minimum-norm rewards (orthogonal to every shaping direction)")
     if fit.note:
         lines.append(f"note: {fit.note}")
@@ -549,11 +522,21 @@ def describe(fit: RewardFit) -> str:
 
 
 def sparsest(fit: RewardFit, *, tol: float = 1e-9) -> RewardFit:
-    """The same fit with the sparsest rewards of its shaping class: the potential φ on the
-    nodes minimising ``Σ |δ_r(u,ℓ) + γ φ(δ_u(u,ℓ)) − φ(u)|`` over the constrained entries (a small
-    L1 problem, :func:`rmtk.rewards.l1.l1_fit`). Shaping leaves the policy unchanged, so the residual
-    and the re-planning error stay the same; V becomes V − φ(u). Values within ``tol`` of 0
-    are set to 0 and the rest rounded to 10 significant digits (below the fit's precision)."""
+    """The same fit with the representative of its shaping class a person expects: the
+    potential φ on the nodes (``δ_r(u,ℓ) + γ φ(δ_u(u,ℓ)) − φ(u)`` over the constrained
+    entries) chosen by, in this order,
+
+    1. an absorbing node's self-loops pay 0 where the class allows it (its constrained loops
+       all carry one value c: φ(u) = c / (1 − γ)); a machine that pays after its task is over
+       reads wrong, even when paying a little on every loop is smaller in L1;
+    2. the fewest non-zero rewards; 3. the smallest sum of their absolute values; 4. the
+       first vertex in a fixed order (:func:`rmtk.rewards.l1.sparse_l1`, exact).
+
+    Where the enumeration is too large (or the problem rank deficient) the smallest L1 alone
+    is taken (:func:`rmtk.rewards.l1.l1_fit`) and the note says so. Shaping leaves the policy
+    unchanged, so the residual and the re-planning error stay the same; V becomes V − φ(u).
+    Values within ``tol`` of 0 are set to 0 and the rest rounded to 10 significant digits
+    (below the fit's precision)."""
     m, gamma = fit.machine, fit.gamma
     n, K = m.delta_u.shape
     entries = np.argwhere(~fit.unconstrained)
@@ -564,13 +547,29 @@ def sparsest(fit: RewardFit, *, tol: float = 1e-9) -> RewardFit:
     B = np.zeros((len(entries), n))
     B[np.arange(len(entries)), m.delta_u[u, k]] += gamma
     B[np.arange(len(entries)), u] -= 1.0
-    phi = l1_fit(B, r0, tol=tol)
-    if phi is None:  # pragma: no cover - the LP is always feasible and bounded
-        return fit
+    # 1. absorbing nodes whose loops can all pay 0
+    phi = np.zeros(n)
+    fixed = np.zeros(n, dtype=bool)
+    scale = tol * max(1.0, float(np.abs(r0).max(initial=0.0)))
+    for w in np.flatnonzero(np.all(m.delta_u == np.arange(n)[:, None], axis=1)):
+        loops = r0[u == w]
+        if len(loops) and np.ptp(loops) <= scale:
+            phi[w], fixed[w] = float(loops.mean()) / (1.0 - gamma), True
+    r1 = r0 + B[:, fixed] @ phi[fixed]
+    free = np.flatnonzero(~fixed)
+    # 2.-4. fewest non-zero rewards, then the smallest L1
+    rule = "absorbing loops 0, then fewest non-zero rewards, then smallest L1"
+    part = sparse_l1(B[:, free], r1, tol=tol)
+    if part is None:
+        rule = "absorbing loops 0, then smallest L1 (too many vertices to find the fewest non-zero rewards)"
+        part = l1_fit(B[:, free], r1, tol=tol)
+        if part is None:  # pragma: no cover - the LP is always feasible and bounded
+            return fit
+    phi[free] = part
     delta_r = np.array(fit.delta_r, dtype=float)
     delta_r[u, k] = r0 + B @ phi
     delta_r[np.abs(delta_r) < tol] = 0.0
     delta_r = np.vectorize(lambda x: float(f"{x:.10g}"))(delta_r)  # drop solver noise (~1e-12)
     V = np.array(fit.V, dtype=float) - phi[None, :]
-    note = "; ".join(x for x in (fit.note, "canonical representative: sparsest rewards of the shaping class") if x)
+    note = "; ".join(x for x in (fit.note, f"canonical representative of the shaping class: {rule}") if x)
     return attrs.evolve(fit, delta_r=delta_r, V=V, machine=fit.machine.with_rewards(delta_r), note=note)

@@ -21,6 +21,8 @@ Constraint families, one generator each (grep for the name):
 * :func:`non_stuttering` (eq. 7): t[i,k,j] → t[j,k,j].
 * :func:`symmetry_breaking_bfs` (Ulyantsev et al. 2015): nodes numbered in breadth-first
   order from u_I, children of a node ordered by their smallest letter.
+* :func:`clique_pins`: the other way to number the nodes when n words must all end in
+  different nodes (a state with n policy classes): each word pinned to its own node.
 
 Clauses are built as numpy arrays (fixed width per family) and handed over as lists; the
 formula is never built by expanding matrix products. :class:`Problem` is what is encoded,
@@ -266,6 +268,28 @@ def symmetry_breaking_bfs(pool: VarPool) -> Clauses:
         for i in range(j):
             for k in range(K):
                 out += [[-par[j, i], -par[j + 1, i], -mm[i, j, k], -mm[i, j + 1, k2]] for k2 in range(k)]
+    return out
+
+
+def clique_pins(x: np.ndarray) -> Clauses:
+    """Symmetry breaking by a clique (Heule and Verwer 2010, adapted to a fixed initial node):
+    ``x`` is the ``(n, n)`` array of x[w_c, i] for n words w_0 … w_{n−1} that the other
+    clauses keep in pairwise different nodes (n policy classes at one state), so that their
+    nodes are all n nodes. The one in u_I = 0 is free; the others, in order, take nodes 1, 2,
+    …: w_c ends in node c + 1 if a later word is in node 0, in node c if an earlier one is.
+    Each machine then has exactly one numbering, as with :func:`symmetry_breaking_bfs`, and
+    the pinned words decide most of the runs by propagation alone."""
+    x = np.asarray(x, dtype=np.int64)
+    n = x.shape[0]
+    if x.shape != (n, n):
+        raise ValueError(f"clique_pins needs one word per node, got x of shape {x.shape}")
+    out: Clauses = [x[:, 0].tolist()]  # one of them is in u_I (implied; helps propagation)
+    for c0 in range(n):
+        for c in range(n):
+            if c != c0:
+                out.append([int(-x[c0, 0]), int(x[c, c + 1 if c < c0 else c])])
+    for c in range(n):  # where w_c can be at all
+        out.append([int(v) for v in x[c, sorted({0, c, min(c + 1, n - 1)})]])
     return out
 
 

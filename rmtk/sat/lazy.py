@@ -24,20 +24,21 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import attrs
 import numpy as np
 from pysat.solvers import Solver
 
+from ..capabilities import Capabilities
 from ..equivalence import clash_pairs, clashes, compressed, exercised, sync_product
 from ..errors import RmtkError
 from ..limits import SearchLimits
 from ..mdp import LabeledMDP
 from ..negatives import NegativePairs, PolicyClasses
 from ..ptp import Trie
-from .encoding import Formula, Problem, VarPool, decode_transitions
+from .encoding import Formula, Problem, VarPool, clique_pins, decode_transitions
 from .search import SearchResult, Solution, _stopped, no_machine, record, stopped_while, used_transitions
 from .solver import DEFAULT_SOLVER, open_solver, solve
 
@@ -55,6 +56,16 @@ class Counterexample:
     class1: int
     class2: int
     labels: int
+
+
+@attrs.frozen
+class Member:
+    """A word (letter indices, compressed when the tree is) reaching ``state`` in policy
+    class ``cls`` (global id)."""
+
+    word: tuple[int, ...]
+    state: int
+    cls: int
 
 
 class Oracle(Protocol):
@@ -78,8 +89,21 @@ class Oracle(Protocol):
         """Nodes any consistent machine needs (the most policy classes at one state)."""
 
 
+class OracleCapabilities(Capabilities):
+    """What an :class:`Oracle` can give beyond the protocol, with the defaults of one that does
+    not say (:mod:`rmtk.capabilities`): rmtk's oracles inherit it; a user's oracle may."""
+
+    __slots__ = ()
+
+    def clique(self) -> tuple[Member, ...]:
+        """Witnesses of the lower bound: one word per policy class at a state with the most
+        classes (so many words that must end in pairwise different nodes), shortest first;
+        lazy search pins them to nodes (:func:`lazy_search`). Default: none."""
+        return ()
+
+
 @attrs.define
-class TrieOracle:
+class TrieOracle(OracleCapabilities):
     """A built prefix tree and its negatives: policy classes (exact) or word pairs (data)."""
 
     trie: Trie
@@ -132,9 +156,24 @@ class TrieOracle:
     def lower_bound(self) -> int:
         return self.negatives.lower_bound() if isinstance(self.negatives, PolicyClasses) else 1
 
+    def clique(self) -> tuple[Member, ...]:
+        neg = self.negatives
+        if not isinstance(neg, PolicyClasses) or not neg.n_classes:
+            return ()
+        state = int(np.argmax(np.bincount(neg.class_state)))  # the first state with the most classes
+        p = np.asarray(neg.pair_node)
+        at = np.flatnonzero(neg.class_state[neg.pair_class] == state)
+        at = at[np.lexsort((p[at], self.trie.length[p[at]], neg.pair_class[at]))]
+        first = at[np.r_[True, neg.pair_class[at][1:] != neg.pair_class[at][:-1]]]  # shortest word per class
+        return _shortest_first(Member(self._word(p[i]), state, int(neg.pair_class[i])) for i in first)
+
+
+def _shortest_first(members) -> tuple[Member, ...]:
+    return tuple(sorted(members, key=lambda m: (len(m.word), m.word, m.cls)))
+
 
 @attrs.define
-class ProductOracle:
+class ProductOracle(OracleCapabilities):
     """The expert as a task: candidates are checked on the synchronised product MDP × truth ×
     candidate up to ``depth`` labels (``None``: every depth); no prefix tree is built.
 
@@ -151,6 +190,7 @@ class ProductOracle:
     true_initial: int = 0
     limit: int = 1000
     _last: tuple = attrs.field(default=(None, None), init=False, repr=False)
+    _clique: tuple[Member, ...] | None = attrs.field(default=None, init=False, repr=False)
 
     def product(self, delta_u: np.ndarray):
         """The synchronised product with the candidate (the last one is kept)."""
@@ -186,15 +226,25 @@ class ProductOracle:
         return exercised(self.product(delta_u), self.mdp, delta_u, max_depth=self.depth, compress=self.compress)
 
     def lower_bound(self) -> int:
-        prod = sync_product(
-            self.mdp,
-            self.true_delta,
-            np.zeros((1, self.true_delta.shape[1]), np.int64),
-            init_a=self.true_initial,
-            max_depth=self.depth,
-        )
-        s, cls = prod.states, self.table[prod.states, prod.a]
-        return int(np.bincount(np.unique(s * self.true_delta.shape[0] + cls) // self.true_delta.shape[0]).max())
+        return len(self.clique())
+
+    def clique(self) -> tuple[Member, ...]:
+        if self._clique is None:
+            nt = self.true_delta.shape[0]
+            prod = sync_product(
+                self.mdp,
+                self.true_delta,
+                np.zeros((1, self.true_delta.shape[1]), np.int64),
+                init_a=self.true_initial,
+                max_depth=self.depth,
+            )
+            s, cls = prod.states, prod.states * nt + self.table[prod.states, prod.a]
+            state = int(np.argmax(np.bincount(np.unique(cls) // nt)))  # the first state with the most classes
+            at = np.flatnonzero(s == state)
+            at = at[np.lexsort((at, prod.depth[at], cls[at]))]  # breadth-first: the shallowest triple first
+            first = at[np.r_[True, cls[at][1:] != cls[at][:-1]]]
+            self._clique = _shortest_first(Member(self._word(prod, int(i)), state, int(cls[i])) for i in first)
+        return self._clique
 
     def product_policy(self, delta_u) -> tuple[np.ndarray, np.ndarray]:
         """``(S, n, A)`` product policy of a machine consistent with the expert (the expert's
@@ -279,6 +329,16 @@ class LazyFormula:
             self.entries.append((q, state, c))
             self._add(np.stack([-self.x[q], self.y[c]], axis=1))
 
+    def pin(self, clique: Sequence[Member]) -> None:
+        """The clique's words in their classes, each pinned to its own node
+        (:func:`~rmtk.sat.encoding.clique_pins`); the clique must have one word per node and
+        the formula no other symmetry breaking."""
+        qs = [self.word(m.word) for m in clique]
+        for q, m in zip(qs, clique):
+            self.member(q, m.cls, m.state)
+        for c in clique_pins(np.array([self.x[q] for q in qs])):
+            self.solver.add_clause(c)
+
     def add(self, cex: Counterexample) -> None:
         p, q = self.word(cex.word1), self.word(cex.word2)
         self.added += 1
@@ -305,23 +365,40 @@ def lazy_search(
     *,
     solver: str = DEFAULT_SOLVER,
     non_stuttering: bool = True,
+    pinned_structure: Callable[[Problem, int], Formula] | None = None,
 ) -> SearchResult:
     """Smallest n of ``limits.sizes`` with a machine that ``problem.oracle`` accepts, and all
     such machines at that n (see the module docstring). ``structure(problem, n)`` gives the
     clauses that involve no negative example; the problem's trie must be the root alone (the
-    words come from counterexamples)."""
+    words come from counterexamples).
+
+    ``pinned_structure``: the same clauses without symmetry breaking; at a size n that the
+    oracle's clique fills (n words that must end in different nodes,
+    :meth:`OracleCapabilities.clique`) it is used with the clique's words pinned to the nodes
+    instead (:func:`~rmtk.sat.encoding.clique_pins`), which decides most runs by propagation.
+    The counterexamples found at one size are added at the next from the start: they hold at
+    every size."""
     progress, deadline = limits.progress, limits.deadline
     oracle = problem.oracle
     tried: list[tuple[int, bool | None]] = []
     t_enc = t_solve = t_enum = 0.0
     rounds = 0
     lazy = None
+    clique = OracleCapabilities.of(oracle).clique() if pinned_structure is not None else ()
+    known: list[Counterexample] = []  # from the sizes before, replayed at the next
     for n in limits.sizes:
         t0 = time.perf_counter()
-        formula = structure(problem, n)
+        pinned = len(clique) == n > 1
+        formula = (pinned_structure if pinned and pinned_structure is not None else structure)(problem, n)
         t_enc += time.perf_counter() - t0
         with open_solver(solver, formula.hard) as sat_solver:
             lazy = LazyFormula(formula.pool, sat_solver)
+            t0 = time.perf_counter()
+            if pinned:
+                lazy.pin(clique)
+            for cex in known:
+                lazy.add(cex)
+            t_enc += time.perf_counter() - t0
             found: dict[tuple, Solution] = {}
             t_start = t_first = time.perf_counter()
             complete, satisfiable = True, None
@@ -340,6 +417,7 @@ def lazy_search(
                     t1 = time.perf_counter()
                     for cex in counter:
                         lazy.add(cex)
+                    known += counter
                     t_enc += time.perf_counter() - t1
                     progress.count(lazy.added, None, "counterexamples")
                     continue
