@@ -3,7 +3,10 @@
 A :class:`Learner` composes four strategies: a :class:`PTP` (:class:`ExactPTP`,
 :class:`EmpiricalPTP`), a :class:`NegativeExampleMiner` (:class:`ExactMiner`,
 :class:`ConfidenceMiner`), a :class:`SatEncoder` (:class:`SatEncoder`, :class:`MaxSatEncoder`)
-and a :class:`MaxEntIRL`; see docs/design.md.
+and a :class:`MaxEntIRL`; see docs/design.md. An :class:`ActiveLearner` asks an expert
+(:class:`TaskExpert`, :class:`SimulatedExpert`) the questions a strategy picks
+(:class:`SplitMostPairs` on a model, :class:`AtRecordedTriples` without one), checked by
+:class:`ProductCheck` or :class:`ExpertWalks`, within a :class:`Budget` (docs/design.md, section 12).
 """
 
 import importlib
@@ -30,6 +33,14 @@ _LAZY = {
     "MaxEntIRL": "rewards.maxent",
     "Learner": "learner",
     "LearnResult": "learner",
+    "ActiveLearner": "active.loop",
+    "Budget": "active.asking",
+    "TaskExpert": "active.experts",
+    "SimulatedExpert": "active.experts",
+    "SplitMostPairs": "active.questions",
+    "AtRecordedTriples": "active.recorded",
+    "ProductCheck": "active.checks",
+    "ExpertWalks": "active.checks",
 }
 
 
@@ -65,6 +76,14 @@ __all__ = [
     "SatEncoder",
     "MaxSatEncoder",
     "MaxEntIRL",
+    "ActiveLearner",
+    "Budget",
+    "TaskExpert",
+    "SimulatedExpert",
+    "SplitMostPairs",
+    "AtRecordedTriples",
+    "ProductCheck",
+    "ExpertWalks",
     "Progress",
     "StderrProgress",
     "GeneratorCall",

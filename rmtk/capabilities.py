@@ -40,8 +40,10 @@ class _WithDefaults:
     def __getattr__(self, name: str):
         if hasattr(self._strategy, name):
             return getattr(self._strategy, name)
-        default = inspect.getattr_static(self._defaults, name)  # a method or property is bound to the strategy
-        return default.__get__(self._strategy, type(self._strategy)) if hasattr(default, "__get__") else default
+        # a default method or property is bound to this view, so that what it reads of the
+        # strategy (another capability) is the strategy's when defined, else the default too
+        default = inspect.getattr_static(self._defaults, name)
+        return default.__get__(self, type(self)) if hasattr(default, "__get__") else default
 
     def __repr__(self) -> str:
         return repr(self._strategy)

@@ -148,7 +148,8 @@ class NodePolicyTable:
 SOURCES = {"soft-optimal": SoftOptimal, "distinct": DistinctPerNode}
 
 
-def _source(value):
+def policy_source(value):
+    """A policy source: ``value`` itself, or the one named ``"soft-optimal"`` or ``"distinct"``."""
     if isinstance(value, str):
         if value not in SOURCES:
             raise RmtkError(f"unknown policy source {value!r}; choose one of {', '.join(SOURCES)}")
@@ -191,7 +192,7 @@ class ExactPTP(PTPCapabilities):
     """
 
     depth: int | str | None = attrs.field(default="task", validator=_depth)
-    source: PolicySource = attrs.field(factory=SoftOptimal, converter=_source)
+    source: PolicySource = attrs.field(factory=SoftOptimal, converter=policy_source)
     compress: bool = True
 
     def every_depth_for(self, target) -> bool:

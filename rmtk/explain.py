@@ -25,6 +25,7 @@ from .equivalence import Witness, distinguish
 from .errors import RmtkError
 from .mdp import LabeledMDP
 from .negatives import log_weissman_constant
+from .ptp import disagreements
 from .space import Space
 from .statistics import FIXED, compare_counts, draws_to_resolve, growth_to_resolve
 
@@ -109,7 +110,7 @@ def _final(delta: np.ndarray, word: list[int], initial: int = 0) -> int:
     return u
 
 
-def _separated(split: np.ndarray, open_pairs: np.ndarray) -> np.ndarray:
+def separated(split: np.ndarray, open_pairs: np.ndarray) -> np.ndarray:
     """For a ``(k, C)`` boolean matrix (machine splits candidate c) and a ``(k, k)`` matrix of
     open pairs, the number of open pairs each candidate separates (one machine merges, the
     other splits): sᵀO(1−s) + (1−s)ᵀOs per column."""
@@ -125,7 +126,7 @@ def _greedy(split: np.ndarray, open_pairs: np.ndarray, lengths: np.ndarray) -> l
     separating the most open pairs (ties: the shortest)."""
     chosen = []
     while open_pairs.any():
-        gain = _separated(split, open_pairs)
+        gain = separated(split, open_pairs)
         best = int(np.lexsort((lengths, -gain))[0])
         if gain[best] == 0:
             break
@@ -180,7 +181,7 @@ def cover(mdp, deltas: list[np.ndarray], names: list[str] | None = None, *, ptp=
                 continue
             break
         split = np.stack(splits, axis=1)
-        gain = _separated(split, open_pairs)
+        gain = separated(split, open_pairs)
         # most pairs separated; then witnesses where the known expert acts differently; then the shortest
         best = int(np.lexsort((np.array([w.length for w in witnesses]), ~np.array(refutes), -gain))[0])
         if gain[best] == 0:
@@ -228,14 +229,6 @@ def _state_groups(ptp, deltas: list[np.ndarray], *, merged: bool = False):
         yield i[keep], j[keep], split[:, keep]
 
 
-def _disagreements(ptp, deltas: list[np.ndarray]):
-    """All of :func:`_state_groups` at once: ``(p, q, split)``."""
-    groups = list(_state_groups(ptp, deltas))
-    if not groups:
-        return np.empty(0, np.int64), np.empty(0, np.int64), np.zeros((len(deltas), 0), bool)
-    return tuple(np.concatenate(parts, axis=-1) for parts in zip(*groups))
-
-
 def _word_names(space, trie, p) -> tuple[str, ...]:
     names = getattr(space, "propositions", None)
     return tuple(names[k] if names is not None else str(k) for k in trie.word(int(p)))
@@ -248,8 +241,11 @@ def _state_name(space, s: int) -> str:
 
 def _cover_from_data(space, deltas, ptp, most: int = 20_000) -> Cover:
     k = len(deltas)
-    p, q, split = _disagreements(ptp, deltas)
     node, state = np.asarray(ptp.tree.pair_node), np.asarray(ptp.tree.pair_state)
+    d = disagreements(
+        ptp.trie, node, state, ptp.trie.length[node], deltas
+    )  # the shortest word stands for its signature
+    p, q, split = d.i, d.j, d.split
     if len(p) > most:  # the best-supported candidates: the most visited pairs
         n = np.asarray(ptp.counts).sum(axis=1)
         keep = np.argsort(-np.minimum(n[p], n[q]), kind="stable")[:most]

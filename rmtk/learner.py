@@ -400,7 +400,7 @@ class Learner:
         classes = negatives if isinstance(negatives, PolicyClasses) else None
         pairs = negatives if isinstance(negatives, NegativePairs) else None
         result = LearnResult(
-            _machines(mdp, res),
+            machines_of(mdp, res),
             res.solutions,
             res,
             classes,
@@ -433,29 +433,21 @@ class Learner:
         classes, the verdicts and false positive rate; without them, a warning and no verdicts."""
         result = attrs.evolve(result, truth=task.machine)
         t = time.perf_counter()
-        table = source.expert_classes(task)
+        table = expert_class_table(
+            task,
+            source.expert_classes(task),
+            f"{type(self.ptp).__name__}.expert_classes",
+            f"the PTP strategy {type(self.ptp).__name__} does not say which expert its policy comes from (give it "
+            "expert_classes(task), docs/design.md 'Strategies')",
+            rec,
+        )
         if table is None:
-            message = (
-                f"no verdicts: the PTP strategy {type(self.ptp).__name__} does not say which expert its policy "
-                "comes from (give it expert_classes(task), docs/design.md 'Strategies'); verdicts from "
-                "another expert's policy could be wrong"
-            )
-            rec.note(message)
-            warnings.warn(message, UserWarning, stacklevel=3)
             return result
-        table = np.asarray(table)
-        want = (task.mdp.n_states, task.machine.n_nodes)
-        if table.shape != want or not np.issubdtype(table.dtype, np.integer):
-            raise RmtkError(
-                f"{type(self.ptp).__name__}.expert_classes gave an array of shape {table.shape} and type "
-                f"{table.dtype}; the task needs whole-number policy classes of shape {want} (states, "
-                "nodes of the true machine)"
-            )
         fp = None
         if result.negatives is not None and result.ptp is not None:
             trie_nodes = result.ptp.trie.run(task.machine.delta_u, task.machine.initial, task.letter_of_proposition)
             fp = result.negatives.false_positives(trie_nodes, table)
-        verdicts, some = _verdicts(task, table, result.machines, result.solutions, encoder.non_stuttering)
+        verdicts, some = verdicts_of(task, table, result.machines, result.solutions, encoder.non_stuttering)
         rec.stage("verdict", time.perf_counter() - t)
         return attrs.evolve(
             result, verdicts=verdicts, completion_consistent=some, false_positives=fp, expert_classes=table
@@ -470,7 +462,28 @@ class Learner:
         return attrs.evolve(self, ptp=ptp).fit(target)
 
 
-def _machines(mdp: LabeledMDP | Space, res: SearchResult) -> tuple[RewardMachine, ...]:
+def expert_class_table(task: Task, table, given_by: str, unknown: str, progress: Progress) -> np.ndarray | None:
+    """The expert's ``(states, true nodes)`` policy classes ``table`` (given by ``given_by``) that
+    verdicts against ``task`` compare with, checked; ``None`` (no verdicts) when there is none,
+    with a note and a warning saying why (``unknown``): verdicts are never guessed."""
+    if table is None:
+        message = f"no verdicts: {unknown}; verdicts from another expert's policy could be wrong"
+        progress.note(message)
+        warnings.warn(message, UserWarning, stacklevel=4)
+        return None
+    table = np.asarray(table)
+    want = (task.mdp.n_states, task.machine.n_nodes)
+    if table.shape != want or not np.issubdtype(table.dtype, np.integer):
+        raise RmtkError(
+            f"{given_by} gave an array of shape {table.shape} and type {table.dtype}; the task needs whole-number "
+            f"policy classes of shape {want} (states, nodes of the true machine)"
+        )
+    return table
+
+
+def machines_of(mdp: LabeledMDP | Space, res: SearchResult) -> tuple[RewardMachine, ...]:
+    """The machines of a search's solutions: canonical node names ``u0 u1 ...``, the MDP's
+    propositions as alphabet, rewards 0 (unconstrained transitions are self-loops)."""
     return tuple(
         RewardMachine(
             nodes=[f"u{i}" for i in range(len(s.delta_u))],
@@ -496,7 +509,7 @@ def _counterexample_tree(stats, depth) -> tuple[PrefixTree, PolicyClasses]:
     return tree, PolicyClasses(dense, class_state, node)
 
 
-def _verdicts(
+def verdicts_of(
     task: Task, table: np.ndarray, machines, solutions, non_stuttering: bool
 ) -> tuple[tuple[Verdict, ...], tuple[bool | None, ...]]:
     """Exact consistency of each machine at every depth (free transitions as self-loops), and

@@ -317,3 +317,54 @@ class PTPCapabilities(Capabilities):
         the policy comes from: the learner's verdicts and false positive rates compare with it.
         ``None`` (the default): unknown, so no verdicts are given (a guess could be wrong)."""
         return None
+
+
+@attrs.frozen
+class Disagreements:
+    """Recorded (word, word, state) triples the machines disagree on (some send the two words
+    to one node, others to two): indices ``i``, ``j`` of the two (word, state) pairs and the
+    ``(machines, triples)`` matrix ``split`` of the machines that send them to two nodes."""
+
+    i: np.ndarray
+    j: np.ndarray
+    split: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.i)
+
+
+def disagreements(trie, node, state, rank, deltas: list[np.ndarray]) -> Disagreements:
+    """The triples of the (word, state) pairs (trie ``node`` and ``state`` of each) that the
+    machines ``deltas`` disagree on. Words a state's pairs share a vector of final nodes for
+    (a *signature*) split the machines alike, so per state and signature one pair stands for
+    them, the first by ``rank`` (smallest first; the index breaks ties): the triples are the
+    pairs of representatives of two signatures at one state. Memory is linear in the pairs
+    and in the triples returned."""
+    k = len(deltas)
+    node, state, rank = np.asarray(node, np.int64), np.asarray(state, np.int64), np.asarray(rank)
+    empty = Disagreements(np.empty(0, np.int64), np.empty(0, np.int64), np.zeros((k, 0), bool))
+    if not len(node) or not k:
+        return empty
+    finals = np.stack([trie.run(np.asarray(d), 0) for d in deltas])  # (k, trie nodes)
+    sigs, sig_of_node = np.unique(finals.T, axis=0, return_inverse=True)
+    sig = sig_of_node.reshape(-1)[node]
+    order = np.lexsort((np.arange(len(node)), rank, sig, state))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (state[order][1:] != state[order][:-1]) | (sig[order][1:] != sig[order][:-1])
+    rows = order[first]
+    st = state[rows]
+    bounds = np.flatnonzero(np.r_[True, st[1:] != st[:-1], True])
+    size = np.diff(bounds)
+    P, Q = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
+    for g in np.unique(size[size >= 2]):
+        starts = bounds[:-1][size == g]
+        a, b = np.triu_indices(int(g), 1)
+        P.append((starts[:, None] + a[None, :]).ravel())
+        Q.append((starts[:, None] + b[None, :]).ravel())
+    i, j = rows[np.concatenate(P)], rows[np.concatenate(Q)]
+    split = sigs[sig[i]] != sigs[sig[j]]  # (triples, k)
+    n_split = split.sum(axis=1)
+    useful = (n_split > 0) & (n_split < k)
+    if not useful.any():
+        return empty
+    return Disagreements(i[useful], j[useful], split[useful].reshape(-1, k).T.copy())

@@ -22,20 +22,20 @@ def report(
     out=None,
     count_pairs: bool = False,
     explain: bool = False,
-    how: str | None = None,
+    asked: str | None = None,
 ) -> None:
     """Print a learning result as .rm text with '#' comment lines (the output stays loadable);
     with ``explain``, what would separate the surviving machines (:meth:`LearnResult.explain`).
-    ``how="active"``: the result of an active loop, whose prefix tree holds only what the
-    expert was asked (:class:`~rmtk.active.loop.ActiveResult`), not a tree built from its policy."""
+    ``asked``: the result is an active loop's (:class:`~rmtk.active.loop.ActiveResult`), whose
+    expert is described so; no tree was built: what is known is what the expert was asked."""
     out = out or sys.stdout
     st = result.stats()
     t = result.timings
     w = lambda line="": print(line, file=out)  # noqa: E731
     words = "compressed" if result.tree.trie.compressed else "uncompressed"
     lazy = result.search.lazy
-    if how == "active":
-        _report_asked(task, result, w, words, count_pairs)
+    if asked is not None:
+        _report_asked(task, result, w, words, count_pairs, asked)
     elif result.ptp is None:  # tree-free: the expert checked on the synchronised product
         depth = result.oracle.depth
         where = "at every depth" if depth is None else f"of depth {depth}"
@@ -65,7 +65,7 @@ def report(
         w(f"# learned from task {task.name}: empirical prefix tree policy, {words} words")
         w(f"# empirical prefix tree: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs")
         report_demos(result, out=out)
-    if lazy is not None and result.ptp is not None and how != "active":
+    if lazy is not None and result.ptp is not None and asked is None:
         w(
             f"# lazy negatives: {lazy.counterexamples} added in {lazy.rounds} candidate checks, "
             f"{lazy.trie.n_nodes - 1} words in play"
@@ -121,13 +121,14 @@ def report(
         out.write(dsl.dumps(m))
 
 
-def _report_asked(task: Task, result: LearnResult, w, words: str, count_pairs: bool) -> None:
+def _report_asked(task: Task, result: LearnResult, w, words: str, count_pairs: bool, asked: str) -> None:
     """The header of an active loop's result: what the expert's answers hold, no tree built."""
     st = result.stats()
     longest = result.tree.depth if result.ptp is not None else 0
+    w(f"# learned from task {task.name}: active learning, questions to {asked}, {words} words (no tree built)")
     w(
-        f"# learned from task {task.name} by asking its expert (no prefix tree built): its answers at "
-        f"{st['trie_nodes'] - 1} {words} words, {st['pairs']} (word, state) pairs, the longest word {longest} labels"
+        f"# asked: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs known, the longest word "
+        f"{longest} labels"
     )
     if result.classes is not None:
         pairs = st["per_state_pairs"]
@@ -139,7 +140,7 @@ def _report_asked(task: Task, result: LearnResult, w, words: str, count_pairs: b
         w(f"# negative examples from the answers: {st['classes']} policy classes, {pairs} per-state pairs, {distinct}")
     elif result.negatives is not None:
         neg = result.negatives
-        w(f"# negative examples from the answers: {len(neg)} word pairs at alpha {neg.alpha:g}")
+        w(f"# negative examples: {len(neg)} from the counted answers at alpha {neg.alpha:g}")
     lazy = result.search.lazy
     if lazy is not None:
         w(f"# last round: {lazy.counterexamples} counterexamples added in {lazy.rounds} candidate checks")

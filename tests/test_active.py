@@ -12,6 +12,8 @@ import pytest
 from test_theorem import U_MAX, random_instance
 
 from rmtk import ExactPTP, Learner, SatEncoder, dsl, ties
+from rmtk.active.asking import Asker
+from rmtk.active.checks import ExpertWalks, ProductCheck
 from rmtk.active.experts import (
     QueryError,
     RecordedExpert,
@@ -20,7 +22,7 @@ from rmtk.active.experts import (
     realisable,
 )
 from rmtk.active.loop import ActiveLearner, Budget, default_check
-from rmtk.active.questions import ExpertWalks, ProductCheck, QueryStrategy, SplitMostPairs
+from rmtk.active.questions import QuestionStrategy, SplitMostPairs
 from rmtk.cli.main import main
 from rmtk.empirical import EmpiricalPTP
 from rmtk.errors import RmtkError
@@ -176,7 +178,7 @@ def test_bad_input_is_a_clear_error():
         ActiveLearner(strategy=object())
     with pytest.raises(RmtkError, match="exact one"):
         ActiveLearner().fit(t, TaskExpert(t), data=simulate(t, 10, 5, seed=0))
-    assert isinstance(SplitMostPairs(), QueryStrategy)
+    assert isinstance(SplitMostPairs(), QuestionStrategy)
     flip = np.array([[1, 0, 0, 0], [0, 1, 1, 1]])  # reading A twice returns to u0: a stuttering memory
     stutter = attrs.evolve(t, machine=RewardMachine(["u0", "u1"], t.machine.alphabet, flip, np.zeros((2, 4))))
     with pytest.raises(QueryError, match="stutters"):
@@ -229,14 +231,18 @@ def test_the_exact_check_refutes_a_wrong_machine_with_two_histories_and_passes_t
     expert = TaskExpert(t)
     truth = t.machine.delta_u[:, t.letter_of_proposition]
     one = np.zeros((1, 4), np.int64)
-    answers, asked = ProductCheck().run(expert, None, None, [one])
+    asker = Asker(expert, expert, Budget())
+    answers, _ = ProductCheck().run(asker, None, [one])
+    asked = asker.queries
     assert asked == 3 and len(answers) == 2  # the check, then both histories of its counterexample
     (w1,), (w2,) = (a.words for a in answers)
     assert w1 != w2 and answers[0].states[0] == answers[1].states[0]  # one state, two histories
     assert np.abs(answers[0].values - answers[1].values).max() > 1e-6  # the expert acts differently there
-    assert ProductCheck().run(expert, None, None, [truth]) == ([], 1)
+    asker = Asker(expert, expert, Budget())
+    assert (ProductCheck().run(asker, None, [truth]), asker.queries) == (([], 0), 1)
+    simulated = SimulatedExpert(t)
     with pytest.raises(RmtkError, match="product_oracle"):
-        ProductCheck().run(SimulatedExpert(t), None, None, [one])
+        ProductCheck().run(Asker(simulated, simulated, Budget()), None, [one])
     assert isinstance(default_check(expert), ProductCheck)
     assert isinstance(default_check(SimulatedExpert(t)), ExpertWalks)
 

@@ -190,9 +190,9 @@ def test_verdicts_need_the_experts_policy_classes(patrol):
     r = Learner(Declared(), irl=None).fit(patrol)
     assert r.n_nodes == 1 and r.verdicts[0].consistent  # right: the uniform expert needs one node
     from rmtk.exact import SoftOptimal
-    from rmtk.learner import _verdicts
+    from rmtk.learner import verdicts_of
 
-    (guess,), _ = _verdicts(patrol, SoftOptimal().class_table(patrol), r.machines, r.solutions, True)
+    (guess,), _ = verdicts_of(patrol, SoftOptimal().class_table(patrol), r.machines, r.solutions, True)
     assert not guess.consistent  # what the soft-optimal guess would have said
 
     @attrs.frozen

@@ -8,18 +8,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import attrs
 import pytest
 
-from rmtk.active.loop import ActiveLearner
-from rmtk.cli.flags import ASKING, BY_DEST, LEARN_FLAGS, MODES, learn_mode, mode_of
+from rmtk.cli.flags import BY_DEST, LEARN_FLAGS, MODES, learn_mode, mode_of
 from rmtk.cli.learn import prepare_learn
 from rmtk.cli.main import build_parser, main
 from rmtk.errors import RmtkError
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
-#: The active loop takes a time limit on the active branch, not yet merged here.
-ACTIVE_PENDING = "time_limit" not in attrs.fields_dict(ActiveLearner)
+
 PATROL = str(MODELS / "patrol.rm")
 
 #: Flags that choose the mode, and the arguments that make each mode.
@@ -118,8 +115,6 @@ def test_every_flag_in_every_mode_is_used_or_refused(mode, demos, tmp_path):
             assert _plan(base_q + words) != _plan(base_q), f"{option} is dropped in mode {mode}"
             continue
         if mode in flag.modes:
-            if option == "--time-limit" and mode in ASKING and ACTIVE_PENDING:
-                continue  # the active loop takes no time limit yet (tests/test_cli_time_limit.py says so)
             extra = _args(needs, demos, tmp_path)
             assert _plan(base + extra + words) != _plan(base + extra), f"{option} is silently dropped in mode {mode}"
             used.append(option)

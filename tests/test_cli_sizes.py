@@ -110,12 +110,15 @@ def test_the_active_report_says_no_tree_was_built(capsys):
     assert main(["learn", PATROL, "--active", "-q"]) == 0
     out = capsys.readouterr().out
     assert "prefix tree policy of depth" not in out and "# prefix tree:" not in out
-    line = next(ln for ln in out.splitlines() if ln.startswith("# learned from task"))
-    m = re.fullmatch(
-        r"# learned from task patrol by asking its expert \(no prefix tree built\): its answers at (\d+) compressed "
-        r"words, (\d+) \(word, state\) pairs, the longest word (\d+) labels",
-        line,
+    lines = out.splitlines()
+    first = next(i for i, ln in enumerate(lines) if ln.startswith("# learned from task"))
+    assert lines[first] == (
+        "# learned from task patrol: active learning, questions to the expert's exact policy, compressed words "
+        "(no tree built)"
     )
-    assert m, line
-    header = next(ln for ln in out.splitlines() if ln.startswith("# active learning"))
+    m = re.fullmatch(
+        r"# asked: (\d+) words, (\d+) \(word, state\) pairs known, the longest word (\d+) labels", lines[first + 1]
+    )
+    assert m, lines[first + 1]
+    header = next(ln for ln in lines if ln.startswith("# active learning"))
     assert f"{m.group(2)} (word, state) pairs known" in header  # the same count as the loop's own

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from rmtk import ExactPTP, LabeledMDP, Learner, RewardMachine, RmtkError, Task
+from rmtk.active.checks import ExpertWalks
 from rmtk.active.experts import QueryError, realisable
 from rmtk.active.loop import ActiveLearner
-from rmtk.active.questions import ExpertWalks
 from rmtk.gym import MdpEnv, NodePolicy
 from rmtk.gym.experts import GymExpert
 from rmtk.planning import task_policy

@@ -1,4 +1,5 @@
-"""Active learning over a recording (rmtk/active/recorded.py): from the recorded counts of an
+"""Active learning over a recording (rmtk/active/recorded.py, the AtRecordedTriples strategy of
+the one loop): from the recorded counts of an
 ε-greedy expert, asking it at recorded triples the survivors disagree on leaves the machine
 every-depth learning finds, far fewer than passive learning on the same recording; budgets
 stop cleanly; bad input is a clear error. The reacher's expert is tested in test_reacher.py."""
@@ -9,9 +10,10 @@ import numpy as np
 import pytest
 
 from rmtk import dsl
+from rmtk.active.asking import Budget
 from rmtk.active.experts import RecordedExpert, SimulatedExpert, TaskExpert
-from rmtk.active.loop import Budget
-from rmtk.active.recorded import MostEvidence, RecordedActiveLearner, Triples, candidate_triples
+from rmtk.active.loop import ActiveLearner
+from rmtk.active.recorded import AtRecordedTriples, MostEvidence, Triples, candidate_triples
 from rmtk.empirical import CountTable, count_chunk, prune_counts, to_policy
 from rmtk.encoders import MaxSatEncoder
 from rmtk.errors import RmtkError
@@ -37,6 +39,12 @@ def recording(task, source, n=300, horizon=30) -> CountTable:
     return count_chunk(task.mdp, simulate(task, n, horizon, seed=0, policy=source))
 
 
+def at_triples(**kw) -> ActiveLearner:
+    """The loop asking at recorded triples (the learner the reacher's experiment uses)."""
+    strategy = AtRecordedTriples(**{k: kw.pop(k) for k in ("samples", "tries", "pick") if k in kw})
+    return ActiveLearner(strategy=strategy, **{"alpha": ALPHA, "max_nodes": 4, **kw})
+
+
 def passive(table: CountTable, nodes: int):
     ptp = to_policy(prune_counts(table, ConfidenceMiner(ALPHA).min_count(table.n_actions)))
     neg = ConfidenceMiner(ALPHA).mine(ptp)
@@ -50,8 +58,8 @@ def test_asking_at_recorded_triples_leaves_the_machine_every_depth_learning_find
     task, source = greedy_task(name)
     table = recording(task, source)
     before = passive(table, task.machine.n_nodes)
-    res = RecordedActiveLearner(max_nodes=task.machine.n_nodes, alpha=ALPHA).fit(
-        table, SimulatedExpert(task, source=source, seed=1)
+    res = at_triples(max_nodes=task.machine.n_nodes).fit(
+        task.mdp, SimulatedExpert(task, source=source, seed=1), data=table
     )
     assert not res.flagged and res.stopped == "one machine survives"
     (sol,) = res.solutions
@@ -69,8 +77,8 @@ def test_survivors_that_no_recorded_triple_separates_are_reported_as_such(seed):
     # episodes of 6 steps never reach the longer words that tell the two survivors apart
     task, source = greedy_task("stack")
     table = count_chunk(task.mdp, simulate(task, 100, 6, seed=seed, policy=source))
-    res = RecordedActiveLearner(max_nodes=task.machine.n_nodes, alpha=ALPHA).fit(
-        table, SimulatedExpert(task, source=source, seed=1)
+    res = at_triples(max_nodes=task.machine.n_nodes).fit(
+        task.mdp, SimulatedExpert(task, source=source, seed=1), data=table
     )
     sep = res.separation
     assert sep.machines == len(res.solutions) >= 2
@@ -102,9 +110,7 @@ def test_candidates_are_one_per_split_and_settled_triples_drop_out():
 def test_a_budget_that_runs_out_returns_the_survivors_so_far_flagged():
     task, source = greedy_task("patrol_hallway")
     table = recording(task, source)
-    res = RecordedActiveLearner(max_nodes=4, alpha=ALPHA, budget=Budget(steps=30)).fit(
-        table, SimulatedExpert(task, source=source, seed=1)
-    )
+    res = at_triples(budget=Budget(steps=30)).fit(task.mdp, SimulatedExpert(task, source=source, seed=1), data=table)
     assert res.flagged and res.exhausted == "steps" and res.steps <= 30
     assert len(res.solutions) == len(passive(table, 4).solutions)
     assert "budget is spent" in res.stopped
@@ -114,15 +120,15 @@ def test_bad_input_is_a_clear_error():
     task, source = greedy_task("stack")
     table = recording(task, source, n=20)
     with pytest.raises(RmtkError, match="count table"):
-        RecordedActiveLearner().fit("counts.npz", SimulatedExpert(task, source=source))
-    with pytest.raises(RmtkError, match="answers no queries"):
-        RecordedActiveLearner().fit(table, RecordedExpert(task.mdp, table))
+        at_triples().fit(task.mdp, SimulatedExpert(task, source=source))  # no recording to ask at
+    passive_only = at_triples().fit(task.mdp, RecordedExpert(task.mdp, table))
+    assert "answers no queries" in passive_only.stopped and passive_only.queries == 0
     with pytest.raises(RmtkError, match="samples must be a whole number"):
-        RecordedActiveLearner(samples=0)
+        AtRecordedTriples(samples=0)
     with pytest.raises(RmtkError, match="alpha"):
-        RecordedActiveLearner(alpha=2)
+        ActiveLearner(alpha=2)
     with pytest.raises(RmtkError, match="budget steps must be a positive number"):
         Budget(steps=0)
     with pytest.raises(RmtkError, match="has no choose method"):
-        RecordedActiveLearner(strategy=object())
+        AtRecordedTriples(pick=object())
     assert len(Triples.empty(3)) == 0

@@ -1,48 +1,76 @@
 """Asking the expert: active learning (docs/design.md, section 12).
 
-* :mod:`rmtk.active.experts`: the :class:`~rmtk.active.experts.Expert` protocol and the
-  experts that answer it (:class:`~rmtk.active.experts.TaskExpert`,
-  :class:`~rmtk.active.experts.SimulatedExpert`, :class:`~rmtk.active.experts.RecordedExpert`);
-  Gymnasium experts are in :mod:`rmtk.gym.experts`.
+One loop asks an expert through a question strategy and an equivalence check, within a budget:
+
+* :mod:`rmtk.active.loop`: the loop (:class:`~rmtk.active.loop.ActiveLearner`) and
+  :mod:`rmtk.active.result` what it gives back (:class:`~rmtk.active.result.ActiveResult`,
+  :class:`~rmtk.active.result.Round`);
+* :mod:`rmtk.active.experts`: the :class:`~rmtk.active.experts.Expert` protocol, what an expert
+  declares (:class:`~rmtk.active.experts.ExpertCapabilities`) and rmtk's experts
+  (:class:`~rmtk.active.experts.TaskExpert`, :class:`~rmtk.active.experts.SimulatedExpert`,
+  :class:`~rmtk.active.experts.RecordedExpert`); Gymnasium experts are in :mod:`rmtk.gym`
+  (``GymExpert``, ``ReplayExpert``, ``ReacherExpert``);
+* :mod:`rmtk.active.asking`: the :class:`~rmtk.active.asking.Budget` and the
+  :class:`~rmtk.active.asking.Asker` every question goes through;
+* :mod:`rmtk.active.questions`: question strategies
+  (:class:`~rmtk.active.questions.QuestionStrategy`; :class:`~rmtk.active.questions.SplitMostPairs`
+  on a model's synchronised products) and what a round finds
+  (:class:`~rmtk.active.questions.Hypotheses`);
+* :mod:`rmtk.active.recorded`: asking at recorded histories, with no model
+  (:class:`~rmtk.active.recorded.AtRecordedTriples`, :class:`~rmtk.active.recorded.MostEvidence`);
+* :mod:`rmtk.active.checks`: equivalence checks (:class:`~rmtk.active.checks.ProductCheck`,
+  exact; :class:`~rmtk.active.checks.ExpertWalks`, sampled);
 * :mod:`rmtk.active.survivors`: what is known of the expert
   (:class:`~rmtk.active.survivors.Knowledge`) and the machines that survive it
   (:class:`~rmtk.active.survivors.Survivors`).
-* :mod:`rmtk.active.questions`: which questions to ask
-  (:class:`~rmtk.active.questions.QueryStrategy`, :class:`~rmtk.active.questions.SplitMostPairs`)
-  and the equivalence checks.
-* :mod:`rmtk.active.loop`: the :class:`~rmtk.active.loop.ActiveLearner` loop and its
-  :class:`~rmtk.active.loop.Budget`.
-* :mod:`rmtk.active.recorded`: asking at recorded triples, with no model
-  (:class:`~rmtk.active.recorded.RecordedActiveLearner`).
 """
 
-from .experts import Expert, Observations, QueryError, RecordedExpert, SimulatedExpert, TaskExpert
-from .loop import ActiveLearner, ActiveResult, Budget, Round
-from .questions import EquivalenceCheck, ExpertWalks, ProductCheck, Query, QueryStrategy, SplitMostPairs
-from .recorded import MostEvidence, RecordedActiveLearner, RecordedActiveResult, TripleStrategy
+from .asking import Asker, Budget
+from .checks import CheckCapabilities, EquivalenceCheck, ExpertWalks, ProductCheck
+from .experts import (
+    Expert,
+    ExpertCapabilities,
+    Observations,
+    QueryError,
+    RecordedExpert,
+    SimulatedExpert,
+    TaskExpert,
+)
+from .loop import ActiveLearner
+from .questions import Hypotheses, Inquiry, Query, QuestionStrategy, Setting, SplitMostPairs, StrategyCapabilities
+from .recorded import AtRecordedTriples, MostEvidence, Separation, Triples, TripleStrategy
+from .result import ActiveResult, Round
 from .survivors import Knowledge, Survivors
 
 __all__ = [
     "ActiveLearner",
     "ActiveResult",
-    "Budget",
     "Round",
+    "Budget",
+    "Asker",
     "Expert",
+    "ExpertCapabilities",
     "Observations",
     "QueryError",
     "TaskExpert",
     "SimulatedExpert",
     "RecordedExpert",
-    "Knowledge",
-    "Survivors",
+    "QuestionStrategy",
+    "StrategyCapabilities",
+    "Inquiry",
+    "Setting",
+    "Hypotheses",
     "Query",
-    "QueryStrategy",
     "SplitMostPairs",
-    "EquivalenceCheck",
-    "ExpertWalks",
-    "ProductCheck",
-    "RecordedActiveLearner",
-    "RecordedActiveResult",
+    "AtRecordedTriples",
     "TripleStrategy",
     "MostEvidence",
+    "Triples",
+    "Separation",
+    "EquivalenceCheck",
+    "CheckCapabilities",
+    "ProductCheck",
+    "ExpertWalks",
+    "Knowledge",
+    "Survivors",
 ]

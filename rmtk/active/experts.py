@@ -8,6 +8,13 @@ last letter is the label of that state. An :class:`Expert` answers with
 distribution (an expert whose policy is known) or action counts (an expert that can only be
 run). The expert's memory is driven along the history's labels, never reset at its end.
 
+What an expert can do beyond :meth:`Expert.act` and :meth:`Expert.extend` it *declares*
+(:class:`ExpertCapabilities`): whether its answers are exact, whether it answers at all, whether
+its words are compressed, what an answer costs in environment steps, which policy its verdicts
+may be judged against, and whether it offers an exact product oracle (an equivalence query).
+The loop reads these declarations and never probes; an expert that declares nothing is read
+with the safe defaults (answers are counts, no verdicts, no exact check).
+
 * :class:`TaskExpert`: the exact product policy of a task at any history (one policy
   evaluation per (history, state));
 * :class:`SimulatedExpert`: a labeled MDP and a policy with memory, run: a history is
@@ -28,21 +35,26 @@ from typing import Protocol, runtime_checkable
 import attrs
 import numpy as np
 
+from ..capabilities import Capabilities
 from ..errors import RmtkError
 from ..mdp import LabeledMDP
 from ..space import Space
 from ..task import Task
+from ..validators import whole
 
 
 class QueryError(RmtkError):
-    """A query an expert cannot answer: a history it cannot realise, a memory it cannot drive."""
+    """A query an expert cannot answer: a history it cannot realise, a memory it cannot drive,
+    or an answer that is not one (the message names the question)."""
 
 
 @attrs.frozen
 class Observations:
     """Answers of an expert: the (word, state) pairs it acted at, with, per pair, the exact
     action distribution (``exact``) or the number of times each action was drawn.
-    ``steps``: environment steps spent; ``evaluations``: policy evaluations (exact experts)."""
+    ``steps``: environment steps spent; ``evaluations``: policy evaluations (exact experts);
+    ``ends``: for an extension, the (word, state) each continuation ended in, in order (rmtk's
+    experts give them; a check continues a long walk from there in pieces)."""
 
     words: tuple[tuple[int, ...], ...]
     states: np.ndarray
@@ -50,6 +62,7 @@ class Observations:
     exact: bool
     steps: int = 0
     evaluations: int = 0
+    ends: tuple = ()
 
     def __len__(self) -> int:
         return len(self.words)
@@ -57,25 +70,13 @@ class Observations:
 
 @runtime_checkable
 class Expert(Protocol):
-    """Answers queries about its behaviour (see the module docstring).
-
-    ``mdp``: the environment (states, actions, propositions; a :class:`~rmtk.space.Space` for one
-    known only through data, as the reacher's :class:`~rmtk.gym.reacher.ReacherExpert`); ``exact``: answers are
-    distributions (else action counts); ``answers_queries``: whether :meth:`act` and
-    :meth:`extend` may be called at all; ``recorded``: data recorded before learning (or
-    ``None``)."""
+    """Answers queries about its behaviour (see the module docstring). ``mdp``: the
+    environment (states, actions, propositions; a :class:`~rmtk.space.Space` for one known only
+    through data, as the reacher's :class:`~rmtk.gym.reacher.ReacherExpert`). What else it can do
+    it declares through :class:`ExpertCapabilities`."""
 
     @property
     def mdp(self) -> LabeledMDP | Space: ...
-
-    @property
-    def exact(self) -> bool: ...
-
-    @property
-    def answers_queries(self) -> bool: ...
-
-    @property
-    def recorded(self) -> object: ...
 
     def act(self, word: tuple[int, ...], state: int, m: int) -> Observations:
         """The expert's action distribution (exact) or ``m`` actions drawn after ``word`` at ``state``."""
@@ -86,6 +87,55 @@ class Expert(Protocol):
         """``m`` continuations of ``k`` steps from the history (``None``: from the start);
         with probability ``explore`` a step moves by a uniform action (the expert's own
         action at that step is still what is recorded)."""
+
+
+class ExpertCapabilities(Capabilities):
+    """What an expert can do beyond :class:`Expert`'s methods, with the safe defaults of one
+    that does not say (docs/design.md, section 12). rmtk's experts inherit it; a user's may, or
+    stay structural and be read with these defaults (:meth:`~rmtk.capabilities.Capabilities.of`)."""
+
+    __slots__ = ()
+
+    #: Answers are exact action distributions (one policy evaluation each), not counts of
+    #: actions drawn. Default: ``False`` (counts, judged with a confidence bound).
+    exact: bool = False
+
+    #: :meth:`Expert.act` and :meth:`Expert.extend` may be called. Default: ``True``.
+    answers_queries: bool = True
+
+    #: Its histories are compressed words (runs of a label collapsed; the memory must be
+    #: non-stuttering). Default: ``True``, rmtk's convention.
+    compressed: bool = True
+
+    #: It answers exact equivalence queries (:meth:`product_oracle` gives its product policy,
+    #: which the exact check asks). Default: ``False``.
+    equivalence: bool = False
+
+    #: Data recorded before learning (demonstrations, a path, a count table or a
+    #: :class:`~rmtk.gym.Recording`), or ``None``. Default: ``None``.
+    recorded: object = None
+
+    def act_steps(self, word: tuple[int, ...], state: int, m: int) -> int:
+        """At most how many environment steps :meth:`Expert.act` spends at this history (what a
+        step budget is checked against before asking). Default: ``m`` (one per action drawn),
+        0 for an exact expert."""
+        return 0 if self.exact else int(m)
+
+    def extend_steps(self, word: tuple[int, ...] | None, state: int | None, k: int, m: int) -> int:
+        """At most how many environment steps :meth:`Expert.extend` spends. Default: ``k * m``."""
+        return int(k) * int(m)
+
+    def expert_classes(self, task: Task) -> np.ndarray | None:
+        """``(S, n)`` policy class of each (state, node of ``task``'s machine) under this expert's
+        policy: verdicts against the task compare with it. ``None`` (the default): unknown, so
+        no verdicts (a guess could be wrong) and a warning says why."""
+        return None
+
+    def product_oracle(self, limit: int = 1):
+        """The expert's product policy as an oracle (:class:`~rmtk.sat.lazy.ProductOracle`): an
+        exact equivalence query on the synchronised product, which the exact check
+        (:class:`~rmtk.active.checks.ProductCheck`) asks. ``None`` (the default): it offers none."""
+        return None
 
 
 def compress(word) -> tuple[int, ...]:
@@ -123,7 +173,20 @@ def realisable(mdp: LabeledMDP, word: tuple[int, ...], compressed: bool = True) 
     return here
 
 
-def _check_word(mdp: LabeledMDP, word, state: int, compressed: bool) -> tuple[int, ...]:
+def history_text(mdp, word, state) -> str:
+    """A history as a person reads it: ``'A B' ending in state 's3'`` (names where the
+    environment has them)."""
+    props = mdp.propositions
+    names = " ".join(str(props[k]) if 0 <= int(k) < len(props) else str(k) for k in word)
+    named = isinstance(mdp, LabeledMDP) and 0 <= int(state) < mdp.n_states  # a Space has no state names
+    where = repr(mdp.states[int(state)]) if named else str(state)
+    return f"{names!r} ending in state {where}"
+
+
+def check_history(mdp: LabeledMDP, word, state: int, compressed: bool) -> tuple[int, ...]:
+    """``word`` as a tuple of proposition indices, after checking that ``mdp`` can produce the
+    history (a non-empty word of its propositions, a state of it, a path from a start state
+    with these labels ending there); a :class:`QueryError` naming it otherwise."""
     word = tuple(int(k) for k in word)
     K, S = mdp.n_propositions, mdp.n_states
     if not 0 <= int(state) < S:
@@ -131,18 +194,25 @@ def _check_word(mdp: LabeledMDP, word, state: int, compressed: bool) -> tuple[in
     if not word or any(not 0 <= k < K for k in word):
         raise QueryError(f"history {word}: a non-empty word of proposition indices 0..{K - 1} is expected")
     if not realisable(mdp, word, compressed)[int(state)]:
-        names = " ".join(mdp.propositions[k] for k in word)
         raise QueryError(
-            f"mdp {mdp.name!r} cannot realise the history {names!r} ending in state "
-            f"{mdp.states[int(state)]!r}: no path from a start state produces these labels there"
+            f"mdp {mdp.name!r} cannot realise the history {history_text(mdp, word, state)}: "
+            "no path from a start state produces these labels there"
         )
     return word
 
 
-def _rng(seed, calls: list) -> np.random.Generator:
-    """Fresh randomness for each call, a function of the expert's seed and the call's number."""
-    calls[0] += 1
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(calls[0],)))
+@attrs.define
+class Draws:
+    """Fresh randomness for each call of an expert, a function of its ``seed`` and of the
+    call's number only: the same seed gives the same answers in the same order."""
+
+    seed: int = attrs.field(default=0, validator=whole(0))
+    calls: int = attrs.field(default=0, init=False)
+
+    def next(self) -> np.random.Generator:
+        """The generator of the next call."""
+        self.calls += 1
+        return np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(self.calls,)))
 
 
 @attrs.define
@@ -160,9 +230,9 @@ class _Product:
                 f"the expert's memory (machine {task.machine.name!r}) stutters: a compressed history "
                 "does not determine its node; ask with uncompressed words (compress=False)"
             )
-        from ..exact import _source
+        from ..exact import policy_source
 
-        pi = np.asarray(_source(source).policy(task), dtype=float)
+        pi = np.asarray(policy_source(source).policy(task), dtype=float)
         return cls(task, pi, compressed)
 
     def node(self, word) -> int:
@@ -173,13 +243,18 @@ class _Product:
             u = int(self.task.machine.delta_u[u, letter[k]])
         return u
 
-    def rollouts(self, rng, word, state, k: int, m: int, explore: float, exact: bool) -> Observations:
-        """``m`` runs of ``k`` steps; per visited (word, state) the distribution or counts."""
+    def rollouts(
+        self, rng, word, state, k: int, m: int, explore: float, exact: bool, node: int | None = None
+    ) -> tuple[Observations, dict]:
+        """``m`` runs of ``k`` steps; per visited (word, state) the distribution or counts
+        (``node``: the expert's node after ``word``, when known), and the node each run ended in
+        by its (word, state)."""
         mdp, task = self.task.mdp, self.task
         T, A, lab = mdp.kernel, mdp.n_actions, mdp.labels
         letter, delta = task.letter_of_proposition, task.machine.delta_u
         found: dict[tuple[tuple[int, ...], int], int] = {}
         rows: list[np.ndarray] = []
+        ends = []
         for _ in range(m):
             w: tuple[int, ...]
             if word is None:
@@ -187,7 +262,7 @@ class _Product:
                 w = (int(lab[s]),)
                 u = int(delta[task.machine.initial, letter[lab[s]]])
             else:
-                s, w, u = int(state), tuple(word), self.node(word)
+                s, w, u = int(state), tuple(word), (self.node(word) if node is None else node)
             for t in range(k):
                 key = (w, s)
                 a = int(rng.choice(A, p=self.pi[s, u]))
@@ -204,6 +279,7 @@ class _Product:
                 if not (self.compressed and lab[s] == w[-1]):
                     w = w + (int(lab[s]),)
                 u = int(delta[u, letter[lab[s]]])
+            ends.append((w, s, u))
         values = np.array(rows).reshape(len(rows), A)
         return Observations(
             tuple(key[0] for key in found),
@@ -212,29 +288,60 @@ class _Product:
             exact,
             steps=m * k,
             evaluations=len(rows) if exact else 0,
+            ends=tuple((w, s) for w, s, _ in ends),
+        ), {(w, s): u for w, s, u in ends}
+
+
+def _task(instance, attribute, value) -> None:
+    if not isinstance(value, Task):
+        raise RmtkError(
+            f"{type(instance).__name__} answers from a task (an rmtk.Task: the MDP and the machine that is "
+            f"the expert's memory), not {type(value).__name__} {value!r}; load one with "
+            "rmtk.dsl.load_model(...).tasks[name]"
         )
 
 
+def _flag(instance, attribute, value) -> None:
+    if not isinstance(value, (bool, np.bool_)):
+        raise RmtkError(f"{attribute.name} must be True or False, got {value!r} ({type(instance).__name__})")
+
+
 @attrs.define
-class _ProductExpert:
+class _ProductExpert(ExpertCapabilities):
     """What the task's experts share: the task, the product policy of ``source`` on it, a seed
     for the draws (each call draws fresh numbers from it) and the compression of words."""
 
-    task: Task
+    task: Task = attrs.field(validator=_task)
     source: object = "soft-optimal"
-    seed: int = 0
-    compressed: bool = True
+    seed: int = attrs.field(default=0, validator=whole(0))
+    compressed: bool = attrs.field(default=True, validator=_flag)
     recorded: object = None
-    answers_queries: bool = attrs.field(default=True, init=False)
     _product: _Product = attrs.field(init=False, repr=False)
-    _calls: list = attrs.field(init=False, factory=lambda: [0], repr=False)
+    _draws: Draws = attrs.field(init=False, repr=False)
+    _ends: dict = attrs.field(init=False, factory=dict, repr=False)
 
     def __attrs_post_init__(self):
         self._product = _Product.of(self.task, self.source, self.compressed)
+        self._draws = Draws(self.seed)
+
+    def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
+        node = None
+        if word is not None:
+            node = self._ends.get((tuple(word), int(state)))  # where its last runs ended: no need to check
+            if node is None:
+                word = check_history(self.mdp, word, state, self.compressed)
+        obs, self._ends = self._product.rollouts(self._draws.next(), word, state, k, m, explore, False, node)
+        return obs
 
     @property
     def mdp(self) -> LabeledMDP:
         return self.task.mdp
+
+    def expert_classes(self, task: Task) -> np.ndarray:
+        """The policy classes of this expert's ``source`` on ``task`` (the verdicts' truth)."""
+        from ..exact import policy_source
+
+        return policy_source(self.source).class_table(task)
 
 
 @attrs.define
@@ -243,19 +350,15 @@ class TaskExpert(_ProductExpert):
     ``"distinct"`` or a policy source such as :class:`~rmtk.exact.NodePolicyTable`) at any
     history, one evaluation per (history, state) asked. Its extensions are runs of that
     policy and show the actions drawn (counts); the learner asks :meth:`~rmtk.active.experts.Expert.act` where it wants
-    the distribution."""
+    the distribution. It offers the exact product oracle (:meth:`product_oracle`)."""
 
     exact: bool = attrs.field(default=True, init=False)
+    equivalence: bool = attrs.field(default=True, init=False)
 
     def act(self, word, state, m: int = 1) -> Observations:
-        word = _check_word(self.mdp, word, state, self.compressed)
+        word = check_history(self.mdp, word, state, self.compressed)
         pi = self._product.pi[int(state), self._product.node(word)]
         return Observations((word,), np.array([int(state)]), pi[None, :].copy(), True, 0, 1)
-
-    def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
-        if word is not None:
-            word = _check_word(self.mdp, word, state, self.compressed)
-        return self._product.rollouts(_rng(self.seed, self._calls), word, state, k, m, explore, exact=False)
 
     def product_oracle(self, limit: int = 1):
         """The expert's product policy as an oracle (:class:`~rmtk.sat.lazy.ProductOracle`): its
@@ -286,27 +389,26 @@ class SimulatedExpert(_ProductExpert):
     exact: bool = attrs.field(default=False, init=False)
 
     def act(self, word, state, m: int = 100) -> Observations:
-        word = _check_word(self.mdp, word, state, self.compressed)
-        rng = _rng(self.seed, self._calls)
+        word = check_history(self.mdp, word, state, self.compressed)
+        rng = self._draws.next()
         pi = self._product.pi[int(state), self._product.node(word)]
         counts = np.bincount(rng.choice(len(pi), size=int(m), p=pi), minlength=len(pi)).astype(float)
         return Observations((word,), np.array([int(state)]), counts[None, :], False, steps=int(m))
 
-    def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
-        if word is not None:
-            word = _check_word(self.mdp, word, state, self.compressed)
-        return self._product.rollouts(_rng(self.seed, self._calls), word, state, k, m, explore, exact=False)
+
+def _mdp(instance, attribute, value) -> None:
+    if not isinstance(value, (LabeledMDP, Space)):
+        raise RmtkError(f"{type(instance).__name__}: mdp must be a LabeledMDP or a Space, not {type(value).__name__}")
 
 
 @attrs.define
-class RecordedExpert:
+class RecordedExpert(ExpertCapabilities):
     """Recorded data only (demonstrations, a path, or a count table; see
     :class:`~rmtk.empirical.EmpiricalPTP`): learning from it asks nothing, so passive learning
     runs through the active loop and stops after its first round."""
 
-    mdp: LabeledMDP
+    mdp: LabeledMDP | Space = attrs.field(validator=_mdp)
     recorded: object
-    exact: bool = attrs.field(default=False, init=False)
     answers_queries: bool = attrs.field(default=False, init=False)
 
     def act(self, word, state, m: int = 1) -> Observations:

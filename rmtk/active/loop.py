@@ -1,147 +1,112 @@
-"""Active reward machine learning: ask the expert for the data that separates the survivors
-(docs/design.md, section 12).
+"""Active reward machine learning: one loop that asks the expert for the data that separates
+the machines still possible (docs/design.md, section 12).
 
-The loop starts from the data there is (possibly none) and repeats:
+:class:`ActiveLearner` runs every question strategy (:mod:`rmtk.active.questions`: asking on
+the synchronised product of a model, :class:`~rmtk.active.questions.SplitMostPairs`; asking at
+recorded histories without one, :class:`~rmtk.active.recorded.AtRecordedTriples`). It starts
+from the data there is (possibly none) and repeats:
 
-1. learn the survivors, the smallest machines consistent with everything the expert showed
-   (:class:`~rmtk.active.survivors.Survivors`: a lazy search on solvers kept between rounds);
-2. if several survive, ask the questions a :class:`~rmtk.active.questions.QueryStrategy` picks (by
-   default the witnesses that split the most surviving pairs per unit of cost) and fold the
-   answers into the knowledge;
-3. once no question is left, run the sampled equivalence check
-   (:class:`~rmtk.active.questions.ExpertWalks`): if what it shows refutes a survivor, go on; if not,
-   stop —
+1. the strategy's inquiry finds the round's *hypotheses*: a smallest machine consistent with
+   everything the expert showed and, beside it, some rivals (never the list of every survivor);
+2. it asks the questions of the first kind the strategy offers that has any (split the
+   hypotheses, free transitions, transition tests, alternatives; the last two only for a check
+   that samples), and folds the answers into what is known;
+3. once no question is left, the equivalence check (:mod:`rmtk.active.checks`) looks for a
+   counterexample; when the next round finds the same hypotheses, the survivors are listed, at
+   most ``max_solutions`` (each checked again by an exact check, a refuted one sending the loop
+   on) —
 
-or until a :class:`Budget` (queries, environment steps, seconds) is spent, in which case the
-survivors so far are returned, flagged. The loop learns from the expert's answers only; when
-the target is a task, verdicts against its machine are computed afterwards, as the
-:class:`~rmtk.learner.Learner` does.
+until the survivors are listed, or a :class:`~rmtk.active.asking.Budget`, the time limit, a stop
+request or ``max_rounds`` ends the run (the survivors so far, flagged). Every question goes
+through one :class:`~rmtk.active.asking.Asker`, so no bound is exceeded. The loop reads what the
+expert, the strategy and the check declare (their capabilities), never probes them; it learns
+from the expert's answers only, and verdicts against a task's machine are computed afterwards,
+as the :class:`~rmtk.learner.Learner` does.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Protocol, runtime_checkable
 
 import attrs
 import numpy as np
 
-from ..encoders import SatEncoder
+from ..encoders import EncoderCapabilities, SatEncoder
 from ..errors import RmtkError
-from ..learner import LearnResult, _machines, _verdicts
+from ..learner import LearnResult, expert_class_table, machines_of, verdicts_of
+from ..limits import NEVER, Deadline, max_nodes_or_default
 from ..mdp import LabeledMDP
 from ..negatives import NegativePairs, PolicyClasses
-from ..progress import Progress, Recorder
+from ..progress import Progress, Recorder, as_progress
 from ..ptp import PrefixTree, Trie
+from ..sat.encoding import VarPool
+from ..sat.search import SearchResult, record
+from ..space import Space
 from ..task import Task
-from ..validators import positive
-from .experts import Expert, QueryError
-from .questions import EquivalenceCheck, ExpertWalks, ProductCheck, Query, QueryStrategy, SplitMostPairs
-from .survivors import Knowledge, Survivors
+from ..validators import BOUND_WHY, MAX_NODES, node_count, optional_positive_int, optional_seconds, positive_int, whole
+from .asking import Asker, Budget
+from .checks import CheckCapabilities, EquivalenceCheck
+from .experts import Expert, ExpertCapabilities, QueryError
+from .questions import KINDS, Hypotheses, Query, QuestionStrategy, Setting, SplitMostPairs, StrategyCapabilities
+from .result import ENDED_BY, ActiveResult, Round
+from .survivors import Knowledge
+
+__all__ = ["ActiveLearner", "ActiveResult", "Budget", "Round", "default_check"]
 
 
-@attrs.frozen
-class Budget:
-    """What the loop may spend: expert ``queries`` (an action query or a walk each),
-    environment ``steps`` (actions drawn or walked), wall-clock ``seconds``; ``None``: no bound."""
+@runtime_checkable
+class RewardRecovery(Protocol):
+    """What an ``irl`` strategy offers (:class:`~rmtk.rewards.maxent.MaxEntIRL`,
+    :class:`~rmtk.rewards.margin.MarginIRL`): rewards of the machines found."""
 
-    queries: int | None = attrs.field(default=None, validator=positive(optional=True, prefix="budget"))
-    steps: int | None = attrs.field(default=None, validator=positive(optional=True, prefix="budget"))
-    seconds: float | None = attrs.field(default=None, validator=positive(optional=True, prefix="budget"))
-
-    def spent(self, queries: int, steps: int, t0: float, more_steps: int = 0) -> str | None:
-        """Which bound is reached (``"seconds"``, ``"queries"``, ``"steps"``) after ``queries``
-        and ``steps`` since ``t0`` (``time.perf_counter``), or would be by ``more_steps`` more;
-        ``None``: none."""
-        if self.seconds is not None and time.perf_counter() - t0 >= self.seconds:
-            return "seconds"
-        if self.queries is not None and queries >= self.queries:
-            return "queries"
-        if self.steps is not None and (steps >= self.steps or (more_steps and steps + more_steps > self.steps)):
-            return "steps"
-        return None
+    def fit(self, mdp, machines, policy, *, gamma, lam, progress): ...
 
 
-def _count(n: int, one: str, many: str | None = None) -> str:
-    """``n`` and the noun, singular for one (``1 query``, ``2 queries``)."""
-    return f"{n} {one if n == 1 else (many or one + 's')}"
-
-
-@attrs.frozen
-class Round:
-    """One round of the loop: what was ``asked`` before it (``reason``: ``"start"``,
-    ``"queries"`` or ``"equivalence"``), the survivors found after folding the answers in
-    (``survivors`` machines of ``nodes`` nodes), and the totals spent so far. ``"tests"``:
-    questions where the survivors disagree with machines of one node more."""
-
-    index: int
-    reason: str
-    asked: tuple[Query, ...]
-    walks: int
-    new_pairs: int
-    survivors: int
-    nodes: int | None
-    queries: int
-    steps: int
-    known: int
-    seconds: float
-    rebuilt: bool = False
-
-    def __str__(self) -> str:
-        asked = _count(len(self.asked), "query", "queries")
-        what = {
-            "start": "from the data there is",
-            "queries": asked,
-            "tests": f"{asked} testing the survivors against larger machines",
-            "free": f"{asked} using free transitions of the survivors",
-            "transitions": f"{asked} testing each transition of the survivor",
-            "equivalence": f"equivalence check, {_count(self.walks, 'walk')}"
-            if self.walks
-            else "exact equivalence check (the synchronised product with the expert's policy)",
-        }[self.reason]
-        survive = (
-            f"{_count(self.survivors, 'machine')} of {_count(self.nodes, 'node')} "
-            f"{'survives' if self.survivors == 1 else 'survive'}"
-            if self.nodes is not None
-            else "no machine survives"
-        )
-        return (
-            f"round {self.index}: {what}, {_count(self.new_pairs, 'new (word, state) pair')}; {survive}; "
-            f"spent {_count(self.queries, 'query', 'queries')}, {_count(self.steps, 'step')}, "
-            f"{_count(self.known, 'pair')} known, {self.seconds:.2f} s" + ("; solvers rebuilt" if self.rebuilt else "")
+def _strategy(instance, attribute, value) -> None:
+    if not isinstance(value, QuestionStrategy):
+        raise RmtkError(
+            f"strategy={value!r} is not a question strategy: it has no start method (a QuestionStrategy "
+            "starts a run's inquiry, whose choose method picks each round's questions; see docs/design.md "
+            "section 12)"
         )
 
 
-@attrs.frozen
-class ActiveResult:
-    """What :meth:`ActiveLearner.fit` found: the :class:`~rmtk.learner.LearnResult` of the
-    last round, the log of ``rounds``, why it ``stopped`` and, when a budget ran out, which
-    (``exhausted``: ``"queries"``, ``"steps"``, ``"seconds"`` or ``"rounds"``; the survivors are
-    those so far)."""
-
-    result: LearnResult
-    rounds: tuple[Round, ...]
-    stopped: str
-    exhausted: str | None
-    queries: int
-    steps: int
-    known: int
-
-    @property
-    def flagged(self) -> bool:
-        """The budget ran out before the loop could stop by itself."""
-        return self.exhausted is not None
-
-    def log(self) -> str:
-        lines = [str(r) for r in self.rounds]
-        lines.append(f"stopped: {self.stopped}")
-        return "\n".join(lines)
+def _check(instance, attribute, value) -> None:
+    if value is not None and not isinstance(value, EquivalenceCheck):
+        raise RmtkError(f"check={value!r} is not an equivalence check: it has no run method (rmtk.active.checks)")
 
 
-def _keys(solutions) -> list:
-    from ..sat.search import canonical_partial
+def _encoder(instance, attribute, value) -> None:
+    if value is not None and not isinstance(value, SatEncoder):
+        raise RmtkError(
+            f"encoder={value!r} is not a rmtk.encoders.SatEncoder: the loop's searches use its clauses or its search"
+        )
 
-    return sorted(canonical_partial(s.delta_u, s.used)[0] for s in solutions)
+
+def _budget(instance, attribute, value) -> None:
+    if not isinstance(value, Budget):
+        raise RmtkError(f"budget must be a rmtk.active.Budget, not {type(value).__name__}")
+
+
+def _alpha(instance, attribute, value) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1
+    if not ok:
+        raise RmtkError(f"alpha must lie in (0, 1), got {value!r} (ActiveLearner)")
+
+
+def _irl(instance, attribute, value) -> None:
+    if value is not None and not isinstance(value, RewardRecovery):
+        raise RmtkError(
+            f"irl={value!r} is not a reward recovery: it has no fit method (MaxEntIRL, MarginIRL, or None for none)"
+        )
+
+
+def _progress(value) -> Progress:
+    try:
+        return as_progress(value)
+    except TypeError as exc:
+        raise RmtkError(str(exc)) from exc
 
 
 @attrs.frozen
@@ -149,264 +114,460 @@ class ActiveLearner:
     """Learn a reward machine by asking an expert (see the module docstring).
 
     Args:
-        strategy: which questions to ask (:class:`~rmtk.active.questions.QueryStrategy`; default
-            :class:`~rmtk.active.questions.SplitMostPairs`).
-        check: the equivalence check (default: :class:`~rmtk.active.questions.ProductCheck`, exact, for
-            an expert whose policy is known, one with a ``product_oracle``; else
-            :class:`~rmtk.active.questions.ExpertWalks`).
-        encoder: the SAT side; its ``structure`` clauses are used and counterexamples added
-            lazily (default :class:`~rmtk.encoders.SatEncoder`).
-        budget: what may be spent (:class:`Budget`).
+        strategy: how questions are found (:class:`~rmtk.active.questions.QuestionStrategy`;
+            default :class:`~rmtk.active.questions.SplitMostPairs`, which needs a model).
+        check: the equivalence check (default: the strategy's for the expert, e.g. the exact
+            :class:`~rmtk.active.checks.ProductCheck` for an expert that offers its product
+            oracle, else :class:`~rmtk.active.checks.ExpertWalks`).
+        encoder: the SAT side (default: the strategy's: a lazy
+            :class:`~rmtk.encoders.SatEncoder` on the product, weighted MaxSAT at recorded triples).
+        budget: what may be spent (:class:`~rmtk.active.asking.Budget`); never exceeded.
         max_nodes: bound u_max (default: the task's, else 4).
-        max_solutions: stop enumerating a round's survivors after this many.
+        max_solutions: the survivors listed at the end, at most (``None``: all); beyond it the
+            result says at least how many survive.
         test_rounds: rounds of questions that test unchanged survivors against machines of one
-            node more (the strategy's ``alternatives``) before the equivalence check.
+            node more (the ``alternatives`` kind) before the equivalence check.
         max_rounds: a bound on the rounds whatever the budget (the survivors are then
             returned, flagged ``exhausted="rounds"``).
         alpha: confidence level of negative examples from counts (eq. 18-19).
         irl: reward recovery on the machines found, from what is known of the expert
             (:class:`~rmtk.rewards.maxent.MaxEntIRL`, :class:`~rmtk.rewards.margin.MarginIRL`; ``None``: none).
+        time_limit: seconds for the whole run (with :meth:`fit`'s ``deadline``, the sooner).
         progress: a :class:`~rmtk.progress.Progress`; one note per round.
     """
 
-    strategy: QueryStrategy = attrs.field(factory=SplitMostPairs)
-    check: EquivalenceCheck | None = None
-    encoder: SatEncoder = attrs.field(factory=SatEncoder)
-    budget: Budget = attrs.field(factory=Budget)
-    max_nodes: int | None = None
-    max_solutions: int | None = 1000
-    test_rounds: int = 2
-    max_rounds: int = 500
-    alpha: float = 0.05
-    irl: Any = None
-    progress: Progress = attrs.field(factory=Progress)
+    strategy: QuestionStrategy = attrs.field(factory=SplitMostPairs, validator=_strategy)
+    check: EquivalenceCheck | None = attrs.field(default=None, validator=_check)
+    encoder: SatEncoder | None = attrs.field(default=None, validator=_encoder)
+    budget: Budget = attrs.field(factory=Budget, validator=_budget)
+    max_nodes: int | None = attrs.field(default=None, validator=node_count)
+    max_solutions: int | None = attrs.field(default=1000, validator=optional_positive_int)
+    test_rounds: int = attrs.field(default=2, validator=whole(0))
+    max_rounds: int = attrs.field(default=500, validator=positive_int)
+    alpha: float = attrs.field(default=0.05, validator=_alpha)
+    irl: RewardRecovery | None = attrs.field(default=None, validator=_irl)
+    time_limit: float | None = attrs.field(default=None, validator=optional_seconds)
+    progress: Progress = attrs.field(factory=Progress, converter=_progress)
 
-    def __attrs_post_init__(self):
-        for name, value, method in (
-            ("strategy", self.strategy, "choose"),
-            ("check", self.check, "run"),
-            ("encoder", self.encoder, "structure"),
-        ):
-            if value is None and name == "check":
-                continue
-            if not callable(getattr(value, method, None)):
-                raise RmtkError(f"{name}={value!r} has no {method} method (see docs/design.md, section 12)")
-        if not isinstance(self.budget, Budget):
-            raise RmtkError(f"budget must be a rmtk.active.loop.Budget, not {type(self.budget).__name__}")
-
-    def fit(self, target: Task | LabeledMDP, expert: Expert, *, data=None) -> ActiveResult:
-        """Learn from ``expert`` on ``target``'s MDP, starting from ``data`` (demonstrations, a
-        path or a count table; default: the expert's recorded data, if any). A task target is
-        used for the bound u_max and for verdicts after learning, never by the loop."""
+    def fit(
+        self, target: Task | LabeledMDP | Space, expert: Expert, *, data=None, deadline: Deadline | None = None
+    ) -> ActiveResult:
+        """Learn from ``expert`` on ``target``'s environment (a :class:`~rmtk.task.Task`, a
+        :class:`~rmtk.mdp.LabeledMDP`, or a :class:`~rmtk.space.Space` without a model), starting
+        from ``data`` (demonstrations, a path, a count table or a recording; default: the
+        expert's recorded data, if any). A task target is used for the bound u_max and for
+        verdicts after learning, never by the loop. ``deadline``: the run's
+        (:class:`~rmtk.limits.Deadline`; a stop request ends it too)."""
         task = target if isinstance(target, Task) else None
         mdp = target.mdp if isinstance(target, Task) else target
-        if not isinstance(mdp, LabeledMDP):
-            raise RmtkError(f"active learning needs a Task or a LabeledMDP, not {type(target).__name__}")
-        _check_expert(mdp, expert)
-        check = self.check if self.check is not None else default_check(expert)
+        if not isinstance(mdp, (LabeledMDP, Space)):
+            raise RmtkError(f"active learning needs a Task, a LabeledMDP or a Space, not {type(target).__name__}")
+        if deadline is not None and not isinstance(deadline, Deadline):
+            raise RmtkError(f"deadline must be a rmtk.limits.Deadline, not {type(deadline).__name__}")
+        strategy = StrategyCapabilities.of(self.strategy)
+        if strategy.needs_model and not isinstance(mdp, LabeledMDP):
+            raise RmtkError(
+                f"{type(self.strategy).__name__} needs a transition model, and {mdp.name!r} is a "
+                f"{type(mdp).__name__}: ask at recorded histories instead (strategy=rmtk.active.AtRecordedTriples())"
+            )
+        caps = _check_expert(mdp, expert)
+        check = self.check if self.check is not None else strategy.default_check(caps)
+        check_caps = CheckCapabilities.of(check) if check is not None else None
+        if check_caps is not None and check_caps.needs_product_oracle and not caps.equivalence:
+            raise RmtkError(
+                f"the check {type(check).__name__} asks the expert's exact product oracle, and "
+                f"{type(expert).__name__} offers none (ExpertCapabilities.equivalence): use ExpertWalks"
+            )
+        if self.encoder is not None and caps.compressed and not EncoderCapabilities.of(self.encoder).non_stuttering:
+            raise RmtkError(
+                "the expert's histories are compressed words, which assume a non-stuttering machine: "
+                "use an encoder with non_stuttering=True, or an expert asked with uncompressed words"
+            )
+        max_nodes = max_nodes_or_default(self.max_nodes, task.max_nodes if task is not None else None)
+        if max_nodes > MAX_NODES:
+            raise RmtkError(
+                f"task {target.name!r} suggests max_nodes {max_nodes}, above rmtk's bound of {MAX_NODES} nodes: "
+                f"{BOUND_WHY}; pass a smaller max_nodes"
+            )
+        deadline = (deadline or NEVER).sooner(self.time_limit)
         rec = Recorder(self.progress)
         t0 = time.perf_counter()
-        compressed = bool(getattr(expert, "compressed", True))
         knowledge = Knowledge(
             mdp,
-            exact=expert.exact,
-            compressed=compressed,
+            exact=caps.exact,
+            compressed=caps.compressed,
             alpha=self.alpha,
-            recorded=data if data is not None else expert.recorded,
+            recorded=data if data is not None else caps.recorded,
         )
-        max_nodes = self.max_nodes or (task.max_nodes if task is not None else None) or 4
-        survivors = Survivors(self.encoder, mdp.n_propositions, max_nodes=max_nodes, compressed=compressed)
-        spent = {"queries": 0, "steps": 0}
-        rounds: list[Round] = []
-        reason, walks, new = "start", 0, len(knowledge)
-        asked: list[Query] = []
-        checked: list | None = None  # survivors the last equivalence check was run on
-        tests, last_keys = 0, None
-        stopped, exhausted = "", None
+        asker = Asker(expert, caps, self.budget, deadline)
+        setting = Setting(mdp, knowledge, self.encoder, max_nodes, self.max_solutions, caps.exact, deadline, rec)
+        inquiry = self.strategy.start(setting)
         try:
-            while True:
-                ptp, neg, oracle = knowledge.oracle()
-                found = survivors.search(oracle, max_solutions=self.max_solutions, lower_bound=oracle.lower_bound())
-                res = found.search
-                rounds.append(
-                    Round(
-                        len(rounds),
-                        reason,
-                        tuple(asked),
-                        walks,
-                        new,
-                        len(res.solutions),
-                        res.n_nodes,
-                        spent["queries"],
-                        spent["steps"],
-                        len(knowledge),
-                        time.perf_counter() - t0,
-                        found.rebuilt,
-                    )
-                )
-                rec.note(str(rounds[-1]))
-                if res.n_nodes is None:
-                    stopped = res.message
-                    break
-                if not expert.answers_queries:
-                    stopped = "the expert answers no queries: the survivors of the recorded data"
-                    break
-                if checked is not None:
-                    if (
-                        checked[0] == res.n_nodes
-                        and all(not oracle.check(d) for d in checked[1])
-                        and len(checked[1]) == len(res.solutions)
-                    ):
-                        stopped = (
-                            "one machine survives and the equivalence check found no counterexample"
-                            if len(res.solutions) == 1
-                            else f"{len(res.solutions)} machines survive that no question left tells apart, and "
-                            "the equivalence check found no counterexample"
-                        )
-                        break
-                    checked = None
-                exhausted = self._exhausted(spent, t0) or ("rounds" if len(rounds) >= self.max_rounds else None)
-                if exhausted:
-                    stopped = f"the {exhausted} budget is spent: the survivors so far"
-                    break
-                deltas = [s.delta_u for s in res.solutions]
-                queries = self.strategy.choose(mdp, deltas, knowledge, expert) if len(deltas) > 1 else []
-                reason = "queries"
-                keys = (res.n_nodes, len(deltas))
-                tests = tests + 1 if keys == last_keys else 0
-                last_keys = keys
-                # an exact check finds counterexamples itself: testing the survivors is for a sampled one
-                proof = bool(getattr(check, "exact", False))
-                count = 0 if proof else getattr(self.strategy, "alternatives", 0)
-                for kind in ("free",) if proof else ("free", "tests"):  # optional methods of a strategy
-                    ask = getattr(self.strategy, kind, None)
-                    if not queries and callable(ask):
-                        queries = ask(mdp, res.solutions, knowledge)
-                        reason = "free" if kind == "free" else "transitions"
-                if not queries and count and tests < self.test_rounds:
-                    alternatives = survivors.alternatives(oracle, count)
-                    if alternatives:
-                        queries = self.strategy.choose(mdp, deltas, knowledge, expert, alternatives)
-                        reason = "tests"
-                if queries:
-                    asked, new = self._ask(expert, queries, knowledge, spent, t0)
-                    walks = 0
-                    if not asked:
-                        exhausted = self._exhausted(spent, t0, queries[0]) or "queries"
-                        stopped = f"the {exhausted} budget is spent: the survivors so far"
-                        break
-                    continue
-                n_walks = self._walks_allowed(check, spent, t0)
-                if n_walks == 0:
-                    exhausted = self._exhausted(spent, t0) or "steps"
-                    stopped = f"the {exhausted} budget is spent before the equivalence check: the survivors so far"
-                    break
-                answers, asked_n = check.run(expert, n_walks, knowledge, deltas)
-                spent["queries"] += asked_n
-                spent["steps"] += sum(obs.steps for obs in answers)
-                new = knowledge.add(*answers)
-                reason, asked, walks = "equivalence", [], n_walks if check.steps(1) else 0
-                checked = [res.n_nodes, deltas]
+            run = _Run(self, inquiry, check, check_caps, strategy, asker, knowledge, caps, rec, t0)
+            res, _ = run.loop()
+            known = inquiry.known()
+            separation = inquiry.separation(res.solutions) if res.solutions else None
         finally:
-            survivors.close()
-        result = self._result(task, mdp, expert, res, ptp, neg, oracle, rec, t0)
-        return ActiveResult(result, tuple(rounds), stopped, exhausted, spent["queries"], spent["steps"], len(knowledge))
-
-    # -- budget -----------------------------------------------------------------------------
-    def _exhausted(self, spent, t0, query: Query | None = None) -> str | None:
-        more = query.samples if query is not None else 0
-        return self.budget.spent(spent["queries"], spent["steps"], t0, more)
-
-    def _walks_allowed(self, check, spent, t0) -> int:
-        b, n = self.budget, check.walks
-        if b.seconds is not None and time.perf_counter() - t0 >= b.seconds:
-            return 0
-        if b.queries is not None:
-            n = min(n, b.queries - spent["queries"])
-        if b.steps is not None:
-            per = max(1, check.steps(1)) if callable(getattr(check, "steps", None)) else 1
-            n = min(n, (b.steps - spent["steps"]) // per)
-        return max(0, int(n))
-
-    def _ask(self, expert, queries, knowledge, spent, t0) -> tuple[list[Query], int]:
-        asked, answers, b = [], [], self.budget
-        for q in queries:
-            if b.queries is not None and spent["queries"] + 1 > b.queries:
-                break
-            if b.steps is not None and not expert.exact and spent["steps"] + q.samples > b.steps:
-                break
-            if b.seconds is not None and time.perf_counter() - t0 >= b.seconds:
-                break
-            obs = expert.act(q.word, q.state, q.samples)
-            spent["queries"] += 1
-            spent["steps"] += obs.steps
-            answers.append(obs)
-            asked.append(q)
-        return asked, knowledge.add(*answers)
+            inquiry.close()
+        result = self._result(task, mdp, caps, type(expert).__name__, res, known, rec, t0, deadline)
+        return ActiveResult(
+            result,
+            tuple(run.rounds),
+            run.stopped,
+            run.exhausted,
+            asker.queries,
+            asker.steps,
+            len(knowledge),
+            asker.evaluations,
+            None if caps.exact else knowledge.table,
+            separation,
+        )
 
     # -- the result -------------------------------------------------------------------------
-    def _result(self, task, mdp, expert, res, ptp, neg, oracle, rec, t0) -> LearnResult:
+    def _result(self, task, mdp, caps, name: str, res: SearchResult, known, rec, t0, deadline) -> LearnResult:
+        ptp, neg, oracle = known
         tree = ptp.tree if ptp is not None else PrefixTree(Trie.root(), np.empty(0), np.empty(0), 0)
-        classes = neg if isinstance(neg, PolicyClasses) else None
-        pairs = neg if isinstance(neg, NegativePairs) else None
         timings = dict(rec.timings)
         result = LearnResult(
-            _machines(mdp, res) if res.n_nodes is not None else (),
-            res.solutions,
-            res,
-            classes,
-            tree,
-            mdp,
-            None,
-            timings,
-            negatives=pairs,
+            machines=machines_of(mdp, res) if res.n_nodes is not None else (),
+            solutions=res.solutions,
+            search=res,
+            classes=neg if isinstance(neg, PolicyClasses) else None,
+            tree=tree,
+            mdp=mdp,
+            verdicts=None,
+            timings=timings,
+            negatives=neg if isinstance(neg, NegativePairs) else None,
             ptp=ptp,
             oracle=oracle,
         )
-        if task is not None and result.machines:
-            from ..exact import _source
-
-            t = time.perf_counter()
-            table = _source(getattr(expert, "source", "soft-optimal")).class_table(task)
-            verdicts, some = _verdicts(task, table, result.machines, result.solutions, self.encoder.non_stuttering)
-            timings["verdict"] = time.perf_counter() - t
-            result = attrs.evolve(
-                result, verdicts=verdicts, truth=task.machine, completion_consistent=some, expert_classes=table
-            )
+        if task is not None:
+            result = attrs.evolve(result, truth=task.machine)
+            if result.machines:
+                result = self._judge(task, result, caps, name, rec, deadline)
         if self.irl is not None and result.machines and ptp is not None:
-            gamma = task.discount if task is not None else mdp.gamma
-            fits = tuple(
-                self.irl.fit(
-                    mdp, result.machines, ptp, gamma=gamma, lam=task.lam if task is not None else 1.0, progress=rec
-                )
-            )
-            machines = tuple(f.machine for f in fits) + result.machines[len(fits) :]
-            result = attrs.evolve(result, machines=machines, reward_fits=fits)
-            timings.update(rec.timings)
+            if not isinstance(mdp, LabeledMDP):
+                rec.note(f"no rewards: {mdp.name!r} has no transition model (pass irl=None to say so)")
+            elif deadline.expired():
+                rec.note(f"no rewards: {deadline.reason()} before the reward recovery")
+            else:
+                gamma = task.discount if task is not None else mdp.gamma
+                lam = task.lam if task is not None else 1.0
+                fits = tuple(self.irl.fit(mdp, result.machines, ptp, gamma=gamma, lam=lam, progress=rec))
+                machines = tuple(f.machine for f in fits) + result.machines[len(fits) :]
+                result = attrs.evolve(result, machines=machines, reward_fits=fits)
+                timings.update(rec.timings)
         timings["total"] = time.perf_counter() - t0
         return result
 
+    def _judge(
+        self, task: Task, result: LearnResult, caps, name: str, rec: Recorder, deadline: Deadline
+    ) -> LearnResult:
+        """Verdicts against ``task`` from the policy classes the expert declares; without them,
+        a warning and none (as the :class:`~rmtk.learner.Learner`)."""
+        if deadline.expired():
+            rec.note(f"no verdicts: {deadline.reason()} before they were computed")
+            return result
+        table = expert_class_table(
+            task,
+            caps.expert_classes(task),
+            f"the expert {name}'s expert_classes",
+            f"the expert {name} does not say which policy it follows (give it expert_classes(task), "
+            "rmtk.active.ExpertCapabilities)",
+            rec,
+        )
+        if table is None:
+            return result
+        t = time.perf_counter()
+        non_stuttering = EncoderCapabilities.of(self.encoder).non_stuttering if self.encoder is not None else True
+        verdicts, some = verdicts_of(task, table, result.machines, result.solutions, non_stuttering)
+        rec.stage("verdict", time.perf_counter() - t)
+        return attrs.evolve(result, verdicts=verdicts, completion_consistent=some, expert_classes=table)
 
-def default_check(expert) -> EquivalenceCheck:
-    """The exact check for an expert whose policy is known, the sampled one otherwise."""
-    return ProductCheck() if callable(getattr(expert, "product_oracle", None)) else ExpertWalks()
+
+class _Run:
+    """The state of one :meth:`ActiveLearner.fit` loop (see the module docstring)."""
+
+    def __init__(self, learner, inquiry, check, check_caps, strategy, asker, knowledge, caps, rec, t0):
+        self.learner, self.inquiry, self.check, self.check_caps = learner, inquiry, check, check_caps
+        self.strategy, self.asker, self.knowledge, self.caps, self.rec, self.t0 = (
+            strategy,
+            asker,
+            knowledge,
+            caps,
+            rec,
+            t0,
+        )
+        self.rounds: list[Round] = []
+        self.stopped, self.exhausted = "", None
+        self.exact_check = bool(check_caps is not None and check_caps.exact)
+        self._refuting: tuple[Query, ...] = ()
+        self._new, self._reason = 0, "equivalence"
+
+    def _note(self, hyps: Hypotheses, reason: str, asked, walks: int, new: int) -> None:
+        a = self.asker
+        self.rounds.append(
+            Round(
+                len(self.rounds),
+                reason,
+                tuple(asked),
+                walks,
+                new,
+                len(hyps),
+                hyps.nodes,
+                a.queries,
+                a.steps,
+                len(self.knowledge),
+                time.perf_counter() - self.t0,
+                hyps.rebuilt,
+                hyps.complete,
+                hyps.negatives,
+                hyps.cost,
+            )
+        )
+        self.rec.note(str(self.rounds[-1]))
+
+    def _end(self, why: str, text: str | None = None) -> None:
+        self.exhausted = why
+        self.stopped = f"{ENDED_BY.get(why, why)}: " + (text or "the survivors so far")
+
+    def loop(self) -> tuple[SearchResult, Hypotheses | None]:
+        learner, inquiry, knowledge, asker = self.learner, self.inquiry, self.knowledge, self.asker
+        reason, walks, new = "start", 0, len(knowledge)
+        asked: tuple[Query, ...] = ()
+        checked, last_keys, same = None, None, 0
+        last: Hypotheses | None = None
+        while True:
+            hyps = inquiry.round()
+            self._note(hyps, reason, asked, walks, new)
+            if hyps.nodes is None:
+                why = asker.stopped()
+                if why is not None:  # the deadline stopped the search: the last hypotheses, flagged
+                    self._end(why)
+                    break
+                self.stopped = hyps.message
+                return SearchResult(None, (), True, (), 0, 0, 0.0, 0.0, 0.0, hyps.message), None
+            last = hyps
+            if not self.caps.answers_queries:
+                self.stopped = "the expert answers no queries: the survivors of the recorded data"
+                break
+            why = asker.stopped() or ("rounds" if len(self.rounds) >= learner.max_rounds else None)
+            if why is not None:
+                self._end(why)
+                break
+            keys = hyps.keys
+            if checked is not None and keys == checked:  # the check found nothing the hypotheses miss
+                res, refuted = self._listed(hyps)
+                if refuted:
+                    reason, asked, walks, new, checked = self._reason, self._refuting, 0, self._new, None
+                    continue
+                why = asker.exhausted or asker.stopped()  # a bound met while listing: the list is so far
+                if why is not None:
+                    self._end(why)
+                else:
+                    self.stopped = self._found(res)
+                return res, last
+            checked = None
+            same = same + 1 if keys == last_keys else 0
+            last_keys = keys
+            queries, kind = self._questions(hyps, same)
+            if queries:
+                done, new = self._ask(queries)
+                asked = tuple(done)
+                if not asked:
+                    self._end(asker.exhausted or "queries")
+                    break
+                reason, walks = kind, 0
+                continue
+            if self.check is None:
+                res = self._final(hyps)
+                self.stopped = (
+                    "one machine survives"
+                    if len(res.solutions) == 1 and res.complete
+                    else f"{_machines(res)} survive, and no {self.strategy.question} they disagree on is left to ask"
+                )
+                return res, last
+            before = asker.queries, asker.steps
+            known = len(knowledge)
+            answers, walks = self.check.run(asker, knowledge, [np.asarray(d) for d in hyps.machines])
+            knowledge.add(*answers)
+            new = len(knowledge) - known  # a check may fold long walks itself, piece by piece
+            if (asker.queries, asker.steps) == before and asker.exhausted is not None:
+                self._end(asker.exhausted, "the survivors so far, before the equivalence check")
+                break
+            reason, asked, checked = "equivalence", tuple(_asked(answers)), keys
+        return self._final(last), last
+
+    def _questions(self, hyps: Hypotheses, same: int) -> tuple[list[Query], str]:
+        for kind in KINDS:
+            if kind not in self.strategy.kinds:
+                continue
+            if kind in ("tests", "alternatives") and self.exact_check:
+                continue  # an exact check finds counterexamples itself: these stand in for one that samples
+            if kind == "alternatives" and same >= self.learner.test_rounds:
+                continue
+            queries = list(self.inquiry.choose(kind, hyps))
+            if queries:
+                return queries, kind
+        return [], ""
+
+    def _ask(self, queries: list[Query]) -> tuple[list[Query], int]:
+        """Ask ``queries`` in groups (the histories of one witness together, or none of them)
+        while the budget allows; the questions asked and the (word, state) pairs new to the
+        knowledge."""
+        asker, caps = self.asker, self.caps
+        groups: list[list[Query]] = []
+        for q in queries:
+            key = (q.state, frozenset((q.word, q.partner)))
+            if (
+                groups
+                and groups[-1][0].partner
+                and (groups[-1][0].state, frozenset((groups[-1][0].word, groups[-1][0].partner))) == key
+            ):
+                groups[-1].append(q)
+            else:
+                groups.append([q])
+        asked, answers = [], []
+        for group in groups:
+            cost = sum(int(caps.act_steps(q.word, q.state, 1 if caps.exact else q.samples)) for q in group)
+            if not asker.allows(len(group), cost):
+                break
+            for q in group:
+                obs = asker.act(q.word, q.state, q.samples)
+                if obs is None:
+                    break
+                answers.append(obs)
+                asked.append(q)
+        return asked, self.knowledge.add(*answers)
+
+    def _listed(self, hyps: Hypotheses) -> tuple[SearchResult, bool]:
+        """The survivors, at most ``max_solutions``, each judged by an exact check (a refuted
+        one ends the listing: its counterexample is asked and the loop goes on). Without an
+        exact check, a listing longer than the hypotheses is split once more: where questions
+        tell its machines apart, they are asked and the loop goes on."""
+        self._refuting, self._new, self._reason = (), 0, "equivalence"
+        if not self.exact_check:
+            res = self.inquiry.survivors(self.learner.max_solutions)
+            if len(res.solutions) > len(hyps) and "split" in self.strategy.kinds and not self.asker.stopped():
+                listing = Hypotheses(
+                    res.n_nodes, tuple(s.delta_u for s in res.solutions), tuple(s.used for s in res.solutions)
+                )
+                queries = self.inquiry.choose("split", listing)
+                if queries:
+                    done, self._new = self._ask(queries)
+                    if done:
+                        self._refuting, self._reason = tuple(done), "split"
+                        return res, True
+            return res, False
+        state = {"refuted": False}
+
+        def judge(delta) -> bool:
+            answers, _ = self.check.run(self.asker, self.knowledge, [np.asarray(delta)])
+            if answers:
+                self._new = self.knowledge.add(*answers)
+                self._refuting = tuple(_asked(answers))
+                state["refuted"] = True
+                return False
+            return True
+
+        res = self.inquiry.survivors(self.learner.max_solutions, judge)
+        return res, state["refuted"]
+
+    def _final(self, hyps: Hypotheses | None) -> SearchResult:
+        """The survivors when the run ends: listed (at most ``max_solutions``) while the
+        deadline allows, else the last hypotheses."""
+        res = (
+            self.inquiry.survivors(self.learner.max_solutions)
+            if hyps is not None and not self.asker.stopped()
+            else None
+        )
+        if res is not None and res.n_nodes is not None and res.solutions:
+            return res
+        if hyps is None or hyps.nodes is None:
+            return res if res is not None else SearchResult(None, (), True, (), 0, 0, 0.0, 0.0, 0.0, self.stopped)
+        return _from_hypotheses(hyps, self.knowledge.mdp.n_propositions)
+
+    def _found(self, res: SearchResult) -> str:
+        more = (
+            ""
+            if res.complete
+            else f" (listing stopped at max_solutions={self.learner.max_solutions}: at least that many)"
+        )
+        if len(res.solutions) == 1 and res.complete:
+            return "one machine survives and the equivalence check found no counterexample"
+        return (
+            f"{_machines(res)} survive that no question left tells apart, and the equivalence check found no "
+            f"counterexample{more}"
+        )
 
 
-def _check_expert(mdp: LabeledMDP, expert) -> None:
-    """The expert acts in the target's environment: same propositions, states and actions."""
-    for attr in ("act", "extend"):
-        if not callable(getattr(expert, attr, None)):
-            raise RmtkError(f"expert {expert!r} has no {attr} method (see rmtk.active.experts.Expert)")
-    emdp = getattr(expert, "mdp", None)
-    if emdp is None:
-        raise RmtkError(f"expert {type(expert).__name__} says nothing of its environment (no mdp attribute)")
+def _machines(res: SearchResult) -> str:
+    k = len(res.solutions)
+    return f"{k} machines" if res.complete else f"at least {k} machines"
+
+
+def _asked(answers) -> list[Query]:
+    """The histories an equivalence check asked, as queries (for the round's log)."""
+    return [
+        Query(tuple(w), int(s), 1, (), (), 0.0)
+        for obs in answers
+        if obs.exact or obs.evaluations
+        for w, s in zip(obs.words, np.asarray(obs.states).tolist())
+    ]
+
+
+def _from_hypotheses(hyps: Hypotheses, n_letters: int) -> SearchResult:
+    """The last hypotheses as a search result (when the run ended before it could list the
+    survivors): flagged incomplete."""
+    found: dict = {}
+    for d, u in zip(hyps.machines, hyps.used):
+        d = np.asarray(d)
+        record(found, d, np.asarray(u), VarPool(d.shape[0], n_letters, 0, 0), True)
+    return SearchResult(
+        hyps.nodes,
+        tuple(found.values()),
+        False,
+        (),
+        0,
+        0,
+        0.0,
+        0.0,
+        0.0,
+        "the run ended before the survivors were listed",
+    )
+
+
+def default_check(expert, strategy: QuestionStrategy | None = None):
+    """The check a run uses when none is given: the strategy's for the expert's declared
+    capabilities (for :class:`~rmtk.active.questions.SplitMostPairs`: the exact
+    :class:`~rmtk.active.checks.ProductCheck` when the expert offers its product oracle, else
+    :class:`~rmtk.active.checks.ExpertWalks`)."""
+    strategy = strategy if strategy is not None else SplitMostPairs()
+    return StrategyCapabilities.of(strategy).default_check(ExpertCapabilities.of(expert))
+
+
+def _check_expert(mdp, expert) -> ExpertCapabilities:
+    """The expert acts in the target's environment (same propositions by name, same numbers of
+    states and actions); its declared capabilities."""
+    if not isinstance(expert, Expert):
+        raise RmtkError(
+            f"expert {expert!r} is not an rmtk.active.Expert: it needs an mdp (its environment) and the methods "
+            "act and extend (see rmtk.active.experts)"
+        )
+    emdp = expert.mdp
+    if not isinstance(emdp, (LabeledMDP, Space)):
+        raise RmtkError(f"expert {type(expert).__name__} says nothing usable of its environment (its mdp is {emdp!r})")
     if tuple(emdp.propositions) != tuple(mdp.propositions):
+        same = set(emdp.propositions) == set(mdp.propositions)
         raise QueryError(
-            f"the expert's alphabet ({', '.join(emdp.propositions)}) differs from the task's "
-            f"({', '.join(mdp.propositions)}): its answers cannot be read as the task's words"
+            f"the expert's alphabet ({', '.join(map(repr, emdp.propositions))}) differs from the task's "
+            f"({', '.join(map(repr, mdp.propositions))})"
+            + (": the same propositions in another order" if same else "")
+            + ": its answers cannot be read as the task's words"
         )
     if (emdp.n_states, emdp.n_actions) != (mdp.n_states, mdp.n_actions):
         raise QueryError(
             f"the expert acts on {emdp.n_states} states and {emdp.n_actions} actions, the task's mdp "
             f"{mdp.name!r} has {mdp.n_states} and {mdp.n_actions}"
         )
+    return ExpertCapabilities.of(expert)

@@ -1,24 +1,38 @@
-"""What to ask the expert next (docs/design.md, section 12): the query strategy of active
-learning and the sampled equivalence check.
+"""What to ask the expert next (docs/design.md, section 12): the question strategies of active
+learning.
 
-A :class:`QueryStrategy` looks at the surviving machines and what is known, and returns the
-questions worth their cost. rmtk's :class:`SplitMostPairs` takes as candidates the witnesses
-of the surviving pairs (a state and two label words reaching it that some survivors send to
-one node and others to two: every group of the synchronised product of the MDP with two
-survivors where one merges what the other splits, :func:`rmtk.equivalence.clash_pairs`) and,
-from counted data, the (word, word, state) triples of the recorded tree the survivors disagree
-on (the rare triples of :mod:`rmtk.explain`). It picks, greedily, the candidate separating the
-most open pairs of survivors per unit of cost, until every pair is covered (as the witness
-cover does), and asks the expert at both histories of each pick where not enough is known.
+A round needs a *hypothesis* (a smallest machine consistent with what is known) and questions
+that refute it or a *rival* (another machine consistent with what is known), not the list of
+every survivor. A :class:`QuestionStrategy` opens, for one run, an :class:`Inquiry` that finds
+each round's :class:`Hypotheses` and chooses questions of the kinds the strategy declares
+(:class:`StrategyCapabilities`):
+
+* ``"split"``: questions that tell the hypothesis and its rivals apart (both histories of a
+  witness some of them merge and others split);
+* ``"free"``: histories that use a transition of a machine no known word uses;
+* ``"tests"``: transition tests of a lone hypothesis (for a check that samples);
+* ``"alternatives"``: witnesses against machines of one node more (likewise).
+
+The loop asks the kinds in this order and, when none gives a question, runs the equivalence
+check (:mod:`rmtk.active.checks`); only at the end does the inquiry list the survivors,
+bounded by ``max_solutions``.
+
+:class:`SplitMostPairs` (the default, for an environment with a model) takes the hypothesis and
+up to ``rivals`` more machines from the lazy search on solvers kept between rounds
+(:class:`~rmtk.active.survivors.Survivors`: the rivals are its next models, each checked against
+what is known), and as candidate questions the witnesses of their pairs (every group of the
+synchronised product of the MDP with two of them where one merges two words and the other splits
+them, :func:`rmtk.equivalence.clash_pairs`) and, from counted data, the recorded triples they
+disagree on (:func:`rmtk.ptp.disagreements`). It picks, greedily, the candidate separating
+the most open pairs per unit of cost, until every pair is covered, and asks both histories of
+each pick where not enough is known. Memory and time per round depend on ``rivals``, never on
+how many machines survive. :class:`~rmtk.active.recorded.AtRecordedTriples` asks only at
+recorded histories, with no model.
 
 Cost model: an exact expert's answer costs one policy evaluation per (history, state) never
 asked; a run expert's costs the actions still to be drawn there (``samples`` minus the
 visits already counted), one environment step each. Candidates whose histories are both
 known cost nothing more and are dropped: their answer is in already.
-
-:class:`ExpertWalks` is the equivalence check (a random-walk oracle): ``walks`` runs of the
-expert from the start, ``length`` steps each, moving by a uniform action with probability
-``explore``; what it observes is folded in, and a survivor it refutes is a counterexample.
 """
 
 from __future__ import annotations
@@ -29,19 +43,30 @@ import attrs
 import numpy as np
 
 from .. import ties
+from ..capabilities import Capabilities
+from ..encoders import SatEncoder
 from ..equivalence import clash_pairs, compressed, exercised, sync_product
 from ..errors import RmtkError
+from ..explain import separated
+from ..limits import NEVER, Deadline
 from ..mdp import LabeledMDP
-from ..validators import positive_int
-from .experts import Observations
+from ..progress import Progress
+from ..ptp import disagreements
+from ..sat.search import SearchResult, canonical_partial
+from ..space import Space
+from ..validators import positive_int, whole
+from .survivors import Knowledge, Survivors
+
+#: The kinds of question, in the order the loop asks them (see the module docstring).
+KINDS = ("split", "free", "tests", "alternatives")
 
 
 @attrs.frozen
 class Query:
     """One question: the expert's action at ``state`` after ``word`` (``samples`` draws for an
     expert that is run), asked because the witness (``word``, ``partner``, ``state``) separates
-    the surviving pairs ``pairs`` (machine indices of the round, 0-based; ``(i, i)``: it uses a
-    free transition of machine ``i``)."""
+    the machine pairs ``pairs`` (indices among the round's hypotheses, 0-based; ``(i, i)``: it
+    uses a free transition of machine ``i``)."""
 
     word: tuple[int, ...]
     state: int
@@ -51,45 +76,112 @@ class Query:
     cost: float
 
 
-@runtime_checkable
-class QueryStrategy(Protocol):
-    """Chooses the questions of a round: ``choose(mdp, deltas, knowledge, expert,
-    alternatives)`` gets the survivors' ``(n, K)`` transition arrays, the
-    :class:`~rmtk.active.survivors.Knowledge` and machines of one node more that fit it too (to test
-    a lone survivor against), and returns :class:`Query` objects (none: nothing worth asking).
-    ``alternatives``: how many such machines it wants per round (0: none). ``free(mdp,
-    solutions, knowledge)``: questions that make the survivors' free transitions (those no
-    known word uses, :class:`~rmtk.sat.search.Solution` ``used``) constrained, where the MDP can
-    use them."""
+@attrs.frozen
+class Setting:
+    """What a question strategy is told when a run starts: the environment (``mdp``: a
+    :class:`~rmtk.mdp.LabeledMDP`, or a :class:`~rmtk.space.Space` without a model), what is
+    known (``knowledge``, which the loop grows with every answer), the ``encoder`` (``None``:
+    the strategy's default), the node bound, ``max_solutions`` (the survivors listed at the end),
+    whether the expert's answers are ``exact``, the run's ``deadline`` and ``progress``."""
+
+    mdp: LabeledMDP | Space
+    knowledge: Knowledge
+    encoder: SatEncoder | None
+    max_nodes: int
+    max_solutions: int | None
+    exact: bool
+    deadline: Deadline = NEVER
+    progress: Progress = attrs.field(factory=Progress)
+
+
+@attrs.frozen
+class Hypotheses:
+    """A round's machines: the hypothesis first, then its rivals (``(n, K)`` transition arrays
+    of ``nodes`` nodes, with the transitions known words ``used``); ``complete``: they are every
+    machine that survives (up to renaming). ``nodes`` is ``None`` when none survives (``message``
+    says why: no machine within the bound, or the deadline). ``keys``: renaming-invariant keys of
+    the machines (a round whose keys equal the last one's found nothing new). ``negatives``,
+    ``cost``, ``rebuilt``: what the search used, when the strategy says."""
+
+    nodes: int | None
+    machines: tuple = ()
+    used: tuple = ()
+    complete: bool = True
+    message: str = ""
+    negatives: int | None = None
+    cost: int | None = None
+    rebuilt: bool = False
 
     @property
-    def alternatives(self) -> int: ...
+    def keys(self) -> tuple:
+        return tuple(
+            sorted(canonical_partial(np.asarray(d), np.asarray(u))[0] for d, u in zip(self.machines, self.used))
+        )
 
-    def choose(self, mdp, deltas: list[np.ndarray], knowledge, expert, alternatives=()) -> list[Query]: ...
-
-    def free(self, mdp, solutions, knowledge) -> list[Query]: ...
+    def __len__(self) -> int:
+        return len(self.machines)
 
 
 @runtime_checkable
-class EquivalenceCheck(Protocol):
-    """Looks for behaviour the survivors fail to explain: ``run(expert, walks, knowledge,
-    deltas)`` returns the answers to fold in and the number of questions asked (``walks``:
-    how many runs the budget allows, ``None``: all; ``deltas``: the survivors); ``steps(walks)``
-    is the environment steps that costs and ``walks`` the runs it makes."""
+class Inquiry(Protocol):
+    """One run of a question strategy (see the module docstring)."""
 
-    @property
-    def walks(self) -> int: ...
+    def round(self) -> Hypotheses:
+        """The hypothesis and its rivals under what is known now."""
 
-    def run(self, expert, walks: int | None = None, knowledge=None, deltas=()) -> tuple[list[Observations], int]: ...
+    def choose(self, kind: str, hypotheses: Hypotheses) -> list[Query]:
+        """Questions of ``kind`` (one of the strategy's ``kinds``) worth their cost; none:
+        nothing of that kind to ask."""
 
-    def steps(self, walks: int) -> int: ...
+    def survivors(self, limit: int | None, judge=None) -> SearchResult:
+        """The machines that survive, at most ``limit`` (``None``: all); ``judge(delta_u)``: a
+        machine it refuses (the exact check found a counterexample, now asked) stops the
+        listing, unfinished."""
+
+    def known(self) -> tuple:
+        """``(ptp, negatives, oracle)`` of what is known, for the result (the prefix tree
+        policy, its negative examples, the oracle that checks candidates against it)."""
+
+    def separation(self, solutions) -> object | None:
+        """What the strategy can say of the survivors it leaves (or ``None``)."""
+
+    def close(self) -> None:
+        """Free the solvers."""
 
 
-def _final(delta: np.ndarray, word) -> int:
-    u = 0
-    for k in word:
-        u = int(delta[u, k])
-    return u
+class StrategyCapabilities(Capabilities):
+    """What a question strategy declares, with the defaults of one that does not say."""
+
+    __slots__ = ()
+
+    #: The kinds of question it offers (a subset of :data:`KINDS`, asked in that order).
+    #: Default: ``("split",)``.
+    kinds: tuple[str, ...] = ("split",)
+
+    #: It needs a transition model (a :class:`~rmtk.mdp.LabeledMDP`: synchronised products);
+    #: ``False``: it asks at recorded histories only. Default: ``True``.
+    needs_model: bool = True
+
+    #: What its split questions are called in the message when none is left (default ``"question"``).
+    question: str = "question"
+
+    def default_check(self, expert) -> object | None:
+        """The equivalence check to run when none is given, for an expert declaring
+        ``expert`` (:class:`~rmtk.active.experts.ExpertCapabilities`): the exact check when it
+        offers an exact product oracle, else walks. ``None``: none (the loop stops when no
+        question is left)."""
+        from .checks import ExpertWalks, ProductCheck
+
+        return ProductCheck() if expert.equivalence else ExpertWalks()
+
+
+@runtime_checkable
+class QuestionStrategy(Protocol):
+    """How a run finds its questions: ``start(setting)`` opens the run's :class:`Inquiry`,
+    whose ``choose`` picks each round's questions. What else it can do it declares through
+    :class:`StrategyCapabilities`."""
+
+    def start(self, setting: Setting) -> Inquiry: ...
 
 
 class _Finals:
@@ -109,39 +201,38 @@ class _Finals:
         return u
 
 
-def _separated(split: np.ndarray, open_pairs: np.ndarray) -> np.ndarray:
-    """Open pairs of survivors each candidate separates (one merges its words, the other splits)."""
-    S = split.astype(np.int64)
-    O = np.triu(open_pairs, 1).astype(np.int64)
-    O = O + O.T
-    M = O @ S
-    return ((1 - S) * M + S * (O.sum(axis=1)[:, None] - M)).sum(axis=0) // 2
-
-
 @attrs.frozen
-class SplitMostPairs:
-    """The default query strategy (see the module docstring).
+class SplitMostPairs(StrategyCapabilities):
+    """The default question strategy (see the module docstring).
 
     Args:
         samples: actions to have drawn at each history asked, for an expert that is run (an
             exact expert is asked once).
-        products: at most this many pairs of survivors get their synchronised product
-            searched for witnesses per round (the open pairs in order).
-        per_product: witnesses taken from each product and direction, the shortest first.
-        data_pairs: the recorded tree's triples are candidates while it holds at most this
-            many (word, state) pairs.
+        rivals: machines besides the hypothesis that a round's questions tell apart (the
+            lazy search's next models): bounds a round's memory and time whatever survives.
         alternatives: machines of one node more to test a lone survivor against, per round.
         per_transition: transition tests of a lone survivor per transition (:meth:`tests`);
             default 1 for an exact expert, 2 for one that is run (drawn actions can hide a
             small difference, so one test per transition says less).
+        per_product: witnesses taken from each product and direction, the shortest first.
+        products: at most this many pairs of machines get their synchronised product
+            searched for witnesses per round (the hypothesis's pairs first).
+        data_pairs: the recorded tree's triples are candidates while it holds at most this
+            many (word, state) pairs.
     """
 
     samples: int = attrs.field(default=200, validator=positive_int)
-    alternatives: int = attrs.field(default=4, validator=attrs.validators.ge(0))
-    per_transition: int | None = attrs.field(default=None, validator=attrs.validators.optional(attrs.validators.ge(0)))
+    alternatives: int = attrs.field(default=4, validator=whole(0))
+    per_transition: int | None = attrs.field(default=None, validator=whole(0, optional=True))
     per_product: int = attrs.field(default=8, validator=positive_int)
-    products: int = attrs.field(default=24, validator=positive_int)
+    products: int = attrs.field(default=8, validator=positive_int)
     data_pairs: int = attrs.field(default=4000, validator=positive_int)
+    rivals: int = attrs.field(default=8, validator=positive_int)
+    kinds: tuple[str, ...] = attrs.field(default=KINDS, init=False)
+    question: str = attrs.field(default="witness", init=False)
+
+    def start(self, setting: Setting) -> Inquiry:
+        return _Pairs(self, setting)
 
     def _need(self, knowledge, word, state, exact: bool) -> float:
         seen = knowledge.visits(word, state)
@@ -164,27 +255,26 @@ class SplitMostPairs:
                         out.setdefault(key, None)
         ptp = knowledge.ptp() if not knowledge.exact else None
         if ptp is not None and ptp.n_pairs <= self.data_pairs:
-            from ..explain import _disagreements
-
-            p, q, _ = _disagreements(ptp, deltas)
             node, state = np.asarray(ptp.tree.pair_node), np.asarray(ptp.tree.pair_state)
-            for x, y in zip(p.tolist(), q.tolist()):
+            d = disagreements(ptp.trie, node, state, -np.asarray(ptp.counts).sum(axis=1), deltas)
+            for x, y in zip(d.i.tolist(), d.j.tolist()):
                 v1, v2 = tuple(ptp.trie.word(int(node[x]))), tuple(ptp.trie.word(int(node[y])))
                 out.setdefault(tuple(sorted((v1, v2))) + (int(state[x]),), None)
         return out
 
-    def free(self, mdp, solutions, knowledge) -> list[Query]:
-        """For each transition of a survivor that no known word uses but some word of the
-        MDP would, the shortest such history: asking it makes the transition constrained."""
+    def free(self, mdp, machines, used, knowledge) -> list[Query]:
+        """For each transition of a machine that no known word uses (``used``: the
+        transitions known words use, per machine) but some word of the MDP would, the shortest
+        such history: asking it makes the transition constrained."""
         if not isinstance(mdp, LabeledMDP):
             return []
         out: dict = {}
         lab = mdp.labels
         succ = mdp.successor_matrix()
-        for m, sol in enumerate(solutions):
-            delta = np.asarray(sol.delta_u)
+        for m, (delta, seen) in enumerate(zip(machines, used)):
+            delta = np.asarray(delta)
             prod = sync_product(mdp, np.zeros((1, delta.shape[1]), np.int64), delta)
-            todo = exercised(prod, mdp, delta, compress=knowledge.compressed) & ~np.asarray(sol.used)
+            todo = exercised(prod, mdp, delta, compress=knowledge.compressed) & ~np.asarray(seen)
             for i in range(prod.size):
                 if not todo.any():
                     break
@@ -205,16 +295,16 @@ class SplitMostPairs:
                             )
         return list(out.values())
 
-    def tests(self, mdp, solutions, knowledge) -> list[Query]:
+    def tests(self, mdp, delta, knowledge) -> list[Query]:
         """Transition tests of a lone survivor: for each of its transitions, the first
         ``per_transition`` (state, node) pairs reached after it whose shortest word overall
         differs from the shortest one through the transition, and, for an exact expert (whose
         answers cost an evaluation, not draws), the first ``per_transition`` whose shortest
         word overall does not use the transition at all; the survivor predicts the expert acts
         alike after both words (a check in the manner of a transition cover)."""
-        if not isinstance(mdp, LabeledMDP) or len(solutions) != 1:
+        if not isinstance(mdp, LabeledMDP):
             return []
-        delta = np.asarray(solutions[0].delta_u)
+        delta = np.asarray(delta)
         lab, comp = mdp.labels, knowledge.compressed
         per = self.per_transition if self.per_transition is not None else (1 if knowledge.exact else 2)
         succ = mdp.successor_matrix()
@@ -274,7 +364,10 @@ class SplitMostPairs:
                         )
         return list(out.values())
 
-    def choose(self, mdp, deltas, knowledge, expert, alternatives=()) -> list[Query]:
+    def choose(self, mdp, deltas, knowledge, alternatives=()) -> list[Query]:
+        """The greedy cover of the open pairs among ``deltas`` (and between them and the
+        ``alternatives``): witnesses separating the most pairs per unit of cost first; both
+        histories of each pick where not enough is known."""
         n_surv = len(deltas)
         deltas = list(deltas) + list(alternatives)
         k = len(deltas)
@@ -304,13 +397,13 @@ class SplitMostPairs:
         out: list[Query] = []
         asked: set = set()
         while open_pairs.any():
-            gain = _separated(split, open_pairs)
+            gain = separated(split, open_pairs)
             best = int(ties.lexsort((length, -gain / cost))[0])
             if gain[best] == 0:
                 break
             col = split[:, best]
-            separated = open_pairs & (col[:, None] != col[None, :])
-            split_pairs = tuple((int(i), int(j)) for i, j in np.argwhere(separated).tolist())
+            cut = open_pairs & (col[:, None] != col[None, :])
+            split_pairs = tuple((int(i), int(j)) for i, j in np.argwhere(cut).tolist())
             open_pairs &= col[:, None] == col[None, :]
             w1, w2, s = cands[best]
             for word, partner, more in ((w1, w2, needs[best][0]), (w2, w1, needs[best][1])):
@@ -321,95 +414,73 @@ class SplitMostPairs:
         return out
 
 
-def _groups(knowledge, deltas) -> set:
-    """(machine, state, node) of every (word, state) known, for each machine of ``deltas``."""
-    ptp = knowledge.ptp()
-    if ptp is None:
-        return set()
-    node, state = np.asarray(ptp.tree.pair_node), np.asarray(ptp.tree.pair_state)
-    return {
-        (m, int(s), int(h))
-        for m, d in enumerate(deltas)
-        for s, h in zip(state.tolist(), ptp.trie.run(d, 0)[node].tolist())
-    }
+class _Pairs:
+    """A run of :class:`SplitMostPairs`: the hypothesis and its rivals from the lazy search on
+    solvers kept between rounds, questions from their synchronised products."""
 
-
-@attrs.frozen
-class ExpertWalks:
-    """The sampled equivalence check: ``walks`` runs of the expert from the start, ``length``
-    steps each, a uniform move with probability ``explore`` (see the module docstring). From
-    an expert that is run, the actions drawn are the observations. From an exact expert, at
-    most ``evaluations`` of the (word, state) pairs visited are asked: first those where a
-    survivor predicts the class of a known pair (same state and node), the longest words
-    first, then pairs of states and nodes nothing is known at."""
-
-    walks: int = attrs.field(default=5, validator=positive_int)
-    length: int = attrs.field(default=40, validator=positive_int)
-    explore: float = 0.5
-    evaluations: int = attrs.field(default=20, validator=positive_int)
-
-    def __attrs_post_init__(self):
-        if not 0.0 <= self.explore <= 1.0:
-            raise RmtkError(f"explore must be a probability in [0, 1], got {self.explore!r}")
-
-    def steps(self, walks: int) -> int:
-        return walks * self.length
-
-    def run(self, expert, walks: int | None = None, knowledge=None, deltas=()) -> tuple[list[Observations], int]:
-        """What ``walks`` (default: all) runs of the expert show, as answers to fold in, and
-        the number of questions asked (walks, plus evaluations for an exact expert)."""
-        walks = self.walks if walks is None else walks
-        seen = expert.extend(None, None, self.length, walks, self.explore)
-        if not expert.exact:
-            return [seen], walks
-        known = _groups(knowledge, deltas) if knowledge is not None else set()
-        tests: list = []
-        fresh: list = []
-        for word, s in zip(seen.words, seen.states.tolist()):
-            if knowledge is not None and knowledge.visits(word, s):
-                continue
-            nodes = [(m, s, _final(d, word)) for m, d in enumerate(deltas)]
-            (tests if any(g in known for g in nodes) else fresh).append((-len(word), len(tests) + len(fresh), word, s))
-        chosen = (sorted(tests) + sorted(fresh))[: self.evaluations]
-        answers = [expert.act(word, s) for _, _, word, s in chosen]
-        steps = Observations((), np.empty(0, np.int64), np.empty((0, expert.mdp.n_actions)), True, seen.steps)
-        return [steps] + answers, walks + len(answers)
-
-
-@attrs.frozen
-class ProductCheck:
-    """The exact equivalence check of an expert whose policy is known (one with a
-    ``product_oracle``, as :class:`~rmtk.active.experts.TaskExpert`): each survivor is checked on the
-    synchronised product of the MDP, the expert's memory and the survivor, at every depth
-    (:class:`~rmtk.sat.lazy.ProductOracle`); for each survivor that fails, the expert is asked at
-    the two histories of up to ``per_machine`` of its shortest counterexamples (two
-    histories it acts differently after that the survivor merges). None found: every
-    survivor is policy-equivalent to the expert, a proof, not a sample. One check is one
-    query; each history asked is one more (and one policy evaluation). ``exact``: the loop
-    skips the transition tests and alternatives, which stand in for a check that samples."""
-
-    per_machine: int = attrs.field(default=1, validator=positive_int)
-    walks: int = attrs.field(default=1, init=False)
-    exact: bool = attrs.field(default=True, init=False)
-
-    def steps(self, walks: int) -> int:
-        return 0
-
-    def run(self, expert, walks: int | None = None, knowledge=None, deltas=()) -> tuple[list[Observations], int]:
-        oracle = getattr(expert, "product_oracle", None)
-        if not callable(oracle):
+    def __init__(self, strategy: SplitMostPairs, setting: Setting):
+        if not isinstance(setting.mdp, LabeledMDP):
             raise RmtkError(
-                f"the exact equivalence check asks an expert whose policy is known (a product_oracle method); "
-                f"{type(expert).__name__} has none: use ExpertWalks"
+                f"{type(strategy).__name__} searches synchronised products, which need a transition model: "
+                f"{setting.mdp.name!r} is a {type(setting.mdp).__name__}; ask at recorded histories "
+                "instead (rmtk.active.AtRecordedTriples)"
             )
-        product = oracle(self.per_machine)
-        answers, asked = [], set()
-        for delta in deltas:
-            for cex in product.check(np.asarray(delta)):
-                for word in (cex.word1, cex.word2):
-                    key = (tuple(word), int(cex.state))
-                    if key in asked or (knowledge is not None and knowledge.visits(*key)):
-                        continue
-                    asked.add(key)
-                    answers.append(expert.act(key[0], key[1]))
-        return answers, 1 + len(answers)
+        encoder = setting.encoder if setting.encoder is not None else SatEncoder()
+        if not isinstance(encoder, SatEncoder):
+            raise RmtkError(
+                f"encoder={encoder!r}: {type(strategy).__name__} adds counterexamples to the structure clauses "
+                "of a rmtk.encoders.SatEncoder (or a subclass) between rounds"
+            )
+        self.s, self.setting, self.knowledge, self.mdp = strategy, setting, setting.knowledge, setting.mdp
+        self._search = Survivors(
+            encoder, setting.mdp.n_propositions, max_nodes=setting.max_nodes, compressed=setting.knowledge.compressed
+        )
+        self._oracle = None
+
+    def _fresh_oracle(self):
+        self._oracle = self.knowledge.oracle()[2]
+        return self._oracle
+
+    def round(self) -> Hypotheses:
+        oracle = self._fresh_oracle()
+        found = self._search.search(
+            oracle,
+            max_solutions=1 + self.s.rivals,
+            lower_bound=oracle.lower_bound(),
+            deadline=self.setting.deadline,
+            count=False,
+        )
+        res = found.search
+        return Hypotheses(res.n_nodes, found.machines, found.used, res.complete, res.message, rebuilt=found.rebuilt)
+
+    def choose(self, kind: str, hypotheses: Hypotheses) -> list[Query]:
+        ms = [np.asarray(d) for d in hypotheses.machines]
+        mdp, know = self.mdp, self.knowledge
+        if not ms:
+            return []
+        if kind == "split":
+            return self.s.choose(mdp, ms, know) if len(ms) > 1 else []
+        if kind == "free":
+            return self.s.free(mdp, ms, hypotheses.used, know)
+        if kind == "tests":
+            return self.s.tests(mdp, ms[0], know) if len(ms) == 1 and hypotheses.complete else []
+        if kind == "alternatives":
+            assert self._oracle is not None, "a round comes first"
+            alts = self._search.alternatives(self._oracle, self.s.alternatives, self.setting.deadline)
+            return self.s.choose(mdp, ms, know, alts) if alts else []
+        raise RmtkError(f"unknown kind of question {kind!r}; {type(self.s).__name__} offers {', '.join(self.s.kinds)}")
+
+    def survivors(self, limit: int | None, judge=None) -> SearchResult:
+        oracle = self._fresh_oracle()
+        return self._search.search(
+            oracle, max_solutions=limit, lower_bound=oracle.lower_bound(), deadline=self.setting.deadline, judge=judge
+        ).search
+
+    def known(self) -> tuple:
+        return self.knowledge.oracle()
+
+    def separation(self, solutions) -> None:
+        return None
+
+    def close(self) -> None:
+        self._search.close()

@@ -1,47 +1,48 @@
-"""Active learning over a recording, for environments with no transition model (docs/design.md,
-section 12.1): the questions are asked only at (word, state) pairs that recorded episodes
-reached, so every history asked is one the environment can produce, and nothing but the
-recording and the expert is needed (the reacher's 16 million cells have no labeled MDP).
+"""Asking at recorded histories, for environments with no transition model (docs/design.md,
+section 12.1): the question strategy :class:`AtRecordedTriples` asks only at (word, state)
+pairs that recorded episodes reached, so every history asked is one the environment can
+produce, and nothing but the recording and the expert is needed (the reacher's 16 million
+cells have no labeled MDP).
 
-Each round:
+Each round of the loop (:class:`~rmtk.active.loop.ActiveLearner`):
 
 1. the count table is cut to the (word, state) pairs that can yield a negative example
    (:func:`~rmtk.empirical.prune_counts`), negative examples are mined with the confidence bound
-   (:class:`~rmtk.negatives.ConfidenceMiner`) and the optimal machines enumerated by weighted
-   MaxSAT (:class:`~rmtk.encoders.MaxSatEncoder`) at ``max_nodes`` nodes;
+   (:class:`~rmtk.negatives.ConfidenceMiner`) and the optimal machines enumerated by the encoder
+   (default :class:`~rmtk.encoders.MaxSatEncoder`, weighted MaxSAT) at the node bound, at most
+   ``max_solutions`` of them;
 2. the candidates are the recorded (word, word, state) triples the survivors disagree on (some
    send the two words to one node, others to two) that are not yet *settled* — asked until
    both words have ``samples`` visits; a :class:`TripleStrategy` picks some (by default the
-   greedy cover of the surviving pairs, most pairs per step of cost first);
+   triples most likely to become negative examples);
 3. the expert acts ``samples`` times (minus the visits there are) after each word of each
    triple picked, and the answers join the counts —
 
 until one machine survives, no candidate is left (every triple the survivors disagree on is
-settled: the expert acts alike after both words, to the bound's resolution), or a
-:class:`~rmtk.active.loop.Budget` is spent (the survivors so far, flagged). The loop reads nothing
-but the recording and the expert's answers.
+settled: the expert acts alike after both words, to the bound's resolution), or the budget or
+the deadline ends the run (the survivors so far, flagged). Nothing but the recording and the
+expert's answers is read.
 """
 
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import attrs
 import numpy as np
 
 from .. import ties
 from ..empirical import CountTable, prune_counts, to_policy
-from ..encoders import MaxSatEncoder
+from ..encoders import MaxSatEncoder, SatEncoder
 from ..errors import RmtkError
-from ..learner import LearnResult, _machines
-from ..limits import Deadline, SearchLimits
+from ..limits import SearchLimits
 from ..negatives import ConfidenceMiner, log_weissman_constant
+from ..ptp import disagreements
 from ..sat.encoding import Problem
+from ..sat.search import SearchResult
 from ..validators import positive_int
-from .loop import Budget, _count
+from .questions import Hypotheses, Inquiry, Query, Setting, StrategyCapabilities
 
 
 @attrs.frozen
@@ -76,6 +77,7 @@ class Triples:
         return cls(e, e, e, e, e, f, f, np.zeros((k, 0), bool), e)
 
 
+@runtime_checkable
 class TripleStrategy(Protocol):
     """Which candidate triples to ask about in a round (indices into ``triples``)."""
 
@@ -90,7 +92,7 @@ class MostEvidence:
     confirm, so the triples most likely to become negative examples go first. Evidence within
     :data:`rmtk.ties.TOL` is a tie (docs/design.md section 2)."""
 
-    most: int = 256
+    most: int = attrs.field(default=256, validator=positive_int)
 
     def choose(self, triples: Triples, samples: int) -> list[int]:
         order = ties.lexsort((triples.cost(samples), -triples.evidence))
@@ -110,45 +112,24 @@ def _rows(table: CountTable, wanted: np.ndarray) -> np.ndarray:
 
 @attrs.frozen
 class _Disagreements:
-    """Every recorded triple the machines disagree on: pair indices ``i``, ``j`` into the
-    table's distinct (word, state) ``pairs`` (with their ``visits``) and the ``split``."""
+    """Every recorded triple the machines disagree on (:func:`rmtk.ptp.disagreements`, the
+    most visited word standing for each signature): pair indices ``i``, ``j`` into the table's
+    distinct (word, state) ``pairs`` (with their ``visits``) and the ``(triples, machines)``
+    ``split``."""
 
     pairs: np.ndarray
     visits: np.ndarray
     i: np.ndarray
     j: np.ndarray
-    split: np.ndarray  # (triples, machines)
+    split: np.ndarray
 
     @classmethod
     def of(cls, table: CountTable, deltas: list[np.ndarray]) -> _Disagreements:
-        """Per state, the most visited word of each distinct vector of final nodes; the pairs
-        of them some machines merge and others split."""
-        k = len(deltas)
         A, S = table.n_actions, table.n_states
         pairs, inv = np.unique(table.keys // A, return_inverse=True)
-        visits = np.bincount(inv, weights=table.counts, minlength=len(pairs)).astype(np.int64)
-        node, state = pairs // S, pairs % S
-        finals = np.stack([table.trie.run(d, 0) for d in deltas])  # (k, trie nodes)
-        sigs, sig_of_node = np.unique(finals.T, axis=0, return_inverse=True)
-        sig = sig_of_node.reshape(-1)[node]
-        order = np.lexsort((-visits, sig, state))
-        first = np.ones(len(order), dtype=bool)
-        first[1:] = (state[order][1:] != state[order][:-1]) | (sig[order][1:] != sig[order][:-1])
-        rows = order[first]
-        st = state[rows]
-        bounds = np.flatnonzero(np.r_[True, st[1:] != st[:-1], True])
-        size = np.diff(bounds)
-        P, Q = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
-        for g in np.unique(size[size >= 2]):
-            starts = bounds[:-1][size == g]
-            a, b = np.triu_indices(int(g), 1)
-            P.append((starts[:, None] + a[None, :]).ravel())
-            Q.append((starts[:, None] + b[None, :]).ravel())
-        i, j = rows[np.concatenate(P)], rows[np.concatenate(Q)]
-        split = sigs[sig[i]] != sigs[sig[j]]
-        n_split = split.sum(axis=1)
-        useful = (n_split > 0) & (n_split < k)
-        return cls(pairs, visits, i[useful], j[useful], split[useful].reshape(-1, k))
+        visits = np.bincount(inv.ravel(), weights=table.counts, minlength=len(pairs)).astype(np.int64)
+        d = disagreements(table.trie, pairs // S, pairs % S, -visits, deltas)
+        return cls(pairs, visits, d.i, d.j, d.split.T)
 
     def tv(self, table: CountTable, i: np.ndarray, j: np.ndarray, chunk: int = 1_000_000) -> np.ndarray:
         """Empirical total variation between the actions of pairs ``i`` and ``j``."""
@@ -262,227 +243,135 @@ def separation(table: CountTable, deltas: list[np.ndarray], samples: int, resolu
     )
 
 
-@attrs.frozen
-class RecordedRound:
-    """One round: the survivors found (``machines`` optimal machines at ``cost``), the
-    negative examples mined, the candidates left, the triples asked after it and the totals
-    spent so far (expert ``queries`` and ``steps``)."""
-
-    index: int
-    machines: int
-    complete: bool
-    cost: int | None
-    negatives: int
-    candidates: int
-    asked: int
-    queries: int
-    steps: int
-    seconds: float
-
-    def __str__(self) -> str:
-        more = "" if self.complete else " (enumeration stopped at its limit)"
-        return (
-            f"round {self.index}: {_count(self.machines, 'optimal machine')}{more} (cost {self.cost}) from "
-            f"{_count(self.negatives, 'negative example')}; {_count(self.candidates, 'unsettled triple')} they "
-            f"disagree on, {self.asked} asked; spent {_count(self.queries, 'query', 'queries')}, "
-            f"{_count(self.steps, 'step')}; {self.seconds:.1f} s"
+def _picks(instance, attribute, value) -> None:
+    if not isinstance(value, TripleStrategy):
+        raise RmtkError(
+            f"pick={value!r} has no choose method: which recorded triples to ask is a "
+            "rmtk.active.TripleStrategy (choose(triples, samples) -> indices; see rmtk.active.recorded)"
         )
 
 
 @attrs.frozen
-class RecordedActiveResult:
-    """What :meth:`RecordedActiveLearner.fit` found: the :class:`~rmtk.learner.LearnResult` of
-    the last round (machines, solutions, negatives, prefix tree policy; ``explain()`` works on
-    it), the final ``table`` of counts, the log of ``rounds``, why it ``stopped`` and which
-    budget was ``exhausted`` (``None``: stopped by itself), the expert ``queries`` and
-    ``steps`` spent, and how the recorded triples bear on the survivors (``separation``)."""
-
-    result: LearnResult
-    table: CountTable
-    rounds: tuple[RecordedRound, ...]
-    stopped: str
-    exhausted: str | None
-    queries: int
-    steps: int
-    separation: Separation
-
-    @property
-    def flagged(self) -> bool:
-        return self.exhausted is not None
-
-    @property
-    def solutions(self) -> tuple:
-        """The last round's solutions (up to renaming)."""
-        return self.result.solutions
-
-    @property
-    def negatives(self):
-        """The last round's negative examples."""
-        return self.result.negatives
-
-    def log(self) -> str:
-        return "\n".join([str(r) for r in self.rounds] + [f"stopped: {self.stopped}", str(self.separation)])
-
-
-@attrs.frozen
-class RecordedActiveLearner:
-    """See the module docstring.
+class AtRecordedTriples(StrategyCapabilities):
+    """The question strategy for an environment known only through a recording (see the
+    module docstring).
 
     Args:
-        max_nodes: the machines' nodes (MaxSAT at exactly this size, as the reacher experiment).
-        alpha: confidence level of the negative examples.
         samples: visits of each word of a triple after which it is settled; the bound then
             detects a total-variation difference of :meth:`resolution` or more.
         tries: settled triples of one split after which the split is dropped (the expert acted
             alike after its two words at that many states).
-        strategy: which candidates to ask (:class:`TripleStrategy`; default :class:`MostEvidence`).
-        budget: what may be spent (:class:`~rmtk.active.loop.Budget`).
-        max_solutions: optimal machines enumerated per round.
-        max_rounds: a bound on the rounds.
-        time_limit: seconds per MaxSAT enumeration.
-        progress: receives one line per round.
+        pick: which candidates to ask (:class:`TripleStrategy`; default :class:`MostEvidence`).
     """
 
-    max_nodes: int = attrs.field(default=4, validator=positive_int)
-    alpha: float = 1e-3
     samples: int = attrs.field(default=100, validator=positive_int)
     tries: int = attrs.field(default=3, validator=positive_int)
-    strategy: TripleStrategy = attrs.field(factory=MostEvidence)
-    budget: Budget = attrs.field(factory=Budget)
-    max_solutions: int = 1000
-    max_rounds: int = attrs.field(default=50, validator=positive_int)
-    time_limit: float | None = None
-    progress: Callable[[str], None] | None = None
+    pick: TripleStrategy = attrs.field(factory=MostEvidence, validator=_picks)
+    kinds: tuple[str, ...] = attrs.field(default=("split",), init=False)
+    needs_model: bool = attrs.field(default=False, init=False)
+    question: str = attrs.field(default="recorded triple", init=False)
 
-    def __attrs_post_init__(self):
-        ConfidenceMiner(self.alpha)  # validates alpha
-        if not callable(getattr(self.strategy, "choose", None)):
-            raise RmtkError(f"strategy={self.strategy!r} has no choose method (see rmtk.active.recorded)")
-        if not isinstance(self.budget, Budget):
-            raise RmtkError(f"budget must be a rmtk.active.loop.Budget, not {type(self.budget).__name__}")
+    def default_check(self, expert) -> None:
+        """None: a walk leaves the recorded histories, the only ones this strategy asks at."""
+        return None
 
-    def resolution(self, n_actions: int) -> float:
-        """The smallest total-variation difference the bound detects with ``samples`` visits on both sides."""
-        c = log_weissman_constant(n_actions) + math.log(2) - math.log(self.alpha)
+    def resolution(self, n_actions: int, alpha: float) -> float:
+        """The smallest total-variation difference the bound at level ``alpha`` detects with
+        ``samples`` visits on both sides."""
+        c = log_weissman_constant(n_actions) + math.log(2) - math.log(alpha)
         return min(1.0, math.sqrt(2 * c / self.samples))
 
-    def fit(self, table: CountTable, expert) -> RecordedActiveResult:
-        """Learn from the recorded ``table`` and ``expert``'s answers (see the module docstring)."""
-        if not isinstance(table, CountTable):
-            raise RmtkError(f"a recorded active learner starts from a count table, not {type(table).__name__}")
-        if not expert.answers_queries:
-            raise RmtkError(f"expert {type(expert).__name__} answers no queries")
-        say = self.progress or (lambda msg: None)
-        miner = ConfidenceMiner(self.alpha)
-        min_count = miner.min_count(table.n_actions)
-        t0 = time.perf_counter()
-        spent = {"queries": 0, "steps": 0}
-        rounds: list[RecordedRound] = []
-        settled: set = set()
-        stopped, exhausted = "", None
-        while True:
-            ptp = to_policy(prune_counts(table, min_count))
-            neg = miner.mine(ptp)
-            res = MaxSatEncoder().search(
-                Problem(table.trie, table.n_letters, neg),
-                SearchLimits(
-                    max_nodes=self.max_nodes,
-                    max_solutions=self.max_solutions,
-                    deadline=Deadline.after(self.time_limit),
-                ),
+    def start(self, setting: Setting) -> Inquiry:
+        return _Recorded(self, setting)
+
+
+class _Recorded:
+    """A run of :class:`AtRecordedTriples`."""
+
+    def __init__(self, strategy: AtRecordedTriples, setting: Setting):
+        know = setting.knowledge
+        if know.exact:
+            raise RmtkError(
+                "asking at recorded triples judges counts with the confidence bound: it needs an expert that is "
+                "run (its answers are actions drawn), not an exact one"
             )
-            deltas = [s.delta_u for s in res.solutions]
-            triples = candidate_triples(table, deltas, self.samples, self.tries) if len(deltas) > 1 else None
-            n_cand = len(triples) if triples is not None else 0
-            chosen: list[int] = []
-            if len(deltas) == 0:
-                stopped = res.message or f"no machine of {self.max_nodes} nodes"
-            elif len(deltas) == 1:
-                stopped = "one machine survives"
-            elif n_cand == 0:
-                stopped = f"{len(deltas)} machines survive, and no recorded triple they disagree on is left to ask"
-            else:
-                exhausted = self._exhausted(spent, t0) or ("rounds" if len(rounds) + 1 >= self.max_rounds else None)
-                if exhausted:
-                    stopped = f"the {exhausted} budget is spent: the survivors so far"
-                else:
-                    assert triples is not None
-                    chosen = list(self.strategy.choose(triples, self.samples))
-            asked = 0
-            if chosen:
-                assert triples is not None
-                table, asked = self._ask(table, expert, triples, chosen, spent, t0, settled)
-                if asked == 0:
-                    exhausted = self._exhausted(spent, t0) or "steps"
-                    stopped = f"the {exhausted} budget is spent: the survivors so far"
-            rounds.append(
-                RecordedRound(
-                    len(rounds),
-                    len(deltas),
-                    res.complete,
-                    res.cost,
-                    len(neg),
-                    n_cand,
-                    asked,
-                    spent["queries"],
-                    spent["steps"],
-                    time.perf_counter() - t0,
-                )
+        if not len(know.table.keys):
+            what = "the recording is empty" if know.recorded is not None else "no recording was given"
+            raise RmtkError(
+                f"{what}: asking at recorded triples starts from a recording (a count table, demonstrations or a "
+                "rmtk.gym Recording, fit(..., data=...)) and asks only at (word, state) pairs its episodes reached"
             )
-            say(str(rounds[-1]))
-            if stopped:
-                break
-        sep = separation(table, deltas, self.samples, self.resolution(table.n_actions))
-        space = getattr(table, "space", None) or expert.mdp
-        result = LearnResult(
-            _machines(space, res) if res.n_nodes is not None else (),
-            res.solutions,
-            res,
-            None,
-            ptp.tree,
-            space,
-            None,
-            {"total": time.perf_counter() - t0},
-            negatives=neg,
-            ptp=ptp,
+        encoder = setting.encoder if setting.encoder is not None else MaxSatEncoder()
+        if not isinstance(encoder, SatEncoder):
+            raise RmtkError(f"encoder={encoder!r} is not a rmtk.encoders.SatEncoder (its search is what a round runs)")
+        self.s, self.setting, self.knowledge, self.encoder = strategy, setting, know, encoder
+        self.miner = ConfidenceMiner(know.alpha)
+        self.min_count = self.miner.min_count(know.table.n_actions)
+        self.settled: set = set()
+        self._last: tuple | None = None
+
+    def round(self) -> Hypotheses:
+        table = self.knowledge.table
+        ptp = to_policy(prune_counts(table, self.min_count))
+        neg = self.miner.mine(ptp)
+        res = self.encoder.search(
+            Problem(table.trie, table.n_letters, neg),
+            SearchLimits(
+                max_nodes=self.setting.max_nodes,
+                max_solutions=self.setting.max_solutions,
+                deadline=self.setting.deadline,
+            ),
         )
-        return RecordedActiveResult(
-            result, table, tuple(rounds), stopped, exhausted, spent["queries"], spent["steps"], sep
+        self._last = (ptp, neg, res)
+        return Hypotheses(
+            res.n_nodes,
+            tuple(s.delta_u for s in res.solutions),
+            tuple(s.used for s in res.solutions),
+            res.complete,
+            res.message,
+            negatives=len(neg),
+            cost=res.cost,
         )
 
-    def _exhausted(self, spent, t0) -> str | None:
-        return self.budget.spent(spent["queries"], spent["steps"], t0)
-
-    def _ask(self, table, expert, triples: Triples, chosen, spent, t0, settled) -> tuple[CountTable, int]:
-        """Ask the expert on both words of the triples chosen; the table with the answers in."""
-        S, A = table.n_states, table.n_actions
-        keys, counts, asked = [], [], 0
-        b = self.budget
-        for c in chosen:
-            sides = [(int(triples.p[c]), int(triples.n_p[c])), (int(triples.q[c]), int(triples.n_q[c]))]
-            need = sum(max(0, self.samples - n) for _, n in sides)
-            if b.steps is not None and spent["steps"] + need > b.steps:
-                break
-            if b.queries is not None and spent["queries"] + 2 > b.queries:
-                break
-            if b.seconds is not None and time.perf_counter() - t0 >= b.seconds:
-                break
+    def choose(self, kind: str, hypotheses: Hypotheses) -> list[Query]:
+        if kind != "split" or len(hypotheses) < 2:
+            return []
+        table, samples = self.knowledge.table, self.s.samples
+        triples = candidate_triples(table, [np.asarray(d) for d in hypotheses.machines], samples, self.s.tries)
+        if not len(triples):
+            return []
+        out = []
+        for c in self.s.pick.choose(triples, samples):
             s = int(triples.state[c])
-            for node, n in sides:
-                if n >= self.samples or (node, s) in settled:
+            sides = [(int(triples.p[c]), int(triples.n_p[c])), (int(triples.q[c]), int(triples.n_q[c]))]
+            words = [tuple(table.trie.word(node)) for node, _ in sides]
+            for (node, n), word, partner in zip(sides, words, words[::-1]):
+                if n >= samples or (node, s) in self.settled:
                     continue
-                obs = expert.act(tuple(table.trie.word(node)), s, self.samples - n)
-                spent["queries"] += 1
-                spent["steps"] += obs.steps
-                a = np.flatnonzero(obs.values[0])
-                keys.append((node * S + s) * A + a)
-                counts.append(obs.values[0][a].astype(np.int64))
-                settled.add((node, s))
-            asked += 1
-        if not keys:
-            return table, asked
-        k = np.concatenate([table.keys, *keys])
-        v = np.concatenate([table.counts, *counts])
-        uniq, inv = np.unique(k, return_inverse=True)
-        merged = np.bincount(inv, weights=v, minlength=len(uniq)).astype(np.int64)
-        return attrs.evolve(table, keys=uniq, counts=merged), asked
+                self.settled.add((node, s))
+                out.append(Query(word, s, samples - n, partner, (), float(samples - n)))  # pairs: the split says
+        return out
+
+    def survivors(self, limit: int | None, judge=None) -> SearchResult:
+        assert self._last is not None, "a round comes first"
+        res = self._last[2]
+        if judge is not None:
+            for k, sol in enumerate(res.solutions[:limit]):
+                if not judge(sol.delta_u):
+                    return attrs.evolve(res, solutions=res.solutions[:k], complete=False)
+        if limit is not None and len(res.solutions) > limit:
+            return attrs.evolve(res, solutions=res.solutions[:limit], complete=False)
+        return res
+
+    def known(self) -> tuple:
+        assert self._last is not None, "a round comes first"
+        ptp, neg, _ = self._last
+        return ptp, neg, None
+
+    def separation(self, solutions) -> Separation:
+        table = self.knowledge.table
+        resolution = self.s.resolution(table.n_actions, self.knowledge.alpha)
+        return separation(table, [np.asarray(s.delta_u) for s in solutions], self.s.samples, resolution)
+
+    def close(self) -> None:
+        return None

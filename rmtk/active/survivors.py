@@ -27,14 +27,99 @@ from .. import ties
 from ..empirical import CountTable, EmpiricalPTP, merge_counts, to_policy
 from ..encoders import SatEncoder
 from ..errors import RmtkError
-from ..limits import NEVER
+from ..limits import NEVER, Deadline
+from ..mdp import LabeledMDP
 from ..negatives import POLICY_TOL, ConfidenceMiner, NegativePairs, PolicyClasses
-from ..ptp import PrefixTree, PrefixTreePolicy, Trie, TrieBuilder
+from ..ptp import PrefixTree, PrefixTreePolicy, Trie
 from ..sat.encoding import Problem, decode_transitions
 from ..sat.lazy import LazyFormula, TrieOracle
-from ..sat.search import SearchResult, record
+from ..sat.search import SearchResult, canonical_partial, record, stopped_while
 from ..sat.solver import open_solver, solve
 from .experts import Observations
+
+
+def check_recording(recorded, mdp) -> None:
+    """A recording that names its propositions (:class:`~rmtk.gym.Recording`) names the
+    environment's, in the same order: its label indices are read as the environment's."""
+    names = attrs.asdict(recorded, recurse=False)["propositions"] if _named(recorded) else None
+    if names is None:
+        return
+    ours = tuple(mdp.propositions)
+    if tuple(names) == ours:
+        return
+    if set(names) == set(ours):
+        raise RmtkError(
+            f"the recording's propositions are {', '.join(map(repr, names))} and {mdp.name!r}'s are "
+            f"{', '.join(map(repr, ours))}: the same names in another order, so its label indices would be read as "
+            "other propositions; record with the environment's order (or reorder the MDP's propositions)"
+        )
+    raise RmtkError(
+        f"the recording's propositions ({', '.join(map(repr, names))}) are not {mdp.name!r}'s "
+        f"({', '.join(map(repr, ours))}): it was recorded in another environment"
+    )
+
+
+def _named(table: CountTable) -> bool:
+    """A count table that carries its propositions' names (a Gymnasium recording), told
+    without importing the extra."""
+    return isinstance(table, CountTable) and "propositions" in attrs.fields_dict(type(table))
+
+
+def check_counts(table: CountTable, mdp) -> None:
+    """Every counted (word, state) pair ends with the label of its state (the prefix
+    convention), when the environment has labels: else the counts were made on another MDP
+    (or with its propositions in another order), and the first such pair is named."""
+    if not isinstance(mdp, LabeledMDP) or not len(table.keys):
+        return
+    S, A = table.n_states, table.n_actions
+    pair = np.unique(table.keys // A)
+    node, state = pair // S, pair % S
+    bad = np.flatnonzero(table.trie.letter[node] != mdp.labels[state])
+    if len(bad):
+        p, s = int(node[bad[0]]), int(state[bad[0]])
+        word = " ".join(mdp.propositions[k] for k in table.trie.word(p))
+        raise RmtkError(
+            f"the recorded counts do not fit mdp {mdp.name!r}: {len(bad)} (word, state) pair(s) end in a state with "
+            f"another label, e.g. the word {word!r} at state {mdp.states[s]!r}, labeled "
+            f"{mdp.propositions[int(mdp.labels[s])]!r}; the data were recorded on another MDP or with the "
+            "propositions in another order"
+        )
+
+
+class _Words:
+    """A trie grown word by word in Python (a dict per edge): a word of L letters costs L
+    lookups, however long, where a batch builder would cost a numpy call per letter."""
+
+    def __init__(self):
+        self.child: dict[tuple[int, int], int] = {}
+        self.parent, self.letter, self.length = [-1], [-1], [0]
+
+    def node(self, word) -> int:
+        """The node of ``word``, added with its missing prefixes."""
+        p = 0
+        for k in word:
+            k = int(k)
+            q = self.child.get((p, k))
+            if q is None:
+                q = len(self.parent)
+                self.child[(p, k)] = q
+                self.parent.append(p)
+                self.letter.append(k)
+                self.length.append(self.length[p] + 1)
+            p = q
+        return p
+
+    def find(self, word) -> int:
+        """The node of ``word`` (−1 when it is not in the trie)."""
+        p = 0
+        for k in word:
+            p = self.child.get((p, int(k)), -1)
+            if p < 0:
+                return -1
+        return p
+
+    def trie(self, compressed: bool) -> Trie:
+        return Trie(np.array(self.parent), np.array(self.letter), np.array(self.length), compressed=compressed)
 
 
 class Knowledge:
@@ -47,9 +132,9 @@ class Knowledge:
         self, mdp, *, exact: bool, compressed: bool = True, alpha: float = 0.05, tol: float = POLICY_TOL, recorded=None
     ):
         self.mdp, self.exact, self.compressed, self.alpha, self.tol = mdp, exact, compressed, alpha, tol
+        self.recorded = recorded
         S, A, K = mdp.n_states, mdp.n_actions, mdp.n_propositions
-        self._grow = TrieBuilder(K)
-        self._node_of: dict[tuple[int, ...], int] = {(): 0}
+        self._words = _Words()  # the exact answers' words
         self._entry: dict[tuple[int, int], int] = {}  # (trie node, state) -> entry
         self._nodes: list[int] = []
         self._states: list[int] = []
@@ -63,7 +148,9 @@ class Knowledge:
                     "recorded data are counts: learn from them with an expert that is run "
                     "(SimulatedExpert or RecordedExpert), not with an exact one"
                 )
+            check_recording(recorded, mdp)
             self.table = EmpiricalPTP(recorded, compress=compressed).counts(mdp)
+            check_counts(self.table, mdp)
         self._lookup: tuple | None = None
         self._pairs: int | None = None
 
@@ -76,19 +163,11 @@ class Knowledge:
             self._pairs = len(np.unique(self.table.keys // self.mdp.n_actions))
         return self._pairs
 
-    def _node(self, word) -> int:
-        p = self._node_of.get(word)
-        if p is None:
-            p = self._node(word[:-1])
-            p = int(self._grow.children(np.array([p]), np.array([word[-1]]))[0])
-            self._node_of[word] = p
-        return p
-
     def visits(self, word, state: int) -> float:
         """How much is known at (word, state): 1 for an exact answer, the action count from data
         (``inf``-free), 0 if nothing."""
         if self.exact:
-            return 1.0 if (self._node_of.get(tuple(word), -1), int(state)) in self._entry else 0.0
+            return 1.0 if (self._words.find(word), int(state)) in self._entry else 0.0
         if self._lookup is None:
             t = self.table.trie
             child = {(int(p), int(k)): i for i, (p, k) in enumerate(zip(t.parent, t.letter)) if i}
@@ -122,7 +201,7 @@ class Knowledge:
             for word, s, dist in (
                 (w, s, d) for obs in answers for w, s, d in zip(obs.words, obs.states.tolist(), obs.values)
             ):
-                key = (self._node(tuple(word)), s)
+                key = (self._words.node(word), s)
                 if key in self._entry:
                     continue
                 self._entry[key] = len(self._nodes)
@@ -131,14 +210,12 @@ class Knowledge:
                 self._class.append(self._classify(s, dist))
             return len(self) - before
         S, A = self.mdp.n_states, self.mdp.n_actions
-        grow = TrieBuilder(self.mdp.n_propositions)
+        grow = _Words()
         keys, counts = [], []
         for word, s, row in (
             (w, s, r) for obs in answers for w, s, r in zip(obs.words, obs.states.tolist(), obs.values)
         ):
-            p = 0
-            for k in word:
-                p = int(grow.children(np.array([p]), np.array([k]))[0])
+            p = grow.node(word)
             for a in np.flatnonzero(row):
                 keys.append((p * S + s) * A + int(a))
                 counts.append(int(row[a]))
@@ -169,7 +246,7 @@ class Knowledge:
             return to_policy(self.table) if len(self.table.keys) else None
         if not self._entry:
             return None
-        trie = self._grow.trie(self.compressed)
+        trie = self._words.trie(self.compressed)
         node, state = np.array(self._nodes), np.array(self._states)
         order = np.lexsort((state, node))
         policy = np.zeros((len(order), self.mdp.n_actions))  # classes carry the comparison
@@ -196,10 +273,45 @@ class Knowledge:
 
 @attrs.frozen
 class Found:
-    """The survivors of one round: the search outcome and whether the solvers were rebuilt."""
+    """The machines of one search: the search outcome (``search.solutions``, or, for a
+    round's hypotheses, ``machines`` and their ``used`` transitions without counts), whether the
+    solvers were rebuilt, and whether a judge refuted a machine (the enumeration then stopped)."""
 
     search: SearchResult
     rebuilt: bool
+    machines: tuple = ()
+    used: tuple = ()
+    refuted: bool = False
+
+
+def determined(du: np.ndarray, used: np.ndarray, non_stuttering: bool) -> np.ndarray:
+    """The transitions of ``du`` the data determine: the ``used`` ones and those with a single
+    valid filling (as :func:`~rmtk.sat.search.count_completions` finds, without listing the
+    fillings). For a non-stuttering machine a letter's column is idempotent: δ(j, k) = j
+    wherever a used transition reads k into j, and a free δ(i, k) may be any node that can be
+    a fixed point (a free one, i itself included, or such a j), so it is determined only when i
+    is the one candidate. Without non-stuttering every filling is valid: only the used ones are
+    determined (the convention of ``count_completions``)."""
+    n, K = du.shape
+    out = np.asarray(used, bool).copy()
+    if not non_stuttering:
+        return out
+    for k in range(K):
+        fixed = np.unique(du[out[:, k], k])
+        out[fixed, k] = True
+        free = np.flatnonzero(~out[:, k])
+        if len(free) == 1 and not len(fixed):
+            out[free, k] = True
+    return out
+
+
+def _light(found: dict, du: np.ndarray, used: np.ndarray, pool, non_stuttering: bool) -> list[int]:
+    """File ``du`` under its renaming-invariant key without counting its completions (with
+    its determined transitions); the blocking clause of its used transitions (as
+    :func:`~rmtk.sat.search.record`)."""
+    key = canonical_partial(du, used)[0]
+    found.setdefault(key, (du, determined(du, used, non_stuttering)))
+    return [-int(pool.t(i, k, du[i, k])) for i, k in np.argwhere(used)]
 
 
 class Survivors:
@@ -234,18 +346,37 @@ class Survivors:
             }
         return self._live[n]
 
-    def _enumerate(self, n: int, oracle, limit: int | None, alternatives: bool) -> tuple[dict, bool, float]:
+    def _enumerate(
+        self,
+        n: int,
+        oracle,
+        limit: int | None,
+        *,
+        alternatives: bool = False,
+        deadline: Deadline = NEVER,
+        judge=None,
+        count: bool = True,
+    ) -> tuple[dict, bool, float, bool]:
         """Machines at ``n`` nodes that ``oracle`` accepts, at most ``limit``; with
         ``alternatives`` those never returned as alternatives before (their blocking clauses
-        are kept for later calls of that kind only)."""
+        are kept for later calls of that kind only). ``judge(delta_u)``: a machine it refuses
+        ends the enumeration (refuted). ``count``: file solutions with their raw counts (else
+        the machines and their used transitions only). Returns (found, complete, seconds spent
+        adding counterexamples, refuted)."""
         live = self._get(n, oracle)
         solver, pool, lazy = live["solver"], live["pool"], live["lazy"]
         self._rounds += 1
         selector = pool.new(("round", self._rounds))
         assume = [selector, live["alt"]] if alternatives else [selector]
         found: dict = {}  # survivors by their renaming-invariant key; alternatives by their number
-        complete, t_enc = True, 0.0
-        while solve(solver, NEVER, assume):
+        complete, refuted, t_enc = True, False, 0.0
+        while True:
+            sat = solve(solver, deadline, assume)
+            if sat is None:  # the deadline: what was found so far
+                complete = False
+                break
+            if not sat:
+                break
             du = decode_transitions(solver.get_model(), pool)
             counter = oracle.check(du)
             if counter:
@@ -260,14 +391,20 @@ class Survivors:
                 found[len(found)] = du
                 solver.add_clause([-live["alt"]] + [-int(pool.t(i, k, du[i, k])) for i, k in np.ndindex(du.shape)])
             else:
-                solver.add_clause(
-                    [-selector] + record(found, du, oracle.exercised(du), pool, self.encoder.non_stuttering)
-                )
+                if judge is not None and not judge(du):
+                    complete, refuted = False, True
+                    break
+                used = oracle.exercised(du)
+                if count:
+                    block = record(found, du, used, pool, self.encoder.non_stuttering)
+                else:
+                    block = _light(found, du, used, pool, self.encoder.non_stuttering)
+                solver.add_clause([-selector] + block)
             if limit is not None and len(found) >= limit:
                 complete = False
                 break
         solver.add_clause([-selector])  # this round's blocking clauses are done with
-        return found, complete, t_enc
+        return found, complete, t_enc, refuted
 
     def _maybe_rebuild(self, oracle) -> bool:
         neg = oracle.negatives
@@ -289,22 +426,50 @@ class Survivors:
                 return True
         return False
 
-    def search(self, oracle, *, max_solutions: int | None = None, lower_bound: int = 1) -> Found:
-        """This round's survivors under ``oracle`` (the knowledge as it is now)."""
+    def search(
+        self,
+        oracle,
+        *,
+        max_solutions: int | None = None,
+        lower_bound: int = 1,
+        deadline: Deadline = NEVER,
+        judge=None,
+        count: bool = True,
+    ) -> Found:
+        """The survivors under ``oracle`` (the knowledge as it is now): the smallest size with a
+        machine, and at most ``max_solutions`` machines of it (see :meth:`_enumerate` for
+        ``judge`` and ``count``). A deadline that passes returns what was found, flagged."""
         t0 = time.perf_counter()
         rebuilt = self._maybe_rebuild(oracle)
         self.n = max(self.n, min(lower_bound, self.max_nodes))
-        tried, t_enc = [], 0.0
+        tried: list[tuple[int, bool | None]] = []
+        t_enc = 0.0
         while self.n <= self.max_nodes:
             self.close(below=self.n)
-            found, complete, t = self._enumerate(self.n, oracle, max_solutions, alternatives=False)
+            found, complete, t, refuted = self._enumerate(
+                self.n, oracle, max_solutions, deadline=deadline, judge=judge, count=count
+            )
             t_enc += t
-            tried.append((self.n, bool(found)))
-            if found:
+            stopped = not complete and not found and not refuted
+            tried.append((self.n, True if found else (None if stopped or refuted else False)))
+            if found or stopped or refuted:
                 live = self._live[self.n]
+                if stopped:
+                    message = stopped_while(deadline, f"searching machines of {self.n} nodes")
+                elif complete:
+                    message = ""
+                elif refuted:
+                    message = "a machine was refuted: the enumeration stopped"
+                elif deadline.expired():
+                    message = (
+                        stopped_while(deadline, f"listing machines of {self.n} nodes") + "; those found are listed"
+                    )
+                else:
+                    message = f"listing stopped at the limit: at least {len(found)} machines survive, those are listed"
+                values = list(found.values())
                 res = SearchResult(
-                    self.n,
-                    tuple(found.values()),
+                    self.n if found else None,
+                    tuple(values) if count else (),
                     complete,
                     tuple(tried),
                     live["clauses"] + live["lazy"].added,
@@ -312,10 +477,12 @@ class Survivors:
                     t_enc,
                     time.perf_counter() - t0 - t_enc,
                     0.0,
-                    "" if complete else "enumeration stopped early (limit reached)",
+                    message,
                     lazy=live["lazy"].stats(self._rounds),
                 )
-                return Found(res, rebuilt)
+                if count:
+                    return Found(res, rebuilt, refuted=refuted)
+                return Found(res, rebuilt, tuple(v[0] for v in values), tuple(v[1] for v in values), refuted)
             self.n += 1
         self.close()
         res = SearchResult(
@@ -332,10 +499,10 @@ class Survivors:
         )
         return Found(res, rebuilt)
 
-    def alternatives(self, oracle, count: int) -> list[np.ndarray]:
+    def alternatives(self, oracle, count: int, deadline: Deadline = NEVER) -> list[np.ndarray]:
         """Up to ``count`` machines of one node more than the survivors, consistent with the
         knowledge and never returned here before (``[]`` at the node bound)."""
         if self.n + 1 > self.max_nodes or count < 1:
             return []
-        found, _, _ = self._enumerate(self.n + 1, oracle, count, alternatives=True)
+        found, _, _, _ = self._enumerate(self.n + 1, oracle, count, alternatives=True, deadline=deadline)
         return list(found.values())

@@ -144,10 +144,13 @@ def _add_engine_options(parser, what: str) -> None:
 def active_from_args(args, task: Task):
     """The :class:`~rmtk.active.loop.ActiveLearner` and the expert of ``learn --active``: the task's
     exact policy, or (``--expert simulated``) its soft-optimal policy run on the task's MDP,
-    ``--samples`` actions per question; ``--demos`` are the data recorded before."""
+    ``--samples`` actions per question; ``--demos`` are the data recorded before; ``--time-limit``
+    bounds the whole run."""
+    from ..active.asking import Budget
+    from ..active.checks import ExpertWalks
     from ..active.experts import SimulatedExpert, TaskExpert
-    from ..active.loop import ActiveLearner, Budget
-    from ..active.questions import ExpertWalks, SplitMostPairs
+    from ..active.loop import ActiveLearner
+    from ..active.questions import SplitMostPairs
     from ..encoders import SatEncoder
 
     expert_kind = args.expert or ("simulated" if args.demos else "exact")
@@ -169,8 +172,9 @@ def active_from_args(args, task: Task):
         ),
         budget=budget,
         max_nodes=args.max_nodes,
-        max_solutions=args.max_solutions,
+        max_solutions=1000 if args.max_solutions is None else args.max_solutions,
         alpha=0.05 if args.alpha is None else args.alpha,
+        time_limit=args.time_limit,
         progress=_progress(args),
     )
     return learner, expert

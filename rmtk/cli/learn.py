@@ -121,10 +121,10 @@ def run_plan(plan):
     else:
         from ..report import report
 
-        how = None
+        asked = None
         if plan.mode in ASKING:
-            how = "active"
-        report(plan.task, result, count_pairs=plan.count_pairs, explain=plan.explain, how=how)
+            asked = f"the expert's {_kind(plan.expert)}"
+        report(plan.task, result, count_pairs=plan.count_pairs, explain=plan.explain, asked=asked)
     return None if result.n_nodes is None else result
 
 
@@ -133,6 +133,11 @@ def _say_stopped() -> None:
     line = stopping.stopped_line()
     if line:
         print(line)
+
+
+def _kind(expert) -> str:
+    """The expert asked, as the report names it."""
+    return "exact policy" if expert.exact else f"runs of its policy (seed {expert.seed})"
 
 
 def _active_header(plan, active) -> None:
@@ -144,9 +149,9 @@ def _active_header(plan, active) -> None:
             f"{active.known} (history, state) pairs known; labels and machine learned from them"
         )
         if active.flagged:
-            print(f"# budget spent ({active.exhausted}): the pairs below fit what was asked so far")
+            print(f"# {active.ended}: the pairs below fit what was asked so far")
         return
-    kind = "exact policy" if plan.expert.exact else f"runs of its policy (seed {plan.expert.seed})"
+    kind = _kind(plan.expert)
     print(
         f"# active learning from the expert's {kind}: {len(active.rounds)} rounds, {active.queries} queries, "
         f"{active.steps} environment steps asked, {active.known} (word, state) pairs known"
@@ -154,7 +159,7 @@ def _active_header(plan, active) -> None:
     for line in active.log().splitlines():
         print(f"#   {line}")
     if active.flagged:
-        print(f"# budget spent ({active.exhausted}): the machines below are the survivors so far")
+        print(f"# {active.ended}: the machines below are the survivors so far")
 
 
 def _write_outputs(plan, result) -> None:

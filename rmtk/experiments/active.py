@@ -35,9 +35,10 @@ def _measured(fn):
 
 
 def run(opts: Options) -> Report:
+    from ..active.checks import ExpertWalks
     from ..active.experts import SimulatedExpert, TaskExpert
     from ..active.loop import ActiveLearner
-    from ..active.questions import ExpertWalks, SplitMostPairs
+    from ..active.questions import SplitMostPairs
     from ..empirical import EmpiricalPTP
     from ..learner import ExactPTP, Learner
 
@@ -173,9 +174,10 @@ def run(opts: Options) -> Report:
 
 def _soft(report: Report, opts: Options, walks) -> None:
     """patrol as shipped (lambda 1): nearly uniform expert, 10^4 episodes show no negative example."""
+    from ..active.checks import ExpertWalks
     from ..active.experts import SimulatedExpert
     from ..active.loop import ActiveLearner
-    from ..active.questions import ExpertWalks, SplitMostPairs
+    from ..active.questions import SplitMostPairs
     from ..empirical import EmpiricalPTP
     from ..learner import Learner
     from ..simulate import simulate

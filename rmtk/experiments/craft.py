@@ -122,17 +122,16 @@ def run_exact(task, opts: Options):
 
 def run_active(task, opts: Options):
     from ..active.experts import TaskExpert
-    from ..active.loop import ActiveLearner, Budget
+    from ..active.loop import ActiveLearner
 
-    limit = opts.get("time_limit")
     a = ActiveLearner(
-        budget=Budget(seconds=limit), max_solutions=opts.get("max_solutions"), max_nodes=_max_nodes(task, opts)
+        time_limit=opts.get("time_limit"), max_solutions=opts.get("max_solutions"), max_nodes=_max_nodes(task, opts)
     ).fit(task, TaskExpert(task))
     r = a.result
     iso = r.isomorphic_to_truth() if r.machines else ()
     truth = "yes" if iso and all(iso) else "no"
-    stopped = f"budget spent ({a.exhausted})" if a.flagged else ""
-    detail = f"{a.queries} expert evaluations, {len(a.rounds)} rounds"
+    stopped = f"stopped early ({a.exhausted})" if a.flagged else ""
+    detail = f"{a.evaluations} expert evaluations, {a.queries} queries, {len(a.rounds)} rounds"
     return r.n_nodes, str(len(r.machines)), truth, truth == "yes", stopped, detail
 
 

@@ -168,9 +168,10 @@ def run_task(task, opts: Options) -> TaskResult:
     )
     active, asked, machine = None, 0, data.machines[0]
     if opts.get("active"):
+        from ..active.checks import ExpertWalks
         from ..active.experts import SimulatedExpert
         from ..active.loop import ActiveLearner
-        from ..active.questions import ExpertWalks, SplitMostPairs
+        from ..active.questions import SplitMostPairs
 
         expert = SimulatedExpert(task, source=NodePolicyTable(table), seed=opts.seed, recorded=rec)
         run = ActiveLearner(

@@ -187,7 +187,8 @@ def simulate_and_learn(
 
     ``time_limit``: seconds per MaxSAT enumeration (rmtk.sat.search then runs Glucose 4, since
     pysat cannot interrupt CaDiCaL). With ``active``, the recording then goes to
-    :class:`~rmtk.active.recorded.RecordedActiveLearner` at the largest α, which asks the
+    :class:`~rmtk.active.loop.ActiveLearner` asking at recorded triples
+    (:class:`~rmtk.active.recorded.AtRecordedTriples`) at the largest α, which asks the
     scripted expert (:class:`~rmtk.gym.reacher.ReacherExpert`, seeded ``seed + 1``) at
     recorded triples the survivors disagree on, ``samples`` visits per word. ``progress``
     receives one-line messages.
@@ -308,21 +309,23 @@ def simulate_and_learn(
 def _active(rec, alpha, samples, seed, integrator, nodes, max_solutions, say) -> ActiveRun:
     """The recording and the scripted expert through the recorded active loop; the truth is
     compared afterwards, never read by the loop."""
-    from ..active.recorded import RecordedActiveLearner
+    from ..active.loop import ActiveLearner
+    from ..active.recorded import AtRecordedTriples
     from ..envs.reacher import PROPOSITIONS, true_machine
     from ..explain import Explanation, cover, rare_triples
     from ..gym.reacher import ReacherExpert
 
     t0 = time.perf_counter()
     say(f"reacher: active: asking the expert at recorded triples the survivors disagree on (alpha {alpha:g})")
-    learner = RecordedActiveLearner(
+    learner = ActiveLearner(
+        strategy=AtRecordedTriples(samples=samples),
         max_nodes=nodes,
         alpha=alpha,
-        samples=samples,
         max_solutions=max_solutions,
-        progress=lambda msg: say(f"reacher: active: {msg}"),
+        max_rounds=50,
+        progress=_Notes(lambda msg: say(f"reacher: active: {msg}")),
     )
-    res = learner.fit(rec, ReacherExpert(seed=seed + 1, integrator=integrator))
+    res = learner.fit(rec.space, ReacherExpert(seed=seed + 1, integrator=integrator), data=rec)
     machines = [solution_machine(s.delta_u, PROPOSITIONS) for s in res.solutions]
     listed = any(isomorphic(m, true_machine(), rewards=False) for m in machines)
     explanation = None
@@ -334,6 +337,16 @@ def _active(rec, alpha, samples, seed, integrator, nodes, max_solutions, say) ->
             cover(rec.space, deltas, ptp=ptp), rare.pairs, None, alpha, rare.examined, rare.beyond_noise
         )
     return ActiveRun(res, machines, listed, time.perf_counter() - t0, rec.n_steps, explanation)
+
+
+class _Notes(Progress):
+    """Progress notes (one per round of the active loop) passed to ``say``."""
+
+    def __init__(self, say):
+        self.say = say
+
+    def note(self, message):
+        self.say(message)
 
 
 class _Ticks(Progress):

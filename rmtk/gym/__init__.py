@@ -10,6 +10,11 @@
 * **Use** a machine in RL: :class:`RewardMachineEnv` (the product environment),
   :class:`RewardMachineVectorEnv` (the product of a vector environment, batched CRM),
   :func:`counterfactual_experiences` (CRM), :class:`QLearning`.
+* **Ask** an expert acting in an environment (active learning, :class:`rmtk.active.loop.ActiveLearner`):
+  :class:`GymExpert` (restores or replays a history, any single environment whose observations
+  are the states of a labeled MDP), :class:`ReplayExpert` (at the histories of episodes recorded
+  with :func:`rmtk.gym.experts.record`); the reacher's ``ReacherExpert`` is in
+  :mod:`rmtk.gym.reacher` (it needs MuJoCo).
 * **Environments**: any labeled MDP (:class:`MdpEnv`, :class:`MdpVectorEnv`) and the Office
   World (:func:`office_env`, ``gymnasium.make("rmtk/OfficeWorld-v0")``).
 
@@ -19,6 +24,7 @@ The core package never imports Gymnasium; this one does.
 from ..exact import shortest_path_table
 from .collect import SHARD, CollectJob, collect, collect_shard
 from .discretize import Bins, Identity
+from .experts import GymExpert, ReplayExpert
 from .labels import Alphabet, InfoLabel, StateLabels
 from .mdp_env import OFFICE_ID, MdpEnv, MdpVectorEnv, office_env, office_vector_env, register
 from .policies import Context, NodePolicy
@@ -64,4 +70,6 @@ __all__ = [
     "office_vector_env",
     "OFFICE_ID",
     "register",
+    "GymExpert",
+    "ReplayExpert",
 ]

@@ -35,9 +35,10 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ..active.experts import Observations, QueryError, _check_word, _rng, compress
+from ..active.experts import Draws, ExpertCapabilities, Observations, QueryError, check_history, compress
 from ..errors import RmtkError
 from ..mdp import LabeledMDP
+from ..validators import positive_int, whole
 from .policies import NodePolicy
 
 
@@ -51,29 +52,36 @@ def _toy_text(env, state: int) -> None:
     inner.s = int(state)
 
 
+def _node_policy(instance, attribute, value):
+    if not isinstance(value, NodePolicy):
+        raise RmtkError(
+            f"policy must be a rmtk.gym.NodePolicy (a policy following a machine's node), not {type(value).__name__}"
+        )
+
+
 def _mode(instance, attribute, value):
     if value not in ("restore", "replay"):
         raise RmtkError(f"mode must be 'restore' or 'replay', not {value!r}")
 
 
 @attrs.define
-class GymExpert:
+class GymExpert(ExpertCapabilities):
     """See the module docstring. ``mdp``: the environment as a labeled MDP (its states are
     the observations, its labels those of the states); ``policy``: the expert;
     ``max_resets``: seeded resets tried to start where a replayed path starts."""
 
     env: Any
-    mdp: LabeledMDP
-    policy: NodePolicy
+    mdp: LabeledMDP = attrs.field(validator=attrs.validators.instance_of(LabeledMDP))
+    policy: NodePolicy = attrs.field(validator=_node_policy)
     mode: str = attrs.field(default="restore", validator=_mode)
     restore: Callable | None = None
-    seed: int = 0
-    max_resets: int = 50
+    seed: int = attrs.field(default=0, validator=whole(0))
+    max_resets: int = attrs.field(default=50, validator=positive_int)
     compressed: bool = True
     recorded: object = None
     exact: bool = attrs.field(default=False, init=False)
     answers_queries: bool = attrs.field(default=True, init=False)
-    _calls: list = attrs.field(init=False, factory=lambda: [0], repr=False)
+    _draws: Draws = attrs.field(init=False, repr=False)
     _letters: np.ndarray = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self):
@@ -81,13 +89,37 @@ class GymExpert:
 
         if isinstance(self.env, gymnasium.vector.VectorEnv) or not isinstance(self.env, gymnasium.Env):
             raise RmtkError("GymExpert asks one Gymnasium environment (not a vector one) at a time")
-        n = getattr(self.env.action_space, "n", None)
-        if n != self.mdp.n_actions:
-            raise RmtkError(
-                f"the environment has action space {self.env.action_space}, the mdp {self.mdp.name!r} "
-                f"{self.mdp.n_actions} actions"
-            )
+        for what, space, want, unit in (
+            ("observation", self.env.observation_space, self.mdp.n_states, "states"),
+            ("action", self.env.action_space, self.mdp.n_actions, "actions"),
+        ):
+            if not isinstance(space, gymnasium.spaces.Discrete) or int(space.n) != want or int(space.start) != 0:
+                raise RmtkError(
+                    f"the environment's {what} space is {space}, and the mdp {self.mdp.name!r} has {want} {unit}: "
+                    f"a GymExpert needs Discrete({want}) {what}s, one per {unit[:-1]} of the mdp (the environment "
+                    "and the mdp must describe the same world)"
+                )
         self._letters = self.policy.letters(tuple(self.mdp.propositions))
+        self._draws = Draws(self.seed)
+
+    # -- what it declares -----------------------------------------------------------------------
+    def expert_classes(self, task):
+        """The policy classes of the policy's table on ``task``, when the policy was made from
+        one (:meth:`~rmtk.gym.NodePolicy.from_table`) for the task's own machine; else ``None``
+        (its choices are a function: no verdicts)."""
+        from ..exact import NodePolicyTable
+
+        table, m = self.policy.table, self.policy.machine
+        same = (
+            table is not None
+            and m.alphabet == task.machine.alphabet
+            and m.initial == task.machine.initial
+            and np.array_equal(m.delta_u, task.machine.delta_u)
+        )
+        return NodePolicyTable(table).class_table(task) if same else None
+
+    # Steps: one per action drawn (act_steps and extend_steps keep their defaults); a replay's
+    # steps realise the history and are not counted, as a restore is not.
 
     # -- realising a history --------------------------------------------------------------------
     def _node(self, word) -> int:
@@ -122,12 +154,13 @@ class GymExpert:
                         queue.append(nxt)
         return None
 
-    def _at(self, rng, word, state: int) -> None:
-        """Put the environment at the end of the history (see the module docstring)."""
+    def _at(self, rng, word, state: int) -> int:
+        """Put the environment at the end of the history (see the module docstring); the
+        steps a replay played."""
         if self.mode == "restore":
             self.env.reset(seed=int(rng.integers(2**31)))
             (self.restore or _toy_text)(self.env, state)
-            return
+            return 0
         for _ in range(self.max_resets):
             start, _ = self.env.reset(seed=int(rng.integers(2**31)))
             plan = self._plan(word, state, int(start))
@@ -158,6 +191,7 @@ class GymExpert:
             raise QueryError(
                 f"replaying the history ended in state {self.mdp.states[expect]!r}, not {self.mdp.states[state]!r}"
             )
+        return len(plan)
 
     def _expected(self, s: int, a: int) -> list[int]:
         T, A = self.mdp.kernel, self.mdp.n_actions
@@ -176,8 +210,8 @@ class GymExpert:
 
     # -- the Expert protocol --------------------------------------------------------------------
     def act(self, word, state, m: int = 100) -> Observations:
-        word = _check_word(self.mdp, word, state, self.compressed)
-        rng = _rng(self.seed, self._calls)
+        word = check_history(self.mdp, word, state, self.compressed)
+        rng = self._draws.next()
         node = self._node(word)
         self._at(rng, word, int(state))
         counts = np.bincount(
@@ -187,8 +221,8 @@ class GymExpert:
 
     def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
         if word is not None:
-            word = _check_word(self.mdp, word, state, self.compressed)
-        rng = _rng(self.seed, self._calls)
+            word = check_history(self.mdp, word, state, self.compressed)
+        rng = self._draws.next()
         lab, A = self.mdp.labels, self.mdp.n_actions
         found: dict = {}
         steps = 0
@@ -312,32 +346,65 @@ def replay(env, episode: Episode, upto: int, cell: Callable, label: Callable, wh
 
 
 @attrs.define
-class ReplayExpert:
+class ReplayExpert(ExpertCapabilities):
     """An expert asked at the histories of recorded ``episodes`` (see the module docstring).
     ``cell`` and ``label`` read an observation (discretised state, proposition index);
     ``mdp``: the environment as a labeled MDP when there is one (the active loop needs it)."""
 
     env: Any
-    policy: NodePolicy
+    policy: NodePolicy = attrs.field(validator=_node_policy)
     episodes: list
     cell: Callable
     label: Callable
-    propositions: tuple
+    propositions: tuple = attrs.field(converter=tuple)
     mdp: Any = None
-    seed: int = 0
+    seed: int = attrs.field(default=0, validator=whole(0))
     recorded: object = None
     exact: bool = attrs.field(default=False, init=False)
     answers_queries: bool = attrs.field(default=True, init=False)
     compressed: bool = attrs.field(default=True, init=False)
     _where: dict = attrs.field(init=False, factory=dict, repr=False)
-    _calls: list = attrs.field(init=False, factory=lambda: [0], repr=False)
+    _draws: Draws = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self):
+        if not self.propositions or not all(isinstance(p, str) for p in self.propositions):
+            raise RmtkError(
+                "propositions must name the labels, one string per label index, got "
+                f"{self.propositions!r} (ReplayExpert)"
+            )
+        if self.mdp is not None and tuple(self.mdp.propositions) != self.propositions:
+            raise RmtkError(
+                f"the replay expert's propositions ({', '.join(map(repr, self.propositions))}) are not its mdp's "
+                f"({', '.join(map(repr, self.mdp.propositions))})"
+            )
+        self.policy.letters(self.propositions)  # the policy's machine reads every proposition
+        self._draws = Draws(self.seed)
+        K = len(self.propositions)
+        for e, ep in enumerate(self.episodes):
+            if not isinstance(ep, Episode):
+                raise RmtkError(f"episode {e} is a {type(ep).__name__}, not a rmtk.gym.experts.Episode (see record)")
+            labels = np.asarray(ep.labels)
+            if len(labels) and (labels.min() < 0 or labels.max() >= K):
+                raise RmtkError(
+                    f"episode {e} has label index {int(labels.max() if labels.max() >= K else labels.min())}, and "
+                    f"there are {K} propositions ({', '.join(map(repr, self.propositions))}): give one name per "
+                    "label index the labeler returns"
+                )
         for e, ep in enumerate(self.episodes):
             word: tuple[int, ...] = ()
             for t, (s, k) in enumerate(zip(ep.states.tolist(), ep.labels.tolist())):
                 word = compress(word + (int(k),))
                 self._where.setdefault((word, int(s)), (e, t))
+
+    def act_steps(self, word, state, m: int) -> int:
+        """The replayed prefix plus one step per action drawn."""
+        where = self._where.get((tuple(int(k) for k in word), int(state)))
+        return int(m) + (where[1] if where is not None else 0)
+
+    def extend_steps(self, word, state, k: int, m: int) -> int:
+        if word is None:
+            return int(k) * int(m)
+        return int(m) * (int(k) + self.act_steps(word, state, 0))
 
     @property
     def histories(self) -> list:
@@ -364,7 +431,7 @@ class ReplayExpert:
 
     def act(self, word, state, m: int = 100) -> Observations:
         _, t = self._at(word, state)
-        rng = _rng(self.seed, self._calls)
+        rng = self._draws.next()
         node = self._node(word)
         drawn = np.asarray(self.policy.choose(np.full(int(m), int(state)), np.full(int(m), node), rng))
         counts = np.bincount(drawn, minlength=self._actions()).astype(float)
@@ -374,7 +441,7 @@ class ReplayExpert:
         """``m`` continuations of ``k`` steps from the history (``None``: from a fresh seeded
         reset), the history replayed and checked each time; per visited (word, state) the
         actions drawn."""
-        rng = _rng(self.seed, self._calls)
+        rng = self._draws.next()
         vector = _vector(self.env)
         m_, letters = self.policy.machine, self.policy.letters(tuple(self.propositions))
         found: dict = {}

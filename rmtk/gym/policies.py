@@ -48,6 +48,9 @@ class NodePolicy:
 
     machine: RewardMachine
     choose: Callable[[np.ndarray, np.ndarray, np.random.Generator], np.ndarray]
+    #: The ``(nodes, states, actions)`` table it samples from, when made by :meth:`from_table`
+    #: (what verdicts against a task compare with; ``None`` for any other policy).
+    table: np.ndarray | None = attrs.field(default=None, repr=False, eq=False)
     _node: np.ndarray | None = attrs.field(default=None, init=False, repr=False)
     _letters: dict = attrs.field(factory=dict, init=False, repr=False)
 
@@ -75,7 +78,7 @@ class NodePolicy:
             rows = cdf[nodes, states]
             return np.minimum((rows < rng.random(len(rows))[:, None] * rows[:, -1:]).sum(axis=1), cdf.shape[2] - 1)
 
-        return cls(machine, choose)
+        return cls(machine, choose, table)
 
     def letters(self, propositions: tuple[str, ...]) -> np.ndarray:
         """Machine letter index of each proposition index."""

@@ -37,7 +37,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ..active.experts import Observations, QueryError, _rng, compress
+from ..active.experts import Draws, ExpertCapabilities, Observations, QueryError, compress
 from ..envs.reacher import (
     ELBOW_LIMIT,
     HORIZON,
@@ -52,6 +52,7 @@ from ..envs.reacher import (
 )
 from ..errors import RmtkError
 from ..space import Space
+from ..validators import positive_int, whole
 from .discretize import Bins
 from .policies import NodePolicy
 
@@ -274,7 +275,7 @@ def _integrator(instance, attribute, value):
 
 
 @attrs.define
-class ReacherExpert:
+class ReacherExpert(ExpertCapabilities):
     """See the module docstring. ``policy``: the expert (default the scripted one following
     the true machine); ``bins``: the discretiser of the cells; ``seed``: every answer draws
     fresh numbers from it; ``tries``: rounds of rejection sampling for points carrying the
@@ -282,21 +283,24 @@ class ReacherExpert:
 
     bins: Bins = attrs.field(factory=reacher_bins)
     policy: NodePolicy = attrs.field(default=None)
-    seed: int = 0
+    seed: int = attrs.field(default=0, validator=whole(0))
     integrator: str = attrs.field(default="rk4", validator=_integrator)
-    tries: int = 50
+    tries: int = attrs.field(default=50, validator=positive_int)
     recorded: object = None
     compressed: bool = attrs.field(default=True, init=False)
     exact: bool = attrs.field(default=False, init=False)
     answers_queries: bool = attrs.field(default=True, init=False)
-    _calls: list = attrs.field(init=False, factory=lambda: [0], repr=False)
+    _draws: Draws = attrs.field(init=False, repr=False)
     _envs: dict = attrs.field(init=False, factory=dict, repr=False)
     _letters: np.ndarray = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self):
         if self.policy is None:
             self.policy = reacher_expert(bins=self.bins)
+        if not isinstance(self.policy, NodePolicy):
+            raise RmtkError(f"policy must be a rmtk.gym.NodePolicy, not {type(self.policy).__name__} (ReacherExpert)")
         self._letters = self.policy.letters(PROPOSITIONS)
+        self._draws = Draws(self.seed)
 
     @property
     def mdp(self) -> Space:
@@ -367,7 +371,7 @@ class ReacherExpert:
         """``m`` actions of the expert after ``word`` in cell ``state``: ``m`` arms restored there
         each take one step."""
         word = self._check(word, state)
-        rng = _rng(self.seed, self._calls)
+        rng = self._draws.next()
         env, cells = self._at(rng, word, int(state), int(m))
         actions = np.asarray(self.policy.choose(cells, np.full(int(m), self._node(word)), rng))
         env.step(actions)
@@ -377,7 +381,7 @@ class ReacherExpert:
     def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
         """``m`` arms restored at the history (or reset, ``word=None``) run ``k`` steps each;
         per (word, cell) reached, the actions the expert drew."""
-        rng = _rng(self.seed, self._calls)
+        rng = self._draws.next()
         if word is None:
             env = self._env(int(m))
             obs, _ = env.reset(seed=int(rng.integers(2**31)))
