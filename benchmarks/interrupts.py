@@ -1,6 +1,6 @@
 """Stress test of stopped runs: ``rmtk learn`` on the Office World's patrol with ``--active``
 and with ``--learn-labels``, and on ``stack_avoid`` with ``--demos`` (300,000 trajectories,
-every machine of 6 nodes), each stopped ``--repeat`` times by SIGINT and by SIGTERM at a random
+up to 100,000 machines of 6 nodes listed), each stopped ``--repeat`` times by SIGINT and by SIGTERM at a random
 moment (seeded) once it is in its work (a progress line shows it), under an optional load of
 busy processes, once or with a second signal ``--double`` seconds later (Ctrl-C pressed twice).
 
@@ -50,7 +50,8 @@ CASES = {
     "active": (["learn", "models/office.rm", "patrol", "--active"], "round 1:"),
     "labels": (["learn", "models/office.rm", "patrol", "--learn-labels"], "counterexamples"),
     "demos": (
-        ["learn", "models/stack_avoid.rm", "--demos", "{demos}", "--nodes", "6", "--no-rewards"],
+        ["learn", "models/stack_avoid.rm", "--demos", "{demos}", "--nodes", "6", "--max-solutions", "100000"]
+        + ["--no-rewards"],
         "solutions enumerated",
     ),
 }

@@ -76,7 +76,7 @@ def test_the_first_signal_prints_the_partial_answer_flagged(monkeypatch, capsys,
     assert main(["learn", PATROL, "-q", "--dot", str(dot)]) == status
     out, err = capsys.readouterr()
     assert out.startswith(f"# stopped: {word} (")
-    assert "# learned from task patrol" in out and "interrupted" in out  # the search stopped at once, and says so
+    assert "# learned from task patrol" in out and f"stopped ({word})" in out  # the learner stopped, and says so
     assert err.splitlines()[-1] == f"rmtk: {word}" and "Traceback" not in err
     assert f"{dot} not written" in err and list(tmp_path.iterdir()) == []  # no file of a stopped run
     assert signal.getsignal(sig) is before and stop_requested() is None

@@ -26,7 +26,16 @@ LONG = {  # each runs for minutes (or a long while) without a limit
     "labels": [OFFICE, "patrol", "--learn-labels"],
     "active": [OFFICE, "patrol", "--active"],
     "labels-active": [OFFICE, "patrol", "--learn-labels", "--active"],
-    "demos": [str(MODELS / "stack_avoid.rm"), "--demos", "{demos}", "--nodes", "6", "--no-rewards"],
+    "demos": [
+        str(MODELS / "stack_avoid.rm"),
+        "--demos",
+        "{demos}",
+        "--nodes",
+        "6",
+        "--max-solutions",
+        "100000",
+        "--no-rewards",
+    ],
 }
 
 

@@ -333,12 +333,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="learn the labeling function too, from state histories only (the file's labels serve only "
         "for the verdict): the fewest nodes, then the fewest propositions, or exactly K",
     )
-    ln.add_argument("--max-solutions", type=_positive_int, help="stop after this many machines")
+    ln.add_argument(
+        "--max-solutions",
+        type=_positive_int,
+        help="list at most this many machines (default: all from the exact policy, 10 from --demos); "
+        "a summary says how many survive",
+    )
     ln.add_argument(
         "--time-limit",
         type=_positive_float,
         metavar="S",
-        help="seconds for the whole run; what was found by then is printed, flagged",
+        help="seconds for the whole run: every phase stops then and what was found is printed, flagged",
     )
     ln.add_argument(
         "--explain",
