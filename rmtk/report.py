@@ -32,21 +32,16 @@ def report(
 ) -> None:
     """Print a learning result as .rm text with '#' comment lines (the output stays loadable);
     with ``explain``, what would separate the surviving machines (:meth:`LearnResult.explain`).
-    ``asked``: the result is the active loop's, whose expert is described so (no tree was built:
-    its prefix tree policy is what was asked)."""
+    ``asked``: the result is an active loop's (:class:`~rmtk.active.loop.ActiveResult`), whose
+    expert is described so; no tree was built: what is known is what the expert was asked."""
     out = out or sys.stdout
     st = result.stats()
     t = result.timings
     w = lambda line="": print(line, file=out)  # noqa: E731
     words = "compressed" if result.tree.trie.compressed else "uncompressed"
     lazy = result.search.lazy
-    if asked is not None:  # the active loop: what is known is what the expert was asked
-        w(f"# learned from task {task.name}: active learning, questions to {asked}, {words} words (no tree built)")
-        classes = f", {st['classes']} policy classes" if "classes" in st else ""
-        w(f"# asked: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs{classes}")
-        if result.negatives is not None:
-            neg = result.negatives
-            w(f"# negative examples: {len(neg)} from the counted answers at alpha {neg.alpha:g}")
+    if asked is not None:
+        _report_asked(task, result, w, words, count_pairs, asked)
     elif result.ptp is None and result.oracle is None:  # stopped before any tree or oracle
         w(f"# learned from task {task.name}: nothing (the run was stopped before its prefix tree policy)")
     elif result.ptp is None:  # tree-free: the expert checked on the synchronised product
@@ -143,6 +138,31 @@ def report(
                 + more
             )
         out.write(dsl.dumps(m))
+
+
+def _report_asked(task: Task, result: LearnResult, w, words: str, count_pairs: bool, asked: str) -> None:
+    """The header of an active loop's result: what the expert's answers hold, no tree built."""
+    st = result.stats()
+    longest = result.tree.depth if result.ptp is not None else 0
+    w(f"# learned from task {task.name}: active learning, questions to {asked}, {words} words (no tree built)")
+    w(
+        f"# asked: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs known, the longest word "
+        f"{longest} labels"
+    )
+    if result.classes is not None:
+        pairs = st["per_state_pairs"]
+        distinct = (
+            f"{len(result.classes.distinct_pairs())} distinct word pairs"
+            if count_pairs or pairs <= PAIR_COUNT_LIMIT
+            else "distinct pairs not counted (--count-pairs)"
+        )
+        w(f"# negative examples from the answers: {st['classes']} policy classes, {pairs} per-state pairs, {distinct}")
+    elif result.negatives is not None:
+        neg = result.negatives
+        w(f"# negative examples: {len(neg)} from the counted answers at alpha {neg.alpha:g}")
+    lazy = result.search.lazy
+    if lazy is not None:
+        w(f"# last round: {lazy.counterexamples} counterexamples added in {lazy.rounds} candidate checks")
 
 
 def report_demos(result, *, out=None) -> None:

@@ -48,7 +48,7 @@ def test_maxsat_on_an_exact_policy_and_demos_only_options(capsys):
     out = capsys.readouterr().out
     assert "# MaxSAT: optimum drops 0 negative example(s)" in out and "6 raw assignments" in out
     assert main(["learn", str(MODELS / "patrol.rm"), "--alpha", "0.01", "-q"]) == 1
-    assert "--alpha applies to learning from demonstrations" in capsys.readouterr().err
+    assert "--alpha does not apply to learning from the task's exact policy" in capsys.readouterr().err
 
 
 def test_reproduce_tables_quick(capsys):

@@ -79,7 +79,7 @@ def test_sizes_are_checked_against_what_they_allocate(patrol, capsys):
     with pytest.raises(RmtkError, match="props=1000000: only 16 states are reached"):
         LabelLearner(props=1_000_000).fit(patrol)
     assert main(["learn", "models/patrol.rm", "--learn-labels", "1000000", "-q"]) == 1
-    assert "props=1000000: only 16 states" in capsys.readouterr().err
+    assert "--learn-labels 1000000: more propositions than the 16 states" in capsys.readouterr().err
     office = dsl.load_model("office").tasks["patrol"]
     with pytest.raises(RmtkError, match="max_nodes=64 over .* states would build a formula of about"):
         LabelLearner(max_nodes=64, nodes=64).fit(office)

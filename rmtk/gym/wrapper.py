@@ -22,6 +22,7 @@ from gymnasium.vector import VectorEnv
 
 from ..errors import DataError, ModelError
 from ..machine import RewardMachine
+from .labels import one_name_hint, quoted
 
 OBSERVATIONS = ("dict", "flat")
 TERMINAL = ("absorbing", "loops")
@@ -217,7 +218,7 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
             where = f"episode {self.episode}, " + (f"step {self._steps}" if self._steps else "reset")
             raise DataError(
                 f"{where}: the labeler returned {label!r}, which is not a letter of machine "
-                f"{self.machine.name!r} ({' '.join(self.machine.alphabet)})"
+                f"{self.machine.name!r} ({quoted(self.machine.alphabet)}){one_name_hint(self.machine.alphabet, label)}"
             )
         return label, k
 
