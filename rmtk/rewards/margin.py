@@ -32,6 +32,7 @@ from ..limits import NEVER, Deadline
 from ..machine import RewardMachine
 from ..mdp import LabeledMDP
 from ..progress import Progress
+from ..sat.lazy import ProductOracle
 from .maxent import IRLCapabilities, fits_until
 from .recovery import _accumulate
 
@@ -99,7 +100,7 @@ class MarginIRL(IRLCapabilities):
         N = S * n
         if N > self.max_states:
             raise RmtkError(f"margin IRL solves a system of {N} product states; the limit is {self.max_states}")
-        if callable(getattr(ptp, "product_policy", None)):
+        if isinstance(ptp, ProductOracle):  # the exact expert at every depth: its policy on the product
             policy, seen = ptp.product_policy(m.delta_u)
             visits = np.where(seen, np.inf, 0.0)
         else:
