@@ -218,3 +218,25 @@ def test_names_in_messages_are_quoted_and_one_long_name_is_explained():
         tabular_mdp(env, lambda s, i: "q" if s == 3 else "o", propositions="o")
     with pytest.raises(Exception, match=r"the alphabet is 'g', 'h', 'o'$"):
         tabular_mdp(env, lambda s, i: "x", propositions=["g", "h", "o"])
+
+
+def test_a_labeler_of_one_argument_is_refused_where_it_is_given():
+    """A labeler is called ``labeler(obs, info)``; one of one argument is named at once, by the
+    model, the wrappers and ``collect``, not by a TypeError deep inside a run."""
+    from rmtk.gym import RewardMachineEnv
+    from rmtk.machine import RewardMachine
+
+    env = gymnasium.make("FrozenLake-v1", is_slippery=False)
+
+    def by_cell(obs):
+        return lake_labeler(obs, {})
+
+    with pytest.raises(ModelError, match=r"labeler by_cell\(obs\) cannot be called as labeler\(obs, info\)"):
+        tabular_mdp(env, by_cell, propositions=lake_labeler.propositions)
+    machine = RewardMachine.from_transitions({("u", p): "u" for p in "gho"}, "gho")
+    with pytest.raises(ModelError, match="cannot be called as labeler"):
+        RewardMachineEnv(env, machine, by_cell)
+    with pytest.raises(ModelError, match="cannot be called as labeler"):
+        collect(env, lambda obs: 0, by_cell, Identity(), 1, propositions="g h o")
+    # a labeler with defaults or *args is callable as labeler(obs, info)
+    assert tabular_mdp(env, lambda obs, *rest: lake_labeler(obs, {})) == tabular_mdp(env, lake_labeler)

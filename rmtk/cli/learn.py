@@ -157,20 +157,23 @@ def _kind(expert) -> str:
 
 
 def _active_header(plan, active) -> None:
+    from ..active.result import plural
     from .flags import LABELS
 
     if plan.mode in LABELS:
         print(
-            f"# active learning on state histories: {len(active.rounds)} rounds, {active.queries} queries, "
-            f"{active.known} (history, state) pairs known; labels and machine learned from them"
+            f"# active learning on state histories: {plural(len(active.rounds), 'round')}, "
+            f"{plural(active.queries, 'query', 'queries')}, {plural(active.known, '(history, state) pair')} known; "
+            "labels and machine learned from them"
         )
         if active.flagged:
             print(f"# {active.ended}: the pairs below fit what was asked so far")
         return
     kind = _kind(plan.expert)
     print(
-        f"# active learning from the expert's {kind}: {len(active.rounds)} rounds, {active.queries} queries, "
-        f"{active.steps} environment steps asked, {active.known} (word, state) pairs known"
+        f"# active learning from the expert's {kind}: {plural(len(active.rounds), 'round')}, "
+        f"{plural(active.queries, 'query', 'queries')}, {plural(active.steps, 'environment step')} asked, "
+        f"{plural(active.known, '(word, state) pair')} known"
     )
     for line in active.log().splitlines():
         print(f"#   {line}")

@@ -29,6 +29,29 @@ def names(value) -> tuple[str, ...]:
     return _names(value)
 
 
+def check_labeler(labeler, where: str = "labeler"):
+    """``labeler``, once it is known to be called as ``labeler(obs, info)``: a callable whose
+    signature takes two positional arguments; otherwise a :class:`~rmtk.errors.ModelError`
+    saying what a labeler is (a one-argument ``lambda obs: ...`` would fail deep inside a run)."""
+    import inspect
+
+    if not callable(labeler):
+        raise ModelError(f"{where} must be a function labeler(obs, info) -> proposition name, not {labeler!r}")
+    try:
+        signature = inspect.signature(labeler)
+    except (TypeError, ValueError):  # a builtin without a signature: called as it is
+        return labeler
+    try:
+        signature.bind(None, None)
+    except TypeError:
+        name = getattr(labeler, "__name__", type(labeler).__name__)
+        raise ModelError(
+            f"{where} {name}{signature} cannot be called as labeler(obs, info): a labeler takes the "
+            "observation and the step's info dict (write def label(obs, info): ... even if info is unused)"
+        ) from None
+    return labeler
+
+
 def quoted(props) -> str:
     """Names as messages list them, each quoted: ``'a', 'b', 'c'`` (so that one name ``'abco'``
     does not read as four letters)."""

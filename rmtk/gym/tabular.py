@@ -30,7 +30,7 @@ import numpy as np
 from .._arrays import Csr
 from ..errors import ModelError
 from ..mdp import LabeledMDP
-from .labels import Alphabet, names, quoted
+from .labels import Alphabet, check_labeler, names, quoted
 from .recording import Recording
 
 
@@ -44,7 +44,9 @@ def _state_labels(
     gives the states are collected, sorted: every state is visited anyway."""
     which = range(n_states) if states is None else states
     given = None
-    if not callable(labeler):
+    if callable(labeler):
+        check_labeler(labeler)
+    else:
         given = list(labeler)
         if len(given) != n_states:
             raise ModelError(f"labels: {len(given)} entries for {n_states} states (one per state)")

@@ -28,7 +28,7 @@ from gymnasium.vector.utils import batch_space
 
 from ..errors import DataError, ModelError
 from ..machine import RewardMachine
-from .labels import one_name_hint, quoted
+from .labels import check_labeler, one_name_hint, quoted
 from .mdp_env import MdpVectorEnv
 from .wrapper import CrmTables, check_machine, product_space, terminal_nodes
 
@@ -82,8 +82,7 @@ class RewardMachineVectorEnv(VectorWrapper):
             )
         super().__init__(env)
         self.machine, self.labeler, self.mode = check_machine(machine), labeler, observation
-        if not callable(labeler):
-            raise ModelError(f"labeler must be a function labeler(obs, info) -> proposition name, not {labeler!r}")
+        check_labeler(labeler)
         n = machine.n_nodes
         self.single_observation_space = product_space(env.single_observation_space, n, observation)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
