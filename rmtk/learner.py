@@ -50,7 +50,7 @@ from .sat.search import SearchResult, Solution
 from .space import Space
 from .summary import MachineSummary, Phases, Stop
 from .task import Task
-from .validators import BOUND_WHY, MAX_NODES, node_count, optional_positive_int, optional_seconds
+from .validators import BOUND_WHY, MAX_NODES, node_count, optional_positive_int, optional_seconds, strategy
 
 __all__ = [
     "Learner",
@@ -280,20 +280,6 @@ class LearnResult:
 
 
 # ---------------------------------------------------------------------- learner
-def _has(*methods):
-    def check(instance, attribute, value):
-        if value is None and attribute.name in ("miner", "irl"):
-            return
-        missing = [m for m in methods if not callable(getattr(value, m, None))]
-        if missing:
-            raise RmtkError(
-                f"{attribute.name}={value!r} is not a {attribute.name} strategy: it has no "
-                f"{' or '.join(missing)} method (see docs/design.md, 'Strategies')"
-            )
-
-    return check
-
-
 @attrs.frozen
 class Learner:
     """Learn the smallest reward machine consistent with an expert's behaviour.
@@ -317,10 +303,12 @@ class Learner:
         progress: a :class:`~rmtk.progress.Progress` (e.g. :class:`~rmtk.progress.StderrProgress`).
     """
 
-    ptp: PTP = attrs.field(factory=ExactPTP, validator=_has("build"))
-    miner: NegativeExampleMiner | None = attrs.field(default=None, validator=_has("mine"))
-    encoder: SatEncoder = attrs.field(factory=SatEncoder, validator=_has("encode", "search"))
-    irl: MaxEntIRL | None = attrs.field(factory=MaxEntIRL, validator=_has("fit"))
+    ptp: PTP = attrs.field(factory=ExactPTP, validator=strategy("a ptp strategy", "build"))
+    miner: NegativeExampleMiner | None = attrs.field(
+        default=None, validator=strategy("a miner strategy", "mine", optional=True)
+    )
+    encoder: SatEncoder = attrs.field(factory=SatEncoder, validator=strategy("an encoder strategy", "encode", "search"))
+    irl: MaxEntIRL | None = attrs.field(factory=MaxEntIRL, validator=strategy("an irl strategy", "fit", optional=True))
     max_nodes: int | None = attrs.field(default=None, validator=node_count)
     nodes: int | None = attrs.field(default=None, validator=node_count)
     max_solutions: int | None = attrs.field(default=None, validator=optional_positive_int)

@@ -35,7 +35,7 @@ from ..sat.encoding import Problem
 from ..sat.lazy import Oracle, TrieOracle
 from ..space import Space
 from ..task import Task
-from ..validators import BOUND_WHY, MAX_NODES, node_count, optional_positive_int, optional_seconds
+from ..validators import BOUND_WHY, MAX_NODES, node_count, optional_positive_int, optional_seconds, strategy
 from .encoding import MAX_CLAUSES, estimated_clauses
 from .evidence import sample_evidence
 from .freedom import free_states
@@ -48,24 +48,6 @@ from .verdicts import truth_survives, verdicts
 
 #: The share of a time limit the search may use; the free states and the verdicts get the rest.
 SEARCH_SHARE = 0.8
-
-
-def _ptp(instance, attribute, value) -> None:
-    if not callable(getattr(value, "build", None)):
-        raise RmtkError(
-            f"ptp={value!r} is not a PTP strategy: it has no build method (ExactPTP, EmpiricalPTP; docs/design.md, "
-            "'Strategies')"
-        )
-
-
-def _miner(instance, attribute, value) -> None:
-    if value is not None and not callable(getattr(value, "mine", None)):
-        raise RmtkError(f"miner={value!r} is not a negative example miner: it has no mine method")
-
-
-def _pair_search(instance, attribute, value) -> None:
-    if not callable(getattr(value, "search", None)):
-        raise RmtkError(f"search={value!r} is not a pair search: it has no search method (e.g. SmallestPairs())")
 
 
 @attrs.frozen
@@ -94,9 +76,15 @@ class LabelLearner:
         progress: a :class:`~rmtk.progress.Progress`.
     """
 
-    ptp: PTP = attrs.field(factory=lambda: ExactPTP(None), validator=_ptp)
-    miner: NegativeExampleMiner | None = attrs.field(default=None, validator=_miner)
-    search: PairSearch = attrs.field(factory=SmallestPairs, validator=_pair_search)
+    ptp: PTP = attrs.field(
+        factory=lambda: ExactPTP(None), validator=strategy("a PTP strategy", "build", example="ExactPTP, EmpiricalPTP")
+    )
+    miner: NegativeExampleMiner | None = attrs.field(
+        default=None, validator=strategy("a negative example miner", "mine", optional=True)
+    )
+    search: PairSearch = attrs.field(
+        factory=SmallestPairs, validator=strategy("a pair search", "search", example="SmallestPairs()")
+    )
     known: dict = attrs.field(factory=dict, converter=known_labels)
     shared: tuple = attrs.field(default=(), converter=shared_groups)
     props: int | None = attrs.field(default=None, validator=optional_positive_int)
