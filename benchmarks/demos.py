@@ -44,6 +44,22 @@ count ≤ 5 s with peak allocation ≤ 2 GB (2048 MiB); mine + MaxSAT ≤ 15 s.
     PYTHONPATH=. python benchmarks/demos.py --quick          # N = 1e3 1e4 (smoke test)
     PYTHONPATH=. python benchmarks/demos.py --tasks stack --sizes 1e5 --markdown
     PYTHONPATH=. python benchmarks/demos.py --stack-lambda 1 --seed 3
+
+**The Craft World** (``--craft``): every task of ``models/craft.rm`` (or ``--model FILE``), run as
+a new user would, one process each: ``rmtk simulate`` writes N = 10^4 episodes of 150 steps
+(``--craft-n``, ``--craft-horizon``), then ``rmtk learn FILE TASK --demos DATA`` with the
+command line's defaults (at most :data:`rmtk.learner.DEMOS_MAX_SOLUTIONS` machines listed,
+their verdicts and rewards) and, as the same-run reference, the exact label-given run
+``rmtk learn FILE TASK`` (every depth). Each process is measured by ``os.wait4``: CPU seconds
+(user + system) and peak RSS. The row also reads the report: nodes, machines printed, the
+survivors line, how many listed machines are policy-equivalent to the truth, whether the
+truth keeps the negative examples, and a stop flag. Targets per task (exit status 1 if one
+fails): the demonstrations run ≤ 120 CPU s and ≤ 1 GB, at most ``max_solutions`` machines
+printed, with the survivors summary. ``--craft-limit S`` adds one run per task with
+``--max-solutions 100000 --time-limit S``, which must return within 1.5 S wall, flagged.
+
+    PYTHONPATH=. python benchmarks/demos.py --craft                     # t1 ... t10
+    PYTHONPATH=. python benchmarks/demos.py --craft --craft-tasks t1 t5 --craft-limit 30
 """
 
 from __future__ import annotations
@@ -51,8 +67,12 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
+import re
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -207,6 +227,143 @@ def row(rec: dict) -> dict:
     }
 
 
+# --------------------------------------------------------------------------- the Craft World
+CRAFT_TASKS = tuple(f"t{i}" for i in range(1, 11))
+CRAFT_MAX_CPU_S = 120.0
+CRAFT_MAX_RSS_MB = 1024.0
+CRAFT_LISTED = 10  # rmtk.learner.DEMOS_MAX_SOLUTIONS, the command line's default
+
+
+def measured(cmd: list[str], out: Path) -> dict:
+    """Run ``cmd`` (stdout to ``out``) as its own process: wall and CPU seconds, peak RSS (MiB),
+    exit status."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    t0 = time.perf_counter()
+    with open(out, "w") as f:
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.DEVNULL, env=env)
+        _, status, ru = os.wait4(proc.pid, 0)
+    return {
+        "wall": time.perf_counter() - t0,
+        "cpu": ru.ru_utime + ru.ru_stime,
+        "rss": ru.ru_maxrss / (1 if sys.platform == "darwin" else 1024) / (MiB if sys.platform == "darwin" else 1),
+        "status": os.waitstatus_to_exitcode(status),
+    }
+
+
+def read_report(text: str) -> dict:
+    """What a row shows of an ``rmtk learn`` report."""
+
+    def find(pattern, default="-"):
+        m = re.search(pattern, text, re.M)
+        return m.group(1) if m else default
+
+    tried = re.findall(r"(\d+): sat", find(r"^# SAT: nodes tried (.*?);", ""))
+    return {
+        "nodes": tried[0] if tried else find(r"with (\d+) nodes"),
+        "printed": len(re.findall(r"^machine ", text, re.M)),
+        "survivors": find(r"^# survivors: (.*?) machines? with", "1" if "# survivors" not in text else "-"),
+        "summary": "# survivors:" in text,
+        "equivalent": find(r"^# policy-equivalent to the truth at every depth: (\d+ of the \d+)"),
+        "truth": (
+            "merges"
+            if "# the truth merges" in text
+            else "keeps, larger"
+            if "nodes suffice for them" in text
+            else "keeps"
+            if "# the truth (" in text
+            else "-"
+        ),
+        "fpr": find(r"false positive rate ([\d.]+%)"),
+        "isomorphic": "isomorphic to the true machine" in text,
+        "stopped": find(r"^# (stopped \(.*?\)) ", ""),
+    }
+
+
+def craft_rows(args) -> tuple[list[dict], list[str]]:
+    model = Path(args.model) if args.model else MODELS / "craft.rm"
+    if not model.exists():
+        raise SystemExit(f"{model}: no such file (give the Craft World's model with --model FILE)")
+    py = [sys.executable, "-m", "rmtk"]
+    rows, fails = [], []
+    with tempfile.TemporaryDirectory(prefix="rmtk-craft-demos-") as tmp:
+        for task in args.craft_tasks:
+            data, out = Path(tmp) / f"{task}.npz", Path(tmp) / f"{task}.txt"
+            sim = measured(
+                [
+                    *py,
+                    "simulate",
+                    str(model),
+                    task,
+                    "-n",
+                    str(args.craft_n),
+                    "-T",
+                    str(args.craft_horizon),
+                    "--seed",
+                    str(args.seed),
+                    "-o",
+                    str(data),
+                    "--force",
+                    "-q",
+                ],
+                out,
+            )
+            exact = measured([*py, "learn", str(model), task, "-q"], out)
+            ref = read_report(out.read_text())
+            demos = measured([*py, "learn", str(model), task, "--demos", str(data), "-q"], out)
+            got = read_report(out.read_text())
+            failed = []
+            if demos["cpu"] > CRAFT_MAX_CPU_S:
+                failed.append(f"{demos['cpu']:.1f} CPU s > {CRAFT_MAX_CPU_S:g}")
+            if demos["rss"] > CRAFT_MAX_RSS_MB:
+                failed.append(f"{demos['rss']:.0f} MB > {CRAFT_MAX_RSS_MB:g}")
+            if got["printed"] > CRAFT_LISTED or not got["summary"] or demos["status"] != 0:
+                failed.append(f"{got['printed']} machines printed, summary {got['summary']}, exit {demos['status']}")
+            row = {
+                "task": task,
+                "sim_cpu": f"{sim['cpu']:.1f}",
+                "exact_cpu": f"{exact['cpu']:.1f}",
+                "exact_mb": f"{exact['rss']:.0f}",
+                "exact_nodes": ref["nodes"],
+                "exact_truth": "yes" if ref["isomorphic"] else "no",
+                "demos_cpu": f"{demos['cpu']:.1f}",
+                "demos_wall": f"{demos['wall']:.1f}",
+                "demos_mb": f"{demos['rss']:.0f}",
+                "nodes": got["nodes"],
+                "printed": got["printed"],
+                "survivors": got["survivors"],
+                "equivalent": got["equivalent"],
+                "fpr": got["fpr"],
+                "truth": got["truth"],
+            }
+            if args.craft_limit:
+                limited = measured(
+                    [
+                        *py,
+                        "learn",
+                        str(model),
+                        task,
+                        "--demos",
+                        str(data),
+                        "-q",
+                        "--max-solutions",
+                        "100000",
+                        "--time-limit",
+                        repr(args.craft_limit),
+                    ],
+                    out,
+                )
+                flag = read_report(out.read_text())["stopped"]
+                row.update(limit_wall=f"{limited['wall']:.1f}", limit_flag=flag or "-")
+                if limited["wall"] > 1.5 * args.craft_limit or limited["status"] not in (0, 1):
+                    failed.append(f"--time-limit {args.craft_limit:g}: {limited['wall']:.1f} s wall")
+            row["target"] = "PASS" if not failed else "FAIL"
+            rows.append(row)
+            fails += [f"{task}: {f}" for f in failed]
+            print(f"# done {task}", file=sys.stderr, flush=True)
+    return rows, fails
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
@@ -232,6 +389,12 @@ def main(argv=None) -> int:
         default=None,
         help="entropy weight λ of the stack_avoid expert (default: as shipped, 1)",
     )
+    ap.add_argument("--craft", action="store_true", help="the Craft World's tasks instead (see the docstring)")
+    ap.add_argument("--model", metavar="FILE", help="with --craft: the model (default models/craft.rm)")
+    ap.add_argument("--craft-tasks", nargs="+", default=list(CRAFT_TASKS), metavar="TASK")
+    ap.add_argument("--craft-n", type=size, default=10_000, metavar="N", help="episodes (default 1e4)")
+    ap.add_argument("--craft-horizon", type=size, default=150, metavar="T", help="steps (default 150)")
+    ap.add_argument("--craft-limit", type=float, metavar="S", help="also a run per task with --time-limit S")
     ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
     ap.add_argument("--one", nargs=2, metavar=("TASK", "N"), help=argparse.SUPPRESS)
     ap.add_argument("--lambda", dest="lam", type=float, default=None, help=argparse.SUPPRESS)
@@ -241,6 +404,22 @@ def main(argv=None) -> int:
         rec = one(args.one[0], size(args.one[1]), args.seed, args.lam)
         print(MARK + json.dumps(rec), flush=True)
         return 0
+
+    if args.craft:
+        rows, fails = craft_rows(args)
+        print(
+            f"# the Craft World from {args.craft_n} episodes of {args.craft_horizon} steps (seed {args.seed}), one "
+            "process per run; CPU s = user + system, MB = peak RSS; exact = the label-given run at every depth "
+            "(same-run reference)"
+        )
+        print(render(rows, args.markdown, frozenset({"task", "survivors", "equivalent", "truth", "limit_flag"})))
+        for f in fails:
+            print(f"# FAIL {f}")
+        print(
+            f"# targets: demonstrations <= {CRAFT_MAX_CPU_S:g} CPU s and <= {CRAFT_MAX_RSS_MB:g} MB, at most "
+            f"{CRAFT_LISTED} machines printed with the summary: " + ("PASS" if not fails else "FAIL")
+        )
+        return 1 if fails else 0
 
     sizes = [10**3, 10**4] if args.quick else args.sizes
     recs = []

@@ -7,6 +7,8 @@ and a :class:`MaxEntIRL`; see docs/design.md. An :class:`ActiveLearner` asks an 
 (:class:`TaskExpert`, :class:`SimulatedExpert`) the questions a strategy picks
 (:class:`SplitMostPairs` on a model, :class:`AtRecordedTriples` without one), checked by
 :class:`ProductCheck` or :class:`ExpertWalks`, within a :class:`Budget` (docs/design.md, section 12).
+A :class:`LabelLearner` learns the labeling function with the machine, from state histories
+(docs/design.md, section 13).
 """
 
 import importlib
@@ -33,6 +35,7 @@ _LAZY = {
     "MaxEntIRL": "rewards.maxent",
     "Learner": "learner",
     "LearnResult": "learner",
+    "LabelLearner": "labels.learner",
     "ActiveLearner": "active.loop",
     "Budget": "active.asking",
     "TaskExpert": "active.experts",
@@ -64,6 +67,7 @@ __all__ = [
     "Task",
     "Learner",
     "LearnResult",
+    "LabelLearner",
     "PTP",
     "ExactPTP",
     "EmpiricalPTP",

@@ -31,6 +31,7 @@ from .engines.local import Engine, LocalEngine, as_engine
 from .engines.shards import TreeReducer
 from .errors import DataError, RmtkError
 from .exact import PolicySource, SoftOptimal
+from .limits import NEVER, Deadline
 from .mdp import LabeledMDP
 from .progress import Progress, as_progress
 from .ptp import PrefixTree, PrefixTreePolicy, PTPCapabilities, Trie, TrieBuilder
@@ -259,6 +260,24 @@ class CountJob:
         return PartialCount(reducer.result(), data.n_trajectories, ((item, int(ids.min()), int(ids.max())),))
 
 
+class Until:
+    """The items of ``items`` until ``deadline`` passes, checked before each item but the first
+    (the first is always given, so that something is counted); ``taken`` weighs the items
+    given (``size(item)``, default 1) and ``cut`` says whether the deadline stopped them."""
+
+    def __init__(self, items: Iterable, deadline: Deadline, size: Callable[[Any], int] | None = None):
+        self.items, self.deadline, self.size = items, deadline, size
+        self.taken, self.cut = 0, False
+
+    def __iter__(self):
+        for k, item in enumerate(self.items):
+            if k and self.deadline.expired():
+                self.cut = True
+                return
+            self.taken += 1 if self.size is None else int(self.size(item))
+            yield item
+
+
 def count_dataset(
     engine: Engine,
     mdp,
@@ -268,16 +287,24 @@ def count_dataset(
     depth: int | None = None,
     chunk: int = 250_000,
     progress: Progress | None = None,
+    deadline: Deadline = NEVER,
 ) -> PartialCount:
     """Count a :class:`~rmtk.data.parquet_dataset.ParquetDataset` partition by partition on
     ``engine`` (progress over partitions), and refuse a trajectory whose rows are in two
-    files. The table is in canonical order (:func:`canonical_counts`)."""
+    files. The table is in canonical order (:func:`canonical_counts`). Once ``deadline``
+    passes no further partition is started: the count is then of those started
+    (``PartialCount.spans`` lists them)."""
     from .data.parquet_dataset import check_disjoint
 
     job = CountJob(mdp, compress, depth, chunk, dataset)
     parts = dataset.partitions
     out = engine.map_reduce(
-        job, parts, reduce=merge_partial, total=len(parts), what="partitions counted", progress=progress
+        job,
+        Until(parts, deadline),
+        reduce=merge_partial,
+        total=len(parts),
+        what="partitions counted",
+        progress=progress,
     )
     spans = sorted(out.spans, key=lambda s: (s[1], s[2]))
     reach, overlapping = None, set()
@@ -410,6 +437,14 @@ class EmpiricalPTP(PTPCapabilities):
 
     def counts(self, mdp, progress: Progress | None = None) -> CountTable:
         """The count table of the data on ``mdp`` (counted once, then kept)."""
+        return self.counted(mdp, progress)[0]
+
+    def counted(
+        self, mdp, progress: Progress | None = None, deadline: Deadline = NEVER
+    ) -> tuple[CountTable, str | None]:
+        """The count table of the data on ``mdp`` and, when ``deadline`` passed before all of
+        it was counted, what was left out (no chunk or partition is started after it; a table
+        of part of the data is not kept for later calls)."""
         progress = as_progress(progress)
         data = self.data
         if isinstance(data, CountTable):
@@ -427,10 +462,10 @@ class EmpiricalPTP(PTPCapabilities):
                     + str(self.compress)
                     + ")"
                 )
-            return data
+            return data, None
         key = (mdp.n_states, mdp.n_actions, mdp.n_propositions)
         if key in self._counted:
-            return self._counted[key]
+            return self._counted[key], None
         if isinstance(data, (str, os.PathLike)):
             from .data.parquet_io import is_dataset_path
 
@@ -439,7 +474,7 @@ class EmpiricalPTP(PTPCapabilities):
 
                 dataset = ParquetDataset.open(data, mdp)
                 progress.note(f"counting {data}: {dataset.summary()} on the {self.engine}")
-                table = count_dataset(
+                part = count_dataset(
                     self.engine,
                     mdp,
                     dataset,
@@ -447,10 +482,16 @@ class EmpiricalPTP(PTPCapabilities):
                     depth=self.depth,
                     chunk=self.chunk,
                     progress=progress,
-                ).table
-                assert table is not None  # count_dataset refuses an empty dataset
-                self._counted[key] = table
-                return table
+                    deadline=deadline,
+                )
+                assert part.table is not None  # count_dataset refuses an empty dataset
+                n_parts = len(dataset.partitions)
+                if len(part.spans) < n_parts:
+                    return part.table, (
+                        f"{len(part.spans)} of {n_parts} partitions counted ({part.trajectories:,} trajectories)"
+                    )
+                self._counted[key] = part.table
+                return part.table, None
             from .data import load
 
             data = load(data, mdp)
@@ -482,25 +523,37 @@ class EmpiricalPTP(PTPCapabilities):
                     f"chunks, not {type(data).__name__}"
                 ) from None
             total = self.total
+        sizes = lambda c: len(c[0] if isinstance(c, tuple) else c)  # noqa: E731
+        given = Until(chunks, deadline, sizes)
         out = self.engine.map_reduce(
             CountJob(mdp, self.compress, self.depth),
-            chunks,
+            given,
             reduce=merge_partial,
-            sizes=lambda c: len(c[0] if isinstance(c, tuple) else c),
+            sizes=sizes,
             total=total,
             what="trajectories",
             progress=progress,
         )
         table = canonical_counts(out.table)
+        if given.cut:
+            whole = f" of {total:,}" if total is not None else ""
+            rest = "" if total is not None else "; the rest of the stream was not read"
+            return table, f"{given.taken:,}{whole} trajectories counted{rest}"
         self._counted[key] = table
-        return table
+        return table, None
 
     def build(self, target, progress: Progress) -> PrefixTreePolicy:
+        return self.build_within(target, progress, NEVER)[0]
+
+    def build_within(self, target, progress: Progress, deadline: Deadline) -> tuple[PrefixTreePolicy, str | None]:
+        """The empirical prefix tree policy of the trajectories counted before ``deadline``
+        (chunks or partitions are not started after it) and what was left out."""
         mdp = target.mdp if isinstance(target, Task) else target
         t0 = time.perf_counter()
-        ptp = to_policy(self.counts(mdp, progress), self.depth)
+        table, unfinished = self.counted(mdp, progress, deadline)
+        ptp = to_policy(table, self.depth)
         progress.stage("count", time.perf_counter() - t0, words=ptp.trie.n_nodes - 1, pairs=ptp.n_pairs)
-        return ptp
+        return ptp, unfinished
 
     def expert_classes(self, task: Task) -> np.ndarray:
         """``(S, n)`` policy class of each (state, node) under the expert the data came from."""

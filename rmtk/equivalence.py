@@ -25,11 +25,16 @@ import attrs
 import numpy as np
 
 from . import ties
+from .limits import NEVER
 from .mdp import LabeledMDP
 from .negatives import POLICY_TOL
 
 #: Beyond this many (state, node, node) codes the BFS keeps its visited set sorted instead of dense.
 DENSE_CODES = 50_000_000
+
+#: Machines judged in one search of the synchronised product by :func:`judge` (the deadline is
+#: checked between two).
+VERDICT_BATCH = 16
 
 
 @attrs.frozen
@@ -414,9 +419,14 @@ class Fillings:
             axis=0,
         )
         cls = np.asarray(table)[s, a]
-        i, j = np.triu_indices(len(s), 1)
+        # pairs of one state are adjacent (sorted codes) and at most nt apart: memory linear in
+        # the product, not quadratic (all pairs of a 1,521-state grid × 8 nodes took 2.5 GB)
+        gaps = range(1, min(nt, len(s)))
+        i = np.concatenate([np.arange(len(s) - d) for d in gaps] or [np.empty(0, np.int64)])
+        j = i + np.concatenate([np.full(len(s) - d, d) for d in gaps] or [np.empty(0, np.int64)])
         clash = (s[i] == s[j]) & (cls[i] != cls[j])
-        self.clash = np.stack([i[clash], j[clash]], axis=1)
+        order = np.lexsort((j[clash], i[clash]))  # the order of all pairs (i, j), i < j
+        self.clash = np.stack([i[clash][order], j[clash][order]], axis=1)
         self.K, self.non_stuttering = K, non_stuttering
         self._solvers: dict[int, object] = {}
 
@@ -461,23 +471,62 @@ class Fillings:
             np.stack([-r(c[:, 0, None], np.arange(n)), -r(c[:, 1, None], np.arange(n))], axis=-1).reshape(-1, 2)
         )
         solver = open_solver(DEFAULT_SOLVER)
-        for part in parts:
-            solver.append_formula(part.tolist())
+        for part in parts:  # in slices: a whole part as Python lists took hundreds of MB at 12,000 product states
+            for lo in range(0, len(part), 50_000):
+                solver.append_formula(part[lo : lo + 50_000].tolist())
         self._solvers[n] = (solver, t)
         return self._solvers[n]
 
-    def __call__(self, delta_u: np.ndarray, used: np.ndarray) -> bool | None:
+    def __call__(self, delta_u: np.ndarray, used: np.ndarray, deadline=None) -> bool | None:
         """Some filling of the transitions not in ``used`` makes ``delta_u`` consistent
-        (``None``: a stop request ended the query undecided)."""
+        (``None``: the ``deadline`` (a :class:`~rmtk.limits.Deadline`; default: none) or a stop
+        request ended the query undecided)."""
         from .limits import NEVER
         from .sat.solver import solve
 
         n = delta_u.shape[0]
         solver, t = self._solver(n)
         fixed = np.argwhere(used)
-        return solve(solver, NEVER, t(fixed[:, 0], fixed[:, 1], delta_u[used]).tolist())
+        return solve(solver, deadline or NEVER, t(fixed[:, 0], fixed[:, 1], delta_u[used]).tolist())
 
     def close(self) -> None:
         for solver, _ in self._solvers.values():
             solver.delete()
         self._solvers.clear()
+
+
+def judge(
+    task,
+    table: np.ndarray,
+    machines,
+    solutions,
+    non_stuttering: bool,
+    *,
+    deadline=None,
+    progress=None,
+) -> tuple[tuple[Verdict, ...], tuple[bool | None, ...]]:
+    """The verdicts of learned machines on a :class:`~rmtk.task.Task` whose ``(S, n)`` policy
+    classes are ``table``: exact consistency of each machine at every depth (free transitions as self-loops), and
+    whether some filling of its free transitions is consistent (one SAT query each). Machines
+    are judged :data:`VERDICT_BATCH` at a time; once ``deadline`` passes, the verdicts cover
+    the first machines only, and undecided fillings are ``None`` (``progress``: a
+    :class:`~rmtk.progress.Progress` told of the machines judged)."""
+    deadline = deadline or NEVER
+    true_du = task.machine.delta_u[:, task.letter_of_proposition]
+    found: list[Verdict] = []
+    for lo in range(0, len(machines), VERDICT_BATCH):
+        if lo and deadline.expired():
+            break
+        batch = [m.delta_u for m in machines[lo : lo + VERDICT_BATCH]]
+        found += consistency_many(task.mdp, true_du, table, batch, true_initial=task.machine.initial)
+        if progress is not None and len(machines) > VERDICT_BATCH:
+            progress.count(len(found), len(machines), "verdicts")
+    verdicts = tuple(found)
+    if all(v.consistent for v in verdicts):
+        return verdicts, tuple(True for _ in verdicts)
+    fillings = Fillings(task.mdp, true_du, table, true_initial=task.machine.initial, non_stuttering=non_stuttering)
+    try:
+        some = tuple(v.consistent or fillings(sol.delta_u, sol.used, deadline) for v, sol in zip(verdicts, solutions))
+    finally:
+        fillings.close()
+    return verdicts, some

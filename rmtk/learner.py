@@ -18,6 +18,10 @@ swaps one without touching the others (docs/design.md, "Strategies"):
 What else a strategy can do (an oracle instead of a tree, every depth, the expert's policy
 classes for verdicts, lazy negatives, ...) it declares as capabilities
 (:mod:`rmtk.capabilities`); :meth:`Learner.fit` takes its path from them.
+
+Size: about 600 lines, the learner's flow and its result, which the active loop builds too;
+the survivors' summary and the phases' deadline bookkeeping live in :mod:`rmtk.summary`, the
+verdicts in :mod:`rmtk.equivalence`.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ import attrs
 import numpy as np
 
 from .encoders import EncoderCapabilities, SatEncoder
-from .equivalence import Fillings, Verdict, consistency_many
+from .equivalence import Verdict
+from .equivalence import judge as verdicts_of  # the active learner's verdicts too
 from .errors import RmtkError
 from .exact import DistinctPerNode, ExactPTP, NodePolicyTable, SoftOptimal
 from .limits import Deadline, SearchLimits, max_nodes_or_default
@@ -39,17 +44,19 @@ from .mdp import LabeledMDP
 from .negatives import ConfidenceMiner, ExactMiner, NegativeExampleMiner, NegativePairs, PolicyClasses
 from .progress import Progress, Recorder
 from .ptp import PTP, PrefixTree, PrefixTreePolicy, PTPCapabilities, Trie
-from .rewards.maxent import MaxEntIRL
+from .rewards.maxent import IRLCapabilities, MaxEntIRL
 from .sat.encoding import Problem
 from .sat.lazy import Oracle, TrieOracle
 from .sat.search import SearchResult, Solution
 from .space import Space
+from .summary import MachineSummary, Phases, Stop
 from .task import Task
-from .validators import BOUND_WHY, MAX_NODES, node_count, optional_positive_int, optional_seconds
+from .validators import BOUND_WHY, MAX_NODES, node_count, optional_positive_int, optional_seconds, strategy
 
 __all__ = [
     "Learner",
     "LearnResult",
+    "DEMOS_MAX_SOLUTIONS",
     "ExactPTP",
     "SoftOptimal",
     "DistinctPerNode",
@@ -67,10 +74,19 @@ def __getattr__(name):
     raise AttributeError(f"module 'rmtk.learner' has no attribute {name!r}")
 
 
+#: Machines listed by default when learning from sampled data (an empirical prefix tree policy):
+#: rare words leave transitions free, and the machines that differ only there number thousands
+#: (docs/design.md, section 9); the verdicts and rewards of the listed ones are computed, and
+#: :meth:`LearnResult.summary` says how many survive beyond them. From an exact policy every
+#: machine is listed unless ``max_solutions`` says otherwise.
+DEMOS_MAX_SOLUTIONS = 10
+
+
 # ---------------------------------------------------------------------- result
-@attrs.frozen
+@attrs.frozen(kw_only=True)
 class LearnResult:
-    """What :meth:`Learner.fit` found.
+    """What :meth:`Learner.fit` found, built by keywords (``LearnResult(machines=...,
+    search=..., ...)``): every field is named.
 
     Attributes:
         machines: the learned machine models, one per solution up to renaming, canonical
@@ -85,7 +101,8 @@ class LearnResult:
         mdp: the labeled MDP learned on (a :class:`~rmtk.space.Space` for data without a
             transition model).
         verdicts: exact consistency of each machine with the true policy (when known), its
-            free transitions written as self-loops.
+            free transitions written as self-loops; for the first machines only when the run
+            was stopped while deciding them (``stopped``).
         truth: the true machine (when known).
         negatives: the negative word pairs mined from demonstrations (confidence bound).
         false_positives: which of them are wrong under the truth (when known).
@@ -101,6 +118,11 @@ class LearnResult:
         bound: what the counts are judged with for :meth:`resolution` (``None``: the paper's
             fixed-sample bound of recorded data; an active learner's counts, gathered while
             looking at them: :class:`~rmtk.anytime.Adaptive`, docs/design.md section 14).
+        truth_merges: how many negative examples mined from data the true machine violates
+            (sends both words to one node); 0: it keeps them all (when the truth is known).
+        max_solutions: the bound on the machines listed that the search ran with (``None``: none).
+        stopped: what the run's deadline (a time limit, SIGINT, SIGTERM) stopped and left
+            undone (:class:`~rmtk.summary.Stop`); ``None``: the run finished.
     """
 
     machines: tuple[RewardMachine, ...]
@@ -120,6 +142,9 @@ class LearnResult:
     oracle: object = attrs.field(default=None, repr=False)
     expert_classes: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
     bound: object = attrs.field(default=None, eq=False, repr=False)
+    truth_merges: int | None = None
+    max_solutions: int | None = None
+    stopped: Stop | None = None
 
     @property
     def n_nodes(self) -> int | None:
@@ -241,6 +266,12 @@ class LearnResult:
             bound=FIXED if self.bound is None else cast(Radius | CountBound, self.bound),
         )
 
+    def summary(self) -> MachineSummary:
+        """The surviving machines in brief (:meth:`MachineSummary.of
+        <rmtk.summary.MachineSummary.of>`): how many survive, what the listed ones agree and
+        differ on, how they and the truth stand; :meth:`explain` says what would separate them."""
+        return MachineSummary.of(self)
+
     def stats(self) -> dict:
         out: dict[str, int | None] = {"trie_nodes": self.tree.trie.n_nodes, "pairs": self.tree.n_pairs}
         if self.classes is not None:
@@ -258,20 +289,6 @@ class LearnResult:
 
 
 # ---------------------------------------------------------------------- learner
-def _has(*methods):
-    def check(instance, attribute, value):
-        if value is None and attribute.name in ("miner", "irl"):
-            return
-        missing = [m for m in methods if not callable(getattr(value, m, None))]
-        if missing:
-            raise RmtkError(
-                f"{attribute.name}={value!r} is not a {attribute.name} strategy: it has no "
-                f"{' or '.join(missing)} method (see docs/design.md, 'Strategies')"
-            )
-
-    return check
-
-
 @attrs.frozen
 class Learner:
     """Learn the smallest reward machine consistent with an expert's behaviour.
@@ -286,15 +303,21 @@ class Learner:
         max_nodes: bound u_max on the number of nodes (default: the task's, else 4).
         nodes: solve for exactly this many nodes instead of the smallest feasible number
             (the paper's experiments solve at n = u_max).
-        max_solutions: stop after this many distinct machines.
-        time_limit: seconds for the SAT search; the best found so far is returned.
+        max_solutions: list at most this many distinct machines (their verdicts and rewards
+            are computed); default: every machine from an exact policy, :data:`DEMOS_MAX_SOLUTIONS`
+            from sampled data. :meth:`LearnResult.summary` says whether more survive.
+        time_limit: seconds for the whole run: every phase stops when it passes (as when SIGINT
+            or SIGTERM requests a stop) and the result holds what was found, flagged
+            (``LearnResult.stopped``).
         progress: a :class:`~rmtk.progress.Progress` (e.g. :class:`~rmtk.progress.StderrProgress`).
     """
 
-    ptp: PTP = attrs.field(factory=ExactPTP, validator=_has("build"))
-    miner: NegativeExampleMiner | None = attrs.field(default=None, validator=_has("mine"))
-    encoder: SatEncoder = attrs.field(factory=SatEncoder, validator=_has("encode", "search"))
-    irl: MaxEntIRL | None = attrs.field(factory=MaxEntIRL, validator=_has("fit"))
+    ptp: PTP = attrs.field(factory=ExactPTP, validator=strategy("a ptp strategy", "build"))
+    miner: NegativeExampleMiner | None = attrs.field(
+        default=None, validator=strategy("a miner strategy", "mine", optional=True)
+    )
+    encoder: SatEncoder = attrs.field(factory=SatEncoder, validator=strategy("an encoder strategy", "encode", "search"))
+    irl: MaxEntIRL | None = attrs.field(factory=MaxEntIRL, validator=strategy("an irl strategy", "fit", optional=True))
     max_nodes: int | None = attrs.field(default=None, validator=node_count)
     nodes: int | None = attrs.field(default=None, validator=node_count)
     max_solutions: int | None = attrs.field(default=None, validator=optional_positive_int)
@@ -302,11 +325,6 @@ class Learner:
     progress: Progress = attrs.field(factory=Progress)
 
     def __attrs_post_init__(self):
-        if getattr(self.ptp, "state_histories", False) and not callable(getattr(self.encoder, "fit_labels", None)):
-            raise RmtkError(
-                "the PTP strategy gives state histories, not label words: learn from it with an encoder "
-                "that learns the labels too (encoder=LabelingEncoder())"
-            )
         if self.nodes is not None and self.max_nodes is not None and self.nodes > self.max_nodes:
             raise RmtkError(
                 f"nodes={self.nodes} contradicts max_nodes={self.max_nodes}: the machine would have more "
@@ -327,21 +345,23 @@ class Learner:
         The path is read from the strategies' capabilities (:class:`~rmtk.ptp.PTPCapabilities`,
         :class:`~rmtk.encoders.EncoderCapabilities`): learning at every depth or a lazy encoder
         checks candidates with the PTP's oracle when it has one for ``target``, else with the
-        built tree; verdicts need the PTP's ``expert_classes``."""
+        built tree; verdicts need the PTP's ``expert_classes``.
+
+        Every phase (tree, mining, search, listing, verdicts, rewards) keeps the run's deadline
+        (``time_limit``, or a stop requested by SIGINT or SIGTERM, :mod:`rmtk.limits`): the
+        result then holds what was found before it, and ``stopped`` says what was left undone."""
         if not isinstance(target, (Task, LabeledMDP, Space)):
             raise RmtkError(
                 f"fit needs a Task or a LabeledMDP (or a Space, for data without a transition model), "
                 f"not {type(target).__name__}"
             )
-        fit_labels = getattr(self.encoder, "fit_labels", None)  # an encoder that learns the labels too
-        if callable(fit_labels):
-            return fit_labels(self, target)
         task = target if isinstance(target, Task) else None
         mdp = target.mdp if isinstance(target, Task) else target
         source, encoder = PTPCapabilities.of(self.ptp), EncoderCapabilities.of(self.encoder)
         rec = Recorder(self.progress)
         t0 = time.perf_counter()
         deadline = Deadline.after(self.time_limit)
+        phases = Phases(deadline)
         every_depth = bool(source.every_depth_for(target))
         lazy = every_depth or bool(encoder.lazy)
         ptp: PrefixTreePolicy | None = None
@@ -353,14 +373,21 @@ class Learner:
                 "strategy whose oracle checks candidates without a tree; got "
                 + (f"the bare mdp {mdp.name!r}" if task is None else type(self.ptp).__name__)
             )
+        max_nodes = self._max_nodes(task)
         if oracle is None:
-            ptp = self.ptp.build(target, rec)
+            if not phases.starts("tree"):
+                return self._unsearched(mdp, None, phases, rec, t0, ("mine", "search", "verdict", "rewards"))
+            ptp, unfinished = source.build_within(target, rec, deadline)
+            if unfinished:
+                phases.cut("tree", unfinished)
             if ptp.trie.compressed and not encoder.non_stuttering:
                 raise RmtkError(
                     f"{type(self.ptp).__name__} built compressed words, which assume a non-stuttering "
                     "machine: build uncompressed words (and say so: compress=False) to learn without "
                     "the non-stuttering constraint"
                 )
+            if not phases.starts("mine"):
+                return self._unsearched(mdp, ptp, phases, rec, t0, ("search", "verdict", "rewards"))
             miner = self.miner or (ExactMiner() if ptp.counts is None else ConfidenceMiner())
             t = time.perf_counter()
             negatives = miner.mine(ptp)
@@ -370,26 +397,22 @@ class Learner:
                 rec.stage("mine", time.perf_counter() - t, pairs=len(negatives))
             if lazy:
                 oracle = TrieOracle(ptp.trie, negatives, depth=ptp.tree.depth)
-        max_nodes = max_nodes_or_default(self.max_nodes, task.max_nodes if task is not None else None)
-        if self.nodes is not None:  # exactly this many: a larger suggestion of the task does not apply
-            max_nodes = self.nodes if max_nodes > MAX_NODES else max(max_nodes, self.nodes)
-        elif max_nodes > MAX_NODES:
-            assert task is not None, "the learner's own max_nodes is validated: only a task's suggestion exceeds it"
-            raise RmtkError(
-                f"task {task.name!r} suggests max_nodes {max_nodes}, above rmtk's bound of {MAX_NODES} "
-                f"nodes: {BOUND_WHY}; pass a smaller max_nodes"
-            )
         if oracle is None:
             assert ptp is not None, "without an oracle the tree was built"
             problem = Problem(ptp.trie, mdp.n_propositions, negatives)
         else:
             compress = source.compress if ptp is None else ptp.trie.compressed
             problem = Problem(Trie.root(compress), mdp.n_propositions, oracle=oracle)
+        listed = self.max_solutions
+        if listed is None and ptp is not None and ptp.counts is not None:
+            listed = DEMOS_MAX_SOLUTIONS  # sampled data: survivors the data cannot separate are many
+        if not phases.starts("search"):
+            return self._unsearched(mdp, ptp, phases, rec, t0, ("verdict", "rewards"))
         limits = SearchLimits(
             max_nodes=max(max_nodes, self.nodes or 0),
             min_nodes=min(problem.lower_bound(), max_nodes),
             nodes=self.nodes,
-            max_solutions=self.max_solutions,
+            max_solutions=listed,
             deadline=deadline,
             progress=rec,
         )
@@ -399,6 +422,7 @@ class Learner:
                 f"encoder {type(self.encoder).__name__} does not search lazily (it ignored the oracle "
                 "of lazy or every-depth learning); use SatEncoder"
             )
+        phases.after_search(res, listed)
         if ptp is not None:
             tree = ptp.tree
         else:
@@ -406,38 +430,78 @@ class Learner:
             tree, negatives = _counterexample_tree(res.lazy, oracle.depth)
         timings = rec.timings
         timings.update(encode=res.time_encode, solve=res.time_solve, enumerate=res.time_enumerate)
-        classes = negatives if isinstance(negatives, PolicyClasses) else None
-        pairs = negatives if isinstance(negatives, NegativePairs) else None
         result = LearnResult(
-            machines_of(mdp, res),
-            res.solutions,
-            res,
-            classes,
-            tree,
-            mdp,
-            None,
-            timings,
-            negatives=pairs,
+            machines=machines_of(mdp, res),
+            solutions=res.solutions,
+            search=res,
+            classes=negatives if isinstance(negatives, PolicyClasses) else None,
+            tree=tree,
+            mdp=mdp,
+            verdicts=None,
+            timings=timings,
+            negatives=negatives if isinstance(negatives, NegativePairs) else None,
             ptp=ptp,
             oracle=oracle,
+            max_solutions=listed,
         )
         if task is not None:
-            result = self._judge(task, result, source, encoder, rec)
+            result = self._judge(task, result, source, encoder, rec, phases)
         if self.irl is not None and result.machines:
             if isinstance(mdp, Space):
                 rec.note(f"no rewards: {mdp.name!r} has no transition model (pass irl=None to say so)")
-            else:
+            elif phases.starts("rewards"):
                 gamma = task.discount if task is not None else mdp.gamma
                 lam = task.lam if task is not None else 1.0
                 policy = ptp if ptp is not None else oracle
                 assert policy is not None, "the tree, or the oracle of a tree-free search"
-                fits = tuple(self.irl.fit(mdp, result.machines, policy, gamma=gamma, lam=lam, progress=rec))
+                fits, unfinished = IRLCapabilities.of(self.irl).fit_within(
+                    mdp, result.machines, policy, gamma=gamma, lam=lam, progress=rec, deadline=deadline
+                )
+                if unfinished:
+                    phases.cut("rewards", unfinished)
                 machines = tuple(f.machine for f in fits) + result.machines[len(fits) :]
-                result = attrs.evolve(result, machines=machines, reward_fits=fits)
+                result = attrs.evolve(result, machines=machines, reward_fits=tuple(fits))
         timings["total"] = time.perf_counter() - t0
-        return result
+        return attrs.evolve(result, stopped=phases.stop())
 
-    def _judge(self, task: Task, result: LearnResult, source, encoder, rec: Recorder) -> LearnResult:
+    def _max_nodes(self, task: Task | None) -> int:
+        """The bound on the nodes: the learner's, else the task's suggestion, else the default."""
+        max_nodes = max_nodes_or_default(self.max_nodes, task.max_nodes if task is not None else None)
+        if self.nodes is not None:  # exactly this many: a larger suggestion of the task does not apply
+            return self.nodes if max_nodes > MAX_NODES else max(max_nodes, self.nodes)
+        if max_nodes > MAX_NODES:
+            assert task is not None, "the learner's own max_nodes is validated: only a task's suggestion exceeds it"
+            raise RmtkError(
+                f"task {task.name!r} suggests max_nodes {max_nodes}, above rmtk's bound of {MAX_NODES} "
+                f"nodes: {BOUND_WHY}; pass a smaller max_nodes"
+            )
+        return max_nodes
+
+    def _unsearched(
+        self, mdp, ptp: PrefixTreePolicy | None, phases: Phases, rec: Recorder, t0: float, rest: tuple[str, ...]
+    ) -> LearnResult:
+        """The result of a run whose deadline passed before its search: no machine, flagged
+        (``rest``: the phases not run)."""
+        phases.skip_rest(*rest)
+        stop = phases.stop()
+        res = SearchResult(None, (), False, (), 0, 0, 0.0, 0.0, 0.0, "not searched (the run was stopped)")
+        tree = ptp.tree if ptp is not None else PrefixTree(Trie.root(), np.empty(0), np.empty(0), 0)
+        rec.timings["total"] = time.perf_counter() - t0
+        return LearnResult(
+            machines=(),
+            solutions=(),
+            search=res,
+            classes=None,
+            tree=tree,
+            mdp=mdp,
+            verdicts=None,
+            timings=rec.timings,
+            ptp=ptp,
+            max_solutions=self.max_solutions,
+            stopped=stop,
+        )
+
+    def _judge(self, task: Task, result: LearnResult, source, encoder, rec: Recorder, phases: Phases) -> LearnResult:
         """The result with the truth, and, when the PTP strategy gives the expert's policy
         classes, the verdicts and false positive rate; without them, a warning and no verdicts."""
         result = attrs.evolve(result, truth=task.machine)
@@ -452,15 +516,33 @@ class Learner:
         )
         if table is None:
             return result
-        fp = None
+        fp = merges = None
         if result.negatives is not None and result.ptp is not None:
             trie_nodes = result.ptp.trie.run(task.machine.delta_u, task.machine.initial, task.letter_of_proposition)
             fp = result.negatives.false_positives(trie_nodes, table)
-        verdicts, some = verdicts_of(task, table, result.machines, result.solutions, encoder.non_stuttering)
-        rec.stage("verdict", time.perf_counter() - t)
-        return attrs.evolve(
-            result, verdicts=verdicts, completion_consistent=some, false_positives=fp, expert_classes=table
+            pairs = result.negatives.pairs
+            merges = int((trie_nodes[pairs[:, 0]] == trie_nodes[pairs[:, 1]]).sum()) if len(pairs) else 0
+        result = attrs.evolve(result, false_positives=fp, truth_merges=merges, expert_classes=table)
+        if not result.machines:
+            rec.stage("verdict", time.perf_counter() - t)
+            return attrs.evolve(result, verdicts=(), completion_consistent=())
+        if not phases.starts("verdict"):
+            return result
+        verdicts, some = verdicts_of(
+            task,
+            table,
+            result.machines,
+            result.solutions,
+            encoder.non_stuttering,
+            deadline=phases.deadline,
+            progress=rec,
         )
+        if len(verdicts) < len(result.machines):
+            phases.cut("verdict", f"verdicts for {len(verdicts)} of the {len(result.machines)} machines")
+        elif any(c is None for c in some):
+            phases.cut("verdict", "whether some filling of the free transitions is consistent is left undecided")
+        rec.stage("verdict", time.perf_counter() - t)
+        return attrs.evolve(result, verdicts=verdicts, completion_consistent=some)
 
     def fit_demonstrations(self, target: Task | LabeledMDP, demos, *, chunk: int = 250_000) -> LearnResult:
         """Convenience: :meth:`fit` with ``ptp=EmpiricalPTP(demos)`` (same compression as
@@ -516,22 +598,3 @@ def _counterexample_tree(stats, depth) -> tuple[PrefixTree, PolicyClasses]:
     class_state[dense] = state
     tree = PrefixTree(stats.trie, node, state, 0 if depth is None else depth)
     return tree, PolicyClasses(dense, class_state, node)
-
-
-def verdicts_of(
-    task: Task, table: np.ndarray, machines, solutions, non_stuttering: bool
-) -> tuple[tuple[Verdict, ...], tuple[bool | None, ...]]:
-    """Exact consistency of each machine at every depth (free transitions as self-loops), and
-    whether some filling of its free transitions is consistent (one SAT query each)."""
-    true_du = task.machine.delta_u[:, task.letter_of_proposition]
-    verdicts = tuple(
-        consistency_many(task.mdp, true_du, table, [m.delta_u for m in machines], true_initial=task.machine.initial)
-    )
-    if all(v.consistent for v in verdicts):
-        return verdicts, tuple(True for _ in verdicts)
-    fillings = Fillings(task.mdp, true_du, table, true_initial=task.machine.initial, non_stuttering=non_stuttering)
-    try:
-        some = tuple(v.consistent or fillings(sol.delta_u, sol.used) for v, sol in zip(verdicts, solutions))
-    finally:
-        fillings.close()
-    return verdicts, some

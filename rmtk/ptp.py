@@ -26,6 +26,7 @@ from .errors import ModelError, RmtkError
 from .mdp import LabeledMDP
 
 if TYPE_CHECKING:
+    from .limits import Deadline
     from .progress import Progress
     from .space import Space
     from .task import Task
@@ -317,6 +318,15 @@ class PTPCapabilities(Capabilities):
         the policy comes from: the learner's verdicts and false positive rates compare with it.
         ``None`` (the default): unknown, so no verdicts are given (a guess could be wrong)."""
         return None
+
+    def build_within(
+        self, target: Task | LabeledMDP | Space, progress: Progress, deadline: Deadline
+    ) -> tuple[PrefixTreePolicy, str | None]:
+        """:meth:`PTP.build` under the run's ``deadline``: the prefix tree policy and, when the
+        deadline stopped the build early, what it left out, in words (the policy then holds part
+        of the data, e.g. the trajectories counted so far). Default: the whole build, which the
+        deadline does not interrupt (``None``)."""
+        return self.build(target, progress), None  # type: ignore[attr-defined]
 
 
 @attrs.frozen

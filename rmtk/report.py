@@ -8,7 +8,13 @@ import sys
 
 from . import dsl
 from .learner import LearnResult
+from .summary import MachineSummary
 from .task import Task
+
+#: Machines whose resolution (what the samples could resolve behind their merges) is printed:
+#: the first ones, as the rewards (each costs a pass over the counted pairs, 17 ms at the Craft
+#: World's size, so that a listing of thousands would print for minutes).
+RESOLVED = 10
 
 #: Distinct word pairs are listed (to be counted) only below this many per-state pairs, unless
 #: asked for: listing them costs time and memory in proportion (about 3 s at 5·10⁶).
@@ -26,21 +32,18 @@ def report(
 ) -> None:
     """Print a learning result as .rm text with '#' comment lines (the output stays loadable);
     with ``explain``, what would separate the surviving machines (:meth:`LearnResult.explain`).
-    ``asked``: the result is the active loop's, whose expert is described so (no tree was built:
-    its prefix tree policy is what was asked)."""
+    ``asked``: the result is an active loop's (:class:`~rmtk.active.loop.ActiveResult`), whose
+    expert is described so; no tree was built: what is known is what the expert was asked."""
     out = out or sys.stdout
     st = result.stats()
     t = result.timings
     w = lambda line="": print(line, file=out)  # noqa: E731
     words = "compressed" if result.tree.trie.compressed else "uncompressed"
     lazy = result.search.lazy
-    if asked is not None:  # the active loop: what is known is what the expert was asked
-        w(f"# learned from task {task.name}: active learning, questions to {asked}, {words} words (no tree built)")
-        classes = f", {st['classes']} policy classes" if "classes" in st else ""
-        w(f"# asked: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs{classes}")
-        if result.negatives is not None:
-            neg = result.negatives
-            w(f"# negative examples: {len(neg)} from the counted answers at alpha {neg.alpha:g}")
+    if asked is not None:
+        _report_asked(task, result, w, words, count_pairs, asked)
+    elif result.ptp is None and result.oracle is None:  # stopped before any tree or oracle
+        w(f"# learned from task {task.name}: nothing (the run was stopped before its prefix tree policy)")
     elif result.ptp is None:  # tree-free: the expert checked on the synchronised product
         depth = result.oracle.depth
         where = "at every depth" if depth is None else f"of depth {depth}"
@@ -81,8 +84,11 @@ def report(
         f"{n}: {'sat' if ok else 'unsat' if ok is False else 'interrupted'}" for n, ok in result.search.tried
     )
     bound = f" (lower bound {st['lower_bound']})" if "lower_bound" in st else ""
-    w(f"# SAT: nodes tried {tried}{bound}; {st['clauses']} clauses, {st['variables']} variables")
+    if result.search.tried:
+        w(f"# SAT: nodes tried {tried}{bound}; {st['clauses']} clauses, {st['variables']} variables")
     w("# timings (s): " + ", ".join(f"{k} {v:.4f}" for k, v in t.items()))
+    if result.stopped is not None:
+        w(f"# {result.stopped}" + ("; what was found before is below" if result.machines else ""))
     if result.n_nodes is None:
         w(f"# no solution: {result.search.message}")
         return
@@ -97,21 +103,29 @@ def report(
             f"# rewards recovered for the first {len(fits)} of {result.distinct_count} machines "
             "(the IRL strategy's limit sets how many; --no-rewards skips the recovery)"
         )
+    iso = result.isomorphic_to_truth()
+    summary = MachineSummary.of(result, iso=iso)
+    if summary.listed > 1 or not summary.complete or summary.truth_merges is not None:
+        for line in summary.lines(hint=not explain):
+            w(f"# {line}")
+    if result.ptp is not None and result.ptp.counts is not None and len(result.machines) > RESOLVED:
+        w(f"# what the samples resolve is given for the first {RESOLVED} of the {len(result.machines)} machines")
     if explain:
         for line in str(result.explain()).splitlines():
             w(f"# {line}")
-    iso = result.isomorphic_to_truth()
     for i, m in enumerate(result.machines):
         w()
         free = result.unconstrained(i)
         if free:
             w("# unconstrained by the data (written as self-loops): " + ", ".join(f"{u} on {a}" for u, a in free))
-        resolved = result.resolution(i)  # from counted data: what the samples could resolve
+        resolved = result.resolution(i) if i < RESOLVED else None  # from counted data: what the samples resolve
         if resolved is not None:
             w(f"# {resolved}")
-        if result.verdicts is not None:
+        if result.verdicts is not None and i < len(result.verdicts):
             same = f"; isomorphic to the true machine '{task.machine.name}'" if iso and iso[i] else ""
             w(f"# verdict: {result.verdicts[i]}{same}")
+        elif result.stopped is not None and result.truth is not None:
+            w("# verdict: not decided (the run was stopped)")
         if result.reward_fits is not None and i < len(result.reward_fits):
             f = result.reward_fits[i]
             w("# " + (f.summary() if hasattr(f, "summary") else f"rewards ({type(f).__name__})"))
@@ -126,10 +140,41 @@ def report(
         out.write(dsl.dumps(m))
 
 
+def _report_asked(task: Task, result: LearnResult, w, words: str, count_pairs: bool, asked: str) -> None:
+    """The header of an active loop's result: what the expert's answers hold, no tree built."""
+    st = result.stats()
+    longest = result.tree.depth if result.ptp is not None else 0
+    w(f"# learned from task {task.name}: active learning, questions to {asked}, {words} words (no tree built)")
+    w(
+        f"# asked: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs known, the longest word "
+        f"{longest} labels"
+    )
+    if result.classes is not None:
+        pairs = st["per_state_pairs"]
+        distinct = (
+            f"{len(result.classes.distinct_pairs())} distinct word pairs"
+            if count_pairs or pairs <= PAIR_COUNT_LIMIT
+            else "distinct pairs not counted (--count-pairs)"
+        )
+        w(f"# negative examples from the answers: {st['classes']} policy classes, {pairs} per-state pairs, {distinct}")
+    elif result.negatives is not None:
+        neg = result.negatives
+        w(f"# negative examples: {len(neg)} from the counted answers at alpha {neg.alpha:g}")
+    lazy = result.search.lazy
+    if lazy is not None:
+        w(f"# last round: {lazy.counterexamples} counterexamples added in {lazy.rounds} candidate checks")
+
+
 def report_demos(result, *, out=None) -> None:
     """The negative examples part of a report on learning from demonstrations."""
     out = out or sys.stdout
     neg = result.negatives
+    if neg is None:
+        print(
+            f"# demonstrations: {result.ptp.n_trajectories or 0:,} trajectories counted, no negative examples mined",
+            file=out,
+        )
+        return
     fpr = result.false_positive_rate
     extra = "" if fpr is None else f", false positive rate {100 * fpr:.2f}% against the true machine"
     print(f"# demonstrations: {len(neg)} negative examples at alpha {neg.alpha:g}{extra}", file=out)

@@ -111,3 +111,22 @@ def one_of(*allowed):
             )
 
     return check
+
+
+def strategy(what: str, *methods: str, optional: bool = False, example: str = ""):
+    """A validator of a learner's strategy slot: an object with the protocol's ``methods``
+    (``None`` too when ``optional``). Checked once, at construction, so that a wrong object is
+    named there rather than failing inside ``fit``; the learner then only calls those methods."""
+
+    def check(instance, attribute, value):
+        if value is None and optional:
+            return
+        missing = [m for m in methods if not callable(getattr(value, m, None))]
+        if missing:
+            hint = f", e.g. {example}" if example else ""
+            raise RmtkError(
+                f"{attribute.name}={value!r} is not {what}: it has no {' or '.join(missing)} method{hint} "
+                "(docs/design.md, 'Strategies')"
+            )
+
+    return check

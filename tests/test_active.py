@@ -190,18 +190,20 @@ def test_bad_input_is_a_clear_error():
 
 # ---------------------------------------------------------------------- command line
 def test_learn_active_on_the_command_line(capsys):
-    assert main(["learn", str(MODELS / "patrol.rm"), "--active", "--no-rewards", "-q"]) == 0
+    assert main(["learn", str(MODELS / "patrol.rm"), "--active", "-q"]) == 0
     out = capsys.readouterr().out
     assert "# active learning from the expert's exact policy" in out and "isomorphic to the true machine" in out
-    assert main(["learn", str(MODELS / "patrol.rm"), "--active", "--budget-queries", "2", "--no-rewards", "-q"]) == 0
+    assert main(["learn", str(MODELS / "patrol.rm"), "--active", "--budget-queries", "2", "-q"]) == 0
     assert "# budget spent (queries)" in capsys.readouterr().out
     with pytest.raises(SystemExit) as err:
         main(["learn", str(MODELS / "patrol.rm"), "--active", "--budget-steps", "0"])
     assert err.value.code == 2 and "at least 1, got 0" in capsys.readouterr().err
     assert main(["learn", str(MODELS / "patrol.rm"), "--budget-steps", "5"]) == 1
-    assert "--budget-steps applies to active learning" in capsys.readouterr().err
+    assert "--budget-steps does not apply to learning from the task's exact policy" in capsys.readouterr().err
     assert main(["learn", str(MODELS / "patrol.rm"), "--active", "--depth", "3"]) == 1
     assert "does not apply to active learning" in capsys.readouterr().err
+    assert main(["learn", str(MODELS / "patrol.rm"), "--active", "--no-rewards"]) == 1  # the loop recovers none
+    assert "--no-rewards does not apply to active learning" in capsys.readouterr().err
 
 
 def test_reproduce_active_quick(tmp_path):

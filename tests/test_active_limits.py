@@ -75,7 +75,7 @@ def test_the_exact_check_keeps_a_query_budget(tmp_path, capsys, queries):
     assert run.queries <= queries and run.result.machines
     path = tmp_path / "overspent.rm"
     path.write_text(OVERSPENT)
-    assert main(["learn", str(path), "--active", "--budget-queries", str(queries), "--no-rewards", "-q"]) == 0
+    assert main(["learn", str(path), "--active", "--budget-queries", str(queries), "-q"]) == 0
     head = capsys.readouterr().out.splitlines()[0]
     spent = int(head.split(" queries")[0].rsplit(" ", 1)[1])
     assert spent <= queries
@@ -361,7 +361,7 @@ def test_a_gym_expert_checks_the_environment_against_the_mdp():
 
 def test_the_command_line_says_what_active_learning_did(capsys):
     models = Path(__file__).resolve().parents[1] / "models"
-    assert main(["learn", str(models / "patrol.rm"), "--active", "--no-rewards", "-q"]) == 0
+    assert main(["learn", str(models / "patrol.rm"), "--active", "-q"]) == 0
     out = capsys.readouterr().out
     assert "# learned from task patrol: active learning, questions to the expert's exact policy" in out
     assert "prefix tree policy of depth" not in out
@@ -450,7 +450,7 @@ def test_a_stop_requested_during_the_run_returns_the_survivors_so_far():
 def test_learn_active_with_a_time_limit_answers_in_time(capsys):
     models = Path(__file__).resolve().parents[1] / "models"
     t0 = time.perf_counter()
-    code = main(["learn", str(models / "office.rm"), "patrol", "--active", "--time-limit", "1", "--no-rewards", "-q"])
+    code = main(["learn", str(models / "office.rm"), "patrol", "--active", "--time-limit", "1", "-q"])
     assert code == 0 and time.perf_counter() - t0 < 10
     out = capsys.readouterr().out
     assert "# time limit: the machines below are the survivors so far" in out and "machine learned" in out

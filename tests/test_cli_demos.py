@@ -48,7 +48,7 @@ def test_maxsat_on_an_exact_policy_and_demos_only_options(capsys):
     out = capsys.readouterr().out
     assert "# MaxSAT: optimum drops 0 negative example(s)" in out and "6 raw assignments" in out
     assert main(["learn", str(MODELS / "patrol.rm"), "--alpha", "0.01", "-q"]) == 1
-    assert "--alpha applies to learning from demonstrations" in capsys.readouterr().err
+    assert "--alpha does not apply to learning from the task's exact policy" in capsys.readouterr().err
 
 
 def test_reproduce_tables_quick(capsys):
@@ -67,3 +67,31 @@ def test_simulate_refuses_to_overwrite(tmp_path, capsys):
     out.write_bytes(b"precious")
     assert main(["simulate", str(MODELS / "stack.rm"), "-n", "10", "-T", "5", "--seed", "0", "-o", str(out), "-q"]) == 1
     assert out.read_bytes() == b"precious" and "--force" in capsys.readouterr().err
+
+
+def test_learn_demos_lists_a_bounded_number_with_the_summary(tmp_path, capsys):
+    """From demonstrations the listing is bounded (10 machines by default, --max-solutions),
+    with the summary of the survivors; the machines printed load back."""
+    out = tmp_path / "d.npz"
+    model = str(MODELS / "stack_avoid.rm")
+    assert main(["simulate", model, "-n", "1000", "-T", "20", "--seed", "0", "-o", str(out), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["learn", model, "--demos", str(out), "-q", "--no-rewards"]) == 0
+    text = capsys.readouterr().out
+    assert len(dsl.loads(text).machines) == 10
+    assert "# survivors: more than 10 machines with 3 nodes: 10 listed (max_solutions 10)" in text
+    assert "# the truth (4 nodes) keeps every one of the 35 negative examples, but 3 nodes suffice" in text
+    assert main(["learn", model, "--demos", str(out), "-q", "--no-rewards", "--max-solutions", "100"]) == 0
+    text = capsys.readouterr().out
+    assert len(dsl.loads(text).machines) == 19 and "# survivors: 19 machines with 3 nodes\n" in text
+
+
+def test_learn_demos_past_its_time_limit_says_so(tmp_path, capsys):
+    out = tmp_path / "d.npz"
+    model = str(MODELS / "stack_avoid.rm")
+    assert main(["simulate", model, "-n", "200", "-T", "20", "--seed", "0", "-o", str(out), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["learn", model, "--demos", str(out), "-q", "--time-limit", "1e-9"]) == 1
+    text = capsys.readouterr().out
+    assert "# stopped (time limit) before building the prefix tree policy; not run: mining negative examples" in text
+    assert "# no solution: not searched (the run was stopped)" in text

@@ -195,7 +195,9 @@ def test_cli_simulate_and_learn_on_a_scheduler(client, task, tmp_path, capsys):
         reports.append([ln for ln in capsys.readouterr().out.splitlines() if not ln.startswith("# timings")])
     assert reports[0] == reports[1] and "# MaxSAT: optimum drops 0 negative example(s)" in reports[0]
     assert main(["learn", model, "--demos", str(out), "--workers", "2"]) == 1
-    assert "--scheduler and --workers choose the Dask cluster; add --engine dask" in capsys.readouterr().err
+    assert (
+        "--workers needs --engine dask: it starts a local Dask cluster of that many workers" in capsys.readouterr().err
+    )
     assert main(["simulate", model, "-n", "10", "-T", "5", "--seed", "0", "-o", str(out), "-q"]) == 1
     assert "the directory holds data (3 entries); pass --force" in capsys.readouterr().err
 

@@ -265,7 +265,7 @@ def test_a_scheduler_without_workers_stops_after_the_timeout(dataset, capsys):
             "DaskEngine(timeout=...), --dask-timeout)\n"
         )
     assert main(args) == 1
-    assert "--dask-timeout bounds a Dask run; add --engine dask" in capsys.readouterr().err
+    assert "--dask-timeout needs --engine dask: it bounds a Dask run" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------- data errors: once, and quietly
@@ -369,33 +369,54 @@ def test_the_command_line_shows_a_worker_s_data_error_alone(task, dataset, tmp_p
     assert err.splitlines() == [message]
 
 
+#: The command, with the engine's test hook holding the count at its middle until Ctrl-C has
+#: asked for a stop: the signal always arrives mid-count, however fast the count.
+HELD_MID_COUNT = (
+    "import runpy, sys, time\n"
+    "from rmtk.engines import dask as engine\n"
+    "from rmtk.limits import stop_requested\n"
+    "hook = engine._Run.hook\n"
+    "def held(self, phase, futures):\n"
+    "    hook(self, phase, futures)\n"
+    "    if phase == 'mid-count':\n"
+    "        print('rmtk-test: held mid-count', file=sys.stderr, flush=True)\n"
+    "        t0 = time.monotonic()\n"
+    "        while stop_requested() is None and time.monotonic() - t0 < 60:\n"
+    "            time.sleep(0.02)\n"
+    "engine._Run.hook = held\n"
+    "sys.argv = ['rmtk'] + sys.argv[1:]\n"
+    "runpy.run_module('rmtk', run_name='__main__')\n"
+)
+
+
 def test_ctrl_c_mid_count_is_one_line_and_a_clean_shutdown(task, tmp_path):
+    """Ctrl-C in the middle of a Dask count: exit 130, the partial answer flagged or the one
+    line, nothing else but progress on stderr, and no worker process left."""
     path = tmp_path / "big.parquet"
-    save(simulate(task, 100_000, 20, seed=1), path, task.mdp, partition_size=2_500)  # 40 partitions
-    proc = _rmtk(
-        "learn",
-        str(MODEL),
-        "--demos",
-        str(path),
-        "--nodes",
-        "3",
-        "--engine",
-        "dask",
-        "--workers",
-        "2",
-        "--no-rewards",
-        start_new_session=True,
-    )  # a group of its own, as a terminal's foreground job
+    save(simulate(task, 20_000, 20, seed=1), path, task.mdp, partition_size=2_500)  # 8 partitions
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    argv = ["learn", str(MODEL), "--demos", str(path), "--nodes", "3", "--engine", "dask", "--workers", "2"]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HELD_MID_COUNT, *argv, "--no-rewards"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # a group of its own, as a terminal's foreground job
+    )
     seen = ""
-    while "partitions counted" not in seen:
+    while "rmtk-test: held mid-count" not in seen:
         line = proc.stderr.readline()
         assert line, seen
         seen += line
+    assert "counting demonstrations done" not in seen  # the count is held in its middle
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends: to every process of the group
-    _, rest = proc.communicate(timeout=BOUND)
-    assert proc.returncode == 130
-    assert "counting demonstrations done" not in seen + rest  # it was interrupted mid-count
-    assert [ln for ln in rest.splitlines() if "partitions counted" not in ln] == ["rmtk: interrupted"]
+    out, rest = proc.communicate(timeout=BOUND)
+    assert proc.returncode == 130, rest
+    others = [ln for ln in rest.splitlines() if not ln.startswith("rmtk: ") or ln.startswith("rmtk: error")]
+    assert others == [] and rest.splitlines()[-1] == "rmtk: interrupted" and "Traceback" not in rest
+    assert out == "" or out.startswith("# stopped: interrupted (SIGINT, Ctrl-C)"), out
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:  # no worker left behind
         try:

@@ -104,3 +104,28 @@ def test_stream_progress(stack):
     seen = Counts()
     count_stream(stack.mdp, demos.chunks(20), progress=seen)
     assert seen.calls == [(20, None), (40, None), (50, None)]
+
+
+def test_counting_stops_at_the_deadline_between_partitions(stack, tmp_path):
+    """A Parquet dataset is counted partition by partition: once the deadline passes no
+    partition is started, and what was counted is the count of the partitions read."""
+    from rmtk.data import save
+    from rmtk.empirical import EmpiricalPTP
+    from rmtk.limits import Deadline, clear_stop, request_stop
+    from rmtk.progress import Progress
+
+    class StopAfterOne(Progress):
+        def count(self, done, total, what="trajectories"):
+            if what == "partitions counted" and done >= 1:
+                request_stop("terminated")
+
+    demos = random_walks(stack.mdp, 300, 12, seed=3)
+    save(demos, tmp_path / "d.parquet", stack.mdp, partition_size=100)
+    try:
+        table, unfinished = EmpiricalPTP(tmp_path / "d.parquet").counted(stack.mdp, StopAfterOne(), Deadline())
+    finally:
+        clear_stop()
+    assert unfinished == "1 of 3 partitions counted (100 trajectories)"
+    assert table == EmpiricalPTP(demos[:100]).counts(stack.mdp)
+    whole, rest = EmpiricalPTP(tmp_path / "d.parquet").counted(stack.mdp, Progress(), Deadline())
+    assert rest is None and whole == EmpiricalPTP(demos).counts(stack.mdp)

@@ -204,7 +204,7 @@ def test_bad_labels_are_named():
     with pytest.raises(
         DataError,
         match=r"episode 0, step 0: the labeler returned 'zero', which is not a proposition; "
-        r"the alphabet is neg pos",
+        r"the alphabet is 'neg', 'pos'",
     ):
         collect(Line(), lambda o, c: 1, lambda obs, info: "zero", Bins(-1, 1, 4), 3, seed=0, propositions=props)
     with pytest.raises(

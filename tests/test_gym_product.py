@@ -290,7 +290,7 @@ def test_vector_errors():
     with pytest.raises(
         DataError,
         match=r"copy 1, episode 0, step 1: the labeler returned 'x', which is not a letter "
-        r"of machine 'grid' \(f g h p e\)",
+        r"of machine 'grid' \('f', 'g', 'h', 'p', 'e'\)",
     ):
         bad.step(np.array([0, 2]))
     with pytest.raises(ModelError, match="call reset"):

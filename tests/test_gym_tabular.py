@@ -186,3 +186,57 @@ def test_vector_autoreset_modes(mode):
     allowed = tabular_mdp(gymnasium.make("FrozenLake-v1"), lake_labeler).kernel.toarray()
     assert rec.move_counts.sum() == rec.n_steps
     assert all(allowed[s * 4 + a, s2] > 0 for s, a, s2 in rec.moves.tolist())
+
+
+def test_a_plain_function_labeler_needs_no_alphabet():
+    """tabular_mdp visits every state: the names a plain function gives them are the alphabet,
+    sorted (the same model as with the alphabet given)."""
+    env = gymnasium.make("FrozenLake-v1")
+
+    def plain(obs, info):
+        return {"H": "hole", "G": "goal"}.get(MAP[int(obs)], "ice")
+
+    mdp = tabular_mdp(env, plain)
+    assert mdp.propositions == ("goal", "hole", "ice")
+    assert mdp == tabular_mdp(env, plain, propositions=["goal", "hole", "ice"])
+    assert [mdp.label(s) for s in mdp.states[:6]] == ["ice", "ice", "ice", "ice", "ice", "hole"]
+    by_list = tabular_mdp(env, [plain(s, {}) for s in range(16)])  # one name per state: collected too
+    assert by_list == mdp
+    with pytest.raises(ModelError, match=r"state 0: the labeler returned 3 \(int\); without propositions="):
+        tabular_mdp(env, lambda obs, info: 3)
+
+
+def test_names_in_messages_are_quoted_and_one_long_name_is_explained():
+    env = gymnasium.make("FrozenLake-v1")
+    with pytest.raises(Exception) as err:
+        tabular_mdp(env, lake_labeler, propositions="gho")
+    message = str(err.value)
+    assert "the alphabet is 'gho' (propositions='gho' is one proposition named 'gho'" in message
+    assert "separated by whitespace: 'g h o', or given as a list" in message
+    assert tabular_mdp(env, lake_labeler, propositions="g h o") == tabular_mdp(env, lake_labeler)
+    with pytest.raises(Exception, match=r"the labeler returned 'q', which is not a proposition; the alphabet is 'o'$"):
+        tabular_mdp(env, lambda s, i: "q" if s == 3 else "o", propositions="o")
+    with pytest.raises(Exception, match=r"the alphabet is 'g', 'h', 'o'$"):
+        tabular_mdp(env, lambda s, i: "x", propositions=["g", "h", "o"])
+
+
+def test_a_labeler_of_one_argument_is_refused_where_it_is_given():
+    """A labeler is called ``labeler(obs, info)``; one of one argument is named at once, by the
+    model, the wrappers and ``collect``, not by a TypeError deep inside a run."""
+    from rmtk.gym import RewardMachineEnv
+    from rmtk.machine import RewardMachine
+
+    env = gymnasium.make("FrozenLake-v1", is_slippery=False)
+
+    def by_cell(obs):
+        return lake_labeler(obs, {})
+
+    with pytest.raises(ModelError, match=r"labeler by_cell\(obs\) cannot be called as labeler\(obs, info\)"):
+        tabular_mdp(env, by_cell, propositions=lake_labeler.propositions)
+    machine = RewardMachine.from_transitions({("u", p): "u" for p in "gho"}, "gho")
+    with pytest.raises(ModelError, match="cannot be called as labeler"):
+        RewardMachineEnv(env, machine, by_cell)
+    with pytest.raises(ModelError, match="cannot be called as labeler"):
+        collect(env, lambda obs: 0, by_cell, Identity(), 1, propositions="g h o")
+    # a labeler with defaults or *args is callable as labeler(obs, info)
+    assert tabular_mdp(env, lambda obs, *rest: lake_labeler(obs, {})) == tabular_mdp(env, lake_labeler)

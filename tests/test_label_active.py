@@ -26,7 +26,7 @@ def test_labels_with_the_active_loop_take_no_demonstrations(tmp_path, capsys):
     assert main(args) == 0
     code = main(["learn", str(MODELS / "patrol.rm"), "--learn-labels", "--active", "--demos", str(demos), "-q"])
     assert code != 0
-    assert "--demos are label-word data it cannot use" in capsys.readouterr().err
+    assert "--demos does not apply to learning the labels by asking the exact expert" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("flag", [["--maxsat"]])

@@ -78,8 +78,9 @@ def test_lazy_on_random_instances_agrees_with_the_full_encoding():
 def test_lazy_pairs_from_demonstrations_equal_the_full_encoding():
     t = attrs.evolve(dsl.load_model("stack_avoid").tasks["stack_avoid"])
     demos = simulate(t, 1000, 20, seed=0)
-    full = Learner(EmpiricalPTP(demos), irl=None).fit(t)
-    lazy = Learner(EmpiricalPTP(demos), encoder=SatEncoder(negatives="lazy"), irl=None).fit(t)
+    every = 1000  # every machine listed (from demonstrations the default lists DEMOS_MAX_SOLUTIONS)
+    full = Learner(EmpiricalPTP(demos), irl=None, max_solutions=every).fit(t)
+    lazy = Learner(EmpiricalPTP(demos), encoder=SatEncoder(negatives="lazy"), irl=None, max_solutions=every).fit(t)
     assert (lazy.raw_count, lazy.distinct_count) == (full.raw_count, full.distinct_count) == (40, 19)
     assert key(lazy) == key(full)
 

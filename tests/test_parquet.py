@@ -348,7 +348,10 @@ def test_cli_simulate_parquet_locally_and_learn_as_from_npz(tmp_path, capsys):
     assert main(["simulate", *common, "-o", str(tmp_path / "e.npz"), "--partition-size", "10"]) == 1
     assert "--partition-size applies to Parquet output" in capsys.readouterr().err
     assert main(["learn", model, "--engine", "dask", "-q"]) == 1
-    assert "--engine applies to learning from demonstrations (--demos)" in capsys.readouterr().err
+    assert (
+        "--engine does not apply to learning from the task's exact policy: it chooses where demonstrations"
+        in capsys.readouterr().err
+    )
 
 
 # ---------------------------------------------------------------------- a partition holding less than it says

@@ -24,6 +24,9 @@ with the safe defaults (answers are counts, no verdicts, no exact check).
 * :class:`RecordedExpert`: recorded data only, no new queries (passive learning through the
   same loop as active learning).
 
+Experts of a Gymnasium environment (run in the environment, its state restored or replayed)
+are in :mod:`rmtk.gym.experts`; they answer through the same :class:`Expert` protocol.
+
 The learner never looks inside an expert: a task's machine serves the expert's memory, and
 verdicts against it are computed after learning, as for any learner.
 """

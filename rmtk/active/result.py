@@ -66,7 +66,7 @@ class Round:
     def __str__(self) -> str:
         asked = plural(len(self.asked), "query", "queries")
         what = {
-            "start": "from the data there is",
+            "start": "the data given",
             "split": asked,
             "alternatives": f"{asked} testing the survivors against larger machines",
             "free": f"{asked} using free transitions of the survivors",

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 
+import attrs
+
 from ..errors import RmtkError
 from ..task import Task
 
@@ -62,29 +64,19 @@ def _probability(text: str) -> float:
 
 def learner_from_args(args, task: Task | None = None):
     """The :class:`~rmtk.learner.Learner` the command-line options describe (the same
-    strategies a Python user composes)."""
+    strategies a Python user composes). The flags were checked against the mode first
+    (:func:`rmtk.cli.flags.learn_mode`)."""
     from ..encoders import MaxSatEncoder, SatEncoder
     from ..learner import EmpiricalPTP, ExactMiner, ExactPTP, Learner
     from ..negatives import ConfidenceMiner
-    from ..progress import Progress, StderrProgress
     from ..rewards.maxent import MaxEntIRL
 
-    progress = Progress() if args.quiet else StderrProgress()
+    progress = _progress(args)
     compress = not args.no_compress
-    if args.stuttering and compress:
-        raise RmtkError(
-            "--stuttering needs --no-compress: a tree keyed by compressed words assumes a non-stuttering machine"
-        )
     engine = _engine_from_args(args)
     if args.demos:
-        import os
-
         from ..data import format_of, load
 
-        if not os.path.exists(args.demos):
-            raise RmtkError(f"{args.demos}: no such file or directory (--demos)")
-        if args.depth == INF:
-            raise RmtkError("--depth inf applies to the exact policy; demonstrations are counted whole by default")
         data = args.demos  # a Parquet dataset is counted partition by partition, never loaded whole
         if format_of(args.demos) != "parquet":
             data = load(args.demos, task.mdp)
@@ -92,13 +84,8 @@ def learner_from_args(args, task: Task | None = None):
         ptp = EmpiricalPTP(data, depth=args.depth, compress=compress, engine=engine)
         miner = ConfidenceMiner(alpha=0.05 if args.alpha is None else args.alpha)
     else:
-        if args.engine != "local":
-            raise RmtkError("--engine applies to learning from demonstrations (--demos)")
-        for flag, value in (("--alpha", args.alpha), ("--weights", args.weights)):
-            if value is not None and not (flag == "--weights" and args.maxsat):
-                raise RmtkError(f"{flag} applies to learning from demonstrations (--demos FILE)")
         depth = None if args.depth == INF else (args.depth or "task")
-        ptp = ExactPTP(depth=depth, source=args.policy, compress=compress)
+        ptp = ExactPTP(depth=depth, source=args.policy or "soft-optimal", compress=compress)
         miner = ExactMiner()
     common = dict(
         non_stuttering=not args.stuttering, symmetry_breaking=not args.no_symmetry_breaking, solver=args.solver
@@ -106,9 +93,7 @@ def learner_from_args(args, task: Task | None = None):
     if args.maxsat:
         encoder = MaxSatEncoder(weights=args.weights or "unit", **common)
     else:
-        if args.weights is not None:
-            raise RmtkError("--weights applies to MaxSAT (--maxsat)")
-        encoder = SatEncoder(negatives=args.negatives, **common)
+        encoder = SatEncoder(negatives=args.negatives or "classes", **common)
     return Learner(
         ptp=ptp,
         miner=miner,
@@ -120,6 +105,53 @@ def learner_from_args(args, task: Task | None = None):
         time_limit=args.time_limit,
         progress=progress,
     )
+
+
+def label_learner_from_args(args, learner=None):
+    """The :class:`~rmtk.labels.learner.LabelLearner` of ``--learn-labels [K]``: the command-line
+    ``learner``'s PTP strategy (the exact expert at every depth unless ``--depth`` says
+    otherwise), miner, limits and progress, or, learning from the active loop's questions
+    (``learner`` None), the command line's limits; and a
+    :class:`~rmtk.labels.search.SmallestPairs` with the command line's solver and constraints."""
+    import attrs
+
+    from ..exact import ExactPTP
+    from ..labels.learner import LabelLearner
+    from ..labels.search import SmallestPairs
+
+    search = SmallestPairs(
+        symmetry_breaking=not args.no_symmetry_breaking, non_stuttering=not args.stuttering, solver=args.solver
+    )
+    if learner is None:
+        return LabelLearner(
+            search=search,
+            props=args.learn_labels or None,
+            max_nodes=args.max_nodes,
+            nodes=args.nodes,
+            max_solutions=args.max_solutions,
+            time_limit=args.time_limit,
+            progress=_progress(args),
+        )
+    ptp = learner.ptp
+    if isinstance(ptp, ExactPTP) and args.depth is None:
+        ptp = attrs.evolve(ptp, depth=None)
+    return LabelLearner(
+        ptp=ptp,
+        miner=learner.miner,
+        search=search,
+        props=args.learn_labels or None,
+        max_nodes=learner.max_nodes,
+        nodes=learner.nodes,
+        max_solutions=learner.max_solutions,
+        time_limit=learner.time_limit,
+        progress=learner.progress,
+    )
+
+
+def _progress(args):
+    from ..progress import Progress, StderrProgress
+
+    return Progress() if args.quiet else StderrProgress()
 
 
 def _engine_from_args(args):
@@ -146,8 +178,7 @@ def _add_engine_options(parser, what: str) -> None:
     parser.add_argument(
         "--engine",
         choices=ENGINES,
-        default="local",
-        help=f"where the {what} runs: this process (default) or a Dask cluster (pip install 'rmtk[dask]')",
+        help=f"where the {what} runs: this process (default, local) or a Dask cluster (pip install 'rmtk[dask]')",
     )
     parser.add_argument(
         "--scheduler", metavar="ADDRESS", help="with --engine dask: a running scheduler (tcp://host:8786)"
@@ -178,40 +209,15 @@ def active_from_args(args, task: Task):
     from ..active.loop import RESOLUTION, ActiveLearner
     from ..active.questions import SplitMostPairs
     from ..encoders import SatEncoder
-    from ..progress import Progress, StderrProgress
 
-    for flag, value in (
-        ("--maxsat", args.maxsat),
-        ("--depth", args.depth),
-        ("--nodes", args.nodes),
-        ("--weights", args.weights),
-        ("--no-compress", args.no_compress),
-    ):
-        if value:
-            raise RmtkError(f"{flag} does not apply to active learning (--active)")
-    if args.engine != "local":
-        raise RmtkError("--engine applies to learning from demonstrations without --active")
     expert_kind = args.expert or ("simulated" if args.demos else "exact")
-    if expert_kind == "exact" and args.demos:
-        raise RmtkError("--demos are counts: with --active they go with --expert simulated, not the exact expert")
-    if expert_kind == "exact" and args.samples is not None:
-        raise RmtkError("--samples is the actions drawn per question to an expert that is run (--expert simulated)")
-    if expert_kind == "exact" and args.resolution is not None:
-        raise RmtkError(
-            "--resolution is what questions to an expert that is run are sampled to (--expert simulated); the "
-            "exact expert's answers are distributions"
-        )
     data = None
     if args.demos:
         from ..data import format_of, load
 
         data = args.demos if format_of(args.demos) == "parquet" else load(args.demos, task.mdp)
-    if args.lam is not None:
-        import attrs
-
-        task = attrs.evolve(task, lam=args.lam)
     make = TaskExpert if expert_kind == "exact" else SimulatedExpert
-    expert = make(task, source=args.policy, seed=args.seed, recorded=data)
+    expert = make(task, source=args.policy or "soft-optimal", seed=args.seed or 0, recorded=data)
     budget = Budget(
         queries=args.budget_queries, steps=args.budget_steps, seconds=args.budget_seconds, draws=args.budget_draws
     )
@@ -229,6 +235,62 @@ def active_from_args(args, task: Task):
         max_solutions=1000 if args.max_solutions is None else args.max_solutions,
         alpha=0.05 if args.alpha is None else args.alpha,
         time_limit=args.time_limit,
-        progress=Progress() if args.quiet else StderrProgress(),
+        progress=_progress(args),
     )
     return learner, expert
+
+
+#: Pairs of labels and machines a round of ``--learn-labels --active`` lists unless
+#: ``--max-solutions`` says otherwise: over one letter per state, the survivors are many.
+LABELS_ACTIVE_SOLUTIONS = 50
+
+
+@attrs.frozen
+class LearnPlan:
+    """What ``rmtk learn`` runs, built from its flags before any work: the ``mode``
+    (:data:`rmtk.cli.flags.MODES`), the ``task`` (at ``--lambda``'s temperature), the
+    ``learner`` (a :class:`~rmtk.learner.Learner`, or an :class:`~rmtk.active.loop.ActiveLearner`
+    with its ``expert``, asked on ``view``: the task, or its state view when learning the
+    labels), the ``labels`` learner (:class:`~rmtk.labels.learner.LabelLearner`: the plan's
+    learner itself, or what learns from the active loop's questions) and what to print and write."""
+
+    mode: str
+    task: Task
+    learner: object
+    expert: object = None
+    view: Task | None = None
+    labels: object = None
+    explain: bool = False
+    count_pairs: bool = False
+    dot: str | None = None
+    png: str | None = None
+    force: bool = False
+
+
+def plan_learn(args, task: Task, mode: str) -> LearnPlan:
+    """The :class:`LearnPlan` of ``rmtk learn``'s flags (already checked against ``mode`` by
+    :func:`rmtk.cli.flags.learn_mode`)."""
+    from .flags import ASKING, LABELS
+
+    if args.demos:
+        import os
+
+        if not os.path.exists(args.demos):
+            raise RmtkError(f"{args.demos}: no such file or directory (--demos)")
+    if args.lam is not None:
+        task = attrs.evolve(task, lam=args.lam)
+    outputs = dict(explain=args.explain, count_pairs=args.count_pairs, dot=args.dot, png=args.png, force=args.force)
+    if mode in ASKING:
+        view = task
+        labels = label_learner_from_args(args) if mode in LABELS else None
+        if labels is not None:
+            from ..labels.histories import state_task
+
+            view = state_task(task)
+        asking, expert = active_from_args(args, view)
+        if labels is not None and args.max_solutions is None:
+            asking = attrs.evolve(asking, max_solutions=LABELS_ACTIVE_SOLUTIONS)
+        return LearnPlan(mode, task, asking, expert, view, labels, **outputs)
+    learner = learner_from_args(args, task)
+    labels = label_learner_from_args(args, learner) if mode in LABELS else None
+    return LearnPlan(mode, task, labels or learner, None, None, labels, **outputs)

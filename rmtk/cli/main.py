@@ -14,9 +14,11 @@ from pathlib import Path
 
 from .. import dsl
 from ..errors import DslError, RmtkError
+from ..limits import stop_requested
 from ..machine import RewardMachine
 from ..mdp import LabeledMDP
 from ..task import Task
+from . import stopping
 from .args import (
     RESOLUTION_HELP,
     _add_engine_options,
@@ -27,9 +29,8 @@ from .args import (
     _probability,
     _resolution,
     _seed,
-    active_from_args,
-    learner_from_args,
 )
+from .learn import cmd_learn, load_task, writable
 
 
 def _pick(doc: dsl.RmFile, name: str | None):
@@ -53,13 +54,6 @@ def _pick_machine(doc: dsl.RmFile, name: str | None) -> RewardMachine:
     raise RmtkError(f"the file holds several machines ({', '.join(doc.machines)}); name the one to show")
 
 
-def _writable(path: Path, force: bool) -> Path:
-    """``path``, checked before the work to be writable (:func:`rmtk.output.check`)."""
-    from .. import output
-
-    return output.check(path, overwrite=force)
-
-
 def cmd_check(args) -> int:
     """Validate files and summarise each block."""
     failed = 0
@@ -78,11 +72,13 @@ def cmd_check(args) -> int:
 
 def cmd_show(args) -> int:
     """Print a file or one block as .rm text, DOT or JSON; draw it with --png."""
+    if args.force and not args.png:
+        raise RmtkError("--force needs --png: it lets the picture replace an existing file")
     doc = dsl.load(args.file)
     if args.png:
         from ..io import draw
 
-        out = _writable(Path(args.png), args.force)
+        out = writable(Path(args.png), args.force)
         draw.picture_format(out)
         obj = doc.get(args.name) if args.name else None
         fig = draw.draw_grid(obj) if isinstance(obj, LabeledMDP) else draw.draw_machine(_pick_machine(doc, args.name))
@@ -125,31 +121,20 @@ def _to_json(obj):
     return obj.to_dict()
 
 
-def _load_task(file: str, name: str | None) -> Task:
-    doc = dsl.load(file)
-    if name is not None:
-        return doc.get(name, "task")
-    return doc.only("task")
-
-
-def _figure_paths(path: str, count: int) -> list[Path]:
-    p = Path(path)
-    if count == 1:
-        return [p]
-    return [p.with_name(f"{p.stem}_{i + 1}{p.suffix}") for i in range(count)]
-
-
 def cmd_simulate(args) -> int:
     """Sample demonstrations from a task's soft-optimal product policy."""
     from ..data import format_of, save
     from ..progress import Progress, StderrProgress
     from ..simulate import simulate, simulate_dataset, simulate_sharded
 
-    task = _load_task(args.file, args.task)
+    task = load_task(args.file, args.task)
     fmt = format_of(args.output, args.format)
     engine = _engine_from_args(args)
     if args.partition_size is not None and fmt != "parquet":
         raise RmtkError("--partition-size applies to Parquet output (--format parquet)")
+    from .sizes import check_simulate_sizes
+
+    check_simulate_sizes(args, fmt == "parquet")
     if args.lam is not None:
         import attrs
 
@@ -173,154 +158,14 @@ def cmd_simulate(args) -> int:
             file=sys.stderr,
         )
         return 0
-    out = _writable(Path(args.output), args.force)
-    if args.engine == "local":
+    out = writable(Path(args.output), args.force)
+    if args.engine in (None, "local"):
         demos = simulate(task, args.n, args.horizon, seed=args.seed, progress=progress)
     else:
         demos = simulate_sharded(task, args.n, args.horizon, seed=args.seed, engine=engine, progress=progress)
     save(demos, out, task.mdp, overwrite=args.force, format=fmt)
     print(f"wrote {out}: {demos.summary()}, seed {args.seed}", file=sys.stderr)
     return 0
-
-
-def cmd_learn(args) -> int:
-    """Learn the smallest machine from a task's exact prefix tree policy or from demonstrations."""
-    task = _load_task(args.file, args.task)
-    if args.learn_labels is not None:
-        return _learn_labels(args, task, learner_from_args(args, task))
-    from ..report import report
-
-    if args.dot:
-        _writable(Path(args.dot), args.force)  # before the work: a bad path fails now, not after the search
-    if args.png:
-        from ..io.draw import picture_format
-
-        picture_format(_writable(Path(args.png), args.force))
-    if args.active:
-        learner, expert = active_from_args(args, task)
-        active = learner.fit(task, expert)
-        result = active.result
-        kind = "exact policy" if expert.exact else f"runs of its policy (seed {args.seed})"
-        print(
-            f"# active learning from the expert's {kind}: {len(active.rounds)} rounds, {active.queries} queries, "
-            f"{active.steps} environment steps, {active.draws} policy draws, {active.known} (word, state) pairs known"
-        )
-        for line in active.log().splitlines():
-            print(f"#   {line}")
-        if active.flagged:
-            print(f"# {active.ended}: the machines below are the survivors so far")
-        asked = f"the expert's {kind}"
-    else:
-        asked = None
-        for flag, value in (
-            ("--budget-steps", args.budget_steps),
-            ("--budget-queries", args.budget_queries),
-            ("--budget-seconds", args.budget_seconds),
-            ("--budget-draws", args.budget_draws),
-            ("--resolution", args.resolution),
-            ("--expert", args.expert),
-            ("--samples", args.samples),
-            ("--walks", args.walks),
-            ("--walk-length", args.walk_length),
-        ):
-            if value is not None:
-                raise RmtkError(f"{flag} applies to active learning (--active)")
-        result = learner_from_args(args, task).fit(task)
-    report(task, result, count_pairs=args.count_pairs, explain=args.explain, asked=asked)
-    if result.n_nodes is None:
-        return 1
-
-    def write_dot(m, p):
-        from .. import output
-        from ..io import dot
-
-        with output.replacing(p, overwrite=args.force, text=True) as f:
-            f.write(dot.to_dot(m))
-
-    def write_png(m, p):
-        from ..io import draw
-
-        draw.save_picture(draw.draw_machine(m), p, overwrite=args.force)
-
-    for opt, write in (("dot", write_dot), ("png", write_png)):
-        target = getattr(args, opt)
-        if target:
-            paths = _figure_paths(target, len(result.machines))
-            for p in paths:
-                _writable(p, args.force)
-            for m, p in zip(result.machines, paths):
-                write(m, p)
-                print(f"wrote {p}", file=sys.stderr)
-    return 0
-
-
-def _learn_labels(args, task: Task, learner) -> int:
-    """``rmtk learn FILE [TASK] --learn-labels [K]``: the command-line learner with a
-    :class:`~rmtk.labels.learner.LabelingEncoder`; from the exact expert, at every depth unless
-    ``--depth`` says otherwise, or from the questions of the active loop (``--active``).
-    ``--png`` draws each pair's labels on a grid world's map."""
-    from ..labels.learner import LabelingEncoder
-    from ..labels.report import draw_labels, label_report
-
-    if args.maxsat:
-        raise RmtkError("--learn-labels searches with hard negative examples; --maxsat does not apply")
-    encoder = LabelingEncoder(
-        props=args.learn_labels or None,
-        symmetry_breaking=not args.no_symmetry_breaking,
-        non_stuttering=not args.stuttering,
-        solver=args.solver,
-    )
-    if args.active:
-        result = _labels_from_questions(args, task, encoder)
-    else:
-        result = _labels_from_tree(args, task, learner, encoder)
-    label_report(task, result, explain=args.explain)
-    if result.n_nodes is None:
-        return 1
-    if args.png:
-        paths = _figure_paths(args.png, len(result.solutions))
-        for p in paths:
-            _writable(p, args.force)
-        for i, p in enumerate(paths):
-            draw_labels(result, i, Path(p))
-            print(f"wrote {p}", file=sys.stderr)
-    return 0
-
-
-def _labels_from_tree(args, task: Task, learner, encoder):
-    import attrs
-
-    from ..exact import ExactPTP
-
-    ptp = learner.ptp
-    if isinstance(ptp, ExactPTP) and args.depth is None:
-        ptp = attrs.evolve(ptp, depth=None)
-    return attrs.evolve(learner, ptp=ptp, encoder=encoder, irl=None).fit(task)
-
-
-def _labels_from_questions(args, task: Task, encoder):
-    """``--learn-labels --active``: the active loop asks the expert about state histories (the
-    task's state view), and the labels and machine are learned from its questions and answers
-    (:func:`~rmtk.labels.learner.labels_from_active`): no prefix tree is built."""
-    import attrs
-
-    from ..labels.histories import state_task
-    from ..labels.learner import labels_from_active
-
-    if args.demos:
-        raise RmtkError("--learn-labels --active asks the exact expert; --demos are label-word data it cannot use")
-    view = state_task(task)
-    learner, expert = active_from_args(args, view)
-    if args.max_solutions is None:  # over one letter per state, survivors are many: a round lists a few
-        learner = attrs.evolve(learner, max_solutions=50)
-    active = learner.fit(view, expert)
-    print(
-        f"# active learning on state histories: {len(active.rounds)} rounds, {active.queries} queries, "
-        f"{active.known} (history, state) pairs known; labels and machine learned from them"
-    )
-    if active.flagged:
-        print(f"# {active.ended}: the pairs below fit what was asked so far")
-    return labels_from_active(active, task, encoder, max_nodes=args.max_nodes)
 
 
 def cmd_reproduce(args) -> int:
@@ -340,7 +185,10 @@ def cmd_reproduce(args) -> int:
     if args.trajectories:
         overrides["trajectories"] = args.trajectories
     check_overrides(names, overrides)
-    figdir = None if args.no_figures else Path(args.figures)
+    if args.no_figures and (args.force or args.figures is not None):
+        flag = "--force" if args.force else "--figures"
+        raise RmtkError(f"{flag} does not apply with --no-figures: no figure is written")
+    figdir = None if args.no_figures else Path(args.figures or ".")
     if figdir is not None and not figdir.is_dir():
         raise RmtkError(f"{figdir}: no such directory")
     opts = Options(
@@ -399,8 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
     ln.add_argument(
         "--policy",
         choices=("soft-optimal", "distinct"),
-        default="soft-optimal",
-        help="soft-optimal: the task's MaxEnt policy; distinct: one policy per node (the paper's counts)",
+        help="the policy computed from the task: soft-optimal (default), its MaxEnt policy; distinct: one policy "
+        "per node (the paper's counts)",
     )
     ln.add_argument("--no-compress", action="store_true", help="key the tree by uncompressed words")
     ln.add_argument(
@@ -410,8 +258,8 @@ def build_parser() -> argparse.ArgumentParser:
     ln.add_argument(
         "--negatives",
         choices=("classes", "pairs", "lazy"),
-        default="classes",
-        help="encode negative examples grouped by policy class (default), pair by pair, or lazily: only "
+        help="encode negative examples grouped by policy class (default from an exact policy), pair by pair "
+        "(default from demonstrations), or lazily: only "
         "those a candidate machine violates (no prefix tree is built from an exact policy)",
     )
     from ..sat.solver import DEFAULT_SOLVER, SOLVERS
@@ -468,12 +316,17 @@ def build_parser() -> argparse.ArgumentParser:
         "check is exact, on the synchronised product, unless walks are asked for)",
     )
     ln.add_argument("--walk-length", type=_positive_int, metavar="L", help="with --active: steps per walk (default 40)")
-    ln.add_argument("--seed", type=_seed, default=0, help="with --active: seed of the expert's randomness (default 0)")
+    ln.add_argument(
+        "--seed",
+        type=_seed,
+        help="with --active --expert simulated, or --walks: seed of the expert's randomness (default 0)",
+    )
     ln.add_argument(
         "--lambda",
         dest="lam",
         type=_positive_float,
-        help="with --active: the expert's temperature (default: the task's)",
+        help="the temperature of the policy computed from the task (default: the task's); not with --demos "
+        "(except --active --expert simulated)",
     )
     ln.add_argument(
         "--learn-labels",
@@ -484,9 +337,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="learn the labeling function too, from state histories only (the file's labels serve only "
         "for the verdict): the fewest nodes, then the fewest propositions, or exactly K",
     )
-    ln.add_argument("--max-solutions", type=_positive_int, help="stop after this many machines")
     ln.add_argument(
-        "--time-limit", type=_positive_float, metavar="S", help="seconds for the SAT search; what was found is reported"
+        "--max-solutions",
+        type=_positive_int,
+        help="list at most this many machines (default: all from the exact policy, 10 from --demos); "
+        "a summary says how many survive",
+    )
+    ln.add_argument(
+        "--time-limit",
+        type=_positive_float,
+        metavar="S",
+        help="seconds for the whole run: every phase stops then and what was found is printed, flagged",
     )
     ln.add_argument(
         "--explain",
@@ -552,7 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
     rp.add_argument("--set", action="append", metavar="KEY=VALUE", help="override an experiment setting")
-    rp.add_argument("--figures", metavar="DIR", default=".", help="directory for the figures (default: .)")
+    rp.add_argument("--figures", metavar="DIR", help="directory for the figures (default: .)")
     rp.add_argument("--no-figures", action="store_true", help="write no figure")
     rp.add_argument("--force", action="store_true", help="overwrite existing figures")
     rp.add_argument("-q", "--quiet", action="store_true")
@@ -560,37 +421,46 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-class _Terminated(BaseException):
-    """SIGTERM, raised like Ctrl-C so that files being written are cleaned up (rmtk/output.py)."""
-
-
-def _terminate(signum, frame):
-    raise _Terminated
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    import signal
-    import threading
-
-    args = build_parser().parse_args(argv)
-    on_main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _terminate) if on_main else None
-    try:
-        return args.func(args)
-    except RmtkError as err:
-        print(err if isinstance(err, DslError) else f"rmtk: error: {err}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("rmtk: interrupted", file=sys.stderr)
-        return 130
-    except _Terminated:
-        print("rmtk: terminated", file=sys.stderr)
-        return 128 + signal.SIGTERM
-    except BrokenPipeError:
-        return 0
-    finally:
-        if on_main:
-            signal.signal(signal.SIGTERM, previous)
+    """The ``rmtk`` command; ``argv`` default: the process's arguments. Exit status 0, 1 on an
+    error (one line), 2 on a usage error, 130 / 143 when stopped by SIGINT / SIGTERM
+    (:mod:`rmtk.cli.stopping`)."""
+    status = 0
+    with stopping.installed(program=argv is None) as stops:  # from here on, no signal is Python's own
+        args = build_parser().parse_args(argv)
+        if stops is not None:
+            stops.time_limit = getattr(args, "time_limit", None)
+        try:
+            status = args.func(args)
+        except RmtkError as err:
+            status = 1
+            if stops is not None:
+                stops.ending = True
+            if not stop_requested():  # else the stop is the cause: the line below says it
+                print(err if isinstance(err, DslError) else f"rmtk: error: {err}", file=sys.stderr)
+        except KeyboardInterrupt:
+            status = stopping.STATUS["interrupted"]
+        except stopping.Terminated:
+            status = stopping.STATUS["terminated"]
+        except stopping.TimeUp:
+            status = 1
+            print(
+                f"rmtk: error: the run went on {stopping.GRACE_SECONDS:g} s past its time limit and the stop "
+                "then asked for; ended without an answer",
+                file=sys.stderr,
+            )
+        except BrokenPipeError:
+            status = 0
+        finally:
+            if stops is not None:
+                stops.close()  # from here on, signals are ignored
+            why = stop_requested()
+            if why in stopping.STATUS and status in (0, 1):
+                status = stopping.STATUS[why]
+            for reason, code in stopping.STATUS.items():
+                if status == code:
+                    print(f"rmtk: {reason}", file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":  # pragma: no cover

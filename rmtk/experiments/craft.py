@@ -7,7 +7,7 @@ task, as a user runs it, beside the exact label-given learner as the same-run re
 * ``active``: :class:`~rmtk.active.loop.ActiveLearner` asking the exact expert
   (:class:`~rmtk.active.experts.TaskExpert`; ``--active``);
 * ``labels``: the labels learned with the machine, nothing known
-  (:class:`~rmtk.labels.learner.LabelingEncoder`; ``--learn-labels``);
+  (:class:`~rmtk.labels.learner.LabelLearner`; ``--learn-labels``);
 * ``demos``: :class:`~rmtk.empirical.EmpiricalPTP` on simulated demonstrations (``--demos``),
   no rewards (they would be fitted per machine listed).
 
@@ -16,9 +16,7 @@ Every run is bounded: a time limit (the learners' ``time_limit``, the active loo
 flagged, and so is a run that went on past its limit (the limits are checked between phases,
 not inside each). ``--quick`` learns on a walled crop of the map (rows 24–33, columns 18–37:
 200 cells with a, b and c; runs start in any cell, the agent's is outside it) so that CI runs
-every capability in seconds. On the whole map, learning the labels needs more than 4 GB today
-(docs/benchmarks.md, section 18): run it where that is available, or choose the capabilities
-(``--set capabilities=exact,active,demos``).
+every capability in seconds; the whole map is the benchmark's (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -136,21 +134,17 @@ def run_active(task, opts: Options):
 
 
 def run_labels(task, opts: Options):
-    from ..labels.learner import LabelingEncoder
-    from ..learner import ExactPTP, Learner
+    from ..labels.learner import LabelLearner
 
-    r = Learner(
-        ExactPTP(None),
-        encoder=LabelingEncoder(),
-        irl=None,
+    r = LabelLearner(
         time_limit=opts.get("time_limit"),
         max_solutions=opts.get("max_solutions"),
         max_nodes=_max_nodes(task, opts),
     ).fit(task)
     s = r.search
-    equivalent = sum(v.consistent for v in r.verdicts or ())
+    equivalent = sum(v.consistent for v in r.verdicts or () if v is not None)
     truth = f"{equivalent} policy-equivalent" + ("; the truth survives" if r.truth_survives else "")
-    stopped = _stopped(s.complete, len(r.solutions), s.message, opts)
+    stopped = _stopped(r.complete, len(r.solutions), "; ".join([s.message, *r.unfinished]).strip("; "), opts)
     size = f"{r.n_nodes} nodes, {r.n_props} propositions" if r.n_nodes is not None else "no size decided"
     return r.n_nodes, _listed(len(r.solutions), s.complete), truth, equivalent > 0, stopped, size
 

@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 
+from ..errors import RmtkError
 from ._report import Domain, Options, Report, Setting
 
 SETTINGS = {
@@ -53,16 +54,18 @@ def marked_grid(seed: int, side: int):
 
 
 def run(opts: Options) -> Report:
-    """Each task learned from state histories only (``LabelingEncoder``), beside the
-    label-given learner on the same task."""
+    """Each task learned from state histories only (:class:`~rmtk.labels.learner.LabelLearner`),
+    beside the label-given learner on the same task."""
     from .. import dsl
-    from ..labels.learner import LabelingEncoder
+    from ..labels.learner import LabelLearner
     from ..labels.report import draw_labels
     from ..learner import ExactPTP, Learner
 
     report = Report("reward machines and labels from raw state histories (exact expert, every depth)")
     tasks = []
-    for name in [t for t in str(opts.get("tasks")).split(",") if t]:
+    for name in [t.strip() for t in str(opts.get("tasks")).split(",") if t.strip()]:
+        if name not in SHIPPED:
+            raise RmtkError(f"raw-labels: tasks: unknown task {name!r}; the shipped ones are {', '.join(SHIPPED)}")
         model, task = SHIPPED[name]
         tasks.append((name, dsl.load_model(model).tasks[task]))
     for g in range(int(opts.get("grids"))):
@@ -71,7 +74,7 @@ def run(opts: Options) -> Report:
     for name, task in tasks:
         opts.say(f"{name}: learning the labels")
         t0 = time.perf_counter()
-        r = Learner(ExactPTP(None), encoder=LabelingEncoder(), irl=None, max_nodes=int(opts.get("max_nodes"))).fit(task)
+        r = LabelLearner(max_nodes=int(opts.get("max_nodes"))).fit(task)
         sec = time.perf_counter() - t0
         t0 = time.perf_counter()
         Learner(ExactPTP(None), irl=None, max_nodes=int(opts.get("max_nodes"))).fit(task)
@@ -88,7 +91,7 @@ def run(opts: Options) -> Report:
                 equal,
                 f"{r.truth_size[0]}, {r.truth_size[1]}",
                 "yes" if r.truth_survives else "no",
-                sum(len(s.free) for s in r.solutions),
+                sum(len(s.free or ()) for s in r.solutions),
                 r.search.histories - 1,
                 round(sec, 2),
                 round(ref, 2),

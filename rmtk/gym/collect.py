@@ -118,7 +118,7 @@ def collect(
             ``ctx`` is a :class:`~rmtk.gym.Context` (discretised state, label, step, ``rng``).
         labeler: ``labeler(obs, info) -> proposition name`` (see :mod:`rmtk.gym.labels`);
             ``None`` records state histories (each state its own proposition ``s<i>``), to learn
-            the labels with :class:`~rmtk.labels.learner.LabelingEncoder`.
+            the labels with :class:`~rmtk.labels.learner.LabelLearner`.
         discretizer: observation → state index: :class:`~rmtk.gym.Identity`,
             :class:`~rmtk.gym.Bins`, or a function (then give ``n_states``).
         episodes: how many episodes to record; ``seed``: the seed of everything random.

@@ -22,10 +22,51 @@ from ..mdp import LabeledMDP, _check_unique, _names
 
 def names(value) -> tuple[str, ...]:
     """Proposition names from a sequence of names or one string of whitespace-separated
-    names (``"a b c o"``: four propositions, as the `.rm` language writes an alphabet)."""
+    names (``"a b c o"``: four propositions, as the `.rm` language writes an alphabet; ``"abco"``
+    is one proposition named ``abco``)."""
     if isinstance(value, str):
         return tuple(value.split())
     return _names(value)
+
+
+def check_labeler(labeler, where: str = "labeler"):
+    """``labeler``, once it is known to be called as ``labeler(obs, info)``: a callable whose
+    signature takes two positional arguments; otherwise a :class:`~rmtk.errors.ModelError`
+    saying what a labeler is (a one-argument ``lambda obs: ...`` would fail deep inside a run)."""
+    import inspect
+
+    if not callable(labeler):
+        raise ModelError(f"{where} must be a function labeler(obs, info) -> proposition name, not {labeler!r}")
+    try:
+        signature = inspect.signature(labeler)
+    except (TypeError, ValueError):  # a builtin without a signature: called as it is
+        return labeler
+    try:
+        signature.bind(None, None)
+    except TypeError:
+        name = getattr(labeler, "__name__", type(labeler).__name__)
+        raise ModelError(
+            f"{where} {name}{signature} cannot be called as labeler(obs, info): a labeler takes the "
+            "observation and the step's info dict (write def label(obs, info): ... even if info is unused)"
+        ) from None
+    return labeler
+
+
+def quoted(props) -> str:
+    """Names as messages list them, each quoted: ``'a', 'b', 'c'`` (so that one name ``'abco'``
+    does not read as four letters)."""
+    return ", ".join(repr(str(p)) for p in props)
+
+
+def one_name_hint(props, label) -> str:
+    """When the alphabet is one name of several characters and ``label`` is one of them: the
+    user probably meant a name per character, and is told how to write it."""
+    if len(props) == 1 and isinstance(label, str) and len(props[0]) > 1 and label and label in props[0]:
+        return (
+            f" (propositions={props[0]!r} is one proposition named {props[0]!r}; names are separated by "
+            f"whitespace: {' '.join(props[0])!r}, or given as a list)"
+        )
+    return ""
 
 
 @attrs.frozen
@@ -86,13 +127,13 @@ class Alphabet:
         if not isinstance(label, str):
             raise DataError(
                 f"{where}: the labeler returned {label!r} ({type(label).__name__}); it must return one "
-                f"proposition name (a string) of {' '.join(self.propositions)}"
+                f"proposition name (a string) of {quoted(self.propositions)}"
             )
         k = self._index.get(label)
         if k is None:
             raise DataError(
                 f"{where}: the labeler returned {label!r}, which is not a proposition; the alphabet is "
-                f"{' '.join(self.propositions)}"
+                f"{quoted(self.propositions)}{one_name_hint(self.propositions, label)}"
             )
         return k
 
@@ -114,6 +155,6 @@ class Alphabet:
             i = int(bad[0])
             raise DataError(
                 f"{where(i)}: the labeler returned a label that is not a proposition "
-                f"(index {indices[i]}); the alphabet is {' '.join(self.propositions)}"
+                f"(index {indices[i]}); the alphabet is {quoted(self.propositions)}"
             )
         return indices.astype(np.int64)

@@ -16,7 +16,7 @@ from ..empirical import count_chunk
 from ..errors import DataError, RmtkError
 from ..space import Space
 from .discretize import Identity
-from .labels import Alphabet
+from .labels import Alphabet, check_labeler
 from .policies import Context
 from .recording import Recording, of_table, sum_rows
 
@@ -110,6 +110,8 @@ class Setup:
                     "pass no propositions"
                 )
             propositions = [f"s{i}" for i in range(int(n_states))]
+        elif callable(labeler):  # a labeler of batches only (``batch(obs, infos)``) is read in play
+            check_labeler(labeler)
         props = propositions if propositions is not None else getattr(labeler, "propositions", None)
         if props is None:
             raise RmtkError("collect needs the propositions the labeler can return: pass propositions=[...]")

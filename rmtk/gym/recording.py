@@ -18,6 +18,7 @@ from ..empirical import CountTable, canonical_counts, merge_counts
 from ..errors import DataError
 from ..mdp import _names
 from ..space import Space
+from .labels import quoted
 
 
 def _rows(value) -> np.ndarray:
@@ -110,8 +111,8 @@ class Recording(CountTable):
         """Both recordings' counts and bookkeeping (the reduce of a sharded collection)."""
         if self.propositions != other.propositions:
             raise DataError(
-                f"cannot merge recordings with different propositions: {' '.join(self.propositions)} "
-                f"and {' '.join(other.propositions)}"
+                f"cannot merge recordings with different propositions: {quoted(self.propositions)} "
+                f"and {quoted(other.propositions)}"
             )
         table = merge_counts(self, other)
         moves, move_counts = sum_rows(

@@ -30,7 +30,7 @@ import numpy as np
 from .._arrays import Csr
 from ..errors import ModelError
 from ..mdp import LabeledMDP
-from .labels import Alphabet, names
+from .labels import Alphabet, check_labeler, names, quoted
 from .recording import Recording
 
 
@@ -39,18 +39,24 @@ def _state_labels(
     labeler, n_states: int, propositions, states: Sequence[int] | None = None
 ) -> tuple[dict[int, int], tuple[str, ...]]:
     """``(labels, propositions)``: ``{state: proposition index}`` of the states (``labeler(s, {})``,
-    the state index as the observation; or a sequence of names or indices, one per state)."""
-    props = propositions if propositions is not None else getattr(labeler, "propositions", None)
-    if props is None:
-        raise ModelError("the labels need their alphabet: pass propositions=[...] (or a labeler with .propositions)")
-    alphabet = Alphabet(names(props))
+    the state index as the observation; or a sequence of names or indices, one per state).
+    Without an alphabet (``propositions`` or ``labeler.propositions``), the names the labeler
+    gives the states are collected, sorted: every state is visited anyway."""
     which = range(n_states) if states is None else states
+    given = None
     if callable(labeler):
-        out = {s: alphabet.index(labeler(s, {}), f"state {s}") for s in which}
+        check_labeler(labeler)
     else:
         given = list(labeler)
         if len(given) != n_states:
             raise ModelError(f"labels: {len(given)} entries for {n_states} states (one per state)")
+    props = propositions if propositions is not None else getattr(labeler, "propositions", None)
+    if props is None:
+        props = _collected(labeler, given, which)
+    alphabet = Alphabet(names(props))
+    if given is None:
+        out = {s: alphabet.index(labeler(s, {}), f"state {s}") for s in which}
+    else:
         out = {
             s: (alphabet.index(given[s], f"state {s}") if isinstance(given[s], str) else int(given[s])) for s in which
         }
@@ -60,6 +66,22 @@ def _state_labels(
                 f"labels: state {bad[0]} has label index {out[bad[0]]}, not in 0..{len(alphabet.propositions) - 1}"
             )
     return out, alphabet.propositions
+
+
+def _collected(labeler, given, states) -> tuple[str, ...]:
+    """The proposition names the labeler (or the list of labels) gives ``states``, sorted."""
+    found = set()
+    for s in states:
+        label = labeler(s, {}) if given is None else given[s]
+        if not isinstance(label, str):
+            raise ModelError(
+                f"state {s}: the labeler returned {label!r} ({type(label).__name__}); without propositions=[...] "
+                "the labels must be proposition names (strings), collected from every state"
+            )
+        found.add(label)
+    if not found:
+        raise ModelError("the labels need their alphabet: no state was labelled; pass propositions=[...]")
+    return tuple(sorted(found))
 
 
 # ---------------------------------------------------------------------- the toy-text convention
@@ -81,8 +103,9 @@ def tabular_mdp(
         env: the environment (as ``gymnasium.make`` returns it; its wrappers are looked through).
         labeler: ``labeler(state, info) -> proposition name`` (called with ``info={}``; e.g. a
             :class:`~rmtk.gym.StateLabels`), or one proposition name or index per state.
-        propositions: the alphabet (default ``labeler.propositions``; one string of
-            whitespace-separated names is accepted).
+        propositions: the alphabet (default ``labeler.propositions``, else the names the labeler
+            gives the states, sorted: every state is labelled anyway; one string of
+            whitespace-separated names is accepted: ``"a b c"``, while ``"abc"`` is one name).
         initial: the start distribution; default the environment's ``initial_state_distrib``
             (or ``isd``).
         terminal: ``"absorbing"`` or ``"keep"`` (module docstring).
@@ -252,8 +275,8 @@ def estimate_mdp(
         )
         if props != recording.propositions:
             raise ModelError(
-                f"{where}: the labels' propositions {' '.join(props)} are not the recording's "
-                f"{' '.join(recording.propositions)}"
+                f"{where}: the labels' propositions {quoted(props)} are not the recording's "
+                f"{quoted(recording.propositions)}"
             )
     initial = np.zeros(S)
     initial[recording.starts] = recording.start_counts / recording.start_counts.sum()
@@ -290,7 +313,7 @@ def _recorded_labels(recording: Recording, where: str) -> dict[int, int]:
         s = int(twice[0, 0])
         found = [recording.propositions[k] for k in pairs[pairs[:, 0] == s, 1]]
         raise ModelError(
-            f"{where}: state {s} was recorded with the labels {' and '.join(found)}: the labels are not "
+            f"{where}: state {s} was recorded with the labels {quoted(found)}: the labels are not "
             "a function of the discretised state; pass labels="
         )
     out = dict(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist()))

@@ -28,6 +28,7 @@ from gymnasium.vector.utils import batch_space
 
 from ..errors import DataError, ModelError
 from ..machine import RewardMachine
+from .labels import check_labeler, one_name_hint, quoted
 from .mdp_env import MdpVectorEnv
 from .wrapper import CrmTables, check_machine, product_space, terminal_nodes
 
@@ -81,8 +82,7 @@ class RewardMachineVectorEnv(VectorWrapper):
             )
         super().__init__(env)
         self.machine, self.labeler, self.mode = check_machine(machine), labeler, observation
-        if not callable(labeler):
-            raise ModelError(f"labeler must be a function labeler(obs, info) -> proposition name, not {labeler!r}")
+        check_labeler(labeler)
         n = machine.n_nodes
         self.single_observation_space = product_space(env.single_observation_space, n, observation)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
@@ -164,9 +164,10 @@ class RewardMachineVectorEnv(VectorWrapper):
             if bad.size:
                 i = int(bad[0])
                 got = repr(self._props[idx[i]]) if ok[i] else f"index {idx[i]}"
+                hint = one_name_hint(self.machine.alphabet, self._props[idx[i]]) if ok[i] else ""
                 raise DataError(
                     f"{self._where(i)}: the labeler returned {got}, which is not a letter of machine "
-                    f"{self.machine.name!r} ({' '.join(self.machine.alphabet)})"
+                    f"{self.machine.name!r} ({quoted(self.machine.alphabet)}){hint}"
                 )
             return out
         entries = [(key, v, info.get("_" + key)) for key, v in info.items() if not key.startswith("_")]
@@ -175,9 +176,10 @@ class RewardMachineVectorEnv(VectorWrapper):
             label = self.labeler(one, {key: v[i] for key, v, set_ in entries if set_ is None or set_[i]})
             k = self._letters.get(label) if isinstance(label, str) else None
             if k is None:
+                hint = one_name_hint(self.machine.alphabet, label)
                 raise DataError(
                     f"{self._where(i)}: the labeler returned {label!r}, which is not a letter of machine "
-                    f"{self.machine.name!r} ({' '.join(self.machine.alphabet)})"
+                    f"{self.machine.name!r} ({quoted(self.machine.alphabet)}){hint}"
                 )
             out[i] = k
         return out

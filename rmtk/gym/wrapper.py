@@ -22,6 +22,7 @@ from gymnasium.vector import VectorEnv
 
 from ..errors import DataError, ModelError
 from ..machine import RewardMachine
+from .labels import check_labeler, one_name_hint, quoted
 
 OBSERVATIONS = ("dict", "flat")
 TERMINAL = ("absorbing", "loops")
@@ -167,8 +168,7 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         )
         super().__init__(env)
         self.machine, self.labeler, self.mode = check_machine(machine), labeler, observation
-        if not callable(labeler):
-            raise ModelError(f"labeler must be a function labeler(obs, info) -> proposition name, not {labeler!r}")
+        check_labeler(labeler)
         self.observation_space = product_space(env.observation_space, machine.n_nodes, observation)
         self.add_env_reward = bool(env_reward)
         self.terminal = terminal_nodes(machine, terminal)
@@ -217,7 +217,7 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
             where = f"episode {self.episode}, " + (f"step {self._steps}" if self._steps else "reset")
             raise DataError(
                 f"{where}: the labeler returned {label!r}, which is not a letter of machine "
-                f"{self.machine.name!r} ({' '.join(self.machine.alphabet)})"
+                f"{self.machine.name!r} ({quoted(self.machine.alphabet)}){one_name_hint(self.machine.alphabet, label)}"
             )
         return label, k
 

@@ -97,7 +97,13 @@ def result_html(result: LearnResult) -> str:
         parts.append("<thead><tr>" + "".join(_cell(c, "th") for c in columns) + "</tr></thead><tbody>")
         for i, m in enumerate(result.machines):
             free = ", ".join(f"{u} on {a}" for u, a in result.unconstrained(i)) or "none"
-            verdict = str(result.verdicts[i]) if result.verdicts is not None else "unknown (no truth)"
+            verdict = (
+                "unknown (no truth)"
+                if result.verdicts is None
+                else str(result.verdicts[i])
+                if i < len(result.verdicts)
+                else "not decided (the run was stopped)"
+            )
             same = "unknown" if iso is None else "yes" if iso[i] else "no"
             row = [f"#{i + 1}", " ".join(m.nodes), free, verdict, same]
             parts.append("<tr>" + "".join(_cell(v) for v in row) + "</tr>")

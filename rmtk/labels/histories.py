@@ -101,17 +101,25 @@ def state_target(target):
     raise RmtkError(f"learning the labels needs a Task or a LabeledMDP (its states), not {type(target).__name__}")
 
 
+def _a_ptp(instance, attribute, value) -> None:
+    if isinstance(value, StateHistoryPTP) or not callable(getattr(value, "build", None)):
+        raise RmtkError(
+            f"StateHistoryPTP wraps a PTP strategy (ExactPTP, EmpiricalPTP, or one with a build method), not "
+            f"{type(value).__name__} {value!r}"
+        )
+
+
 @attrs.frozen
 class StateHistoryPTP(PTPCapabilities):
-    """A PTP strategy over state histories: ``inner`` (e.g. ``ExactPTP(None)`` or
-    ``EmpiricalPTP(demos)``) applied to the state view of the target. Its prefix tree policy is
-    keyed by state sequences (the trie's letters are state indices); its capabilities are
-    ``inner``'s, read on the state view."""
+    """A PTP strategy read over state histories: ``inner`` (e.g. ``ExactPTP(None)`` or
+    ``EmpiricalPTP(demos)``) applied to the state view of the target (what
+    :class:`~rmtk.labels.learner.LabelLearner` learns from). Its prefix tree policy is keyed by
+    state sequences (the trie's letters are state indices); its capabilities are ``inner``'s,
+    read on the state view. Its words are no label words: ``build`` and ``oracle``, what a
+    label-given :class:`~rmtk.learner.Learner` would call, refuse with an error that says so;
+    the label learner calls :meth:`state_tree` and :meth:`state_oracle`."""
 
-    inner: object
-
-    #: Whether its words are state sequences, which only an encoder that learns the labels can use.
-    state_histories = True
+    inner: object = attrs.field(validator=_a_ptp)
 
     @property
     def _inner(self):
@@ -129,7 +137,20 @@ class StateHistoryPTP(PTPCapabilities):
         task = target if isinstance(target, Task) else None
         return bool(self._inner.every_depth_for(None if task is None else state_task(task)))
 
-    def build(self, target, progress: Progress) -> PrefixTreePolicy:
+    def _refuse(self):
+        raise RmtkError(
+            "StateHistoryPTP gives state histories, not label words: learn the labels and the machine with "
+            "rmtk.labels.LabelLearner(ptp=<the PTP it wraps>)"
+        )
+
+    def build(self, target, progress: Progress) -> PrefixTreePolicy:  # refused: see the class docstring
+        self._refuse()
+
+    def oracle(self, target):  # refused: see the class docstring
+        self._refuse()
+
+    def state_tree(self, target, progress: Progress) -> PrefixTreePolicy:
+        """``inner``'s prefix tree policy on the state view of ``target``."""
         view = state_target(target)
         if not isinstance(view, Space):
             _check_states(getattr(self.inner, "data", None), view.mdp if isinstance(view, Task) else view)
@@ -137,7 +158,8 @@ class StateHistoryPTP(PTPCapabilities):
         check_state_keyed(ptp)
         return ptp
 
-    def oracle(self, target):
+    def state_oracle(self, target):
+        """``inner``'s oracle on the state view of ``target`` (``None``: it has none)."""
         return self._inner.oracle(state_target(target))
 
     def expert_classes(self, task: Task):

@@ -2,7 +2,8 @@
 with the learned labels (a grid world keeps its generator form, its map carrying the learned
 propositions; any other MDP is written explicitly with ``label`` lines), its machine and a task
 binding them, with the search and the verdicts as ``#`` comment lines, so that the output loads
-back with :func:`rmtk.dsl.loads` (what ``rmtk learn --learn-labels`` prints)."""
+back with :func:`rmtk.dsl.loads` (what ``rmtk learn --learn-labels`` prints). The report of
+machines learned with the labels given is :mod:`rmtk.report`."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import numpy as np
 from .. import dsl
 from ..mdp import GeneratorCall, LabeledMDP
 from ..task import Task
-from .learner import LabelLearnResult
+from .result import LabelLearnResult
 
 
 def learned_mdp(result: LabelLearnResult, i: int, name: str | None = None) -> LabeledMDP:
@@ -81,18 +82,26 @@ def label_report(task: Task, result: LabelLearnResult, *, out=None, explain: boo
 
     s = result.search
     w(f"# labels learned from task {task.name}: state histories only (the file's labels are not used)")
-    w(
-        f"# counterexamples: {s.counterexamples} in {s.rounds} candidate checks; {s.histories - 1} state histories "
-        f"in play; longest {s.longest} states"
-    )
-    tried = ", ".join(
-        f"({n}, {k}): {'sat' if ok else 'unsat' if ok is False else 'interrupted'}" for n, k, ok in s.tried
-    )
+    if s.histories_from == "product":
+        w(f"# the expert at every depth, encoded on the product with the true machine: {s.rounds} solver calls")
+    elif s.histories_from == "tree":
+        w(f"# the tree of {s.histories - 1} state histories encoded whole: {s.rounds} solver calls")
+    else:
+        w(
+            f"# counterexamples: {s.counterexamples} in {s.rounds} candidate checks; {s.histories - 1} state histories "
+            f"in play; longest {s.longest} states"
+        )
+    tried = ", ".join(_sizes(s.tried))
     w(
         f"# sizes tried (nodes, propositions): {tried}; fewer than {s.lower_bound} nodes ruled out by the policy "
         "classes at one state"
     )
     w("# timings (s): " + ", ".join(f"{k} {v:.4f}" for k, v in result.timings.items()))
+    if result.evidence is not None:
+        for line in result.evidence.lines():
+            w(f"# {line}")
+    if result.unfinished:
+        w("# not finished: " + "; ".join(result.unfinished))
     if result.n_nodes is None:
         w(f"# no solution: {s.message}")
         return
@@ -104,35 +113,47 @@ def label_report(task: Task, result: LabelLearnResult, *, out=None, explain: boo
     for line in result.summary().lines():
         w(f"# {line}")
     if result.verdicts is not None:
-        equal = sum(v.equal for v in result.verdicts)
-        ok = sum(v.consistent for v in result.verdicts)
+        judged = [v for v in result.verdicts if v is not None]
+        equal = sum(v.equal for v in judged)
+        ok = sum(v.consistent for v in judged)
+        left = len(result.verdicts) - len(judged)
         w(
             f"# verdict: {ok} of {len(result.verdicts)} policy-equivalent to the truth at every depth; "
             f"{equal} equal to the truth up to both renamings (truth: {result.truth_size[0]} nodes, "
-            f"{result.truth_size[1]} propositions)"
+            f"{result.truth_size[1]} propositions)" + (f"; {left} not judged (time limit)" if left else "")
         )
+        if result.unseen:
+            w(
+                f"# {result.unseen} states the MDP reaches are on no history: their labels are not learned, so no "
+                "pair equals the truth (whether the truth survives is read on the states the histories reach)"
+            )
         if not result.truth_is_smaller_or_equal:
             w(
                 "# the truth is not the smallest answer: the expert's behaviour is matched by fewer nodes or "
                 "propositions"
             )
     if explain and len(result.solutions) > 1:
-        for line in separating(result):
+        for line in result.explain():
             w(f"# {line}")
     tasks = learned_tasks(result, task)
     for i, t in enumerate(tasks):
         w()
         free = result.free(i)
-        w(
-            f"# pair {i + 1}: {len(free)} free state{'s' if len(free) != 1 else ''}"
-            + (
-                " (labels that could change alone): " + "; ".join(f"{st} -> {'|'.join(ps)}" for st, ps in free)
-                if free and explain
-                else ""
+        if free is None:
+            w(f"# pair {i + 1}: free states not computed")
+        else:
+            w(
+                f"# pair {i + 1}: {len(free)} free state{'s' if len(free) != 1 else ''}"
+                + (
+                    " (labels that could change alone): " + "; ".join(f"{st} -> {'|'.join(ps)}" for st, ps in free)
+                    if free and explain
+                    else ""
+                )
             )
-        )
-        if result.verdicts is not None:
-            v = result.verdicts[i]
+        v = None if result.verdicts is None else result.verdicts[i]
+        if v is None and result.verdicts is not None:
+            w("# verdict: not computed (time limit)")
+        elif v is not None:
             merged = ", its labels merge true propositions only" if v.merges_truth and not v.equal else ""
             w(
                 f"# verdict: {'consistent at every depth' if v.consistent else 'inconsistent'}"
@@ -141,27 +162,17 @@ def label_report(task: Task, result: LabelLearnResult, *, out=None, explain: boo
         out.write(dsl.dumps(dsl.RmFile.of(t)))
 
 
-def separating(result: LabelLearnResult, limit: int = 10) -> list[str]:
-    """For pairs of surviving solutions (at most ``limit``), a shortest witness on the state
-    view: a state and two state histories reaching it that one pair sends to one node and the
-    other to two (observing the expert there can refute one), or that none exists."""
-    from ..equivalence import distinguish
-    from .histories import state_mdp
-
-    smdp = state_mdp(result.mdp)
-    out = []
-    sols = result.solutions
-    for i in range(len(sols)):
-        for j in range(i + 1, len(sols)):
-            if len(out) >= limit:
-                return out + ["(more pairs not listed)"]
-            wit = distinguish(
-                smdp, sols[i].state_machine(), sols[j].state_machine(), names=(f"pair {i + 1}", f"pair {j + 1}")
-            )
-            out.append(
-                f"pairs {i + 1} and {j + 1}: " + ("no state history separates them" if wit is None else str(wit))
-            )
-    return out
+def _sizes(tried) -> list[str]:
+    """``(n, k): outcome`` per size tried, runs of consecutive k with one outcome at one n
+    written as a range (``(4, 1-41): unsat``)."""
+    word = {True: "sat", False: "unsat", None: "interrupted"}
+    runs: list[list] = []
+    for n, k, ok in tried:
+        if runs and runs[-1][0] == n and runs[-1][3] is ok and runs[-1][2] == k - 1:
+            runs[-1][2] = k
+        else:
+            runs.append([n, k, k, ok])
+    return [f"({n}, {a if a == b else f'{a}-{b}'}): {word[ok]}" for n, a, b, ok in runs]
 
 
 def label_map(result: LabelLearnResult, i: int) -> LabeledMDP | None:

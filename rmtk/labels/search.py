@@ -1,99 +1,63 @@
-"""Search for the smallest (labeling, machine) pairs consistent with the expert's behaviour
-over state histories: fewest nodes, then fewest propositions (docs/design.md, "Learning the
-labels"), every solution enumerated up to renaming of nodes and of propositions.
+"""The search for the smallest (labeling, machine) pairs consistent with the expert's behaviour
+over state histories: fewest nodes, then fewest propositions, every pair of that size listed up
+to renaming of nodes and of propositions (docs/design.md, section 13).
 
-The problem is a :class:`~rmtk.sat.encoding.Problem` over the state view (:mod:`rmtk.labels.histories`):
-its trie's letters are states. With an oracle (lazy or every-depth learning) the formula starts
-from the structural clauses alone and grows by the counterexamples each candidate violates; a
-candidate (L, δ) is checked as the machine over states ``D(u, s) = δ(u, L(s))``, so the oracles
-of :mod:`rmtk.sat.lazy` serve unchanged. Counterexamples found at one size are replayed into the
-solver of the next, so each size starts from what the previous ones learned.
+A pair search is a strategy of the :class:`~rmtk.labels.learner.LabelLearner` (protocol
+:class:`PairSearch`, capabilities :class:`PairSearchCapabilities`); :class:`SmallestPairs` is
+rmtk's. It runs over the sizes of one :class:`~rmtk.limits.SearchLimits` (nodes, pairs listed,
+the run's deadline, progress) and one :class:`~rmtk.labels.pairs.LabelKnowledge` (what the user
+says about the labels), with one incremental :class:`~rmtk.labels.encoding.PairFormula` per
+number of nodes: the label-free check first (does any labeling fit n nodes?), then, on the same
+solver, the number of propositions by bisection, then the enumeration. With an oracle (lazy or
+every-depth learning) a candidate is checked as the machine over states ``D(u, s) = δ(u, L(s))``
+by the oracles of :mod:`rmtk.sat.lazy`; counterexamples found at one size are replayed into the
+solver of the next.
+
+*Why bisection.* With nothing known, sizes are monotone in k at a fixed n: a pair with k
+propositions splits a proposition of two states into two with the same transitions (the same
+machine over states) and gains one, and merging propositions of equal columns loses one; and no
+smallest pair needs more propositions than the distinct columns of the machine the label-free
+check found. With knowledge (named or shared labels, a fixed k) monotonicity fails, and every k
+is tried in turn.
 """
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import attrs
 import numpy as np
 
-from ..equivalence import consistency_many
+from ..capabilities import Capabilities
 from ..errors import RmtkError
-from ..limits import Deadline
-from ..negatives import PolicyClasses
-from ..progress import Progress
-from ..sat.encoding import (
-    Problem,
-    decode_transitions,
-    determinism,
-    full_specification,
-    negative_classes,
-    negative_pairs,
-    non_stuttering,
-    symmetry_breaking_bfs,
+from ..limits import SearchLimits
+from ..sat.encoding import Problem
+from ..sat.lazy import OracleCapabilities, ProductOracle, TrieOracle
+from ..sat.solver import DEFAULT_SOLVER, check_solver_field
+from ..validators import one_of, whole
+from .encoding import Expired, PairFormula, TrueProduct
+from .label_free import quotient_machine
+from .pairs import (
+    LabelKnowledge,
+    LabelSolution,
+    PairStore,
+    distinct_columns,
+    label_classes,
+    machine_pair,
+    state_delta,
 )
-from ..sat.lazy import ProductOracle, TrieOracle
-from ..sat.search import _join, canonical_partial, count_completions, used_transitions
-from ..sat.solver import DEFAULT_SOLVER, check_solver, open_solver, solve
-from .encoding import (
-    LabelLazyFormula,
-    LabelPool,
-    all_propositions_used,
-    decode_labels,
-    known_labels,
-    label_symmetry_breaking,
-    one_label_per_state,
-    shared_labels,
-    state_runs,
-)
-from .label_free import label_free_check
-
-#: Up to this many propositions the size search asks the labeled encoding before the label-free
-#: check decides the number of nodes (0: the check first; it is the cheaper call at every k).
-SMALL_K = 0
-
-
-@attrs.frozen
-class LabelSolution:
-    """One learned (labeling, machine) pair, in canonical form (propositions numbered by first
-    occurrence over the states in index order, nodes in BFS order).
-
-    Attributes:
-        labels: ``(S,)`` learned proposition of each state; −1 for states no history reaches.
-        delta_u: ``(n, k)`` transitions over the learned propositions; free ones are self-loops.
-        used: ``(n, k)`` transitions some history exercises.
-        free: ``((state, (p, …)), …)``: states whose label alone could change to one of the
-            listed propositions, the machine as it is, without breaking consistency.
-        models: satisfying assignments seen for this pair (renamings included when symmetry
-            breaking is off).
-    """
-
-    labels: np.ndarray = attrs.field(eq=False)
-    delta_u: np.ndarray = attrs.field(eq=False)
-    used: np.ndarray = attrs.field(eq=False)
-    free: tuple = ()
-    models: int = 1
-
-    @property
-    def n_nodes(self) -> int:
-        return int(self.delta_u.shape[0])
-
-    @property
-    def n_props(self) -> int:
-        return int(self.delta_u.shape[1])
-
-    def state_machine(self) -> np.ndarray:
-        """``(n, S)``: the machine read over states, ``δ(u, L(s))`` (unreached states loop)."""
-        return state_delta(self.delta_u, self.labels)
 
 
 @attrs.frozen
 class LabelSearchResult:
-    """Outcome of :func:`label_search`: the smallest size found (``n_nodes``, ``n_props``), its
+    """Outcome of a pair search: the smallest size found (``n_nodes``, ``n_props``), its
     solutions, and every size tried with its outcome (``tried``: ``(n, k, sat)``, ``None`` when
-    undecided); ``cap``: the ``max_solutions`` the enumeration ran with."""
+    undecided); ``cap``: the ``max_solutions`` the enumeration ran with; ``stopped``: why the
+    search stopped early (``"time limit"``, ``"interrupted"``, ``"terminated"``), else ``None``;
+    ``histories_from``: where the histories came from (``"product"``: the exact expert at every
+    depth, encoded on the product; ``"counterexamples"``: found by checking candidates;
+    ``"tree"``: a built tree encoded whole)."""
 
     n_nodes: int | None
     n_props: int | None
@@ -108,6 +72,8 @@ class LabelSearchResult:
     time_solve: float = 0.0
     lower_bound: int = 1
     cap: int | None = None
+    stopped: str | None = None
+    histories_from: str = "counterexamples"
 
     @property
     def ruled_out(self) -> tuple[tuple[int, int], ...]:
@@ -116,464 +82,346 @@ class LabelSearchResult:
         return tuple((n, k) for n, k, sat in self.tried if sat is False)
 
 
-def state_delta(delta_u: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """``(n, S)`` machine over states; states with label −1 (unreached) loop."""
-    lab = np.asarray(labels)
-    out = np.asarray(delta_u)[:, np.where(lab >= 0, lab, 0)]
-    out[:, lab < 0] = np.arange(out.shape[0])[:, None]
-    return out
+class PairSearchCapabilities(Capabilities):
+    """What a pair search can do beyond ``search``, with the defaults of one that does not say."""
+
+    __slots__ = ()
+
+    #: Whether its machines are non-stuttering, which compressed state histories need (default ``True``).
+    non_stuttering: bool = True
+
+    #: The SAT backend, which the steps after the search (the free states) use too (default rmtk's).
+    solver: str = DEFAULT_SOLVER
+
+    @property
+    def lazy(self) -> bool:
+        """It wants negative examples found by an oracle checking its candidates rather than the
+        whole tree encoded. Default: ``False``."""
+        return False
 
 
-def first_occurrence(labels: np.ndarray, order: Sequence[int], first_free: int = 0) -> np.ndarray:
-    """``perm[p]``: the canonical name of proposition p — propositions below ``first_free`` keep
-    theirs, the others are numbered by first occurrence along ``order``."""
-    k_max = int(np.max(labels)) + 1 if len(labels) else 0
-    perm = np.full(max(k_max, first_free), -1, np.int64)
-    perm[:first_free] = np.arange(first_free)
-    nxt = first_free
-    for s in order:
-        p = int(labels[s])
-        if p >= 0 and perm[p] < 0:
-            perm[p] = nxt
-            nxt += 1
-    free = np.flatnonzero(perm < 0)
-    perm[free] = nxt + np.arange(len(free))
-    return perm
+class PairSearch(Protocol):
+    """The strategy that finds (labeling, machine) pairs for a
+    :class:`~rmtk.labels.learner.LabelLearner`."""
 
-
-def canonical_pair(
-    labels: np.ndarray, delta_u: np.ndarray, used: np.ndarray, order: Sequence[int], first_free: int = 0
-) -> tuple[tuple, np.ndarray, np.ndarray, np.ndarray]:
-    """A key invariant under renaming of nodes and propositions, and the canonical
-    ``(labels, delta_u, used)``."""
-    perm = first_occurrence(labels, order, first_free)
-    k = delta_u.shape[1]
-    inv = np.argsort(perm[:k])
-    lab = np.where(labels >= 0, perm[np.maximum(labels, 0)], -1)
-    du, us = delta_u[:, inv], used[:, inv]
-    key, bfs = canonical_partial(du, us)
-    n = du.shape[0]
-    nodes = bfs + [u for u in range(n) if u not in set(bfs)]
-    pos = np.empty(n, np.int64)
-    pos[nodes] = np.arange(n)
-    du2 = pos[du[nodes]]
-    us2 = us[nodes]
-    du2[~us2] = np.broadcast_to(np.arange(n)[:, None], du2.shape)[~us2]
-    return (tuple(lab[list(order)].tolist()), key), lab, du2, us2
-
-
-def reached_states(trie_letters: np.ndarray) -> np.ndarray:
-    """States some history of a state trie passes through."""
-    return np.unique(np.asarray(trie_letters)[1:])
-
-
-def mdp_reachable(mdp) -> np.ndarray:
-    """States reachable from the start states."""
-    succ = mdp.successor_matrix()
-    seen = np.zeros(mdp.n_states, bool)
-    frontier = np.unique(mdp.start_states)
-    seen[frontier] = True
-    while len(frontier):
-        nxt = np.concatenate([succ.indices[succ.indptr[s] : succ.indptr[s + 1]] for s in frontier])
-        nxt = np.unique(nxt[~seen[nxt]]) if len(nxt) else nxt
-        seen[nxt] = True
-        frontier = nxt
-    return np.flatnonzero(seen)
+    def search(
+        self, problem: Problem, n_states: int, reach: np.ndarray, knowledge: LabelKnowledge, limits: SearchLimits
+    ) -> LabelSearchResult:
+        """The pairs ``problem`` (histories over states, with an oracle or negatives) accepts,
+        with labels on the states of ``reach``, within ``limits``."""
 
 
 @attrs.frozen
-class LabelKnowledge:
-    """What the user knows: ``fixed`` ``{state: proposition}`` (propositions ``0 … m−1`` are
-    the named ones, ``first_free = m``), ``shared`` groups of states with one label."""
+class SmallestPairs(PairSearchCapabilities):
+    """The pairs with the fewest nodes, then the fewest propositions (see the module docstring).
 
-    fixed: Mapping[int, int] = attrs.field(factory=dict)
-    shared: tuple[tuple[int, ...], ...] = ()
-    first_free: int = 0
+    Args:
+        symmetry_breaking: breadth-first node numbering and propositions numbered by first
+            occurrence, so that each pair appears once.
+        non_stuttering: the machines are non-stuttering (needed by compressed histories).
+        solver: a python-sat backend (:data:`rmtk.sat.solver.SOLVERS`).
+        negatives: ``"lazy"`` (counterexample-guided; the default) or ``"classes"`` (a built
+            tree of state histories encoded whole).
+        small_k: up to this many propositions, ask the labeled formula (doubling k) before the
+            label-free check decides the number of nodes (0: the check first).
+    """
 
+    symmetry_breaking: bool = True
+    non_stuttering: bool = True
+    solver: str = attrs.field(default=DEFAULT_SOLVER, validator=check_solver_field)
+    negatives: str = attrs.field(default="lazy", validator=one_of("lazy", "classes"))
+    small_k: int = attrs.field(default=0, validator=whole(0))
 
-def _structure(
-    problem: Problem,
-    n: int,
-    k: int,
-    n_states: int,
-    reach: np.ndarray,
-    know: LabelKnowledge,
-    symmetry: bool,
-    stutter_free: bool,
-    exactly: bool,
-):
-    classes = problem.negatives if isinstance(problem.negatives, PolicyClasses) else None
-    pool = LabelPool(n, k, n_states, problem.trie.n_nodes, classes.n_classes if classes is not None else 0)
-    clauses = determinism(pool) + full_specification(pool) + one_label_per_state(pool, reach)
-    clauses.append([int(pool.x(0, 0))])
-    if stutter_free:
-        clauses += non_stuttering(pool)
-    if symmetry:
-        if n > 1:
-            clauses += symmetry_breaking_bfs(pool)
-        clauses += label_symmetry_breaking(pool, reach, know.first_free)
-    if exactly:
-        clauses += all_propositions_used(pool, reach)
-    inside = set(reach.tolist())  # states no history reaches are not learned: what is known of them is moot
-    clauses += known_labels(pool, {s: p for s, p in know.fixed.items() if s in inside})
-    clauses += shared_labels(pool, [[s for s in g if s in inside] for g in know.shared])
-    if problem.oracle is None:
-        par, kid = problem.trie.children()
-        clauses += state_runs(pool, par, problem.trie.letter[kid], kid)
-        if classes is not None:
-            clauses += negative_classes(pool, classes)
-        elif problem.negatives is not None and len(problem.negative_pairs()):
-            clauses += negative_pairs(pool, problem.negative_pairs())
-    return pool, clauses
+    @property
+    def lazy(self) -> bool:
+        """On when ``negatives="lazy"``."""
+        return self.negatives == "lazy"
+
+    def search(
+        self, problem: Problem, n_states: int, reach: np.ndarray, knowledge: LabelKnowledge, limits: SearchLimits
+    ) -> LabelSearchResult:
+        return _SizeSearch(self, problem, n_states, reach, knowledge, limits).run()
 
 
-def label_search(
-    problem: Problem,
-    *,
-    n_states: int,
-    reach: np.ndarray,
-    max_nodes: int,
-    min_nodes: int = 1,
-    nodes: int | None = None,
-    props: int | None = None,
-    max_props: int | None = None,
-    knowledge: LabelKnowledge | None = None,
-    symmetry_breaking: bool = True,
-    non_stuttering: bool = True,
-    solver: str = DEFAULT_SOLVER,
-    max_solutions: int | None = None,
-    time_limit: float | None = None,
-    freedom: bool = True,
-    small_k: int = SMALL_K,
-    progress: Progress | None = None,
-) -> LabelSearchResult:
-    """The smallest (n, k) — fewest nodes, then fewest propositions — with a (labeling, machine)
-    pair the problem accepts, and every such pair up to both renamings. ``props`` fixes k,
-    ``max_props`` bounds it (default: the states that matter, and no more than the label
-    classes the knowledge leaves); past ``small_k`` propositions (default: from the start) the
-    number of nodes is decided by the label-free check. With ``time_limit``, a search stopped
-    after a pair was found at the fewest nodes lists that pair, ``complete`` false, and says
-    what was not decided."""
-    progress = progress or Progress()
-    know = knowledge or LabelKnowledge()
-    reach = np.asarray(reach, np.int64)
-    named: dict[int, list[int]] = {}
-    for st, p in know.fixed.items():
-        named.setdefault(p, []).append(st)
-    know_groups = [g for g in (*know.shared, *(tuple(v) for v in named.values())) if len(g) > 1]
-    k_lo = props if props is not None else max(1, know.first_free)
-    k_hi = (
-        props
-        if props is not None
-        else max(
-            k_lo,
-            min(
-                max_props or max(1, min(len(reach), distinct_columns(max_nodes, non_stuttering))),
-                label_classes(reach, know_groups),  # no more propositions than the knowledge leaves apart
-            ),
+class _SizeSearch:
+    """One run of :class:`SmallestPairs`: what it tried, the counterexamples it found, and the
+    best pair at the current number of nodes (kept for a run a limit stops)."""
+
+    def __init__(
+        self,
+        how: SmallestPairs,
+        problem: Problem,
+        n_states: int,
+        reach: np.ndarray,
+        know: LabelKnowledge,
+        limits: SearchLimits,
+    ):
+        self.how, self.problem, self.S, self.limits, self.know = how, problem, n_states, limits, know
+        self.reach = np.asarray(reach, np.int64)
+        self.deadline, self.progress = limits.deadline, limits.progress
+        props, max_props = know.props, know.max_props
+        self.k_lo = props if props is not None else max(1, know.first_free)
+        bound = max_props or max(1, min(len(self.reach), distinct_columns(limits.max_nodes, how.non_stuttering)))
+        self.k_hi = (
+            props
+            if props is not None
+            else max(
+                self.k_lo, min(bound, label_classes(self.reach, know.groups()))
+            )  # no more than the knowledge leaves apart
         )
-    )
-    if k_lo > k_hi:
-        raise RmtkError(f"the known labels name {know.first_free} propositions, more than the {k_hi} allowed")
-    n_sizes = [nodes] if nodes is not None else list(range(max(1, min_nodes), max_nodes + 1))
-    checker = (
-        problem.oracle
-        if problem.oracle is not None
-        else TrieOracle(problem.trie, problem.negatives)
-        if problem.negatives is not None
-        else None
-    )
-    deadline = Deadline.after(time_limit)
-    solver_name, note = check_solver(solver), ""
-    tried: list[tuple[int, int, bool | None]] = []
-    seen_cex: list = []
-    state = {"rounds": 0, "longest": 0, "t_solve": 0.0, "histories": problem.trie.n_nodes}
-    best: dict = {}  # the smallest pair found at the current n (label-free check, then bisection)
+        if self.k_lo > self.k_hi:
+            raise RmtkError(f"the known labels name {know.first_free} propositions, more than the {self.k_hi} allowed")
+        self.tried: list[tuple[int, int, bool | None]] = []
+        self.seen: list = []  # counterexamples, replayed at every size
+        self.rounds = self.longest = 0
+        self.histories = problem.trie.n_nodes
+        self.t_solve = 0.0
+        self.best = self._store()
+        oracle = problem.oracle
+        every_depth = isinstance(oracle, ProductOracle) and oracle.depth is None
+        self.product = TrueProduct.of(oracle) if every_depth else None  # built once for every size
+        checker = (
+            oracle
+            if oracle is not None
+            else TrieOracle(problem.trie, problem.negatives)
+            if problem.negatives is not None
+            else None
+        )
+        self.clique = OracleCapabilities.of(checker).clique() if checker is not None else ()
+        self.quotient = quotient_machine(oracle) if every_depth else None  # the expert's own machine
 
-    def run(n: int, k: int, enumerate_all: bool):
-        """Solve at (n, k): ``(decided, found, complete)``; with ``enumerate_all`` every pair."""
-        pool, clauses = _structure(problem, n, k, n_states, reach, know, symmetry_breaking, non_stuttering, True)
-        t0 = time.perf_counter()
-        found: dict = {}
-        complete = True
-        with open_solver(solver_name, clauses) as sat:
-            lazy = LabelLazyFormula(pool, sat) if problem.oracle is not None else None
-            for cex in seen_cex:
-                lazy.add(cex)
-            while True:
-                ok = solve(sat, deadline)
-                state["rounds"] += 1
-                if ok is None:
-                    complete = False
-                    break
-                if not ok:
-                    break
-                model = sat.get_model()
-                labels, du = decode_labels(model, pool), decode_transitions(model, pool)
-                D = state_delta(du, labels)
-                if lazy is not None:
-                    counter = problem.oracle.check(D)
-                    if counter:
-                        for cex in counter:
-                            lazy.add(cex)
-                            state["longest"] = max(state["longest"], cex.labels)
-                        seen_cex.extend(counter)
-                        progress.count(len(seen_cex), None, "counterexamples")
-                        continue
-                    used_s = problem.oracle.exercised(D)
-                else:
-                    used_s = used_transitions(problem.trie, D)[0]
-                sat.add_clause(_record(found, pool, labels, du, used_s, reach, know.first_free, non_stuttering))
-                progress.solution(len(found), len(found))
-                if not enumerate_all or (max_solutions is not None and len(found) >= max_solutions):
-                    complete = not enumerate_all
-                    break
-            if lazy is not None:
-                state["histories"] = max(state["histories"], len(lazy.parent))
-        state["t_solve"] += time.perf_counter() - t0
-        decided = True if found else (False if complete else None)
-        progress.note(
+    def _store(self) -> PairStore:
+        return PairStore(self.reach, self.know.first_free, self.how.non_stuttering)
+
+    def _formula(self, n: int) -> PairFormula:
+        f = PairFormula(
+            self.problem,
+            n,
+            self.S,
+            self.reach,
+            self.know,
+            symmetry_breaking=self.how.symmetry_breaking,
+            non_stuttering=self.how.non_stuttering,
+            solver=self.how.solver,
+            product=self.product,
+            deadline=self.deadline,
+            clique=self.clique,
+        )
+        if f.lazy is not None:
+            f.add(self.seen)
+        return f
+
+    def _counterexamples(self, counter) -> None:
+        self.seen.extend(counter)
+        self.longest = max([self.longest, *(c.labels for c in counter)])
+        self.progress.count(len(self.seen), None, "counterexamples")
+
+    def _ask(self, f: PairFormula, assumptions) -> bool | None:
+        t0, r0 = time.perf_counter(), f.rounds
+        try:
+            return f.ask(assumptions, self.deadline, self._counterexamples)
+        finally:
+            self.t_solve += time.perf_counter() - t0
+            self.rounds += f.rounds - r0
+            if f.lazy is not None:
+                self.histories = max(self.histories, len(f.lazy.parent))
+
+    # ------------------------------------------------------------------ the questions
+    def any_labeling(self, f: PairFormula, n: int) -> tuple[bool | None, np.ndarray | None]:
+        """Whether some labeling (any k) and machine with n nodes fit; the machine found is kept
+        as the best pair when nothing is known. The expert's own machine (its quotient) decides
+        it at once when it has n nodes and fits what the user knows."""
+        D = self.quotient if self.quotient is not None and self.fits(self.quotient, n) else None
+        decided = True if D is not None else self._ask(f, [])
+        if D is None and decided:
+            D = f.machine()
+        if D is not None and self.know.empty:  # its labeling, preferred by the labeled questions
+            f.prefer(machine_pair(D, self.reach)[0])
+        outcome = "undecided" if decided is None else ("satisfiable" if decided else "none")
+        self.progress.note(f"{n} nodes, any labeling: {outcome} ({len(f.moving())} states moving the machine)")
+        if D is not None and self.know.empty and self.columns(D) <= self.k_hi:
+            labels, delta = machine_pair(D, self.reach)
+            self.best.add(labels, delta, f.exercised(D))
+        return decided, D
+
+    def fits(self, D: np.ndarray, n: int) -> bool:
+        """``D`` has n nodes, keeps the user's groups together, is non-stuttering when asked,
+        and the oracle accepts it."""
+        if D.shape[0] != n:
+            return False
+        if any((D[:, list(g)] != D[:, [g[0]]]).any() for g in self.know.groups()):
+            return False
+        if self.how.non_stuttering and (np.take_along_axis(D, D, axis=0) != D).any():
+            return False
+        return not self.problem.oracle.check(D)
+
+    def columns(self, D: np.ndarray) -> int:
+        return len(np.unique(D[:, self.reach], axis=1).T)
+
+    def pairs(self, f: PairFormula, n: int, k: int, exactly: bool, every: bool) -> tuple[bool | None, PairStore, bool]:
+        """Pairs at (n, k): ``(decided, found, complete)``; with ``every``, all of them (up to
+        ``max_solutions``), else the first."""
+        last = f.layers[-1].K if f.layers else 0
+        layer = f.layer(k if last >= k or not last else max(k, min(self.k_hi, 2 * last)))
+        found, complete = self._store(), True
+        cap = self.limits.max_solutions
+        guard = f.guard()  # this enumeration's blocking clauses hold while it runs only
+        while True:
+            ok = self._ask(f, [*layer.assume(k, exactly), guard])
+            if ok is None:
+                complete = False
+                break
+            if not ok:
+                break
+            labels, delta = f.pair(layer, k)
+            used = found.add(labels, delta, f.exercised(state_delta(delta, labels)))
+            f.block([-guard, *f.blocking(layer, labels, delta, used)])
+            self.progress.solution(len(found), len(found))
+            if not every or (cap is not None and len(found) >= cap):
+                complete = not every
+                break
+        decided = True if len(found) else (False if complete else None)
+        self.progress.note(
             f"{n} nodes, {k} propositions: {'undecided' if decided is None else ('satisfiable' if decided else 'none')}"
         )
         return decided, found, complete
 
-    def any_labeling(n: int):
-        """Whether some labeling (any k) and machine with n nodes fit (:mod:`rmtk.labels.label_free`):
-        ``(decided, machine over states)``; the machine found is kept as the best pair."""
-        t0, before = time.perf_counter(), len(seen_cex)
-        out = label_free_check(
-            problem.oracle, n, n_states, reach, know_groups, seen_cex,
-            solver=solver_name, deadline=deadline, progress=progress,
-        )  # fmt: skip
-        state["rounds"] += out.rounds
-        state["longest"] = max([state["longest"], *(cex.labels for cex in seen_cex[before:])])
-        state["t_solve"] += time.perf_counter() - t0
-        outcome = "undecided" if out.decided is None else ("satisfiable" if out.decided else "none")
-        progress.note(f"{n} nodes, any labeling: {outcome} ({len(out.moving)} states moving the machine)")
-        if out.machine is not None and not know.fixed and len(np.unique(out.machine[:, reach], axis=1).T) <= k_hi:
-            _record(
-                best,
-                None,
-                *machine_pair(out.machine, reach),
-                problem.oracle.exercised(out.machine),
-                reach,
-                0,
-                non_stuttering,
-            )
-        return out.decided, out.machine
+    # ------------------------------------------------------------------ the search
+    def run(self) -> LabelSearchResult:
+        for n in self.limits.sizes:
+            self.best = self._store()
+            try:
+                with self._formula(n) as f:
+                    out = self.size(f, n)
+            except Expired:
+                out = self.unfinished(n, self.k_lo, f"{self.why()} while building the formula of {n} nodes")
+            if out is not None:
+                return out
+        sizes = self.limits.sizes
+        return self.result(
+            None,
+            None,
+            self._store(),
+            True,
+            f"no labeling with {self.k_lo}-{self.k_hi} propositions and machine with "
+            f"{sizes[0]}-{sizes[-1]} nodes is consistent with the expert",
+        )
 
-    def unfinished(n, k, why):
-        """The search stopped at (n, k): the smallest pair found at n (by the label-free check or
-        the bisection), flagged."""
-        if not best:
-            return result(None, None, {}, False, why)
-        kb = next(iter(best.values())).n_props
-        return result(
-            n,
-            kb,
-            best,
-            False,
+    def why(self) -> str:
+        return self.deadline.reason() or "time limit"
+
+    def size(self, f: PairFormula, n: int) -> LabelSearchResult | None:
+        """Decide n nodes: the result when the search ends at n, ``None`` to go on."""
+        monotone = self.know.props is None and self.know.empty
+        top = min(self.k_hi, distinct_columns(n, self.how.non_stuttering)) if monotone else self.k_hi
+        ks = list(range(self.k_lo, top + 1))
+        if not ks:
+            return None
+        if not monotone:
+            decided, _ = self.any_labeling(f, n)
+            if decided is None:
+                return self.result(None, None, self._store(), False, f"{self.why()} while deciding {n} nodes")
+            if not decided:
+                self.tried.extend((n, k, False) for k in ks)
+                return None
+            return self.each_k(f, n, ks)
+        below, k, first = self.k_lo - 1, self.k_lo, None
+        while first is None and below < top and k <= self.how.small_k:  # the labeled formula first
+            decided, found, _ = self.pairs(f, n, k, False, False)
+            self.tried.append((n, k, decided))
+            if decided is None:
+                return self.unfinished(n, k, f"{self.why()} while deciding {n} nodes, {k} propositions")
+            if decided:
+                first = k
+                self.best = found
+            else:
+                below, k = k, min(2 * k, top)
+        if first is None and below < top:  # decide n for every labeling at once
+            decided, D = self.any_labeling(f, n)
+            if decided is None:
+                return self.result(None, None, self._store(), False, f"{self.why()} while deciding {n} nodes")
+            if decided:  # the states grouped by the column they move the machine by: a labeling that fits
+                first = min(top, self.columns(D))
+                self.tried.append((n, first, True))
+        if first is None:
+            called = {kk for nn, kk, _ in self.tried if nn == n}
+            self.tried.extend((n, kk, False) for kk in ks if kk not in called)  # ruled out by monotonicity
+            return None
+        lo, hi = below + 1, first
+        f.layer(hi)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            decided, found, _ = self.pairs(f, n, mid, False, False)
+            self.tried.append((n, mid, decided))
+            if decided is None:
+                return self.unfinished(n, lo, f"{self.why()} while deciding {n} nodes, {mid} propositions")
+            if decided:  # the smallest pair found so far
+                self.best = found
+            lo, hi = (lo, mid) if decided else (mid + 1, hi)
+        return self.each_k(f, n, [lo])
+
+    def each_k(self, f: PairFormula, n: int, ks: list[int]) -> LabelSearchResult | None:
+        """Enumerate at (n, k) for each k in turn; the first k with a pair ends the search."""
+        for k in ks:
+            decided, found, complete = self.pairs(f, n, k, True, True)
+            if (n, k, decided) not in self.tried:
+                self.tried.append((n, k, decided))
+            if not len(found) and not complete:
+                return self.unfinished(n, k, f"{self.why()} while deciding {n} nodes, {k} propositions")
+            if len(found):
+                if complete:
+                    return self.result(n, k, found, True)
+                cap = self.limits.max_solutions
+                capped = cap is not None and len(found) >= cap
+                msg = (
+                    f"enumeration capped at {cap} pairs; the pairs found are listed"
+                    if capped
+                    else f"enumeration stopped early ({self.why()}); the pairs found are listed"
+                )
+                return self.result(n, k, found, False, msg, stopped=None if capped else self.why())
+        return None
+
+    def unfinished(self, n: int, k: int, why: str) -> LabelSearchResult:
+        """The search stopped at (n, k): the smallest pair found at n (by the label-free check
+        or the bisection), flagged."""
+        if not len(self.best):
+            return self.result(None, None, self._store(), False, why, stopped=self.why())
+        kb = next(iter(self.best.found.values())).n_props
+        msg = (
             f"{why}: {n} nodes is the fewest (fewer ruled out for every labeling); the pair listed "
             f"({n} nodes, {kb} propositions) is the best found, {k} to {kb - 1} propositions not ruled out at {n} nodes"
             if k < kb
             else f"{why}: the pair listed ({n} nodes, {kb} propositions) is one of those of the fewest sizes, "
-            "the others not enumerated",
+            "the others not enumerated"
         )
+        return self.result(n, kb, self.best, False, msg, stopped=self.why())
 
-    def result(n, k, found, complete, msg=""):
-        sols = tuple(found.values())
-        if freedom and checker is not None:
-            sols = tuple(attrs.evolve(x, free=free_states(checker, x, reach)) for x in sols)
+    def result(
+        self, n, k, found: PairStore, complete: bool, msg: str = "", stopped: str | None = None
+    ) -> LabelSearchResult:
+        if stopped is None and not complete and self.deadline.expired():
+            stopped = self.why()
         return LabelSearchResult(
-            n,
-            k,
-            sols,
-            complete,
-            tuple(tried),
-            _join(msg, note),
-            len(seen_cex),
-            state["rounds"],
-            state["longest"],
-            state["histories"],
-            state["t_solve"],
-            min_nodes,
-            max_solutions,
+            n_nodes=n,
+            n_props=k,
+            solutions=found.solutions(),
+            complete=complete,
+            tried=tuple(self.tried),
+            message=msg,
+            counterexamples=len(self.seen),
+            rounds=self.rounds,
+            longest=self.longest,
+            histories=self.histories,
+            time_solve=self.t_solve,
+            lower_bound=self.limits.min_nodes,
+            cap=self.limits.max_solutions,
+            stopped=stopped,
+            histories_from="product"
+            if self.product is not None
+            else "tree"
+            if self.problem.oracle is None
+            else "counterexamples",
         )
 
-    # With nothing known, sizes are monotone in k at a fixed n: a pair with k propositions splits
-    # a proposition of two states into two with the same transitions (the same machine over
-    # states) and gains one, and merging propositions of equal columns loses one. So k grows by
-    # doubling up to small_k; then the label-free check (rmtk/labels/label_free.py) decides n for every
-    # k at once (or, without it, the largest useful k does); bisection finds the fewest k. What a
-    # time limit leaves undecided after the check found a machine is reported with that pair.
-    monotone = props is None and not know.fixed and not know.shared
-    columns = problem.oracle is not None and non_stuttering
-    for n in n_sizes:
-        best.clear()
-        top = min(k_hi, distinct_columns(n, non_stuttering)) if monotone else k_hi
-        ks = list(range(k_lo, top + 1))
-        if monotone and ks:
-            below, k, first = k_lo - 1, k_lo, None
-            while first is None and below < top and (k <= small_k or not columns):
-                decided, _, _ = run(n, k, False)
-                tried.append((n, k, decided))
-                if decided is None:
-                    return unfinished(n, k, f"time limit reached while deciding {n} nodes, {k} propositions")
-                if decided:
-                    first = k
-                else:
-                    below, k = k, min(2 * k, top)
-            if first is None and below < top:  # decide n for every labeling at once
-                decided, D = any_labeling(n)
-                if decided is None:
-                    return result(None, None, {}, False, f"time limit reached while deciding {n} nodes")
-                if decided:  # the states grouped by the map they move the machine by: a labeling that fits
-                    first = min(top, len(np.unique(D[:, reach], axis=1).T))
-                    tried.append((n, first, True))
-            if first is None:
-                called = {kk for nn, kk, _ in tried if nn == n}
-                tried.extend((n, kk, False) for kk in ks if kk not in called)  # ruled out by monotonicity
-                continue
-            lo, hi = below + 1, first
-            while lo < hi:
-                mid = (lo + hi) // 2
-                decided, found, _ = run(n, mid, False)
-                tried.append((n, mid, decided))
-                if decided is None:
-                    return unfinished(n, lo, f"time limit reached while deciding {n} nodes, {mid} propositions")
-                if decided:  # the smallest pair found so far
-                    best.clear()
-                    best.update(found)
-                lo, hi = (lo, mid) if decided else (mid + 1, hi)
-            ks = [lo]
-        elif columns and ks and ks[-1] > small_k:  # no labeling at all fits n: none with these k either
-            decided, _ = any_labeling(n)
-            if decided is None:
-                return result(None, None, {}, False, f"time limit reached while deciding {n} nodes")
-            if not decided:
-                tried.extend((n, k, False) for k in ks)
-                continue
-        for k in ks:
-            decided, found, complete = run(n, k, True)
-            if (n, k, decided) not in tried:
-                tried.append((n, k, decided))
-            if found or not complete:
-                msg = (
-                    ""
-                    if complete
-                    else (
-                        "enumeration stopped early (limit reached); the solutions found are listed"
-                        if found
-                        else f"time limit reached while deciding {n} nodes, {k} propositions"
-                    )
-                )
-                if not found:
-                    return unfinished(n, k, msg)
-                return result(n, k, found, complete, msg)
-    return LabelSearchResult(
-        None,
-        None,
-        (),
-        True,
-        tuple(tried),
-        _join(
-            f"no labeling with {k_lo}-{k_hi} propositions and machine with "
-            f"{n_sizes[0]}-{n_sizes[-1]} nodes is consistent with the expert",
-            note,
-        ),
-        len(seen_cex),
-        state["rounds"],
-        state["longest"],
-        state["histories"],
-        state["t_solve"],
-        min_nodes,
-        max_solutions,
-    )
 
-
-def machine_pair(D: np.ndarray, reach: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A machine over states ``(n, S)`` as a pair: the states of ``reach`` grouped by their column
-    (``(S,)`` labels, 0 off ``reach``) and the machine over the groups ``(n, k)``."""
-    cols, inv = np.unique(np.asarray(D)[:, reach].T, axis=0, return_inverse=True)
-    labels = np.zeros(D.shape[1], np.int64)
-    labels[reach] = np.ravel(inv)
-    return labels, cols.T.copy()
-
-
-def _record(found: dict, pool: LabelPool | None, labels, du, used_s, reach, first_free, non_stuttering) -> list[int]:
-    """File the pair under its key invariant under both renamings; return the blocking clause
-    (its labels of the states that matter and its used transitions; none without a pool)."""
-    n, k = du.shape
-    used = np.zeros((n, k), bool)
-    ii, ss = np.nonzero(used_s)
-    used[ii, labels[ss]] = True
-    used = count_completions(du, used, non_stuttering)[1]  # with the transitions non-stuttering forces
-    lab = np.full(len(labels), -1, np.int64)
-    lab[reach] = labels[reach]
-    key, clab, cdu, cused = canonical_pair(lab, du, used, reach, first_free)
-    if key in found:
-        found[key] = attrs.evolve(found[key], models=found[key].models + 1)
-    else:
-        found[key] = LabelSolution(clab, cdu, cused)
-    if pool is None:
-        return []
-    return [-int(pool.l(s, labels[s])) for s in reach] + [-int(pool.t(i, p, du[i, p])) for i, p in np.argwhere(used)]
-
-
-def free_states(checker, sol: LabelSolution, reach: np.ndarray) -> tuple:
-    """States of ``reach`` whose label alone could change (to which propositions) with the
-    machine as it is and the expert still matched. Against an every-depth product oracle all
-    the variants are checked in one search of the product (the machines stacked)."""
-    variants = []
-    for s in reach:
-        for p in range(sol.n_props):
-            if p != sol.labels[s]:
-                lab = sol.labels.copy()
-                lab[s] = p
-                variants.append((int(s), p, state_delta(sol.delta_u, lab)))
-    if not variants:
-        return ()
-    if isinstance(checker, ProductOracle) and checker.depth is None:
-        verdicts = consistency_many(
-            checker.mdp, checker.true_delta, checker.table, [v[2] for v in variants], true_initial=checker.true_initial
-        )
-        ok = [v.consistent for v in verdicts]
-    else:
-        ok = [not checker.check(v[2]) for v in variants]
-    out: dict[int, list[int]] = {}
-    for (s, p, _), good in zip(variants, ok):
-        if good:
-            out.setdefault(s, []).append(p)
-    return tuple((s, tuple(ps)) for s, ps in out.items())
-
-
-def label_classes(reach: np.ndarray, groups: Sequence[Sequence[int]]) -> int:
-    """How many states of ``reach`` can carry different labels when each group shares one: the
-    classes of the states of ``reach`` joined along the groups."""
-    root = {int(s): int(s) for s in reach}
-
-    def find(a: int) -> int:
-        while root[a] != a:
-            root[a] = root[root[a]]
-            a = root[a]
-        return a
-
-    for g in groups:
-        inside = [int(s) for s in g if int(s) in root]
-        for a, b in zip(inside[:-1], inside[1:]):
-            root[find(a)] = find(b)
-    return len({find(s) for s in root})
-
-
-def distinct_columns(n: int, non_stuttering: bool = True) -> int:
-    """How many different columns δ(·, p) a machine with n nodes can have (n^n, or the
-    idempotent maps under non-stuttering): two propositions with the same column can merge, so
-    no smallest labeling needs more propositions."""
-    if not non_stuttering:
-        return n**n
-    return sum(math.comb(n, j) * j ** (n - j) for j in range(1, n + 1))
-
-
-def renamings(n: int, k: int) -> int:
-    """How many (node, proposition) renamings one pair has at most: (n−1)!·k!."""
-    return math.factorial(n - 1) * math.factorial(k)
+__all__ = ["LabelSearchResult", "PairSearch", "PairSearchCapabilities", "SmallestPairs"]

@@ -28,9 +28,12 @@ import attrs
 import numpy as np
 
 from ..errors import RmtkError
+from ..limits import NEVER, Deadline
 from ..machine import RewardMachine
 from ..mdp import LabeledMDP
 from ..progress import Progress
+from ..sat.lazy import ProductOracle
+from .maxent import IRLCapabilities, fits_until
 from .recovery import _accumulate
 
 
@@ -51,7 +54,7 @@ class MarginFit:
 
 
 @attrs.frozen
-class MarginIRL:
+class MarginIRL(IRLCapabilities):
     """Ng and Russell's margin IRL on the learned product (see the module docstring).
 
     Args:
@@ -72,11 +75,21 @@ class MarginIRL:
     ) -> tuple[MarginFit, ...]:
         """One :class:`MarginFit` per machine (the first ``limit``); ``ptp`` as for
         :meth:`~rmtk.rewards.maxent.MaxEntIRL.fit` (a prefix tree policy or a tree-free oracle)."""
+        return self.fit_within(
+            mdp, machines, ptp, gamma=gamma, lam=lam, progress=progress or Progress(), deadline=NEVER
+        )[0]
+
+    def fit_within(
+        self, mdp, machines, ptp, *, gamma: float, lam: float, progress: Progress, deadline: Deadline
+    ) -> tuple[tuple[MarginFit, ...], str | None]:
+        """:meth:`fit`, one machine after another until ``deadline`` passes."""
         t0 = time.perf_counter()
-        fits = tuple(self._one(mdp, m, ptp, gamma) for m in machines[: self.limit])
-        if fits and progress is not None:
+        fits, unfinished = fits_until(
+            lambda m: self._one(mdp, m, ptp, gamma), machines[: self.limit], deadline, progress
+        )
+        if fits:
             progress.stage("rewards", time.perf_counter() - t0, machines=len(fits))
-        return fits
+        return tuple(fits), unfinished
 
     def _one(self, mdp: LabeledMDP, m: RewardMachine, ptp, gamma: float) -> MarginFit:
         from scipy import sparse
@@ -87,7 +100,7 @@ class MarginIRL:
         N = S * n
         if N > self.max_states:
             raise RmtkError(f"margin IRL solves a system of {N} product states; the limit is {self.max_states}")
-        if callable(getattr(ptp, "product_policy", None)):
+        if isinstance(ptp, ProductOracle):  # the exact expert at every depth: its policy on the product
             policy, seen = ptp.product_policy(m.delta_u)
             visits = np.where(seen, np.inf, 0.0)
         else:

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING
 import attrs
 import numpy as np
 
+from ..capabilities import Capabilities
 from ..errors import RmtkError
+from ..limits import NEVER, Deadline
 from ..machine import RewardMachine
 from ..mdp import LabeledMDP
 from ..progress import Progress
@@ -19,6 +21,35 @@ if TYPE_CHECKING:
     from ..sat.lazy import Oracle
 
 
+class IRLCapabilities(Capabilities):
+    """What a MaxEntIRL strategy can do beyond ``fit``, with the defaults of one that does not
+    say (docs/design.md, "Strategies"): rmtk's reward strategies inherit it; a user's may."""
+
+    __slots__ = ()
+
+    def fit_within(
+        self, mdp, machines, ptp, *, gamma: float, lam: float, progress: Progress, deadline: Deadline
+    ) -> tuple[tuple, str | None]:
+        """``fit`` under the run's ``deadline``: the fits of the first machines done before it
+        passed and, when it stopped the fitting early, what was left undone in words. Default:
+        the whole ``fit``, which the deadline does not interrupt (``None``)."""
+        return tuple(self.fit(mdp, machines, ptp, gamma=gamma, lam=lam, progress=progress)), None  # type: ignore[attr-defined]
+
+
+def fits_until(fit_one, machines, deadline: Deadline, progress: Progress) -> tuple[list, str | None]:
+    """``fit_one(machine)`` for each of ``machines`` in order until ``deadline`` passes (checked
+    before each), with progress; the fits and, when the deadline stopped them, what was left."""
+    fits: list = []
+    for i, m in enumerate(machines):
+        if deadline.expired():
+            return fits, f"rewards recovered for {i} of the {len(machines)} machines they were asked for"
+        progress.count(i, len(machines), "reward fits")
+        fits.append(fit_one(m))
+    if len(machines) > 1:
+        progress.count(len(machines), len(machines), "reward fits")
+    return fits, None
+
+
 def round_significant(values: np.ndarray, digits: int) -> np.ndarray:
     """``values`` rounded to ``digits`` significant digits (``-0.001999999999`` → ``-0.002``)."""
     flat = [float(f"{v:.{digits}g}") for v in np.asarray(values, dtype=float).ravel()]
@@ -26,7 +57,7 @@ def round_significant(values: np.ndarray, digits: int) -> np.ndarray:
 
 
 @attrs.frozen
-class MaxEntIRL:
+class MaxEntIRL(IRLCapabilities):
     """The MaxEntIRL strategy and its default implementation.
 
     Consumes the MDP, the learned machine models, the prefix tree policy they were learned
@@ -71,15 +102,24 @@ class MaxEntIRL:
         ``ptp`` is the prefix tree policy the machines were learned from, or an object whose
         ``product_policy(delta_u)`` gives a machine's product policy and the product states it
         observes (the oracle of tree-free learning, :class:`~rmtk.sat.lazy.ProductOracle`)."""
+        return self.fit_within(
+            mdp, machines, ptp, gamma=gamma, lam=lam, progress=progress or Progress(), deadline=NEVER
+        )[0]
+
+    def fit_within(
+        self, mdp, machines, ptp, *, gamma: float, lam: float, progress: Progress, deadline: Deadline
+    ) -> tuple[tuple, str | None]:
+        """:meth:`fit`, one machine after another until ``deadline`` passes."""
         from .._threads import single_blas
 
-        progress = progress or Progress()
         t0 = time.perf_counter()
         with single_blas():  # small dense solves: one thread is fastest, and immune to a busy machine
-            fits = [self.fit_one(mdp, m, ptp, gamma=gamma, lam=lam) for m in machines[: self.limit]]
+            fits, unfinished = fits_until(
+                lambda m: self.fit_one(mdp, m, ptp, gamma=gamma, lam=lam), machines[: self.limit], deadline, progress
+            )
         if fits:
             progress.stage("rewards", time.perf_counter() - t0, machines=len(fits))
-        return tuple(fits)
+        return tuple(fits), unfinished
 
     def fit_one(self, mdp: LabeledMDP, machine: RewardMachine, ptp, *, gamma: float, lam: float):
         """The reward fit of one machine (see :meth:`fit`)."""

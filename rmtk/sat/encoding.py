@@ -229,37 +229,54 @@ def non_stuttering(pool: VarPool) -> Clauses:
     return _rows(np.stack([-pool.t(i[m], k[m], j[m]), pool.t(j[m], k[m], j[m])], axis=-1))
 
 
-def symmetry_breaking_bfs(pool: VarPool) -> Clauses:
-    """Breadth-first numbering from u_I = 0 (Ulyantsev, Zakirzyanov, Shalyto 2015):
-    e[i,j]: some letter leads i → j; p[j,i]: i is the smallest node with an edge into j
-    (j's BFS parent); m[i,j,k]: k is the smallest letter of the edge i → j. Then nodes with
-    a parent come first, parents are non-decreasing in j, and siblings are ordered by their
-    smallest letter. Each machine whose nodes are all reachable gets exactly one numbering;
-    spare nodes that nothing reaches are numbered last."""
+def bfs_edges(pool: VarPool) -> tuple[dict, dict, Clauses]:
+    """The first half of the breadth-first numbering: e[i,j] (some letter leads i → j, i < j),
+    p[j,i] (i is the smallest node with an edge into j, j's BFS parent) and their definitions."""
     n, K = pool.n, pool.K
     e = {(i, j): pool.new(("e", i, j)) for i in range(n) for j in range(n) if i < j}
     par = {(j, i): pool.new(("p", j, i)) for j in range(1, n) for i in range(j)}
-    mm = {(i, j, k): pool.new(("m", i, j, k)) for i in range(n) for j in range(i + 1, n) for k in range(K)}
-    t = lambda i, k, j: int(pool.t(i, k, j))  # noqa: E731
     out: Clauses = []
     for (i, j), v in e.items():  # e[i,j] ⇔ ∨_k t[i,k,j]
-        out += [[-t(i, k, j), v] for k in range(K)]
-        out.append([-v] + [t(i, k, j) for k in range(K)])
+        tk = pool.t(i, np.arange(K), j)
+        out += _rows(np.stack([-tk, np.full(K, v)], axis=1))
+        out.append([-v] + tk.tolist())
     for (j, i), v in par.items():  # p[j,i] ⇔ e[i,j] ∧ ∧_{i'<i} ¬e[i',j]
         out.append([-v, e[i, j]])
         out += [[-v, -e[i2, j]] for i2 in range(i)]
         out.append([v, -e[i, j]] + [e[i2, j] for i2 in range(i)])
-    # nodes with a BFS parent come first (spare, unreached nodes last, so that machines
-    # whose extra nodes no word reaches keep a representative)
+    return e, par, out
+
+
+def bfs_parents_first(pool: VarPool, par: dict) -> Clauses:
+    """Nodes with a BFS parent come first (spare, unreached nodes last, so that machines whose
+    extra nodes no word reaches keep a representative), and parents are non-decreasing."""
+    n = pool.n
+    out: Clauses = []
     reached = {j: pool.new(("r", j)) for j in range(1, n)}
     for j in range(1, n):
         out.append([-reached[j]] + [par[j, i] for i in range(j)])
         out += [[reached[j], -par[j, i]] for i in range(j)]
         if j + 1 < n:
             out.append([-reached[j + 1], reached[j]])
-    for j in range(1, n - 1):  # parents are non-decreasing
+    for j in range(1, n - 1):
         for i in range(j):
             out += [[-par[j, i], -par[j + 1, i2]] for i2 in range(i)]
+    return out
+
+
+def symmetry_breaking_bfs(pool: VarPool) -> Clauses:
+    """Breadth-first numbering from u_I = 0 (Ulyantsev, Zakirzyanov, Shalyto 2015):
+    e[i,j]: some letter leads i → j; p[j,i]: i is the smallest node with an edge into j
+    (j's BFS parent); m[i,j,k]: k is the smallest letter of the edge i → j. Then nodes with
+    a parent come first, parents are non-decreasing in j, and siblings are ordered by their
+    smallest letter. Each machine whose nodes are all reachable gets exactly one numbering;
+    spare nodes that nothing reaches are numbered last. (Over many letters, the labels'
+    :func:`rmtk.labels.encoding.bfs_numbering` states m linearly.)"""
+    n, K = pool.n, pool.K
+    e, par, out = bfs_edges(pool)
+    mm = {(i, j, k): pool.new(("m", i, j, k)) for i in range(n) for j in range(i + 1, n) for k in range(K)}
+    t = lambda i, k, j: int(pool.t(i, k, j))  # noqa: E731
+    out += bfs_parents_first(pool, par)
     for (i, j, k), v in mm.items():  # m[i,j,k] ⇔ t[i,k,j] ∧ ∧_{k'<k} ¬t[i,k',j]
         out.append([-v, t(i, k, j)])
         out += [[-v, -t(i, k2, j)] for k2 in range(k)]

@@ -449,7 +449,7 @@ def lazy_search(
                     t_enc,
                     t_solve,
                     t_enum,
-                    _stopped(complete),
+                    _stopped(complete, limits),
                     lazy=stats,
                 )
             if not complete:

@@ -71,6 +71,9 @@ class SearchResult:
     message: str = ""
     cost: int | None = None
     lazy: object = None  # rmtk.sat.lazy.LazyStats of a counterexample-guided search
+    #: once ``max_solutions`` machines were listed: whether another one survives (``True``: one
+    #: was found and not kept; ``False``: none, the listing is complete); ``None``: not asked.
+    more: bool | None = None
 
     @property
     def raw_count(self) -> int:
@@ -206,9 +209,19 @@ def search(
                 )
             if not sat:
                 continue
-            sols, complete, t_enum = _enumerate(sat_solver, pool, decoder, n, limits)
+            sols, complete, t_enum, more = _enumerate(sat_solver, pool, decoder, n, limits)
             return SearchResult(
-                n, sols, complete, tuple(tried), len(clauses), pool.top, t_enc, t_solve, t_enum, _stopped(complete)
+                n,
+                sols,
+                complete,
+                tuple(tried),
+                len(clauses),
+                pool.top,
+                t_enc,
+                t_solve,
+                t_enum,
+                _stopped(complete, limits, more),
+                more=more,
             )
     return SearchResult(None, (), True, tuple(tried), 0, 0, t_enc, t_solve, 0.0, no_machine(limits))
 
@@ -219,8 +232,20 @@ def stopped_while(deadline, doing: str) -> str:
     return f"{'time limit reached' if why == 'time limit' else why} while {doing}"
 
 
-def _stopped(complete: bool) -> str:
-    return "" if complete else "enumeration stopped early (limit reached); the solutions found are listed"
+def _stopped(complete: bool, limits: SearchLimits | None = None, more: bool | None = None) -> str:
+    """Why an enumeration stopped early (nothing when it did not): the bound of
+    ``limits.max_solutions`` machines with ``more`` surviving (one more was found), the
+    deadline's reason (time limit, interrupted, terminated), or the bound reached."""
+    if complete:
+        return ""
+    if more and limits is not None:
+        return f"listing stopped at {limits.max_solutions} machines (max_solutions): more survive"
+    why = "limit reached"
+    if limits is not None:
+        stop = limits.deadline.reason()
+        bound = limits.max_solutions
+        why = stop if stop else f"the bound of {bound} machines reached" if bound is not None else why
+    return f"enumeration stopped early ({why}); the solutions found are listed"
 
 
 def no_machine(limits: SearchLimits) -> str:
@@ -237,6 +262,22 @@ def _record(found: dict, model, pool: VarPool, decoder: _Decoder, n: int, droppe
     blocking clause (the negation of its used transitions)."""
     du = decode_transitions(model, pool)
     return record(found, du, used_transitions(decoder.trie, du)[0], pool, decoder.non_stuttering, dropped)
+
+
+def _another(solver, found: dict, pool: VarPool, decoder: _Decoder, deadline) -> bool | None:
+    """Whether a machine not in ``found`` satisfies the solver's clauses (its earlier models
+    blocked): models of machines already found (under another numbering) are blocked and
+    skipped; the new one is not kept, so memory does not grow with the survivors. ``None``:
+    the deadline passed first."""
+    while True:
+        sat = solve(solver, deadline)
+        if not sat:
+            return sat
+        du = decode_transitions(solver.get_model(), pool)
+        used = used_transitions(decoder.trie, du)[0]
+        if canonical_partial(du, used)[0] not in found:
+            return True
+        solver.add_clause([-int(pool.t(i, k, du[i, k])) for i, k in np.argwhere(used)])
 
 
 def record(found: dict, du: np.ndarray, used: np.ndarray, pool: VarPool, non_stuttering: bool, dropped=()) -> list[int]:
@@ -260,6 +301,7 @@ def _enumerate(solver, pool, decoder, n, limits: SearchLimits, relax=None):
     found: dict[tuple, Solution] = {}
     numbered = 0
     complete = True
+    more: bool | None = None
     model = solver.get_model()
     while True:
         dropped = ()
@@ -271,7 +313,8 @@ def _enumerate(solver, pool, decoder, n, limits: SearchLimits, relax=None):
         limits.progress.solution(numbered, len(found))
         solver.add_clause(block)
         if limits.max_solutions is not None and len(found) >= limits.max_solutions:
-            complete = False
+            more = _another(solver, found, pool, decoder, limits.deadline)
+            complete = more is False
             break
         sat = solve(solver, limits.deadline)
         if sat is None:
@@ -280,7 +323,7 @@ def _enumerate(solver, pool, decoder, n, limits: SearchLimits, relax=None):
         if not sat:
             break
         model = solver.get_model()
-    return tuple(found.values()), complete, time.perf_counter() - t0
+    return tuple(found.values()), complete, time.perf_counter() - t0, more
 
 
 def maxsat_search(
@@ -316,6 +359,7 @@ def maxsat_search(
     backend, note = maxsat_backend(solver, deadline)
     found: dict[tuple, Solution] = {}
     complete = True
+    more: bool | None = None
     with (RC2 if uniform else RC2Stratified)(wcnf, solver=backend) as rc2:
         model, decided = maxsat_compute(rc2, deadline)
         t2 = time.perf_counter()
@@ -378,7 +422,7 @@ def maxsat_search(
             elif not sat:  # pragma: no cover - RC2 found a model of these clauses
                 raise RmtkError("internal error: the MaxSAT optimum is not reproducible by SAT")
             else:
-                sols, complete, _ = _enumerate(sat_solver, pool, decoder, nodes, limits, relax)
+                sols, complete, _, more = _enumerate(sat_solver, pool, decoder, nodes, limits, relax)
                 found = {i: s for i, s in enumerate(sols)}
     t3 = time.perf_counter()
     return SearchResult(
@@ -391,8 +435,9 @@ def maxsat_search(
         t1 - t0,
         t2 - t1,
         t3 - t2,
-        _join(_stopped(complete), note),
+        _join(_stopped(complete, limits, more), note),
         cost=int(best),
+        more=more,
     )
 
 

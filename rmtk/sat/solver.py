@@ -84,13 +84,20 @@ def pysat_sigint_off():
 
 
 def solve(
-    solver: Solver, deadline: Deadline = NEVER, assumptions: Sequence[int] = (), conflicts: int | None = None
+    solver: Solver,
+    deadline: Deadline = NEVER,
+    assumptions: Sequence[int] = (),
+    conflicts: int | None = None,
+    first: int = FIRST_SLICE,
 ) -> bool | None:
     """``solver.solve(assumptions)`` in slices of conflicts: ``True``/``False`` when decided,
     ``None`` when ``deadline`` expired first (its time limit passed or a stop was requested)
-    or, with ``conflicts``, when that many conflicts did not decide it."""
+    or, with ``conflicts``, when that many conflicts did not decide it. ``first``: the
+    conflicts of the first slice, and the smallest a slow slice shrinks to (a formula of
+    millions of clauses spends milliseconds on one conflict: a smaller first slice keeps its
+    deadline to about a second)."""
     assume = list(assumptions)
-    budget = FIRST_SLICE if conflicts is None else min(FIRST_SLICE, conflicts)
+    budget = first if conflicts is None else min(first, conflicts)
     spent = 0
     with pysat_sigint_off():
         try:
@@ -107,7 +114,7 @@ def solve(
                     return None
                 took = time.monotonic() - t0
                 if took > 2 * SLICE_SECONDS:
-                    budget = max(FIRST_SLICE, budget // 2)
+                    budget = max(first, budget // 2)
                 elif took < SLICE_SECONDS / 2:
                     budget = min(4 * SLICE_CONFLICTS, budget * 2)
                 if conflicts is not None:

@@ -1,0 +1,216 @@
+"""Stress test of stopped runs: ``rmtk learn`` learning the labels of the Office World's
+patrol by asking (``--learn-labels --active``) and of the Craft World's t10
+(``--learn-labels``), and on ``stack_avoid`` with ``--demos`` (300,000 trajectories,
+up to 100,000 machines of 6 nodes listed), each stopped ``--repeat`` times by SIGINT and by SIGTERM at a random
+moment (seeded) once it is in its work (a progress line shows it), under an optional load of
+busy processes, once or with a second signal ``--double`` seconds later (Ctrl-C pressed twice).
+
+Every run must end with exit status 130 (SIGINT) or 143 (SIGTERM) — never a signal's own exit
+(a segmentation fault is -11) — within ``--bound`` seconds of the last signal, with ``rmtk:
+interrupted`` / ``rmtk: terminated`` as the last line on stderr and no traceback (nor an
+"Exception ignored" report) there, and its ``--dot`` file absent with no temporary file left
+beside it. A run stopped by a single signal must print its partial answer on stdout, flagged
+(``# stopped: ...``); a run that has no answer yet when the stop comes is counted apart.
+
+    PYTHONPATH=. python benchmarks/interrupts.py                     # 10 runs per (case, signal)
+    PYTHONPATH=. python benchmarks/interrupts.py --load 2 --double 0.02
+    PYTHONPATH=. python benchmarks/interrupts.py --cases labels --repeat 30 --markdown
+
+    PYTHONPATH=. python benchmarks/interrupts.py --checkout ../main   # another checkout's rmtk
+
+Exit status 1 if a run fails a check (its stderr is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _table import render  # the script's folder is on sys.path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHECKOUT = ROOT  # the rmtk run (--checkout: another one, e.g. the main branch, as a reference)
+# as in a terminal: SIGINT raises KeyboardInterrupt until rmtk installs its own handler
+RUN = (
+    "import runpy, signal, sys\n"
+    "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    "sys.argv = ['rmtk'] + sys.argv[1:]\n"
+    "runpy.run_module('rmtk', run_name='__main__')\n"
+)
+#: The runs, and a progress line (stderr) that shows each is in its work: the signal comes a
+#: random time after it.
+CASES = {
+    "active": (["learn", "models/office.rm", "patrol", "--learn-labels", "--active"], "round 1:"),
+    "labels": (["learn", "models/craft.rm", "t10", "--learn-labels"], "any labeling"),
+    "demos": (
+        ["learn", "models/stack_avoid.rm", "--demos", "{demos}", "--nodes", "6", "--max-solutions", "100000"]
+        + ["--no-rewards"],
+        "solutions enumerated",
+    ),
+}
+SIGNALS = {"SIGINT": (signal.SIGINT, 130, "interrupted"), "SIGTERM": (signal.SIGTERM, 143, "terminated")}
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(CHECKOUT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["PYTHONFAULTHANDLER"] = "1"  # a crash prints the Python stacks
+    return env
+
+
+def burners(n: int) -> list[subprocess.Popen]:
+    """``n`` busy processes (the load)."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def one_run(argv: list[str], marker: str, sig: int, delay: float, double: float | None, out: Path) -> dict:
+    """One run stopped ``delay`` s after ``marker`` appeared on its stderr: what it printed and
+    how it ended."""
+    dot = out / "m.dot"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RUN, *argv, "--dot", str(dot), "--force"],
+        cwd=CHECKOUT,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    seen = b""
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stderr, selectors.EVENT_READ)
+    while marker.encode() not in seen and proc.poll() is None:
+        if sel.select(timeout=1):
+            seen += os.read(proc.stderr.fileno(), 65536)
+    sel.close()
+    time.sleep(delay)
+    finished_before = proc.poll() is not None
+    proc.send_signal(sig)
+    if double is not None:
+        time.sleep(double)
+        if proc.poll() is None:
+            proc.send_signal(sig)
+    t0 = time.monotonic()
+    try:
+        stdout, rest = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        stdout, rest = proc.communicate()
+        status = "hang"
+    else:
+        status = proc.returncode
+    stdout, stderr = stdout.decode(), (seen + rest).decode()
+    if status == "hang":
+        return dict(status=status, seconds=120.0, stdout=stdout, stderr=stderr, left=[], early=finished_before)
+    left = sorted(p.name for p in out.iterdir())
+    for p in out.iterdir():
+        p.unlink()
+    return dict(
+        status=status,
+        seconds=time.monotonic() - t0,
+        stdout=stdout,
+        stderr=stderr,
+        left=left,
+        early=finished_before,
+    )
+
+
+def check(run: dict, status: int, message: str, double: bool) -> list[str]:
+    """What is wrong with a run (nothing: an empty list)."""
+    wrong = []
+    if run["early"]:
+        return ["ended before the signal (choose a shorter --delay)"]
+    if run["status"] != status:
+        wrong.append(f"exit status {run['status']}, not {status}")
+    lines = run["stderr"].strip().splitlines()
+    if not lines or lines[-1] != f"rmtk: {message}":
+        wrong.append(f"last line on stderr {lines[-1:]!r}")
+    for bad in ("Traceback", "Exception ignored", "Fatal Python error"):
+        if bad in run["stderr"]:
+            wrong.append(f"{bad!r} on stderr")
+    if run["left"]:
+        wrong.append(f"files left: {run['left']}")
+    return wrong
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", nargs="+", choices=sorted(CASES), default=list(CASES))
+    ap.add_argument("--signals", nargs="+", choices=sorted(SIGNALS), default=list(SIGNALS))
+    ap.add_argument("--repeat", type=int, default=10, help="runs per (case, signal)")
+    ap.add_argument(
+        "--delay",
+        type=float,
+        nargs=2,
+        default=(0.0, 3.0),
+        metavar=("LO", "HI"),
+        help="seconds from the progress line to the signal (uniform)",
+    )
+    ap.add_argument("--double", type=float, help="send the signal again this many seconds later")
+    ap.add_argument("--load", type=int, default=0, help="busy processes running meanwhile")
+    ap.add_argument("--bound", type=float, default=8.0, help="seconds a run may take after its (last) signal")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the signal times")
+    ap.add_argument("--checkout", type=Path, help="run the rmtk of this checkout instead (a reference)")
+    ap.add_argument("--markdown", action="store_true")
+    opts = ap.parse_args(argv)
+    global CHECKOUT
+    CHECKOUT = (opts.checkout or ROOT).resolve()
+    rng = random.Random(opts.seed)
+    rows, failures = [], 0
+    with tempfile.TemporaryDirectory(prefix="rmtk-interrupts-") as tmp:
+        demos = Path(tmp) / "stack_avoid.npz"
+        if "demos" in opts.cases:
+            subprocess.run(
+                [sys.executable, "-m", "rmtk", "simulate", "models/stack_avoid.rm", "-n", "300000", "-T", "20"]
+                + ["--seed", "1", "-o", str(demos), "-q"],
+                cwd=CHECKOUT,
+                env=_env(),
+                check=True,
+            )
+        out = Path(tmp) / "out"
+        out.mkdir()
+        load = burners(opts.load)
+        try:
+            for case in opts.cases:
+                words, marker = CASES[case]
+                argv_case = [w.format(demos=demos) for w in words]
+                for name in opts.signals:
+                    sig, status, message = SIGNALS[name]
+                    runs = []
+                    for _ in range(opts.repeat):
+                        run = one_run(argv_case, marker, sig, rng.uniform(*opts.delay), opts.double, out)
+                        wrong = check(run, status, message, opts.double is not None)
+                        if run["seconds"] > opts.bound:
+                            wrong.append(f"{run['seconds']:.1f} s after the signal")
+                        if wrong:
+                            failures += 1
+                            print(f"FAILED {case} {name}: {'; '.join(wrong)}\n{run['stderr'][-3000:]}", file=sys.stderr)
+                        runs.append((run, wrong))
+                    rows.append(
+                        {
+                            "case": case,
+                            "signal": name + (f" ×2 ({opts.double:g} s)" if opts.double is not None else ""),
+                            "runs": len(runs),
+                            "clean": sum(not w for _, w in runs),
+                            "partial answer printed": sum("# stopped:" in r["stdout"] for r, _ in runs),
+                            "max s after signal": f"{max(r['seconds'] for r, _ in runs):.2f}",
+                            "median s": f"{sorted(r['seconds'] for r, _ in runs)[len(runs) // 2]:.2f}",
+                        }
+                    )
+        finally:
+            for p in load:
+                p.kill()
+                p.wait()
+    print(render(rows, opts.markdown, frozenset({"case", "signal"})))
+    print(f"load: {opts.load} busy processes; cpus: {os.cpu_count()}; rmtk of {CHECKOUT}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

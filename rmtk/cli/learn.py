@@ -1,0 +1,218 @@
+"""``rmtk learn``: the checks made before any work (:mod:`rmtk.cli.flags`, :mod:`rmtk.cli.sizes`,
+the output paths), the :class:`~rmtk.cli.args.LearnPlan` run, its report, and the files
+written (docs/design.md, section 11)."""
+
+from __future__ import annotations
+
+import glob
+import sys
+import time
+from pathlib import Path
+
+from .. import dsl
+from ..errors import RmtkError
+from ..limits import stop_requested
+from ..task import Task
+from . import stopping
+
+
+def load_task(file: str, name: str | None) -> Task:
+    """The task ``name`` of ``file``, or its only task."""
+    doc = dsl.load(file)
+    task = doc.get(name, "task") if name is not None else doc.only("task")
+    assert isinstance(task, Task), "dsl.RmFile.get and only return the kind asked for"
+    return task
+
+
+def writable(path: Path, force: bool) -> Path:
+    """``path``, checked before the work to be writable (:func:`rmtk.output.check`)."""
+    from .. import output
+
+    return output.check(path, overwrite=force)
+
+
+def figure_paths(path: str, count: int) -> list[Path]:
+    """Where ``count`` machines are written: ``path``, or ``NAME_1.EXT``, ``NAME_2.EXT``, ..."""
+    p = Path(path)
+    if count == 1:
+        return [p]
+    return [p.with_name(f"{p.stem}_{i + 1}{p.suffix}") for i in range(count)]
+
+
+def cmd_learn(args) -> int:
+    """Learn the smallest machine: from a task's exact policy, demonstrations, or by asking its
+    expert; with ``--learn-labels``, the labels too. Every flag is checked against the mode
+    (:mod:`rmtk.cli.flags`), every size against what it allocates (:mod:`rmtk.cli.sizes`) and
+    every output path before the work; a run stopped by a signal prints what it has, flagged,
+    and writes no file."""
+    plan = prepare_learn(args)
+    with stopping.stoppable():
+        printed = run_plan(plan)
+    if stop_requested():
+        named = [p for p in (plan.dot, plan.png) if p]
+        if named:
+            print(f"rmtk: the run was stopped: {' and '.join(named)} not written", file=sys.stderr)
+        return 0 if printed is not None else 1
+    if printed is None:
+        return 1
+    _write_outputs(plan, printed)
+    return 0
+
+
+def prepare_learn(args):
+    """The :class:`~rmtk.cli.args.LearnPlan` of ``rmtk learn``'s parsed ``args``, after the checks
+    that come before any work: the flags against the mode, the sizes against memory, the
+    output paths."""
+    from .args import plan_learn
+    from .flags import learn_mode
+    from .sizes import check_learn_sizes
+
+    mode = learn_mode(args)
+    task = load_task(args.file, args.task)
+    check_learn_sizes(args, task, mode)
+    _check_outputs(args)
+    return plan_learn(args, task, mode)
+
+
+def _check_outputs(args) -> None:
+    """``--dot`` and ``--png``, checked before the work (:func:`rmtk.output.check`): the
+    directory exists and takes files, the path is no directory, a picture's format is one
+    matplotlib writes; without ``--force``, neither it nor the numbered files written when
+    several machines are learned (``NAME_1.png``, ...) exist."""
+    for target in (args.dot, args.png):
+        if not target:
+            continue
+        path = writable(Path(target), args.force)
+        if target == args.png:
+            from ..io.draw import picture_format
+
+            picture_format(path)
+        if not args.force:
+            numbered = sorted(path.parent.glob(f"{glob.escape(path.stem)}_[0-9]*{glob.escape(path.suffix)}"))
+            numbered = [p for p in numbered if p.stem[len(path.stem) + 1 :].isdigit()]
+            if numbered:
+                raise RmtkError(
+                    f"{numbered[0]}: already exists (several learned machines are written as {path.stem}_1"
+                    f"{path.suffix}, {path.stem}_2{path.suffix}, ...); pass --force to replace it"
+                )
+
+
+def run_plan(plan):
+    """Run a :class:`~rmtk.cli.args.LearnPlan` and print its report: the result (``None``
+    when no machine was found)."""
+    from .flags import ASKING, LABELS
+
+    if plan.mode in ASKING:
+        started = time.monotonic()
+        active = plan.learner.fit(plan.view, plan.expert)
+        _say_stopped()
+        _active_header(plan, active)
+        if plan.labels is None:
+            result = active.result
+        else:
+            result = _labels_left(plan, time.monotonic() - started).fit_questions(active, plan.task)
+    else:
+        result = plan.learner.fit(plan.task)
+        _say_stopped()
+    if plan.mode in LABELS:
+        from ..labels.report import label_report
+
+        label_report(plan.task, result, explain=plan.explain)
+    else:
+        from ..report import report
+
+        asked = None
+        if plan.mode in ASKING:
+            asked = f"the expert's {_kind(plan.expert)}"
+        report(plan.task, result, count_pairs=plan.count_pairs, explain=plan.explain, asked=asked)
+    return None if result.n_nodes is None else result
+
+
+#: Seconds the label search of ``--learn-labels --active`` is given when the active loop spent
+#: the whole ``--time-limit``: enough to report what it has, flagged unfinished.
+LEAST_SECONDS = 0.1
+
+
+def _labels_left(plan, spent: float):
+    """The label learner of ``--learn-labels --active`` with what ``--time-limit`` leaves after
+    the active loop (a little, flagged by the label learner, when the loop used it all)."""
+    limit = plan.labels.time_limit
+    if limit is None:
+        return plan.labels
+    import attrs
+
+    return attrs.evolve(plan.labels, time_limit=max(limit - spent, LEAST_SECONDS))
+
+
+def _say_stopped() -> None:
+    """The line that flags a report as partial, once a stop was requested."""
+    line = stopping.stopped_line()
+    if line:
+        print(line)
+
+
+def _kind(expert) -> str:
+    """The expert asked, as the report names it."""
+    return "exact policy" if expert.exact else f"runs of its policy (seed {expert.seed})"
+
+
+def _active_header(plan, active) -> None:
+    from ..active.result import plural
+    from .flags import LABELS
+
+    if plan.mode in LABELS:
+        print(
+            f"# active learning on state histories: {plural(len(active.rounds), 'round')}, "
+            f"{plural(active.queries, 'query', 'queries')}, {plural(active.known, '(history, state) pair')} known; "
+            "labels and machine learned from them"
+        )
+        if active.flagged:
+            print(f"# {active.ended}: the pairs below fit what was asked so far")
+        return
+    kind = _kind(plan.expert)
+    print(
+        f"# active learning from the expert's {kind}: {plural(len(active.rounds), 'round')}, "
+        f"{plural(active.queries, 'query', 'queries')}, {plural(active.steps, 'environment step')} asked, "
+        f"{plural(active.draws, 'policy draw')}, {plural(active.known, '(word, state) pair')} known"
+    )
+    for line in active.log().splitlines():
+        print(f"#   {line}")
+    if active.flagged:
+        print(f"# {active.ended}: the machines below are the survivors so far")
+
+
+def _write_outputs(plan, result) -> None:
+    """``--dot`` and ``--png``: one file per learned machine (numbered when several), each
+    written whole (:mod:`rmtk.output`)."""
+    from .. import output
+    from .flags import LABELS
+
+    if plan.mode in LABELS:
+        from ..labels.report import draw_labels, learned_tasks
+
+        machines = [t.machine for t in learned_tasks(result, plan.task)]
+
+        def draw(i, p):
+            draw_labels(result, i, Path(p))
+    else:
+        machines = list(result.machines)
+
+        def draw(i, p):
+            from ..io import draw as pictures
+
+            pictures.save_picture(pictures.draw_machine(machines[i]), p, overwrite=plan.force)
+
+    def write_dot(i, p):
+        from ..io import dot
+
+        with output.replacing(p, overwrite=plan.force, text=True) as f:
+            f.write(dot.to_dot(machines[i]))
+
+    for target, write in ((plan.dot, write_dot), (plan.png, draw)):
+        if target:
+            paths = figure_paths(target, len(machines))
+            for p in paths:
+                writable(p, plan.force)
+            for i, p in enumerate(paths):
+                write(i, p)
+                print(f"wrote {p}", file=sys.stderr)

@@ -1,0 +1,58 @@
+"""``--time-limit`` bounds every way of learning (rmtk/cli/args.py gives it to each learner):
+runs that take minutes without it return soon after the limit, with what they found flagged,
+by the learner's own deadline (the command's safety net, 5 s later, is not what stops them)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from rmtk.cli.main import main
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+OFFICE = str(MODELS / "office.rm")
+LIMIT = 1.5
+#: Seconds a learner may take past its limit: the steps after it (verdicts of what was found,
+#: the report), on a loaded machine; the command's safety net would ask for a stop 5 s past the
+#: limit, which the report would show ("# stopped:"), and end the run 5 s later.
+AFTER = 5.0
+
+LONG = {  # each runs for minutes (or a long while) without a limit
+    "exact": [str(MODELS / "stack.rm"), "--nodes", "6", "--no-rewards"],
+    "labels": [str(MODELS / "craft.rm"), "t10", "--learn-labels"],
+    "active": [OFFICE, "patrol", "--active"],
+    "labels-active": [OFFICE, "patrol", "--learn-labels", "--active"],
+    "demos": [
+        str(MODELS / "stack_avoid.rm"),
+        "--demos",
+        "{demos}",
+        "--nodes",
+        "6",
+        "--max-solutions",
+        "100000",
+        "--no-rewards",
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def demos(tmp_path_factory):
+    path = tmp_path_factory.mktemp("limit") / "d.npz"
+    argv = ["simulate", str(MODELS / "stack_avoid.rm"), "-n", "100000", "-T", "20", "--seed", "1", "-o", str(path)]
+    assert main([*argv, "-q"]) == 0
+    return path
+
+
+@pytest.mark.parametrize("mode", sorted(LONG))
+def test_the_time_limit_bounds_every_mode(mode, demos, capsys):
+    argv = [w.format(demos=demos) for w in LONG[mode]]
+    t0 = time.monotonic()
+    status = main(["learn", *argv, "--time-limit", str(LIMIT), "-q"])
+    took = time.monotonic() - t0
+    out, err = capsys.readouterr()
+    assert took < LIMIT + AFTER, f"{mode}: {took:.1f} s"
+    assert "# stopped:" not in out  # the learner stopped itself, not the command's safety net
+    assert "time limit" in out, out[-3000:]  # what was not finished is flagged
+    assert status in (0, 1) and "Traceback" not in err
