@@ -158,15 +158,15 @@ class Interval:
 
     @property
     def resolution(self) -> np.ndarray:
-        """What a comparison that is not separated resolved: ``TV ≤ upper`` at confidence
-        1 − α ("no difference ≥ upper found"; 1: nothing resolved)."""
+        """What a comparison that is not separated resolved, ``TV ≤ upper`` at confidence
+        1 − α ("no difference ≥ upper found"; 1 when nothing was resolved)."""
         return self.upper
 
 
 @attrs.frozen
 class Rows:
     """Rows of action counts prepared for many comparisons among them (per-row intervals and
-    radii computed once): :meth:`compare` of row pairs ``i``, ``j``."""
+    radii computed once): ``compare`` of row pairs ``i``, ``j``."""
 
     bound: Adaptive
     counts: np.ndarray

@@ -112,7 +112,7 @@ class Asker:
         return max(0, n)
 
     def draws_left(self) -> int | None:
-        """Policy draws the budget still allows (``None``: no bound)."""
+        """How many policy draws the budget still allows, ``None`` for no bound."""
         return None if self.budget.draws is None else max(0, self.budget.draws - self.draws)
 
     # -- questions ----------------------------------------------------------------------------

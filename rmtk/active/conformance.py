@@ -368,7 +368,7 @@ class SuiteCoverage:
 
     @property
     def weakest(self) -> float:
-        """The largest resolution among the comparisons not separated (1: one resolved nothing)."""
+        """The largest resolution among the comparisons not separated, 1 when one resolved nothing."""
         return max((c.upper for c in self.compared if c.status != "separated"), default=0.0)
 
     def __str__(self) -> str:

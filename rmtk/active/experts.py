@@ -74,7 +74,7 @@ class Observations:
 
     @property
     def draws(self) -> int:
-        """Policy draws: the actions counted (0 for exact distributions, which draw nothing)."""
+        """The actions counted, the policy draws (0 for exact distributions, which draw nothing)."""
         return 0 if self.exact else int(round(float(np.asarray(self.values, dtype=float).sum())))
 
 

@@ -187,7 +187,7 @@ class StrategyCapabilities(Capabilities):
 
     #: From an expert that is run, the share of a round's undecided comparisons each batch goes
     #: to, those with the most evidence of a difference first (:func:`~rmtk.active.sampling.sample`).
-    #: Default: 1 (all).
+    #: Default ``1.0``, all of them.
     focus: float = 1.0
 
     def default_check(self, expert) -> object | None:

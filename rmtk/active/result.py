@@ -182,7 +182,7 @@ class ActiveResult:
 
     @property
     def sampled(self) -> bool:
-        """The answers were drawn (counts): the result is a statement at level ``alpha``."""
+        """Whether the answers were drawn as counts, which makes the result a statement at level ``alpha``."""
         return self.table is not None
 
     def resolution(self, i: int = 0):

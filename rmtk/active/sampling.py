@@ -52,8 +52,8 @@ class Query:
     optional: bool = False
 
 
-#: Statuses of a comparison: decided (separated, resolved, capped), undecided (open), or a lone
-#: history already asked (known).
+#: The statuses of a decided comparison (separated, resolved, capped); an undecided one is
+#: open, and a lone history already asked is known.
 DECIDED = ("separated", "resolved", "capped")
 
 
@@ -171,7 +171,7 @@ def sample(
     comparison is decided, one is separated with ``stop_on_separation``, or the budget ends).
     ``focus``: the share of the undecided comparisons a batch goes to, those with the most
     evidence of a difference (at least one; 1: all). Optional comparisons
-    (:attr:`Query.optional`) are sampled only while another one is undecided."""
+    (``Query.optional``) are sampled only while another one is undecided."""
     comps: dict[tuple, Query] = {}
     for q in queries:  # a witness's two queries are one comparison
         comps.setdefault(_key(q.word, q.partner, q.state), q)
