@@ -174,7 +174,12 @@ def sample(
     (``Query.optional``) are sampled only while another one is undecided."""
     comps: dict[tuple, Query] = {}
     for q in queries:  # a witness's two queries are one comparison
-        comps.setdefault(_key(q.word, q.partner, q.state), q)
+        key = _key(q.word, q.partner, q.state)
+        comps.setdefault(key, q)
+        if not q.optional:
+            knowledge.optional.discard(key)
+        elif key not in knowledge.intervals:
+            knowledge.optional.add(key)
     live = list(comps.values())
     asked: list[Query] = []
     new, level = 0, 0
@@ -263,7 +268,8 @@ def standing(knowledge) -> tuple[Compared, ...]:
 def undecided_merges(knowledge, delta) -> list[Query]:
     """The comparisons the knowledge's test looked at, left undecided (a round ended them at a
     separation elsewhere), whose two histories the machine of transitions ``delta`` (letters as
-    the knowledge's propositions) merges: what its answer rests on that is not yet resolved."""
+    the knowledge's propositions) merges: what its answer rests on that is not yet resolved
+    (further witnesses asked only as options are left out: their pairs are decided elsewhere)."""
 
     def final(word) -> int:
         u = 0
@@ -274,7 +280,9 @@ def undecided_merges(knowledge, delta) -> list[Query]:
     return [
         Query(c.word, c.state, 0, c.partner, (), 0.0, c.cap)
         for c in standing(knowledge)
-        if c.status == "open" and final(c.word) == final(c.partner)
+        if c.status == "open"
+        and final(c.word) == final(c.partner)
+        and _key(c.word, c.partner, c.state) not in knowledge.optional
     ]
 
 

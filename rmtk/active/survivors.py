@@ -137,6 +137,9 @@ class Knowledge:
         #: intersection of every anytime-valid interval their test gave, whether they were
         #: decided, and the question's cap
         self.intervals: dict[tuple, tuple] = {}
+        #: comparisons only ever asked as optional further witnesses (none of the answer's
+        #: merges needs them decided)
+        self.optional: set[tuple] = set()
 
     # -- counting -------------------------------------------------------------------------------
     def __len__(self) -> int:
