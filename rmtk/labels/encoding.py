@@ -87,9 +87,9 @@ def estimated_clauses(n: int, n_states: int, n_reach: int, n_pairs: int, n_steps
 
 #: Conflicts allowed to each call that shrinks a core (an unfinished call keeps the selectors).
 CORE_BUDGET = 1000
-#: Conflicts of the first slice of every call (rmtk.sat.solver.solve): on the Craft World's
-#: formulas of millions of clauses a conflict takes milliseconds, so slices start small to keep
-#: the deadline within about a second, and grow when they are fast.
+#: Every call of :func:`rmtk.sat.solver.solve` here starts with a slice of this many conflicts.
+#: On the Craft World's formulas of millions of clauses a conflict takes milliseconds, so slices
+#: start small to keep the deadline within about a second, and grow when they are fast.
 FIRST_CONFLICTS = 100
 #: Seconds one core is shrunk at most; what is left of it is then dropped whole (on a formula of
 #: millions of clauses a call of 1,000 conflicts takes about a second).
