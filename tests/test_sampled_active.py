@@ -119,3 +119,19 @@ def test_budgets_count_draws_and_environment_steps_apart():
     for kw in (dict(draws=0), dict(draws=-1), dict(draws=1.5)):
         with pytest.raises(Exception, match="draws"):
             Budget(**kw)
+
+
+def test_a_soft_expert_learned_alone_says_what_was_resolved_not_a_proof():
+    """The 3 × 3 corner grid at λ 0.5 (nodes 0.38 to 0.66 apart at most): the loop's defaults
+    end by themselves with the true machine alone; the stop reason says what the conformance
+    suite looked for and what the comparisons behind the merges resolved, and the coverage
+    says the suite is complete for every machine of the truth's size."""
+    task = _corner_grid(3, 0.5)
+    run = ActiveLearner(irl=None).fit(task, SimulatedExpert(task, seed=0))
+    assert not run.flagged and run.result.isomorphic_to_truth() == (True,)
+    assert run.stopped.startswith("one machine survives; the sampled equivalence check (SuiteCheck) found no ")
+    assert "difference of 0.3 or more; resolution (total variation, alpha 0.05): no difference ≥" in run.stopped
+    assert "counterexample" not in run.stopped
+    assert run.coverage.suite.nodes >= 3 and run.draws > run.steps > 0
+    summary = run.resolution(0)
+    assert summary.comparisons == len(run.merges(0)) and summary.median <= 0.3
