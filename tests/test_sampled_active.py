@@ -41,7 +41,7 @@ def test_the_loops_bound_is_right_in_1_minus_alpha_of_sequential_runs():
     p = np.array([0.5, 0.3, 0.2])
     for tv, wrong in ((0.0, "separated"), (0.32, "resolved")):
         rng = np.random.default_rng(int(tv * 100) + 7)
-        outcomes = [seq.run(_sampler(p, rng), _sampler(_apart(p, tv), rng), 3)[0] for _ in range(60)]
+        outcomes = [seq.run(_sampler(p, rng), _sampler(_apart(p, tv), rng), 3)[0] for _ in range(40)]
         assert set(outcomes) <= {"separated", "resolved"}
         assert outcomes.count(wrong) <= 0.1 * len(outcomes)
 
