@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import cast
 
 import attrs
 import numpy as np
@@ -114,6 +115,9 @@ class LearnResult:
         ptp: the prefix tree policy learned from (``None`` for a tree-free search).
         oracle: the oracle of a lazy or every-depth search (:mod:`rmtk.sat.lazy`).
         expert_classes: ``(S, n_true)`` true policy classes (when the truth is known).
+        bound: what the counts are judged with for :meth:`resolution` (``None``: the paper's
+            fixed-sample bound of recorded data; an active learner's counts, gathered while
+            looking at them: :class:`~rmtk.anytime.Adaptive`, docs/design.md section 14).
         truth_merges: how many negative examples mined from data the true machine violates
             (sends both words to one node); 0: it keeps them all (when the truth is known).
         max_solutions: the bound on the machines listed that the search ran with (``None``: none).
@@ -137,6 +141,7 @@ class LearnResult:
     reward_fits: tuple | None = None
     oracle: object = attrs.field(default=None, repr=False)
     expert_classes: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
+    bound: object = attrs.field(default=None, eq=False, repr=False)
     truth_merges: int | None = None
     max_solutions: int | None = None
     stopped: Stop | None = None
@@ -251,10 +256,14 @@ class LearnResult:
         negative examples it rests on), or ``None`` for an exact policy, which proves its answer."""
         if self.ptp is None or self.ptp.counts is None or self.negatives is None or i >= len(self.machines):
             return None
-        from .statistics import merge_resolution
+        from .statistics import FIXED, CountBound, Radius, merge_resolution
 
         return merge_resolution(
-            self.ptp, self.machines[i].delta_u, alpha=self.negatives.alpha, negatives=len(self.negatives)
+            self.ptp,
+            self.machines[i].delta_u,
+            alpha=self.negatives.alpha,
+            negatives=len(self.negatives),
+            bound=FIXED if self.bound is None else cast(Radius | CountBound, self.bound),
         )
 
     def summary(self) -> MachineSummary:

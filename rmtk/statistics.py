@@ -68,9 +68,12 @@ __all__ = [
     "evidence",
     "draws_to_resolve",
     "growth_to_resolve",
+    "CountBound",
     "Sequential",
     "Plan",
     "MergeResolution",
+    "merge_checks",
+    "merge_resolution",
 ]
 
 
@@ -98,6 +101,22 @@ class Radius(Protocol):
 
     def threshold(self, n1, n2, n_actions: int, alpha: float) -> np.ndarray:
         """The smallest empirical total variation the test at level ``alpha`` separates."""
+
+
+@runtime_checkable
+class CountBound(Protocol):
+    """A bound that reads the counts themselves, not only their number (its width follows
+    each frequency's variance: :class:`rmtk.anytime.Adaptive`). ``compare`` gives, per pair of
+    count rows, whether they are ``separated``, a ``margin``, a confidence interval
+    ``[lower, upper]`` of the total variation and the ``resolution``; ``to_resolve`` the
+    further draws a side after which the resolution would reach a target."""
+
+    @property
+    def anytime(self) -> bool: ...
+
+    def compare(self, counts1, counts2, *, alpha: float): ...
+
+    def to_resolve(self, counts1, counts2, target, *, alpha: float) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 def _safe_n(n) -> tuple[np.ndarray, np.ndarray]:
@@ -155,7 +174,7 @@ class Mixture:
     def radius(self, n, n_actions: int, level: float) -> np.ndarray:
         m, seen = _safe_n(n)
         # a level per complementary pair of subsets: (2^|A| − 2)/2 pairs share `level`
-        log_pair = math.log(2.0 * level) - log_weissman_constant(n_actions)
+        log_pair = np.log(2.0 * _arr(level)) - log_weissman_constant(n_actions)
         v = m / 4.0 + self.rho
         boundary = np.sqrt(v * (np.log(v / self.rho) - 2.0 * log_pair))
         return np.where(seen, 2.0 * boundary / m, np.inf)
@@ -340,26 +359,27 @@ class Plan:
     status: np.ndarray
     draw1: np.ndarray
     draw2: np.ndarray
-    comparison: Comparison
+    comparison: object  # a Comparison, or what a CountBound gives
 
 
 @attrs.frozen
 class Sequential:
     """Sampling two distributions until they are separated or resolved (module docstring).
 
-    The comparison uses the anytime-valid bound (:class:`Mixture` by default), so it may be
-    looked at after every draw: a pair of equal distributions is declared separated with
+    The comparison uses an anytime-valid bound (:class:`Mixture` by default; the active loop
+    uses :class:`rmtk.anytime.Adaptive`, which adapts to each frequency's variance), so it may
+    be looked at after every draw: a pair of equal distributions is declared separated with
     probability at most ``alpha`` however long it is sampled, and a pair whose true total
     variation exceeds ``epsilon`` is declared resolved ("alike to ε") with probability at most
-    ``alpha``. Draws come in batches that raise the less visited side first and grow the
-    common count by ``growth`` (at least ``first`` draws a side): a clear difference stops
-    after a few dozen draws, a faint one keeps the sampling going until the resolution reaches
-    ``epsilon``.
+    ``alpha``. Draws come in batches that raise the less visited side by ``growth`` (at least
+    to ``first`` draws), the other side following once the two are level: a clear difference
+    stops after a few dozen draws, a faint one keeps the sampling going until the resolution
+    reaches ``epsilon``.
     """
 
     alpha: float = attrs.field(default=0.05)
     epsilon: float = attrs.field(default=0.1)
-    bound: Radius = attrs.field(factory=Mixture)
+    bound: Radius | CountBound = attrs.field(factory=Mixture)
     first: int = attrs.field(default=16)
     growth: float = attrs.field(default=1.5)
 
@@ -367,32 +387,62 @@ class Sequential:
         _level(self.alpha)
         if not 0.0 < self.epsilon <= 1.0:
             raise ModelError(f"Sequential(epsilon={self.epsilon}): the target resolution must lie in (0, 1]")
-        if not isinstance(self.bound, Radius) or not self.bound.anytime:
+        if not isinstance(self.bound, (Radius, CountBound)) or not self.bound.anytime:
             raise ModelError(
                 "Sequential sampling looks at the counts as they come: its bound must be anytime-valid "
-                f"(rmtk.statistics.Mixture), not {type(self.bound).__name__}"
+                f"(rmtk.statistics.Mixture, rmtk.anytime.Adaptive), not {type(self.bound).__name__}"
             )
         if int(self.first) < 1 or not self.growth > 1.0:
             raise ModelError(f"Sequential(first={self.first}, growth={self.growth}): first ≥ 1 and growth > 1 expected")
 
+    def compare(self, counts1, counts2):
+        """The comparison of rows of action counts ``(pairs, A)`` at ``alpha`` with the bound
+        (a :class:`Comparison`, or what a :class:`CountBound` gives)."""
+        counts1, counts2 = np.atleast_2d(_arr(counts1)), np.atleast_2d(_arr(counts2))
+        if isinstance(self.bound, Radius):
+            return compare(counts1, counts2, alpha=self.alpha, bound=self.bound)
+        return self.bound.compare(counts1, counts2, alpha=self.alpha)
+
+    def evidence(self, counts1, counts2) -> np.ndarray:
+        """The signed margin of each comparison (positive when separated): how far the
+        difference is beyond what the test calls one (:func:`evidence` for a radius)."""
+        return np.asarray(self.compare(counts1, counts2).margin, dtype=float)
+
+    def to_resolve(self, counts1, counts2, target=None) -> tuple[np.ndarray, np.ndarray]:
+        """Further draws a side after which the resolution would be at most ``target``
+        (default ``epsilon``): :func:`draws_to_resolve` for a radius, the bound's own estimate
+        otherwise."""
+        counts1, counts2 = np.atleast_2d(_arr(counts1)), np.atleast_2d(_arr(counts2))
+        target = self.epsilon if target is None else target
+        if isinstance(self.bound, Radius):
+            return draws_to_resolve(
+                counts1.sum(-1), counts2.sum(-1), target, counts1.shape[-1], alpha=self.alpha, bound=self.bound
+            )
+        return self.bound.to_resolve(counts1, counts2, target, alpha=self.alpha)
+
     def plan(self, counts1, counts2) -> Plan:
         """Status and next draws for rows of action counts ``(pairs, A)``."""
         counts1, counts2 = np.atleast_2d(_arr(counts1)), np.atleast_2d(_arr(counts2))
-        c = compare(counts1, counts2, alpha=self.alpha, bound=self.bound)
+        c = self.compare(counts1, counts2)
         resolved = ties.at_most(c.resolution, self.epsilon)
         status = np.where(c.separated, "separated", np.where(resolved, "resolved", "open"))
         open_ = status == "open"
-        level = np.maximum(np.maximum(c.n1, c.n2) * self.growth, float(self.first))
-        level = np.ceil(np.maximum(level, np.minimum(c.n1, c.n2) + 1))
+        n1, n2 = counts1.sum(-1), counts2.sum(-1)
+        # the less visited side grows by `growth` (at least to `first`), the other follows once
+        # the two are level: a clear difference shows after a small batch on the side that lacks
+        level = np.maximum(np.minimum(n1, n2) * self.growth, float(self.first))
+        level = np.ceil(np.maximum(level, np.minimum(n1, n2) + 1))
         # never past the count that reaches epsilon: the last batch stops there
-        m1, m2 = draws_to_resolve(c.n1, c.n2, self.epsilon, counts1.shape[-1], alpha=self.alpha, bound=self.bound)
-        cap = np.maximum(c.n1 + m1, c.n2 + m2)
+        cap = np.full(len(n1), np.inf)
+        if open_.any():
+            m1, m2 = self.to_resolve(counts1[open_], counts2[open_])
+            cap[open_] = np.maximum(n1[open_] + m1, n2[open_] + m2)
         level = np.minimum(level, cap)
-        d1 = np.where(open_, np.maximum(0.0, level - c.n1), 0.0).astype(np.int64)
-        d2 = np.where(open_, np.maximum(0.0, level - c.n2), 0.0).astype(np.int64)
+        d1 = np.where(open_, np.maximum(0.0, level - n1), 0.0).astype(np.int64)
+        d2 = np.where(open_, np.maximum(0.0, level - n2), 0.0).astype(np.int64)
         stuck = open_ & (d1 + d2 == 0)  # one more on the lagging side keeps it moving
-        d1 = np.where(stuck & (c.n1 <= c.n2), 1, d1)
-        d2 = np.where(stuck & (c.n1 > c.n2), 1, d2)
+        d1 = np.where(stuck & (n1 <= n2), 1, d1)
+        d2 = np.where(stuck & (n1 > n2), 1, d2)
         return Plan(status, d1, d2, c)
 
     def run(self, draw1, draw2, n_actions: int, *, budget: int | None = None, counts1=None, counts2=None):
@@ -475,9 +525,13 @@ class MergeResolution:
         return f"{text}; {neg}"
 
 
-def merge_resolution(ptp, delta: np.ndarray, *, alpha: float, negatives: int, bound: Radius = FIXED):
-    """:class:`MergeResolution` of the machine ``delta`` (``(n, K)``) on the counted prefix
-    tree policy ``ptp``."""
+def merge_checks(ptp, delta: np.ndarray, *, alpha: float, bound: Radius | CountBound = FIXED):
+    """The firmest check of each merge of the machine ``delta`` (``(n, K)``) on the counted
+    prefix tree policy ``ptp``: at each (state, node) pair where the machine sends several
+    counted words, its two most visited words. Returns ``(a, b, resolution, groups, others)``:
+    the ptp pair indices of the two words, the resolution of their comparison at level
+    ``alpha`` with ``bound`` (what "no difference ≥ r found" says there), the number of such
+    groups and the merged words beyond the two compared."""
     counts = np.asarray(ptp.counts, dtype=float)
     node, state = np.asarray(ptp.tree.pair_node), np.asarray(ptp.tree.pair_state)
     final = np.asarray(ptp.trie.run(np.asarray(delta), 0))[node]
@@ -489,15 +543,26 @@ def merge_resolution(ptp, delta: np.ndarray, *, alpha: float, negatives: int, bo
     size = np.diff(np.r_[start, len(g)])
     merged = start[size >= 2]
     others = int((size[size >= 2] - 2).sum())
-    if not len(merged):
-        return MergeResolution(0, 0, 0, math.inf, math.inf, math.inf, 0, 0, negatives, alpha, bound.anytime)
     a, b = order[merged], order[merged + 1]
-    c = compare_counts(n[a], n[b], total_variation(counts[a], counts[b]), counts.shape[1], alpha=alpha, bound=bound)
-    res = c.resolution
+    if not len(merged):
+        return a, b, np.zeros(0), 0, others
+    if isinstance(bound, Radius):
+        c = compare_counts(n[a], n[b], total_variation(counts[a], counts[b]), counts.shape[1], alpha=alpha, bound=bound)
+    else:
+        c = bound.compare(counts[a], counts[b], alpha=alpha)
+    return a, b, np.asarray(c.resolution, dtype=float), len(merged), others
+
+
+def merge_resolution(ptp, delta: np.ndarray, *, alpha: float, negatives: int, bound: Radius | CountBound = FIXED):
+    """:class:`MergeResolution` of the machine ``delta`` (``(n, K)``) on the counted prefix
+    tree policy ``ptp`` (see :func:`merge_checks`)."""
+    _, _, res, groups, others = merge_checks(ptp, delta, alpha=alpha, bound=bound)
+    if not groups:
+        return MergeResolution(0, 0, 0, math.inf, math.inf, math.inf, 0, 0, negatives, alpha, bound.anytime)
     decided = ~ties.at_most(1.0, res)  # a resolution of 1 or more detects no difference at all
     done = res[decided]
     return MergeResolution(
-        len(merged),
+        groups,
         int(decided.sum()),
         2 * int(decided.sum()),
         float(done.max()) if len(done) else math.inf,

@@ -14,6 +14,7 @@ from test_theorem import U_MAX, random_instance
 from rmtk import ExactPTP, Learner, SatEncoder, dsl, ties
 from rmtk.active.asking import Asker
 from rmtk.active.checks import ExpertWalks, ProductCheck
+from rmtk.active.conformance import SuiteCheck
 from rmtk.active.experts import (
     QueryError,
     RecordedExpert,
@@ -66,7 +67,7 @@ def test_simulated_expert_draws_from_the_node_the_history_reaches_and_is_seeded(
     states = np.flatnonzero(realisable(t.mdp, word))
     state = int(states[ties.argbest(np.abs(pi[states, 1] - pi[states, 0]).max(axis=1))])  # the same on every CPU
     a = SimulatedExpert(t, seed=5).act(word, state, 20_000)
-    assert a.values.sum() == 20_000 and a.steps == 20_000
+    assert a.values.sum() == a.draws == 20_000 and a.steps == 1  # one restore of the MDP state, 20,000 draws there
     assert np.abs(a.values[0] / 20_000 - pi[state, 1]).max() < 0.02
     assert np.abs(pi[state, 1] - pi[state, 0]).max() > 0.1  # u1, not a reset u0, acts here
     again = SimulatedExpert(t, seed=5).act(word, state, 20_000)
@@ -135,7 +136,9 @@ def test_a_simulated_expert_is_learned_from_its_runs():
     active = ActiveLearner(check=ExpertWalks(50, 30)).fit(t, SimulatedExpert(t, seed=1))
     r = active.result
     assert r.n_nodes == 4 and r.isomorphic_to_truth() == (True,) and r.verdicts[0].consistent
-    assert active.steps == sum(q.samples for x in active.rounds for q in x.asked) + 50 * 30
+    asked = [q for x in active.rounds for q in x.asked]
+    assert active.draws == sum(q.samples for q in asked) + 50 * 30  # the actions drawn, and the walks'
+    assert active.steps == len(asked) + 50 * 30  # a restore per question; a reset and 29 moves per walk
     assert r.negatives is not None and len(r.negatives) > 0
 
 
@@ -244,7 +247,7 @@ def test_the_exact_check_refutes_a_wrong_machine_with_two_histories_and_passes_t
     with pytest.raises(RmtkError, match="product_oracle"):
         ProductCheck().run(Asker(simulated, simulated, Budget()), None, [one])
     assert isinstance(default_check(expert), ProductCheck)
-    assert isinstance(default_check(SimulatedExpert(t)), ExpertWalks)
+    assert isinstance(default_check(SimulatedExpert(t)), SuiteCheck)  # sampled: the conformance suite
 
 
 @pytest.mark.parametrize("name", SHIPPED)

@@ -88,7 +88,13 @@ def test_budgets_hold_on_random_instances():
     for seed in range(30):
         inst = random_instance(seed, "non-stuttering", "soft-optimal" if seed % 2 else "table")
         t = inst.task
-        for budget in (Budget(queries=1 + seed % 5), Budget(steps=50 + 37 * (seed % 4)), Budget(queries=3, steps=90)):
+        for budget in (
+            Budget(queries=1 + seed % 5),
+            Budget(steps=50 + 37 * (seed % 4)),
+            Budget(queries=3, steps=90),
+            Budget(draws=40 + 53 * (seed % 4)),
+            Budget(steps=12, draws=300),
+        ):
             for expert, check in (
                 (TaskExpert(t, source=inst.source, seed=seed), None),
                 (TaskExpert(t, source=inst.source, seed=seed), ExpertWalks(3, 7)),
@@ -101,7 +107,9 @@ def test_budgets_hold_on_random_instances():
                     assert run.queries <= budget.queries, (seed, budget, type(expert).__name__)
                 if budget.steps is not None:
                     assert run.steps <= budget.steps, (seed, budget, type(expert).__name__)
-                assert run.exhausted in (None, "queries", "steps")
+                if budget.draws is not None:
+                    assert run.draws <= budget.draws, (seed, budget, type(expert).__name__)
+                assert run.exhausted in (None, "queries", "steps", "draws")
                 assert run.result.machines or run.result.search.message
 
 
@@ -110,11 +118,17 @@ def test_a_step_budget_holds_on_recorded_triples():
 
     task, source = greedy_task("patrol_hallway")
     table = recording(task, source, n=100)
-    for steps in (30, 150, 777):
+    for steps in (3, 15, 77):
         run = ActiveLearner(strategy=AtRecordedTriples(), alpha=1e-3, budget=Budget(steps=steps)).fit(
             task.mdp, SimulatedExpert(task, source=source, seed=1), data=table
         )
-        assert run.steps <= steps and run.table.n_steps == table.n_steps + run.steps
+        assert run.steps <= steps and run.table.n_steps == table.n_steps + run.draws
+        assert run.steps == run.queries  # a restore of the MDP state per question
+    for draws in (30, 150, 777):
+        run = ActiveLearner(strategy=AtRecordedTriples(), alpha=1e-3, budget=Budget(draws=draws)).fit(
+            task.mdp, SimulatedExpert(task, source=source, seed=1), data=table
+        )
+        assert run.draws <= draws and run.table.n_steps == table.n_steps + run.draws
 
 
 # ---------------------------------------------------------------------- deadlines
@@ -415,7 +429,7 @@ def test_a_replay_expert_needs_a_name_for_every_label():
         ReplayExpert(office_env(max_steps=10), policy, episodes, cell, label, task.mdp.propositions, seed=-2)
     expert = ReplayExpert(office_env(max_steps=10), policy, episodes, cell, label, task.mdp.propositions)
     word, state = expert.histories[-1]
-    assert expert.act_steps(word, state, 7) == 7 + expert._where[(word, state)][1]  # declared: replay + draws
+    assert expert.act_steps(word, state, 7) == 1 + expert._where[(word, state)][1]  # declared: reset + replay
 
 
 def test_a_stop_requested_during_the_run_returns_the_survivors_so_far():
@@ -454,4 +468,4 @@ def test_the_reachers_expert_checks_its_settings():
     with pytest.raises(RmtkError, match="NodePolicy"):
         ReacherExpert(policy=lambda s, u, rng: s)
     expert = ReacherExpert()
-    assert not expert.exact and expert.answers_queries and expert.act_steps((0,), 0, 9) == 9
+    assert not expert.exact and expert.answers_queries and expert.act_steps((0,), 0, 9) == 18  # restore + step

@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 from rmtk import LabeledMDP, dsl
-from rmtk.active.conformance import AdaptiveWalks, Configurations, ConformanceSuite
+from rmtk.active.asking import Asker, Budget
+from rmtk.active.checks import AdaptiveWalks
+from rmtk.active.conformance import Configurations, ConformanceSuite
 from rmtk.active.experts import SimulatedExpert, realisable
 from rmtk.errors import RmtkError
 
@@ -241,14 +243,22 @@ def test_adaptive_walks_walk_longer_and_more_until_little_is_unseen():
     conf = Configurations.of(patrol.mdp, truth)
     reachable = {(s, conf.node[c]) for c in range(len(conf)) for s in conf.states[c]}
     for seed in range(3):
-        answers, cov = AdaptiveWalks(walks=4, length=2, target=0.05).run(SimulatedExpert(patrol, seed=seed), [truth])
-        assert cov.unseen < 0.05 and cov.walks >= 60 and not cov.budget_spent
+        expert = SimulatedExpert(patrol, seed=seed)
+        asker = Asker(expert, expert, Budget())
+        answers, walks, cov = AdaptiveWalks(walks=4, length=2, target=0.05).run(asker, None, [truth])
+        assert cov.unseen < 0.05 and cov.walks == walks >= 60 and not cov.budget_spent
         assert cov.length > 2  # it walked longer than its first batch
-        assert sum(a.steps for a in answers) == cov.steps
+        assert sum(a.steps for a in answers) == cov.steps == asker.steps and asker.queries == walks
         met = {(int(s), _final(truth, w)) for a in answers for w, s in zip(a.words, a.states.tolist())}
         assert len(met) == cov.pairs and len(met) >= len(reachable) - 2
         held = [SimulatedExpert(patrol, seed=1000 + i).extend(None, None, cov.length, 1, 0.3) for i in range(200)]
         new = [any((int(s), _final(truth, w)) not in met for w, s in zip(h.words, h.states.tolist())) for h in held]
         assert np.mean(new) <= 0.1
-    answers, cov = AdaptiveWalks(walks=4, length=2, target=0.01, max_steps=100).run(SimulatedExpert(patrol), [truth])
+    expert = SimulatedExpert(patrol)
+    answers, _, cov = AdaptiveWalks(walks=4, length=2, target=0.01, max_steps=100).run(
+        Asker(expert, expert, Budget()), None, [truth]
+    )
     assert cov.budget_spent and cov.steps <= 100 and "the budget stopped it" in str(cov)
+    asker = Asker(expert, expert, Budget(steps=50))  # the run's budget holds inside the walks
+    _, _, cov = AdaptiveWalks(walks=4, length=2, target=0.01).run(asker, None, [truth])
+    assert cov.budget_spent and asker.steps <= 50 and cov.steps == asker.steps

@@ -406,13 +406,14 @@ def test_the_asked_expert_acts_from_the_node_its_history_reaches():
     centre = reacher_bins().centres([cell])
     for word, node in [((0, 1), 1), ((0, 1, 0, 2, 0, 3, 0, 1), 3)]:
         obs = expert.act(word, cell, 200)
-        assert obs.steps == 200 and obs.values.sum() == 200 and obs.words == (word,)
+        # 200 draws; environment steps: each of the 200 arms restored, then stepped with its action
+        assert obs.steps == 2 * 200 and obs.values.sum() == 200 and obs.words == (word,)
         greedy = R.Expert().greedy_from(centre[:, :2], centre[:, 2:], np.array([node]))[0]
         assert obs.values[0].argmax() == greedy and obs.values[0, greedy] > 150  # 0.904 of the draws
     first, second = (ReacherExpert(seed=3).act((0, 1), cell, 200) for _ in range(2))
     assert np.array_equal(first.values, second.values)  # seeded
     ext = expert.extend((0, 1), cell, 10, 20)
-    assert ext.steps == 200 and ext.values.sum() == 200
+    assert ext.steps == 200 and ext.values.sum() == 200  # per arm a restore and 9 moves
     assert all(w[:2] == (0, 1) for w in ext.words)
 
 

@@ -61,13 +61,13 @@ def test_asking_at_recorded_triples_leaves_the_machine_every_depth_learning_find
     res = at_triples(max_nodes=task.machine.n_nodes).fit(
         task.mdp, SimulatedExpert(task, source=source, seed=1), data=table
     )
-    assert not res.flagged and res.stopped == "one machine survives"
+    assert not res.flagged and res.stopped.startswith("one machine survives; resolution (total variation, alpha")
     (sol,) = res.solutions
     # consistent with the expert's policy at every depth: no counterexample on the product
     assert TaskExpert(task, source=source).product_oracle().check(sol.delta_u) == []
     assert len(before.solutions) > 1  # the recording alone leaves several
-    assert 0 < res.steps < table.n_steps * 2
-    assert res.table.n_steps == table.n_steps + res.steps  # every answer is in the counts
+    assert 0 < res.draws < table.n_steps * 2
+    assert res.table.n_steps == table.n_steps + res.draws  # every answer is in the counts
     miner = ConfidenceMiner(ALPHA)
     assert len(res.negatives) > len(miner.mine(to_policy(prune_counts(table, miner.min_count(table.n_actions)))))
 
@@ -83,7 +83,7 @@ def test_survivors_that_no_recorded_triple_separates_are_reported_as_such(seed):
     sep = res.separation
     assert sep.machines == len(res.solutions) >= 2
     assert sep.triples == 0 and sep.pairs_split == 0  # they differ only where nothing was recorded
-    assert "on none" in str(sep) and res.stopped.endswith("left to ask")
+    assert "on none" in str(sep) and "no recorded triple they disagree on is left to ask; resolution" in res.stopped
     # the LearnResult of the last round explains what would separate them: a witness the
     # labeled MDP has but the recording never reached
     assert len(res.result.machines) == sep.machines
@@ -110,10 +110,12 @@ def test_candidates_are_one_per_split_and_settled_triples_drop_out():
 def test_a_budget_that_runs_out_returns_the_survivors_so_far_flagged():
     task, source = greedy_task("patrol_hallway")
     table = recording(task, source)
-    res = at_triples(budget=Budget(steps=30)).fit(task.mdp, SimulatedExpert(task, source=source, seed=1), data=table)
-    assert res.flagged and res.exhausted == "steps" and res.steps <= 30
-    assert len(res.solutions) == len(passive(table, 4).solutions)
-    assert "budget is spent" in res.stopped
+    for budget, spent in ((Budget(steps=2), "steps"), (Budget(draws=30), "draws")):
+        res = at_triples(budget=budget).fit(task.mdp, SimulatedExpert(task, source=source, seed=1), data=table)
+        assert res.flagged and res.exhausted == spent and res.steps <= 2 + (spent == "draws") and res.draws <= 30
+        assert res.queries > 0  # something was asked before the budget ran out
+        assert len(res.solutions) == len(passive(table, 4).solutions)
+        assert "budget is spent" in res.stopped
 
 
 def test_bad_input_is_a_clear_error():

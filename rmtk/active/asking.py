@@ -3,16 +3,17 @@ and the :class:`Asker`, the loop's one door to the expert.
 
 Every question of a run, whichever strategy or check chose it, goes through the asker. Before
 asking it checks what the question would cost against what is left: one query per action
-question, per walk and per exact equivalence query, and the environment steps the expert
-declares for it (:meth:`~rmtk.active.experts.ExpertCapabilities.act_steps`); a question that
-would exceed a bound, or that comes after the run's deadline (its time limit, the budget's
-seconds, a stop requested by SIGINT or SIGTERM), is not asked, and the asker says which bound
-ended the run. A budget is therefore never exceeded, whatever asks.
+question, per walk and per exact equivalence query; the policy draws (the actions asked for,
+``k`` per run of ``k`` steps); and the environment steps the expert declares for it (resets and
+restores, replayed and asked steps: :meth:`~rmtk.active.experts.ExpertCapabilities.act_steps`).
+A question that would exceed a bound, or that comes after the run's deadline (its time limit,
+the budget's seconds, a stop requested by SIGINT or SIGTERM), is not asked, and the asker says
+which bound ended the run. A budget is therefore never exceeded, whatever asks.
 
 An answer is checked before anything uses it: an :class:`~rmtk.active.experts.Observations` of
 the question asked, with finite non-negative values of the right shape (distributions that sum
 to 1 from an exact expert, whole counts of the actions drawn from one that is run), and no more
-steps than declared. An exception raised inside the expert is reported as a
+steps or draws than declared. An exception raised inside the expert is reported as a
 :class:`~rmtk.active.experts.QueryError` naming the question, with the original chained.
 """
 
@@ -39,13 +40,16 @@ def _count(instance, attribute, value) -> None:
 @attrs.frozen
 class Budget:
     """What a run may spend: expert ``queries`` (an action question, a walk or an exact
-    equivalence query each), environment ``steps`` (actions drawn, walked or replayed), and
-    wall-clock ``seconds`` from the start of :meth:`~rmtk.active.loop.ActiveLearner.fit`;
-    ``None``: no bound. A bound is never exceeded: a question that would is not asked."""
+    equivalence query each), environment ``steps`` (resets and restores, steps replayed to
+    reach a history, steps taken by walks or by the expert's actions), policy ``draws`` (actions
+    the expert drew), and wall-clock ``seconds`` from the start of
+    :meth:`~rmtk.active.loop.ActiveLearner.fit`; ``None``: no bound. A bound is never exceeded:
+    a question that would is not asked."""
 
     queries: int | None = attrs.field(default=None, validator=_count)
     steps: int | None = attrs.field(default=None, validator=_count)
     seconds: float | None = attrs.field(default=None, validator=positive(optional=True, prefix="budget"))
+    draws: int | None = attrs.field(default=None, validator=_count)
 
 
 #: Tolerance on the sum of an exact answer's distribution.
@@ -57,15 +61,15 @@ class Asker:
     within ``budget`` and before ``deadline`` (see the module docstring); counts what was spent.
 
     ``exhausted`` names the bound that stopped a question (``"queries"``, ``"steps"``,
-    ``"seconds"``: the budget; ``"time limit"``, ``"interrupted"``, ``"terminated"``: the run's
-    deadline), or is ``None``."""
+    ``"draws"``, ``"seconds"``: the budget; ``"time limit"``, ``"interrupted"``, ``"terminated"``:
+    the run's deadline), or is ``None``."""
 
     def __init__(self, expert, caps: ExpertCapabilities, budget: Budget, deadline: Deadline = NEVER):
         self.expert, self.caps, self.budget, self.deadline = expert, caps, budget, deadline
         self.mdp = expert.mdp
         self.started = time.monotonic()
         self.budget_deadline = Deadline(None if budget.seconds is None else self.started + budget.seconds)
-        self.queries = self.steps = self.evaluations = 0
+        self.queries = self.steps = self.draws = self.evaluations = 0
         self.exhausted: str | None = None
 
     # -- what is left -------------------------------------------------------------------------
@@ -77,23 +81,25 @@ class Asker:
             return "seconds"
         return None
 
-    def allows(self, queries: int = 1, steps: int = 0) -> bool:
-        """Whether ``queries`` more questions costing ``steps`` environment steps fit; when
-        not, ``exhausted`` says which bound is in the way."""
+    def allows(self, queries: int = 1, steps: int = 0, draws: int = 0) -> bool:
+        """Whether ``queries`` more questions costing ``steps`` environment steps and ``draws``
+        policy draws fit; when not, ``exhausted`` says which bound is in the way."""
         b = self.budget
         why = self.stopped()
         if why is None and b.queries is not None and self.queries + queries > b.queries:
             why = "queries"
         if why is None and b.steps is not None and self.steps + steps > b.steps:
             why = "steps"
+        if why is None and b.draws is not None and self.draws + draws > b.draws:
+            why = "draws"
         if why is not None:
             self.exhausted = self.exhausted or why
             return False
         return True
 
-    def room(self, most: int, steps_each: int) -> int:
-        """How many of ``most`` questions costing ``steps_each`` steps each fit now (0 when a
-        time bound has passed); nothing is spent or flagged."""
+    def room(self, most: int, steps_each: int, draws_each: int = 0) -> int:
+        """How many of ``most`` questions costing ``steps_each`` steps and ``draws_each`` draws
+        each fit now (0 when a time bound has passed); nothing is spent or flagged."""
         if self.stopped() is not None:
             return 0
         b, n = self.budget, int(most)
@@ -101,7 +107,13 @@ class Asker:
             n = min(n, b.queries - self.queries)
         if b.steps is not None and steps_each > 0:
             n = min(n, (b.steps - self.steps) // int(steps_each))
+        if b.draws is not None and draws_each > 0:
+            n = min(n, (b.draws - self.draws) // int(draws_each))
         return max(0, n)
+
+    def draws_left(self) -> int | None:
+        """How many policy draws the budget still allows, ``None`` for no bound."""
+        return None if self.budget.draws is None else max(0, self.budget.draws - self.draws)
 
     # -- questions ----------------------------------------------------------------------------
     def act(self, word, state: int, samples: int = 1) -> Observations | None:
@@ -110,7 +122,7 @@ class Asker:
         word = tuple(int(k) for k in word)
         m = 1 if self.caps.exact else int(samples)
         cost = int(self.caps.act_steps(word, int(state), m))
-        if not self.allows(1, cost):
+        if not self.allows(1, cost, 0 if self.caps.exact else m):
             return None
         what = f"act at the history {history_text(self.mdp, word, state)} ({m} action{'s' if m != 1 else ''})"
         obs = self._call(what, self.expert.act, word, int(state), m)
@@ -123,6 +135,7 @@ class Asker:
             )
         self.queries += 1
         self.steps += int(obs.steps)
+        self.draws += obs.draws
         self.evaluations += 1 if self.caps.exact else 0
         return obs
 
@@ -131,14 +144,20 @@ class Asker:
         query each, or ``None`` when the budget or deadline does not allow them."""
         word = None if word is None else tuple(int(x) for x in word)
         cost = int(self.caps.extend_steps(word, state, int(k), int(m)))
-        if not self.allows(int(m), cost):
+        if not self.allows(int(m), cost, int(k) * int(m)):
             return None
         where = "the start" if word is None else f"the history {history_text(self.mdp, word, state)}"
         what = f"{m} run{'s' if m != 1 else ''} of {k} steps from {where}"
         obs = self._call(what, self.expert.extend, word, state, int(k), int(m), explore)
         self._check(obs, what, cost, exact=False, extension=True)
+        if obs.draws > int(k) * int(m):
+            raise QueryError(
+                f"the expert's answer to {what} counts {obs.draws} actions drawn, more than the {int(k) * int(m)} "
+                "its runs can draw: a draw budget could not hold"
+            )
         self.queries += int(m)
         self.steps += int(obs.steps)
+        self.draws += obs.draws
         return obs
 
     def equivalence(self, limit: int = 1):

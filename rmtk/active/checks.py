@@ -12,6 +12,8 @@ oracle, and what one of its walks costs.
   expert is asked at both histories of its shortest counterexample, which refutes it.
 * :class:`ExpertWalks`: a random-walk oracle: runs of the expert from the start, each step
   moved by a uniform action with probability ``explore``; what it observes is folded in.
+* :class:`AdaptiveWalks`: walks without a model whose number and length adapt to what they have
+  not met yet, with the coverage reached (:class:`Coverage`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ class CheckCapabilities(Capabilities):
     #: It asks the expert's exact product oracle (an expert must offer one,
     #: :attr:`~rmtk.active.experts.ExpertCapabilities.equivalence`). Default: ``False``.
     needs_product_oracle: bool = False
+
+    #: It chooses its histories systematically on the model (a conformance suite, which holds a
+    #: transition cover): the loop skips the transition tests and alternatives that stand in
+    #: for a check that samples at random. Default: ``False``.
+    systematic: bool = False
 
     def walk_steps(self) -> int:
         """Environment steps one of its walks costs (0: it makes none). Default: 0."""
@@ -219,3 +226,103 @@ class _Picks:
     def chosen(self) -> list:
         picked = dict.fromkeys((word, s) for _, _, word, s in sorted(self.tests) + sorted(self.fresh))
         return list(picked)[: self.most]
+
+
+@attrs.frozen
+class Coverage:
+    """What walks without a model saw: ``walks`` runs, ``steps`` in all, ``length`` of the last
+    batch; ``pairs`` distinct (state, hypothesis nodes) pairs met (the nodes the hypotheses
+    reach after the walk's word: what they can tell apart), ``once`` of them met by a single
+    walk; ``unseen``: the Good-Turing estimate ``once / walks`` of the chance that one more walk
+    meets a pair no walk has met (walks are the independent draws, not steps); ``target``: the
+    chance it walks down to."""
+
+    walks: int
+    steps: int
+    length: int
+    pairs: int
+    once: int
+    target: float
+    budget_spent: bool = False
+
+    @property
+    def unseen(self) -> float:
+        return self.once / self.walks if self.walks else 1.0
+
+    def __str__(self) -> str:
+        why = "the budget stopped it" if self.budget_spent else f"below the target {self.target:g}"
+        return (
+            f"{self.walks} walks, {self.steps} steps, the last {self.length} long: {self.pairs} (state, hypothesis "
+            f"node) pairs met; one more walk would meet one no walk has met with an estimated chance of "
+            f"{self.unseen:.3f} ({why})"
+        )
+
+
+@attrs.frozen
+class AdaptiveWalks(CheckCapabilities):
+    """Walks of the expert from the start when there is no model: batches of ``walks`` runs,
+    the next batch twice as long whenever a batch meets a new (state, hypothesis nodes) pair
+    among its longest words (the walks end before they have seen what the hypotheses tell
+    apart), until the Good-Turing estimate of the chance that one more walk meets a new pair
+    falls below ``target`` after at least 3 / ``target`` walks (a pair each walk meets with
+    chance ``target`` is then missed with probability at most e⁻³ ≈ 5 %; the estimate alone
+    runs low on few walks), or ``max_steps`` are spent, or the run's budget ends (the docstring
+    of :mod:`rmtk.active.conformance`). ``explore``: the chance that a step moves by a uniform action instead of the
+    expert's (its own action is what is recorded). An equivalence check of the active loop:
+    it asks through the :class:`~rmtk.active.asking.Asker`, one query per walk."""
+
+    walks: int = attrs.field(default=8, validator=positive_int)
+    length: int = attrs.field(default=20, validator=positive_int)
+    explore: float = attrs.field(default=0.3, validator=unit_interval())
+    target: float = attrs.field(default=0.05, validator=unit_interval(open_low=True, open_high=True))
+    max_steps: int = attrs.field(default=100_000, validator=positive_int)
+
+    def walk_steps(self) -> int:
+        return self.length
+
+    def run(self, asker, knowledge, machines) -> tuple[list, int, Coverage]:
+        """The expert's answers along the walks (folded into ``knowledge`` as they come when
+        one is given, else returned), the walks made and the coverage reached, for the
+        hypotheses ``machines`` (``(n, K)`` arrays)."""
+        hyp = [np.asarray(d) for d in machines]
+        met: dict[tuple, int] = {}  # pair -> walks that met it
+        answers: list = []
+        walks, steps, length = 0, 0, self.length
+        while True:
+            per = int(asker.caps.extend_steps(None, None, length, 1))
+            if steps + self.walks * per > self.max_steps or asker.room(self.walks, per, length) < self.walks:
+                return self._out(answers, knowledge, walks, self._coverage(met, walks, steps, length, True))
+            frontier = False
+            batch: list = []
+            for _ in range(self.walks):  # one walk a call: walks are what the estimate counts
+                obs = asker.extend(None, None, length, 1, self.explore)
+                if obs is None:
+                    return self._out(answers + batch, knowledge, walks, self._coverage(met, walks, steps, length, True))
+                batch.append(obs)
+                walks += 1
+                steps += obs.steps
+                longest = max((len(w) for w in obs.words), default=0)
+                keys = {(int(s),) + tuple(_final(d, w) for d in hyp): len(w) for w, s in zip(obs.words, obs.states)}
+                for key, size in keys.items():
+                    if key not in met and size == longest:
+                        frontier = True
+                    met[key] = met.get(key, 0) + 1
+            if knowledge is not None:
+                knowledge.add(*batch)
+            else:
+                answers += batch
+            cov = self._coverage(met, walks, steps, length, False)
+            if cov.unseen < self.target and walks * self.target >= 3:
+                return self._out(answers, knowledge, walks, cov)
+            if frontier:
+                length *= 2
+
+    def _out(self, answers, knowledge, walks, cov):
+        if knowledge is not None and answers:
+            knowledge.add(*answers)
+            answers = []
+        return answers, walks, cov
+
+    def _coverage(self, met, walks, steps, length, spent) -> Coverage:
+        once = sum(1 for v in met.values() if v == 1)
+        return Coverage(walks, steps, length, len(met), once, self.target, spent)

@@ -28,9 +28,21 @@ memory of at most ``⌊(|X_min| + k) / |D|⌋`` nodes; it is what ``Suite.comple
 bounded depth: one more node can hide behind a corridor of the model that only a word as
 long as the corridor reaches, and the configurations count it.
 
-Without a model, :class:`AdaptiveWalks` walks the expert from the start and keeps walking,
+Without a model, :class:`~rmtk.active.checks.AdaptiveWalks` walks the expert from the start and keeps walking,
 longer and more, while the walks keep finding (word, state) pairs never seen; its coverage is
 the Good-Turing estimate of the share of visits that go to pairs not seen yet.
+
+Both are equivalence checks of the active loop (:class:`~rmtk.active.checks.EquivalenceCheck`):
+they ask only through the loop's :class:`~rmtk.active.asking.Asker`, and say what they covered.
+:class:`SuiteCheck` is the loop's check of an expert that is run when there is a model: the
+expert is asked first at the representatives (the classes the hypothesis predicts are read
+there, and the characterising set is built from them), then every history of the suite is
+compared with its representative sequentially at the run's target resolution
+(:mod:`rmtk.active.sampling`), the comparisons with the most evidence of a difference first; the
+first batch that separates one ends the check (a counterexample: the hypothesis merges two
+histories the expert tells apart). Its report (:class:`SuiteCoverage`) says how far the suite
+is complete and what it resolved. The guarantee holds for the classes as read at the
+representatives: a difference there below the resolution reached may be taken for none.
 """
 
 from __future__ import annotations
@@ -43,7 +55,9 @@ import numpy as np
 
 from ..errors import RmtkError
 from ..mdp import LabeledMDP
-from ..validators import positive_int
+from ..validators import positive_int, unit_interval, whole
+from .checks import CheckCapabilities
+from .sampling import Compared, Query, sample
 
 History = tuple[tuple[int, ...], int]
 
@@ -326,97 +340,172 @@ class ConformanceSuite:
         return hist, partner
 
 
-# ---------------------------------------------------------------------- without a model
+# ---------------------------------------------------------------------- the loop's check
 @attrs.frozen
-class Coverage:
-    """What walks without a model saw: ``walks`` runs, ``steps`` in all, ``length`` of the last
-    batch; ``pairs`` distinct (state, hypothesis nodes) pairs met (the nodes the hypotheses
-    reach after the walk's word: what they can tell apart), ``once`` of them met by a single
-    walk; ``unseen``: the Good-Turing estimate ``once / walks`` of the chance that one more walk
-    meets a pair no walk has met (walks are the independent draws, not steps); ``target``: the
-    chance it walks down to."""
+class SuiteCoverage:
+    """What a :class:`SuiteCheck` covered: the ``suite`` (its histories and the bound up to which
+    it is complete, :class:`Suite`), the comparisons as they stand (``compared``: each suite
+    history with its representative), the ``target`` resolution, at level ``alpha``, and whether
+    the budget or the deadline ``stopped`` it (else it ended at a difference or with every
+    comparison decided)."""
 
-    walks: int
-    steps: int
-    length: int
-    pairs: int
-    once: int
-    target: float
-    budget_spent: bool = False
+    suite: Suite
+    compared: tuple[Compared, ...]
+    target: float | None
+    alpha: float
+    stopped: bool = False
+    exact: bool = False
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for c in self.compared:
+            out[c.status] = out.get(c.status, 0) + 1
+        return out
 
     @property
-    def unseen(self) -> float:
-        return self.once / self.walks if self.walks else 1.0
+    def differ(self) -> int:
+        return self.counts().get("separated", 0)
+
+    @property
+    def weakest(self) -> float:
+        """The largest resolution among the comparisons not separated, 1 when one resolved nothing."""
+        return max((c.upper for c in self.compared if c.status != "separated"), default=0.0)
 
     def __str__(self) -> str:
-        why = "the budget stopped it" if self.budget_spent else f"below the target {self.target:g}"
-        return (
-            f"{self.walks} walks, {self.steps} steps, the last {self.length} long: {self.pairs} (state, hypothesis "
-            f"node) pairs met; one more walk would meet one no walk has met with an estimated chance of "
-            f"{self.unseen:.3f} ({why})"
+        s = self.suite
+        cut = ", cut by its size bound" if s.truncated else ""
+        head = (
+            f"conformance suite of {len(s)} histories ({s.extra} extra letter(s){cut}): "
+            f"complete for every memory of at most {s.nodes} node{'s' if s.nodes != 1 else ''} "
+            f"({s.complete_for} configurations with the model)"
         )
+        if self.exact:
+            return head + f"; {len(self.compared)} histories compared exactly, {self.differ} differ"
+        n = self.counts()
+        parts = [
+            f"{n[k]} {w}"
+            for k, w in (("separated", "differ"), ("resolved", "alike"), ("capped", "capped"), ("open", "open"))
+            if n.get(k)
+        ]
+        text = f"{head}; {len(self.compared)} comparisons at level {self.alpha:g}: {', '.join(parts) or 'none'}"
+        if self.differ == 0 and self.compared:
+            text += f": no difference ≥ {self.weakest:.2f} found (target {self.target:g})"
+        if self.stopped:
+            text += "; the budget or the time limit stopped it"
+        return text
 
 
 @attrs.frozen
-class AdaptiveWalks:
-    """Walks of the expert from the start when there is no model: batches of ``walks`` runs,
-    the next batch twice as long whenever a batch meets a new (state, hypothesis nodes) pair
-    among its longest words (the walks end before they have seen what the hypotheses tell
-    apart), until the Good-Turing estimate of the chance that one more walk meets a new pair
-    falls below ``target`` after at least 3 / ``target`` walks (a pair each walk meets with
-    chance ``target`` is then missed with probability at most e⁻³ ≈ 5 %; the estimate alone
-    runs low on few walks), or ``max_steps`` are spent (module docstring). ``explore``: the
-    chance that a step moves by a uniform action instead of the expert's (its own action is
-    what is recorded)."""
+class SuiteCheck(CheckCapabilities):
+    """The equivalence check of an expert that is run, on a model (module docstring): the
+    W-method suite of the hypothesis for ``extra`` extra configurations (the largest k that
+    fits ``max_histories``), each history compared with its representative sequentially at
+    the run's target resolution, at most ``samples`` draws a history (``None``: the resolution
+    decides). Each batch goes to the ``focus`` share of the undecided comparisons with the most
+    evidence of a difference (at least one): the budget goes where a difference is growing, and
+    the comparisons that look alike are resolved once those are decided. With an exact expert
+    each history is asked once."""
 
-    walks: int = attrs.field(default=8, validator=positive_int)
-    length: int = attrs.field(default=20, validator=positive_int)
-    explore: float = 0.3
-    target: float = 0.05
-    max_steps: int = attrs.field(default=100_000, validator=positive_int)
+    extra: int = attrs.field(default=3, validator=whole(0))
+    max_histories: int = attrs.field(default=4_000, validator=positive_int)
+    samples: int | None = attrs.field(default=None, validator=whole(1, optional=True))
+    focus: float = attrs.field(default=0.25, validator=unit_interval(open_low=True))
+    systematic: bool = attrs.field(default=True, init=False)
 
-    def __attrs_post_init__(self):
-        if not 0.0 <= self.explore <= 1.0:
-            raise RmtkError(f"explore must be a probability in [0, 1], got {self.explore!r}")
-        if not 0.0 < self.target < 1.0:
-            raise RmtkError(f"target must lie in (0, 1), got {self.target!r}")
+    def run(self, asker, knowledge, machines) -> tuple[list, int, SuiteCoverage | None]:
+        mdp = knowledge.mdp if knowledge is not None else None
+        if not isinstance(mdp, LabeledMDP):
+            raise RmtkError(
+                f"a conformance suite is built on a model (a LabeledMDP), not {type(mdp).__name__}: "
+                "without one, use AdaptiveWalks"
+            )
+        delta = np.asarray(machines[0])
+        conf = Configurations.of(mdp, delta, compressed=knowledge.compressed)
+        reps = conf.representatives()
+        # the representatives first: where the classes the hypothesis predicts are read
+        rep_queries = [Query(w, s, 0, (), (), 0.0, self.samples) for (w, s) in dict.fromkeys(reps.values())]
+        if knowledge.exact:
+            return self._exact(asker, knowledge, mdp, delta, conf, reps)
+        first = sample(asker, knowledge, rep_queries)
+        if asker.exhausted is not None or asker.stopped() is not None:
+            return [], 0, None
+        classes = _classes(knowledge, reps)
+        suite = ConformanceSuite(self.extra, self.max_histories).suite(
+            mdp, delta, lambda s, h: classes[(s, h)], compressed=knowledge.compressed
+        )
+        queries = [
+            Query(tuple(w), int(s), 0, tuple(p), (), 0.0, self.samples)
+            for (w, s), (p, _) in zip(suite.histories, suite.partner)
+            if tuple(w) != tuple(p)
+        ]
+        done = sample(asker, knowledge, queries, stop_on_separation=True, focus=self.focus)
+        stopped = asker.exhausted is not None or asker.stopped() is not None
+        del first
+        return [], 0, SuiteCoverage(suite, done.compared, knowledge.test.epsilon, knowledge.test.alpha, stopped)
 
-    def run(self, expert, deltas, max_steps: int | None = None) -> tuple[list, Coverage]:
-        """The expert's answers along the walks and the coverage reached, for the hypotheses
-        ``deltas`` (``(n, K)`` arrays)."""
-        limit = self.max_steps if max_steps is None else min(self.max_steps, max_steps)
-        hyp = [np.asarray(d) for d in deltas]
-        met: dict[tuple, int] = {}  # pair -> walks that met it
-        answers: list = []
-        walks, steps, length = 0, 0, self.length
-        while True:
-            if steps + self.walks * length > limit:
-                return answers, self._coverage(met, walks, steps, length, True)
-            frontier = False
-            for _ in range(self.walks):  # one walk a call: walks are what the estimate counts
-                obs = expert.extend(None, None, length, 1, self.explore)
-                answers.append(obs)
-                walks += 1
-                steps += obs.steps
-                longest = max((len(w) for w in obs.words), default=0)
-                keys = {(int(s),) + tuple(_final(d, w) for d in hyp): len(w) for w, s in zip(obs.words, obs.states)}
-                for key, size in keys.items():
-                    if key not in met and size == longest:
-                        frontier = True
-                    met[key] = met.get(key, 0) + 1
-            cov = self._coverage(met, walks, steps, length, False)
-            if cov.unseen < self.target and walks * self.target >= 3:
-                return answers, cov
-            if frontier:
-                length *= 2
+    def _exact(self, asker, knowledge, mdp, delta, conf, reps):
+        """An exact expert: every representative, then every suite history, asked once."""
+        out: list = []
 
-    def _coverage(self, met, walks, steps, length, spent) -> Coverage:
-        once = sum(1 for v in met.values() if v == 1)
-        return Coverage(walks, steps, length, len(met), once, self.target, spent)
+        def ask(word, s) -> bool:
+            if knowledge.class_of(word, s) is not None:
+                return True
+            obs = asker.act(word, s)
+            if obs is None:
+                return False
+            knowledge.add(obs)
+            return True
+
+        for w, s in dict.fromkeys(reps.values()):
+            if not ask(w, s):
+                return out, 0, None
+        classes = {key: knowledge.class_of(*h) for key, h in reps.items()}
+        suite = ConformanceSuite(self.extra, self.max_histories).suite(
+            mdp, delta, lambda s, h: classes[(s, h)], compressed=knowledge.compressed
+        )
+        compared, stopped = [], False
+        for (w, s), (p, _) in zip(suite.histories, suite.partner):
+            if tuple(w) == tuple(p):
+                continue
+            if not ask(w, s):
+                stopped = True
+                break
+            same = knowledge.class_of(w, s) == knowledge.class_of(p, s)
+            compared.append(
+                Compared(
+                    tuple(w),
+                    tuple(p),
+                    int(s),
+                    "resolved" if same else "separated",
+                    1,
+                    1,
+                    0.0 if same else 1.0,
+                    0.0 if same else 1.0,
+                )
+            )
+        return out, 0, SuiteCoverage(suite, tuple(compared), None, knowledge.alpha, stopped, exact=True)
 
 
-def _final(delta: np.ndarray, word) -> int:
-    u = 0
-    for k in word:
-        u = int(delta[u, k])
-    return u
+def _classes(knowledge, reps: dict) -> dict:
+    """The class the hypothesis predicts at each (state, node), read at its representative:
+    per state, in node order, a node joins the first class whose leader's counts the run's
+    test does not separate from its own; a representative with no count is a class of its own."""
+    out: dict[tuple[int, int], int] = {}
+    by_state: dict[int, list[int]] = {}
+    for s, h in sorted(reps):
+        by_state.setdefault(s, []).append(h)
+    for s, nodes in by_state.items():
+        rows = knowledge.rows([reps[(s, h)] for h in nodes])
+        leaders: list[int] = []
+        for i, h in enumerate(nodes):
+            cls = -1
+            if rows[i].sum() > 0 and leaders:
+                c = knowledge.test.compare(np.repeat(rows[i][None], len(leaders), axis=0), rows[leaders])
+                alike = np.flatnonzero(~np.asarray(c.separated) & (rows[leaders].sum(axis=1) > 0))
+                if len(alike):
+                    cls = int(leaders[int(alike[0])])
+            if cls < 0:
+                leaders.append(i)
+                cls = i
+            out[(s, h)] = cls
+    return out

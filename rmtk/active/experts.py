@@ -54,10 +54,12 @@ class QueryError(RmtkError):
 @attrs.frozen
 class Observations:
     """Answers of an expert: the (word, state) pairs it acted at, with, per pair, the exact
-    action distribution (``exact``) or the number of times each action was drawn.
-    ``steps``: environment steps spent; ``evaluations``: policy evaluations (exact experts);
-    ``ends``: for an extension, the (word, state) each continuation ended in, in order (rmtk's
-    experts give them; a check continues a long walk from there in pieces)."""
+    action distribution (``exact``) or the number of times each action was drawn (``draws``:
+    the policy draws the answer shows). ``steps``: environment steps spent, every reset or
+    restore of the environment counted as one beside every step taken (replayed to reach the
+    history, or asked); ``evaluations``: policy evaluations (exact experts); ``ends``: for an
+    extension, the (word, state) each continuation ended in, in order (rmtk's experts give them;
+    a check continues a long walk from there in pieces)."""
 
     words: tuple[tuple[int, ...], ...]
     states: np.ndarray
@@ -69,6 +71,11 @@ class Observations:
 
     def __len__(self) -> int:
         return len(self.words)
+
+    @property
+    def draws(self) -> int:
+        """The actions counted, the policy draws (0 for exact distributions, which draw nothing)."""
+        return 0 if self.exact else int(round(float(np.asarray(self.values, dtype=float).sum())))
 
 
 @runtime_checkable
@@ -119,13 +126,15 @@ class ExpertCapabilities(Capabilities):
     recorded: object = None
 
     def act_steps(self, word: tuple[int, ...], state: int, m: int) -> int:
-        """At most how many environment steps :meth:`Expert.act` spends at this history (what a
-        step budget is checked against before asking). Default: ``m`` (one per action drawn),
-        0 for an exact expert."""
+        """At most how many environment steps (resets and restores, steps replayed to reach the
+        history, steps taken) :meth:`Expert.act` spends there to draw ``m`` actions: what a step
+        budget is checked against before asking (the draws are ``m``). Default: ``m`` (one per
+        action drawn), 0 for an exact expert."""
         return 0 if self.exact else int(m)
 
     def extend_steps(self, word: tuple[int, ...] | None, state: int | None, k: int, m: int) -> int:
-        """At most how many environment steps :meth:`Expert.extend` spends. Default: ``k * m``."""
+        """At most how many environment steps :meth:`Expert.extend` spends (its draws are at
+        most ``k * m``). Default: ``k * m`` (a reset and ``k − 1`` moves per run)."""
         return int(k) * int(m)
 
     def expert_classes(self, task: Task) -> np.ndarray | None:
@@ -327,6 +336,10 @@ class _ProductExpert(ExpertCapabilities):
         self._product = _Product.of(self.task, self.source, self.compressed)
         self._draws = Draws(self.seed)
 
+    def act_steps(self, word, state, m: int) -> int:
+        """One restore of the MDP state (no step: the actions are drawn there); 0 when exact."""
+        return 0 if self.exact else 1
+
     def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
         node = None
         if word is not None:
@@ -386,8 +399,9 @@ class TaskExpert(_ProductExpert):
 class SimulatedExpert(_ProductExpert):
     """An expert that can only be run: a labeled MDP (the task's) and a policy with memory
     (the task's machine and ``source``'s product policy; any stochastic per-node policy).
-    Answers are action counts; each drawn action is one environment step. ``seed`` makes
-    every answer reproducible (each call draws fresh numbers from it)."""
+    Answers are action counts: an action question restores the MDP state (one environment
+    step) and draws its actions there; a run of ``k`` steps costs a reset and ``k − 1`` moves.
+    ``seed`` makes every answer reproducible (each call draws fresh numbers from it)."""
 
     exact: bool = attrs.field(default=False, init=False)
 
@@ -396,7 +410,7 @@ class SimulatedExpert(_ProductExpert):
         rng = self._draws.next()
         pi = self._product.pi[int(state), self._product.node(word)]
         counts = np.bincount(rng.choice(len(pi), size=int(m), p=pi), minlength=len(pi)).astype(float)
-        return Observations((word,), np.array([int(state)]), counts[None, :], False, steps=int(m))
+        return Observations((word,), np.array([int(state)]), counts[None, :], False, steps=1)
 
 
 def _mdp(instance, attribute, value) -> None:
@@ -419,3 +433,30 @@ class RecordedExpert(ExpertCapabilities):
 
     def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
         raise QueryError("a recorded expert answers no queries: its data are all there is")
+
+
+def check_expert(mdp, expert) -> ExpertCapabilities:
+    """The expert acts in the target's environment (same propositions by name, same numbers of
+    states and actions); its declared capabilities."""
+    if not isinstance(expert, Expert):
+        raise RmtkError(
+            f"expert {expert!r} is not an rmtk.active.Expert: it needs an mdp (its environment) and the methods "
+            "act and extend (see rmtk.active.experts)"
+        )
+    emdp = expert.mdp
+    if not isinstance(emdp, (LabeledMDP, Space)):
+        raise RmtkError(f"expert {type(expert).__name__} says nothing usable of its environment (its mdp is {emdp!r})")
+    if tuple(emdp.propositions) != tuple(mdp.propositions):
+        same = set(emdp.propositions) == set(mdp.propositions)
+        raise QueryError(
+            f"the expert's alphabet ({', '.join(map(repr, emdp.propositions))}) differs from the task's "
+            f"({', '.join(map(repr, mdp.propositions))})"
+            + (": the same propositions in another order" if same else "")
+            + ": its answers cannot be read as the task's words"
+        )
+    if (emdp.n_states, emdp.n_actions) != (mdp.n_states, mdp.n_actions):
+        raise QueryError(
+            f"the expert acts on {emdp.n_states} states and {emdp.n_actions} actions, the task's mdp "
+            f"{mdp.name!r} has {mdp.n_states} and {mdp.n_actions}"
+        )
+    return ExpertCapabilities.of(expert)

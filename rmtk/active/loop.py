@@ -32,6 +32,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 import numpy as np
 
+from ..anytime import Adaptive
 from ..encoders import EncoderCapabilities, SatEncoder
 from ..errors import RmtkError
 from ..learner import LearnResult, expert_class_table, machines_of, verdicts_of
@@ -40,19 +41,36 @@ from ..mdp import LabeledMDP
 from ..negatives import NegativePairs, PolicyClasses
 from ..progress import Progress, Recorder, as_progress
 from ..ptp import PrefixTree, Trie
-from ..sat.encoding import VarPool
-from ..sat.search import SearchResult, record
+from ..sat.search import SearchResult
 from ..space import Space
+from ..statistics import Sequential
 from ..task import Task
-from ..validators import BOUND_WHY, MAX_NODES, node_count, optional_positive_int, optional_seconds, positive_int, whole
+from ..validators import (
+    BOUND_WHY,
+    MAX_NODES,
+    node_count,
+    optional_positive_int,
+    optional_seconds,
+    positive_int,
+    unit_interval,
+    whole,
+)
 from .asking import Asker, Budget
 from .checks import CheckCapabilities, EquivalenceCheck
-from .experts import Expert, ExpertCapabilities, QueryError
+from .conformance import SuiteCoverage
+from .experts import Expert, ExpertCapabilities, check_expert
 from .questions import KINDS, Hypotheses, Query, QuestionStrategy, Setting, SplitMostPairs, StrategyCapabilities
-from .result import ENDED_BY, ActiveResult, Round
+from .result import ENDED_BY, ActiveResult, Round, found, machines
+from .sampling import resolved_stop, sample, standing, undecided_merges
 from .survivors import Knowledge
 
-__all__ = ["ActiveLearner", "ActiveResult", "Budget", "Round", "default_check"]
+__all__ = ["ActiveLearner", "ActiveResult", "Budget", "Round", "default_check", "RESOLUTION"]
+
+#: The default target resolution of questions to an expert that is run (total variation).
+RESOLUTION = 0.3
+
+#: How much the less visited history of a comparison grows per batch (docs/design.md section 14).
+GROWTH = 1.5
 
 
 @runtime_checkable
@@ -89,10 +107,14 @@ def _budget(instance, attribute, value) -> None:
         raise RmtkError(f"budget must be a rmtk.active.Budget, not {type(value).__name__}")
 
 
-def _alpha(instance, attribute, value) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1
+def _resolution(instance, attribute, value) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1
     if not ok:
-        raise RmtkError(f"alpha must lie in (0, 1), got {value!r} (ActiveLearner)")
+        raise RmtkError(
+            f"resolution must lie in (0, 1], got {value!r} (ActiveLearner): the smallest difference in total "
+            "variation between the expert's actions after two histories that a question to an expert that is run "
+            "samples until it resolves"
+        )
 
 
 def _irl(instance, attribute, value) -> None:
@@ -129,7 +151,15 @@ class ActiveLearner:
             node more (the ``alternatives`` kind) before the equivalence check.
         max_rounds: a bound on the rounds whatever the budget (the survivors are then
             returned, flagged ``exhausted="rounds"``).
-        alpha: confidence level of negative examples from counts (eq. 18-19).
+        alpha: level of the tests of counts: negative examples from counts (the paper's eq. 18-19
+            for recorded data alone; the anytime-valid bound of :mod:`rmtk.anytime` for counts the
+            loop gathered while looking, docs/design.md section 14), and of what a resolution
+            promises.
+        resolution: the target resolution of questions to an expert that is run: two histories
+            are sampled sequentially until the expert is seen to act differently after them, or
+            until no difference as large as this (in total variation) remains at level ``alpha``,
+            or the budget ends (docs/design.md section 14); the sampled equivalence check tests
+            at it too.
         irl: reward recovery on the machines found, from what is known of the expert
             (:class:`~rmtk.rewards.maxent.MaxEntIRL`, :class:`~rmtk.rewards.margin.MarginIRL`; ``None``: none).
         time_limit: seconds for the whole run (with :meth:`fit`'s ``deadline``, the sooner).
@@ -144,7 +174,8 @@ class ActiveLearner:
     max_solutions: int | None = attrs.field(default=1000, validator=optional_positive_int)
     test_rounds: int = attrs.field(default=2, validator=whole(0))
     max_rounds: int = attrs.field(default=500, validator=positive_int)
-    alpha: float = attrs.field(default=0.05, validator=_alpha)
+    alpha: float = attrs.field(default=0.05, validator=unit_interval(open_low=True, open_high=True))
+    resolution: float = attrs.field(default=RESOLUTION, validator=_resolution)
     irl: RewardRecovery | None = attrs.field(default=None, validator=_irl)
     time_limit: float | None = attrs.field(default=None, validator=optional_seconds)
     progress: Progress = attrs.field(factory=Progress, converter=_progress)
@@ -170,7 +201,7 @@ class ActiveLearner:
                 f"{type(self.strategy).__name__} needs a transition model, and {mdp.name!r} is a "
                 f"{type(mdp).__name__}: ask at recorded histories instead (strategy=rmtk.active.AtRecordedTriples())"
             )
-        caps = _check_expert(mdp, expert)
+        caps = check_expert(mdp, expert)
         check = self.check if self.check is not None else strategy.default_check(caps)
         check_caps = CheckCapabilities.of(check) if check is not None else None
         if check_caps is not None and check_caps.needs_product_oracle and not caps.equivalence:
@@ -192,12 +223,16 @@ class ActiveLearner:
         deadline = (deadline or NEVER).sooner(self.time_limit)
         rec = Recorder(self.progress)
         t0 = time.perf_counter()
+        sampled = not caps.exact and caps.answers_queries  # counts gathered while looking at them
         knowledge = Knowledge(
             mdp,
             exact=caps.exact,
             compressed=caps.compressed,
             alpha=self.alpha,
             recorded=data if data is not None else caps.recorded,
+            test=Sequential(alpha=self.alpha, epsilon=self.resolution, bound=Adaptive(), growth=GROWTH)
+            if sampled
+            else None,
         )
         asker = Asker(expert, caps, self.budget, deadline)
         setting = Setting(mdp, knowledge, self.encoder, max_nodes, self.max_solutions, caps.exact, deadline, rec)
@@ -210,7 +245,9 @@ class ActiveLearner:
         finally:
             inquiry.close()
         result = self._result(task, mdp, caps, type(expert).__name__, res, known, rec, t0, deadline)
-        return ActiveResult(
+        if knowledge.test is not None:
+            result = attrs.evolve(result, bound=knowledge.test.bound)
+        out = ActiveResult(
             result,
             tuple(run.rounds),
             run.stopped,
@@ -221,7 +258,15 @@ class ActiveLearner:
             asker.evaluations,
             None if caps.exact else knowledge.table,
             separation,
+            draws=asker.draws,
+            coverage=run.coverage,
+            target=self.resolution if sampled else None,
+            alpha=self.alpha,
+            compared=standing(knowledge) if sampled else (),
         )
+        if sampled and run.stopped and not run.proved:  # flagged or not, what the samples resolved
+            out = attrs.evolve(out, stopped=resolved_stop(out, run.stopped, knowledge))
+        return out
 
     # -- the result -------------------------------------------------------------------------
     def _result(self, task, mdp, caps, name: str, res: SearchResult, known, rec, t0, deadline) -> LearnResult:
@@ -290,22 +335,22 @@ class _Run:
 
     def __init__(self, learner, inquiry, check, check_caps, strategy, asker, knowledge, caps, rec, t0):
         self.learner, self.inquiry, self.check, self.check_caps = learner, inquiry, check, check_caps
-        self.strategy, self.asker, self.knowledge, self.caps, self.rec, self.t0 = (
-            strategy,
-            asker,
-            knowledge,
-            caps,
-            rec,
-            t0,
-        )
+        self.strategy, self.asker, self.knowledge = strategy, asker, knowledge
+        self.caps, self.rec, self.t0 = caps, rec, t0
         self.rounds: list[Round] = []
         self.stopped, self.exhausted = "", None
         self.exact_check = bool(check_caps is not None and check_caps.exact)
+        self.systematic = bool(check_caps is not None and check_caps.systematic)
         self._refuting: tuple[Query, ...] = ()
         self._new, self._reason = 0, "equivalence"
+        self.coverage: object = None
+        self._check_name = "exact" if self.exact_check else type(check).__name__ if check is not None else ""
+        self.proved = False  # an exact check (or an exact expert) stated the answer
+        self._compared: tuple = ()
 
     def _note(self, hyps: Hypotheses, reason: str, asked, walks: int, new: int) -> None:
         a = self.asker
+        compared, self._compared = self._compared, ()
         self.rounds.append(
             Round(
                 len(self.rounds),
@@ -323,6 +368,9 @@ class _Run:
                 hyps.complete,
                 hyps.negatives,
                 hyps.cost,
+                a.draws,
+                compared,
+                self._check_name if reason == "equivalence" else "",
             )
         )
         self.rec.note(str(self.rounds[-1]))
@@ -335,7 +383,7 @@ class _Run:
         learner, inquiry, knowledge, asker = self.learner, self.inquiry, self.knowledge, self.asker
         reason, walks, new = "start", 0, len(knowledge)
         asked: tuple[Query, ...] = ()
-        checked, last_keys, same = None, None, 0
+        checked, last_keys, same = None, None, 0  # same: rounds of alternatives since the keys last changed
         last: Hypotheses | None = None
         while True:
             hyps = inquiry.round()
@@ -365,12 +413,17 @@ class _Run:
                 if why is not None:
                     self._end(why)
                 else:
-                    self.stopped = self._found(res)
+                    self.proved = self.exact_check
+                    target = learner.resolution if knowledge.test is not None else None
+                    self.stopped = found(
+                        res, self.exact_check, type(self.check).__name__, learner.max_solutions, target
+                    )
                 return res, last
             checked = None
-            same = same + 1 if keys == last_keys else 0
+            same = same if keys == last_keys else 0
             last_keys = keys
             queries, kind = self._questions(hyps, same)
+            same += kind == "alternatives"
             if queries:
                 done, new = self._ask(queries)
                 asked = tuple(done)
@@ -384,15 +437,15 @@ class _Run:
                 self.stopped = (
                     "one machine survives"
                     if len(res.solutions) == 1 and res.complete
-                    else f"{_machines(res)} survive, and no {self.strategy.question} they disagree on is left to ask"
+                    else f"{machines(res)} survive, and no {self.strategy.question} they disagree on is left to ask"
                 )
                 return res, last
-            before = asker.queries, asker.steps
+            before = asker.queries, asker.steps, asker.draws
             known = len(knowledge)
-            answers, walks = self.check.run(asker, knowledge, [np.asarray(d) for d in hyps.machines])
+            answers, walks = self._check_run([np.asarray(d) for d in hyps.machines])
             knowledge.add(*answers)
             new = len(knowledge) - known  # a check may fold long walks itself, piece by piece
-            if (asker.queries, asker.steps) == before and asker.exhausted is not None:
+            if (asker.queries, asker.steps, asker.draws) == before and asker.exhausted is not None:
                 self._end(asker.exhausted, "the survivors so far, before the equivalence check")
                 break
             reason, asked, checked = "equivalence", tuple(_asked(answers)), keys
@@ -402,8 +455,8 @@ class _Run:
         for kind in KINDS:
             if kind not in self.strategy.kinds:
                 continue
-            if kind in ("tests", "alternatives") and self.exact_check:
-                continue  # an exact check finds counterexamples itself: these stand in for one that samples
+            if kind in ("tests", "alternatives") and (self.exact_check or self.systematic):
+                continue  # an exact or a systematic check covers them: these stand in for random walks
             if kind == "alternatives" and same >= self.learner.test_rounds:
                 continue
             queries = list(self.inquiry.choose(kind, hyps))
@@ -412,10 +465,16 @@ class _Run:
         return [], ""
 
     def _ask(self, queries: list[Query]) -> tuple[list[Query], int]:
-        """Ask ``queries`` in groups (the histories of one witness together, or none of them)
-        while the budget allows; the questions asked and the (word, state) pairs new to the
-        knowledge."""
+        """Ask ``queries`` while the budget allows; the questions asked and the (word, state)
+        pairs new to the knowledge. An exact expert is asked once per history, in groups (the
+        histories of one witness together, or none of them); an expert that is run, one
+        comparison per witness, sampled sequentially until decided (:mod:`rmtk.active.sampling`),
+        ending the round after the first batch that separates one."""
         asker, caps = self.asker, self.caps
+        if not caps.exact:
+            done = sample(asker, self.knowledge, queries, focus=self.strategy.focus)
+            self._compared = self._compared + done.compared
+            return list(done.asked), done.new
         groups: list[list[Query]] = []
         for q in queries:
             key = (q.state, frozenset((q.word, q.partner)))
@@ -429,7 +488,7 @@ class _Run:
                 groups.append([q])
         asked, answers = [], []
         for group in groups:
-            cost = sum(int(caps.act_steps(q.word, q.state, 1 if caps.exact else q.samples)) for q in group)
+            cost = sum(int(caps.act_steps(q.word, q.state, 1)) for q in group)
             if not asker.allows(len(group), cost):
                 break
             for q in group:
@@ -440,6 +499,17 @@ class _Run:
                 asked.append(q)
         return asked, self.knowledge.add(*answers)
 
+    def _check_run(self, machines) -> tuple[list, int]:
+        """The check's answers and walks; what it covered is kept (a check may say, as a third
+        value of its answer)."""
+        out = self.check.run(self.asker, self.knowledge, machines)
+        answers, walks = out[0], out[1]
+        if len(out) > 2 and out[2] is not None:
+            self.coverage = out[2]
+            if isinstance(out[2], SuiteCoverage):
+                self._compared = self._compared + out[2].compared
+        return answers, walks
+
     def _listed(self, hyps: Hypotheses) -> tuple[SearchResult, bool]:
         """The survivors, at most ``max_solutions``, each judged by an exact check (a refuted
         one ends the listing: its counterexample is asked and the loop goes on). Without an
@@ -448,6 +518,8 @@ class _Run:
         self._refuting, self._new, self._reason = (), 0, "equivalence"
         if not self.exact_check:
             res = self.inquiry.survivors(self.learner.max_solutions)
+            if self._settle(res, hyps):
+                return res, True
             if len(res.solutions) > len(hyps) and "split" in self.strategy.kinds and not self.asker.stopped():
                 listing = Hypotheses(
                     res.n_nodes, tuple(s.delta_u for s in res.solutions), tuple(s.used for s in res.solutions)
@@ -462,7 +534,7 @@ class _Run:
         state = {"refuted": False}
 
         def judge(delta) -> bool:
-            answers, _ = self.check.run(self.asker, self.knowledge, [np.asarray(delta)])
+            answers, _ = self._check_run([np.asarray(delta)])
             if answers:
                 self._new = self.knowledge.add(*answers)
                 self._refuting = tuple(_asked(answers))
@@ -472,6 +544,25 @@ class _Run:
 
         res = self.inquiry.survivors(self.learner.max_solutions, judge)
         return res, state["refuted"]
+
+    def _settle(self, res: SearchResult, hyps: Hypotheses) -> bool:
+        """From an expert that is run: the comparisons the first survivor merges that no batch
+        decided (a round ended them at a separation elsewhere) are sampled until decided, so the
+        answer's merges rest on the run's resolution; whether one was separated (the loop goes
+        on). Logged as a round of its own when it asked anything."""
+        if self.caps.exact or self.knowledge.test is None or not res.solutions or self.asker.stopped():
+            return False
+        pending = undecided_merges(self.knowledge, np.asarray(res.solutions[0].delta_u))
+        if not pending:
+            return False
+        done = sample(self.asker, self.knowledge, pending)
+        self._compared = self._compared + done.compared
+        if done.separated and done.asked:
+            self._refuting, self._new, self._reason = tuple(done.asked), done.new, "merges"
+            return True
+        if done.asked:
+            self._note(hyps, "merges", done.asked, 0, done.new)
+        return False
 
     def _final(self, hyps: Hypotheses | None) -> SearchResult:
         """The survivors when the run ends: listed (at most ``max_solutions``) while the
@@ -485,25 +576,7 @@ class _Run:
             return res
         if hyps is None or hyps.nodes is None:
             return res if res is not None else SearchResult(None, (), True, (), 0, 0, 0.0, 0.0, 0.0, self.stopped)
-        return _from_hypotheses(hyps, self.knowledge.mdp.n_propositions)
-
-    def _found(self, res: SearchResult) -> str:
-        more = (
-            ""
-            if res.complete
-            else f" (listing stopped at max_solutions={self.learner.max_solutions}: at least that many)"
-        )
-        if len(res.solutions) == 1 and res.complete:
-            return "one machine survives and the equivalence check found no counterexample"
-        return (
-            f"{_machines(res)} survive that no question left tells apart, and the equivalence check found no "
-            f"counterexample{more}"
-        )
-
-
-def _machines(res: SearchResult) -> str:
-    k = len(res.solutions)
-    return f"{k} machines" if res.complete else f"at least {k} machines"
+        return hyps.as_result(self.knowledge.mdp.n_propositions)
 
 
 def _asked(answers) -> list[Query]:
@@ -516,27 +589,6 @@ def _asked(answers) -> list[Query]:
     ]
 
 
-def _from_hypotheses(hyps: Hypotheses, n_letters: int) -> SearchResult:
-    """The last hypotheses as a search result (when the run ended before it could list the
-    survivors): flagged incomplete."""
-    found: dict = {}
-    for d, u in zip(hyps.machines, hyps.used):
-        d = np.asarray(d)
-        record(found, d, np.asarray(u), VarPool(d.shape[0], n_letters, 0, 0), True)
-    return SearchResult(
-        hyps.nodes,
-        tuple(found.values()),
-        False,
-        (),
-        0,
-        0,
-        0.0,
-        0.0,
-        0.0,
-        "the run ended before the survivors were listed",
-    )
-
-
 def default_check(expert, strategy: QuestionStrategy | None = None):
     """The check a run uses when none is given: the strategy's for the expert's declared
     capabilities (for :class:`~rmtk.active.questions.SplitMostPairs`: the exact
@@ -544,30 +596,3 @@ def default_check(expert, strategy: QuestionStrategy | None = None):
     :class:`~rmtk.active.checks.ExpertWalks`)."""
     strategy = strategy if strategy is not None else SplitMostPairs()
     return StrategyCapabilities.of(strategy).default_check(ExpertCapabilities.of(expert))
-
-
-def _check_expert(mdp, expert) -> ExpertCapabilities:
-    """The expert acts in the target's environment (same propositions by name, same numbers of
-    states and actions); its declared capabilities."""
-    if not isinstance(expert, Expert):
-        raise RmtkError(
-            f"expert {expert!r} is not an rmtk.active.Expert: it needs an mdp (its environment) and the methods "
-            "act and extend (see rmtk.active.experts)"
-        )
-    emdp = expert.mdp
-    if not isinstance(emdp, (LabeledMDP, Space)):
-        raise RmtkError(f"expert {type(expert).__name__} says nothing usable of its environment (its mdp is {emdp!r})")
-    if tuple(emdp.propositions) != tuple(mdp.propositions):
-        same = set(emdp.propositions) == set(mdp.propositions)
-        raise QueryError(
-            f"the expert's alphabet ({', '.join(map(repr, emdp.propositions))}) differs from the task's "
-            f"({', '.join(map(repr, mdp.propositions))})"
-            + (": the same propositions in another order" if same else "")
-            + ": its answers cannot be read as the task's words"
-        )
-    if (emdp.n_states, emdp.n_actions) != (mdp.n_states, mdp.n_actions):
-        raise QueryError(
-            f"the expert acts on {emdp.n_states} states and {emdp.n_actions} actions, the task's mdp "
-            f"{mdp.name!r} has {mdp.n_states} and {mdp.n_actions}"
-        )
-    return ExpertCapabilities.of(expert)

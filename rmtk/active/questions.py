@@ -30,9 +30,11 @@ how many machines survive. :class:`~rmtk.active.recorded.AtRecordedTriples` asks
 recorded histories, with no model.
 
 Cost model: an exact expert's answer costs one policy evaluation per (history, state) never
-asked; a run expert's costs the actions still to be drawn there (``samples`` minus the
-visits already counted), one environment step each. Candidates whose histories are both
-known cost nothing more and are dropped: their answer is in already.
+asked; a run expert's costs the next batch of its comparison (the sequential test of
+:mod:`rmtk.active.sampling`: the less visited history raised first, then both), in policy
+draws and the environment steps the expert declares. Candidates whose answer is in (both
+histories known; from a run expert, their comparison decided: separated, resolved to the
+run's target resolution, or capped) cost nothing more and are dropped.
 """
 
 from __future__ import annotations
@@ -52,28 +54,26 @@ from ..limits import NEVER, Deadline
 from ..mdp import LabeledMDP
 from ..progress import Progress
 from ..ptp import disagreements
-from ..sat.search import SearchResult, canonical_partial
+from ..sat.encoding import VarPool
+from ..sat.search import SearchResult, canonical_partial, record
 from ..space import Space
-from ..validators import positive_int, whole
+from ..validators import positive_int, unit_interval, whole
+from .sampling import Query, needs
 from .survivors import Knowledge, Survivors
+
+__all__ = [
+    "KINDS",
+    "Query",
+    "Setting",
+    "Hypotheses",
+    "Inquiry",
+    "StrategyCapabilities",
+    "QuestionStrategy",
+    "SplitMostPairs",
+]
 
 #: The kinds of question, in the order the loop asks them (see the module docstring).
 KINDS = ("split", "free", "tests", "alternatives")
-
-
-@attrs.frozen
-class Query:
-    """One question: the expert's action at ``state`` after ``word`` (``samples`` draws for an
-    expert that is run), asked because the witness (``word``, ``partner``, ``state``) separates
-    the machine pairs ``pairs`` (indices among the round's hypotheses, 0-based; ``(i, i)``: it
-    uses a free transition of machine ``i``)."""
-
-    word: tuple[int, ...]
-    state: int
-    samples: int
-    partner: tuple[int, ...]
-    pairs: tuple[tuple[int, int], ...]
-    cost: float
 
 
 @attrs.frozen
@@ -121,6 +121,26 @@ class Hypotheses:
     def __len__(self) -> int:
         return len(self.machines)
 
+    def as_result(self, n_letters: int) -> SearchResult:
+        """These machines as a search result, flagged incomplete (when a run ended before it
+        could list the survivors)."""
+        found: dict = {}
+        for d, u in zip(self.machines, self.used):
+            d = np.asarray(d)
+            record(found, d, np.asarray(u), VarPool(d.shape[0], n_letters, 0, 0), True)
+        return SearchResult(
+            self.nodes,
+            tuple(found.values()),
+            False,
+            (),
+            0,
+            0,
+            0.0,
+            0.0,
+            0.0,
+            "the run ended before the survivors were listed",
+        )
+
 
 @runtime_checkable
 class Inquiry(Protocol):
@@ -165,14 +185,21 @@ class StrategyCapabilities(Capabilities):
     #: What its split questions are called in the message when none is left (default ``"question"``).
     question: str = "question"
 
+    #: From an expert that is run, the share of a round's undecided comparisons each batch goes
+    #: to, those with the most evidence of a difference first (:func:`~rmtk.active.sampling.sample`).
+    #: Default ``1.0``, all of them.
+    focus: float = 1.0
+
     def default_check(self, expert) -> object | None:
         """The equivalence check to run when none is given, for an expert declaring
         ``expert`` (:class:`~rmtk.active.experts.ExpertCapabilities`): the exact check when it
-        offers an exact product oracle, else walks. ``None``: none (the loop stops when no
-        question is left)."""
-        from .checks import ExpertWalks, ProductCheck
+        offers an exact product oracle, else the conformance suite on the model, compared at the
+        run's target resolution (:class:`~rmtk.active.conformance.SuiteCheck`). ``None``: none
+        (the loop stops when no question is left)."""
+        from .checks import ProductCheck
+        from .conformance import SuiteCheck
 
-        return ProductCheck() if expert.equivalence else ExpertWalks()
+        return ProductCheck() if expert.equivalence else SuiteCheck()
 
 
 @runtime_checkable
@@ -206,8 +233,10 @@ class SplitMostPairs(StrategyCapabilities):
     """The default question strategy (see the module docstring).
 
     Args:
-        samples: actions to have drawn at each history asked, for an expert that is run (an
-            exact expert is asked once).
+        samples: the most actions drawn at a history, for an expert that is run (``None``, the
+            default: no cap; each witness's two histories are sampled until the expert is seen to
+            act differently after them or the run's target resolution is reached,
+            :mod:`rmtk.active.sampling`). An exact expert is asked once.
         rivals: machines besides the hypothesis that a round's questions tell apart (the
             lazy search's next models): bounds a round's memory and time whatever survives.
         alternatives: machines of one node more to test a lone survivor against, per round.
@@ -219,24 +248,39 @@ class SplitMostPairs(StrategyCapabilities):
             searched for witnesses per round (the hypothesis's pairs first).
         data_pairs: the recorded tree's triples are candidates while it holds at most this
             many (word, state) pairs.
+        witnesses: from an expert that is run, the comparisons a round asks at most: the greedy
+            cover, then further witnesses of the same pairs (the most pairs per unit of cost
+            first), so that the sequential sampling can spend where a difference shows.
+        focus: the share of a round's undecided comparisons each batch goes to (those with the
+            most evidence of a difference), for an expert that is run.
     """
 
-    samples: int = attrs.field(default=200, validator=positive_int)
+    samples: int | None = attrs.field(default=None, validator=whole(1, optional=True))
     alternatives: int = attrs.field(default=4, validator=whole(0))
     per_transition: int | None = attrs.field(default=None, validator=whole(0, optional=True))
     per_product: int = attrs.field(default=8, validator=positive_int)
     products: int = attrs.field(default=8, validator=positive_int)
     data_pairs: int = attrs.field(default=4000, validator=positive_int)
     rivals: int = attrs.field(default=8, validator=positive_int)
+    witnesses: int = attrs.field(default=16, validator=positive_int)
+    focus: float = attrs.field(default=0.25, validator=unit_interval(open_low=True))
     kinds: tuple[str, ...] = attrs.field(default=KINDS, init=False)
     question: str = attrs.field(default="witness", init=False)
 
     def start(self, setting: Setting) -> Inquiry:
         return _Pairs(self, setting)
 
-    def _need(self, knowledge, word, state, exact: bool) -> float:
-        seen = knowledge.visits(word, state)
-        return (0.0 if seen else 1.0) if exact else max(0.0, self.samples - seen)
+    def _needs(self, knowledge, pairs) -> tuple[np.ndarray, np.ndarray]:
+        """Draws wanted now at each side of comparisons ``(word, partner, state)`` (``partner``
+        ``()``: a lone history): for an exact expert 1 at a history not asked yet, else the next
+        batch of an undecided comparison (0 and 0 once it is decided, :func:`~rmtk.active.sampling.needs`)."""
+        if knowledge.exact:
+            d1 = np.array([0 if knowledge.visits(w, s) else 1 for w, _, s in pairs], np.int64)
+            d2 = np.array([0 if not p or knowledge.visits(p, s) else 1 for _, p, s in pairs], np.int64)
+            return d1, d2
+        need = needs(knowledge, pairs, [self.samples] * len(pairs))
+        live = need.status == "open"
+        return np.where(live, need.draw1, 0), np.where(live, need.draw2, 0)
 
     def candidates(self, mdp, deltas, knowledge, pairs) -> dict:
         """``(word1, word2, state) -> None`` for every candidate witness of the machine
@@ -286,14 +330,14 @@ class SplitMostPairs(StrategyCapabilities):
                     if todo[h, k] and (k != lab[s] or not knowledge.compressed):
                         todo[h, k] = False
                         word = tuple(compressed(prod.word(i, lab)) if knowledge.compressed else prod.word(i, lab))
-                        word = word + (k,)
-                        need = self._need(knowledge, word, s2, knowledge.exact)
-                        if need > 0:
-                            out.setdefault(
-                                (word, s2),
-                                Query(word, s2, 1 if knowledge.exact else int(need), (), ((m, m),), float(need)),
-                            )
-        return list(out.values())
+                        out.setdefault((word + (k,), s2), m)
+        keys = list(out)
+        d, _ = self._needs(knowledge, [(w, (), s) for w, s in keys])
+        return [
+            Query(w, s, int(n), (), ((out[(w, s)], out[(w, s)]),), float(n), self.samples)
+            for (w, s), n in zip(keys, d.tolist())
+            if n > 0
+        ]
 
     def tests(self, mdp, delta, knowledge) -> list[Query]:
         """Transition tests of a lone survivor: for each of its transitions, the first
@@ -355,14 +399,17 @@ class SplitMostPairs(StrategyCapabilities):
                         step += [(s2, int(delta[g, lab[s2]]), grow(w, int(lab[s2]))) for s2 in nxt[s]]
                 frontier = step
             for s, w, w0 in dict.fromkeys(found[:per] + (good[:per] if knowledge.exact else [])):
-                for word, partner in ((w, w0), (w0, w)):
-                    need = self._need(knowledge, word, s, knowledge.exact)
-                    if need > 0:
-                        out.setdefault(
-                            (word, s),
-                            Query(word, s, 1 if knowledge.exact else int(need), partner, ((0, 0),), float(need)),
-                        )
-        return list(out.values())
+                out.setdefault((w, w0, s), None)
+        comps = list(out)
+        d1, d2 = self._needs(knowledge, comps)
+        queries: dict = {}
+        for (w, w0, s), a, b in zip(comps, d1.tolist(), d2.tolist()):
+            for word, partner, more in ((w, w0, a), (w0, w, b)):
+                if more > 0:
+                    queries.setdefault(
+                        (word, s), Query(word, s, int(more), partner, ((0, 0),), float(more), self.samples)
+                    )
+        return list(queries.values())
 
     def choose(self, mdp, deltas, knowledge, alternatives=()) -> list[Query]:
         """The greedy cover of the open pairs among ``deltas`` (and between them and the
@@ -376,26 +423,28 @@ class SplitMostPairs(StrategyCapabilities):
         open_pairs = np.triu(np.ones((k, k), dtype=bool), 1)
         open_pairs[n_surv:, n_surv:] = False  # alternatives are only there to test the survivors
         pairs = [(int(i), int(j)) for i, j in np.argwhere(open_pairs)[: self.products]]
-        exact = knowledge.exact
-        cands, needs, splits = [], [], []
+        cands, wanted, splits = [], [], []
         finals = _Finals(deltas)
-        for w1, w2, s in self.candidates(mdp, deltas, knowledge, pairs):
-            need = (self._need(knowledge, w1, s, exact), self._need(knowledge, w2, s, exact))
-            if sum(need) == 0:
+        found = list(self.candidates(mdp, deltas, knowledge, pairs))
+        d1, d2 = self._needs(knowledge, found) if found else (np.zeros(0), np.zeros(0))
+        for (w1, w2, s), a, b in zip(found, d1.tolist(), d2.tolist()):
+            if a + b == 0:  # decided already: its answer is in
                 continue
             split = finals(w1) != finals(w2)
             if split.all() or not split.any():
                 continue
             cands.append((w1, w2, s))
-            needs.append(need)
+            wanted.append((a, b))
             splits.append(split)
         if not cands:
             return []
         split = np.stack(splits, axis=1)
-        cost = np.array([sum(n) for n in needs])
+        cost = np.array([sum(n) for n in wanted], dtype=float)
         length = np.array([len(c[0]) + len(c[1]) for c in cands])
         out: list[Query] = []
         asked: set = set()
+        first = open_pairs.copy()
+        picked = 0
         while open_pairs.any():
             gain = separated(split, open_pairs)
             best = int(ties.lexsort((length, -gain / cost))[0])
@@ -406,11 +455,25 @@ class SplitMostPairs(StrategyCapabilities):
             split_pairs = tuple((int(i), int(j)) for i, j in np.argwhere(cut).tolist())
             open_pairs &= col[:, None] == col[None, :]
             w1, w2, s = cands[best]
-            for word, partner, more in ((w1, w2, needs[best][0]), (w2, w1, needs[best][1])):
+            for word, partner, more in ((w1, w2, wanted[best][0]), (w2, w1, wanted[best][1])):
                 if more > 0 and (word, s) not in asked:
                     asked.add((word, s))
-                    out.append(Query(word, s, 1 if exact else int(more), partner, split_pairs, float(more)))
+                    out.append(Query(word, s, int(more), partner, split_pairs, float(more), self.samples))
             split[:, best] = False  # not picked twice
+            picked += 1
+        if not knowledge.exact:  # further witnesses of the same pairs, for the sampling to choose among
+            gain = separated(split, first)
+            for best in ties.lexsort((length, -gain / cost)).tolist():
+                if picked >= self.witnesses or gain[best] == 0:
+                    break
+                col = split[:, best]
+                cut = first & (col[:, None] != col[None, :])
+                split_pairs = tuple((int(i), int(j)) for i, j in np.argwhere(cut).tolist())
+                w1, w2, s = cands[best]
+                for word, partner, more in ((w1, w2, wanted[best][0]), (w2, w1, wanted[best][1])):
+                    if more > 0:
+                        out.append(Query(word, s, int(more), partner, split_pairs, float(more), self.samples, True))
+                picked += 1
         return out
 
 

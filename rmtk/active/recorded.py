@@ -12,37 +12,41 @@ Each round of the loop (:class:`~rmtk.active.loop.ActiveLearner`):
    (default :class:`~rmtk.encoders.MaxSatEncoder`, weighted MaxSAT) at the node bound, at most
    ``max_solutions`` of them;
 2. the candidates are the recorded (word, word, state) triples the survivors disagree on (some
-   send the two words to one node, others to two) that are not yet *settled* — asked until
-   both words have ``samples`` visits; a :class:`TripleStrategy` picks some (by default the
-   triples most likely to become negative examples);
-3. the expert acts ``samples`` times (minus the visits there are) after each word of each
-   triple picked, and the answers join the counts —
+   send the two words to one node, others to two) that are not yet *settled*: their comparison
+   with the run's sequential test (:class:`~rmtk.statistics.Sequential`, anytime-valid) is
+   neither separated nor resolved to the run's target resolution, and not both words have
+   ``samples`` visits (the cap); a :class:`TripleStrategy` picks some (by default the triples
+   most likely to become negative examples: the largest :meth:`~rmtk.statistics.Sequential.evidence`);
+3. the expert is asked after both words of each triple picked, sequentially
+   (:mod:`rmtk.active.sampling`), and the answers join the counts —
 
 until one machine survives, no candidate is left (every triple the survivors disagree on is
-settled: the expert acts alike after both words, to the bound's resolution), or the budget or
+settled: the expert acts alike after both words, to the resolution reached), or the budget or
 the deadline ends the run (the survivors so far, flagged). Nothing but the recording and the
 expert's answers is read.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Protocol, runtime_checkable
 
 import attrs
 import numpy as np
 
 from .. import ties
-from ..empirical import CountTable, prune_counts, to_policy
+from ..anytime import Adaptive
+from ..empirical import CountTable, to_policy
 from ..encoders import MaxSatEncoder, SatEncoder
 from ..errors import RmtkError
 from ..limits import SearchLimits
-from ..negatives import ConfidenceMiner, log_weissman_constant
+from ..negatives import ConfidenceMiner, NegativePairs
 from ..ptp import disagreements
 from ..sat.encoding import Problem
 from ..sat.search import SearchResult
+from ..statistics import Sequential
 from ..validators import positive_int
 from .questions import Hypotheses, Inquiry, Query, Setting, StrategyCapabilities
+from .sampling import needs
 
 
 @attrs.frozen
@@ -50,9 +54,11 @@ class Triples:
     """Candidate (word, word, state) triples of a round, one per distinct *split* of the
     survivors (which of them send the two words to different nodes): trie nodes ``p``, ``q``,
     the ``state``, the visits ``n_p``, ``n_q`` so far, the empirical total variation ``tv``
-    between the two words' actions there, ``evidence`` = tv − 1/√min(n_p, n_q) (a difference
-    seen often enough to trust), the ``(machines, triples)`` ``split`` matrix, and ``settled``:
-    how many triples of that split already have ``samples`` visits on both words."""
+    between the two words' actions there, the ``evidence`` of a difference (the run's test's
+    signed margin, :meth:`~rmtk.statistics.Sequential.evidence`: positive once the two are
+    separated, the noise being the test's own bound at these counts), the
+    ``(machines, triples)`` ``split`` matrix, and ``settled``: how many triples of that split
+    are settled already (decided by the test, or both words at the cap)."""
 
     p: np.ndarray
     q: np.ndarray
@@ -143,18 +149,36 @@ class _Disagreements:
         return out
 
 
-def candidate_triples(table: CountTable, deltas: list[np.ndarray], samples: int, tries: int = 3) -> Triples:
+def _decided(table: CountTable, d: _Disagreements, i, j, samples: int, test: Sequential):
+    """Which comparisons of pairs ``i``, ``j`` are settled (decided by ``test`` or both words at
+    ``samples`` visits), their counts' comparison and the rows. The comparison only: the
+    draws a finer resolution would take are not needed to choose (and cost a search per pair)."""
+    if not len(i):
+        return np.zeros(0, bool), None, None, None
+    used = np.unique(np.concatenate([i, j]))
+    counts = _rows(table, d.pairs[used]).astype(float)
+    a, b = counts[np.searchsorted(used, i)], counts[np.searchsorted(used, j)]
+    c = test.compare(a, b)
+    capped = np.minimum(d.visits[i], d.visits[j]) >= samples
+    return capped | np.asarray(c.separated) | ties.at_most(np.asarray(c.resolution), test.epsilon), c, a, b
+
+
+def candidate_triples(
+    table: CountTable, deltas: list[np.ndarray], samples: int, tries: int = 3, test: Sequential | None = None
+) -> Triples:
     """The recorded (word, word, state) triples the machines ``deltas`` disagree on (see
     :class:`Triples`): per split, the unsettled triple with the most evidence of a difference
-    (then the cheapest). A split with ``tries`` settled triples is dropped: the expert acted
-    alike after its two words at that many states."""
+    (then the cheapest), ``test`` deciding (default: :class:`~rmtk.statistics.Sequential` with
+    :class:`~rmtk.anytime.Adaptive`), ``samples`` the cap. A split with ``tries`` settled
+    triples is dropped: the expert acted alike after its two words at that many states."""
+    test = test if test is not None else Sequential(bound=Adaptive())
     k, S = len(deltas), table.n_states
     d = _Disagreements.of(table, deltas)
     if not len(d.i):
         return Triples.empty(k)
     _, cls = np.unique(np.packbits(d.split, axis=1), axis=0, return_inverse=True)
     cls = cls.reshape(-1)
-    done = np.minimum(d.visits[d.i], d.visits[d.j]) >= samples
+    done, comparison, rows_i, rows_j = _decided(table, d, d.i, d.j, samples, test)
     settled = np.bincount(cls[done], minlength=cls.max() + 1)
     live = ~done & (settled[cls] < tries)
     i, j, split, cls = d.i[live], d.j[live], d.split[live], cls[live]
@@ -162,7 +186,7 @@ def candidate_triples(table: CountTable, deltas: list[np.ndarray], samples: int,
         return Triples.empty(k)
     tv = d.tv(table, i, j)
     n_i, n_j = d.visits[i], d.visits[j]
-    evidence = tv - 1 / np.sqrt(np.minimum(n_i, n_j))
+    evidence = np.asarray(comparison.margin, dtype=float)[live]
     cost = np.maximum(0, samples - n_i) + np.maximum(0, samples - n_j)
     best = ties.lexsort((cost, -evidence, cls))
     pick = best[np.r_[True, cls[best][1:] != cls[best][:-1]]]
@@ -183,10 +207,11 @@ def candidate_triples(table: CountTable, deltas: list[np.ndarray], samples: int,
 @attrs.frozen
 class Separation:
     """How the recorded triples bear on the machines that survive: the machine ``pairs``, the
-    ``triples`` some survivors merge and others split, how many are ``settled`` (``samples``
-    visits on both words), the largest total variation ``max_tv`` seen at a settled one, and
-    the bound's ``resolution`` there (a difference at least that large would have been a
-    negative example). ``pairs_split``: the machine pairs some recorded triple tells apart."""
+    ``triples`` some survivors merge and others split, how many are ``settled`` (decided by the
+    run's test, or ``samples`` visits on both words), the largest total variation ``max_tv``
+    seen at a settled one, and the weakest ``resolution`` reached there (no difference at least
+    that large was found at any of them, at level ``alpha``). ``pairs_split``: the machine pairs
+    some recorded triple tells apart."""
 
     machines: int
     pairs_split: int
@@ -195,6 +220,7 @@ class Separation:
     max_tv: float
     samples: int
     resolution: float
+    alpha: float = 0.05
 
     def __str__(self) -> str:
         k = self.machines
@@ -206,29 +232,34 @@ class Separation:
             f"{self.triples} recorded (word, word, cell) triple(s) that tell them apart, the other "
             f"{pairs - self.pairs_split} on none. "
         )
+        found = (
+            f"no difference ≥ {self.resolution:.3f} found at them (alpha {self.alpha:g}; largest total variation "
+            f"seen {self.max_tv:.3f})"
+        )
         if self.triples and self.settled == self.triples:
             text += (
-                f"Every such triple was asked until both words had {self.samples} visits, and the largest "
-                f"total variation seen is {self.max_tv:.3f}, below the {self.resolution:.3f} the confidence bound "
-                "resolves there: the expert acts alike after both words, so its behaviour does not separate them."
+                f"Every such triple was asked until the test decided it or both words had {self.samples} visits: "
+                f"{found}; the expert's behaviour, to that resolution, does not separate them."
             )
         elif self.triples:
             text += (
-                f"{self.settled} of the triples were settled ({self.samples} visits on both words, largest total "
-                f"variation {self.max_tv:.3f} against the bound's {self.resolution:.3f}); the others belong to "
-                "splits dropped after their settled triples showed no difference."
+                f"{self.settled} of the triples were settled ({found}); the others belong to splits dropped after "
+                "their settled triples showed no difference."
             )
         return text
 
 
-def separation(table: CountTable, deltas: list[np.ndarray], samples: int, resolution: float) -> Separation:
-    """:class:`Separation` of the machines ``deltas`` by the triples of ``table``."""
+def separation(table: CountTable, deltas: list[np.ndarray], samples: int, test: Sequential | None = None) -> Separation:
+    """:class:`Separation` of the machines ``deltas`` by the triples of ``table`` (``test``:
+    the run's, default :class:`~rmtk.statistics.Sequential` with :class:`~rmtk.anytime.Adaptive`)."""
+    test = test if test is not None else Sequential(bound=Adaptive())
     k = len(deltas)
     if k <= 1:
-        return Separation(k, 0, 0, 0, 0.0, samples, resolution)
+        return Separation(k, 0, 0, 0, 0.0, samples, 1.0, test.alpha)
     d = _Disagreements.of(table, deltas)
-    done = np.minimum(d.visits[d.i], d.visits[d.j]) >= samples
+    done, comparison, _, _ = _decided(table, d, d.i, d.j, samples, test)
     tv = d.tv(table, d.i[done], d.j[done]) if done.any() else np.zeros(0)
+    res = np.asarray(comparison.resolution, dtype=float)[done] if comparison is not None else np.zeros(0)
     covered = np.zeros((k, k), dtype=bool)
     for col in np.unique(d.split, axis=0):
         covered |= col[:, None] != col[None, :]
@@ -239,7 +270,8 @@ def separation(table: CountTable, deltas: list[np.ndarray], samples: int, resolu
         int(done.sum()),
         float(tv.max()) if len(tv) else 0.0,
         samples,
-        resolution,
+        float(res.max()) if len(res) else 1.0,
+        test.alpha,
     )
 
 
@@ -257,8 +289,9 @@ class AtRecordedTriples(StrategyCapabilities):
     module docstring).
 
     Args:
-        samples: visits of each word of a triple after which it is settled; the bound then
-            detects a total-variation difference of :meth:`resolution` or more.
+        samples: visits of each word of a triple after which it is settled whatever the test
+            says (a cap; the run's sequential test settles it sooner when it separates the two
+            words or resolves them to the run's target resolution).
         tries: settled triples of one split after which the split is dropped (the expert acted
             alike after its two words at that many states).
         pick: which candidates to ask (:class:`TripleStrategy`; default :class:`MostEvidence`).
@@ -274,12 +307,6 @@ class AtRecordedTriples(StrategyCapabilities):
     def default_check(self, expert) -> None:
         """None: a walk leaves the recorded histories, the only ones this strategy asks at."""
         return None
-
-    def resolution(self, n_actions: int, alpha: float) -> float:
-        """The smallest total-variation difference the bound at level ``alpha`` detects with
-        ``samples`` visits on both sides."""
-        c = log_weissman_constant(n_actions) + math.log(2) - math.log(alpha)
-        return min(1.0, math.sqrt(2 * c / self.samples))
 
     def start(self, setting: Setting) -> Inquiry:
         return _Recorded(self, setting)
@@ -305,15 +332,13 @@ class _Recorded:
         if not isinstance(encoder, SatEncoder):
             raise RmtkError(f"encoder={encoder!r} is not a rmtk.encoders.SatEncoder (its search is what a round runs)")
         self.s, self.setting, self.knowledge, self.encoder = strategy, setting, know, encoder
-        self.miner = ConfidenceMiner(know.alpha)
-        self.min_count = self.miner.min_count(know.table.n_actions)
-        self.settled: set = set()
+        self.min_count = ConfidenceMiner(know.alpha).min_count(know.table.n_actions)  # recorded pairs' least
         self._last: tuple | None = None
 
     def round(self) -> Hypotheses:
         table = self.knowledge.table
-        ptp = to_policy(prune_counts(table, self.min_count))
-        neg = self.miner.mine(ptp)
+        ptp = to_policy(self.knowledge.pruned(self.min_count))
+        neg = self.knowledge.negatives(ptp)
         res = self.encoder.search(
             Problem(table.trie, table.n_letters, neg),
             SearchLimits(
@@ -329,27 +354,39 @@ class _Recorded:
             tuple(s.used for s in res.solutions),
             res.complete,
             res.message,
-            negatives=len(neg),
+            negatives=len(neg) if isinstance(neg, NegativePairs) else None,
             cost=res.cost,
         )
 
     def choose(self, kind: str, hypotheses: Hypotheses) -> list[Query]:
         if kind != "split" or len(hypotheses) < 2:
             return []
-        table, samples = self.knowledge.table, self.s.samples
-        triples = candidate_triples(table, [np.asarray(d) for d in hypotheses.machines], samples, self.s.tries)
+        know, samples = self.knowledge, self.s.samples
+        table = know.table
+        triples = candidate_triples(
+            table, [np.asarray(d) for d in hypotheses.machines], samples, self.s.tries, know.test
+        )
         if not len(triples):
             return []
+        picks = self.s.pick.choose(triples, samples)
+        comps = [
+            (
+                tuple(table.trie.word(int(triples.p[c]))),
+                tuple(table.trie.word(int(triples.q[c]))),
+                int(triples.state[c]),
+            )
+            for c in picks
+        ]
+        need = needs(know, comps, [samples] * len(comps)) if know.test is not None else None
         out = []
-        for c in self.s.pick.choose(triples, samples):
-            s = int(triples.state[c])
-            sides = [(int(triples.p[c]), int(triples.n_p[c])), (int(triples.q[c]), int(triples.n_q[c]))]
-            words = [tuple(table.trie.word(node)) for node, _ in sides]
-            for (node, n), word, partner in zip(sides, words, words[::-1]):
-                if n >= samples or (node, s) in self.settled:
-                    continue
-                self.settled.add((node, s))
-                out.append(Query(word, s, samples - n, partner, (), float(samples - n)))  # pairs: the split says
+        for r, (w1, w2, s) in enumerate(comps):
+            if need is None:  # no test (an expert that answers nothing): the cap alone
+                d1, d2 = max(0, samples - int(triples.n_p[picks[r]])), max(0, samples - int(triples.n_q[picks[r]]))
+            else:
+                d1, d2 = int(need.draw1[r]), int(need.draw2[r])
+            for word, partner, more in ((w1, w2, d1), (w2, w1, d2)):
+                if more > 0:  # pairs: the split says
+                    out.append(Query(word, s, more, partner, (), float(more), samples))
         return out
 
     def survivors(self, limit: int | None, judge=None) -> SearchResult:
@@ -369,9 +406,8 @@ class _Recorded:
         return ptp, neg, None
 
     def separation(self, solutions) -> Separation:
-        table = self.knowledge.table
-        resolution = self.s.resolution(table.n_actions, self.knowledge.alpha)
-        return separation(table, [np.asarray(s.delta_u) for s in solutions], self.s.samples, resolution)
+        know = self.knowledge
+        return separation(know.table, [np.asarray(s.delta_u) for s in solutions], self.s.samples, know.test)
 
     def close(self) -> None:
         return None

@@ -5,7 +5,11 @@ expert the action distribution of each (word, state) asked, grouped into policy 
 whose ids never change; for an expert that can only be run, action counts on a trie (the
 recorded counts with the answers merged in, :func:`rmtk.empirical.merge_counts`). Either way
 it is a partial prefix tree policy, and a :class:`~rmtk.sat.lazy.TrieOracle` over it checks
-candidate machines.
+candidate machines. Counts that the learner gathered while looking at them (an expert that
+answers questions) are judged with an anytime-valid test (:class:`~rmtk.anytime.AnytimeMiner`,
+the run's :class:`~rmtk.statistics.Sequential` test), which stays valid however the questions
+were chosen; recorded data alone with the paper's fixed-sample bound
+(:class:`~rmtk.negatives.ConfidenceMiner`), as passive learning does.
 
 :class:`Survivors` keeps one incremental SAT solver per number of nodes across rounds. What
 is known only grows, so a counterexample once added stays valid, and a size once
@@ -24,66 +28,20 @@ import attrs
 import numpy as np
 
 from .. import ties
-from ..empirical import CountTable, EmpiricalPTP, merge_counts, to_policy
+from ..anytime import Adaptive, AnytimeMiner
+from ..empirical import CountTable, EmpiricalPTP, merge_counts, prune_counts, to_policy
 from ..encoders import SatEncoder
 from ..errors import RmtkError
 from ..limits import NEVER, Deadline
-from ..mdp import LabeledMDP
 from ..negatives import POLICY_TOL, ConfidenceMiner, NegativePairs, PolicyClasses
 from ..ptp import PrefixTree, PrefixTreePolicy, Trie
 from ..sat.encoding import Problem, decode_transitions
 from ..sat.lazy import LazyFormula, TrieOracle
 from ..sat.search import SearchResult, canonical_partial, record, stopped_while
 from ..sat.solver import open_solver, solve
+from ..statistics import CountBound, Sequential
 from .experts import Observations
-
-
-def check_recording(recorded, mdp) -> None:
-    """A recording that names its propositions (:class:`~rmtk.gym.Recording`) names the
-    environment's, in the same order: its label indices are read as the environment's."""
-    names = attrs.asdict(recorded, recurse=False)["propositions"] if _named(recorded) else None
-    if names is None:
-        return
-    ours = tuple(mdp.propositions)
-    if tuple(names) == ours:
-        return
-    if set(names) == set(ours):
-        raise RmtkError(
-            f"the recording's propositions are {', '.join(map(repr, names))} and {mdp.name!r}'s are "
-            f"{', '.join(map(repr, ours))}: the same names in another order, so its label indices would be read as "
-            "other propositions; record with the environment's order (or reorder the MDP's propositions)"
-        )
-    raise RmtkError(
-        f"the recording's propositions ({', '.join(map(repr, names))}) are not {mdp.name!r}'s "
-        f"({', '.join(map(repr, ours))}): it was recorded in another environment"
-    )
-
-
-def _named(table: CountTable) -> bool:
-    """A count table that carries its propositions' names (a Gymnasium recording), told
-    without importing the extra."""
-    return isinstance(table, CountTable) and "propositions" in attrs.fields_dict(type(table))
-
-
-def check_counts(table: CountTable, mdp) -> None:
-    """Every counted (word, state) pair ends with the label of its state (the prefix
-    convention), when the environment has labels: else the counts were made on another MDP
-    (or with its propositions in another order), and the first such pair is named."""
-    if not isinstance(mdp, LabeledMDP) or not len(table.keys):
-        return
-    S, A = table.n_states, table.n_actions
-    pair = np.unique(table.keys // A)
-    node, state = pair // S, pair % S
-    bad = np.flatnonzero(table.trie.letter[node] != mdp.labels[state])
-    if len(bad):
-        p, s = int(node[bad[0]]), int(state[bad[0]])
-        word = " ".join(mdp.propositions[k] for k in table.trie.word(p))
-        raise RmtkError(
-            f"the recorded counts do not fit mdp {mdp.name!r}: {len(bad)} (word, state) pair(s) end in a state with "
-            f"another label, e.g. the word {word!r} at state {mdp.states[s]!r}, labeled "
-            f"{mdp.propositions[int(mdp.labels[s])]!r}; the data were recorded on another MDP or with the "
-            "propositions in another order"
-        )
+from .recordings import check_counts, check_recording
 
 
 class _Words:
@@ -125,14 +83,35 @@ class _Words:
 class Knowledge:
     """Answers of the expert as a partial prefix tree policy (see the module docstring).
 
-    ``exact``: answers are distributions (classes compared with ``tol``), else counts (negative
-    examples by the confidence bound at level ``alpha``)."""
+    ``exact``: answers are distributions (classes compared with ``tol``), else counts: with a
+    ``test`` (the run's :class:`~rmtk.statistics.Sequential`, for counts gathered while
+    looking) negative examples are the pairs its anytime-valid bound separates at its level;
+    without one, those the paper's fixed-sample bound separates at level ``alpha`` (recorded
+    data only)."""
 
     def __init__(
-        self, mdp, *, exact: bool, compressed: bool = True, alpha: float = 0.05, tol: float = POLICY_TOL, recorded=None
+        self,
+        mdp,
+        *,
+        exact: bool,
+        compressed: bool = True,
+        alpha: float = 0.05,
+        tol: float = POLICY_TOL,
+        recorded=None,
+        test: Sequential | None = None,
     ):
         self.mdp, self.exact, self.compressed, self.alpha, self.tol = mdp, exact, compressed, alpha, tol
-        self.recorded = recorded
+        self.recorded, self.test = recorded, test
+        self.miner: AnytimeMiner | ConfidenceMiner = ConfidenceMiner(alpha=alpha)
+        if test is not None:
+            bound = test.bound if isinstance(test.bound, CountBound) else None
+            if not isinstance(bound, Adaptive):
+                raise RmtkError(
+                    f"the knowledge mines counts gathered while looking with rmtk.anytime.Adaptive; the test's bound "
+                    f"is {type(test.bound).__name__}"
+                )
+            self.alpha = test.alpha
+            self.miner = AnytimeMiner(alpha=test.alpha, bound=bound)
         S, A, K = mdp.n_states, mdp.n_actions, mdp.n_propositions
         self._words = _Words()  # the exact answers' words
         self._entry: dict[tuple[int, int], int] = {}  # (trie node, state) -> entry
@@ -153,6 +132,14 @@ class Knowledge:
             check_counts(self.table, mdp)
         self._lookup: tuple | None = None
         self._pairs: int | None = None
+        self._asked: set[tuple[tuple[int, ...], int]] = set()  # histories answered (counts the loop chose)
+        #: comparisons asked, ``(state, word, word) -> (status, lower, upper, cap)``: the
+        #: intersection of every anytime-valid interval their test gave, whether they were
+        #: decided, and the question's cap
+        self.intervals: dict[tuple, tuple] = {}
+        #: comparisons only ever asked as optional further witnesses (none of the answer's
+        #: merges needs them decided)
+        self.optional: set[tuple] = set()
 
     # -- counting -------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -168,21 +155,38 @@ class Knowledge:
         (``inf``-free), 0 if nothing."""
         if self.exact:
             return 1.0 if (self._words.find(word), int(state)) in self._entry else 0.0
+        return float(self.counts(word, state).sum())
+
+    def _index(self) -> tuple:
         if self._lookup is None:
             t = self.table.trie
             child = {(int(p), int(k)): i for i, (p, k) in enumerate(zip(t.parent, t.letter)) if i}
             S, A = self.mdp.n_states, self.mdp.n_actions
             pair = self.table.keys // A
             uniq, inv = np.unique(pair, return_inverse=True)
-            total = np.bincount(inv, weights=self.table.counts)
-            self._lookup = (child, dict(zip(uniq.tolist(), total.tolist())), S)
-        child, total, S = self._lookup
-        p = 0
-        for k in word:
-            p = child.get((p, int(k)))
-            if p is None:
-                return 0.0
-        return float(total.get(p * S + int(state), 0.0))
+            rows = np.zeros((len(uniq) + 1, A))  # the last row: nothing known
+            np.add.at(rows, (inv, self.table.keys % A), self.table.counts)
+            self._lookup = (child, dict(zip(uniq.tolist(), range(len(uniq)))), rows, S)
+        return self._lookup
+
+    def counts(self, word, state: int) -> np.ndarray:
+        """``(A,)`` action counts at (word, state) (zeros when nothing is known; counts only)."""
+        return self.rows([(word, state)])[0]
+
+    def rows(self, histories) -> np.ndarray:
+        """``(len(histories), A)`` action counts of (word, state) histories (counts only)."""
+        if self.exact:
+            raise RmtkError("an exact expert's knowledge holds distributions, not counts")
+        child, index, rows, S = self._index()
+        out = np.empty(len(histories), np.int64)
+        for r, (word, state) in enumerate(histories):
+            p: int | None = 0
+            for k in word:
+                p = child.get((p, int(k)))
+                if p is None:
+                    break
+            out[r] = len(rows) - 1 if p is None else index.get(p * S + int(state), len(rows) - 1)
+        return rows[out]
 
     # -- folding answers ------------------------------------------------------------------------
     def add(self, *answers: Observations) -> int:
@@ -215,6 +219,7 @@ class Knowledge:
         for word, s, row in (
             (w, s, r) for obs in answers for w, s, r in zip(obs.words, obs.states.tolist(), obs.values)
         ):
+            self._asked.add((tuple(int(k) for k in word), int(s)))
             p = grow.node(word)
             for a in np.flatnonzero(row):
                 keys.append((p * S + s) * A + int(a))
@@ -259,7 +264,54 @@ class Knowledge:
     def negatives(self, ptp: PrefixTreePolicy) -> PolicyClasses | NegativePairs:
         if self.exact:
             return PolicyClasses(ptp.classes, np.array(self._class_state, np.int64), ptp.tree.pair_node)
-        return ConfidenceMiner(alpha=self.alpha).mine(ptp)
+        if isinstance(self.miner, AnytimeMiner):
+            return self.miner.mine(ptp, fixed=~self.asked_rows(ptp))
+        return self.miner.mine(ptp)
+
+    def asked_rows(self, ptp: PrefixTreePolicy) -> np.ndarray:
+        """Which rows of ``ptp`` (on this knowledge's trie) hold counts of answers: the others
+        are recorded data no one looked at before counting."""
+        out = np.zeros(ptp.n_pairs, bool)
+        if not self._asked:
+            return out
+        t = ptp.trie
+        child = {(int(p), int(k)): i for i, (p, k) in enumerate(zip(t.parent.tolist(), t.letter.tolist())) if i}
+        S = self.mdp.n_states
+        keys = np.asarray(ptp.tree.pair_node, np.int64) * S + np.asarray(ptp.tree.pair_state, np.int64)
+        wanted = []
+        for word, s in self._asked:
+            p: int | None = 0
+            for k in word:
+                p = child.get((p, k), None) if p is not None else None
+            if p is not None:
+                wanted.append(p * S + s)
+        if wanted:
+            out = np.isin(keys, np.array(wanted, np.int64))
+        return out
+
+    def pruned(self, min_count: float) -> CountTable:
+        """The count table cut to the pairs that can yield a negative example: recorded pairs seen
+        at least ``min_count`` times (the fixed-sample rule's least), every pair at a state where
+        something was asked, at states with two or more such pairs."""
+        table = self.table
+        if not self._asked:
+            return prune_counts(table, min_count)
+        A, S = table.n_actions, table.n_states
+        pair = table.keys // A
+        uniq, inv = np.unique(pair, return_inverse=True)
+        total = np.bincount(inv, weights=table.counts, minlength=len(uniq))
+        states = np.unique([s for _, s in self._asked])
+        keep_pair = (total >= min_count) | np.isin(uniq % S, states)
+        state = uniq % S
+        kept_states, per_state = np.unique(state[keep_pair], return_counts=True)
+        keep_pair &= np.isin(state, kept_states[per_state >= 2])
+        keep = keep_pair[inv]
+        return CountTable(table.trie, table.keys[keep], table.counts[keep], S, A, table.n_letters, table.n_trajectories)
+
+    def class_of(self, word, state: int) -> int | None:
+        """The policy class of an exact answer at (word, state) (``None``: not asked)."""
+        entry = self._entry.get((self._words.find(word), int(state))) if self.exact else None
+        return None if entry is None else self._class[entry]
 
     def oracle(self):
         """``(ptp, negatives, oracle)`` of what is known; the oracle accepts everything when

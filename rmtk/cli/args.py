@@ -40,6 +40,21 @@ def _depth(text: str):
 _positive_float = _number(float, "a number", lambda v: 0 < v < float("inf"), "above 0")
 
 
+#: ``--resolution``'s help.
+RESOLUTION_HELP = (
+    "with --active --expert simulated: sample each question until the expert's actions after its two histories "
+    "are told apart or no difference of R or more in total variation remains (default 0.3)"
+)
+
+
+def _resolution(text: str) -> float:
+    """A target resolution: a total variation in (0, 1]."""
+    value = _positive_float(text)
+    if not value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a total variation in (0, 1], got {text}")
+    return value
+
+
 def _probability(text: str) -> float:
     value = _positive_float(text)
     if not value < 1:
@@ -184,13 +199,14 @@ def _add_engine_options(parser, what: str) -> None:
 
 def active_from_args(args, task: Task):
     """The :class:`~rmtk.active.loop.ActiveLearner` and the expert of ``learn --active``: the task's
-    exact policy, or (``--expert simulated``) its soft-optimal policy run on the task's MDP,
-    ``--samples`` actions per question; ``--demos`` are the data recorded before; ``--time-limit``
-    bounds the whole run."""
+    exact policy, or (``--expert simulated``) its soft-optimal policy run on the task's MDP, each
+    question sampled until it is decided at ``--resolution`` (at most ``--samples`` draws a
+    history), checked by the conformance suite on the MDP (or ``--walks``); ``--demos`` are the
+    data recorded before; ``--time-limit`` bounds the whole run."""
     from ..active.asking import Budget
     from ..active.checks import ExpertWalks
     from ..active.experts import SimulatedExpert, TaskExpert
-    from ..active.loop import ActiveLearner
+    from ..active.loop import RESOLUTION, ActiveLearner
     from ..active.questions import SplitMostPairs
     from ..encoders import SatEncoder
 
@@ -202,12 +218,15 @@ def active_from_args(args, task: Task):
         data = args.demos if format_of(args.demos) == "parquet" else load(args.demos, task.mdp)
     make = TaskExpert if expert_kind == "exact" else SimulatedExpert
     expert = make(task, source=args.policy or "soft-optimal", seed=args.seed or 0, recorded=data)
-    budget = Budget(queries=args.budget_queries, steps=args.budget_steps, seconds=args.budget_seconds)
-    sampled = expert_kind != "exact" or args.walks or args.walk_length  # the exact expert: the exact check
-    walks = ExpertWalks(walks=args.walks or 5, length=args.walk_length or 40) if sampled else None
+    budget = Budget(
+        queries=args.budget_queries, steps=args.budget_steps, seconds=args.budget_seconds, draws=args.budget_draws
+    )
+    walked = args.walks or args.walk_length  # else the expert's default: exact, or the conformance suite
+    walks = ExpertWalks(walks=args.walks or 5, length=args.walk_length or 40) if walked else None
     learner = ActiveLearner(
-        strategy=SplitMostPairs(samples=args.samples or 200),
+        strategy=SplitMostPairs(samples=args.samples),
         check=walks,
+        resolution=RESOLUTION if args.resolution is None else args.resolution,
         encoder=SatEncoder(
             non_stuttering=not args.stuttering, solver=args.solver, symmetry_breaking=not args.no_symmetry_breaking
         ),

@@ -173,7 +173,7 @@ def _active_header(plan, active) -> None:
     print(
         f"# active learning from the expert's {kind}: {plural(len(active.rounds), 'round')}, "
         f"{plural(active.queries, 'query', 'queries')}, {plural(active.steps, 'environment step')} asked, "
-        f"{plural(active.known, '(word, state) pair')} known"
+        f"{plural(active.draws, 'policy draw')}, {plural(active.known, '(word, state) pair')} known"
     )
     for line in active.log().splitlines():
         print(f"#   {line}")

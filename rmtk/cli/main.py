@@ -20,12 +20,14 @@ from ..mdp import LabeledMDP
 from ..task import Task
 from . import stopping
 from .args import (
+    RESOLUTION_HELP,
     _add_engine_options,
     _depth,
     _engine_from_args,
     _positive_float,
     _positive_int,
     _probability,
+    _resolution,
     _seed,
 )
 from .learn import cmd_learn, load_task, writable
@@ -298,12 +300,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ln.add_argument("--budget-queries", type=_positive_int, metavar="N", help="with --active: at most N expert queries")
     ln.add_argument("--budget-seconds", type=_positive_float, metavar="S", help="with --active: at most S seconds")
+    ln.add_argument("--budget-draws", type=_positive_int, metavar="N", help="with --active: at most N expert draws")
     ln.add_argument(
         "--samples",
         type=_positive_int,
         metavar="M",
-        help="with --active --expert simulated: actions drawn per question (default 200)",
+        help="with --active --expert simulated: at most M draws at a history (default: --resolution decides)",
     )
+    ln.add_argument("--resolution", type=_resolution, metavar="R", help=RESOLUTION_HELP)
     ln.add_argument(
         "--walks",
         type=_positive_int,

@@ -118,8 +118,22 @@ class GymExpert(ExpertCapabilities):
         )
         return NodePolicyTable(table).class_table(task) if same else None
 
-    # Steps: one per action drawn (act_steps and extend_steps keep their defaults); a replay's
-    # steps realise the history and are not counted, as a restore is not.
+    # -- what a question costs ----------------------------------------------------------------
+    def act_steps(self, word, state, m: int) -> int:
+        """Realising the history (its actions are drawn there, no step taken)."""
+        if self.mode == "restore":
+            return 1
+        plan = [
+            len(p)
+            for p in (self._plan(tuple(word), int(state), int(s)) for s in self.mdp.start_states)
+            if p is not None
+        ]
+        return self.max_resets + max(plan, default=0)
+
+    def extend_steps(self, word, state, k: int, m: int) -> int:
+        """Per run a reset (or the history realised) and ``k − 1`` moves."""
+        first = 1 if word is None else self.act_steps(word, state, 1)
+        return int(m) * (first + int(k) - 1)
 
     # -- realising a history --------------------------------------------------------------------
     def _node(self, word) -> int:
@@ -156,13 +170,15 @@ class GymExpert(ExpertCapabilities):
 
     def _at(self, rng, word, state: int) -> int:
         """Put the environment at the end of the history (see the module docstring); the
-        steps a replay played."""
+        environment steps it took (resets counted, and the steps a replay played)."""
         if self.mode == "restore":
             self.env.reset(seed=int(rng.integers(2**31)))
             (self.restore or _toy_text)(self.env, state)
-            return 0
+            return 1
+        resets = 0
         for _ in range(self.max_resets):
             start, _ = self.env.reset(seed=int(rng.integers(2**31)))
+            resets += 1
             plan = self._plan(word, state, int(start))
             if plan is not None:
                 break
@@ -191,7 +207,7 @@ class GymExpert(ExpertCapabilities):
             raise QueryError(
                 f"replaying the history ended in state {self.mdp.states[expect]!r}, not {self.mdp.states[state]!r}"
             )
-        return len(plan)
+        return resets + len(plan)
 
     def _expected(self, s: int, a: int) -> list[int]:
         T, A = self.mdp.kernel, self.mdp.n_actions
@@ -213,11 +229,11 @@ class GymExpert(ExpertCapabilities):
         word = check_history(self.mdp, word, state, self.compressed)
         rng = self._draws.next()
         node = self._node(word)
-        self._at(rng, word, int(state))
+        steps = self._at(rng, word, int(state))
         counts = np.bincount(
             [self._choose(rng, int(state), node) for _ in range(int(m))], minlength=self.mdp.n_actions
         ).astype(float)
-        return Observations((word,), np.array([int(state)]), counts[None, :], False, steps=int(m))
+        return Observations((word,), np.array([int(state)]), counts[None, :], False, steps=steps)
 
     def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
         if word is not None:
@@ -230,20 +246,21 @@ class GymExpert(ExpertCapabilities):
             w: tuple[int, ...]
             if word is None:
                 obs, _ = self.env.reset(seed=int(rng.integers(2**31)))
+                steps += 1
                 s = int(obs)
                 w = (int(lab[s]),)
             else:
-                self._at(rng, word, int(state))
+                steps += self._at(rng, word, int(state))
                 s, w = int(state), tuple(word)
             node = self._node(w)
             for t in range(int(k)):
                 a = self._choose(rng, s, node)
                 found.setdefault((w, s), np.zeros(A))[a] += 1
-                steps += 1
                 if t + 1 == k:
                     break
                 move = int(rng.integers(A)) if explore and rng.random() < explore else a
                 obs, done = self._step(move)
+                steps += 1
                 s = int(obs)
                 w = compress(w + (int(lab[s]),)) if self.compressed else w + (int(lab[s]),)
                 node = int(self.policy.machine.delta_u[node, self._letters[lab[s]]])
@@ -397,14 +414,15 @@ class ReplayExpert(ExpertCapabilities):
                 self._where.setdefault((word, int(s)), (e, t))
 
     def act_steps(self, word, state, m: int) -> int:
-        """The replayed prefix plus one step per action drawn."""
+        """The reset and the replayed prefix (the actions are drawn at its end, no step taken)."""
         where = self._where.get((tuple(int(k) for k in word), int(state)))
-        return int(m) + (where[1] if where is not None else 0)
+        return 1 + (where[1] if where is not None else 0)
 
     def extend_steps(self, word, state, k: int, m: int) -> int:
+        """Per run a reset (and the replayed prefix) and ``k − 1`` moves."""
         if word is None:
             return int(k) * int(m)
-        return int(m) * (int(k) + self.act_steps(word, state, 0))
+        return int(m) * (int(k) - 1 + self.act_steps(word, state, 0))
 
     @property
     def histories(self) -> list:
@@ -435,7 +453,7 @@ class ReplayExpert(ExpertCapabilities):
         node = self._node(word)
         drawn = np.asarray(self.policy.choose(np.full(int(m), int(state)), np.full(int(m), node), rng))
         counts = np.bincount(drawn, minlength=self._actions()).astype(float)
-        return Observations((tuple(word),), np.array([int(state)]), counts[None, :], False, steps=t + int(m))
+        return Observations((tuple(word),), np.array([int(state)]), counts[None, :], False, steps=1 + t)
 
     def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
         """``m`` continuations of ``k`` steps from the history (``None``: from a fresh seeded
@@ -450,20 +468,21 @@ class ReplayExpert(ExpertCapabilities):
             if word is None:
                 obs = _first(self.env.reset(seed=int(rng.integers(2**31)))[0], vector)
                 s, w = self.cell(obs), (self.label(obs),)
+                steps += 1
             else:
                 obs, t = self._at(word, state)
                 s, w = int(state), tuple(word)
-                steps += t
+                steps += 1 + t
             node = self._node(w)
             for i in range(int(k)):
                 a = int(np.asarray(self.policy.choose(np.array([s]), np.array([node]), rng))[0])
                 found.setdefault((w, s), {}).setdefault(a, 0)
                 found[(w, s)][a] += 1
-                steps += 1
                 if i + 1 == k:
                     break
                 move = int(rng.integers(self._actions())) if explore and rng.random() < explore else a
                 obs, done = _step(self.env, move, vector)
+                steps += 1
                 s, lab = self.cell(obs), self.label(obs)
                 w = compress(w + (lab,))
                 node = int(m_.delta_u[node, letters[lab]])

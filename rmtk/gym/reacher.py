@@ -369,14 +369,18 @@ class ReacherExpert(ExpertCapabilities):
     # -- the Expert protocol --------------------------------------------------------------------
     def act(self, word, state, m: int = 100) -> Observations:
         """``m`` actions of the expert after ``word`` in cell ``state``: ``m`` arms restored there
-        each take one step."""
+        each take one step (a restore and a step each: 2·``m`` environment steps, ``m`` draws)."""
         word = self._check(word, state)
         rng = self._draws.next()
         env, cells = self._at(rng, word, int(state), int(m))
         actions = np.asarray(self.policy.choose(cells, np.full(int(m), self._node(word)), rng))
         env.step(actions)
         counts = np.bincount(actions, minlength=25).astype(float)
-        return Observations((word,), np.array([int(state)]), counts[None, :], False, steps=int(m))
+        return Observations((word,), np.array([int(state)]), counts[None, :], False, steps=2 * int(m))
+
+    def act_steps(self, word, state, m: int) -> int:
+        """Each of the ``m`` arms restored, then stepped with its action: two environment steps."""
+        return 2 * int(m)
 
     def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
         """``m`` arms restored at the history (or reset, ``word=None``) run ``k`` steps each;

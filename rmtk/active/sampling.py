@@ -1,0 +1,314 @@
+"""Asking an expert that is run, sequentially (docs/design.md, sections 12 and 14).
+
+A question to an expert that is run compares two histories at one state (a witness: the
+hypotheses merge them or split them; a transition test; a conformance history and its
+representative). Instead of a fixed number of draws, each comparison is sampled in batches with
+the run's anytime-valid test (:class:`~rmtk.statistics.Sequential` with
+:class:`~rmtk.anytime.Adaptive`) until it is *separated* (the expert acts differently: a
+negative example), *resolved* (no difference as large as the target resolution, at level α),
+*capped* (the question's most draws at both histories), or the budget ends:
+
+* :func:`needs` decides, for many comparisons at once, their status and the next batch;
+* :func:`sample` asks comparisons level by level through the :class:`~rmtk.active.asking.Asker`:
+  at each level every open comparison gets its next batch (the histories with the most evidence
+  first, so that what the budget allows goes where a difference is growing), the answers are
+  folded into the knowledge, and the comparisons are planned again. With
+  ``stop_on_separation`` it stops after the first level that separates one: what is known
+  changed, and the round's hypotheses with it. A clear difference therefore stops after a few
+  dozen draws, a faint one keeps its comparison going until the resolution is reached.
+
+A lone history (no partner) is asked up to the test's first batch: enough to make what it
+reads part of what is known, which later comparisons build on.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from .. import ties
+from ..statistics import Sequential
+
+
+@attrs.frozen
+class Query:
+    """One question: the expert's action at ``state`` after ``word`` (``samples`` draws for an
+    expert that is run), asked because the witness (``word``, ``partner``, ``state``) separates
+    the machine pairs ``pairs`` (indices among the round's hypotheses, 0-based; ``(i, i)``: it
+    uses a free transition of machine ``i``). From an expert that is run, the two histories of a
+    witness are compared sequentially (docs/design.md section 14): ``samples`` is the next batch,
+    and the loop asks more until the comparison is decided, or ``cap`` draws at the history
+    (``None``: no cap; the run's target resolution decides). ``optional``: a further witness,
+    sampled while the round's other comparisons are undecided and it shows the most evidence,
+    left when they are decided."""
+
+    word: tuple[int, ...]
+    state: int
+    samples: int
+    partner: tuple[int, ...]
+    pairs: tuple[tuple[int, int], ...]
+    cost: float
+    cap: int | None = None
+    optional: bool = False
+
+
+#: The statuses of a decided comparison (separated, resolved, capped); an undecided one is
+#: open, and a lone history already asked is known.
+DECIDED = ("separated", "resolved", "capped")
+
+
+@attrs.frozen
+class Compared:
+    """A comparison of two histories at one state as it stands: the counts ``n1``, ``n2`` at
+    ``word`` and ``partner``, the ``status`` (``"separated"``, ``"resolved"``: no difference
+    ≥ ``upper`` at level α, ``"capped"``, ``"open"``: the budget or the round ended it), and
+    the confidence interval ``[lower, upper]`` of the total variation between the expert's
+    actions after the two (at every sample size, level α); ``cap``: the question's most draws
+    a history."""
+
+    word: tuple[int, ...]
+    partner: tuple[int, ...]
+    state: int
+    status: str
+    n1: int
+    n2: int
+    lower: float
+    upper: float
+    cap: int | None = None
+
+    def __str__(self) -> str:
+        if self.status == "separated":
+            return f"differ (total variation at least {self.lower:.2f}; {self.n1} and {self.n2} draws)"
+        return f"no difference ≥ {self.upper:.2f} found ({self.n1} and {self.n2} draws; {self.status})"
+
+
+@attrs.frozen
+class Needs:
+    """What :func:`needs` decided for each comparison: ``status``, the next draws at the two
+    histories (``draw1``, ``draw2``), their counts and the interval of the total variation
+    (``lower``, ``upper``; ``[0, 1]`` for a lone history) and the ``margin`` (signed evidence
+    of a difference: positive when separated)."""
+
+    status: np.ndarray
+    draw1: np.ndarray
+    draw2: np.ndarray
+    n1: np.ndarray
+    n2: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    margin: np.ndarray
+
+
+def needs(knowledge, pairs, caps=None, *, asked: bool = False) -> Needs:
+    """Status and next draws of comparisons ``(word, partner, state)`` (``partner`` ``()``: a
+    lone history) under the knowledge's counts and its sequential test; ``caps``: the most draws
+    per history of each (``None``: none). ``asked``: they are being asked, and the knowledge
+    remembers them (what is decided, the intervals seen: :func:`standing`)."""
+    k = len(pairs)
+    test = knowledge.test
+    rows1 = knowledge.rows([(w, s) for w, _, s in pairs]) if k else np.zeros((0, knowledge.mdp.n_actions))
+    rows2 = knowledge.rows([(p, s) for _, p, s in pairs]) if k else rows1
+    n1, n2 = rows1.sum(axis=1), rows2.sum(axis=1)
+    cap = np.array([np.inf if c is None else float(c) for c in (caps if caps is not None else [None] * k)])
+    two = np.array([bool(p) for _, p, _ in pairs], dtype=bool)
+    status = np.full(k, "known", dtype=object)
+    d1, d2 = np.zeros(k, np.int64), np.zeros(k, np.int64)
+    lower, upper, margin = np.zeros(k), np.ones(k), np.full(k, -1.0)
+    lone = ~two
+    want = np.minimum(float(test.first), cap[lone])
+    d1[lone] = np.maximum(0.0, want - n1[lone]).astype(np.int64)
+    status[lone] = np.where(d1[lone] > 0, "open", "known")
+    if two.any():
+        plan = test.plan(rows1[two], rows2[two])
+        c = plan.comparison
+        st = plan.status.astype(object)
+        a = np.minimum(plan.draw1, np.maximum(0.0, cap[two] - n1[two])).astype(np.int64)
+        b = np.minimum(plan.draw2, np.maximum(0.0, cap[two] - n2[two])).astype(np.int64)
+        lo, up = np.array(c.lower, dtype=float), np.array(c.resolution, dtype=float)
+        # every interval the anytime-valid test gave holds at once: intersected with those of
+        # earlier looks, and a comparison once decided stays so (docs/design.md section 14)
+        memory = knowledge.intervals
+        eps = test.epsilon
+        for r, idx in enumerate(np.flatnonzero(two).tolist()):
+            w, p, s = pairs[idx]
+            key = _key(w, p, s)
+            old = memory.get(key)
+            if old is not None:
+                lo[r], up[r] = max(lo[r], old[1]), min(up[r], old[2])
+                if old[0] in ("separated", "resolved"):
+                    st[r] = old[0]
+            if st[r] == "open" and ties.at_most(up[r], eps):
+                st[r] = "resolved"
+            if asked or old is not None:
+                status_now = st[r] if st[r] in ("separated", "resolved") else "open"
+                memory[key] = (status_now, lo[r], up[r], cap[idx] if old is None else old[3])
+        decided = np.isin(st, ("separated", "resolved"))
+        a, b = np.where(decided, 0, a), np.where(decided, 0, b)
+        st = np.where((st == "open") & (a + b == 0), "capped", st)
+        status[two], d1[two], d2[two] = st, a, b
+        lower[two], upper[two], margin[two] = lo, up, c.margin
+    return Needs(status.astype(str), d1, d2, n1, n2, lower, upper, margin)
+
+
+@attrs.frozen
+class Sampled:
+    """What :func:`sample` did: the questions ``asked`` (one per batch at a history), the
+    comparisons as they stand (``compared``), whether one was ``separated`` at the end, and the
+    (word, state) pairs ``new`` to the knowledge."""
+
+    asked: tuple[Query, ...]
+    compared: tuple[Compared, ...]
+    separated: bool
+    new: int
+
+
+def sample(
+    asker, knowledge, queries, *, stop_on_separation: bool = True, levels: int | None = None, focus: float = 1.0
+) -> Sampled:
+    """Ask the comparisons of ``queries`` sequentially (module docstring): a query's comparison
+    is (``word``, ``partner``, ``state``) with its ``cap``; the histories of one comparison are
+    asked together or not at all. ``levels``: at most this many batches (``None``: until every
+    comparison is decided, one is separated with ``stop_on_separation``, or the budget ends).
+    ``focus``: the share of the undecided comparisons a batch goes to, those with the most
+    evidence of a difference (at least one; 1: all). Optional comparisons
+    (``Query.optional``) are sampled only while another one is undecided."""
+    comps: dict[tuple, Query] = {}
+    for q in queries:  # a witness's two queries are one comparison
+        key = _key(q.word, q.partner, q.state)
+        comps.setdefault(key, q)
+        if not q.optional:
+            knowledge.optional.discard(key)
+        elif key not in knowledge.intervals:
+            knowledge.optional.add(key)
+    live = list(comps.values())
+    asked: list[Query] = []
+    new, level = 0, 0
+    caps = asker.caps
+    while live:
+        pairs = [(tuple(q.word), tuple(q.partner), int(q.state)) for q in live]
+        need = needs(knowledge, pairs, [q.cap for q in live], asked=True)
+        if level and stop_on_separation and (need.status == "separated").any():
+            break
+        if levels is not None and level >= levels:
+            break
+        is_open = need.status == "open"
+        if not is_open.any() or all(q.optional for q, o in zip(live, is_open) if o):
+            break  # every comparison the round needs is decided: the optional ones are left
+        # this level's batches, each history once with the most draws any comparison wants
+        # there; the comparisons with the most evidence of a difference first (the margin in
+        # units of the interval's width, so that a comparison sampled long and still alike does
+        # not outrank a fresh one), the two histories of one together or not at all
+        evidence = need.margin / np.maximum(need.upper - need.lower, 1e-9)
+        order = [i for i in ties.lexsort((np.arange(len(live)), -evidence)).tolist() if is_open[i]]
+        order = order[: max(1, int(np.ceil(focus * len(order))))]
+        done: set = set()
+        answers, stopped = [], False
+        for i in order:
+            w, p, s = pairs[i]
+            group = [
+                (h, int(d)) for h, d in ((w, need.draw1[i]), (p, need.draw2[i])) if h and d > 0 and (h, s) not in done
+            ]
+            steps = sum(int(caps.act_steps(h, s, d)) for h, d in group)
+            if not asker.allows(len(group), steps, sum(d for _, d in group)):
+                stopped = True
+                break
+            for h, d in group:
+                obs = asker.act(h, s, d)
+                if obs is None:
+                    stopped = True
+                    break
+                done.add((h, s))
+                answers.append(obs)
+                q = live[i]
+                asked.append(Query(h, s, d, p if h == w else w, q.pairs, float(d), q.cap, q.optional))
+            if stopped:
+                break
+        new += knowledge.add(*answers)
+        level += 1
+        live = [q for q, st in zip(live, need.status) if st == "open"]
+        if stopped:
+            break
+    final = list(comps.values())
+    pairs = [(tuple(q.word), tuple(q.partner), int(q.state)) for q in final]
+    need = needs(knowledge, pairs, [q.cap for q in final])
+    compared = tuple(
+        Compared(
+            w,
+            p,
+            s,
+            str(need.status[i]),
+            int(need.n1[i]),
+            int(need.n2[i]),
+            float(need.lower[i]),
+            float(need.upper[i]),
+            final[i].cap,
+        )
+        for i, (w, p, s) in enumerate(pairs)
+        if p
+    )
+    return Sampled(tuple(asked), compared, bool((need.status == "separated").any()), new)
+
+
+def standing(knowledge) -> tuple[Compared, ...]:
+    """Every comparison the knowledge's test looked at, as it stands: the intersection of its
+    intervals, whether it was decided, and the counts now."""
+    keys = list(knowledge.intervals)
+    if not keys:
+        return ()
+    rows1 = knowledge.rows([(k[1], k[0]) for k in keys])
+    rows2 = knowledge.rows([(k[2], k[0]) for k in keys])
+    out = []
+    for (s, w, p), a, b in zip(keys, rows1.sum(axis=1).tolist(), rows2.sum(axis=1).tolist()):
+        status, lower, upper, cap = knowledge.intervals[(s, w, p)]
+        cap = None if cap is None or not np.isfinite(cap) else int(cap)
+        out.append(Compared(w, p, s, status, int(a), int(b), float(lower), float(upper), cap))
+    return tuple(out)
+
+
+def undecided_merges(knowledge, delta) -> list[Query]:
+    """The comparisons the knowledge's test looked at, left undecided (a round ended them at a
+    separation elsewhere), whose two histories the machine of transitions ``delta`` (letters as
+    the knowledge's propositions) merges: what its answer rests on that is not yet resolved
+    (further witnesses asked only as options are left out: their pairs are decided elsewhere)."""
+
+    def final(word) -> int:
+        u = 0
+        for k in word:
+            u = int(delta[u, k])
+        return u
+
+    return [
+        Query(c.word, c.state, 0, c.partner, (), 0.0, c.cap)
+        for c in standing(knowledge)
+        if c.status == "open"
+        and final(c.word) == final(c.partner)
+        and _key(c.word, c.partner, c.state) not in knowledge.optional
+    ]
+
+
+def resolved_stop(out, stopped: str, knowledge) -> str:
+    """``stopped`` with what resolved the first machine's merges of ``out`` (an
+    :class:`~rmtk.active.result.ActiveResult`) and what the next resolution
+    would cost at the weakest of them (docs/design.md section 14)."""
+    summary = out.resolution(0)
+    if summary is None:
+        return stopped
+    text = f"{stopped}; {summary}"
+    merged = [c for c in out.merges(0) if c.upper < 1.0]
+    if not merged or out.target is None or knowledge.test is None:
+        return text
+    weakest = merged[0]
+    goal = out.target if weakest.upper > out.target else weakest.upper / 2
+    test = Sequential(alpha=out.alpha, epsilon=max(goal, 1e-6), bound=knowledge.test.bound)
+    a, b = knowledge.rows([(weakest.word, weakest.state), (weakest.partner, weakest.state)])
+    m1, m2 = test.to_resolve(a[None], b[None])
+    if np.isfinite(m1[0]) and np.isfinite(m2[0]):
+        text += (
+            f"; resolving {goal:.2f} at the weakest would take about {int(m1[0] + m2[0]):,} more draws there "
+            "(if the frequencies stay as they are)"
+        )
+    return text
+
+
+def _key(word, partner, state) -> tuple:
+    return (int(state),) + tuple(sorted((tuple(word), tuple(partner))))

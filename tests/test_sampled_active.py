@@ -1,0 +1,137 @@
+"""Questions to an expert that is run, sampled sequentially (rmtk/active/sampling.py, the loop's
+anytime-valid bound rmtk/anytime.py, docs/design.md section 14): early stops on clear
+differences, long runs on faint ones, resolutions that hold in simulation, answers that say
+what they rest on, budgets that count draws and environment steps apart."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_explain import _corner_grid
+from test_statistics import _apart, _sampler
+
+from rmtk.active import ActiveLearner, Budget, SimulatedExpert
+from rmtk.active.asking import Asker
+from rmtk.active.experts import ExpertCapabilities
+from rmtk.active.sampling import Query, sample
+from rmtk.active.survivors import Knowledge
+from rmtk.anytime import Adaptive
+from rmtk.planning import task_policy
+from rmtk.statistics import Sequential
+
+# compressed words of the corner grid: i = 0, a = 1, b = 2, g = 3 (tests/test_explain.py)
+NODE0 = (0,)  # nothing yet
+NODE0_AGAIN = (0, 3, 0)  # paid at g before a: still node 0
+NODE2 = (0, 1, 0, 2, 0)  # a, then b: node 2
+
+
+def _asking(task, seed: int, epsilon: float, budget: Budget | None = None):
+    expert = SimulatedExpert(task, seed=seed)
+    caps = ExpertCapabilities.of(expert)
+    test = Sequential(alpha=0.05, epsilon=epsilon, bound=Adaptive(), growth=1.5)
+    knowledge = Knowledge(task.mdp, exact=False, compressed=caps.compressed, alpha=0.05, test=test)
+    return Asker(expert, caps, budget or Budget()), knowledge
+
+
+def test_the_loops_bound_is_right_in_1_minus_alpha_of_sequential_runs():
+    """With the loop's bound (Adaptive), looking after every batch: at a true difference just
+    above ε, "resolved" (no difference ≥ ε) is wrong and said in at most α of seeded runs; at
+    zero difference, "separated" is wrong and said in at most α of them."""
+    seq = Sequential(alpha=0.1, epsilon=0.3, bound=Adaptive(), growth=1.5)
+    p = np.array([0.5, 0.3, 0.2])
+    for tv, wrong in ((0.0, "separated"), (0.32, "resolved")):
+        rng = np.random.default_rng(int(tv * 100) + 7)
+        outcomes = [seq.run(_sampler(p, rng), _sampler(_apart(p, tv), rng), 3)[0] for _ in range(40)]
+        assert set(outcomes) <= {"separated", "resolved"}
+        assert outcomes.count(wrong) <= 0.1 * len(outcomes)
+
+
+def test_the_claimed_resolution_is_detected_in_1_minus_alpha_of_runs():
+    """A comparison that ended "resolved" claims no difference ≥ ``upper``: a pair that truly
+    differs by the resolution claimed for an equal pair is separated in at least 1 − α of
+    seeded runs sampled to the same counts."""
+    seq = Sequential(alpha=0.1, epsilon=0.25, bound=Adaptive(), growth=1.5)
+    bound = Adaptive()
+    p = np.array([0.6, 0.25, 0.15])
+    rng = np.random.default_rng(3)
+    status, a, b, _ = seq.run(_sampler(p, rng), _sampler(p, rng), 3)
+    assert status == "resolved"
+    claimed = float(bound.compare(a[None], b[None], alpha=0.1).resolution[0])
+    assert claimed <= 0.25
+    n1, n2 = int(a.sum()), int(b.sum())
+    q = _apart(p, claimed)
+    found = 0
+    for _ in range(100):
+        x, y = rng.multinomial(n1, p).astype(float), rng.multinomial(n2, q).astype(float)
+        found += bool(bound.compare(x[None], y[None], alpha=0.1).separated[0])
+    assert found >= 0.9 * 100
+
+
+def test_sampling_stops_early_on_clear_differences_and_keeps_going_on_faint_ones():
+    """Through the loop's asker, at one state of the 5 × 5 corner grid (λ 0.5): the histories
+    of nodes 0 and 2 (their policies there differ by ≈ 0.5) are separated after fewer than 100
+    draws a side; two histories of node 0 (no difference) are sampled until no difference ≥ 0.3
+    remains, several times as many draws, and the comparison says so."""
+    task = _corner_grid(5, 0.5)
+    pi = task_policy(task).pi
+    inner = [s for s in range(task.mdp.n_states) if task.mdp.labels[s] == 0]
+    state = max(inner, key=lambda s: (0.5 * np.abs(pi[s, 0] - pi[s, 2]).sum(), -s))
+    assert 0.5 * np.abs(pi[state, 0] - pi[state, 2]).sum() > 0.4
+    asker, knowledge = _asking(task, 0, 0.3)
+    clear = sample(asker, knowledge, [Query(NODE0, state, 0, NODE2, (), 0.0)])
+    clear_draws = asker.draws
+    assert clear.separated and clear.compared[0].status == "separated" and clear_draws < 200
+    asker, knowledge = _asking(task, 0, 0.3)
+    faint = sample(asker, knowledge, [Query(NODE0, state, 0, NODE0_AGAIN, (), 0.0)])
+    (c,) = faint.compared
+    assert not faint.separated and c.status == "resolved" and c.upper <= 0.3
+    assert asker.draws > 3 * clear_draws
+    assert "no difference" in str(c)
+
+
+def test_a_soft_expert_never_yields_an_unflagged_wrong_machine():
+    """Soft experts of the corner grid at two softness levels and small draw budgets: every
+    answer is the true machine alone, or says it was cut short (flagged) and what its samples
+    resolved; none is stated in the words of a proof."""
+    for size, lam, draws, seed in ((4, 0.5, 6_000, 0), (4, 0.3, 6_000, 1), (5, 0.5, 20_000, 2)):
+        task = _corner_grid(size, lam)
+        run = ActiveLearner(budget=Budget(draws=draws), irl=None).fit(task, SimulatedExpert(task, seed=seed))
+        assert run.sampled and run.draws <= draws
+        assert "found no counterexample" not in run.stopped
+        right = len(run.result.machines) == 1 and run.result.isomorphic_to_truth() == (True,)
+        if not right:
+            assert run.flagged, (size, lam, run.stopped)
+        if run.result.machines:
+            assert "resolution (total variation, alpha 0.05)" in run.stopped, run.stopped
+
+
+def test_budgets_count_draws_and_environment_steps_apart():
+    """A simulated expert's question draws many actions at one restored state: one
+    environment step, many draws. A draws budget and a steps budget each hold and each name
+    themselves; the round log and the result agree with the asker's counts."""
+    task = _corner_grid(4, 0.5)
+    run = ActiveLearner(budget=Budget(draws=3_000), irl=None).fit(task, SimulatedExpert(task, seed=0))
+    assert run.exhausted == "draws" and run.ended == "budget spent (draws)"
+    assert 0 < run.draws <= 3_000 and 0 < run.steps < run.draws
+    assert run.rounds[-1].draws <= run.draws and run.rounds[-1].steps <= run.steps
+    run = ActiveLearner(budget=Budget(steps=40), irl=None).fit(task, SimulatedExpert(task, seed=0))
+    assert run.exhausted == "steps" and run.steps <= 40 and run.draws > run.steps
+    for kw in (dict(draws=0), dict(draws=-1), dict(draws=1.5)):
+        with pytest.raises(Exception, match="draws"):
+            Budget(**kw)
+
+
+def test_a_soft_expert_learned_alone_says_what_was_resolved_not_a_proof():
+    """The 3 × 3 corner grid at λ 0.5 (nodes 0.38 to 0.66 apart at most): the loop's defaults
+    end by themselves with the true machine alone; the stop reason says what the conformance
+    suite looked for and what the comparisons behind the merges resolved, and the coverage
+    says the suite is complete for every machine of the truth's size."""
+    task = _corner_grid(3, 0.5)
+    run = ActiveLearner(irl=None).fit(task, SimulatedExpert(task, seed=0))
+    assert not run.flagged and run.result.isomorphic_to_truth() == (True,)
+    assert run.stopped.startswith("one machine survives; the sampled equivalence check (SuiteCheck) found no ")
+    assert "difference of 0.3 or more; resolution (total variation, alpha 0.05): no difference ≥" in run.stopped
+    assert "counterexample" not in run.stopped
+    assert run.coverage.suite.nodes >= 3 and run.draws > run.steps > 0
+    summary = run.resolution(0)
+    assert summary.comparisons == len(run.merges(0)) and summary.median <= 0.3
