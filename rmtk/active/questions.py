@@ -287,11 +287,15 @@ class SplitMostPairs(StrategyCapabilities):
         ``pairs`` (deduplicated, in order)."""
         out: dict = {}
         if isinstance(mdp, LabeledMDP):
+            near = None if knowledge.exact else label_distances(mdp)
             for i, j in pairs[: self.products]:
                 prod = sync_product(mdp, deltas[i], deltas[j])
                 s, a, b = prod.states, prod.a, prod.b
-                for group, cls in ((s * prod.nb + b, a), (s * prod.na + a, b)):
-                    for x, y in clash_pairs(group, cls, prod.depth, self.per_product):
+                for group, cls, delta in ((s * prod.nb + b, a, deltas[i]), (s * prod.na + a, b, deltas[j])):
+                    found = clash_pairs(group, cls, prod.depth, self.per_product if near is None else None)
+                    if near is not None:
+                        found = nearest_change(found, s, cls, prod.depth, np.asarray(delta), near)[: self.per_product]
+                    for x, y in found:
                         w1, w2 = prod.word(x, mdp.labels), prod.word(y, mdp.labels)
                         if knowledge.compressed:
                             w1, w2 = compressed(w1), compressed(w2)
@@ -475,6 +479,46 @@ class SplitMostPairs(StrategyCapabilities):
                         out.append(Query(word, s, int(more), partner, split_pairs, float(more), self.samples, True))
                 picked += 1
         return out
+
+
+def label_distances(mdp: LabeledMDP) -> np.ndarray:
+    """``(K, S)``: the fewest steps from each state to a state labeled with each proposition
+    (``inf``: never), by a breadth-first search backwards from the labeled states."""
+    S, K = mdp.n_states, mdp.n_propositions
+    succ = mdp.successor_matrix()
+    src = np.repeat(np.arange(S), np.diff(np.asarray(succ.indptr)))
+    dst = np.asarray(succ.indices)
+    dist = np.full((K, S), np.inf)
+    frontier = np.asarray(mdp.labels)[None, :] == np.arange(K)[:, None]
+    reached = np.zeros((K, S), dtype=bool)
+    for d in range(1, S + 1):
+        step = np.stack([np.bincount(src, weights=frontier[k, dst], minlength=S) > 0 for k in range(K)])
+        new = step & ~reached
+        if not new.any():
+            break
+        dist[new] = d
+        reached |= new
+        frontier = new
+    return dist
+
+
+def nearest_change(found, states, cls, depth, delta, near) -> list[tuple[int, int]]:
+    """The witnesses ``found`` (pairs of product triples; ``cls``: the node of the machine of
+    transitions ``delta`` that splits them) ordered by how near their state is to a label that
+    changes the pair of nodes it splits (a letter after which the two nodes are not the same
+    two nodes again), then by length. Where no such label is near, the two nodes' futures
+    agree for longer, and a discounted expert acts alike there for longer too: a difference
+    between them shows first near those labels (docs/design.md section 14.1). Ties keep the
+    shortest-first order of :func:`rmtk.equivalence.clash_pairs`."""
+    if not found:
+        return []
+    x, y = np.array(found, dtype=np.int64).T
+    p, q = cls[x], cls[y]
+    dp, dq = delta[p], delta[q]
+    same = ((dp == p[:, None]) & (dq == q[:, None])) | ((dp == q[:, None]) & (dq == p[:, None]))
+    d = np.where(same, np.inf, near[:, states[x]].T).min(axis=1)
+    order = ties.lexsort((np.arange(len(x)), depth[x] + depth[y], d))
+    return [(int(x[k]), int(y[k])) for k in order.tolist()]
 
 
 class _Pairs:
