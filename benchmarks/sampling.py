@@ -24,9 +24,11 @@ lists point at real differences, and the size of conformance suites.
   ``close4`` (4 × 4, λ 1: every two nodes differ by a few hundredths at most states) and
   ``faint`` (10 × 10, λ 0.5: at most 0.011 and ≈ 0.5). ``alone from``: the draws spent when the
   truth became the only hypothesis for good. Targets (exit status 1 when one fails): on the
-  ``close`` rows the active loop ends by itself with the true machine alone in fewer policy
-  draws than the recording's 600,000; on ``faint`` it separates node 2 (at least 2 nodes) and
-  its answer is the truth or says the resolution it reached and what the next would cost.
+  ``close`` rows the active loop's answer is the true machine alone, in fewer policy draws than
+  the recording's 600,000, and the run ends by itself or, flagged (a conformance check at the
+  target resolution cannot finish within that: docs/benchmarks.md section 23), says the
+  resolution it reached; on ``faint`` it separates node 2 (at least 2 nodes) and its answer is
+  the truth or says the resolution it reached and what the next would cost.
 * ``sharp``: the sharp experts of the tests (patrol at λ 0.1, FrozenLake's a-then-g, the
   ε-greedy recorded experts, stack_avoid from 1,000 demonstrations) at the default target
   resolution: machines, policy draws, environment steps.
@@ -315,9 +317,12 @@ def soft(markdown: bool) -> int:
         print(f"# {name}: {run.stopped}")
         if run.coverage is not None:
             print(f"#   equivalence check: {run.coverage}")
-        if name.startswith("close") and not (truth and run.draws < 600_000 and not run.flagged):
-            failed.append(f"{name}: the truth alone, the run ended by itself, in fewer than 600,000 draws")
         said = "resolution (total variation" in run.stopped and (truth or "more draws there" in run.stopped)
+        if name.startswith("close") and not (truth and run.draws < 600_000 and (not run.flagged or said)):
+            failed.append(
+                f"{name}: the truth alone in fewer than 600,000 draws, ended by itself or flagged with the "
+                "resolution reached"
+            )
         if name == "faint" and not ((r.n_nodes or 0) >= 2 and said):
             failed.append(f"{name}: node 2 separated and the resolution reached said (and what the next would cost)")
     print(render(rows, markdown, left=frozenset({"grid", "passive (10^4 x 60 steps)", "active", "ended"})))

@@ -284,7 +284,9 @@ class SplitMostPairs(StrategyCapabilities):
 
     def candidates(self, mdp, deltas, knowledge, pairs) -> dict:
         """``(word1, word2, state) -> None`` for every candidate witness of the machine
-        ``pairs`` (deduplicated, in order)."""
+        ``pairs`` (deduplicated, in order); from an expert that is run, each product's
+        ``per_product`` nearest a label that changes the pair of nodes they split
+        (:func:`nearest_change`), else its shortest."""
         out: dict = {}
         if isinstance(mdp, LabeledMDP):
             near = None if knowledge.exact else label_distances(mdp)
@@ -427,7 +429,7 @@ class SplitMostPairs(StrategyCapabilities):
         open_pairs = np.triu(np.ones((k, k), dtype=bool), 1)
         open_pairs[n_surv:, n_surv:] = False  # alternatives are only there to test the survivors
         pairs = [(int(i), int(j)) for i, j in np.argwhere(open_pairs)[: self.products]]
-        cands, wanted, splits = [], [], []
+        cands, wanted, splits, ends = [], [], [], []
         finals = _Finals(deltas)
         found = list(self.candidates(mdp, deltas, knowledge, pairs))
         d1, d2 = self._needs(knowledge, found) if found else (np.zeros(0), np.zeros(0))
@@ -438,6 +440,7 @@ class SplitMostPairs(StrategyCapabilities):
             if split.all() or not split.any():
                 continue
             cands.append((w1, w2, s))
+            ends.append((finals(w1), finals(w2)))
             wanted.append((a, b))
             splits.append(split)
         if not cands:
@@ -445,13 +448,15 @@ class SplitMostPairs(StrategyCapabilities):
         split = np.stack(splits, axis=1)
         cost = np.array([sum(n) for n in wanted], dtype=float)
         length = np.array([len(c[0]) + len(c[1]) for c in cands])
+        # from an expert that is run, those nearest a label that changes a pair of nodes they split first
+        d = np.zeros(len(cands)) if knowledge.exact else _nearest(mdp, deltas, cands, ends, split)
         out: list[Query] = []
         asked: set = set()
         first = open_pairs.copy()
         picked = 0
         while open_pairs.any():
             gain = separated(split, open_pairs)
-            best = int(ties.lexsort((length, -gain / cost))[0])
+            best = int(ties.lexsort((length, -gain / cost, d))[0])
             if gain[best] == 0:
                 break
             col = split[:, best]
@@ -467,7 +472,7 @@ class SplitMostPairs(StrategyCapabilities):
             picked += 1
         if not knowledge.exact:  # further witnesses of the same pairs, for the sampling to choose among
             gain = separated(split, first)
-            for best in ties.lexsort((length, -gain / cost)).tolist():
+            for best in ties.lexsort((length, -gain / cost, d)).tolist():
                 if picked >= self.witnesses or gain[best] == 0:
                     break
                 col = split[:, best]
@@ -502,6 +507,30 @@ def label_distances(mdp: LabeledMDP) -> np.ndarray:
     return dist
 
 
+def change_distance(delta, p, q, states, near) -> np.ndarray:
+    """For pairs of nodes ``p``, ``q`` of the machine of transitions ``delta`` at ``states``:
+    the fewest steps to a label after which they are not the same two nodes again (``near``:
+    :func:`label_distances`; ``inf``: none is reachable)."""
+    dp, dq = delta[p], delta[q]
+    same = ((dp == p[:, None]) & (dq == q[:, None])) | ((dp == q[:, None]) & (dq == p[:, None]))
+    return np.where(same, np.inf, near[:, states].T).min(axis=1, initial=np.inf)
+
+
+def _nearest(mdp, deltas, cands, ends, split) -> np.ndarray:
+    """Each candidate witness's least :func:`change_distance` over the machines that split it."""
+    near = label_distances(mdp)
+    states = np.array([c[2] for c in cands], dtype=np.int64)
+    f1 = np.stack([e[0] for e in ends])
+    f2 = np.stack([e[1] for e in ends])
+    out = np.full(len(cands), np.inf)
+    for m, delta in enumerate(deltas):
+        cut = split[m]
+        if cut.any():
+            d = change_distance(np.asarray(delta), f1[cut, m], f2[cut, m], states[cut], near)
+            out[cut] = np.minimum(out[cut], d)
+    return out
+
+
 def nearest_change(found, states, cls, depth, delta, near) -> list[tuple[int, int]]:
     """The witnesses ``found`` (pairs of product triples; ``cls``: the node of the machine of
     transitions ``delta`` that splits them) ordered by how near their state is to a label that
@@ -513,10 +542,7 @@ def nearest_change(found, states, cls, depth, delta, near) -> list[tuple[int, in
     if not found:
         return []
     x, y = np.array(found, dtype=np.int64).T
-    p, q = cls[x], cls[y]
-    dp, dq = delta[p], delta[q]
-    same = ((dp == p[:, None]) & (dq == q[:, None])) | ((dp == q[:, None]) & (dq == p[:, None]))
-    d = np.where(same, np.inf, near[:, states[x]].T).min(axis=1)
+    d = change_distance(delta, cls[x], cls[y], states[x], near)
     order = ties.lexsort((np.arange(len(x)), depth[x] + depth[y], d))
     return [(int(x[k]), int(y[k])) for k in order.tolist()]
 
