@@ -440,3 +440,24 @@ def test_a_labelers_own_error_is_located():
             2,
             propositions="a",
         )
+
+
+def test_a_node_policy_is_asked_only_about_copies_that_play(coffee):
+    """With fewer episodes than copies (a last wave, or a small run), the copies that play no
+    episode have state −1: a node policy chooses only for the others (the reacher's expert
+    looked up a bin at −1), and the episodes played are those of a full wave."""
+    mdp = coffee.mdp
+    table = shortest_path_table(coffee, 0.3)
+    seen = []
+    inner = NodePolicy.from_table(coffee.machine, table)
+
+    def choose(states, nodes, rng):
+        seen.append(np.asarray(states).copy())
+        return inner.choose(states, nodes, rng)
+
+    policy = NodePolicy(coffee.machine, choose)
+    rec = collect(MdpVectorEnv(mdp, 8, max_steps=12), policy, StateLabels.of(mdp), Identity(), 3, seed=1)
+    assert rec.episodes == 3 and seen and all(len(s) == 3 and (s >= 0).all() for s in seen)
+    # the same three episodes as from a vector of three copies (same seed: same resets and draws)
+    three = collect(MdpVectorEnv(mdp, 3, max_steps=12), inner, StateLabels.of(mdp), Identity(), 3, seed=1)
+    assert rec == three

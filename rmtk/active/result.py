@@ -75,7 +75,8 @@ class Round:
             "equivalence": f"equivalence check, {plural(self.walks, 'walk')}"
             if self.walks
             else (
-                f"exact equivalence check, {asked} (the synchronised product with the expert's policy)"
+                f"exact equivalence check (1 query: the synchronised product with the expert's policy), "
+                f"{plural(len(self.asked), 'history', 'histories')} of its counterexamples asked"
                 if self.check in ("", "exact")
                 else f"equivalence check ({self.check})"
             ),

@@ -26,8 +26,10 @@ class Context(NamedTuple):
 
     Attributes:
         t: the step within the episode (0 at a reset).
-        state: discretised state index (an array over a vector environment's copies).
-        label: proposition index of this step's label (likewise).
+        state: discretised state index (an array over a vector environment's copies; −1 for
+            a copy that plays no episode in this wave, when fewer episodes than copies remain,
+            or whose episode has ended).
+        label: proposition index of this step's label (likewise, −1 where the state is).
         propositions: the alphabet, in label-index order.
         rng: the shard's random generator: the policy's only source of randomness.
     """
@@ -103,6 +105,13 @@ class NodePolicy:
         state, label = np.atleast_1d(ctx.state), np.atleast_1d(ctx.label)
         if ctx.t == 0 or self._node is None or len(self._node) != len(state):
             self._node = np.full(len(state), self.machine.initial, dtype=np.int64)
-        self._node = self.machine.delta_u[self._node, self.letters(ctx.propositions)[label]]
-        actions = np.asarray(self.choose(state, self._node, ctx.rng))
+        live = state >= 0  # copies playing no episode (−1) keep their node and get action 0
+        letters = self.letters(ctx.propositions)[np.where(live, label, 0)]
+        self._node = np.where(live, self.machine.delta_u[self._node, letters], self._node)
+        if live.all():
+            actions = np.asarray(self.choose(state, self._node, ctx.rng))
+        else:
+            actions = np.zeros(len(state), dtype=np.int64)
+            if live.any():
+                actions[live] = np.asarray(self.choose(state[live], self._node[live], ctx.rng))
         return actions if np.ndim(ctx.state) else actions[0]
