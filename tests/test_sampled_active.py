@@ -143,7 +143,7 @@ def test_label_distances_match_a_breadth_first_search():
     back to one)."""
     import networkx as nx
 
-    from rmtk.active.questions import label_distances
+    from rmtk.active.witnesses import label_distances
 
     mdp = _corner_grid(5, 0.5).mdp
     succ = mdp.successor_matrix()

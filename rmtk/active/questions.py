@@ -60,6 +60,7 @@ from ..space import Space
 from ..validators import positive_int, unit_interval, whole
 from .sampling import Query, needs
 from .survivors import Knowledge, Survivors
+from .witnesses import label_distances, nearest, nearest_change
 
 __all__ = [
     "KINDS",
@@ -286,7 +287,7 @@ class SplitMostPairs(StrategyCapabilities):
         """``(word1, word2, state) -> None`` for every candidate witness of the machine
         ``pairs`` (deduplicated, in order); from an expert that is run, each product's
         ``per_product`` nearest a label that changes the pair of nodes they split
-        (:func:`nearest_change`), else its shortest."""
+        (:func:`~rmtk.active.witnesses.nearest_change`), else its shortest."""
         out: dict = {}
         if isinstance(mdp, LabeledMDP):
             near = None if knowledge.exact else label_distances(mdp)
@@ -449,7 +450,7 @@ class SplitMostPairs(StrategyCapabilities):
         cost = np.array([sum(n) for n in wanted], dtype=float)
         length = np.array([len(c[0]) + len(c[1]) for c in cands])
         # from an expert that is run, those nearest a label that changes a pair of nodes they split first
-        d = np.zeros(len(cands)) if knowledge.exact else _nearest(mdp, deltas, cands, ends, split)
+        d = np.zeros(len(cands)) if knowledge.exact else nearest(mdp, deltas, cands, ends, split)
         out: list[Query] = []
         asked: set = set()
         first = open_pairs.copy()
@@ -484,67 +485,6 @@ class SplitMostPairs(StrategyCapabilities):
                         out.append(Query(word, s, int(more), partner, split_pairs, float(more), self.samples, True))
                 picked += 1
         return out
-
-
-def label_distances(mdp: LabeledMDP) -> np.ndarray:
-    """``(K, S)``: the fewest steps from each state to a state labeled with each proposition
-    (``inf``: never), by a breadth-first search backwards from the labeled states."""
-    S, K = mdp.n_states, mdp.n_propositions
-    succ = mdp.successor_matrix()
-    src = np.repeat(np.arange(S), np.diff(np.asarray(succ.indptr)))
-    dst = np.asarray(succ.indices)
-    dist = np.full((K, S), np.inf)
-    frontier = np.asarray(mdp.labels)[None, :] == np.arange(K)[:, None]
-    reached = np.zeros((K, S), dtype=bool)
-    for d in range(1, S + 1):
-        step = np.stack([np.bincount(src, weights=frontier[k, dst], minlength=S) > 0 for k in range(K)])
-        new = step & ~reached
-        if not new.any():
-            break
-        dist[new] = d
-        reached |= new
-        frontier = new
-    return dist
-
-
-def change_distance(delta, p, q, states, near) -> np.ndarray:
-    """For pairs of nodes ``p``, ``q`` of the machine of transitions ``delta`` at ``states``:
-    the fewest steps to a label after which they are not the same two nodes again (``near``:
-    :func:`label_distances`; ``inf``: none is reachable)."""
-    dp, dq = delta[p], delta[q]
-    same = ((dp == p[:, None]) & (dq == q[:, None])) | ((dp == q[:, None]) & (dq == p[:, None]))
-    return np.where(same, np.inf, near[:, states].T).min(axis=1, initial=np.inf)
-
-
-def _nearest(mdp, deltas, cands, ends, split) -> np.ndarray:
-    """Each candidate witness's least :func:`change_distance` over the machines that split it."""
-    near = label_distances(mdp)
-    states = np.array([c[2] for c in cands], dtype=np.int64)
-    f1 = np.stack([e[0] for e in ends])
-    f2 = np.stack([e[1] for e in ends])
-    out = np.full(len(cands), np.inf)
-    for m, delta in enumerate(deltas):
-        cut = split[m]
-        if cut.any():
-            d = change_distance(np.asarray(delta), f1[cut, m], f2[cut, m], states[cut], near)
-            out[cut] = np.minimum(out[cut], d)
-    return out
-
-
-def nearest_change(found, states, cls, depth, delta, near) -> list[tuple[int, int]]:
-    """The witnesses ``found`` (pairs of product triples; ``cls``: the node of the machine of
-    transitions ``delta`` that splits them) ordered by how near their state is to a label that
-    changes the pair of nodes it splits (a letter after which the two nodes are not the same
-    two nodes again), then by length. Where no such label is near, the two nodes' futures
-    agree for longer, and a discounted expert acts alike there for longer too: a difference
-    between them shows first near those labels (docs/design.md section 14.1). Ties keep the
-    shortest-first order of :func:`rmtk.equivalence.clash_pairs`."""
-    if not found:
-        return []
-    x, y = np.array(found, dtype=np.int64).T
-    d = change_distance(delta, cls[x], cls[y], states[x], near)
-    order = ties.lexsort((np.arange(len(x)), depth[x] + depth[y], d))
-    return [(int(x[k]), int(y[k])) for k in order.tolist()]
 
 
 class _Pairs:
