@@ -135,3 +135,41 @@ def test_a_soft_expert_learned_alone_says_what_was_resolved_not_a_proof():
     assert run.coverage.suite.nodes >= 3 and run.draws > run.steps > 0
     summary = run.resolution(0)
     assert summary.comparisons == len(run.merges(0)) and summary.median <= 0.3
+
+
+def test_label_distances_match_a_breadth_first_search():
+    """The fewest steps from each state to a state of each label, against networkx's shortest
+    paths on the corner grid's successor graph (a label's own states count the steps to come
+    back to one)."""
+    import networkx as nx
+
+    from rmtk.active.witnesses import label_distances
+
+    mdp = _corner_grid(5, 0.5).mdp
+    succ = mdp.successor_matrix()
+    g = nx.DiGraph()
+    for s in range(mdp.n_states):
+        g.add_edges_from((s, int(t)) for t in succ.indices[succ.indptr[s] : succ.indptr[s + 1]])
+    near = label_distances(mdp)
+    lengths = dict(nx.all_pairs_shortest_path_length(g))
+    for k in range(mdp.n_propositions):
+        targets = np.flatnonzero(np.asarray(mdp.labels) == k).tolist()
+        for s in range(mdp.n_states):
+            want = min(1 + lengths[t][u] for t in g.successors(s) for u in targets if u in lengths[t])
+            assert near[k, s] == want, (k, s)
+
+
+def test_a_faint_difference_near_one_corner_is_found_and_the_truth_left_alone():
+    """8 × 8 corner grid at λ 0.45: nodes 0 and 1 differ by a total variation of at most 0.05,
+    only beside b (≤ 0.003 elsewhere); 10⁴ recorded episodes hold no negative example. The
+    witnesses nearest a label that changes the pair of nodes they split come first, so the
+    loop's differences are found where they show: within 40,000 draws the true machine is the
+    only one left, flagged (a check at 0.04 cannot finish within that budget) and saying what
+    was resolved."""
+    task = _corner_grid(8, 0.45)
+    run = ActiveLearner(resolution=0.04, budget=Budget(draws=40_000), irl=None).fit(task, SimulatedExpert(task, seed=0))
+    assert run.draws <= 40_000 and run.flagged and run.exhausted == "draws"
+    assert len(run.result.machines) == 1 and run.result.isomorphic_to_truth() == (True,)
+    assert "resolution (total variation, alpha 0.05)" in run.stopped and "counterexample" not in run.stopped
+    alone = [r.draws for r in run.rounds if r.survivors == 1 and r.nodes == 3]
+    assert alone and alone[0] < 30_000

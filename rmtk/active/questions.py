@@ -60,6 +60,7 @@ from ..space import Space
 from ..validators import positive_int, unit_interval, whole
 from .sampling import Query, needs
 from .survivors import Knowledge, Survivors
+from .witnesses import label_distances, nearest, nearest_change
 
 __all__ = [
     "KINDS",
@@ -284,14 +285,20 @@ class SplitMostPairs(StrategyCapabilities):
 
     def candidates(self, mdp, deltas, knowledge, pairs) -> dict:
         """``(word1, word2, state) -> None`` for every candidate witness of the machine
-        ``pairs`` (deduplicated, in order)."""
+        ``pairs`` (deduplicated, in order); from an expert that is run, each product's
+        ``per_product`` nearest a label that changes the pair of nodes they split
+        (:func:`~rmtk.active.witnesses.nearest_change`), else its shortest."""
         out: dict = {}
         if isinstance(mdp, LabeledMDP):
+            near = None if knowledge.exact else label_distances(mdp)
             for i, j in pairs[: self.products]:
                 prod = sync_product(mdp, deltas[i], deltas[j])
                 s, a, b = prod.states, prod.a, prod.b
-                for group, cls in ((s * prod.nb + b, a), (s * prod.na + a, b)):
-                    for x, y in clash_pairs(group, cls, prod.depth, self.per_product):
+                for group, cls, delta in ((s * prod.nb + b, a, deltas[i]), (s * prod.na + a, b, deltas[j])):
+                    found = clash_pairs(group, cls, prod.depth, self.per_product if near is None else None)
+                    if near is not None:
+                        found = nearest_change(found, s, cls, prod.depth, np.asarray(delta), near)[: self.per_product]
+                    for x, y in found:
                         w1, w2 = prod.word(x, mdp.labels), prod.word(y, mdp.labels)
                         if knowledge.compressed:
                             w1, w2 = compressed(w1), compressed(w2)
@@ -423,7 +430,7 @@ class SplitMostPairs(StrategyCapabilities):
         open_pairs = np.triu(np.ones((k, k), dtype=bool), 1)
         open_pairs[n_surv:, n_surv:] = False  # alternatives are only there to test the survivors
         pairs = [(int(i), int(j)) for i, j in np.argwhere(open_pairs)[: self.products]]
-        cands, wanted, splits = [], [], []
+        cands, wanted, splits, ends = [], [], [], []
         finals = _Finals(deltas)
         found = list(self.candidates(mdp, deltas, knowledge, pairs))
         d1, d2 = self._needs(knowledge, found) if found else (np.zeros(0), np.zeros(0))
@@ -434,6 +441,7 @@ class SplitMostPairs(StrategyCapabilities):
             if split.all() or not split.any():
                 continue
             cands.append((w1, w2, s))
+            ends.append((finals(w1), finals(w2)))
             wanted.append((a, b))
             splits.append(split)
         if not cands:
@@ -441,13 +449,15 @@ class SplitMostPairs(StrategyCapabilities):
         split = np.stack(splits, axis=1)
         cost = np.array([sum(n) for n in wanted], dtype=float)
         length = np.array([len(c[0]) + len(c[1]) for c in cands])
+        # from an expert that is run, those nearest a label that changes a pair of nodes they split first
+        d = np.zeros(len(cands)) if knowledge.exact else nearest(mdp, deltas, cands, ends, split)
         out: list[Query] = []
         asked: set = set()
         first = open_pairs.copy()
         picked = 0
         while open_pairs.any():
             gain = separated(split, open_pairs)
-            best = int(ties.lexsort((length, -gain / cost))[0])
+            best = int(ties.lexsort((length, -gain / cost, d))[0])
             if gain[best] == 0:
                 break
             col = split[:, best]
@@ -463,7 +473,7 @@ class SplitMostPairs(StrategyCapabilities):
             picked += 1
         if not knowledge.exact:  # further witnesses of the same pairs, for the sampling to choose among
             gain = separated(split, first)
-            for best in ties.lexsort((length, -gain / cost)).tolist():
+            for best in ties.lexsort((length, -gain / cost, d)).tolist():
                 if picked >= self.witnesses or gain[best] == 0:
                     break
                 col = split[:, best]
