@@ -76,6 +76,9 @@ def test_mice_requires_data_and_reports_bad_steps(tmp_path):
     np.savez(bad, states=np.array([[0, 1, 5]], dtype=np.int8), actions=np.array([[0, 0, 3]], dtype=np.int8))
     with pytest.raises(DataError, match=r"trajectory 0, step 1"):
         run("mice", Options(figure_dir=None, overrides={"data": str(bad)}))
+    import tracemalloc
+
+    assert not tracemalloc.is_tracing()  # the experiment's measurement ends with it (it had slowed later code 25x)
 
 
 @pytest.mark.skipif(not REAL.exists(), reason="the mice data file is not present")
