@@ -122,30 +122,28 @@ def label_learner_from_args(args, learner=None):
     search = SmallestPairs(
         symmetry_breaking=not args.no_symmetry_breaking, non_stuttering=not args.stuttering, solver=args.solver
     )
-    if learner is None:
-        return LabelLearner(
-            search=search,
-            props=args.learn_labels or None,
+    if learner is None:  # the questions of the active loop are the data: the command line's limits
+        strategies: dict = {}
+        limits = dict(
             max_nodes=args.max_nodes,
             nodes=args.nodes,
             max_solutions=args.max_solutions,
             time_limit=args.time_limit,
             progress=_progress(args),
         )
-    ptp = learner.ptp
-    if isinstance(ptp, ExactPTP) and args.depth is None:
-        ptp = attrs.evolve(ptp, depth=None)
-    return LabelLearner(
-        ptp=ptp,
-        miner=learner.miner,
-        search=search,
-        props=args.learn_labels or None,
-        max_nodes=learner.max_nodes,
-        nodes=learner.nodes,
-        max_solutions=learner.max_solutions,
-        time_limit=learner.time_limit,
-        progress=learner.progress,
-    )
+    else:
+        ptp = learner.ptp
+        if isinstance(ptp, ExactPTP) and args.depth is None:
+            ptp = attrs.evolve(ptp, depth=None)
+        strategies = dict(ptp=ptp, miner=learner.miner)
+        limits = dict(
+            max_nodes=learner.max_nodes,
+            nodes=learner.nodes,
+            max_solutions=learner.max_solutions,
+            time_limit=learner.time_limit,
+            progress=learner.progress,
+        )
+    return LabelLearner(search=search, props=args.learn_labels or None, **strategies, **limits)
 
 
 def _progress(args):
