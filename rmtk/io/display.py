@@ -41,8 +41,8 @@ def figure_svg(fig: Any) -> str:
 
 
 def machine_svg(machine: RewardMachine) -> str:
-    """A reward machine drawn by :func:`rmtk.io.draw.draw_machine`, as SVG text."""
-    from .draw import draw_machine
+    """A reward machine drawn by :func:`rmtk.io.machine_picture.draw_machine`, as SVG text."""
+    from .machine_picture import draw_machine
 
     return figure_svg(draw_machine(machine, title=machine.name))
 
