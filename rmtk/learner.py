@@ -51,7 +51,7 @@ from .sat.search import SearchResult, Solution
 from .space import Space
 from .summary import MachineSummary, Phases, Stop
 from .task import Task
-from .validators import BOUND_WHY, MAX_NODES, node_count, optional_positive_int, optional_seconds, strategy
+from .validators import BOUND_WHY, MAX_NODES, implements, node_count, optional_positive_int, optional_seconds
 
 __all__ = [
     "Learner",
@@ -312,12 +312,16 @@ class Learner:
         progress: a :class:`~rmtk.progress.Progress` (e.g. :class:`~rmtk.progress.StderrProgress`).
     """
 
-    ptp: PTP = attrs.field(factory=ExactPTP, validator=strategy("a ptp strategy", "build"))
+    ptp: PTP = attrs.field(factory=ExactPTP, validator=implements("a ptp strategy", "build"))
     miner: NegativeExampleMiner | None = attrs.field(
-        default=None, validator=strategy("a miner strategy", "mine", optional=True)
+        default=None, validator=implements("a miner strategy", "mine", optional=True)
     )
-    encoder: SatEncoder = attrs.field(factory=SatEncoder, validator=strategy("an encoder strategy", "encode", "search"))
-    irl: MaxEntIRL | None = attrs.field(factory=MaxEntIRL, validator=strategy("an irl strategy", "fit", optional=True))
+    encoder: SatEncoder = attrs.field(
+        factory=SatEncoder, validator=implements("an encoder strategy", "encode", "search")
+    )
+    irl: MaxEntIRL | None = attrs.field(
+        factory=MaxEntIRL, validator=implements("an irl strategy", "fit", optional=True)
+    )
     max_nodes: int | None = attrs.field(default=None, validator=node_count)
     nodes: int | None = attrs.field(default=None, validator=node_count)
     max_solutions: int | None = attrs.field(default=None, validator=optional_positive_int)

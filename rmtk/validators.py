@@ -113,7 +113,7 @@ def one_of(*allowed):
     return check
 
 
-def strategy(what: str, *methods: str, optional: bool = False, example: str = ""):
+def implements(what: str, *methods: str, optional: bool = False, example: str = ""):
     """A validator of a learner's strategy slot: an object with the protocol's ``methods``
     (``None`` too when ``optional``). Checked once, at construction, so that a wrong object is
     named there rather than failing inside ``fit``; the learner then only calls those methods."""

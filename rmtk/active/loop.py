@@ -48,6 +48,7 @@ from ..task import Task
 from ..validators import (
     BOUND_WHY,
     MAX_NODES,
+    implements,
     node_count,
     optional_positive_int,
     optional_seconds,
@@ -81,20 +82,6 @@ class RewardRecovery(Protocol):
     def fit(self, mdp, machines, policy, *, gamma, lam, progress): ...
 
 
-def _strategy(instance, attribute, value) -> None:
-    if not isinstance(value, QuestionStrategy):
-        raise RmtkError(
-            f"strategy={value!r} is not a question strategy: it has no start method (a QuestionStrategy "
-            "starts a run's inquiry, whose choose method picks each round's questions; see docs/design.md "
-            "section 12)"
-        )
-
-
-def _check(instance, attribute, value) -> None:
-    if value is not None and not isinstance(value, EquivalenceCheck):
-        raise RmtkError(f"check={value!r} is not an equivalence check: it has no run method (rmtk.active.checks)")
-
-
 def _encoder(instance, attribute, value) -> None:
     if value is not None and not isinstance(value, SatEncoder):
         raise RmtkError(
@@ -114,13 +101,6 @@ def _resolution(instance, attribute, value) -> None:
             f"resolution must lie in (0, 1], got {value!r} (ActiveLearner): the smallest difference in total "
             "variation between the expert's actions after two histories that a question to an expert that is run "
             "samples until it resolves"
-        )
-
-
-def _irl(instance, attribute, value) -> None:
-    if value is not None and not isinstance(value, RewardRecovery):
-        raise RmtkError(
-            f"irl={value!r} is not a reward recovery: it has no fit method (MaxEntIRL, MarginIRL, or None for none)"
         )
 
 
@@ -166,8 +146,17 @@ class ActiveLearner:
         progress: a :class:`~rmtk.progress.Progress`; one note per round.
     """
 
-    strategy: QuestionStrategy = attrs.field(factory=SplitMostPairs, validator=_strategy)
-    check: EquivalenceCheck | None = attrs.field(default=None, validator=_check)
+    strategy: QuestionStrategy = attrs.field(
+        factory=SplitMostPairs,
+        validator=implements(
+            "a question strategy",
+            "start",
+            example="SplitMostPairs(): its start begins a run's inquiry, whose choose picks each round's questions",
+        ),
+    )
+    check: EquivalenceCheck | None = attrs.field(
+        default=None, validator=implements("an equivalence check", "run", optional=True)
+    )
     encoder: SatEncoder | None = attrs.field(default=None, validator=_encoder)
     budget: Budget = attrs.field(factory=Budget, validator=_budget)
     max_nodes: int | None = attrs.field(default=None, validator=node_count)
@@ -176,7 +165,9 @@ class ActiveLearner:
     max_rounds: int = attrs.field(default=500, validator=positive_int)
     alpha: float = attrs.field(default=0.05, validator=unit_interval(open_low=True, open_high=True))
     resolution: float = attrs.field(default=RESOLUTION, validator=_resolution)
-    irl: RewardRecovery | None = attrs.field(default=None, validator=_irl)
+    irl: RewardRecovery | None = attrs.field(
+        default=None, validator=implements("a reward recovery", "fit", optional=True, example="MaxEntIRL()")
+    )
     time_limit: float | None = attrs.field(default=None, validator=optional_seconds)
     progress: Progress = attrs.field(factory=Progress, converter=_progress)
 

@@ -35,7 +35,7 @@ from ..sat.encoding import Problem
 from ..sat.lazy import Oracle, TrieOracle
 from ..space import Space
 from ..task import Task
-from ..validators import BOUND_WHY, MAX_NODES, node_count, optional_positive_int, optional_seconds, strategy
+from ..validators import BOUND_WHY, MAX_NODES, implements, node_count, optional_positive_int, optional_seconds
 from .encoding import MAX_CLAUSES, estimated_clauses
 from .evidence import sample_evidence
 from .freedom import free_states
@@ -77,13 +77,14 @@ class LabelLearner:
     """
 
     ptp: PTP = attrs.field(
-        factory=lambda: ExactPTP(None), validator=strategy("a PTP strategy", "build", example="ExactPTP, EmpiricalPTP")
+        factory=lambda: ExactPTP(None),
+        validator=implements("a PTP strategy", "build", example="ExactPTP, EmpiricalPTP"),
     )
     miner: NegativeExampleMiner | None = attrs.field(
-        default=None, validator=strategy("a negative example miner", "mine", optional=True)
+        default=None, validator=implements("a negative example miner", "mine", optional=True)
     )
     search: PairSearch = attrs.field(
-        factory=SmallestPairs, validator=strategy("a pair search", "search", example="SmallestPairs()")
+        factory=SmallestPairs, validator=implements("a pair search", "search", example="SmallestPairs()")
     )
     known: dict = attrs.field(factory=dict, converter=known_labels)
     shared: tuple = attrs.field(default=(), converter=shared_groups)
