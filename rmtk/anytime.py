@@ -38,7 +38,6 @@ import math
 
 import attrs
 import numpy as np
-from scipy.special import betaln
 
 from . import ties
 from .errors import ModelError
@@ -60,6 +59,8 @@ def _log_ratio(prior: float, s: np.ndarray, n: np.ndarray, p: np.ndarray) -> np.
     """Log of the beta-binomial mixture over the likelihood at frequency ``p``: the martingale
     whose level sets are the confidence sequence (elementwise)."""
     p = np.clip(p, _TINY, 1.0 - 1e-16)
+    from scipy.special import betaln  # here: scipy.special takes 0.1 s to import, most runs ask no sampled expert
+
     return betaln(prior + s, prior + n - s) - betaln(prior, prior) - s * np.log(p) - (n - s) * np.log1p(-p)
 
 
