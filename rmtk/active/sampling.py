@@ -99,11 +99,13 @@ class Needs:
     margin: np.ndarray
 
 
-def needs(knowledge, pairs, caps=None, *, asked: bool = False) -> Needs:
+def needs(knowledge, pairs, caps=None, *, asked=frozenset()) -> Needs:
     """Status and next draws of comparisons ``(word, partner, state)`` (``partner`` ``()``: a
     lone history) under the knowledge's counts and its sequential test; ``caps``: the most draws
-    per history of each (``None``: none). ``asked``: they are being asked, and the knowledge
-    remembers them (what is decided, the intervals seen: :func:`standing`)."""
+    per history of each (``None``: none). The knowledge remembers (what is decided, the
+    intervals seen: :func:`standing`) the comparisons it remembered already, those decided now,
+    and those of ``asked`` (keys of comparisons the expert was asked draws for): a comparison
+    planned but never drawn for holds no evidence, and is not a question the answer rests on."""
     k = len(pairs)
     test = knowledge.test
     rows1 = knowledge.rows([(w, s) for w, _, s in pairs]) if k else np.zeros((0, knowledge.mdp.n_actions))
@@ -139,7 +141,7 @@ def needs(knowledge, pairs, caps=None, *, asked: bool = False) -> Needs:
                     st[r] = old[0]
             if st[r] == "open" and ties.at_most(up[r], eps):
                 st[r] = "resolved"
-            if asked or old is not None:
+            if old is not None or key in asked or st[r] in ("separated", "resolved"):
                 status_now = st[r] if st[r] in ("separated", "resolved") else "open"
                 memory[key] = (status_now, lo[r], up[r], cap[idx] if old is None else old[3])
         decided = np.isin(st, ("separated", "resolved"))
@@ -148,6 +150,47 @@ def needs(knowledge, pairs, caps=None, *, asked: bool = False) -> Needs:
         status[two], d1[two], d2[two] = st, a, b
         lower[two], upper[two], margin[two] = lo, up, c.margin
     return Needs(status.astype(str), d1, d2, n1, n2, lower, upper, margin)
+
+
+def draws_to_decide(test, rows1, rows2, *, most: int = 64) -> np.ndarray:
+    """The policy draws the sequential ``test`` (:class:`~rmtk.statistics.Sequential`) spends on
+    comparisons of count rows ``rows1``, ``rows2`` (``(k, A)``) until it resolves them, if the
+    two sides act alike with their pooled frequencies (uniform where nothing is known): the cost
+    of the costliest outcome ("alike"; a difference is separated sooner), with the test's own
+    batches (the less visited side raised first, the last batch ending where the target is
+    reached); ``inf`` past ``most`` batches."""
+    rows1, rows2 = np.atleast_2d(np.asarray(rows1, float)), np.atleast_2d(np.asarray(rows2, float))
+    n1, n2 = rows1.sum(axis=1), rows2.sum(axis=1)
+    pooled = rows1 + rows2
+    total = pooled.sum(axis=1, keepdims=True)
+    freq = np.where(total > 0, pooled / np.where(total > 0, total, 1.0), 1.0 / rows1.shape[1])
+
+    def resolved(a, b) -> np.ndarray:
+        return ties.at_most(np.asarray(test.compare(freq * a[:, None], freq * b[:, None]).resolution), test.epsilon)
+
+    a, b = n1.copy(), n2.copy()
+    done = resolved(a, b)
+    lo, hi = np.zeros(len(a)), np.zeros(len(a))  # the common count that resolves it lies in (lo, hi]
+    for _ in range(most):
+        live = ~done
+        if not live.any():
+            break
+        low = np.minimum(a, b)
+        level = np.ceil(np.maximum(np.maximum(low * test.growth, float(test.first)), low + 1))
+        hit = live & resolved(np.maximum(a, level), np.maximum(b, level))
+        lo, hi = np.where(hit, low, lo), np.where(hit, level, hi)
+        done |= hit
+        a, b = np.where(live, np.maximum(a, level), a), np.where(live, np.maximum(b, level), b)
+    found = done & (hi > 0)
+    for _ in range(12):  # the last batch ends at the first common count that resolves it
+        mid = np.floor((lo + hi) / 2)
+        move = found & (hi - lo > 1)
+        if not move.any():
+            break
+        ok = resolved(np.maximum(n1, mid), np.maximum(n2, mid))
+        hi, lo = np.where(move & ok, mid, hi), np.where(move & ~ok, mid, lo)
+    spent = np.where(found, np.maximum(n1, hi) + np.maximum(n2, hi) - n1 - n2, 0.0)
+    return np.where(done, spent, np.inf)
 
 
 @attrs.frozen
@@ -184,9 +227,10 @@ def sample(
     asked: list[Query] = []
     new, level = 0, 0
     caps = asker.caps
+    drawn: set = set()  # the comparisons given draws: remembered (needs)
     while live:
         pairs = [(tuple(q.word), tuple(q.partner), int(q.state)) for q in live]
-        need = needs(knowledge, pairs, [q.cap for q in live], asked=True)
+        need = needs(knowledge, pairs, [q.cap for q in live], asked=drawn)
         if level and stop_on_separation and (need.status == "separated").any():
             break
         if levels is not None and level >= levels:
@@ -212,6 +256,7 @@ def sample(
             if not asker.allows(len(group), steps, sum(d for _, d in group)):
                 stopped = True
                 break
+            drawn.add(_key(w, p, s))
             for h, d in group:
                 obs = asker.act(h, s, d)
                 if obs is None:
@@ -230,7 +275,7 @@ def sample(
             break
     final = list(comps.values())
     pairs = [(tuple(q.word), tuple(q.partner), int(q.state)) for q in final]
-    need = needs(knowledge, pairs, [q.cap for q in final])
+    need = needs(knowledge, pairs, [q.cap for q in final], asked=drawn)
     compared = tuple(
         Compared(
             w,
