@@ -146,10 +146,47 @@ def needs(knowledge, pairs, caps=None, *, asked=frozenset()) -> Needs:
                 memory[key] = (status_now, lo[r], up[r], cap[idx] if old is None else old[3])
         decided = np.isin(st, ("separated", "resolved"))
         a, b = np.where(decided, 0, a), np.where(decided, 0, b)
+        a, b = _lagging_batch(test, rows1[two], rows2[two], a, b)
         st = np.where((st == "open") & (a + b == 0), "capped", st)
         status[two], d1[two], d2[two] = st, a, b
         lower[two], upper[two], margin[two] = lo, up, c.margin
     return Needs(status.astype(str), d1, d2, n1, n2, lower, upper, margin)
+
+
+def _lagging_batch(test, rows1, rows2, a, b, rounds: int = 10):
+    """Batches ``a``, ``b`` of comparisons of count rows ``rows1``, ``rows2`` where only the
+    side with fewer draws grows and stays below the other's count, shortened to the fewest draws
+    after which the resolution reaches the target if the frequencies stay as they are (at least
+    one): the test's own estimate of the last batch raises both sides to one count, which says
+    nothing when one side has many more draws than the other."""
+    a, b = np.asarray(a, np.int64).copy(), np.asarray(b, np.int64).copy()
+    rows1, rows2 = np.asarray(rows1, float), np.asarray(rows2, float)
+    n1, n2 = rows1.sum(axis=1), rows2.sum(axis=1)
+    one = ((a > 0) & (b == 0) & (n1 > 0) & (n1 + a < n2)) | ((b > 0) & (a == 0) & (n2 > 0) & (n2 + b < n1))
+    idx = np.flatnonzero(one)
+    if not len(idx):
+        return a, b
+    first = a[idx] > 0  # the side that grows is the first
+    grow = np.where(first, a[idx], b[idx]).astype(float)
+    r_low = np.where(first[:, None], rows1[idx], rows2[idx])
+    r_high = np.where(first[:, None], rows2[idx], rows1[idx])
+    n_low = r_low.sum(axis=1)
+    f_low = r_low / n_low[:, None]
+
+    def resolved(m) -> np.ndarray:
+        up = test.compare(f_low * (n_low + m)[:, None], r_high).resolution
+        return ties.at_most(np.asarray(up, float), test.epsilon)
+
+    lo, hi = np.zeros(len(idx)), grow.copy()
+    ok = resolved(hi)
+    for _ in range(rounds):
+        mid = np.ceil((lo + hi) / 2)
+        fine = resolved(mid)
+        move = ok & (hi - lo > 1)
+        hi, lo = np.where(move & fine, mid, hi), np.where(move & ~fine, mid, lo)
+    m = np.where(ok, np.maximum(hi, 1), grow).astype(np.int64)
+    a[idx], b[idx] = np.where(first, m, 0), np.where(first, 0, m)
+    return a, b
 
 
 def draws_to_decide(test, rows1, rows2, *, most: int = 64) -> np.ndarray:
