@@ -34,6 +34,7 @@ fixed-sample bound, which is invalid for counts gathered while looking at them.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import attrs
@@ -45,7 +46,7 @@ from .negatives import ConfidenceMiner, NegativePairs
 from .ptp import PrefixTree, PrefixTreePolicy
 from .statistics import Mixture, compare, draws_to_resolve, total_variation
 
-__all__ = ["Binomial", "Adaptive", "Interval", "Rows", "AnytimeMiner"]
+__all__ = ["Binomial", "Adaptive", "Interval", "Rows", "AnytimeMiner", "FamilyWise", "FirmRows", "row_weights"]
 
 _TINY = 1e-300
 _ROUNDS = 64  # bisection steps: intervals to 2⁻⁶⁴ of the unit interval
@@ -79,19 +80,21 @@ class Binomial:
         if not (value > 0 and math.isfinite(value)):
             raise ModelError(f"Binomial(prior={value}): prior must be a positive number")
 
-    def intervals(self, counts, level: float) -> tuple[np.ndarray, np.ndarray]:
+    def intervals(self, counts, level) -> tuple[np.ndarray, np.ndarray]:
         """``(lower, upper)`` of every action's frequency, rows of action counts ``(..., A)``
-        (a row with no draw: ``[0, 1]``). Computed once per distinct (draws, row total)."""
+        (a row with no draw: ``[0, 1]``); ``level``: one for all rows, or one per row (shape
+        ``(...)``). Computed once per distinct (draws, row total, level)."""
         counts = _arr(counts)
         A = counts.shape[-1]
         n = np.broadcast_to(counts.sum(axis=-1, keepdims=True), counts.shape)
-        key = np.stack([counts.ravel(), n.ravel()], axis=1)
+        bar = np.broadcast_to(np.log(A / _arr(level))[..., None], counts.shape)
+        key = np.stack([counts.ravel(), n.ravel(), bar.ravel()], axis=1)
         uniq, inv = np.unique(key, axis=0, return_inverse=True)
-        lo, hi = self._solve(uniq[:, 0], uniq[:, 1], math.log(A / level))
+        lo, hi = self._solve(uniq[:, 0], uniq[:, 1], uniq[:, 2])
         inv = inv.reshape(-1)
         return lo[inv].reshape(counts.shape), hi[inv].reshape(counts.shape)
 
-    def _solve(self, s: np.ndarray, n: np.ndarray, bar: float) -> tuple[np.ndarray, np.ndarray]:
+    def _solve(self, s: np.ndarray, n: np.ndarray, bar: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The frequencies whose mixture stays below ``exp(bar)``, by bisection on each side of
         the empirical frequency (the log ratio is convex in p and ≤ 0 there)."""
         seen = n > 0
@@ -286,6 +289,84 @@ class Adaptive:
             level, lo = np.where(live & fine, mid, level), np.where(live & ~fine, mid, lo)
         level = np.where(live, level, np.where(good, np.maximum(n1, n2), cap))
         return np.maximum(0.0, level - n1), np.maximum(0.0, level - n2)
+
+
+_TAIL = 10**6  # the spending sum is added up to here; beyond, by its integral
+
+
+@functools.cache
+def _spending_total() -> float:
+    """``Σ_{m ≥ 2} 1/(m·ln² m)``, from above: the sum to :data:`_TAIL` plus the integral of the
+    rest (``1/ln(_TAIL)``; the terms fall, so the integral bounds the tail)."""
+    m = np.arange(2, _TAIL + 1, dtype=float)
+    return float((1.0 / (m * np.log(m) ** 2)).sum() + 1.0 / math.log(_TAIL))
+
+
+def row_weights(index) -> np.ndarray:
+    """The share of a run's level spent on the row asked ``index``-th (0 first): proportional to
+    ``1/((r + 2)·ln²(r + 2))``, summing to at most 1 over every row a run could ever ask, so the
+    level a late row pays grows only like ``log r + 2 log log r`` (docs/design.md section 14.1)."""
+    m = np.asarray(index, dtype=float) + 2.0
+    return 1.0 / (_spending_total() * m * np.log(m) ** 2)
+
+
+@attrs.frozen
+class FamilyWise:
+    """Separation that holds for a whole run at once (docs/design.md section 14.1). Each
+    comparison of :class:`Adaptive` holds at level α on its own; a run compares thousands of
+    pairs, so a few of its negative examples may be false. Here the level is spent per *row*
+    (a history at a state) instead of per pair: the row asked ``r``-th gets its intervals at
+    ``alpha·w_r`` (:func:`row_weights`, ``Σ w_r ≤ 1``; half to its per-action intervals, half
+    to its :class:`~rmtk.statistics.Mixture` radius). The order is the order of first asking,
+    fixed before the row's first draw, and every interval is anytime-valid, so with probability
+    at least 1 − ``alpha`` every row's intervals hold at every moment of the run, and no pair
+    that :meth:`firm` separates is alike: all such negative examples hold at once."""
+
+    alpha: float = 0.05
+    bound: Adaptive = attrs.field(factory=Adaptive)
+
+    def __attrs_post_init__(self):
+        if not 0 < self.alpha < 1:
+            raise ModelError(f"FamilyWise(alpha={self.alpha}): alpha must lie in (0, 1)")
+
+    def levels(self, index) -> np.ndarray:
+        """The level of each row asked ``index``-th."""
+        return self.alpha * row_weights(index)
+
+    def firm(self, counts1, counts2, index1, index2) -> np.ndarray:
+        """Which pairs of rows of action counts ``(m, A)``, asked ``index1``-th and
+        ``index2``-th, are separated with every row's interval at its level: an action whose
+        intervals are disjoint, or an empirical total variation beyond the two mixture radii
+        (as :attr:`Interval.separated`, a margin within :data:`rmtk.ties.TOL` of 0 reaching it)."""
+        a, b = np.atleast_2d(_arr(counts1)), np.atleast_2d(_arr(counts2))
+        rows = self.prepare(np.vstack([a, b]), np.concatenate([np.ravel(index1), np.ravel(index2)]))
+        return rows.firm(np.arange(len(a)), len(a) + np.arange(len(b)))
+
+    def prepare(self, counts, index) -> FirmRows:
+        """Rows of counts ``(m, A)``, asked ``index``-th, ready for many comparisons."""
+        counts = np.atleast_2d(_arr(counts))
+        level = self.levels(index)
+        low, high = self.bound.binomial.intervals(counts, level / 2)
+        radius = self.bound.mixture.radius(counts.sum(axis=-1), counts.shape[-1], level / 2)
+        return FirmRows(counts, low, high, radius)
+
+
+@attrs.frozen
+class FirmRows:
+    """Rows of counts with their family-wise intervals and radii (:meth:`FamilyWise.prepare`)."""
+
+    counts: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    radius: np.ndarray
+
+    def firm(self, i, j) -> np.ndarray:
+        """Which row pairs ``i``, ``j`` :class:`FamilyWise` separates."""
+        i, j = np.asarray(i, np.int64), np.asarray(j, np.int64)
+        l1, u1, l2, u2 = self.low[i], self.high[i], self.low[j], self.high[j]
+        gap = np.maximum((l1 - u2).max(axis=-1), (l2 - u1).max(axis=-1))
+        tv = total_variation(self.counts[i], self.counts[j])
+        return ties.at_most(0.0, np.maximum(gap, tv - (self.radius[i] + self.radius[j]) / 2))
 
 
 def _asked_pairs(state: np.ndarray, keep: np.ndarray, asked: np.ndarray):

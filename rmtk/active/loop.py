@@ -60,9 +60,10 @@ from .asking import Asker, Budget
 from .checks import CheckCapabilities, EquivalenceCheck
 from .conformance import SuiteCoverage
 from .experts import Expert, ExpertCapabilities, check_expert
+from .family import firm_up, judge
 from .questions import KINDS, Hypotheses, Query, QuestionStrategy, Setting, SplitMostPairs, StrategyCapabilities
 from .result import ENDED_BY, ActiveResult, Round, found, machines
-from .sampling import resolved_stop, sample, standing, undecided_merges
+from .sampling import as_queries, resolved_stop, sample, standing, undecided_merges
 from .survivors import Knowledge
 
 __all__ = ["ActiveLearner", "ActiveResult", "Budget", "Round", "default_check", "RESOLUTION"]
@@ -229,7 +230,7 @@ class ActiveLearner:
         setting = Setting(mdp, knowledge, self.encoder, max_nodes, self.max_solutions, caps.exact, deadline, rec)
         inquiry = self.strategy.start(setting)
         try:
-            run = _Run(self, inquiry, check, check_caps, strategy, asker, knowledge, caps, rec, t0)
+            run = _Run(self, inquiry, check, check_caps, strategy, asker, knowledge, caps, rec, t0, max_nodes)
             res, _ = run.loop()
             known = inquiry.known()
             separation = inquiry.separation(res.solutions) if res.solutions else None
@@ -254,6 +255,11 @@ class ActiveLearner:
             target=self.resolution if sampled else None,
             alpha=self.alpha,
             compared=standing(knowledge) if sampled else (),
+            firmness=judge(
+                knowledge, known[0], known[1], result, encoder=self.encoder, max_nodes=max_nodes, deadline=deadline
+            )
+            if sampled and isinstance(known[1], NegativePairs)
+            else None,
         )
         if sampled and run.stopped and not run.proved:  # flagged or not, what the samples resolved
             out = attrs.evolve(out, stopped=resolved_stop(out, run.stopped, knowledge))
@@ -324,8 +330,9 @@ class ActiveLearner:
 class _Run:
     """The state of one :meth:`ActiveLearner.fit` loop (see the module docstring)."""
 
-    def __init__(self, learner, inquiry, check, check_caps, strategy, asker, knowledge, caps, rec, t0):
+    def __init__(self, learner, inquiry, check, check_caps, strategy, asker, knowledge, caps, rec, t0, max_nodes):
         self.learner, self.inquiry, self.check, self.check_caps = learner, inquiry, check, check_caps
+        self.max_nodes = max_nodes
         self.strategy, self.asker, self.knowledge = strategy, asker, knowledge
         self.caps, self.rec, self.t0 = caps, rec, t0
         self.rounds: list[Round] = []
@@ -398,7 +405,10 @@ class _Run:
             if checked is not None and keys == checked:  # the check found nothing the hypotheses miss
                 res, refuted = self._listed(hyps)
                 if refuted:
-                    reason, asked, walks, new, checked = self._reason, self._refuting, 0, self._new, None
+                    # draws that made negative examples firm leave the check's verdict on the same
+                    # machines standing: it is asked again only if the machines change
+                    checked = keys if self._reason == "firm" else None
+                    reason, asked, walks, new = self._reason, self._refuting, 0, self._new
                     continue
                 why = asker.exhausted or asker.stopped()  # a bound met while listing: the list is so far
                 if why is not None:
@@ -439,7 +449,7 @@ class _Run:
             if (asker.queries, asker.steps, asker.draws) == before and asker.exhausted is not None:
                 self._end(asker.exhausted, "the survivors so far, before the equivalence check")
                 break
-            reason, asked, checked = "equivalence", tuple(_asked(answers)), keys
+            reason, asked, checked = "equivalence", tuple(as_queries(answers)), keys
         return self._final(last), last
 
     def _questions(self, hyps: Hypotheses, same: int) -> tuple[list[Query], str]:
@@ -509,7 +519,7 @@ class _Run:
         self._refuting, self._new, self._reason = (), 0, "equivalence"
         if not self.exact_check:
             res = self.inquiry.survivors(self.learner.max_solutions)
-            if self._settle(res, hyps):
+            if self._settle(res, hyps) or self._firm(res, hyps):
                 return res, True
             if len(res.solutions) > len(hyps) and "split" in self.strategy.kinds and not self.asker.stopped():
                 listing = Hypotheses(
@@ -528,7 +538,7 @@ class _Run:
             answers, _ = self._check_run([np.asarray(delta)])
             if answers:
                 self._new = self.knowledge.add(*answers)
-                self._refuting = tuple(_asked(answers))
+                self._refuting = tuple(as_queries(answers))
                 state["refuted"] = True
                 return False
             return True
@@ -555,6 +565,16 @@ class _Run:
             self._note(hyps, "merges", done.asked, 0, done.new)
         return False
 
+    def _firm(self, res: SearchResult, hyps: Hypotheses) -> bool:
+        """From an expert that is run: :func:`~rmtk.active.family.firm_up`; whether it asked."""
+        if self.caps.exact or self.knowledge.test is None or not res.solutions or self.asker.stopped():
+            return False
+        done = firm_up(self.asker, self.knowledge, res, encoder=self.learner.encoder, max_nodes=self.max_nodes)
+        if done is None or not done.asked:
+            return False
+        self._refuting, self._new, self._reason = done.asked, done.new, "firm"
+        return True
+
     def _final(self, hyps: Hypotheses | None) -> SearchResult:
         """The survivors when the run ends: listed (at most ``max_solutions``) while the
         deadline allows, else the last hypotheses."""
@@ -568,16 +588,6 @@ class _Run:
         if hyps is None or hyps.nodes is None:
             return res if res is not None else SearchResult(None, (), True, (), 0, 0, 0.0, 0.0, 0.0, self.stopped)
         return hyps.as_result(self.knowledge.mdp.n_propositions)
-
-
-def _asked(answers) -> list[Query]:
-    """The histories an equivalence check asked, as queries (for the round's log)."""
-    return [
-        Query(tuple(w), int(s), 1, (), (), 0.0)
-        for obs in answers
-        if obs.exact or obs.evaluations
-        for w, s in zip(obs.words, np.asarray(obs.states).tolist())
-    ]
 
 
 def default_check(expert, strategy: QuestionStrategy | None = None):

@@ -72,6 +72,7 @@ class Round:
             "free": f"{asked} using free transitions of the survivors",
             "tests": f"{asked} testing each transition of the survivor",
             "merges": f"{asked} resolving the comparisons behind the survivor's merges",
+            "firm": f"{asked} making the negative examples the survivors rest on hold family-wise",
             "equivalence": f"equivalence check, {plural(self.walks, 'walk')}"
             if self.walks
             else (
@@ -163,7 +164,8 @@ class ActiveResult:
     :class:`~rmtk.active.conformance.SuiteCoverage` or a :class:`~rmtk.active.checks.Coverage`),
     ``target``: the run's target resolution (``None`` for an exact expert) and ``alpha``;
     ``compared``: every comparison of two histories the run looked at, as it stands at the end
-    (:class:`~rmtk.active.sampling.Compared`)."""
+    (:class:`~rmtk.active.sampling.Compared`); ``firmness``: whether a sampled answer's negative
+    examples hold for the whole run at once (:class:`~rmtk.active.family.Firmness`)."""
 
     result: LearnResult
     rounds: tuple[Round, ...]
@@ -180,6 +182,7 @@ class ActiveResult:
     target: float | None = None
     alpha: float = 0.05
     compared: tuple = ()
+    firmness: object = None
 
     @property
     def sampled(self) -> bool:
@@ -263,6 +266,8 @@ class ActiveResult:
         lines.append(f"stopped: {self.stopped}")
         if self.coverage is not None:
             lines.append(f"equivalence check: {self.coverage}")
+        if self.firmness is not None:
+            lines.append(f"negative examples: {self.firmness}")
         if self.separation is not None:
             lines.append(str(self.separation))
         return "\n".join(lines)

@@ -263,7 +263,6 @@ def sample(
     live = list(comps.values())
     asked: list[Query] = []
     new, level = 0, 0
-    caps = asker.caps
     drawn: set = set()  # the comparisons given draws: remembered (needs)
     while live:
         pairs = [(tuple(q.word), tuple(q.partner), int(q.state)) for q in live]
@@ -289,16 +288,10 @@ def sample(
             group = [
                 (h, int(d)) for h, d in ((w, need.draw1[i]), (p, need.draw2[i])) if h and d > 0 and (h, s) not in done
             ]
-            steps = sum(int(caps.act_steps(h, s, d)) for h, d in group)
-            if not asker.allows(len(group), steps, sum(d for _, d in group)):
-                stopped = True
-                break
-            drawn.add(_key(w, p, s))
-            for h, d in group:
-                obs = asker.act(h, s, d)
-                if obs is None:
-                    stopped = True
-                    break
+            got, stopped = ask_together(asker, group, s)
+            if got or not stopped:
+                drawn.add(_key(w, p, s))
+            for (h, d), obs in zip(group, got):
                 done.add((h, s))
                 answers.append(obs)
                 q = live[i]
@@ -329,6 +322,22 @@ def sample(
         if p
     )
     return Sampled(tuple(asked), compared, bool((need.status == "separated").any()), new)
+
+
+def ask_together(asker, group, state: int) -> tuple[list, bool]:
+    """Ask the histories of one comparison, ``group`` of (history, draws) at ``state``,
+    together or not at all: the answers, and whether the budget or the deadline stopped it
+    (the answers before the stop are kept)."""
+    steps = sum(int(asker.caps.act_steps(h, state, d)) for h, d in group)
+    if not asker.allows(len(group), steps, sum(d for _, d in group)):
+        return [], True
+    out = []
+    for h, d in group:
+        obs = asker.act(h, state, d)
+        if obs is None:
+            return out, True
+        out.append(obs)
+    return out, False
 
 
 def standing(knowledge) -> tuple[Compared, ...]:
@@ -394,3 +403,13 @@ def resolved_stop(out, stopped: str, knowledge) -> str:
 
 def _key(word, partner, state) -> tuple:
     return (int(state),) + tuple(sorted((tuple(word), tuple(partner))))
+
+
+def as_queries(answers) -> list[Query]:
+    """The histories an equivalence check asked, as queries (for the round's log)."""
+    return [
+        Query(tuple(w), int(s), 1, (), (), 0.0)
+        for obs in answers
+        if obs.exact or obs.evaluations
+        for w, s in zip(obs.words, np.asarray(obs.states).tolist())
+    ]

@@ -132,7 +132,9 @@ class Knowledge:
             check_counts(self.table, mdp)
         self._lookup: tuple | None = None
         self._pairs: int | None = None
-        self._asked: set[tuple[tuple[int, ...], int]] = set()  # histories answered (counts the loop chose)
+        #: histories answered (counts the loop chose), each with its place in the order of first
+        #: asking (the family-wise level of its row: rmtk.anytime.FamilyWise)
+        self._asked: dict[tuple[tuple[int, ...], int], int] = {}
         #: comparisons asked, ``(state, word, word) -> (status, lower, upper, cap)``: the
         #: intersection of every anytime-valid interval their test gave, whether they were
         #: decided, and the question's cap
@@ -219,7 +221,7 @@ class Knowledge:
         for word, s, row in (
             (w, s, r) for obs in answers for w, s, r in zip(obs.words, obs.states.tolist(), obs.values)
         ):
-            self._asked.add((tuple(int(k) for k in word), int(s)))
+            self._asked.setdefault((tuple(int(k) for k in word), int(s)), len(self._asked))
             p = grow.node(word)
             for a in np.flatnonzero(row):
                 keys.append((p * S + s) * A + int(a))
@@ -271,22 +273,36 @@ class Knowledge:
     def asked_rows(self, ptp: PrefixTreePolicy) -> np.ndarray:
         """Which rows of ``ptp`` (on this knowledge's trie) hold counts of answers: the others
         are recorded data no one looked at before counting."""
-        out = np.zeros(ptp.n_pairs, bool)
+        return self.asked_index(ptp) >= 0
+
+    def places(self, histories) -> np.ndarray:
+        """The place of each (word, state) history in the order of first asking (−1: never asked)."""
+        return np.array([self._asked.get((tuple(int(k) for k in w), int(s)), -1) for w, s in histories], dtype=np.int64)
+
+    def asked_index(self, ptp: PrefixTreePolicy) -> np.ndarray:
+        """The place of each row of ``ptp`` in the order of first asking (−1: recorded only)."""
+        out = np.full(ptp.n_pairs, -1, np.int64)
         if not self._asked:
             return out
         t = ptp.trie
         child = {(int(p), int(k)): i for i, (p, k) in enumerate(zip(t.parent.tolist(), t.letter.tolist())) if i}
         S = self.mdp.n_states
         keys = np.asarray(ptp.tree.pair_node, np.int64) * S + np.asarray(ptp.tree.pair_state, np.int64)
-        wanted = []
-        for word, s in self._asked:
+        wanted, place = [], []
+        for (word, s), r in self._asked.items():
             p: int | None = 0
             for k in word:
                 p = child.get((p, k), None) if p is not None else None
             if p is not None:
                 wanted.append(p * S + s)
+                place.append(r)
         if wanted:
-            out = np.isin(keys, np.array(wanted, np.int64))
+            order = np.argsort(keys, kind="stable")
+            w = np.array(wanted, np.int64)
+            at = np.searchsorted(keys[order], w)
+            hit = at < len(keys)
+            hit[hit] = keys[order][at[hit]] == w[hit]
+            out[order[at[hit]]] = np.array(place, np.int64)[hit]
         return out
 
     def pruned(self, min_count: float) -> CountTable:
