@@ -92,7 +92,8 @@ def test_sampling_stops_early_on_clear_differences_and_keeps_going_on_faint_ones
 def test_a_soft_expert_never_yields_an_unflagged_wrong_machine():
     """Soft experts of the corner grid at two softness levels and small draw budgets: every
     answer is the true machine alone, or says it was cut short (flagged) and what its samples
-    resolved; none is stated in the words of a proof."""
+    resolved; none is stated in the words of a proof; each says whether its negative examples
+    hold family-wise, and one not cut short does (tests/test_family.py has such runs)."""
     for size, lam, draws, seed in ((4, 0.5, 6_000, 0), (4, 0.3, 6_000, 1), (5, 0.5, 20_000, 2)):
         task = _corner_grid(size, lam)
         run = ActiveLearner(budget=Budget(draws=draws), irl=None).fit(task, SimulatedExpert(task, seed=seed))
@@ -101,6 +102,10 @@ def test_a_soft_expert_never_yields_an_unflagged_wrong_machine():
         right = len(run.result.machines) == 1 and run.result.isomorphic_to_truth() == (True,)
         if not right:
             assert run.flagged, (size, lam, run.stopped)
+        f = run.firmness  # whether its negative examples hold together is said either way
+        assert f is not None and f.holds != ("rests on comparisons at level 0.05 each" in run.log())
+        if not run.flagged:  # an answer the loop stood by rests on negative examples that hold together
+            assert f.holds, f
         if run.result.machines:
             assert "resolution (total variation, alpha 0.05)" in run.stopped, run.stopped
 
