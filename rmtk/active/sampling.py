@@ -192,18 +192,26 @@ def _lagging_batch(test, rows1, rows2, a, b, rounds: int = 10):
 def draws_to_decide(test, rows1, rows2, *, most: int = 64) -> np.ndarray:
     """The policy draws the sequential ``test`` (:class:`~rmtk.statistics.Sequential`) spends on
     comparisons of count rows ``rows1``, ``rows2`` (``(k, A)``) until it resolves them, if the
-    two sides act alike with their pooled frequencies (uniform where nothing is known): the cost
-    of the costliest outcome ("alike"; a difference is separated sooner), with the test's own
-    batches (the less visited side raised first, the last batch ending where the target is
-    reached); ``inf`` past ``most`` batches."""
+    two sides act alike (the costliest outcome: a difference is separated sooner): an estimate
+    for choosing among comparisons, with the test's own batches (the less visited side raised
+    first, the last batch ending where the target is reached), the pooled frequencies (uniform
+    where nothing is known) and the difference two samples of one distribution show on average
+    added to the resolution; ``inf`` past ``most`` batches."""
     rows1, rows2 = np.atleast_2d(np.asarray(rows1, float)), np.atleast_2d(np.asarray(rows2, float))
     n1, n2 = rows1.sum(axis=1), rows2.sum(axis=1)
-    pooled = rows1 + rows2
-    total = pooled.sum(axis=1, keepdims=True)
-    freq = np.where(total > 0, pooled / np.where(total > 0, total, 1.0), 1.0 / rows1.shape[1])
+    # the pooled frequencies, each action's count raised by a half (Jeffreys): a few draws do
+    # not make a spread distribution look sharp
+    pooled = rows1 + rows2 + 0.5
+    freq = pooled / pooled.sum(axis=1, keepdims=True)
+    spread = np.sqrt(freq * (1.0 - freq))
 
     def resolved(a, b) -> np.ndarray:
-        return ties.at_most(np.asarray(test.compare(freq * a[:, None], freq * b[:, None]).resolution), test.epsilon)
+        # the resolution at these counts with no difference seen, plus the difference two
+        # samples of one distribution show on average (½ Σ E|p̂₁ − p̂₂|, normal approximation)
+        up = np.asarray(test.compare(freq * a[:, None], freq * b[:, None]).resolution, float)
+        inv = 1.0 / np.maximum(a, 1.0) + 1.0 / np.maximum(b, 1.0)
+        noise = 0.5 * np.sqrt(2.0 / np.pi) * spread.sum(axis=1) * np.sqrt(inv)
+        return ties.at_most(up + noise, test.epsilon)
 
     a, b = n1.copy(), n2.copy()
     done = resolved(a, b)
