@@ -317,8 +317,9 @@ class FamilyWise:
     pairs, so a few of its negative examples may be false. Here the level is spent per *row*
     (a history at a state) instead of per pair: the row asked ``r``-th gets its intervals at
     ``alpha·w_r`` (:func:`row_weights`, ``Σ w_r ≤ 1``; half to its per-action intervals, half
-    to its :class:`~rmtk.statistics.Mixture` radius). The order is the order of first asking,
-    fixed before the row's first draw, and every interval is anytime-valid, so with probability
+    to its :class:`~rmtk.statistics.Mixture` radius), read on its answers alone (the caller's
+    counts; recorded counts were seen before the row was ranked). The order is the order of
+    first asking, fixed before the row's first answer, and every interval is anytime-valid, so with probability
     at least 1 − ``alpha`` every row's intervals hold at every moment of the run, and no pair
     that :meth:`firm` separates is alike: all such negative examples hold at once."""
 

@@ -501,7 +501,7 @@ class MergeResolution:
         neg = (
             "no negative example: nothing in the data forces two words into different nodes"
             if self.negatives == 0
-            else f"{self.negatives} negative example{'s' if self.negatives != 1 else ''}"
+            else f"{self.negatives:,} negative example{'s' if self.negatives != 1 else ''}"
         )
         head = f"resolution (total variation, alpha {self.alpha:g}): "
         if not self.groups:
@@ -512,15 +512,15 @@ class MergeResolution:
                 f"detect any difference; {neg}"
             )
         text = (
-            f"{head}no difference ≥ {self.worst:.2f} found at the {self.histories} histories that decide the merges "
-            f"(the two most visited words at each of {self.decided} (state, node) pairs; median {self.median:.2f}, "
+            f"{head}no difference ≥ {self.worst:.2f} found at the {self.histories:,} histories that decide the merges "
+            f"(the two most visited words at each of {self.decided:,} (state, node) pairs; median {self.median:.2f}, "
             f"firmest {self.best:.2f})"
         )
         if self.undecided:
-            text += f"; {self.undecided} more pairs were seen too rarely to detect any difference"
+            text += f"; {self.undecided:,} more pairs were seen too rarely to detect any difference"
         if self.others:
             text += (
-                f"; {self.others} other merged words were seen less, and smaller differences there could go unnoticed"
+                f"; {self.others:,} other merged words were seen less, and smaller differences there could go unnoticed"
             )
         return f"{text}; {neg}"
 

@@ -85,3 +85,31 @@ def test_a_budget_that_ends_before_they_are_firm_is_said():
     assert run.flagged and f is not None and not f.holds
     assert f.firm == 0 and f.nodes == 1  # with no firm negative example one node would do
     assert "rests on comparisons at level 0.05 each" in run.log()
+
+
+def test_a_history_is_ranked_by_its_first_answer_and_judged_on_its_answers_alone():
+    """Recorded counts at a history were seen before it was first asked, so the family-wise
+    test reads its answers only (rmtk.active.survivors.Knowledge.places)."""
+    from rmtk import dsl
+    from rmtk.active import ExpertCapabilities, SimulatedExpert
+    from rmtk.active.asking import Asker
+    from rmtk.active.survivors import Knowledge
+    from rmtk.simulate import simulate
+    from rmtk.statistics import Sequential
+
+    task = dsl.load_model("stack_avoid").tasks["stack_avoid"]
+    demos = simulate(task, 200, 20, seed=0)
+    expert = SimulatedExpert(task, seed=0, recorded=demos)
+    caps = ExpertCapabilities.of(expert)
+    test = Sequential(alpha=0.05, epsilon=0.3, bound=Adaptive(), growth=1.5)
+    know = Knowledge(task.mdp, exact=False, compressed=caps.compressed, recorded=demos, test=test)
+    ptp = know.ptp()
+    rows = [(tuple(ptp.trie.word(int(n))), int(st)) for n, st in zip(ptp.tree.pair_node, ptp.tree.pair_state)]
+    (word, state), other = rows[-1], rows[-2]
+    recorded = know.rows([(word, state)])[0]
+    assert recorded.sum() > 0
+    know.add(Asker(expert, caps, Budget()).act(word, state, 7))
+    place, own = know.places([(word, state), other])
+    assert place.tolist() == [0, -1]  # the first history asked; one only recorded
+    assert own[0].sum() == 7 and own[1].sum() == 0  # its answers alone
+    assert (know.rows([(word, state)])[0] == recorded + own[0]).all()  # the miner reads both

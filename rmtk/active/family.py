@@ -66,16 +66,20 @@ class Firmness:
         if self.same:
             return f"{kept}; with those alone the same machines are the smallest: the answer holds family-wise"
         listed = f"{'' if self.complete else 'at least '}{plural(self.machines, 'machine')}"
-        return (
+        text = (
             f"{kept}; with those alone {listed} of {plural(self.nodes, 'node')} fit: the answer rests on "
-            f"comparisons at level {self.alpha:g} each (more draws at its negative examples would make them firm)"
+            f"comparisons at level {self.alpha:g} each"
         )
+        if self.negatives - self.firm - self.recorded:
+            text += "; more draws at its negative examples would make them firm"
+        return text
 
 
 def firm_negatives(knowledge, ptp, negatives: NegativePairs, test: FamilyWise) -> tuple[np.ndarray, np.ndarray]:
     """``(firm, recorded)`` masks over ``negatives``: firm when at some state where it was
-    detected both histories were asked and :meth:`FamilyWise.firm` separates them; recorded
-    when at every such state neither history was asked."""
+    detected both histories were asked and :meth:`FamilyWise.firm` separates their answers
+    (without recorded counts, seen before the history was ranked); recorded when at every such
+    state neither history was asked."""
     k = len(negatives)
     if not k:
         return np.zeros(0, bool), np.zeros(0, bool)
@@ -92,12 +96,11 @@ def firm_negatives(knowledge, ptp, negatives: NegativePairs, test: FamilyWise) -
         return order[at]
 
     i, j = row(pairs[which, 0]), row(pairs[which, 1])
-    place = knowledge.asked_index(ptp)
-    counts = np.asarray(ptp.counts, dtype=float)
+    place, drawn = knowledge.answers(ptp)
     both = (place[i] >= 0) & (place[j] >= 0)
     sep = np.zeros(len(d), bool)
     if both.any():
-        sep[both] = test.firm(counts[i[both]], counts[j[both]], place[i[both]], place[j[both]])
+        sep[both] = test.firm(drawn[i[both]], drawn[j[both]], place[i[both]], place[j[both]])
     firm = np.bincount(which[sep], minlength=k) > 0
     asked_any = np.bincount(which[(place[i] >= 0) | (place[j] >= 0)], minlength=k) > 0
     return firm, ~firm & ~asked_any
@@ -139,26 +142,31 @@ def _same(found, result) -> bool:
 
 
 def _read(knowledge, ptp, negatives, result, *, encoder, max_nodes, deadline):
-    """``(firmness, found, firm, recorded)``: the :class:`Firmness` of ``result`` and what it
-    was read from (``found``: the firm-only search, ``None`` when none was run)."""
+    """``(firmness, found, (firm, recorded))``: the :class:`Firmness` of ``result``, the
+    firm-only search it was read from (``None`` when none was run) and the masks of
+    :func:`firm_negatives`."""
     test = FamilyWise(alpha=knowledge.alpha, bound=knowledge.test.bound)
-    firm, recorded = firm_negatives(knowledge, ptp, negatives, test)
+    masks = firm_negatives(knowledge, ptp, negatives, test)
+    firm, recorded = masks
     out = Firmness(len(negatives), int(firm.sum()), int(recorded.sum()), knowledge.alpha)
     if not len(negatives) or (firm | recorded).all():
-        return attrs.evolve(out, nodes=result.n_nodes, machines=len(result.solutions), same=True), None, firm, recorded
+        return attrs.evolve(out, nodes=result.n_nodes, machines=len(result.solutions), same=True), None, masks
+    why = ""
     if result.n_nodes is None:
-        return attrs.evolve(out, why="no machine to compare with"), None, firm, recorded
-    if _search(result).cost is not None:
-        return attrs.evolve(out, why="the MaxSAT optimum weighs them: not searched again"), None, firm, recorded
-    if deadline.expired():
-        return attrs.evolve(out, why=f"not searched again: {deadline.reason()}"), None, firm, recorded
+        why = "no machine to compare with"
+    elif _search(result).cost is not None:
+        why = "the MaxSAT optimum weighs them: not searched again"
+    elif deadline.expired():
+        why = f"not searched again: {deadline.reason()}"
+    if why:
+        return attrs.evolve(out, why=why), None, masks
     found = _firm_search(knowledge, ptp, negatives, firm | recorded, result, encoder, max_nodes, deadline)
     if found.n_nodes is None:
-        return attrs.evolve(out, why=f"not searched to the end: {found.message}"), None, firm, recorded
+        return attrs.evolve(out, why=f"not searched to the end: {found.message}"), None, masks
     out = attrs.evolve(
         out, nodes=found.n_nodes, machines=len(found.solutions), complete=found.complete, same=_same(found, result)
     )
-    return out, found, firm, recorded
+    return out, found, masks
 
 
 def judge(
@@ -187,7 +195,7 @@ def pending(knowledge, ptp, negatives, result, *, encoder, max_nodes, deadline, 
     answer holds family-wise."""
     if ptp is None or negatives is None or knowledge.test is None or not len(negatives):
         return []
-    out, found, firm, recorded = _read(
+    out, found, (firm, recorded) = _read(
         knowledge, ptp, negatives, result, encoder=encoder, max_nodes=max_nodes, deadline=deadline
     )
     if found is None or out.same:
@@ -243,17 +251,17 @@ def confirm(asker, knowledge, comparisons, *, growth: float = 1.5) -> Confirmed:
     while live:
         rows1 = knowledge.rows([(w, s) for w, _, s in live])
         rows2 = knowledge.rows([(p, s) for _, p, s in live])
-        i1 = knowledge.places([(w, s) for w, _, s in live])
-        i2 = knowledge.places([(p, s) for _, p, s in live])
+        i1, own1 = knowledge.places([(w, s) for w, _, s in live])
+        i2, own2 = knowledge.places([(p, s) for _, p, s in live])
         ok = (i1 >= 0) & (i2 >= 0)
         is_firm = np.zeros(len(live), bool)
         if ok.any():
-            is_firm[ok] = test.firm(rows1[ok], rows2[ok], i1[ok], i2[ok])
+            is_firm[ok] = test.firm(own1[ok], own2[ok], i1[ok], i2[ok])
         still = np.asarray(knowledge.test.compare(rows1, rows2).separated, bool)
         firm += int(is_firm.sum())
         dropped += int((~is_firm & ~still).sum())
         keep = ~is_firm & still & ok
-        n1, n2 = rows1.sum(axis=1), rows2.sum(axis=1)
+        n1, n2 = own1.sum(axis=1), own2.sum(axis=1)  # the answers alone grow
         level = np.ceil(np.maximum(np.minimum(n1, n2) * growth, float(knowledge.test.first)))
         answers, stopped, nxt = [], False, []
         for c, (w, p, s) in enumerate(live):

@@ -17,8 +17,8 @@ from .questions import Query
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:
-    """``n`` and the noun, singular for one (``1 query``, ``2 queries``)."""
-    return f"{n} {one if n == 1 else (many or one + 's')}"
+    """``n`` and the noun, singular for one (``1 query``, ``2 queries``, ``12,400 draws``)."""
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
 #: Words of the bounds that can end a run (the ``exhausted`` of an :class:`ActiveResult`).
@@ -137,10 +137,10 @@ class Resolved:
     def __str__(self) -> str:
         head = f"resolution (total variation, alpha {self.alpha:g}): "
         if self.undecided == self.comparisons:
-            text = f"{head}none of the {self.comparisons} comparisons behind the merges resolved any difference"
+            text = f"{head}none of the {self.comparisons:,} comparisons behind the merges resolved any difference"
         else:
             text = (
-                f"{head}no difference ≥ {self.worst:.2f} found at the {self.histories} histories that decide the "
+                f"{head}no difference ≥ {self.worst:.2f} found at the {self.histories:,} histories that decide the "
                 "merges "
                 f"({plural(self.comparisons - self.undecided, 'comparison')} the expert was asked; median "
                 f"{self.median:.2f}, firmest {self.best:.2f})"

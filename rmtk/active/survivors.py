@@ -135,6 +135,8 @@ class Knowledge:
         #: histories answered (counts the loop chose), each with its place in the order of first
         #: asking (the family-wise level of its row: rmtk.anytime.FamilyWise)
         self._asked: dict[tuple[tuple[int, ...], int], int] = {}
+        #: the action counts of the answers alone at each history asked
+        self._drawn: dict[tuple[tuple[int, ...], int], np.ndarray] = {}
         #: comparisons asked, ``(state, word, word) -> (status, lower, upper, cap)``: the
         #: intersection of every anytime-valid interval their test gave, whether they were
         #: decided, and the question's cap
@@ -221,7 +223,9 @@ class Knowledge:
         for word, s, row in (
             (w, s, r) for obs in answers for w, s, r in zip(obs.words, obs.states.tolist(), obs.values)
         ):
-            self._asked.setdefault((tuple(int(k) for k in word), int(s)), len(self._asked))
+            history = (tuple(int(k) for k in word), int(s))
+            self._asked.setdefault(history, len(self._asked))
+            self._drawn[history] = self._drawn.get(history, 0) + np.asarray(row, np.int64)
             p = grow.node(word)
             for a in np.flatnonzero(row):
                 keys.append((p * S + s) * A + int(a))
@@ -275,20 +279,30 @@ class Knowledge:
         are recorded data no one looked at before counting."""
         return self.asked_index(ptp) >= 0
 
-    def places(self, histories) -> np.ndarray:
-        """The place of each (word, state) history in the order of first asking (−1: never asked)."""
-        return np.array([self._asked.get((tuple(int(k) for k in w), int(s)), -1) for w, s in histories], dtype=np.int64)
+    def places(self, histories) -> tuple[np.ndarray, np.ndarray]:
+        """The place of each (word, state) history in the order of first asking (−1: never
+        asked) and the action counts of its answers alone, without recorded counts (those were
+        seen before it was first asked: rmtk.anytime.FamilyWise ranks the answers only)."""
+        keys = [(tuple(int(k) for k in w), int(s)) for w, s in histories]
+        zero = np.zeros(self.mdp.n_actions, np.int64)
+        place = np.array([self._asked.get(k, -1) for k in keys], dtype=np.int64)
+        return place, np.array([self._drawn.get(k, zero) for k in keys], dtype=np.int64).reshape(-1, len(zero))
 
     def asked_index(self, ptp: PrefixTreePolicy) -> np.ndarray:
         """The place of each row of ``ptp`` in the order of first asking (−1: recorded only)."""
-        out = np.full(ptp.n_pairs, -1, np.int64)
+        return self.answers(ptp)[0]
+
+    def answers(self, ptp: PrefixTreePolicy) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`places` of every row of ``ptp`` (on this knowledge's trie)."""
+        A = self.mdp.n_actions
+        out, drawn = np.full(ptp.n_pairs, -1, np.int64), np.zeros((ptp.n_pairs, A), np.int64)
         if not self._asked:
-            return out
+            return out, drawn
         t = ptp.trie
         child = {(int(p), int(k)): i for i, (p, k) in enumerate(zip(t.parent.tolist(), t.letter.tolist())) if i}
         S = self.mdp.n_states
         keys = np.asarray(ptp.tree.pair_node, np.int64) * S + np.asarray(ptp.tree.pair_state, np.int64)
-        wanted, place = [], []
+        wanted, place, counts = [], [], []
         for (word, s), r in self._asked.items():
             p: int | None = 0
             for k in word:
@@ -296,6 +310,7 @@ class Knowledge:
             if p is not None:
                 wanted.append(p * S + s)
                 place.append(r)
+                counts.append(self._drawn[(word, s)])
         if wanted:
             order = np.argsort(keys, kind="stable")
             w = np.array(wanted, np.int64)
@@ -303,7 +318,8 @@ class Knowledge:
             hit = at < len(keys)
             hit[hit] = keys[order][at[hit]] == w[hit]
             out[order[at[hit]]] = np.array(place, np.int64)[hit]
-        return out
+            drawn[order[at[hit]]] = np.array(counts, np.int64).reshape(-1, A)[hit]
+        return out, drawn
 
     def pruned(self, min_count: float) -> CountTable:
         """The count table cut to the pairs that can yield a negative example: recorded pairs seen
