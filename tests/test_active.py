@@ -137,8 +137,10 @@ def test_a_simulated_expert_is_learned_from_its_runs():
     r = active.result
     assert r.n_nodes == 4 and r.isomorphic_to_truth() == (True,) and r.verdicts[0].consistent
     asked = [q for x in active.rounds for q in x.asked]
-    assert active.draws == sum(q.samples for q in asked) + 50 * 30  # the actions drawn, and the walks'
-    assert active.steps == len(asked) + 50 * 30  # a restore per question; a reset and 29 moves per walk
+    walks = [x.walks for x in active.rounds if x.reason == "equivalence"]
+    assert walks and set(walks) == {50}  # each equivalence check: 50 walks of 30 steps
+    assert active.draws == sum(q.samples for q in asked) + sum(walks) * 30  # the actions drawn, and the walks'
+    assert active.steps == len(asked) + sum(walks) * 30  # a restore per question; a reset and 29 moves per walk
     assert r.negatives is not None and len(r.negatives) > 0
 
 

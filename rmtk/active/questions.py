@@ -58,6 +58,7 @@ from ..sat.encoding import VarPool
 from ..sat.search import SearchResult, canonical_partial, record
 from ..space import Space
 from ..validators import positive_int, unit_interval, whole
+from .reuse import Counted
 from .sampling import Query, needs
 from .survivors import Knowledge, Survivors
 from .witnesses import label_distances, nearest, nearest_change
@@ -377,7 +378,9 @@ class SplitMostPairs(StrategyCapabilities):
                 u = int(delta[u, x])
             return False
 
+        counted = None if knowledge.exact else Counted(knowledge, delta)
         out: dict = {}
+        offers: list = []  # from an expert that is run: each transition's possible tests
         for h, k in sorted(
             {(h, int(lab[s2])) for (s, h) in shortest for s2 in nxt[s] if not (comp and lab[s2] == lab[s])}
         ):
@@ -392,7 +395,8 @@ class SplitMostPairs(StrategyCapabilities):
             expanded, tested = set(), set()
             found: list = []  # in the order reached
             good: list = []  # those whose shortest word does not use the transition
-            while frontier and ((knowledge.exact and len(good) < per) or len(found) < per):
+            # an exact expert's first tests; from one that is run, every (state, node) reached
+            while frontier and (not knowledge.exact or len(good) < per or len(found) < per):
                 step = []
                 for s, g, w in frontier:
                     w0 = shortest.get((s, g))
@@ -405,7 +409,13 @@ class SplitMostPairs(StrategyCapabilities):
                         expanded.add((s, g))
                         step += [(s2, int(delta[g, lab[s2]]), grow(w, int(lab[s2]))) for s2 in nxt[s]]
                 frontier = step
-            for s, w, w0 in dict.fromkeys(found[:per] + (good[:per] if knowledge.exact else [])):
+            if counted is None:
+                for s, w, w0 in dict.fromkeys(found[:per] + good[:per]):
+                    out.setdefault((w, w0, s), None)
+            else:  # from an expert that is run, the tests decided with the fewest further draws
+                offers.append([counted.pair(s, w, w0, lambda x, h=h, k=k: uses(x, h, k)) for s, w, w0 in found])
+        if counted is not None:
+            for s, w, w0 in counted.cheapest(offers, per):
                 out.setdefault((w, w0, s), None)
         comps = list(out)
         d1, d2 = self._needs(knowledge, comps)

@@ -99,11 +99,13 @@ class Needs:
     margin: np.ndarray
 
 
-def needs(knowledge, pairs, caps=None, *, asked: bool = False) -> Needs:
+def needs(knowledge, pairs, caps=None, *, asked=frozenset()) -> Needs:
     """Status and next draws of comparisons ``(word, partner, state)`` (``partner`` ``()``: a
     lone history) under the knowledge's counts and its sequential test; ``caps``: the most draws
-    per history of each (``None``: none). ``asked``: they are being asked, and the knowledge
-    remembers them (what is decided, the intervals seen: :func:`standing`)."""
+    per history of each (``None``: none). The knowledge remembers (what is decided, the
+    intervals seen: :func:`standing`) the comparisons it remembered already, those decided now,
+    and those of ``asked`` (keys of comparisons the expert was asked draws for): a comparison
+    planned but never drawn for holds no evidence, and is not a question the answer rests on."""
     k = len(pairs)
     test = knowledge.test
     rows1 = knowledge.rows([(w, s) for w, _, s in pairs]) if k else np.zeros((0, knowledge.mdp.n_actions))
@@ -139,15 +141,101 @@ def needs(knowledge, pairs, caps=None, *, asked: bool = False) -> Needs:
                     st[r] = old[0]
             if st[r] == "open" and ties.at_most(up[r], eps):
                 st[r] = "resolved"
-            if asked or old is not None:
+            if old is not None or key in asked or st[r] in ("separated", "resolved"):
                 status_now = st[r] if st[r] in ("separated", "resolved") else "open"
                 memory[key] = (status_now, lo[r], up[r], cap[idx] if old is None else old[3])
         decided = np.isin(st, ("separated", "resolved"))
         a, b = np.where(decided, 0, a), np.where(decided, 0, b)
+        a, b = _lagging_batch(test, rows1[two], rows2[two], a, b)
         st = np.where((st == "open") & (a + b == 0), "capped", st)
         status[two], d1[two], d2[two] = st, a, b
         lower[two], upper[two], margin[two] = lo, up, c.margin
     return Needs(status.astype(str), d1, d2, n1, n2, lower, upper, margin)
+
+
+def _lagging_batch(test, rows1, rows2, a, b, rounds: int = 10):
+    """Batches ``a``, ``b`` of comparisons of count rows ``rows1``, ``rows2`` where only the
+    side with fewer draws grows and stays below the other's count, shortened to the fewest draws
+    after which the resolution reaches the target if the frequencies stay as they are (at least
+    one): the test's own estimate of the last batch raises both sides to one count, which says
+    nothing when one side has many more draws than the other."""
+    a, b = np.asarray(a, np.int64).copy(), np.asarray(b, np.int64).copy()
+    rows1, rows2 = np.asarray(rows1, float), np.asarray(rows2, float)
+    n1, n2 = rows1.sum(axis=1), rows2.sum(axis=1)
+    one = ((a > 0) & (b == 0) & (n1 > 0) & (n1 + a < n2)) | ((b > 0) & (a == 0) & (n2 > 0) & (n2 + b < n1))
+    idx = np.flatnonzero(one)
+    if not len(idx):
+        return a, b
+    first = a[idx] > 0  # the side that grows is the first
+    grow = np.where(first, a[idx], b[idx]).astype(float)
+    r_low = np.where(first[:, None], rows1[idx], rows2[idx])
+    r_high = np.where(first[:, None], rows2[idx], rows1[idx])
+    n_low = r_low.sum(axis=1)
+    f_low = r_low / n_low[:, None]
+
+    def resolved(m) -> np.ndarray:
+        up = test.compare(f_low * (n_low + m)[:, None], r_high).resolution
+        return ties.at_most(np.asarray(up, float), test.epsilon)
+
+    lo, hi = np.zeros(len(idx)), grow.copy()
+    ok = resolved(hi)
+    for _ in range(rounds):
+        mid = np.ceil((lo + hi) / 2)
+        fine = resolved(mid)
+        move = ok & (hi - lo > 1)
+        hi, lo = np.where(move & fine, mid, hi), np.where(move & ~fine, mid, lo)
+    m = np.where(ok, np.maximum(hi, 1), grow).astype(np.int64)
+    a[idx], b[idx] = np.where(first, m, 0), np.where(first, 0, m)
+    return a, b
+
+
+def draws_to_decide(test, rows1, rows2, *, most: int = 64) -> np.ndarray:
+    """The policy draws the sequential ``test`` (:class:`~rmtk.statistics.Sequential`) spends on
+    comparisons of count rows ``rows1``, ``rows2`` (``(k, A)``) until it resolves them, if the
+    two sides act alike (the costliest outcome: a difference is separated sooner): an estimate
+    for choosing among comparisons, with the test's own batches (the less visited side raised
+    first, the last batch ending where the target is reached), the pooled frequencies (uniform
+    where nothing is known) and the difference two samples of one distribution show on average
+    added to the resolution; ``inf`` past ``most`` batches."""
+    rows1, rows2 = np.atleast_2d(np.asarray(rows1, float)), np.atleast_2d(np.asarray(rows2, float))
+    n1, n2 = rows1.sum(axis=1), rows2.sum(axis=1)
+    # the pooled frequencies, each action's count raised by a half (Jeffreys): a few draws do
+    # not make a spread distribution look sharp
+    pooled = rows1 + rows2 + 0.5
+    freq = pooled / pooled.sum(axis=1, keepdims=True)
+    spread = np.sqrt(freq * (1.0 - freq))
+
+    def resolved(a, b) -> np.ndarray:
+        # the resolution at these counts with no difference seen, plus the difference two
+        # samples of one distribution show on average (½ Σ E|p̂₁ − p̂₂|, normal approximation)
+        up = np.asarray(test.compare(freq * a[:, None], freq * b[:, None]).resolution, float)
+        inv = 1.0 / np.maximum(a, 1.0) + 1.0 / np.maximum(b, 1.0)
+        noise = 0.5 * np.sqrt(2.0 / np.pi) * spread.sum(axis=1) * np.sqrt(inv)
+        return ties.at_most(up + noise, test.epsilon)
+
+    a, b = n1.copy(), n2.copy()
+    done = resolved(a, b)
+    lo, hi = np.zeros(len(a)), np.zeros(len(a))  # the common count that resolves it lies in (lo, hi]
+    for _ in range(most):
+        live = ~done
+        if not live.any():
+            break
+        low = np.minimum(a, b)
+        level = np.ceil(np.maximum(np.maximum(low * test.growth, float(test.first)), low + 1))
+        hit = live & resolved(np.maximum(a, level), np.maximum(b, level))
+        lo, hi = np.where(hit, low, lo), np.where(hit, level, hi)
+        done |= hit
+        a, b = np.where(live, np.maximum(a, level), a), np.where(live, np.maximum(b, level), b)
+    found = done & (hi > 0)
+    for _ in range(12):  # the last batch ends at the first common count that resolves it
+        mid = np.floor((lo + hi) / 2)
+        move = found & (hi - lo > 1)
+        if not move.any():
+            break
+        ok = resolved(np.maximum(n1, mid), np.maximum(n2, mid))
+        hi, lo = np.where(move & ok, mid, hi), np.where(move & ~ok, mid, lo)
+    spent = np.where(found, np.maximum(n1, hi) + np.maximum(n2, hi) - n1 - n2, 0.0)
+    return np.where(done, spent, np.inf)
 
 
 @attrs.frozen
@@ -183,9 +271,10 @@ def sample(
     live = list(comps.values())
     asked: list[Query] = []
     new, level = 0, 0
+    drawn: set = set()  # the comparisons given draws: remembered (needs)
     while live:
         pairs = [(tuple(q.word), tuple(q.partner), int(q.state)) for q in live]
-        need = needs(knowledge, pairs, [q.cap for q in live], asked=True)
+        need = needs(knowledge, pairs, [q.cap for q in live], asked=drawn)
         if level and stop_on_separation and (need.status == "separated").any():
             break
         if levels is not None and level >= levels:
@@ -208,6 +297,8 @@ def sample(
                 (h, int(d)) for h, d in ((w, need.draw1[i]), (p, need.draw2[i])) if h and d > 0 and (h, s) not in done
             ]
             got, stopped = ask_together(asker, group, s)
+            if got or not stopped:
+                drawn.add(_key(w, p, s))
             for (h, d), obs in zip(group, got):
                 done.add((h, s))
                 answers.append(obs)
@@ -222,7 +313,7 @@ def sample(
             break
     final = list(comps.values())
     pairs = [(tuple(q.word), tuple(q.partner), int(q.state)) for q in final]
-    need = needs(knowledge, pairs, [q.cap for q in final])
+    need = needs(knowledge, pairs, [q.cap for q in final], asked=drawn)
     compared = tuple(
         Compared(
             w,
