@@ -89,11 +89,11 @@ def test_a_budget_that_ends_before_they_are_firm_is_said():
 
 def test_a_history_is_ranked_by_its_first_answer_and_judged_on_its_answers_alone():
     """Recorded counts at a history were seen before it was first asked, so the family-wise
-    test reads its answers only (rmtk.active.survivors.Knowledge.places)."""
+    test reads its answers only (rmtk.active.knowledge.Knowledge.places)."""
     from rmtk import dsl
     from rmtk.active import ExpertCapabilities, SimulatedExpert
     from rmtk.active.asking import Asker
-    from rmtk.active.survivors import Knowledge
+    from rmtk.active.knowledge import Knowledge
     from rmtk.simulate import simulate
     from rmtk.statistics import Sequential
 

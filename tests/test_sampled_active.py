@@ -10,11 +10,11 @@ import pytest
 from test_explain import _corner_grid
 from test_statistics import _apart, _sampler
 
-from rmtk.active import ActiveLearner, Budget, SimulatedExpert
+from rmtk.active import ActiveLearner, Budget, ExpertWalks, SimulatedExpert
 from rmtk.active.asking import Asker
 from rmtk.active.experts import ExpertCapabilities
+from rmtk.active.knowledge import Knowledge
 from rmtk.active.sampling import Query, sample
-from rmtk.active.survivors import Knowledge
 from rmtk.anytime import Adaptive
 from rmtk.planning import task_policy
 from rmtk.statistics import Sequential
@@ -139,7 +139,7 @@ def test_a_soft_expert_learned_alone_says_what_was_resolved_not_a_proof():
     assert "counterexample" not in run.stopped
     assert run.coverage.suite.nodes >= 3 and run.draws > run.steps > 0
     summary = run.resolution(0)
-    assert summary.comparisons == len(run.merges(0)) and summary.median <= 0.3
+    assert summary.comparisons + summary.options == len(run.merges(0)) and summary.median <= 0.3
 
 
 def test_label_distances_match_a_breadth_first_search():
@@ -277,3 +277,25 @@ def test_draws_to_decide_matches_the_sequential_test_on_alike_histories():
         mean = np.mean([r[3] for r in runs])
         (guess,) = draws_to_decide(seq, np.zeros((1, A)), np.zeros((1, A)))
         assert abs(guess - mean) <= 0.15 * mean, (A, guess, mean)
+
+
+def test_the_resolution_rests_on_the_settled_comparisons_and_names_open_options_apart():
+    """A further witness asked only as an option and left open is not what the answer's
+    merges rest on: the headline resolution is read on the comparisons the loop settled, and
+    the open options are named apart with what they resolved."""
+    from rmtk import dsl
+    from rmtk.simulate import simulate
+
+    task = dsl.load_model("stack_avoid").tasks["stack_avoid"]
+    demos = simulate(task, 1000, 20, seed=0)
+    run = ActiveLearner(check=ExpertWalks(walks=5), max_nodes=3).fit(
+        task, SimulatedExpert(task, seed=0, recorded=demos)
+    )
+    merges = run.merges(0)
+    options = [c for c in merges if c.optional and c.status == "open"]
+    settled = [c for c in merges if c not in options]
+    assert options and settled
+    res = run.resolution(0)
+    assert res.worst == max(c.upper for c in settled) <= run.target + 1e-9 < min(c.upper for c in options)
+    assert res.options == len(options) and res.options_best == min(c.upper for c in options)
+    assert "asked only as an option" in str(res) or "asked only as options" in str(res)

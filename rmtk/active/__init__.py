@@ -21,7 +21,7 @@ One loop asks an expert through a question strategy and an equivalence check, wi
 * :mod:`rmtk.active.checks`: equivalence checks (:class:`~rmtk.active.checks.ProductCheck`,
   exact; :class:`~rmtk.active.checks.ExpertWalks`, sampled);
 * :mod:`rmtk.active.survivors`: what is known of the expert
-  (:class:`~rmtk.active.survivors.Knowledge`) and the machines that survive it
+  (:class:`~rmtk.active.knowledge.Knowledge`) and the machines that survive it
   (:class:`~rmtk.active.survivors.Survivors`).
 """
 
@@ -36,11 +36,12 @@ from .experts import (
     SimulatedExpert,
     TaskExpert,
 )
+from .knowledge import Knowledge
 from .loop import ActiveLearner
 from .questions import Hypotheses, Inquiry, Query, QuestionStrategy, Setting, SplitMostPairs, StrategyCapabilities
 from .recorded import AtRecordedTriples, MostEvidence, Separation, Triples, TripleStrategy
 from .result import ActiveResult, Round
-from .survivors import Knowledge, Survivors
+from .survivors import Survivors
 
 __all__ = [
     "ActiveLearner",

@@ -61,10 +61,10 @@ from .checks import CheckCapabilities, EquivalenceCheck
 from .conformance import SuiteCoverage
 from .experts import Expert, ExpertCapabilities, check_expert
 from .family import firm_up, judge
+from .knowledge import Knowledge
 from .questions import KINDS, Hypotheses, Query, QuestionStrategy, Setting, SplitMostPairs, StrategyCapabilities
 from .result import ENDED_BY, ActiveResult, Round, found, machines
 from .sampling import as_queries, resolved_stop, sample, standing, undecided_merges
-from .survivors import Knowledge
 
 __all__ = ["ActiveLearner", "ActiveResult", "Budget", "Round", "default_check", "RESOLUTION"]
 

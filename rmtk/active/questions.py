@@ -58,9 +58,10 @@ from ..sat.encoding import VarPool
 from ..sat.search import SearchResult, canonical_partial, record
 from ..space import Space
 from ..validators import positive_int, unit_interval, whole
+from .knowledge import Knowledge
 from .reuse import Counted
 from .sampling import Query, needs
-from .survivors import Knowledge, Survivors
+from .survivors import Survivors
 from .witnesses import label_distances, nearest, nearest_change
 
 __all__ = [

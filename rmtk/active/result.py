@@ -123,7 +123,9 @@ class Resolved:
     ``best``: the resolution of those that resolved anything (``worst`` is the weakest merge the
     answer rests on: no difference that large was found at any of them, at level ``alpha``);
     ``undecided``: comparisons that resolved nothing; ``negatives``: the negative examples the
-    answer rests on. A statement at a level, never a proof (docs/design.md section 14)."""
+    answer rests on; ``options``: further witnesses, asked only as options and left open (the
+    loop settles the comparisons the merges need, not those: ``options_best`` is the firmest of
+    them). A statement at a level, never a proof (docs/design.md section 14)."""
 
     comparisons: int
     histories: int
@@ -133,10 +135,14 @@ class Resolved:
     undecided: int
     negatives: int
     alpha: float
+    options: int = 0
+    options_best: float = 1.0
 
     def __str__(self) -> str:
         head = f"resolution (total variation, alpha {self.alpha:g}): "
-        if self.undecided == self.comparisons:
+        if not self.comparisons:
+            text = f"{head}no comparison behind the merges was settled"
+        elif self.undecided == self.comparisons:
             text = f"{head}none of the {self.comparisons:,} comparisons behind the merges resolved any difference"
         else:
             text = (
@@ -147,6 +153,13 @@ class Resolved:
             )
             if self.undecided:
                 text += f"; {plural(self.undecided, 'more comparison')} resolved nothing"
+        if self.options:
+            one = self.options == 1
+            text += (
+                f"; {plural(self.options, 'further witness', 'further witnesses')}, asked only as "
+                f"{'an option, was' if one else 'options, were'} left open (no difference ≥ "
+                f"{self.options_best:.2f}{'' if one else ' at the firmest'})"
+            )
         return f"{text}; {plural(self.negatives, 'negative example')}"
 
 
@@ -196,9 +209,11 @@ class ActiveResult:
         judged with (:class:`~rmtk.statistics.MergeResolution`)."""
         if not self.sampled or i >= len(self.result.machines):
             return None
-        merged = self.merges(i)
-        if not merged:
+        every = self.merges(i)
+        if not every:
             return self.result.resolution(i)
+        merged = [c for c in every if not (c.optional and c.status == "open")]
+        extra = [c.upper for c in every if c.optional and c.status == "open"]
         res = np.array([c.upper for c in merged])
         decided = res < 1.0
         done = res[decided]
@@ -212,6 +227,8 @@ class ActiveResult:
             int((~decided).sum()),
             negatives,
             self.alpha,
+            len(extra),
+            min(extra) if extra else 1.0,
         )
 
     def merges(self, i: int = 0) -> list:

@@ -64,7 +64,8 @@ class Compared:
     ≥ ``upper`` at level α, ``"capped"``, ``"open"``: the budget or the round ended it), and
     the confidence interval ``[lower, upper]`` of the total variation between the expert's
     actions after the two (at every sample size, level α); ``cap``: the question's most draws
-    a history."""
+    a history; ``optional``: only ever asked as a further witness (none of the answer's merges
+    needs it decided)."""
 
     word: tuple[int, ...]
     partner: tuple[int, ...]
@@ -75,6 +76,7 @@ class Compared:
     lower: float
     upper: float
     cap: int | None = None
+    optional: bool = False
 
     def __str__(self) -> str:
         if self.status == "separated":
@@ -360,7 +362,8 @@ def standing(knowledge) -> tuple[Compared, ...]:
     for (s, w, p), a, b in zip(keys, rows1.sum(axis=1).tolist(), rows2.sum(axis=1).tolist()):
         status, lower, upper, cap = knowledge.intervals[(s, w, p)]
         cap = None if cap is None or not np.isfinite(cap) else int(cap)
-        out.append(Compared(w, p, s, status, int(a), int(b), float(lower), float(upper), cap))
+        optional = (s, w, p) in knowledge.optional
+        out.append(Compared(w, p, s, status, int(a), int(b), float(lower), float(upper), cap, optional))
     return tuple(out)
 
 
@@ -393,7 +396,7 @@ def resolved_stop(out, stopped: str, knowledge) -> str:
     if summary is None:
         return stopped
     text = f"{stopped}; {summary}"
-    merged = [c for c in out.merges(0) if c.upper < 1.0]
+    merged = [c for c in out.merges(0) if c.upper < 1.0 and not (c.optional and c.status == "open")]
     if not merged or out.target is None or knowledge.test is None:
         return text
     weakest = merged[0]
