@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from . import ties
 from ._arrays import Csr, array_eq, as_csr, float_array, int_array
 from .axes import order_hint
 from .errors import ModelError
@@ -243,6 +244,31 @@ class LabeledMDP:
         T = self.kernel
         codes = np.unique(T.row_ids() // A * S + T.indices)
         return Csr._from_sorted(np.ones(len(codes), dtype=bool), codes // S, codes % S, (S, S))
+
+    def indifferent(self) -> np.ndarray:
+        """``(S,)`` bool: the states where every action leads to the same next-state
+        distribution (probabilities within :data:`rmtk.ties.TOL`), e.g. an absorbing goal or
+        hole. What follows such a state does not depend on the action taken there, so every
+        action has the same value under every reward machine's node: a soft-optimal expert acts
+        alike there whatever its memory (docs/design.md section 14.1)."""
+        S, A = self.n_states, self.n_actions
+        T = self.kernel
+        nnz = np.diff(T.indptr).reshape(S, A)
+        out = (nnz == nnz[:, :1]).all(axis=1)
+        for a in range(1, A):
+            states = np.flatnonzero(out)
+            k = nnz[states, 0]
+            if not k.sum():
+                continue
+            first = np.repeat(T.indptr[states * A], k)
+            other = np.repeat(T.indptr[states * A + a], k)
+            step = np.arange(k.sum()) - np.repeat(np.cumsum(k) - k, k)
+            same = (T.indices[first + step] == T.indices[other + step]) & (
+                np.abs(T.data[first + step] - T.data[other + step]) <= ties.TOL
+            )
+            bad = np.bincount(np.repeat(np.arange(len(states)), k), weights=~same, minlength=len(states)) > 0
+            out[states[bad]] = False
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (JSON-compatible)."""

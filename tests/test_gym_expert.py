@@ -4,6 +4,8 @@ history, and active learning through it equal to every-depth learning."""
 
 from __future__ import annotations
 
+import itertools
+
 import gymnasium
 import numpy as np
 import pytest
@@ -78,8 +80,32 @@ def test_active_learning_through_gymnasium_equals_every_depth(mode):
     every = Learner(ExactPTP(None), irl=None).fit(task)
     run = ActiveLearner(check=ExpertWalks(30, 30)).fit(task, GymExpert(env, mdp, policy, mode=mode, seed=1))
     r = run.result
-    assert (r.n_nodes, r.distinct_count, r.raw_count) == (every.n_nodes, every.distinct_count, every.raw_count)
+    assert (r.n_nodes, r.raw_count) == (every.n_nodes, every.raw_count)
+    # the same machines: those listed, with their transitions the data leave free filled in
+    # every valid way (no question is asked at the absorbing holes and goal, docs/design.md
+    # section 14.1), are the every-depth machines
+    assert _completions(r) == _completions(every) and len(_completions(every)) == every.raw_count
     assert all(v.consistent for v in r.verdicts) and not run.flagged
+    assert not any(c.state in (5, 7, 11, 12, 15) for c in run.compared)  # holes and goal: indifferent
+
+
+def _completions(result) -> set:
+    """Every machine of ``result`` with its unconstrained transitions filled in every
+    non-stuttering way (each letter's column idempotent), as renaming-invariant keys."""
+    from rmtk.sat.search import canonical_partial
+
+    out = set()
+    for i, m in enumerate(result.machines):
+        free = {(m.nodes.index(u), m.alphabet.index(a)) for u, a in result.unconstrained(i)}
+        base = np.asarray(m.delta_u)
+        cells = sorted(free)
+        for fill in itertools.product(range(m.n_nodes), repeat=len(cells)):
+            d = base.copy()
+            for (u, k), v in zip(cells, fill):
+                d[u, k] = v
+            if all(d[d[u, k], k] == d[u, k] for u in range(m.n_nodes) for k in range(d.shape[1])):
+                out.add(canonical_partial(d, np.ones_like(d, bool))[0])
+    return out
 
 
 def test_a_replay_that_does_not_reproduce_its_states_is_a_clear_error():
@@ -127,3 +153,21 @@ def test_office_histories_are_replayed_state_by_state():
     # per run: its resets and replayed path, then 9 moves (seeded resets land on random starts)
     assert ext.draws == 30 and 3 * (2 + 9) <= ext.steps <= expert.extend_steps(word, state, 10, 3)
     assert all(w[:3] == word for w in ext.words)
+
+
+def test_indifferent_states_match_a_dense_check():
+    """LabeledMDP.indifferent: every action has the same next-state distribution; the holes
+    and the goal of FrozenLake (absorbing), and random MDPs checked against the dense tensor."""
+    _, mdp = lake(False)
+    assert np.flatnonzero(mdp.indifferent()).tolist() == [5, 7, 11, 12, 15]
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        S, A = int(rng.integers(2, 9)), int(rng.integers(1, 4))
+        P = rng.dirichlet(np.ones(S) * 0.3, size=(A, S))
+        P[rng.random((A, S)) < 0.5] = 0.0
+        P[..., 0] += 1.0 - P.sum(axis=-1)  # rows sum to one again
+        same = rng.random(S) < 0.4
+        P[:, same] = P[0, same]  # some states with one distribution for all actions
+        m = LabeledMDP.from_dense(P, ["i"] * S, PROPS, np.eye(S)[0], gamma=0.9, name="random")
+        dense = np.all(np.abs(m.P - m.P[:1]).max(axis=-1) <= 1e-9, axis=0)
+        assert (m.indifferent() == dense).all() and dense[same].all()

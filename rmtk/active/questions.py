@@ -443,7 +443,7 @@ class SplitMostPairs(StrategyCapabilities):
         pairs = [(int(i), int(j)) for i, j in np.argwhere(open_pairs)[: self.products]]
         cands, wanted, splits, ends = [], [], [], []
         finals = _Finals(deltas)
-        found = list(self.candidates(mdp, deltas, knowledge, pairs))
+        found = [c for c in self.candidates(mdp, deltas, knowledge, pairs) if _telling(mdp, knowledge)[c[2]]]
         d1, d2 = self._needs(knowledge, found) if found else (np.zeros(0), np.zeros(0))
         for (w1, w2, s), a, b in zip(found, d1.tolist(), d2.tolist()):
             if a + b == 0:  # decided already: its answer is in
@@ -498,6 +498,18 @@ class SplitMostPairs(StrategyCapabilities):
         return out
 
 
+def _telling(mdp, knowledge) -> np.ndarray:
+    """``(S,)`` bool: the states where a question can tell reward machines apart. From an
+    expert that is run, not the states where every action leads to the same place
+    (:meth:`~rmtk.mdp.LabeledMDP.indifferent`): every machine's soft-optimal policy acts alike
+    there under all its nodes, so two machines cannot disagree on what the expert does there,
+    and a sampled comparison could only spend draws to find it alike (docs/design.md section
+    14.1). An exact expert is asked everywhere: its answer costs one evaluation."""
+    if knowledge.exact or not isinstance(mdp, LabeledMDP):
+        return np.ones(mdp.n_states, bool)
+    return ~mdp.indifferent()
+
+
 class _Pairs:
     """A run of :class:`SplitMostPairs`: the hypothesis and its rivals from the lazy search on
     solvers kept between rounds, questions from their synchronised products."""
@@ -544,10 +556,12 @@ class _Pairs:
             return []
         if kind == "split":
             return self.s.choose(mdp, ms, know) if len(ms) > 1 else []
+        telling = _telling(mdp, know)
         if kind == "free":
-            return self.s.free(mdp, ms, hypotheses.used, know)
+            return [q for q in self.s.free(mdp, ms, hypotheses.used, know) if telling[q.state]]
         if kind == "tests":
-            return self.s.tests(mdp, ms[0], know) if len(ms) == 1 and hypotheses.complete else []
+            tests = self.s.tests(mdp, ms[0], know) if len(ms) == 1 and hypotheses.complete else []
+            return [q for q in tests if telling[q.state]]
         if kind == "alternatives":
             assert self._oracle is not None, "a round comes first"
             alts = self._search.alternatives(self._oracle, self.s.alternatives, self.setting.deadline)
