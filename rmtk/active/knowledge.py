@@ -120,6 +120,7 @@ class Knowledge:
             check_counts(self.table, mdp)
         self._child: dict[tuple[int, int], int] = {}  # the table trie's (parent, letter) -> node
         self._child_key = np.empty(0, np.int64)  # the nodes filed there, as parent·(K + 1) + letter
+        self._child_trie: Trie | None = None  # the trie they were filed from
         self._pairs: int | None = None
         #: histories answered (counts the loop chose), each with its place in the order of first
         #: asking (the family-wise level of its row: rmtk.anytime.FamilyWise)
@@ -156,6 +157,8 @@ class Knowledge:
         every node's id and appends the new ones (rmtk.empirical.merge_counts), so only those
         are filed; rebuilt whole if the nodes already filed changed."""
         t = self.table.trie
+        if t is self._child_trie:  # the table has not changed since
+            return self._child
         key = t.parent.astype(np.int64) * (self.table.n_letters + 1) + t.letter
         done = len(self._child_key)
         if done > len(key) or not np.array_equal(self._child_key, key[:done]):
@@ -163,7 +166,7 @@ class Knowledge:
         first = max(done, 1)  # node 0 is the root
         for i, (p, k) in enumerate(zip(t.parent[first:].tolist(), t.letter[first:].tolist()), first):
             self._child[(p, k)] = i
-        self._child_key = key
+        self._child_key, self._child_trie = key, t
         return self._child
 
     def counts(self, word, state: int) -> np.ndarray:
