@@ -506,7 +506,7 @@ def _confidence(value: float) -> float:
 
 @attrs.frozen
 class Explanation:
-    """:meth:`rmtk.learner.LearnResult.explain`: the witness cover and the rare pairs, and, from
+    """:meth:`rmtk.result.LearnResult.explain`: the witness cover and the rare pairs, and, from
     demonstrations, how many negative examples were mined at which ``alpha``, how many rare
     triples were ``examined`` and how many of them differ ``beyond_noise`` at the planning
     ``confidence`` (docs/design.md, section 14)."""

@@ -104,7 +104,7 @@ class Phases:
 
 @attrs.frozen
 class MachineSummary:
-    """The surviving machines in brief (:meth:`rmtk.learner.LearnResult.summary`).
+    """The surviving machines in brief (:meth:`rmtk.result.LearnResult.summary`).
 
     Attributes:
         listed: machines listed (their verdicts and rewards computed).
@@ -150,7 +150,7 @@ class MachineSummary:
 
     @classmethod
     def of(cls, result, *, iso: tuple[bool, ...] | None = None) -> MachineSummary:
-        """The summary of a :class:`~rmtk.learner.LearnResult`: the transitions compared in the
+        """The summary of a :class:`~rmtk.result.LearnResult`: the transitions compared in the
         machines' canonical numbering, where equal targets mean the same node (``iso``: the
         result's ``isomorphic_to_truth()`` when already computed)."""
         ms, sols = result.machines, result.solutions

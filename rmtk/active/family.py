@@ -83,20 +83,13 @@ def firm_negatives(knowledge, ptp, negatives: NegativePairs, test: FamilyWise) -
     k = len(negatives)
     if not k:
         return np.zeros(0, bool), np.zeros(0, bool)
-    S = knowledge.mdp.n_states
-    keys = np.asarray(ptp.tree.pair_node, np.int64) * S + np.asarray(ptp.tree.pair_state, np.int64)
-    order = np.argsort(keys, kind="stable")
     d = np.asarray(negatives.detections, np.int64)
     which, state = d[:, 0], d[:, 1]
     pairs = np.asarray(negatives.pairs, np.int64)
-
-    def row(node):
-        key = node * S + state
-        at = np.minimum(np.searchsorted(keys[order], key), len(keys) - 1)
-        return order[at]
-
-    i, j = row(pairs[which, 0]), row(pairs[which, 1])
+    i, j = _rows_at(ptp, pairs[which, 0], state), _rows_at(ptp, pairs[which, 1], state)
     place, drawn = knowledge.answers(ptp)
+    place = np.r_[place, -1]  # row -1: not in the tree, never asked
+    drawn = np.vstack([drawn, np.zeros((1, drawn.shape[1]), drawn.dtype)])
     both = (place[i] >= 0) & (place[j] >= 0)
     sep = np.zeros(len(d), bool)
     if both.any():
@@ -104,6 +97,17 @@ def firm_negatives(knowledge, ptp, negatives: NegativePairs, test: FamilyWise) -
     firm = np.bincount(which[sep], minlength=k) > 0
     asked_any = np.bincount(which[(place[i] >= 0) | (place[j] >= 0)], minlength=k) > 0
     return firm, ~firm & ~asked_any
+
+
+def _rows_at(ptp, nodes, states) -> np.ndarray:
+    """The rows of ``ptp`` at (trie node, state) pairs, ``-1`` where it has none."""
+    S = int(np.max(ptp.tree.pair_state, initial=-1)) + 1
+    keys = np.asarray(ptp.tree.pair_node, np.int64) * S + np.asarray(ptp.tree.pair_state, np.int64)
+    order = np.argsort(keys, kind="stable")
+    want = np.asarray(nodes, np.int64) * S + np.asarray(states, np.int64)
+    at = np.minimum(np.searchsorted(keys[order], want), max(len(keys) - 1, 0))
+    hit = (np.asarray(states) < S) & (keys[order][at] == want) if len(keys) else np.zeros(len(want), bool)
+    return np.where(hit, order[at] if len(keys) else -1, -1)
 
 
 def _firm_search(knowledge, ptp, negatives, keep, result, encoder, max_nodes, deadline):
@@ -130,7 +134,7 @@ def _firm_search(knowledge, ptp, negatives, keep, result, encoder, max_nodes, de
 
 
 def _search(result) -> SearchResult:
-    """The search of a :class:`~rmtk.learner.LearnResult`, or the :class:`SearchResult` itself."""
+    """The search of a :class:`~rmtk.result.LearnResult`, or the :class:`SearchResult` itself."""
     return result.search if isinstance(result, LearnResult) else result
 
 
@@ -179,7 +183,7 @@ def judge(
     max_nodes: int,
     deadline: Deadline = NEVER,
 ) -> Firmness | None:
-    """The :class:`Firmness` of ``result`` (a :class:`~rmtk.learner.LearnResult` or
+    """The :class:`Firmness` of ``result`` (a :class:`~rmtk.result.LearnResult` or
     :class:`~rmtk.sat.search.SearchResult` of a sampled run, from ``ptp`` and its
     ``negatives``; ``None`` when there are none to judge)."""
     if ptp is None or negatives is None or knowledge.test is None:
@@ -213,17 +217,15 @@ def pending(knowledge, ptp, negatives, result, *, encoder, max_nodes, deadline, 
         hit = np.flatnonzero(tentative & (nodes[pairs[:, 0]] == nodes[pairs[:, 1]]))
         # one firm negative example is enough to exclude the machine: the strongest few first
         wanted.update(hit[ties.lexsort((hit, strength[hit]))][:per_machine].tolist())
-    place = knowledge.asked_index(ptp)
-    S = knowledge.mdp.n_states
-    keys = np.asarray(ptp.tree.pair_node, np.int64) * S + np.asarray(ptp.tree.pair_state, np.int64)
-    row = {int(k): i for i, k in enumerate(keys.tolist())}
-    comps = []
-    for k in sorted(wanted):
-        p, q, s = int(pairs[k, 0]), int(pairs[k, 1]), int(negatives.state[k])
-        i, j = row.get(p * S + s), row.get(q * S + s)
-        if i is None or j is None or place[i] < 0 or place[j] < 0:
-            continue
-        comps.append((tuple(ptp.trie.word(p)), tuple(ptp.trie.word(q)), s))
+    ks = np.array(sorted(wanted), np.int64)
+    state = np.asarray(negatives.state, np.int64)[ks]
+    place = np.r_[knowledge.asked_index(ptp), -1]
+    i, j = _rows_at(ptp, pairs[ks, 0], state), _rows_at(ptp, pairs[ks, 1], state)
+    comps = [
+        (tuple(ptp.trie.word(int(pairs[k, 0]))), tuple(ptp.trie.word(int(pairs[k, 1]))), int(s))
+        for k, s, ok in zip(ks.tolist(), state.tolist(), (place[i] >= 0) & (place[j] >= 0))
+        if ok
+    ]
     return sorted(comps, key=lambda c: (c[2], len(c[0]) + len(c[1]), c[0], c[1]))
 
 

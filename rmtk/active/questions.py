@@ -443,7 +443,8 @@ class SplitMostPairs(StrategyCapabilities):
         pairs = [(int(i), int(j)) for i, j in np.argwhere(open_pairs)[: self.products]]
         cands, wanted, splits, ends = [], [], [], []
         finals = _Finals(deltas)
-        found = [c for c in self.candidates(mdp, deltas, knowledge, pairs) if _telling(mdp, knowledge)[c[2]]]
+        telling = _telling(mdp, knowledge)
+        found = [c for c in self.candidates(mdp, deltas, knowledge, pairs) if telling[c[2]]]
         d1, d2 = self._needs(knowledge, found) if found else (np.zeros(0), np.zeros(0))
         for (w1, w2, s), a, b in zip(found, d1.tolist(), d2.tolist()):
             if a + b == 0:  # decided already: its answer is in

@@ -165,7 +165,7 @@ class Resolved:
 
 @attrs.frozen
 class ActiveResult:
-    """What :meth:`ActiveLearner.fit` found: the :class:`~rmtk.learner.LearnResult` of the
+    """What :meth:`ActiveLearner.fit` found: the :class:`~rmtk.result.LearnResult` of the
     survivors (``result.search.complete`` is ``False`` when more survive than were listed), the
     log of ``rounds``, why it ``stopped`` and, when a bound ended it, which (``exhausted``: a
     key of :data:`ENDED_BY`; the survivors are those so far), the expert ``queries``, ``steps``

@@ -2,7 +2,7 @@
 
 Jupyter asks an object for ``_repr_svg_`` or ``_repr_html_``; those methods of
 :class:`~rmtk.machine.RewardMachine`, :class:`~rmtk.mdp.LabeledMDP` and
-:class:`~rmtk.learner.LearnResult` call the functions here, which draw with :mod:`rmtk.io.draw`
+:class:`~rmtk.result.LearnResult` call the functions here, which draw with :mod:`rmtk.io.draw`
 (matplotlib's SVG writer, no graphviz). Text stays text (``<text>`` elements, not outlines),
 so the pictures are small and a page search finds node names and letters. matplotlib is
 imported on the first picture, never by ``import rmtk`` or ``import rmtk.io.display``.
