@@ -13,6 +13,7 @@ A :class:`LabelLearner` learns the labeling function with the machine, from stat
 
 import importlib
 
+from . import _deprecated
 from .errors import DataError, DslError, DslMeaningError, DslSyntaxError, ModelError, RmtkError
 from .machine import RewardMachine, isomorphic
 from .mdp import GeneratorCall, LabeledMDP
@@ -60,6 +61,8 @@ def __dir__():
 
 
 __version__ = "0.1.0"
+
+_deprecated.install()  # the previous version's module paths, with a warning (rmtk/_deprecated.py)
 
 __all__ = [
     "LabeledMDP",

@@ -36,6 +36,7 @@ import functools
 import attrs
 import numpy as np
 
+from . import _deprecated
 from .capabilities import Capabilities
 from .errors import RmtkError
 from .limits import SearchLimits
@@ -275,3 +276,8 @@ class SimplestEncoder(SatEncoder):
             time_encode=probe.time_encode + res.time_encode,
             time_solve=probe.time_solve + res.time_solve,
         )
+
+
+def __getattr__(name: str):
+    """Names of the previous version that moved (rmtk/_deprecated.py), with a warning."""
+    return _deprecated.moved(__name__, name)

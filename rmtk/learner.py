@@ -32,6 +32,7 @@ import warnings
 import attrs
 import numpy as np
 
+from ._deprecated import LabelingEncoder
 from .encoders import EncoderCapabilities, SatEncoder
 from .equivalence import judge as verdicts_of  # the active learner's verdicts too
 from .errors import RmtkError
@@ -146,6 +147,8 @@ class Learner:
         Every phase (tree, mining, search, listing, verdicts, rewards) keeps the run's deadline
         (``time_limit``, or a stop requested by SIGINT or SIGTERM, :mod:`rmtk.limits`): the
         result then holds what was found before it, and ``stopped`` says what was left undone."""
+        if isinstance(self.encoder, LabelingEncoder):  # the previous version's labels (rmtk/_deprecated.py)
+            return self.encoder.fit_labels(self, target)
         if not isinstance(target, (Task, LabeledMDP, Space)):
             raise RmtkError(
                 f"fit needs a Task or a LabeledMDP (or a Space, for data without a transition model), "

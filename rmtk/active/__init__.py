@@ -25,6 +25,7 @@ One loop asks an expert through a question strategy and an equivalence check, wi
   (:class:`~rmtk.active.survivors.Survivors`).
 """
 
+from .. import _deprecated
 from .asking import Asker, Budget
 from .checks import CheckCapabilities, EquivalenceCheck, ExpertWalks, ProductCheck
 from .experts import (
@@ -75,3 +76,8 @@ __all__ = [
     "Knowledge",
     "Survivors",
 ]
+
+
+def __getattr__(name: str):
+    """Names of the previous version that moved (rmtk/_deprecated.py), with a warning."""
+    return _deprecated.moved(__name__, name)

@@ -213,6 +213,22 @@ def check_history(mdp: LabeledMDP, word, state: int, compressed: bool) -> tuple[
     return word
 
 
+#: The most actions one question may draw (numpy's draws index with 32-bit counts, and each
+#: draw costs 16 bytes on the way).
+MAX_DRAWS = 2**31 - 1
+
+
+def check_count(expert, value, what: str, minimum: int = 1) -> int:
+    """``value`` as an int, after checking it is a whole number from ``minimum`` to
+    :data:`MAX_DRAWS`; a :class:`QueryError` naming the expert and the argument otherwise."""
+    ok = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    if not ok or not minimum <= value <= MAX_DRAWS:
+        raise QueryError(
+            f"{type(expert).__name__}: {what} must be a whole number from {minimum} to {MAX_DRAWS:,}, got {value!r}"
+        )
+    return int(value)
+
+
 @attrs.define
 class Draws:
     """Fresh randomness for each call of an expert, a function of its ``seed`` and of the
@@ -341,6 +357,7 @@ class _ProductExpert(ExpertCapabilities):
         return 0 if self.exact else 1
 
     def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
+        k, m = check_count(self, k, "k (the steps of a run)"), check_count(self, m, "m (the runs)")
         node = None
         if word is not None:
             node = self._ends.get((tuple(word), int(state)))  # where its last runs ended: no need to check
@@ -406,6 +423,7 @@ class SimulatedExpert(_ProductExpert):
     exact: bool = attrs.field(default=False, init=False)
 
     def act(self, word, state, m: int = 100) -> Observations:
+        m = check_count(self, m, "m (the actions drawn)")
         word = check_history(self.mdp, word, state, self.compressed)
         rng = self._draws.next()
         pi = self._product.pi[int(state), self._product.node(word)]

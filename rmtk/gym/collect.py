@@ -25,6 +25,7 @@ import math
 import attrs
 import numpy as np
 
+from .. import _deprecated
 from ..engines.local import Engine, LocalEngine, as_engine
 from ..engines.shards import Shard, plan_shards
 from ..errors import RmtkError
@@ -107,6 +108,9 @@ def collect(
     compress: bool = True,
     name: str | None = None,
     progress: Progress | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    client=None,
 ) -> Recording:
     """Run ``policy`` for ``episodes`` episodes of ``env`` and count them into the empirical
     prefix tree policy; the result goes to :class:`~rmtk.empirical.EmpiricalPTP` as it is.
@@ -131,7 +135,10 @@ def collect(
             ``DaskEngine(client=c)`` (:mod:`rmtk.engines`); the recording does not depend on it.
         compress: key the words by non-stuttering compression (docs/design.md, section 2).
         progress: hears ``count(done, episodes, "episodes")`` as shards finish.
+        workers, scheduler, client: deprecated (they go in rmtk 0.3.0): the previous version's
+            Dask cluster, now ``engine=DaskEngine(workers=..., scheduler=..., client=...)``.
     """
+    engine = _deprecated.collect_engine(engine, workers, scheduler, client)
     progress = as_progress(progress)
     if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
         raise RmtkError(f"max_steps must be a whole number of at least 1, got {max_steps!r}")

@@ -28,6 +28,7 @@ These are the experts of :mod:`rmtk.active.experts` at the Gymnasium layer.
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -35,11 +36,53 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ..active.experts import Draws, ExpertCapabilities, Observations, QueryError, check_history, compress
+from ..active.experts import (
+    Draws,
+    ExpertCapabilities,
+    Observations,
+    QueryError,
+    check_count,
+    check_history,
+    compress,
+    history_text,
+)
 from ..errors import RmtkError
 from ..mdp import LabeledMDP
-from ..validators import positive_int, whole
+from ..validators import is_whole, positive_int, whole
 from .policies import NodePolicy
+
+
+class _UserCallFailed(Exception):
+    """A call into the user's environment (or restore function) raised: ``what`` was called."""
+
+    def __init__(self, what: str):
+        super().__init__(what)
+        self.what = what
+
+
+def _user(what: str, fn: Callable, *args, **kwargs):
+    """``fn(*args, **kwargs)``, a call into the user's code; what it raises is chained to a
+    :class:`_UserCallFailed` naming the call (rmtk's own errors pass as they are)."""
+    try:
+        return fn(*args, **kwargs)
+    except RmtkError:
+        raise
+    except Exception as exc:
+        raise _UserCallFailed(what) from exc
+
+
+@contextlib.contextmanager
+def _asked(expert, mdp, word, state):
+    """Name the question when the user's environment fails while answering it: one
+    :class:`QueryError` naming the expert, the call and the history, the user's exception chained."""
+    try:
+        yield
+    except _UserCallFailed as failed:
+        cause = failed.__cause__
+        at = "a run from a seeded reset" if word is None else f"the history {history_text(mdp, word, state)}"
+        raise QueryError(
+            f"{type(expert).__name__}: {failed.what} raised {type(cause).__name__}: {cause} while answering at {at}"
+        ) from cause
 
 
 def _toy_text(env, state: int) -> None:
@@ -172,12 +215,13 @@ class GymExpert(ExpertCapabilities):
         """Put the environment at the end of the history (see the module docstring); the
         environment steps it took (resets counted, and the steps a replay played)."""
         if self.mode == "restore":
-            self.env.reset(seed=int(rng.integers(2**31)))
-            (self.restore or _toy_text)(self.env, state)
+            _user("the environment's reset", self.env.reset, seed=int(rng.integers(2**31)))
+            restore = self.restore or _toy_text
+            _user("the restore function" if self.restore else "restoring the state", restore, self.env, state)
             return 1
         resets = 0
         for _ in range(self.max_resets):
-            start, _ = self.env.reset(seed=int(rng.integers(2**31)))
+            start, _ = _user("the environment's reset", self.env.reset, seed=int(rng.integers(2**31)))
             resets += 1
             plan = self._plan(word, state, int(start))
             if plan is not None:
@@ -214,7 +258,7 @@ class GymExpert(ExpertCapabilities):
         return T.indices[T.indptr[s * A + a] : T.indptr[s * A + a + 1]].tolist()
 
     def _step(self, action: int):
-        obs, _, terminated, truncated, _ = self.env.step(int(action))
+        obs, _, terminated, truncated, _ = _user("the environment's step", self.env.step, int(action))
         if not (isinstance(obs, (int, np.integer)) or np.ndim(obs) == 0) or not 0 <= int(obs) < self.mdp.n_states:
             raise QueryError(
                 f"the environment returned observation {obs!r}, not a state index of mdp {self.mdp.name!r}"
@@ -226,46 +270,50 @@ class GymExpert(ExpertCapabilities):
 
     # -- the Expert protocol --------------------------------------------------------------------
     def act(self, word, state, m: int = 100) -> Observations:
+        m = check_count(self, m, "m (the actions drawn)")
         word = check_history(self.mdp, word, state, self.compressed)
         rng = self._draws.next()
         node = self._node(word)
-        steps = self._at(rng, word, int(state))
+        with _asked(self, self.mdp, word, state):
+            steps = self._at(rng, word, int(state))
         counts = np.bincount(
             [self._choose(rng, int(state), node) for _ in range(int(m))], minlength=self.mdp.n_actions
         ).astype(float)
         return Observations((word,), np.array([int(state)]), counts[None, :], False, steps=steps)
 
     def extend(self, word, state, k: int, m: int, explore: float = 0.0) -> Observations:
+        k, m = check_count(self, k, "k (the steps of a run)"), check_count(self, m, "m (the runs)")
         if word is not None:
             word = check_history(self.mdp, word, state, self.compressed)
         rng = self._draws.next()
         lab, A = self.mdp.labels, self.mdp.n_actions
         found: dict = {}
         steps = 0
-        for _ in range(int(m)):
-            w: tuple[int, ...]
-            if word is None:
-                obs, _ = self.env.reset(seed=int(rng.integers(2**31)))
-                steps += 1
-                s = int(obs)
-                w = (int(lab[s]),)
-            else:
-                steps += self._at(rng, word, int(state))
-                s, w = int(state), tuple(word)
-            node = self._node(w)
-            for t in range(int(k)):
-                a = self._choose(rng, s, node)
-                found.setdefault((w, s), np.zeros(A))[a] += 1
-                if t + 1 == k:
-                    break
-                move = int(rng.integers(A)) if explore and rng.random() < explore else a
-                obs, done = self._step(move)
-                steps += 1
-                s = int(obs)
-                w = compress(w + (int(lab[s]),)) if self.compressed else w + (int(lab[s]),)
-                node = int(self.policy.machine.delta_u[node, self._letters[lab[s]]])
-                if done:
-                    break
+        with _asked(self, self.mdp, word, state):
+            for _ in range(int(m)):
+                w: tuple[int, ...]
+                if word is None:
+                    obs, _ = _user("the environment's reset", self.env.reset, seed=int(rng.integers(2**31)))
+                    steps += 1
+                    s = int(obs)
+                    w = (int(lab[s]),)
+                else:
+                    steps += self._at(rng, word, int(state))
+                    s, w = int(state), tuple(word)
+                node = self._node(w)
+                for t in range(int(k)):
+                    a = self._choose(rng, s, node)
+                    found.setdefault((w, s), np.zeros(A))[a] += 1
+                    if t + 1 == k:
+                        break
+                    move = int(rng.integers(A)) if explore and rng.random() < explore else a
+                    obs, done = self._step(move)
+                    steps += 1
+                    s = int(obs)
+                    w = compress(w + (int(lab[s]),)) if self.compressed else w + (int(lab[s]),)
+                    node = int(self.policy.machine.delta_u[node, self._letters[lab[s]]])
+                    if done:
+                        break
         keys = list(found)
         values = np.array([found[key] for key in keys]).reshape(len(keys), A)
         return Observations(
@@ -317,22 +365,26 @@ def record(
 ) -> list[Episode]:
     """``n`` episodes of at most ``horizon`` steps, each reset with its own seed (drawn from
     ``seed``); ``cell(obs)``: the discretised state, ``label(obs)``: the proposition index."""
+    for what, value, least in (("n (the episodes)", n, 1), ("horizon (the steps)", horizon, 1), ("seed", seed, 0)):
+        if not is_whole(value) or value < least:
+            raise RmtkError(f"record: {what} must be a whole number of at least {least}, got {value!r}")
     vector = _vector(env)
     letters = policy.letters(tuple(propositions))
+    labeled = _label_index(label, len(letters), "record")
     root = np.random.SeedSequence(seed)
     out = []
     for child in root.spawn(int(n)):
         rng = np.random.default_rng(child)
         ep_seed = int(rng.integers(2**31))
         obs = _first(env.reset(seed=ep_seed)[0], vector)
-        states, labels, actions = [cell(obs)], [label(obs)], []
+        states, labels, actions = [cell(obs)], [labeled(obs)], []
         node = int(policy.machine.delta_u[policy.machine.initial, letters[labels[0]]])
         for _ in range(int(horizon)):
             a = int(np.asarray(policy.choose(np.array([states[-1]]), np.array([node]), rng))[0])
             obs, done = _step(env, a, vector)
             actions.append(a)
             states.append(cell(obs))
-            labels.append(label(obs))
+            labels.append(labeled(obs))
             node = int(policy.machine.delta_u[node, letters[labels[-1]]])
             if done:
                 break
@@ -340,16 +392,34 @@ def record(
     return out
 
 
+def _label_index(label: Callable, k: int | None, who: str) -> Callable:
+    """``label`` checked at each call: a proposition index (``0..k-1`` when ``k`` is known), or
+    an :class:`~rmtk.errors.RmtkError` naming ``who`` and what it returned."""
+
+    def labeled(obs) -> int:
+        value = label(obs)
+        if is_whole(value) and (k is None or 0 <= value < k):
+            return int(value)
+        what = f"an index 0..{k - 1}" if k is not None else "an index"
+        raise RmtkError(
+            f"{who}: label(obs) must return the proposition's index ({what} into the propositions), got "
+            f"{value!r}" + (" (a name: return its index in the propositions)" if isinstance(value, str) else "")
+        )
+
+    return labeled
+
+
 def replay(env, episode: Episode, upto: int, cell: Callable, label: Callable, where: str = "the episode"):
     """The observation after replaying the first ``upto`` actions of ``episode``; every state
     and label reached is compared with the record (a :class:`QueryError` names the first
     difference)."""
     vector = _vector(env)
+    labeled = _label_index(label, None, f"replaying {where}")
     obs = _first(env.reset(seed=episode.seed)[0], vector)
     for t in range(int(upto) + 1):
         if t:
             obs, _ = _step(env, int(episode.actions[t - 1]), vector)
-        got = (cell(obs), label(obs))
+        got = (cell(obs), labeled(obs))
         want = (int(episode.states[t]), int(episode.labels[t]))
         if got != want:
             raise QueryError(
@@ -448,6 +518,7 @@ class ReplayExpert(ExpertCapabilities):
         return replay(self.env, self.episodes[e], t, self.cell, self.label, f"episode {e}"), t
 
     def act(self, word, state, m: int = 100) -> Observations:
+        m = check_count(self, m, "m (the actions drawn)")
         _, t = self._at(word, state)
         rng = self._draws.next()
         node = self._node(word)
@@ -459,6 +530,7 @@ class ReplayExpert(ExpertCapabilities):
         """``m`` continuations of ``k`` steps from the history (``None``: from a fresh seeded
         reset), the history replayed and checked each time; per visited (word, state) the
         actions drawn."""
+        k, m = check_count(self, k, "k (the steps of a run)"), check_count(self, m, "m (the runs)")
         rng = self._draws.next()
         vector = _vector(self.env)
         m_, letters = self.policy.machine, self.policy.letters(tuple(self.propositions))

@@ -58,6 +58,8 @@ def is_state_view(mdp: LabeledMDP) -> bool:
 def state_machine(task: Task) -> RewardMachine:
     """The task's machine read over the state alphabet: ``δ_S(u, s) = δ(u, L(s))``, rewards
     likewise."""
+    if not isinstance(task, Task):
+        raise RmtkError(f"state_machine needs an rmtk.Task, not {type(task).__name__} {task!r}")
     m, mdp = task.machine, task.mdp
     letters = task.letter_of_proposition[mdp.labels]
     return RewardMachine(
@@ -72,6 +74,11 @@ def state_machine(task: Task) -> RewardMachine:
 
 def state_task(task: Task) -> Task:
     """The task on its state view: same expert, histories keyed by state sequences."""
+    if not isinstance(task, Task):
+        raise RmtkError(
+            f"state_task needs an rmtk.Task (the MDP and its machine), not {type(task).__name__} {task!r}"
+            + ("; load one with rmtk.dsl.load_model(path).tasks[name]" if isinstance(task, str) else "")
+        )
     return Task(
         state_mdp(task.mdp),
         state_machine(task),
