@@ -338,7 +338,8 @@ class RecordedActiveLearner:
     ``ActiveLearner(strategy=AtRecordedTriples(samples=, tries=, pick=strategy), max_nodes=,
     alpha=, budget=, max_solutions=, max_rounds=, time_limit=).fit(space, expert, data=table)``
     with the old defaults (``alpha=1e-3``, ``max_rounds=50``) and returns its
-    :class:`~rmtk.active.result.ActiveResult`; ``time_limit`` now bounds the whole run."""
+    :class:`~rmtk.active.result.ActiveResult`; ``time_limit`` now bounds the whole run, and the
+    old ``Budget(steps=)`` (the actions the expert drew) is the new ``Budget(draws=)``."""
 
     max_nodes: int = 4
     alpha: float = 1e-3
@@ -358,6 +359,9 @@ class RecordedActiveLearner:
         """The :class:`~rmtk.active.loop.ActiveLearner` this call now is."""
         pick = {} if self.strategy is None else {"pick": self.strategy}
         budget = {} if self.budget is None else {"budget": self.budget}
+        if self.budget is not None and self.budget.steps is not None and self.budget.draws is None:
+            # its steps were the actions the expert drew (one per draw), now counted as draws
+            budget["budget"] = attrs.evolve(self.budget, steps=None, draws=self.budget.steps)
         strategy = _new("rmtk.active.recorded.AtRecordedTriples")(samples=self.samples, tries=self.tries, **pick)
         return _new("rmtk.active.loop.ActiveLearner")(
             strategy=strategy,

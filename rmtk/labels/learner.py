@@ -166,15 +166,13 @@ class LabelLearner:
         state; the labeling collapses them."""
         if not isinstance(target, (Task, LabeledMDP)):
             raise RmtkError(f"fit_questions needs the Task or the LabeledMDP asked about, not {type(target).__name__}")
-        from ..active.result import ActiveResult
-
-        if not isinstance(active, ActiveResult):
+        result = getattr(active, "result", None)  # an ActiveResult's LearnResult, read without importing the loop
+        if result is None:
             raise RmtkError(
-                f"fit_questions learns from an active run's result (an rmtk.active.ActiveResult, what "
-                f"ActiveLearner().fit(state_task(task), TaskExpert(state_task(task))) returns), not "
+                "fit_questions learns from an active run's result (an rmtk.active.ActiveResult, what "
+                "ActiveLearner().fit(state_task(task), TaskExpert(state_task(task))) returns), not "
                 f"{type(active).__name__} {active!r}"
             )
-        result = active.result
         oracle = result.oracle
         if not isinstance(oracle, TrieOracle):
             raise RmtkError("the active result holds no questions and answers to learn the labels from (no oracle)")
