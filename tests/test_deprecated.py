@@ -252,3 +252,10 @@ def test_old_names_on_modules_that_remain():
     with pytest.warns(DeprecationWarning, match=r"rmtk\.sat\.solver\.SOLVERS"):
         assert "cadical153" in rmtk.encoders.SOLVERS
     assert np.all([callable(rmtk.cli.main)])  # the entry point rmtk.cli:main is unchanged
+
+
+@pytest.mark.parametrize("doc", ["CHANGELOG.md", "docs/guide/upgrading.md"])
+def test_the_changelog_and_the_upgrading_page_list_every_old_path_and_name(doc):
+    text = (ROOT / doc).read_text()
+    missing = [f"`{old}`" for old in [*MODULES, *NAMES, *GONE] if f"`{old}`" not in text]
+    assert missing == [] and REMOVED_IN in text
