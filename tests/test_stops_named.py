@@ -149,10 +149,11 @@ def test_labels_asked_of_a_sampled_expert_have_a_default_bound(monkeypatch, caps
     base = ["learn", str(MODELS / "patrol.rm"), "--learn-labels", "--active", "--expert", "simulated"]
     plan = prepare_learn(build_parser().parse_args(base))
     assert plan.learner.budget.draws == cli_args.LABELS_SAMPLED_DRAWS == plan.default_draws
+    assert plan.labels.max_solutions == cli_args.LABELS_ACTIVE_SOLUTIONS  # and the pairs listed
     given = prepare_learn(build_parser().parse_args([*base, "--budget-queries", "100"]))
     assert given.learner.budget.draws is None and given.default_draws is None  # the user's budget is the bound
     exact = prepare_learn(build_parser().parse_args(base[:-2]))
-    assert exact.learner.budget.draws is None  # the exact expert ends by itself
+    assert exact.learner.budget.draws is None and exact.labels.max_solutions is None  # it ends by itself
     monkeypatch.setattr(cli_args, "LABELS_SAMPLED_DRAWS", 20_000)  # the default, at a small scale
     main([*base, "-q"])
     out = capsys.readouterr().out
@@ -161,3 +162,4 @@ def test_labels_asked_of_a_sampled_expert_have_a_default_bound(monkeypatch, caps
     assert "# budget spent (draws): the pairs below fit what was asked so far" in out
     assert "the draws budget was the default of --learn-labels --active --expert simulated, 20,000 draws" in out
     assert "# not finished: questions (budget spent (draws))" in out
+    assert out.count("\nmachine ") <= cli_args.LABELS_ACTIVE_SOLUTIONS

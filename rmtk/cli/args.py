@@ -300,6 +300,8 @@ def plan_learn(args, task: Task, mode: str) -> LearnPlan:
         if labels is not None and not expert.exact and all(b is None for b in budgets):
             outputs["default_draws"] = LABELS_SAMPLED_DRAWS
             asking = attrs.evolve(asking, budget=attrs.evolve(asking.budget, draws=LABELS_SAMPLED_DRAWS))
+        if labels is not None and not expert.exact and args.max_solutions is None:
+            labels = attrs.evolve(labels, max_solutions=LABELS_ACTIVE_SOLUTIONS)  # sampled answers leave many pairs
         return LearnPlan(mode, task, asking, expert, view, labels, **outputs)
     learner = learner_from_args(args, task)
     labels = label_learner_from_args(args, learner) if mode in LABELS else None
