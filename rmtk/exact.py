@@ -32,7 +32,7 @@ from .mdp import LabeledMDP
 from .negatives import POLICY_TOL
 from .progress import Progress
 from .ptp import PrefixTree, PrefixTreePolicy, PTPCapabilities, build_prefix_tree
-from .task import EVERY_DEPTH, Task
+from .task import EVERY_DEPTH, Task, depth_beyond
 
 if TYPE_CHECKING:
     from .sat.lazy import ProductOracle
@@ -162,6 +162,9 @@ def _depth(instance, attribute, value):
         return
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise RmtkError(f"depth must be a whole number of at least 1, 'task' or None (every depth), got {value!r}")
+    beyond = depth_beyond(value)
+    if beyond is not None:
+        raise RmtkError(f"ExactPTP: {beyond}")
 
 
 def require_task(target, what: str) -> Task:

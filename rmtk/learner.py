@@ -37,7 +37,7 @@ from .encoders import EncoderCapabilities, SatEncoder
 from .equivalence import judge as verdicts_of  # the active learner's verdicts too
 from .errors import RmtkError
 from .exact import DistinctPerNode, ExactPTP, NodePolicyTable, SoftOptimal
-from .limits import Deadline, SearchLimits, max_nodes_or_default
+from .limits import Deadline, SearchLimits, max_nodes_or_default, node_bound_note
 from .machine import RewardMachine
 from .mdp import LabeledMDP
 from .negatives import ConfidenceMiner, ExactMiner, NegativeExampleMiner, NegativePairs, PolicyClasses
@@ -216,6 +216,8 @@ class Learner:
             progress=rec,
         )
         res = self.encoder.search(problem, limits)
+        if res.n_nodes is None and res.complete and self.nodes is None and res.tried:  # the bound may be why
+            res = attrs.evolve(res, message=res.message + node_bound_note(max_nodes, self.max_nodes, task))
         if oracle is not None and res.lazy is None:
             raise RmtkError(
                 f"encoder {type(self.encoder).__name__} does not search lazily (it ignored the oracle "

@@ -157,3 +157,20 @@ def max_nodes_or_default(*choices: int | None) -> int:
         if choice is not None:
             return choice
     return DEFAULT_MAX_NODES
+
+
+def node_bound_note(bound: int, given: int | None, task=None) -> str:
+    """What a search that proved no machine of at most ``bound`` nodes consistent says of the
+    bound (appended to its message): where it came from (``given``: the user's ``max_nodes``;
+    else ``task``'s suggestion; else :data:`DEFAULT_MAX_NODES`) and how to raise it, since a
+    machine of more nodes may be what the data need."""
+    if given is not None:
+        whose = "the max_nodes given"
+    elif task is not None and task.max_nodes is not None:
+        whose = f"the max_nodes of task {task.name!r}"
+    else:
+        whose = "rmtk's default (no max_nodes given, none suggested by a task)"
+    return (
+        f"; the bound of {bound} node{'s' if bound != 1 else ''} is {whose}: a machine of more nodes may be "
+        "consistent, raise the bound with max_nodes=N (--max-nodes N)"
+    )

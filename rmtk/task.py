@@ -9,6 +9,7 @@ import numpy as np
 from .errors import ModelError
 from .machine import RewardMachine
 from .mdp import LabeledMDP
+from .ptp import MAX_TREE_LEVELS
 
 
 def _opt_float(v):
@@ -21,6 +22,19 @@ def _opt_int(v):
 
 #: ``Task.depth`` of a task learned at every depth (``depth inf`` in a ``.rm`` file).
 EVERY_DEPTH = "inf"
+
+
+def depth_beyond(depth) -> str | None:
+    """Why a whole-number ``depth`` is refused before any work (``None``: it is not): no
+    prefix tree is built past :data:`~rmtk.ptp.MAX_TREE_LEVELS` levels, so a deeper one could
+    only be refused after building that far."""
+    if isinstance(depth, (int, np.integer)) and depth > MAX_TREE_LEVELS:
+        return (
+            f"depth {depth} is beyond the {MAX_TREE_LEVELS:,} levels a prefix tree is ever built to; "
+            "write 'depth inf' to learn at every depth (no tree is built, and no depth beyond |S|·u_max² "
+            "is ever needed: Theorem 1), or a smaller depth"
+        )
+    return None
 
 
 def _task_depth(v):
@@ -69,6 +83,9 @@ class Task:
             raise ModelError(f"task {self.name!r}: lambda={self.lam} must be a positive number")
         if isinstance(self.depth, int) and self.depth < 1:
             raise ModelError(f"task {self.name!r}: depth must be at least 1")
+        beyond = depth_beyond(self.depth)
+        if beyond is not None:
+            raise ModelError(f"task {self.name!r}: {beyond}")
         if self.max_nodes is not None and self.max_nodes < 1:
             raise ModelError(f"task {self.name!r}: max_nodes must be at least 1")
 

@@ -108,11 +108,9 @@ def test_active_learning_agrees_with_every_depth_on_random_instances():
         for kind in ("soft-optimal", "table"):
             inst = random_instance(seed, "non-stuttering", kind)
             every = Learner(ExactPTP(None, source=inst.source), max_nodes=U_MAX, irl=None).fit(inst.task)
-            r = (
-                ActiveLearner(max_nodes=U_MAX)
-                .fit(inst.task, TaskExpert(inst.task, source=inst.source, seed=seed))
-                .result
-            )
+            active = ActiveLearner(max_nodes=U_MAX).fit(inst.task, TaskExpert(inst.task, source=inst.source, seed=seed))
+            r = active.result
+            assert not active.flagged, (seed, kind, active.stopped)  # each ends by itself
             assert (r.n_nodes, r.distinct_count) == (every.n_nodes, every.distinct_count), (seed, kind)
             assert all(v.consistent for v in r.verdicts), (seed, kind)
 

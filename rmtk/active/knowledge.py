@@ -122,6 +122,9 @@ class Knowledge:
         self._child_key = np.empty(0, np.int64)  # the nodes filed there, as parent·(K + 1) + letter
         self._child_trie: Trie | None = None  # the trie they were filed from
         self._pairs: int | None = None
+        #: how many times an answer changed what is known (a round's hypotheses and a check's
+        #: verdicts hold for one version: rmtk.active.cycles)
+        self.version = 0
         #: histories answered (counts the loop chose), each with its place in the order of first
         #: asking (the family-wise level of its row: rmtk.anytime.FamilyWise)
         self._asked: dict[tuple[tuple[int, ...], int], int] = {}
@@ -224,6 +227,7 @@ class Knowledge:
                 self._nodes.append(key[0])
                 self._states.append(s)
                 self._class.append(self._classify(s, dist))
+                self.version += 1
             return len(self) - before
         S, A = self.mdp.n_states, self.mdp.n_actions
         grow = _Words()
@@ -246,6 +250,7 @@ class Knowledge:
             small = CountTable(grow.trie(self.compressed), uniq, summed, S, A, self.mdp.n_propositions)
             self.table = merge_counts(self.table, small)
             self._pairs = None
+            self.version += 1
         return len(self) - before
 
     def _classify(self, s: int, dist: np.ndarray) -> int:

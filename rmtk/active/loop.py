@@ -12,9 +12,9 @@ from the data there is (possibly none) and repeats:
    hypotheses, free transitions, transition tests, alternatives; the last two only for a check
    that samples), and folds the answers into what is known;
 3. once no question is left, the equivalence check (:mod:`rmtk.active.checks`) looks for a
-   counterexample; when the next round finds the same hypotheses, the survivors are listed, at
-   most ``max_solutions`` (each checked again by an exact check, a refuted one sending the loop
-   on) —
+   counterexample; once a round's hypotheses were all checked against what is known now (in it
+   or an earlier round, :mod:`rmtk.active.cycles`), the survivors are listed, at most
+   ``max_solutions`` (each checked again by an exact check, a refuted one sending the loop on) —
 
 until the survivors are listed, or a :class:`~rmtk.active.asking.Budget`, the time limit, a stop
 request or ``max_rounds`` ends the run (the survivors so far, flagged). Every question goes
@@ -59,10 +59,12 @@ from ..validators import (
 from .asking import Asker, Budget
 from .checks import CheckCapabilities, EquivalenceCheck
 from .conformance import SuiteCoverage
+from .cycles import Verdicts
 from .experts import Expert, ExpertCapabilities, check_expert
 from .family import firm_up, judge
 from .knowledge import Knowledge
 from .questions import KINDS, Hypotheses, Query, QuestionStrategy, Setting, SplitMostPairs, StrategyCapabilities
+from .recordings import recorded_only
 from .result import ENDED_BY, ActiveResult, Round, found, machines
 from .sampling import as_queries, resolved_stop, sample, standing, undecided_merges
 
@@ -381,7 +383,7 @@ class _Run:
         learner, inquiry, knowledge, asker = self.learner, self.inquiry, self.knowledge, self.asker
         reason, walks, new = "start", 0, len(knowledge)
         asked: tuple[Query, ...] = ()
-        checked, last_keys, same = None, None, 0  # same: rounds of alternatives since the keys last changed
+        verdicts, last_keys, same = Verdicts(knowledge), None, 0  # same: alternatives rounds since the keys changed
         last: Hypotheses | None = None
         while True:
             hyps = inquiry.round()
@@ -395,19 +397,18 @@ class _Run:
                 return SearchResult(None, (), True, (), 0, 0, 0.0, 0.0, 0.0, hyps.message), None
             last = hyps
             if not self.caps.answers_queries:
-                self.stopped = "the expert answers no queries: the survivors of the recorded data"
+                self.stopped = recorded_only(knowledge, type(asker.expert).__name__)  # refuses an empty one
                 break
             why = asker.stopped() or ("rounds" if len(self.rounds) >= learner.max_rounds else None)
             if why is not None:
                 self._end(why)
                 break
             keys = hyps.keys
-            if checked is not None and keys == checked:  # the check found nothing the hypotheses miss
+            if verdicts.covers(keys):  # checked against what is known now, in this round or an earlier one
                 res, refuted = self._listed(hyps)
                 if refuted:
-                    # draws that made negative examples firm leave the check's verdict on the same
-                    # machines standing: it is asked again only if the machines change
-                    checked = keys if self._reason == "firm" else None
+                    if self._reason == "firm":  # draws that made negative examples firm: the verdicts stand
+                        verdicts.keep()
                     reason, asked, walks, new = self._reason, self._refuting, 0, self._new
                     continue
                 why = asker.exhausted or asker.stopped()  # a bound met while listing: the list is so far
@@ -420,9 +421,7 @@ class _Run:
                         res, self.exact_check, type(self.check).__name__, learner.max_solutions, target
                     )
                 return res, last
-            checked = None
-            same = same if keys == last_keys else 0
-            last_keys = keys
+            same, last_keys = (same if keys == last_keys else 0), keys
             queries, kind = self._questions(hyps, same)
             same += kind == "alternatives"
             if queries:
@@ -449,7 +448,8 @@ class _Run:
             if (asker.queries, asker.steps, asker.draws) == before and asker.exhausted is not None:
                 self._end(asker.exhausted, "the survivors so far, before the equivalence check")
                 break
-            reason, asked, checked = "equivalence", tuple(as_queries(answers)), keys
+            reason, asked = "equivalence", tuple(as_queries(answers))
+            verdicts.checked(keys)
         return self._final(last), last
 
     def _questions(self, hyps: Hypotheses, same: int) -> tuple[list[Query], str]:

@@ -103,7 +103,7 @@ class Hypotheses:
     of ``nodes`` nodes, with the transitions known words ``used``); ``complete``: they are every
     machine that survives (up to renaming). ``nodes`` is ``None`` when none survives (``message``
     says why: no machine within the bound, or the deadline). ``keys``: renaming-invariant keys of
-    the machines (a round whose keys equal the last one's found nothing new). ``negatives``,
+    the machines (what :class:`~rmtk.active.cycles.Verdicts` remembers as checked). ``negatives``,
     ``cost``, ``rebuilt``: what the search used, when the strategy says."""
 
     nodes: int | None

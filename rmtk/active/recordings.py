@@ -11,7 +11,7 @@ from ..empirical import CountTable
 from ..errors import RmtkError
 from ..mdp import LabeledMDP
 
-__all__ = ["check_counts", "check_recording"]
+__all__ = ["check_counts", "check_recording", "recorded_only"]
 
 
 def check_recording(recorded, mdp) -> None:
@@ -60,3 +60,16 @@ def check_counts(table: CountTable, mdp) -> None:
             f"{mdp.propositions[int(mdp.labels[s])]!r}; the data were recorded on another MDP or with the "
             "propositions in another order"
         )
+
+
+def recorded_only(knowledge, expert: str) -> str:
+    """Why a run whose expert answers no queries stops after its first round (the survivors of
+    the recorded data), or an error when nothing was recorded: with no data and no questions
+    every machine of one node would be returned as if the data had chosen it."""
+    if not len(knowledge):
+        raise RmtkError(
+            f"the expert {expert} answers no queries and its recording holds no (word, state) pair: there is "
+            "nothing to learn from; give it the recorded data (demonstrations, a path, a count table or a "
+            "recording), or pass them to fit(data=...)"
+        )
+    return "the expert answers no queries: the survivors of the recorded data"

@@ -168,6 +168,11 @@ def _active_header(plan, active) -> None:
         )
         if active.flagged:
             print(f"# {active.ended}: the pairs below fit what was asked so far")
+        if active.exhausted == "draws" and plan.default_draws is not None:
+            print(
+                f"# the draws budget was the default of --learn-labels --active --expert simulated, "
+                f"{plan.default_draws:,} draws: raise it with --budget-draws N"
+            )
         return
     kind = _kind(plan.expert)
     print(

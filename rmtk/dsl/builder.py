@@ -12,7 +12,7 @@ from .._arrays import Csr
 from ..errors import ModelError
 from ..machine import RewardMachine
 from ..mdp import PROB_TOL, LabeledMDP
-from ..task import EVERY_DEPTH, Task
+from ..task import EVERY_DEPTH, Task, depth_beyond
 from . import syntax as S
 from .context import Context, _unknown, _wrong_statement
 from .document import RmFile
@@ -352,6 +352,9 @@ def build_task(block: S.Block, ctx: Context, mdps: dict, machines: dict) -> Task
             kw[key] = EVERY_DEPTH
         elif key in ("depth", "max_nodes"):
             kw[key] = ctx.integer(v, key, "a whole number" + (" or inf (every depth)" if key == "depth" else ""))
+            beyond = depth_beyond(kw[key]) if key == "depth" else None
+            if beyond is not None:  # refused here, before any tree is built, at the value's line
+                ctx.fail(f"{where}: {beyond}", v)
         else:
             kw["lam" if key == "lambda" else key] = ctx.number(v, key)
     for key in ("mdp", "machine"):

@@ -65,7 +65,7 @@ from ..sat.encoding import (
 from ..sat.encoding import non_stuttering as stutter_free
 from ..sat.lazy import LazyFormula, ProductOracle
 from ..sat.search import used_transitions
-from ..sat.solver import DEFAULT_SOLVER, open_solver, solve
+from ..sat.solver import DEFAULT_SOLVER, open_solver, solve, takes_phases
 from .pairs import LabelKnowledge, first_occurrence
 
 #: The most clauses a pair formula is built with; a size a user types beyond it (nodes,
@@ -363,6 +363,7 @@ class PairFormula:
         )
         self.pool, self.product = pool, product
         self.sat = open_solver(solver)
+        self.phases = takes_phases(solver)  # else the preferred labels are no hint to this backend
         self.deadline = deadline
 
         def add(clauses) -> None:  # family by family: no list of the whole formula is ever held
@@ -517,14 +518,15 @@ class PairFormula:
 
     def prefer(self, labels: np.ndarray) -> None:
         """Labels (``(S,)``, any numbering) the label layers should try first: the solver's
-        phases of l[s,·] set to them, renumbered by first occurrence (a hint only)."""
+        phases of l[s,·] set to them, renumbered by first occurrence (a hint only, dropped for a
+        backend that takes none: :func:`rmtk.sat.solver.takes_phases`)."""
         self.preferred = first_occurrence(labels, self.reach)[labels]
         for layer in self.layers:
             self._phases(layer)
 
     def _phases(self, layer: Layer) -> None:
         lab = self.preferred
-        if lab is None:
+        if lab is None or not self.phases:
             return
         rows = np.flatnonzero(lab[self.reach] < layer.K)
         self.sat.set_phases(layer.l[rows, lab[self.reach][rows]].tolist())

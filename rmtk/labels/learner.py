@@ -190,12 +190,18 @@ class LabelLearner:
         rec = Recorder(self.progress)
         know, named = knowledge(mdp, self.known, self.shared, self.props, self.max_props)
         reach = reached_states(oracle.trie.letter)
+        stop = f"questions ({active.ended})" if active.flagged else None  # what stopped the loop, by name
+        if stop is not None and not len(reach):  # nothing answered: no labels yet, and the stop is why
+            message = f"the active loop stopped ({active.ended}) before any history was answered: no labels to learn"
+            empty = LabelSearchResult(None, None, (), False, (), message, histories=1, stopped=active.ended)
+            return LabelLearnResult(empty, mdp, (), unfinished=(stop,), timings={"total": time.perf_counter() - t0})
         problem = Problem(Trie.root(oracle.trie.compressed), mdp.n_states, None, oracle=oracle)
         limits = self._limits(task, problem, mdp, reach, know, search_deadline, rec)
         res = self.search.search(problem, mdp.n_states, reach, know, limits)
         rec.stage("search", time.perf_counter() - t0)
         view = StateHistoryPTP(ExactPTP(None))
-        return self._finish(task, mdp, res, named, reach, oracle, view, deadline, rec, t0, None)
+        result = self._finish(task, mdp, res, named, reach, oracle, view, deadline, rec, t0, None)
+        return result if stop is None else attrs.evolve(result, unfinished=(stop, *result.unfinished))
 
     # -------------------------------------------------------------------------------- steps
     def _limits(self, task, problem, mdp, reach, know: LabelKnowledge, deadline, rec) -> SearchLimits:

@@ -91,11 +91,11 @@ def label_report(task: Task, result: LabelLearnResult, *, out=None, explain: boo
             f"# counterexamples: {s.counterexamples} in {s.rounds} candidate checks; {s.histories - 1} state histories "
             f"in play; longest {s.longest} states"
         )
-    tried = ", ".join(_sizes(s.tried))
-    w(
-        f"# sizes tried (nodes, propositions): {tried}; fewer than {s.lower_bound} nodes ruled out by the policy "
-        "classes at one state"
-    )
+    if s.tried:
+        w(
+            f"# sizes tried (nodes, propositions): {', '.join(_sizes(s.tried))}; fewer than {s.lower_bound} nodes "
+            "ruled out by the policy classes at one state"
+        )
     w("# timings (s): " + ", ".join(f"{k} {v:.4f}" for k, v in result.timings.items()))
     if result.evidence is not None:
         for line in result.evidence.lines():

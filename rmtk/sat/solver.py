@@ -39,6 +39,16 @@ REFUSED = {
 SOLVERS = tuple(sorted(k for k in vars(SolverNames) if not k.startswith("_") and k not in REFUSED))
 
 
+#: Backends that take no preferred phases (``set_phases`` raises): a search that would hint
+#: its first guesses (:meth:`rmtk.labels.encoding.PairFormula.prefer`) does without the hint.
+NO_PHASES = frozenset({"cadical103"})
+
+
+def takes_phases(name: str) -> bool:
+    """Whether backend ``name`` takes preferred phases (a hint a search may give its solver)."""
+    return check_solver(name) not in NO_PHASES
+
+
 def check_solver(name) -> str:
     """``name`` if rmtk can use that backend, else an error saying why not."""
     if name in REFUSED:
