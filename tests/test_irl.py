@@ -154,7 +154,7 @@ def test_large_system_path_matches_dense(models_dir, model, name):
     """Past the dense limit the values are eliminated (rmtk.rewards.system): the same rewards,
     null space and identification as the dense path (before, lsqr gave the rewards only)."""
     task = dsl.load(models_dir / f"{model}.rm").tasks[name]
-    dense = reward_fit(task)
+    dense = reward_fit(task, dense_limit=10**6)
     big = reward_fit(task, dense_limit=0)
     assert big.method == "eliminated" and dense.method == "dense"
     assert (big.null_dim, big.shaping_dim) == (dense.null_dim, dense.shaping_dim)
@@ -175,15 +175,35 @@ def test_large_system_path_with_extra_null_directions():
     assert np.abs(big.delta_r - dense.delta_r).max() < 1e-9
 
 
-def test_lsqr_path_where_the_values_cannot_be_eliminated(models_dir):
-    """A mask that leaves out a successor: its value has no equation of its own, the values
-    cannot be eliminated, lsqr solves without the null space."""
+def test_values_without_an_equation_of_their_own_join_the_schur_complement(models_dir):
+    """A mask that leaves out a successor: its value has no equation of its own; it joins the
+    rewards in the small Schur complement, and the fit is the dense path's, null space and
+    identification included (before, lsqr solved without the null space)."""
     task = dsl.load(models_dir / "stack.rm").tasks["stack"]
     full = reward_fit(task)
     mask = np.array(full.mask)
     s, u = np.argwhere(mask)[-1]
     mask[s, u] = False
+    dense = reward_fit(task, dense_limit=10**6, reachable=mask)
     big = reward_fit(task, dense_limit=0, reachable=mask)
+    assert big.method == "eliminated" and "values without an equation of their own" in big.note
+    assert (big.null_dim, big.shaping_dim) == (dense.null_dim, dense.shaping_dim)
+    assert np.array_equal(big.identified, dense.identified)
+    assert np.abs(big.delta_r - dense.delta_r).max() < 1e-8
+    assert np.nanmax(np.abs(big.V - dense.V)) < 1e-7
+    assert big.residual < 1e-8 and "?" not in describe(big)
+
+
+def test_lsqr_path_where_the_values_cannot_be_eliminated(models_dir, monkeypatch):
+    """When the values' normal matrix cannot be factorised, lsqr solves without the null space."""
+    import scipy.sparse.linalg as spla
+
+    def singular(matrix):
+        raise RuntimeError("Factor is exactly singular")
+
+    monkeypatch.setattr(spla, "splu", singular)
+    task = dsl.load(models_dir / "stack.rm").tasks["stack"]
+    big = reward_fit(task, dense_limit=0)
     assert big.method == "lsqr" and big.null_dim is None and big.identified is None and "lsqr" in big.note
     assert big.residual < 1e-8
     assert "?" in describe(big)

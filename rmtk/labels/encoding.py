@@ -65,7 +65,7 @@ from ..sat.encoding import (
 from ..sat.encoding import non_stuttering as stutter_free
 from ..sat.lazy import LazyFormula, ProductOracle
 from ..sat.search import used_transitions
-from ..sat.solver import DEFAULT_SOLVER, open_solver, solve, takes_phases
+from ..sat.solver import DEFAULT_SOLVER, open_solver, propagations, solve, takes_phases
 from .pairs import LabelKnowledge, first_occurrence
 
 #: The most clauses a pair formula is built with; a size a user types beyond it (nodes,
@@ -91,9 +91,11 @@ CORE_BUDGET = 1000
 #: On the Craft World's formulas of millions of clauses a conflict takes milliseconds, so slices
 #: start small to keep the deadline within about a second, and grow when they are fast.
 FIRST_CONFLICTS = 100
-#: Seconds one core is shrunk at most; what is left of it is then dropped whole (on a formula of
-#: millions of clauses a call of 1,000 conflicts takes about a second).
-SHRINK_SECONDS = 2.0
+#: The solver's propagations one core is shrunk with at most; what is left of it is then dropped
+#: whole. A measure of work, not seconds, so that which selectors are dropped (and so which
+#: candidates come next) is the same under any load (docs/design/determinism.md); about two
+#: seconds of search on this machine.
+SHRINK_PROPAGATIONS = 4_000_000
 #: Up to this many propositions "one label per state" is pairwise; beyond, a sequential counter.
 PAIRWISE_AMO = 8
 
@@ -179,15 +181,19 @@ def shrink_core(
     ``keep``): first the whole core at once (often the formula fails without any of it: an
     enumeration that has listed every pair), then runs of halving length, then single literals,
     each dropped when the solver still fails without it (within ``budget`` conflicts and the
-    deadline; an undecided call keeps the run), for :data:`SHRINK_SECONDS` at most."""
+    deadline; an undecided call keeps the run), for :data:`SHRINK_PROPAGATIONS` at most."""
     if solve(sat, deadline, keep, conflicts=budget, first=FIRST_CONFLICTS) is False:
         return []
     core = list(core)
     run = max(1, len(core) // 2)
-    deadline = deadline.sooner(SHRINK_SECONDS)
-    while not deadline.expired():
+    start = propagations(sat)
+
+    def more() -> bool:
+        return not deadline.expired() and propagations(sat) - start < SHRINK_PROPAGATIONS
+
+    while more():
         i = 0
-        while i < len(core) and not deadline.expired():
+        while i < len(core) and more():
             trial = core[:i] + core[i + run :]
             if solve(sat, deadline, [*keep, *trial], conflicts=budget, first=FIRST_CONFLICTS) is False:
                 kept = set(sat.get_core() or [])

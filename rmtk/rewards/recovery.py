@@ -19,8 +19,9 @@ Two steps turn a learned reward machine *model* into a reward machine:
    least-squares problem, solved with its null space (:mod:`rmtk.rewards.system`): densely
    (spectral decomposition of ``AᵀA``, plus iterative refinement) up to
    :data:`DENSE_LIMIT` unknowns, and beyond by eliminating the values (a sparse LU and a small
-   Schur complement on the rewards); ``scipy.sparse.linalg.lsqr``, without the null space, only
-   where a value unknown has no equation of its own. The system is held as a numpy
+   Schur complement on the rewards and the values without an equation of their own);
+   ``scipy.sparse.linalg.lsqr``, without the null space, only where that LU is singular. The
+   system is held as a numpy
    :class:`~rmtk._arrays.Csr`; scipy is imported only for the large systems (and for a Gram
    matrix too large to form with numpy, see :meth:`~rmtk._arrays.Csr.gram`).
 
@@ -68,8 +69,10 @@ from .system import Solved, identified_entries, solve_dense, solve_eliminated
 
 #: Systems with at most this many unknowns are solved densely (with the null space); larger ones
 #: by eliminating the values (:func:`rmtk.rewards.system.solve_eliminated`), or with ``lsqr``
-#: and without an identification analysis where that does not apply.
-DENSE_LIMIT = 3000
+#: and without an identification analysis where that does not apply. Past a few hundred
+#: unknowns the elimination is the faster by far (Craft t2 from demonstrations, about 2,300
+#: unknowns: 0.3 s instead of 2.7 s per machine, docs/benchmarks/rewards-cost.md).
+DENSE_LIMIT = 500
 
 #: Relative singular-value threshold (to the largest) below which a direction is null.
 RANK_TOL = 1e-6
@@ -361,8 +364,8 @@ def recover_rewards(
             None,
             None,
             "lsqr",
-            f"{U} unknowns > dense limit {dense_limit}, and some value unknown has no equation of its own "
-            f"(the values cannot be eliminated): solved with lsqr (istop {out[1]}, {out[2]} iterations); "
+            f"{U} unknowns > dense limit {dense_limit}, and the values cannot be eliminated (their normal "
+            f"matrix is singular): solved with lsqr (istop {out[1]}, {out[2]} iterations); "
             "null space not computed, identification not analysed (shaping directions projected out)",
         )
     x, method, null_dim = solved.x, solved.method, solved.null_dim

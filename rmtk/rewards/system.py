@@ -8,15 +8,18 @@ values ``V`` (one per product state): ``A = [A_r | A_V]``.
   decomposition of the whole Gram matrix ``AᵀA`` gives the least-squares solution and the null
   space at once.
 * :func:`solve_eliminated` (larger systems, e.g. the Craft World's 1,521 states × 8 nodes): the
-  values are eliminated. When ``A_V`` has full column rank (every value unknown has an
-  equation of its own: with γ < 1, ``V = γ P V`` forces ``V = 0``), ``M = A_VᵀA_V`` is sparse
-  and positive definite; one sparse LU of it gives the Schur complement
-  ``S = A_rᵀA_r − A_rᵀA_V M⁻¹ A_VᵀA_r``, a small ``(r, r)`` matrix whose null space is exactly
-  the reward parts ``W`` of the null space of ``A`` (a reward vector ``w`` belongs to a null
-  vector iff ``A_r w`` lies in the range of ``A_V``), and the null space of ``A`` has the same
-  dimension. The minimum-norm rewards solve ``S r = A_rᵀ(b − A_V M⁻¹ A_Vᵀ b)``, then
-  ``V = M⁻¹ A_Vᵀ(b − A_r r)``; a few refinement steps on the sparse residual repair the
-  squared conditioning. The result is the dense path's, without a dense ``U × U`` matrix.
+  values are eliminated. The values with an equation of their own (every fitted product
+  state) have a full-column-rank block ``A_V`` (with γ < 1, ``V = γ P V`` forces ``V = 0``), so
+  ``M = A_VᵀA_V`` is sparse and positive definite; the rewards and the few values without an
+  equation of their own (successors outside the fitted states, as with a policy counted from
+  demonstrations) form the small block ``A_y``. One sparse LU of ``M`` gives the Schur complement
+  ``S = A_yᵀA_y − A_yᵀA_V M⁻¹ A_VᵀA_y``, a small matrix whose null space is exactly the small
+  parts of the null space of ``A`` (``y`` belongs to a null vector iff ``A_y y`` lies in the
+  range of ``A_V``; its values are then ``−M⁻¹A_VᵀA_y y``), of the same dimension. The small
+  block solves ``S y = A_yᵀ(b − A_V M⁻¹ A_Vᵀ b)`` (minimum norm), then ``V = M⁻¹ A_Vᵀ(b − A_y y)``;
+  a few refinement steps on the sparse residual repair the squared conditioning, and a null
+  vector makes the rewards orthogonal to the null space's reward parts. The result is the
+  dense path's, without a dense ``U × U`` matrix.
 
 Both return the same :class:`Solved`; :func:`identified_entries` reads the identification from
 ``W`` and the shaping directions the same way for both.
@@ -76,48 +79,57 @@ def solve_dense(A: Csr, b: np.ndarray, nr: int, rank_tol: float) -> Solved:
 
 
 def solve_eliminated(A: Csr, b: np.ndarray, nr: int, rank_tol: float) -> Solved | None:
-    """The values eliminated through a sparse LU of ``A_VᵀA_V`` (module docstring); ``None``
-    when ``A_V`` is rank deficient (a value unknown without an equation of its own) and the
-    elimination does not apply."""
+    """The values that have an equation of their own eliminated through a sparse LU of their
+    normal matrix (module docstring); the rewards and the few values without one (successors
+    outside the fitted product states) form the small Schur complement. ``None`` when that LU
+    is exactly singular (the caller then falls back on ``lsqr``)."""
     import scipy.sparse as sp
     import scipy.sparse.linalg as spla
 
-    mat = A.to_scipy()
-    Ar, Av = mat[:, :nr].toarray(), sp.csc_array(mat[:, nr:])
-    own = np.zeros(Av.shape[1], dtype=bool)
-    own[np.asarray(Av.tocsr().indices)[np.asarray(Av.tocsr().data) < 0]] = True  # −V(s, u) of its own rows
-    if not own.all():
-        return None
+    mat = A.to_scipy().tocsc()
+    values = mat[:, nr:].tocsr()
+    own = np.zeros(values.shape[1], dtype=bool)
+    own[np.asarray(values.indices)[np.asarray(values.data) < 0]] = True  # −V(s, u) of its own rows
+    small = np.r_[np.arange(nr), nr + np.flatnonzero(~own)]  # rewards, then the values without a row of their own
+    rest = nr + np.flatnonzero(own)
+    ns = len(small)
+    As, Av = mat[:, small].toarray(), sp.csc_array(mat[:, rest])
     M = sp.csc_array(Av.T @ Av)
     try:
         lu = spla.splu(M)
     except RuntimeError:  # exactly singular
         return None
-    AvT_Ar = Av.T @ Ar  # (nv, nr)
-    Y = lu.solve(AvT_Ar) if nr else np.zeros((Av.shape[1], 0))
-    S = Ar.T @ Ar - AvT_Ar.T @ Y
+    AvT_As = Av.T @ As  # (nv, ns)
+    Y = lu.solve(AvT_As) if ns else np.zeros((Av.shape[1], 0))
+    S = As.T @ As - AvT_As.T @ Y
     S = (S + S.T) / 2
     big = _largest_gram_eigenvalue(mat)
-    w, Z = np.linalg.eigh(S) if nr else (np.zeros(0), np.zeros((0, 0)))
+    w, Z = np.linalg.eigh(S) if ns else (np.zeros(0), np.zeros((0, 0)))
     keep = w > rank_tol**2 * big  # the dense path's σ > rank_tol·σ_max, on the eliminated system
     Zr, wr = Z[:, keep], w[keep]
 
     def solve(rhs_b: np.ndarray) -> np.ndarray:
-        """Least squares of ``A x = rhs_b``: minimum-norm rewards, then the values."""
+        """Least squares of ``A x = rhs_b``: the minimum-norm small block, then the values."""
         v0 = lu.solve(Av.T @ rhs_b)
-        r = Zr @ ((Zr.T @ (Ar.T @ (rhs_b - Av @ v0))) / wr) if nr else np.zeros(0)
-        return np.r_[r, v0 - Y @ r]
+        y = Zr @ ((Zr.T @ (As.T @ (rhs_b - Av @ v0))) / wr) if ns else np.zeros(0)
+        x = np.zeros(A.shape[1])
+        x[small], x[rest] = y, v0 - Y @ y
+        return x
 
     x = np.zeros(A.shape[1])
     for _ in range(REFINE_STEPS):
         x = x + solve(b - A @ x)
-    null_r = Z[:, ~keep]
-    x[:nr] -= null_r @ (null_r.T @ x[:nr])  # stay orthogonal to W (the refinements drift by ~1e-16)
+    null = Z[:, ~keep]  # the null space of A, in the small block's coordinates (its values follow: −Y·z)
+    if null.shape[1]:  # the rewards' representative: orthogonal to the reward parts of the null space
+        c = np.linalg.lstsq(null[:nr], x[:nr], rcond=None)[0]
+        x[small] -= null @ c
+        x[rest] += Y @ (null @ c)
     note = (
-        f"{A.shape[1]} unknowns: values eliminated (sparse LU of the {Av.shape[1]} value unknowns' normal "
-        f"matrix), null space from the {nr} × {nr} reward Schur complement"
+        f"{A.shape[1]} unknowns: values eliminated (sparse LU of the {len(rest)} value unknowns' normal "
+        f"matrix), null space from the {ns} × {ns} Schur complement of the {nr} rewards"
+        + (f" and the {ns - nr} values without an equation of their own" if ns > nr else "")
     )
-    return Solved(x, null_r, null_r.shape[1], "eliminated", note)
+    return Solved(x, orth(null[:nr], 1e-8), null.shape[1], "eliminated", note)
 
 
 def _largest_gram_eigenvalue(mat) -> float:

@@ -8,14 +8,16 @@ lists the python-sat backends that can; :data:`REFUSED` says why the others cann
 
 :func:`solve` runs one call in slices of conflicts with pysat's own SIGINT handler off
 (:func:`pysat_sigint_off`): between two slices Python handles signals and the run's
-:class:`~rmtk.limits.Deadline` is checked, so a call ends within about a second of a time
-limit or a stop request, and returns ``None`` ("not decided").
+:class:`~rmtk.limits.Deadline` is checked, so a call ends soon after a time limit or a stop
+request, and returns ``None`` ("not decided"). The slices are sized by the solver's own work
+(conflicts, and the propagations the last slice took), never by the clock: where a call
+pauses changes the solver's course, so the same formula and the same calls give the same
+models on any machine under any load (docs/design/determinism.md); a time limit only stops.
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Iterable, Sequence
 
 from pysat.solvers import Solver, SolverNames
@@ -68,12 +70,22 @@ def open_solver(name: str = DEFAULT_SOLVER, clauses: Iterable[Sequence[int]] = (
     return Solver(name=check_solver(name), bootstrap_with=clauses)
 
 
-#: A call runs in slices of conflicts, from ``FIRST_SLICE`` up to 4 × ``SLICE_CONFLICTS``,
-#: sized to last about ``SLICE_SECONDS``: signals and the deadline are honoured between slices.
-SLICE_CONFLICTS = 50_000
-SLICE_SECONDS = 0.5
+#: A call runs in slices of conflicts, from ``FIRST_SLICE`` up to ``MAX_SLICE``: signals and
+#: the deadline are honoured between slices. A slice whose propagations pass twice
+#: ``SLICE_PROPAGATIONS`` halves the next (down to the call's first slice), one under half of it
+#: doubles the next: on this machine's backends that is about half a second of search, measured
+#: in the solver's work, so the slices are the same whatever the load (docs/design/determinism.md).
+SLICE_PROPAGATIONS = 1_000_000
+MAX_SLICE = 200_000
 #: Conflicts of a call's first slice (most calls end within it).
 FIRST_SLICE = 1_000
+
+
+def propagations(solver: Solver) -> int:
+    """The propagations ``solver`` has made so far: the measure of its work that sizes what a
+    call may spend, in place of seconds (0 for a backend that does not count them, maplecm and
+    maplesat: its slices are then sized by conflicts alone)."""
+    return int((solver.accum_stats() or {}).get("propagations", 0))
 
 
 @contextlib.contextmanager
@@ -115,22 +127,29 @@ def solve(
                 if deadline.expired():
                     return None
                 solver.conf_budget(budget)
-                t0 = time.monotonic()
+                before = propagations(solver)
                 result = solver.solve_limited(assumptions=assume)
                 if result is not None:
                     return result
                 spent += budget
                 if conflicts is not None and spent >= conflicts:
                     return None
-                took = time.monotonic() - t0
-                if took > 2 * SLICE_SECONDS:
-                    budget = max(first, budget // 2)
-                elif took < SLICE_SECONDS / 2:
-                    budget = min(4 * SLICE_CONFLICTS, budget * 2)
+                budget = next_slice(budget, propagations(solver) - before, first)
                 if conflicts is not None:
                     budget = min(budget, conflicts - spent)
         finally:
             solver.conf_budget(-1)
+
+
+def next_slice(budget: int, propagations: int, first: int = FIRST_SLICE) -> int:
+    """The conflicts of the slice after one of ``budget`` conflicts that made ``propagations``
+    propagations: half of it (not under ``first``) after a heavy slice, twice (up to
+    :data:`MAX_SLICE`) after a light one. A function of counts only, never of time."""
+    if propagations > 2 * SLICE_PROPAGATIONS:
+        return max(first, budget // 2)
+    if propagations < SLICE_PROPAGATIONS // 2:
+        return min(MAX_SLICE, budget * 2)
+    return budget
 
 
 #: Backends whose calls cannot be interrupted from another thread (``interrupt``): MaxSAT's
