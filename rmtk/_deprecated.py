@@ -127,12 +127,17 @@ NAMES: dict[str, tuple[str, str, str]] = {
     **{f"rmtk.irl.{n}": ("rmtk.rewards.system", n, f"rmtk.rewards.system.{n}") for n in ("IDENT_TOL", "REFINE_STEPS")},
     **{
         f"rmtk.solve.{n}": ("rmtk.sat.solver", n, f"rmtk.sat.solver.{n}")
-        for n in ("SOLVERS", "NOT_INTERRUPTIBLE", "SLICE_CONFLICTS", "FIRST_SLICE", "pysat_sigint_off")
+        for n in ("SOLVERS", "NOT_INTERRUPTIBLE", "FIRST_SLICE", "pysat_sigint_off")
     },
     "rmtk.solve.INTERRUPTIBLE_FALLBACK": ("rmtk.sat.solver", "INTERRUPTIBLE", "rmtk.sat.solver.INTERRUPTIBLE"),
 }
 
 _PER_K = "gone with the per-k formula: rmtk.labels.encoding.PairFormula holds every family of clauses"
+
+_SLICES = (
+    "a call's slices are sized by the solver's work, never by seconds: "
+    "rmtk.sat.solver.FIRST_SLICE, MAX_SLICE and SLICE_PROPAGATIONS (docs/design/determinism.md)"
+)
 
 #: Old ``module.name`` with no new home → what replaces it.
 GONE: dict[str, str] = {
@@ -145,6 +150,11 @@ GONE: dict[str, str] = {
         ".search(problem, n_states, reach, knowledge, limits), or rmtk.labels.LabelLearner"
     ),
     "rmtk.label_search.SMALL_K": "use rmtk.labels.SmallestPairs(small_k=...) (default 0)",
+    **{
+        f"{m}.{n}": _SLICES
+        for m in ("rmtk.solve", "rmtk.sat.solver")
+        for n in ("SLICE_CONFLICTS", "SLICE_SECONDS")
+    },
     **{
         f"rmtk.labeling.{n}": _PER_K
         for n in (

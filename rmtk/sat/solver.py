@@ -204,3 +204,10 @@ def maxsat_compute(rc2, deadline: Deadline = NEVER):
     if fired and model is None:
         return None, False
     return model, True
+
+
+def __getattr__(name: str):
+    """Names of the previous version that went (rmtk/_deprecated.py): a clear error."""
+    from .. import _deprecated
+
+    return _deprecated.moved(__name__, name)
