@@ -150,11 +150,7 @@ GONE: dict[str, str] = {
         ".search(problem, n_states, reach, knowledge, limits), or rmtk.labels.LabelLearner"
     ),
     "rmtk.label_search.SMALL_K": "use rmtk.labels.SmallestPairs(small_k=...) (default 0)",
-    **{
-        f"{m}.{n}": _SLICES
-        for m in ("rmtk.solve", "rmtk.sat.solver")
-        for n in ("SLICE_CONFLICTS", "SLICE_SECONDS")
-    },
+    **{f"{m}.{n}": _SLICES for m in ("rmtk.solve", "rmtk.sat.solver") for n in ("SLICE_CONFLICTS", "SLICE_SECONDS")},
     **{
         f"rmtk.labeling.{n}": _PER_K
         for n in (
