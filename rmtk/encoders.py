@@ -50,7 +50,9 @@ from .sat.encoding import (
     negative_pairs,
     non_stuttering,
     prefix_runs,
+    reward_outputs,
     soft_negative_pairs,
+    soft_reward_outputs,
     symmetry_breaking_bfs,
 )
 from .sat.lazy import lazy_search
@@ -129,7 +131,15 @@ class SatEncoder(EncoderCapabilities):
         return Formula(pool, clauses)
 
     def encode(self, problem: Problem, n: int) -> Formula:
-        """The formula of ``problem`` at ``n`` nodes, negatives hard (eq. 6)."""
+        """The formula of ``problem`` at ``n`` nodes, negatives hard (eq. 6), and the reward
+        traces' observations hard when the problem has some."""
+        formula = self.encode_negatives(problem, n)
+        if problem.rewards is not None:
+            formula.hard += reward_outputs(formula.pool, problem.rewards)  # rewards paid, exactly
+        return formula
+
+    def encode_negatives(self, problem: Problem, n: int) -> Formula:
+        """The structure and the negative examples (eq. 6), hard; no reward observations."""
         formula = self.structure(problem, n)
         neg = problem.negatives
         if isinstance(neg, PolicyClasses) and self.negatives == "classes":
@@ -186,6 +196,8 @@ class MaxSatEncoder(SatEncoder):
 
     def encode(self, problem: Problem, n: int) -> Formula:
         """The formula of ``problem`` at ``n`` nodes, each negative example soft."""
+        if problem.rewards is not None:
+            raise RmtkError("MaxSatEncoder weighs negative examples; reward traces are weighed by NoisyRewardEncoder")
         formula = self.structure(problem, n)
         pairs = problem.negative_pairs()
         soft, relax = soft_negative_pairs(formula.pool, pairs)
@@ -274,4 +286,36 @@ class SimplestEncoder(SatEncoder):
             message="; ".join(m for m in (moving, res.message) if m),
             time_encode=probe.time_encode + res.time_encode,
             time_solve=probe.time_solve + res.time_solve,
+        )
+
+
+# -- NoisyRewardEncoder: reward traces whose rewards are sometimes wrong ----------------
+@attrs.frozen
+class NoisyRewardEncoder(SatEncoder):
+    """Reward observations as soft clauses weighted by their counts, negative examples hard:
+    weighted MaxSAT at a fixed ``n`` (``nodes``, else ``max_nodes``), every optimal machine
+    enumerated. The optimum calls the fewest observed steps noisy; the learner reports that
+    share as the noise level, with an interval (:func:`rmtk.traces.noise_interval`). Noise
+    cannot choose the size: more nodes always explain more of it, so the size is given."""
+
+    def encode(self, problem: Problem, n: int) -> Formula:
+        """The hard structure and negatives at ``n`` nodes, and one soft clause set per
+        reward observation (:func:`rmtk.sat.encoding.soft_reward_outputs`)."""
+        if problem.rewards is None:
+            raise RmtkError("NoisyRewardEncoder weighs reward traces: give reward evidence (Learner(rewards=...))")
+        formula = self.encode_negatives(problem, n)
+        soft, formula.relax, formula.weights = soft_reward_outputs(formula.pool, problem.rewards)
+        formula.hard += soft
+        return formula
+
+    def search(self, problem: Problem, limits: SearchLimits) -> SearchResult:
+        """Every optimal machine at ``limits.nodes`` (else ``limits.max_nodes``) nodes."""
+        if problem.oracle is not None:
+            raise RmtkError("NoisyRewardEncoder weighs a finite set of observations on a built tree: no lazy search")
+        return maxsat_search(
+            self.encode,
+            problem,
+            limits.evolve(nodes=limits.nodes or limits.max_nodes),
+            solver=self.solver,
+            non_stuttering=self.non_stuttering,
         )
