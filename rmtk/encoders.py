@@ -234,6 +234,18 @@ class MaxSatEncoder(SatEncoder):
         )
 
 
+def moving_transitions(formula: Formula, n: int, n_letters: int) -> np.ndarray:
+    """One variable ``m[i,k]`` per (node, letter), true exactly when letter ``k`` moves node
+    ``i`` (its clauses added to ``formula``): the relaxations of the soft "stays" clauses."""
+    pool = formula.pool
+    i, k = np.meshgrid(np.arange(n), np.arange(n_letters), indexing="ij")
+    stays = pool.t(i.ravel(), k.ravel(), i.ravel())
+    moves = np.array([pool.aux.id(("moves", int(a), int(b))) for a, b in zip(i.ravel(), k.ravel())], np.int64)
+    formula.extend([[int(m), int(s)] for m, s in zip(moves, stays)])
+    formula.extend([[-int(m), -int(s)] for m, s in zip(moves, stays)])
+    return moves
+
+
 # -- SimplestEncoder: the smallest machines in which the fewest letters move a node ------
 @attrs.frozen
 class SimplestEncoder(SatEncoder):
@@ -245,13 +257,8 @@ class SimplestEncoder(SatEncoder):
         """The hard formula at ``n`` nodes with one soft "stays" clause per (node, letter):
         the relaxation ``m[i,k]`` is true exactly when letter ``k`` moves node ``i``."""
         formula = self.encode(problem, n)
-        pool = formula.pool
-        i, k = np.meshgrid(np.arange(n), np.arange(problem.n_letters), indexing="ij")
-        stays = pool.t(i.ravel(), k.ravel(), i.ravel())
-        moves = np.array([pool.aux.id(("moves", int(a), int(b))) for a, b in zip(i.ravel(), k.ravel())], np.int64)
-        formula.extend([[int(m), int(s)] for m, s in zip(moves, stays)])
-        formula.extend([[-int(m), -int(s)] for m, s in zip(moves, stays)])
-        formula.relax, formula.weights = moves, np.ones(len(moves), np.int64)
+        formula.relax = moving_transitions(formula, n, problem.n_letters)
+        formula.weights = np.ones(len(formula.relax), np.int64)
         return formula
 
     def search(
@@ -318,4 +325,34 @@ class NoisyRewardEncoder(SatEncoder):
             limits.evolve(nodes=limits.nodes or limits.max_nodes),
             solver=self.solver,
             non_stuttering=self.non_stuttering,
+        )
+
+
+@attrs.frozen
+class SimplestNoisyRewardEncoder(NoisyRewardEncoder):
+    """:class:`NoisyRewardEncoder`, then among the machines that call the fewest steps noisy,
+    those in which the fewest letters move a node (as :class:`SimplestEncoder` among the
+    smallest): one weighted MaxSAT whose noise weights are scaled above the sum of every
+    move's, so the order is strict (noise first). ``SearchResult.cost`` is the noisy steps."""
+
+    def encode(self, problem: Problem, n: int) -> Formula:
+        formula = super().encode(problem, n)
+        assert formula.relax is not None and formula.weights is not None, "the observations' relaxations"
+        moves = moving_transitions(formula, n, problem.n_letters)
+        scale = len(moves) + 1
+        formula.relax = np.concatenate([formula.relax, moves])
+        formula.weights = np.concatenate([formula.weights * scale, np.ones(len(moves), np.int64)])
+        return formula
+
+    def search(self, problem: Problem, limits: SearchLimits) -> SearchResult:
+        res = super().search(problem, limits)
+        if res.cost is None:
+            return res
+        scale = (limits.nodes or limits.max_nodes) * problem.n_letters + 1
+        noisy, moving = divmod(res.cost, scale)
+        dropped = problem.rewards.n_rows if problem.rewards is not None else 0
+        solutions = tuple(attrs.evolve(s, dropped=tuple(j for j in s.dropped if j < dropped)) for s in res.solutions)
+        message = f"the simplest machines among the least noisy: {moving} (node, letter) transitions leave their node"
+        return attrs.evolve(
+            res, solutions=solutions, cost=noisy, message="; ".join(m for m in (message, res.message) if m)
         )

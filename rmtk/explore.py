@@ -1,11 +1,12 @@
 """Reward traces of an explorer on a task (docs/design/rewards-evidence.md): what an agent
-that does not know the machine records, for learning from rewards (rmtk/traces.py), the
+that does not know the machine records, for learning from rewards (rmtk/reward_evidence.py), the
 benchmark benchmarks/rewards.py and the example tutorials/learning_while_exploring.py.
 
 The explorer is the task's scripted shortest-path expert (:func:`rmtk.exact.shortest_path_table`)
 mixed with ``epsilon`` of uniformly random actions (``epsilon=1``: a random walk). Its
-trajectories are drawn by :func:`rmtk.simulate.simulate` and the rewards are the task's
-machine's, paid on the label of the next state (docs/design.md, "The prefix convention").
+trajectories (:class:`~rmtk.data.Demonstrations` with rewards) are drawn by
+:func:`rmtk.simulate.simulate` and the rewards are the task's machine's, paid on the label of
+the next state (docs/design.md, "The prefix convention").
 Episodes end, as in the Office and Craft Worlds of the literature, when the machine enters an
 absorbing node that pays nothing (its end node): the step that enters it is recorded with its
 reward, nothing after it. With ``noise`` each recorded reward is replaced, with that
@@ -16,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .data import Demonstrations
 from .errors import ModelError
 from .simulate import rollout_nodes, simulate
 from .task import Task
-from .traces import RewardTraces
 
 
 def end_nodes(task: Task) -> np.ndarray:
@@ -38,8 +39,8 @@ def explore(
     epsilon: float = 1.0,
     noise: float = 0.0,
     episodic: bool = True,
-) -> RewardTraces:
-    """``n`` reward traces of at most ``horizon`` steps of the ε-greedy explorer on ``task``
+) -> Demonstrations:
+    """``n`` trajectories with rewards of at most ``horizon`` steps of the ε-greedy explorer on ``task``
     (``seed`` decides the trajectories; ``seed + 1`` the noise). ``episodic``: a trace ends
     on entering an end node (:func:`end_nodes`)."""
     if not 0 <= epsilon <= 1 or not 0 <= noise <= 1:
@@ -68,6 +69,8 @@ def explore(
         other = values[(rank + shift) % len(values)] if len(values) > 1 else rewards
         rewards = np.where(hit, other, rewards)
     steps = np.arange(horizon)[None, :]
-    letters[steps >= lengths[:, None]] = -1
-    rewards[steps >= lengths[:, None] - 1] = np.nan
-    return RewardTraces(letters, rewards, lengths)
+    after = steps >= lengths[:, None]
+    rewards[after | (steps == lengths[:, None] - 1)] = np.nan
+    states = np.where(after, -1, demos.states)
+    actions = np.where(after, -1, demos.actions)
+    return Demonstrations(states, actions, lengths, rewards=rewards)

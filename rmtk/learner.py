@@ -43,6 +43,7 @@ from .negatives import ConfidenceMiner, ExactMiner, NegativeExampleMiner, Negati
 from .progress import Progress, Recorder
 from .ptp import PTP, PrefixTree, PrefixTreePolicy, PTPCapabilities, Trie
 from .result import LearnResult
+from .reward_evidence import RewardEvidence
 from .rewards.maxent import IRLCapabilities, MaxEntIRL
 from .sat.encoding import Problem
 from .sat.lazy import Oracle, TrieOracle
@@ -104,7 +105,7 @@ class Learner:
         progress: a :class:`~rmtk.progress.Progress` (e.g. :class:`~rmtk.progress.StderrProgress`).
     """
 
-    ptp: PTP = attrs.field(factory=ExactPTP, validator=implements("a ptp strategy", "build"))
+    ptp: PTP | None = attrs.field(factory=ExactPTP, validator=implements("a ptp strategy", "build", optional=True))
     miner: NegativeExampleMiner | None = attrs.field(
         default=None, validator=implements("a miner strategy", "mine", optional=True)
     )
@@ -119,14 +120,23 @@ class Learner:
     max_solutions: int | None = attrs.field(default=None, validator=optional_positive_int)
     time_limit: float | None = attrs.field(default=None, validator=optional_seconds)
     progress: Progress = attrs.field(factory=Progress)
+    rewards: RewardEvidence | None = attrs.field(
+        default=None, validator=implements("a reward evidence strategy", "observe", optional=True)
+    )
 
     def __attrs_post_init__(self):
+        if self.ptp is None and self.rewards is None:
+            raise RmtkError(
+                "nothing to learn from: give a ptp strategy (the expert's policy), reward evidence "
+                "(rewards=TraceRewards(data)), or both"
+            )
         if self.nodes is not None and self.max_nodes is not None and self.nodes > self.max_nodes:
             raise RmtkError(
                 f"nodes={self.nodes} contradicts max_nodes={self.max_nodes}: the machine would have more "
                 "nodes than the bound allows (give one of them, or nodes <= max_nodes)"
             )
-        if PTPCapabilities.of(self.ptp).compress and not EncoderCapabilities.of(self.encoder).non_stuttering:
+        compress = PTPCapabilities.of(self.ptp).compress if self.ptp is not None else True
+        if compress and not EncoderCapabilities.of(self.encoder).non_stuttering:
             raise RmtkError(
                 "compressed prefixes assume a non-stuttering machine: build the prefix tree with "
                 "compress=False to learn without the non-stuttering constraint"
@@ -151,6 +161,10 @@ class Learner:
                 f"fit needs a Task or a LabeledMDP (or a Space, for data without a transition model), "
                 f"not {type(target).__name__}"
             )
+        if self.ptp is None:  # rewards alone (rmtk/reward_learning.py)
+            from .reward_learning import learn_from_rewards
+
+            return learn_from_rewards(self, target)
         task = target if isinstance(target, Task) else None
         mdp = target.mdp if isinstance(target, Task) else target
         source, encoder = PTPCapabilities.of(self.ptp), EncoderCapabilities.of(self.encoder)
@@ -193,9 +207,19 @@ class Learner:
                 rec.stage("mine", time.perf_counter() - t, pairs=len(negatives))
             if lazy:
                 oracle = TrieOracle(ptp.trie, negatives, depth=ptp.tree.depth)
+        traces = None
+        if self.rewards is not None:
+            if oracle is not None:
+                raise RmtkError(
+                    "reward traces are observed on a built prefix tree: learning at every depth or with "
+                    "lazy negatives cannot take them (give a depth, and negatives='classes' or 'pairs')"
+                )
+            assert ptp is not None, "without an oracle the tree was built"
+            traces = self.rewards.observe(mdp, ptp.trie, compress=ptp.trie.compressed)
         if oracle is None:
             assert ptp is not None, "without an oracle the tree was built"
-            problem = Problem(ptp.trie, mdp.n_propositions, negatives)
+            trie = ptp.trie if traces is None else traces.trie
+            problem = Problem(trie, mdp.n_propositions, negatives, rewards=traces)
         else:
             compress = source.compress if ptp is None else ptp.trie.compressed
             problem = Problem(Trie.root(compress), mdp.n_propositions, oracle=oracle)
@@ -242,7 +266,11 @@ class Learner:
         )
         if task is not None:
             result = self._judge(task, result, source, encoder, rec, phases)
-        if self.irl is not None and result.machines:
+        if traces is not None:  # the rewards are the observed ones: no IRL
+            from .reward_learning import with_rewards
+
+            result = with_rewards(result, traces)
+        elif self.irl is not None and result.machines:
             if isinstance(mdp, Space):
                 rec.note(f"no rewards: {mdp.name!r} has no transition model (pass irl=None to say so)")
             elif phases.starts("rewards"):

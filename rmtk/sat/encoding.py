@@ -44,7 +44,7 @@ from pysat.formula import IDPool
 
 from ..negatives import NegativePairs, PolicyClasses
 from ..ptp import Trie
-from ..traces import RewardObservations
+from ..reward_traces import RewardTraces
 
 #: Clauses, each a list of DIMACS literals (variable numbers, negative when negated).
 Clauses = list[list[int]]
@@ -61,7 +61,7 @@ class Problem:
     n_letters: int
     negatives: PolicyClasses | NegativePairs | None = None
     oracle: object = None  # a rmtk.sat.lazy.Oracle: negatives found by checking candidates (lazy search)
-    rewards: RewardObservations | None = None  # what reward traces observed on the trie
+    rewards: RewardTraces | None = None  # what the world paid, on the trie
     _pairs: dict = attrs.field(factory=dict, init=False, eq=False, repr=False)
 
     def negative_pairs(self) -> np.ndarray:
@@ -227,12 +227,14 @@ def negative_pairs(pool: VarPool, pairs: np.ndarray) -> Clauses:
     return _rows(np.stack([-pool.x(pairs[:, :1], i), -pool.x(pairs[:, 1:], i)], axis=-1).reshape(-1, 2))
 
 
-def _reward_vars(pool: VarPool, obs: RewardObservations) -> tuple[np.ndarray, Clauses]:
+def _reward_vars(pool: VarPool, obs: RewardTraces) -> tuple[np.ndarray, np.ndarray, Clauses]:
     """o[i,k,v] (node i pays value v on letter k) as an ``(n, K, R)`` array of ids (0 where no
-    observation has letter k and value v), and at most one value per (node, letter)."""
-    n, K, R = pool.n, pool.K, max(obs.n_values, 1)
+    observation has letter k and value v), each row's value index, and at most one value per
+    (node, letter)."""
+    values, value = np.unique(obs.value, return_inverse=True)
+    n, K, R = pool.n, pool.K, max(len(values), 1)
     o = np.zeros((n, K, R), np.int64)
-    kv = np.unique(obs.letter * R + obs.value)
+    kv = np.unique(obs.letter * R + value)
     out: Clauses = []
     for k in np.unique(kv // R).tolist():
         vs = (kv[kv // R == k] % R).tolist()
@@ -240,30 +242,30 @@ def _reward_vars(pool: VarPool, obs: RewardObservations) -> tuple[np.ndarray, Cl
             ids = [pool.new(("o", i, k, v)) for v in vs]
             o[i, k, vs] = ids
             out += [[-a, -b] for j, a in enumerate(ids) for b in ids[j + 1 :]]
-    return o, out
+    return o, value.astype(np.int64), out
 
 
-def reward_outputs(pool: VarPool, obs: RewardObservations) -> Clauses:
+def reward_outputs(pool: VarPool, obs: RewardTraces) -> Clauses:
     """Reward traces, exactly: for every observation (trie node p, letter k, value v) and node
     i, ¬x[p,i] ∨ o[i,k,v]; and each (node, letter) pays at most one value."""
-    o, out = _reward_vars(pool, obs)
+    o, value, out = _reward_vars(pool, obs)
     i = np.arange(pool.n)
-    cl = np.stack([-pool.x(obs.node[:, None], i[None, :]), o[i[None, :], obs.letter[:, None], obs.value[:, None]]], -1)
+    cl = np.stack([-pool.x(obs.node[:, None], i[None, :]), o[i[None, :], obs.letter[:, None], value[:, None]]], -1)
     return out + _rows(cl.reshape(-1, 2))
 
 
-def soft_reward_outputs(pool: VarPool, obs: RewardObservations) -> tuple[Clauses, np.ndarray, np.ndarray]:
+def soft_reward_outputs(pool: VarPool, obs: RewardTraces) -> tuple[Clauses, np.ndarray, np.ndarray]:
     """Reward traces under noise: each observation's clauses ¬x[p,i] ∨ o[i,k,v] ∨ b_j with a
     relaxation variable b_j of weight ``obs.count[j]`` (dropping it calls those steps noisy).
     Returns the clauses, the b ids and the weights."""
-    o, out = _reward_vars(pool, obs)
-    relax = np.array([pool.new(("noisy", j)) for j in range(len(obs))], dtype=np.int64)
+    o, value, out = _reward_vars(pool, obs)
+    relax = np.array([pool.new(("noisy", j)) for j in range(obs.n_rows)], dtype=np.int64)
     i = np.arange(pool.n)
     cl = np.stack(
         [
             -pool.x(obs.node[:, None], i[None, :]),
-            o[i[None, :], obs.letter[:, None], obs.value[:, None]],
-            np.broadcast_to(relax[:, None], (len(obs), pool.n)),
+            o[i[None, :], obs.letter[:, None], value[:, None]],
+            np.broadcast_to(relax[:, None], (obs.n_rows, pool.n)),
         ],
         axis=-1,
     )
