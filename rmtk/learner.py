@@ -44,6 +44,7 @@ from .progress import Progress, Recorder
 from .ptp import PTP, PrefixTree, PrefixTreePolicy, PTPCapabilities, Trie
 from .result import LearnResult
 from .reward_evidence import RewardEvidence
+from .reward_learning import with_rewards
 from .rewards.maxent import IRLCapabilities, MaxEntIRL
 from .sat.encoding import Problem
 from .sat.lazy import Oracle, TrieOracle
@@ -161,10 +162,8 @@ class Learner:
                 f"fit needs a Task or a LabeledMDP (or a Space, for data without a transition model), "
                 f"not {type(target).__name__}"
             )
-        if self.ptp is None:  # rewards alone (rmtk/reward_learning.py)
-            from .reward_learning import learn_from_rewards
-
-            return learn_from_rewards(self, target)
+        if self.ptp is None:  # rewards alone
+            return self._fit_rewards(target)
         task = target if isinstance(target, Task) else None
         mdp = target.mdp if isinstance(target, Task) else target
         source, encoder = PTPCapabilities.of(self.ptp), EncoderCapabilities.of(self.encoder)
@@ -267,8 +266,6 @@ class Learner:
         if task is not None:
             result = self._judge(task, result, source, encoder, rec, phases)
         if traces is not None:  # the rewards are the observed ones: no IRL
-            from .reward_learning import with_rewards
-
             result = with_rewards(result, traces)
         elif self.irl is not None and result.machines:
             if isinstance(mdp, Space):
@@ -285,6 +282,55 @@ class Learner:
                     phases.cut("rewards", unfinished)
                 machines = tuple(f.machine for f in fits) + result.machines[len(fits) :]
                 result = attrs.evolve(result, machines=machines, reward_fits=tuple(fits))
+        timings["total"] = time.perf_counter() - t0
+        return attrs.evolve(result, stopped=phases.stop())
+
+    def _fit_rewards(self, target) -> LearnResult:
+        """:meth:`Learner.fit` without a policy: the smallest machines that pay what the traces
+        observed (``rewards``), every survivor listed (up to ``max_solutions``, by default
+        :data:`DEMOS_MAX_SOLUTIONS`: sampled data), their rewards the observed ones.
+        The truth, when ``target`` is a task, is attached (no policy verdicts: no expert)."""
+        assert self.rewards is not None, "rewards alone need reward evidence"
+        task = target if isinstance(target, Task) else None
+        mdp = target.mdp if isinstance(target, Task) else target
+        encoder = EncoderCapabilities.of(self.encoder)
+        rec = Recorder(self.progress)
+        t0 = time.perf_counter()
+        deadline = Deadline.after(self.time_limit)
+        phases = Phases(deadline)
+        phases.starts("tree")
+        traces = self.rewards.observe(mdp, None, compress=encoder.non_stuttering)
+        rec.stage("tree", time.perf_counter() - t0, words=traces.trie.n_nodes)
+        max_nodes = self._max_nodes(task)
+        listed = self.max_solutions or DEMOS_MAX_SOLUTIONS
+        problem = Problem(traces.trie, mdp.n_propositions, rewards=traces)
+        limits = SearchLimits(
+            max_nodes=max(max_nodes, self.nodes or 0),
+            min_nodes=1,
+            nodes=self.nodes,
+            max_solutions=listed,
+            deadline=deadline,
+            progress=rec,
+        )
+        phases.starts("search")
+        res = self.encoder.search(problem, limits)
+        phases.after_search(res, listed)
+        timings = rec.timings
+        timings.update(encode=res.time_encode, solve=res.time_solve, enumerate=res.time_enumerate)
+        empty = np.empty(0, np.int64)
+        result = LearnResult(
+            machines=machines_of(mdp, res),
+            solutions=res.solutions,
+            search=res,
+            classes=None,
+            tree=PrefixTree(traces.trie, empty, empty, 0),
+            mdp=mdp,
+            verdicts=None,
+            timings=timings,
+            truth=task.machine if task is not None else None,
+            max_solutions=listed,
+        )
+        result = with_rewards(result, traces)
         timings["total"] = time.perf_counter() - t0
         return attrs.evolve(result, stopped=phases.stop())
 

@@ -2,7 +2,7 @@
 :class:`~rmtk.learner.Learner`'s path from reward traces alone, the rewards of machines
 learned with reward evidence, and which evidence decided what.
 
-Three ways, one learner: ``Learner(ptp=None, rewards=TraceRewards(data))`` learns from the
+Three ways, one learner (rmtk/learner.py): ``Learner(ptp=None, rewards=TraceRewards(data))`` learns from the
 rewards alone (JIRP's setting); ``Learner(ptp=...)`` from the expert's policy alone (the
 paper's); ``Learner(ptp=..., rewards=...)`` from both, the reward clauses and the negative
 examples in one formula on one trie. :func:`compare_evidence` runs each evidence alone beside
@@ -11,22 +11,15 @@ both and says, node pair by node pair of the answer, which evidence separates it
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
 
-from .encoders import EncoderCapabilities
-from .limits import Deadline, SearchLimits
-from .progress import Recorder
-from .ptp import PrefixTree, Trie
+from .ptp import Trie
 from .result import LearnResult
 from .reward_evidence import decode_rewards, noise_interval
 from .reward_traces import RewardTraces
-from .sat.encoding import Problem
-from .summary import Phases
-from .task import Task
 
 if TYPE_CHECKING:
     from .learner import Learner
@@ -39,58 +32,6 @@ def with_rewards(result: LearnResult, traces: RewardTraces) -> LearnResult:
     machines = tuple(m.with_rewards(d.delta_r) for m, d in zip(result.machines, decoded))
     noise = noise_interval(decoded[0].disagreements, decoded[0].steps) if decoded and decoded[0].steps else None
     return attrs.evolve(result, machines=machines, decoded=decoded, rewards=traces, noise=noise)
-
-
-def learn_from_rewards(learner: Learner, target) -> LearnResult:
-    """:meth:`Learner.fit` without a policy: the smallest machines that pay what the traces
-    observed (``learner.rewards``), every survivor listed (up to ``max_solutions``, by default
-    :data:`~rmtk.learner.DEMOS_MAX_SOLUTIONS`: sampled data), their rewards the observed ones.
-    The truth, when ``target`` is a task, is attached (no policy verdicts: no expert)."""
-    from .learner import DEMOS_MAX_SOLUTIONS, machines_of
-
-    assert learner.rewards is not None, "rewards alone need reward evidence"
-    task = target if isinstance(target, Task) else None
-    mdp = target.mdp if isinstance(target, Task) else target
-    encoder = EncoderCapabilities.of(learner.encoder)
-    rec = Recorder(learner.progress)
-    t0 = time.perf_counter()
-    deadline = Deadline.after(learner.time_limit)
-    phases = Phases(deadline)
-    phases.starts("tree")
-    traces = learner.rewards.observe(mdp, None, compress=encoder.non_stuttering)
-    rec.stage("tree", time.perf_counter() - t0, words=traces.trie.n_nodes)
-    max_nodes = learner._max_nodes(task)
-    listed = learner.max_solutions or DEMOS_MAX_SOLUTIONS
-    problem = Problem(traces.trie, mdp.n_propositions, rewards=traces)
-    limits = SearchLimits(
-        max_nodes=max(max_nodes, learner.nodes or 0),
-        min_nodes=1,
-        nodes=learner.nodes,
-        max_solutions=listed,
-        deadline=deadline,
-        progress=rec,
-    )
-    phases.starts("search")
-    res = learner.encoder.search(problem, limits)
-    phases.after_search(res, listed)
-    timings = rec.timings
-    timings.update(encode=res.time_encode, solve=res.time_solve, enumerate=res.time_enumerate)
-    empty = np.empty(0, np.int64)
-    result = LearnResult(
-        machines=machines_of(mdp, res),
-        solutions=res.solutions,
-        search=res,
-        classes=None,
-        tree=PrefixTree(traces.trie, empty, empty, 0),
-        mdp=mdp,
-        verdicts=None,
-        timings=timings,
-        truth=task.machine if task is not None else None,
-        max_solutions=listed,
-    )
-    result = with_rewards(result, traces)
-    timings["total"] = time.perf_counter() - t0
-    return attrs.evolve(result, stopped=phases.stop())
 
 
 def merged_pairs(answer: np.ndarray, other: np.ndarray, trie: Trie) -> set[tuple[int, int]]:

@@ -36,6 +36,7 @@ formula is never built by expanding matrix products. :class:`Problem` is what is
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
@@ -44,7 +45,9 @@ from pysat.formula import IDPool
 
 from ..negatives import NegativePairs, PolicyClasses
 from ..ptp import Trie
-from ..reward_traces import RewardTraces
+
+if TYPE_CHECKING:
+    from ..reward_traces import RewardTraces
 
 #: Clauses, each a list of DIMACS literals (variable numbers, negative when negated).
 Clauses = list[list[int]]
