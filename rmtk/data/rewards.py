@@ -58,20 +58,15 @@ def parse_rewards(values, src: str, lines: np.ndarray) -> np.ndarray:
     """A text column of rewards as float64: decimal numbers (``1``, ``-0.5``, ``1e-3``),
     ``nan`` or an empty field for "unknown". A value that is not a number, or is infinite,
     raises :class:`DataError` naming ``src`` and the line (``lines[j]`` for value ``j``)."""
-    n = len(values)
-    try:
-        out = np.array(values, dtype=str).astype(np.float64) if n else np.zeros(0)
-    except ValueError:
-        out = np.empty(n, dtype=np.float64)
-        for j, v in enumerate(values):
-            text = v.strip()
-            if not text:
-                out[j] = np.nan
-                continue
-            try:
-                out[j] = float(text)
-            except ValueError:
-                raise DataError(f"{src}:{lines[j]}: reward {v!r} is not a number") from None
+    # each distinct text is parsed once (a reward column has few distinct values, as a rule)
+    table: dict[str, float] = {}
+    for v in dict.fromkeys(values):
+        text = v.strip()
+        try:
+            table[v] = float(text) if text else np.nan
+        except ValueError:
+            raise DataError(f"{src}:{lines[list(values).index(v)]}: reward {v!r} is not a number") from None
+    out = np.fromiter(map(table.__getitem__, values), dtype=np.float64, count=len(values))
     inf = first_infinite(out)
     if inf is not None:
         raise DataError(f"{src}:{lines[inf]}: reward {values[inf]!r} is infinite; a reward is a finite number or nan")
