@@ -62,6 +62,10 @@ def _probability(text: str) -> float:
     return value
 
 
+#: An exploration probability in [0, 1].
+_epsilon = _number(float, "a number", lambda v: 0 <= v <= 1, "in [0, 1]")
+
+
 def learner_from_args(args, task: Task | None = None):
     """The :class:`~rmtk.learner.Learner` the command-line options describe (the same
     strategies a Python user composes). The flags were checked against the mode first

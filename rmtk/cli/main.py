@@ -24,6 +24,7 @@ from .args import (
     _add_engine_options,
     _depth,
     _engine_from_args,
+    _epsilon,
     _positive_float,
     _positive_int,
     _probability,
@@ -122,7 +123,8 @@ def _to_json(obj):
 
 
 def cmd_simulate(args) -> int:
-    """Sample demonstrations from a task's soft-optimal product policy."""
+    """Sample demonstrations from a task's soft-optimal product policy (or the uniform one, or
+    an ε-mixture), with the machine's rewards when asked."""
     from ..data import format_of, save
     from ..progress import Progress, StderrProgress
     from ..simulate import simulate, simulate_dataset, simulate_sharded
@@ -135,6 +137,13 @@ def cmd_simulate(args) -> int:
     from .sizes import check_simulate_sizes
 
     check_simulate_sizes(args, fmt == "parquet")
+    if args.lam is not None and args.policy == "uniform":
+        raise RmtkError("--lambda sets the soft-optimal policy's temperature; it does not apply with --policy uniform")
+    drawn = {
+        "policy": "uniform" if args.policy == "uniform" else None,
+        "epsilon": args.epsilon or 0.0,
+        "rewards": args.rewards,
+    }
     if args.lam is not None:
         import attrs
 
@@ -151,6 +160,7 @@ def cmd_simulate(args) -> int:
             overwrite=args.force,
             engine=engine,
             progress=progress,
+            **drawn,
         )
         print(
             f"wrote {args.output}: {w.trajectories} trajectories ({w.steps} steps) in {w.files} Parquet "
@@ -160,9 +170,9 @@ def cmd_simulate(args) -> int:
         return 0
     out = writable(Path(args.output), args.force)
     if args.engine in (None, "local"):
-        demos = simulate(task, args.n, args.horizon, seed=args.seed, progress=progress)
+        demos = simulate(task, args.n, args.horizon, seed=args.seed, progress=progress, **drawn)
     else:
-        demos = simulate_sharded(task, args.n, args.horizon, seed=args.seed, engine=engine, progress=progress)
+        demos = simulate_sharded(task, args.n, args.horizon, seed=args.seed, engine=engine, progress=progress, **drawn)
     save(demos, out, task.mdp, overwrite=args.force, format=fmt)
     print(f"wrote {out}: {demos.summary()}, seed {args.seed}", file=sys.stderr)
     return 0
@@ -388,6 +398,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_engine_options(sm, "simulation")
     sm.add_argument("--lambda", dest="lam", type=_positive_float, help="expert temperature λ (default: the task's)")
+    sm.add_argument(
+        "--policy",
+        choices=("soft-optimal", "uniform"),
+        default="soft-optimal",
+        help="the policy drawn from: the task's soft-optimal one (default) or uniform (exploration traces)",
+    )
+    sm.add_argument(
+        "--epsilon",
+        type=_epsilon,
+        metavar="E",
+        help="mix the policy with the uniform one: (1 - E)·policy + E·uniform (E in [0, 1])",
+    )
+    sm.add_argument(
+        "--rewards",
+        action="store_true",
+        help="write a reward column: the task's machine's reward of each step (the last step's: unknown)",
+    )
     sm.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
     sm.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     sm.set_defaults(func=cmd_simulate)

@@ -58,20 +58,15 @@ def parse_rewards(values, src: str, lines: np.ndarray) -> np.ndarray:
     """A text column of rewards as float64: decimal numbers (``1``, ``-0.5``, ``1e-3``),
     ``nan`` or an empty field for "unknown". A value that is not a number, or is infinite,
     raises :class:`DataError` naming ``src`` and the line (``lines[j]`` for value ``j``)."""
-    n = len(values)
-    try:
-        out = np.array(values, dtype=str).astype(np.float64) if n else np.zeros(0)
-    except ValueError:
-        out = np.empty(n, dtype=np.float64)
-        for j, v in enumerate(values):
-            text = v.strip()
-            if not text:
-                out[j] = np.nan
-                continue
-            try:
-                out[j] = float(text)
-            except ValueError:
-                raise DataError(f"{src}:{lines[j]}: reward {v!r} is not a number") from None
+    # each distinct text is parsed once (a reward column has few distinct values, as a rule)
+    table: dict[str, float] = {}
+    for v in dict.fromkeys(values):
+        text = v.strip()
+        try:
+            table[v] = float(text) if text else np.nan
+        except ValueError:
+            raise DataError(f"{src}:{lines[list(values).index(v)]}: reward {v!r} is not a number") from None
+    out = np.fromiter(map(table.__getitem__, values), dtype=np.float64, count=len(values))
     inf = first_infinite(out)
     if inf is not None:
         raise DataError(f"{src}:{lines[inf]}: reward {values[inf]!r} is infinite; a reward is a finite number or nan")
@@ -111,18 +106,35 @@ class RewardCounts:
         (one each when ``counts`` is None); NaN values are dropped."""
         keys = np.asarray(keys, dtype=np.int64)
         values = round_rewards(values)
+        ones = counts is None
         counts = np.ones(len(keys), np.int64) if counts is None else np.asarray(counts, dtype=np.int64)
         known = ~np.isnan(values)
         if not known.all():
             keys, values, counts = keys[known], values[known], counts[known]
         if not len(keys):
             return cls.empty()
-        order = np.lexsort((values, keys))
-        keys, values, counts = keys[order], values[order], counts[order]
-        new = np.ones(len(keys), dtype=bool)
-        new[1:] = (keys[1:] != keys[:-1]) | (values[1:] != values[:-1])
-        starts = np.flatnonzero(new)
-        return cls(keys[starts], values[starts], np.add.reduceat(counts, starts))
+        # one integer code per (key, value): key·m + the value's rank among the m distinct values
+        distinct = np.unique(values)
+        m = len(distinct)
+        top = int(keys.max()) + 1
+        if top > (1 << 62) // m:  # codes would overflow: sort the pairs instead
+            order = np.lexsort((values, keys))
+            keys, values, counts = keys[order], values[order], counts[order]
+            new = np.ones(len(keys), dtype=bool)
+            new[1:] = (keys[1:] != keys[:-1]) | (values[1:] != values[:-1])
+            starts = np.flatnonzero(new)
+            return cls(keys[starts], values[starts], np.add.reduceat(counts, starts))
+        code = keys * m + (np.searchsorted(distinct, values) if m > 1 else 0)
+        if top * m <= max(4 * len(code), 1 << 16):  # a histogram: linear time
+            hist = np.bincount(code, None if ones else counts, minlength=top * m).astype(np.int64)
+            uniq = np.flatnonzero(hist)
+            summed = hist[uniq]
+        else:
+            order = np.argsort(code, kind="stable")
+            code, counts = code[order], counts[order]
+            starts = np.flatnonzero(np.concatenate(([True], code[1:] != code[:-1])))
+            uniq, summed = code[starts], np.add.reduceat(counts, starts)
+        return cls(uniq // m, distinct[uniq % m], summed)
 
     @property
     def n_observations(self) -> int:
