@@ -122,7 +122,7 @@ class Learner:
     time_limit: float | None = attrs.field(default=None, validator=optional_seconds)
     progress: Progress = attrs.field(factory=Progress)
     rewards: RewardEvidence | None = attrs.field(
-        default=None, validator=implements("a reward evidence strategy", "observe", optional=True)
+        default=None, validator=implements("a reward evidence strategy", "observe", "compressed", optional=True)
     )
 
     def __attrs_post_init__(self):
@@ -136,7 +136,11 @@ class Learner:
                 f"nodes={self.nodes} contradicts max_nodes={self.max_nodes}: the machine would have more "
                 "nodes than the bound allows (give one of them, or nodes <= max_nodes)"
             )
-        compress = PTPCapabilities.of(self.ptp).compress if self.ptp is not None else True
+        if self.ptp is not None:
+            compress = PTPCapabilities.of(self.ptp).compress
+        else:  # rewards alone: words as the encoder asks, unless counted already
+            assert self.rewards is not None, "checked above"
+            compress = bool(self.rewards.compressed())
         if compress and not EncoderCapabilities.of(self.encoder).non_stuttering:
             raise RmtkError(
                 "compressed prefixes assume a non-stuttering machine: build the prefix tree with "

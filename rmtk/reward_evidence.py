@@ -30,6 +30,7 @@ import attrs
 import numpy as np
 
 from ._arrays import array_eq, float_array, frozen_array
+from .empirical import EmpiricalPTP
 from .errors import ModelError
 from .ptp import Trie, TrieBuilder
 from .reward_traces import RewardTraces, reward_traces
@@ -79,6 +80,10 @@ class RewardEvidence(Protocol):
     def observe(self, target, trie: Trie | None, *, compress: bool = True) -> RewardTraces:
         """The reward traces, on ``trie`` extended by their words."""
 
+    def compressed(self) -> bool | None:
+        """Whether the words are compressed whatever ``observe`` is asked (counted already),
+        or ``None``: as asked."""
+
 
 @attrs.frozen
 class TraceRewards:
@@ -89,6 +94,11 @@ class TraceRewards:
     are kept (:func:`observed_part`)."""
 
     data: object
+
+    def compressed(self) -> bool | None:
+        if isinstance(self.data, RewardTraces):
+            return self.data.trie.compressed
+        return self.data.compress if isinstance(self.data, EmpiricalPTP) else None
 
     def observe(self, target, trie: Trie | None, *, compress: bool = True) -> RewardTraces:
         traces = self.data

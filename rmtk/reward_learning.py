@@ -91,7 +91,8 @@ class EvidenceComparison:
     def lines(self) -> list[str]:
         def size(r: LearnResult) -> str:
             more = "" if r.search.complete else "+"
-            return f"{r.n_nodes} nodes, {len(r.machines)}{more} machines"
+            n, m = r.n_nodes, len(r.machines)
+            return f"{n} node{'' if n == 1 else 's'}, {m}{more} machine{'' if m == 1 and not more else 's'}"
 
         out = [
             f"both: {size(self.both)}; rewards alone: {size(self.rewards)}; policy alone: {size(self.policy)}",

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import dsl
-from ..errors import DslError, RmtkError
+from ..errors import DslError, RmtkError, UsageError
 from ..limits import stop_requested
 from ..machine import RewardMachine
 from ..mdp import LabeledMDP
@@ -286,6 +286,24 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="learn from demonstrations (.npz, .csv, or a Parquet dataset directory) instead of the exact policy",
     )
+    ln.add_argument(
+        "--from",
+        dest="evidence",
+        choices=("rewards", "policy", "both"),
+        help="with --demos: learn from the rewards they record, the policy they show, or both (default: both "
+        "when they hold a reward column, else the policy); the report says which evidence split which nodes",
+    )
+    ln.add_argument(
+        "--noisy",
+        action="store_true",
+        help="with --from rewards|both: recorded rewards may be wrong; weighted MaxSAT at --nodes (else "
+        "--max-nodes) calls the fewest steps noisy and reports the noise level",
+    )
+    ln.add_argument(
+        "--simplest",
+        action="store_true",
+        help="among the smallest machines, keep those in which the fewest letters move a node",
+    )
     _add_engine_options(ln, "counting of --demos")
     ln.add_argument("--alpha", type=_probability, help="confidence level of the negative examples (default 0.05)")
     ln.add_argument("--maxsat", action="store_true", help="weighted MaxSAT: robust to false positive negative examples")
@@ -460,7 +478,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             status = args.func(args)
         except RmtkError as err:
-            status = 1
+            status = 2 if isinstance(err, UsageError) else 1
             if stops is not None:
                 stops.ending = True
             if not stop_requested():  # else the stop is the cause: the line below says it
