@@ -52,13 +52,14 @@ def test_rewards_alone_recover_the_coffee_machine(coffee):
     assert plain.n_nodes == 2 and len(plain.machines) == 3 and not plain.search.complete
 
 
-def test_noisy_rewards_give_the_truth_and_the_noise_level(coffee):
-    demos = explore(coffee, 1000, 100, seed=1, epsilon=0.3, noise=0.05)
+@pytest.mark.parametrize(("noise", "episodes"), [(0.01, 300), (0.05, 1000), (0.1, 300)])
+def test_noisy_rewards_give_the_truth_and_the_noise_level(coffee, noise, episodes):
+    demos = explore(coffee, episodes, 100, seed=1, epsilon=0.3, noise=noise)
     r = Learner(ptp=None, rewards=TraceRewards(demos), encoder=SimplestNoisyRewardEncoder(), nodes=2).fit(coffee)
     assert len(r.machines) == 1 and r.search.complete
     exercised_agreement_noisy = r.decoded[0]
     assert exercised_agreement_noisy.disagreements == r.search.cost
-    assert r.noise.low <= 0.05 <= r.noise.high
+    assert r.noise.low <= noise <= r.noise.high
     # the exact machine under the noise: its runs agree with the truth's on the observed words
     trie = r.rewards.trie
     learned, true = trie.run(r.solutions[0].delta_u, 0), trie.run(coffee.machine.delta_u, 0)
