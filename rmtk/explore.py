@@ -1,6 +1,6 @@
 """Reward traces of an explorer on a task (docs/design/rewards-evidence.md): what an agent
 that does not know the machine records, for learning from rewards (rmtk/reward_evidence.py), the
-benchmark benchmarks/rewards.py and the example tutorials/learning_while_exploring.py.
+benchmark benchmarks/rewards.py and the loop of rmtk/experiments/jirp.py.
 
 The explorer is the task's scripted shortest-path expert (:func:`rmtk.exact.shortest_path_table`)
 mixed with ``epsilon`` of uniformly random actions (``epsilon=1``: a random walk). Its
