@@ -27,6 +27,7 @@ import numpy as np
 
 from ._arrays import array_eq, int_array
 from .data import Demonstrations
+from .data.rewards import RewardCounts, final_rewards, merge_rewards
 from .engines.local import Engine, LocalEngine, as_engine
 from .engines.shards import TreeReducer
 from .errors import DataError, RmtkError
@@ -49,6 +50,8 @@ class CountTable:
     n_actions: int
     n_letters: int
     n_trajectories: int = 0  # trajectories counted (0: not recorded)
+    #: the observed rewards per (trie node, next letter), when the data have rewards
+    rewards: RewardCounts | None = None
 
     @property
     def n_steps(self) -> int:
@@ -78,8 +81,15 @@ def count_chunk(
     compress: bool = True,
     depth: int | None = None,
     labels: np.ndarray | None = None,
+    final_labels: np.ndarray | None = None,
 ) -> CountTable:
     """The map: count the actions of ``demos`` per (word, state), on a trie of its own.
+
+    When ``demos`` have rewards, the table also holds the observed rewards per (trie node of
+    the word up to step ``t``, label of step ``t + 1``) (:class:`~rmtk.data.rewards.RewardCounts`,
+    the convention of :mod:`rmtk.data.rewards`) for every counted step ``t`` (``t < depth``)
+    whose next label is known: the next row's, or for a trajectory's last step
+    ``final_labels[i]`` (the label of the state after it, −1 when unknown; default: unknown).
 
     ``mdp`` is a :class:`~rmtk.mdp.LabeledMDP` or any object with ``n_states``,
     ``n_actions``, ``n_propositions`` (and ``labels`` when ``labels`` is not given): the
@@ -109,6 +119,7 @@ def count_chunk(
     everyone = np.arange(N)
     full = int(demos.lengths.min(initial=T)) >= T  # no padding within the first T steps: no selection
     keys = []
+    paid: list[tuple[np.ndarray, np.ndarray]] = []  # (node·K + next letter, reward) of the rewarded steps
     for t in range(T):
         active = everyone if full else np.flatnonzero(demos.lengths > t)
         if not len(active):
@@ -116,6 +127,8 @@ def count_chunk(
         pick = slice(None) if full else active
         s = demos.states[pick, t].astype(np.int64)
         lab = mdp.labels[s] if labels is None else labels[pick, t].astype(np.int64)
+        if demos.rewards is not None and t:  # the previous step's reward, paid on this label
+            paid.append((node[pick] * K + lab, demos.rewards[pick, t - 1]))
         changed = lab != last[pick] if compress else np.ones(len(active), dtype=bool)
         move = active[changed]
         if len(move):
@@ -123,7 +136,20 @@ def count_chunk(
         last[pick] = lab
         keys.append((node[pick] * S + s) * A + demos.actions[pick, t])
     uniq, counts = _aggregate(np.concatenate(keys) if keys else np.empty(0, np.int64), bound=grow.n_nodes * S * A)
-    return CountTable(grow.trie(compress), uniq, counts, S, A, K, demos.n_trajectories)
+    rewards = None
+    if demos.rewards is not None:
+        if T < demos.horizon:  # step T − 1 of the trajectories the depth cuts: its next label is known
+            cut = np.flatnonzero(demos.lengths > T)
+            s = demos.states[cut, T].astype(np.int64)
+            lab = mdp.labels[s] if labels is None else labels[cut, T].astype(np.int64)
+            paid.append((node[cut] * K + lab, demos.rewards[cut, T - 1]))
+        if final_labels is not None:
+            paid.append(final_rewards(node, final_labels, demos.lengths, demos.rewards, T, K))
+        rewards = RewardCounts.of(
+            np.concatenate([k for k, _ in paid]) if paid else np.empty(0, np.int64),
+            np.concatenate([r for _, r in paid]) if paid else np.empty(0),
+        )
+    return CountTable(grow.trie(compress), uniq, counts, S, A, K, demos.n_trajectories, rewards)
 
 
 def merge_counts(a: CountTable, b: CountTable) -> CountTable:
@@ -139,6 +165,7 @@ def merge_counts(a: CountTable, b: CountTable) -> CountTable:
     SA = a.n_states * a.n_actions
     b_keys = mapped[b.keys // SA] * SA + b.keys % SA
     keys, counts = _aggregate(np.concatenate([a.keys, b_keys]), np.concatenate([a.counts, b.counts]))
+    b_rewards = None if b.rewards is None else b.rewards.renumbered(mapped, a.n_letters)
     return CountTable(
         grow.trie(a.trie.compressed),
         keys,
@@ -147,6 +174,7 @@ def merge_counts(a: CountTable, b: CountTable) -> CountTable:
         a.n_actions,
         a.n_letters,
         a.n_trajectories + b.n_trajectories,
+        merge_rewards(a.rewards, b_rewards),
     )
 
 
@@ -211,6 +239,7 @@ def canonical_counts(table: CountTable) -> CountTable:
         trie=Trie(parent, trie.letter[old], trie.length[old], compressed=trie.compressed),
         keys=keys[order],
         counts=table.counts[order],
+        rewards=None if table.rewards is None else table.rewards.renumbered(new, table.n_letters),
     )
 
 
@@ -334,7 +363,9 @@ def prune_counts(table: CountTable, min_count: float) -> CountTable:
     multi = kept_states[per_state >= 2]
     keep_pair &= np.isin(state, multi)
     keep = keep_pair[inv]
-    return CountTable(table.trie, table.keys[keep], table.counts[keep], S, A, table.n_letters, table.n_trajectories)
+    return CountTable(
+        table.trie, table.keys[keep], table.counts[keep], S, A, table.n_letters, table.n_trajectories, table.rewards
+    )
 
 
 def to_policy(table: CountTable, depth: int | None = None) -> PrefixTreePolicy:

@@ -51,7 +51,9 @@ from .sat.encoding import (
     negative_pairs,
     non_stuttering,
     prefix_runs,
+    reward_outputs,
     soft_negative_pairs,
+    soft_reward_outputs,
     symmetry_breaking_bfs,
 )
 from .sat.lazy import lazy_search
@@ -130,7 +132,15 @@ class SatEncoder(EncoderCapabilities):
         return Formula(pool, clauses)
 
     def encode(self, problem: Problem, n: int) -> Formula:
-        """The formula of ``problem`` at ``n`` nodes, negatives hard (eq. 6)."""
+        """The formula of ``problem`` at ``n`` nodes, negatives hard (eq. 6), and the reward
+        traces' observations hard when the problem has some."""
+        formula = self.encode_negatives(problem, n)
+        if problem.rewards is not None:
+            formula.hard += reward_outputs(formula.pool, problem.rewards)  # rewards paid, exactly
+        return formula
+
+    def encode_negatives(self, problem: Problem, n: int) -> Formula:
+        """The structure and the negative examples (eq. 6), hard; no reward observations."""
         formula = self.structure(problem, n)
         neg = problem.negatives
         if isinstance(neg, PolicyClasses) and self.negatives == "classes":
@@ -187,6 +197,8 @@ class MaxSatEncoder(SatEncoder):
 
     def encode(self, problem: Problem, n: int) -> Formula:
         """The formula of ``problem`` at ``n`` nodes, each negative example soft."""
+        if problem.rewards is not None:
+            raise RmtkError("MaxSatEncoder weighs negative examples; reward traces are weighed by NoisyRewardEncoder")
         formula = self.structure(problem, n)
         pairs = problem.negative_pairs()
         soft, relax = soft_negative_pairs(formula.pool, pairs)
@@ -223,6 +235,18 @@ class MaxSatEncoder(SatEncoder):
         )
 
 
+def moving_transitions(formula: Formula, n: int, n_letters: int) -> np.ndarray:
+    """One variable ``m[i,k]`` per (node, letter), true exactly when letter ``k`` moves node
+    ``i`` (its clauses added to ``formula``): the relaxations of the soft "stays" clauses."""
+    pool = formula.pool
+    i, k = np.meshgrid(np.arange(n), np.arange(n_letters), indexing="ij")
+    stays = pool.t(i.ravel(), k.ravel(), i.ravel())
+    moves = np.array([pool.aux.id(("moves", int(a), int(b))) for a, b in zip(i.ravel(), k.ravel())], np.int64)
+    formula.extend([[int(m), int(s)] for m, s in zip(moves, stays)])
+    formula.extend([[-int(m), -int(s)] for m, s in zip(moves, stays)])
+    return moves
+
+
 # -- SimplestEncoder: the smallest machines in which the fewest letters move a node ------
 @attrs.frozen
 class SimplestEncoder(SatEncoder):
@@ -234,13 +258,8 @@ class SimplestEncoder(SatEncoder):
         """The hard formula at ``n`` nodes with one soft "stays" clause per (node, letter):
         the relaxation ``m[i,k]`` is true exactly when letter ``k`` moves node ``i``."""
         formula = self.encode(problem, n)
-        pool = formula.pool
-        i, k = np.meshgrid(np.arange(n), np.arange(problem.n_letters), indexing="ij")
-        stays = pool.t(i.ravel(), k.ravel(), i.ravel())
-        moves = np.array([pool.aux.id(("moves", int(a), int(b))) for a, b in zip(i.ravel(), k.ravel())], np.int64)
-        formula.extend([[int(m), int(s)] for m, s in zip(moves, stays)])
-        formula.extend([[-int(m), -int(s)] for m, s in zip(moves, stays)])
-        formula.relax, formula.weights = moves, np.ones(len(moves), np.int64)
+        formula.relax = moving_transitions(formula, n, problem.n_letters)
+        formula.weights = np.ones(len(formula.relax), np.int64)
         return formula
 
     def search(
@@ -275,6 +294,68 @@ class SimplestEncoder(SatEncoder):
             message="; ".join(m for m in (moving, res.message) if m),
             time_encode=probe.time_encode + res.time_encode,
             time_solve=probe.time_solve + res.time_solve,
+        )
+
+
+# -- NoisyRewardEncoder: reward traces whose rewards are sometimes wrong ----------------
+@attrs.frozen
+class NoisyRewardEncoder(SatEncoder):
+    """Reward observations as soft clauses weighted by their counts, negative examples hard:
+    weighted MaxSAT at a fixed ``n`` (``nodes``, else ``max_nodes``), every optimal machine
+    enumerated. The optimum calls the fewest observed steps noisy; the learner reports that
+    share as the noise level, with an interval (:func:`rmtk.traces.noise_interval`). Noise
+    cannot choose the size: more nodes always explain more of it, so the size is given."""
+
+    def encode(self, problem: Problem, n: int) -> Formula:
+        """The hard structure and negatives at ``n`` nodes, and one soft clause set per
+        reward observation (:func:`rmtk.sat.encoding.soft_reward_outputs`)."""
+        if problem.rewards is None:
+            raise RmtkError("NoisyRewardEncoder weighs reward traces: give reward evidence (Learner(rewards=...))")
+        formula = self.encode_negatives(problem, n)
+        soft, formula.relax, formula.weights = soft_reward_outputs(formula.pool, problem.rewards)
+        formula.hard += soft
+        return formula
+
+    def search(self, problem: Problem, limits: SearchLimits) -> SearchResult:
+        """Every optimal machine at ``limits.nodes`` (else ``limits.max_nodes``) nodes."""
+        if problem.oracle is not None:
+            raise RmtkError("NoisyRewardEncoder weighs a finite set of observations on a built tree: no lazy search")
+        return maxsat_search(
+            self.encode,
+            problem,
+            limits.evolve(nodes=limits.nodes or limits.max_nodes),
+            solver=self.solver,
+            non_stuttering=self.non_stuttering,
+        )
+
+
+@attrs.frozen
+class SimplestNoisyRewardEncoder(NoisyRewardEncoder):
+    """:class:`NoisyRewardEncoder`, then among the machines that call the fewest steps noisy,
+    those in which the fewest letters move a node (as :class:`SimplestEncoder` among the
+    smallest): one weighted MaxSAT whose noise weights are scaled above the sum of every
+    move's, so the order is strict (noise first). ``SearchResult.cost`` is the noisy steps."""
+
+    def encode(self, problem: Problem, n: int) -> Formula:
+        formula = super().encode(problem, n)
+        assert formula.relax is not None and formula.weights is not None, "the observations' relaxations"
+        moves = moving_transitions(formula, n, problem.n_letters)
+        scale = len(moves) + 1
+        formula.relax = np.concatenate([formula.relax, moves])
+        formula.weights = np.concatenate([formula.weights * scale, np.ones(len(moves), np.int64)])
+        return formula
+
+    def search(self, problem: Problem, limits: SearchLimits) -> SearchResult:
+        res = super().search(problem, limits)
+        if res.cost is None:
+            return res
+        scale = (limits.nodes or limits.max_nodes) * problem.n_letters + 1
+        noisy, moving = divmod(res.cost, scale)
+        dropped = problem.rewards.n_rows if problem.rewards is not None else 0
+        solutions = tuple(attrs.evolve(s, dropped=tuple(j for j in s.dropped if j < dropped)) for s in res.solutions)
+        message = f"the simplest machines among the least noisy: {moving} (node, letter) transitions leave their node"
+        return attrs.evolve(
+            res, solutions=solutions, cost=noisy, message="; ".join(m for m in (message, res.message) if m)
         )
 
 

@@ -13,6 +13,11 @@ class RmtkError(Exception):
     """Base class of every error rmtk raises on bad input."""
 
 
+class UsageError(RmtkError):
+    """A command line that asks for what the data given cannot provide (``rmtk learn --from
+    rewards`` on data without rewards): the CLI exits with status 2, as for a usage error."""
+
+
 class ModelError(RmtkError, ValueError):
     """A model object (MDP, machine, task) was constructed with inconsistent data."""
 

@@ -44,6 +44,8 @@ from .negatives import ConfidenceMiner, ExactMiner, NegativeExampleMiner, Negati
 from .progress import Progress, Recorder
 from .ptp import PTP, PrefixTree, PrefixTreePolicy, PTPCapabilities, Trie
 from .result import LearnResult
+from .reward_evidence import RewardEvidence
+from .reward_learning import with_rewards
 from .rewards.maxent import IRLCapabilities, MaxEntIRL
 from .sat.encoding import Problem
 from .sat.lazy import Oracle, TrieOracle
@@ -105,7 +107,7 @@ class Learner:
         progress: a :class:`~rmtk.progress.Progress` (e.g. :class:`~rmtk.progress.StderrProgress`).
     """
 
-    ptp: PTP = attrs.field(factory=ExactPTP, validator=implements("a ptp strategy", "build"))
+    ptp: PTP | None = attrs.field(factory=ExactPTP, validator=implements("a ptp strategy", "build", optional=True))
     miner: NegativeExampleMiner | None = attrs.field(
         default=None, validator=implements("a miner strategy", "mine", optional=True)
     )
@@ -120,14 +122,27 @@ class Learner:
     max_solutions: int | None = attrs.field(default=None, validator=optional_positive_int)
     time_limit: float | None = attrs.field(default=None, validator=optional_seconds)
     progress: Progress = attrs.field(factory=Progress)
+    rewards: RewardEvidence | None = attrs.field(
+        default=None, validator=implements("a reward evidence strategy", "observe", "compressed", optional=True)
+    )
 
     def __attrs_post_init__(self):
+        if self.ptp is None and self.rewards is None:
+            raise RmtkError(
+                "nothing to learn from: give a ptp strategy (the expert's policy), reward evidence "
+                "(rewards=TraceRewards(data)), or both"
+            )
         if self.nodes is not None and self.max_nodes is not None and self.nodes > self.max_nodes:
             raise RmtkError(
                 f"nodes={self.nodes} contradicts max_nodes={self.max_nodes}: the machine would have more "
                 "nodes than the bound allows (give one of them, or nodes <= max_nodes)"
             )
-        if PTPCapabilities.of(self.ptp).compress and not EncoderCapabilities.of(self.encoder).non_stuttering:
+        if self.ptp is not None:
+            compress = PTPCapabilities.of(self.ptp).compress
+        else:  # rewards alone: words as the encoder asks, unless counted already
+            assert self.rewards is not None, "checked above"
+            compress = bool(self.rewards.compressed())
+        if compress and not EncoderCapabilities.of(self.encoder).non_stuttering:
             raise RmtkError(
                 "compressed prefixes assume a non-stuttering machine: build the prefix tree with "
                 "compress=False to learn without the non-stuttering constraint"
@@ -154,6 +169,8 @@ class Learner:
                 f"fit needs a Task or a LabeledMDP (or a Space, for data without a transition model), "
                 f"not {type(target).__name__}"
             )
+        if self.ptp is None:  # rewards alone
+            return self._fit_rewards(target)
         task = target if isinstance(target, Task) else None
         mdp = target.mdp if isinstance(target, Task) else target
         source, encoder = PTPCapabilities.of(self.ptp), EncoderCapabilities.of(self.encoder)
@@ -196,9 +213,19 @@ class Learner:
                 rec.stage("mine", time.perf_counter() - t, pairs=len(negatives))
             if lazy:
                 oracle = TrieOracle(ptp.trie, negatives, depth=ptp.tree.depth)
+        traces = None
+        if self.rewards is not None:
+            if oracle is not None:
+                raise RmtkError(
+                    "reward traces are observed on a built prefix tree: learning at every depth or with "
+                    "lazy negatives cannot take them (give a depth, and negatives='classes' or 'pairs')"
+                )
+            assert ptp is not None, "without an oracle the tree was built"
+            traces = self.rewards.observe(mdp, ptp.trie, compress=ptp.trie.compressed)
         if oracle is None:
             assert ptp is not None, "without an oracle the tree was built"
-            problem = Problem(ptp.trie, mdp.n_propositions, negatives)
+            trie = ptp.trie if traces is None else traces.trie
+            problem = Problem(trie, mdp.n_propositions, negatives, rewards=traces)
         else:
             compress = source.compress if ptp is None else ptp.trie.compressed
             problem = Problem(Trie.root(compress), mdp.n_propositions, oracle=oracle)
@@ -247,7 +274,9 @@ class Learner:
         )
         if task is not None:
             result = self._judge(task, result, source, encoder, rec, phases)
-        if self.irl is not None and result.machines:
+        if traces is not None:  # the rewards are the observed ones: no IRL
+            result = with_rewards(result, traces)
+        elif self.irl is not None and result.machines:
             if isinstance(mdp, Space):
                 rec.note(f"no rewards: {mdp.name!r} has no transition model (pass irl=None to say so)")
             elif phases.starts("rewards"):
@@ -262,6 +291,55 @@ class Learner:
                     phases.cut("rewards", unfinished)
                 machines = tuple(f.machine for f in fits) + result.machines[len(fits) :]
                 result = attrs.evolve(result, machines=machines, reward_fits=tuple(fits))
+        timings["total"] = time.perf_counter() - t0
+        return attrs.evolve(result, stopped=phases.stop())
+
+    def _fit_rewards(self, target) -> LearnResult:
+        """:meth:`Learner.fit` without a policy: the smallest machines that pay what the traces
+        observed (``rewards``), every survivor listed (up to ``max_solutions``, by default
+        :data:`DEMOS_MAX_SOLUTIONS`: sampled data), their rewards the observed ones.
+        The truth, when ``target`` is a task, is attached (no policy verdicts: no expert)."""
+        assert self.rewards is not None, "rewards alone need reward evidence"
+        task = target if isinstance(target, Task) else None
+        mdp = target.mdp if isinstance(target, Task) else target
+        encoder = EncoderCapabilities.of(self.encoder)
+        rec = Recorder(self.progress)
+        t0 = time.perf_counter()
+        deadline = Deadline.after(self.time_limit)
+        phases = Phases(deadline)
+        phases.starts("tree")
+        traces = self.rewards.observe(mdp, None, compress=encoder.non_stuttering)
+        rec.stage("tree", time.perf_counter() - t0, words=traces.trie.n_nodes)
+        max_nodes = self._max_nodes(task)
+        listed = self.max_solutions or DEMOS_MAX_SOLUTIONS
+        problem = Problem(traces.trie, mdp.n_propositions, rewards=traces)
+        limits = SearchLimits(
+            max_nodes=max(max_nodes, self.nodes or 0),
+            min_nodes=1,
+            nodes=self.nodes,
+            max_solutions=listed,
+            deadline=deadline,
+            progress=rec,
+        )
+        phases.starts("search")
+        res = self.encoder.search(problem, limits)
+        phases.after_search(res, listed)
+        timings = rec.timings
+        timings.update(encode=res.time_encode, solve=res.time_solve, enumerate=res.time_enumerate)
+        empty = np.empty(0, np.int64)
+        result = LearnResult(
+            machines=machines_of(mdp, res),
+            solutions=res.solutions,
+            search=res,
+            classes=None,
+            tree=PrefixTree(traces.trie, empty, empty, 0),
+            mdp=mdp,
+            verdicts=None,
+            timings=timings,
+            truth=task.machine if task is not None else None,
+            max_solutions=listed,
+        )
+        result = with_rewards(result, traces)
         timings["total"] = time.perf_counter() - t0
         return attrs.evolve(result, stopped=phases.stop())
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
+
 from . import dsl
 from .learner import LearnResult
 from .summary import MachineSummary
@@ -29,11 +31,14 @@ def report(
     count_pairs: bool = False,
     explain: bool = False,
     asked: str | None = None,
+    evidence: list[str] | None = None,
 ) -> None:
     """Print a learning result as .rm text with '#' comment lines (the output stays loadable);
     with ``explain``, what would separate the surviving machines (:meth:`LearnResult.explain`).
     ``asked``: the result is an active loop's (:class:`~rmtk.active.loop.ActiveResult`), whose
-    expert is described so; no tree was built: what is known is what the expert was asked."""
+    expert is described so; no tree was built: what is known is what the expert was asked.
+    ``evidence``: lines saying which evidence decided what
+    (:meth:`rmtk.reward_learning.EvidenceComparison.lines`), printed before the machines."""
     out = out or sys.stdout
     st = result.stats()
     t = result.timings
@@ -42,6 +47,8 @@ def report(
     lazy = result.search.lazy
     if asked is not None:
         _report_asked(task, result, w, words, count_pairs, asked)
+    elif result.rewards is not None and result.ptp is None:  # rewards alone: no policy, no tree
+        w(f"# learned from task {task.name}: the rewards of the data alone (no policy), {words} words")
     elif result.ptp is None and result.oracle is None:  # stopped before any tree or oracle
         w(f"# learned from task {task.name}: nothing (the run was stopped before its prefix tree policy)")
     elif result.ptp is None:  # tree-free: the expert checked on the synchronised product
@@ -73,12 +80,16 @@ def report(
         w(f"# learned from task {task.name}: empirical prefix tree policy, {words} words")
         w(f"# empirical prefix tree: {st['trie_nodes'] - 1} words, {st['pairs']} (word, state) pairs")
         report_demos(result, out=out)
+    if result.rewards is not None:
+        w(f"# {result.rewards.summary()}")
     if lazy is not None and result.ptp is not None and asked is None:
         w(
             f"# lazy negatives: {lazy.counterexamples} added in {lazy.rounds} candidate checks, "
             f"{lazy.trie.n_nodes - 1} words in play"
         )
-    if result.search.cost is not None:
+    if result.search.cost is not None and result.noise is not None:
+        w(f"# MaxSAT: the optimum calls {result.search.cost} observed step(s) noisy")
+    elif result.search.cost is not None:
         w(f"# MaxSAT: optimum drops {result.search.cost} negative example(s)")
     tried = ", ".join(
         f"{n}: {'sat' if ok else 'unsat' if ok is False else 'interrupted'}" for n, ok in result.search.tried
@@ -110,6 +121,10 @@ def report(
             w(f"# {line}")
     if result.ptp is not None and result.ptp.counts is not None and len(result.machines) > RESOLVED:
         w(f"# what the samples resolve is given for the first {RESOLVED} of the {len(result.machines)} machines")
+    if result.noise is not None:
+        w(f"# {result.noise} (under the first machine)")
+    for line in evidence or ():
+        w(f"# {line}")
     if explain:
         for line in str(result.explain()).splitlines():
             w(f"# {line}")
@@ -118,6 +133,9 @@ def report(
         free = result.unconstrained(i)
         if free:
             w("# unconstrained by the data (written as self-loops): " + ", ".join(f"{u} on {a}" for u, a in free))
+        if result.decoded is not None:
+            for line in observed_rewards(m, result.decoded[i]):
+                w(f"# {line}")
         resolved = result.resolution(i) if i < RESOLVED else None  # from counted data: what the samples resolve
         if resolved is not None:
             w(f"# {resolved}")
@@ -138,6 +156,25 @@ def report(
                 + more
             )
         out.write(dsl.dumps(m))
+
+
+def observed_rewards(machine, decoded) -> list[str]:
+    """The rewards of ``machine`` as the traces observed them (``decoded``:
+    :class:`~rmtk.reward_evidence.DecodedRewards`): the non-zero ones by name, how many pay 0,
+    and which no trace observes (free, written as 0)."""
+    paid, zero = [], 0
+    for u, k in np.argwhere(decoded.observed):
+        r = float(decoded.delta_r[u, k])
+        if r == 0:
+            zero += 1
+        else:
+            paid.append(f"{machine.nodes[u]} on {machine.alphabet[k]} pays {r:g}")
+    out = [f"observed rewards: {', '.join(paid) or 'none other than 0'} ({zero} observed (node, letter) pay 0)"]
+    free = decoded.free
+    if free:
+        names = ", ".join(f"{machine.nodes[u]} on {machine.alphabet[k]}" for u, k in free)
+        out.append(f"rewards no trace observes (free, written as 0): {names}")
+    return out
 
 
 def _report_asked(task: Task, result: LearnResult, w, words: str, count_pairs: bool, asked: str) -> None:

@@ -66,6 +66,13 @@ class LearnResult:
         max_solutions: the bound on the machines listed that the search ran with (``None``: none).
         stopped: what the run's deadline (a time limit, SIGINT, SIGTERM) stopped and left
             undone (:class:`~rmtk.summary.Stop`); ``None``: the run finished.
+        rewards: the reward traces learned from (:class:`~rmtk.reward_traces.RewardTraces` on the
+            trie searched), ``None`` when learned from the policy alone.
+        decoded: per machine, its rewards read from the traces
+            (:class:`~rmtk.reward_evidence.DecodedRewards`: which are free, the disagreements);
+            ``machines`` carry them.
+        noise: the noise level of the traces under the first machine, with its interval
+            (:class:`~rmtk.reward_evidence.NoiseEstimate`; for a noisy-reward encoder).
     """
 
     machines: tuple[RewardMachine, ...]
@@ -88,6 +95,9 @@ class LearnResult:
     truth_merges: int | None = None
     max_solutions: int | None = None
     stopped: Stop | None = None
+    rewards: object = attrs.field(default=None, repr=False)
+    decoded: tuple | None = attrs.field(default=None, repr=False)
+    noise: object = None
 
     @property
     def n_nodes(self) -> int | None:

@@ -10,6 +10,11 @@ A trajectory of ``horizon`` steps is drawn as in section 2 of the paper (docs/de
 
 (The appendix's pseudo-code applies δ_u one label later; section 2 is followed here.)
 
+With ``rewards=True`` each step also records the machine's reward for it,
+``r_t = δ_r(u_t, L(s_{t+1}))`` (the convention of :mod:`rmtk.data.rewards`); the last step's
+next state is not drawn, so its reward is NaN (unknown). ``policy="uniform"`` and
+``epsilon`` (an ε-mixture with the uniform policy) give exploration traces.
+
 Everything is vectorised across trajectories; the only Python loops are over chunks of
 trajectories and time steps. Every categorical draw is an inverse-CDF lookup with one
 uniform number: the rows of all distributions of one kind (the policy's ``(s, u)`` rows, the
@@ -52,6 +57,7 @@ __all__ = [
     "sample_categorical",
     "RowSampler",
     "node_table",
+    "reward_table",
 ]
 
 
@@ -125,8 +131,27 @@ def node_table(task: Task) -> np.ndarray:
     return np.ascontiguousarray(task.machine.delta_u[:, letter].T)
 
 
-def _policy_table(task: Task, policy) -> np.ndarray:
+def reward_table(task: Task) -> np.ndarray:
+    """``(S, n)``: ``δ_r(u, L(s))``, the machine's reward when it reads the label of ``s`` in ``u``."""
+    letter = task.letter_of_proposition[task.mdp.labels]
+    return np.ascontiguousarray(task.machine.delta_r[:, letter].T)
+
+
+def _policy_table(task: Task, policy, epsilon: float = 0.0) -> np.ndarray:
+    """The ``(S, n, A)`` policy of ``policy`` mixed with the uniform one: ``(1 − ε)·π + ε/A``."""
+    eps = float(epsilon)
+    if not 0.0 <= eps <= 1.0:
+        raise ModelError(f"epsilon is a probability in [0, 1], got {epsilon!r}")
+    pi = _base_policy(task, policy)
+    return pi if eps == 0.0 else (1.0 - eps) * pi + eps / pi.shape[2]
+
+
+def _base_policy(task: Task, policy) -> np.ndarray:
     S, n, A = task.mdp.n_states, task.machine.n_nodes, task.mdp.n_actions
+    if isinstance(policy, str):
+        if policy != "uniform":
+            raise ModelError(f"unknown policy {policy!r}; a named policy is 'uniform' (or give an array)")
+        return np.full((S, n, A), 1.0 / A)
     if policy is None:
         from .planning import task_policy
 
@@ -174,14 +199,17 @@ class _Sampler:
         self.succ = np.asarray(T.indices, dtype=np.intp)
         self.acts = RowSampler(np.arange(0, S * n_nodes * A + 1, A), pi.reshape(-1))
         self.nxt = node_table(task).ravel().astype(np.intp)  # [s·n + u] -> δ_u(u, L(s))
+        self.pay = reward_table(task).ravel()  # [s·n + u] -> δ_r(u, L(s))
         self.u_init, self.n_nodes, self.A = task.machine.initial, n_nodes, A
 
     def draw(
-        self, rng: np.random.Generator, n: int, horizon: int, chunk: int, report=lambda done: None
+        self, rng: np.random.Generator, n: int, horizon: int, chunk: int, report=lambda done: None, rewards=False
     ) -> Demonstrations:
-        """``n`` trajectories from ``rng``, ``2·horizon`` uniforms each, in order."""
+        """``n`` trajectories from ``rng``, ``2·horizon`` uniforms each, in order (with the
+        machine's rewards when ``rewards``; they draw nothing)."""
         states = np.empty((n, horizon), dtype=np.int32)
         actions = np.empty((n, horizon), dtype=np.int32)
+        paid = np.full((n, horizon), np.nan) if rewards else None
         n_nodes, A, nxt = self.n_nodes, self.A, self.nxt
         W = 2 * horizon  # uniforms per trajectory: start, then (action, successor) per step
         for lo in range(0, n, chunk):
@@ -192,6 +220,7 @@ class _Sampler:
             u = nxt[s * n_nodes + self.u_init]
             st = np.empty((horizon, m), dtype=np.int32)
             ac = np.empty((horizon, m), dtype=np.int32)
+            rw = np.full((horizon, m), np.nan) if paid is not None else None
             for t in range(horizon):
                 r = s * n_nodes + u
                 a = self.acts.sample(r, U[2 * t + 1]) - r * A
@@ -199,12 +228,16 @@ class _Sampler:
                 ac[t] = a
                 if t + 1 < horizon:
                     s = self.succ[self.moves.sample(s * A + a, U[2 * t + 2])]
+                    if rw is not None:
+                        rw[t] = self.pay[s * n_nodes + u]
                     u = nxt[s * n_nodes + u]
             states[lo:hi] = st.T
             actions[lo:hi] = ac.T
+            if paid is not None:
+                paid[lo:hi] = rw.T
             del U, st, ac
             report(hi)
-        return Demonstrations(states, actions, np.full(n, horizon, dtype=np.int64))
+        return Demonstrations(states, actions, np.full(n, horizon, dtype=np.int64), rewards=paid)
 
 
 def simulate(
@@ -214,6 +247,8 @@ def simulate(
     *,
     seed,
     policy=None,
+    epsilon: float = 0.0,
+    rewards: bool = False,
     chunk: int = 100_000,
     progress: Progress | None = None,
 ) -> Demonstrations:
@@ -231,7 +266,11 @@ def simulate(
         policy: ``(S, n_nodes, A)`` array, ``policy[s, u, a] = π(a | s, u)`` (each row sums to
             1), or an object with such a ``.pi`` (a :class:`~rmtk.planning.SoftPolicy`).
             Default: the task's soft-optimal policy ``task_policy(task).pi``. Any stochastic
-            per-node policy is allowed (the paper's sub-optimal experts).
+            per-node policy is allowed (the paper's sub-optimal experts); ``"uniform"`` is
+            every action with probability ``1/A``.
+        epsilon: the policy mixed with the uniform one, ``(1 − ε)·π + ε/A`` (exploration).
+        rewards: record the machine's reward of every step (:mod:`rmtk.data.rewards`; the
+            last step's is NaN: its next state is not drawn). The draws are the same.
         chunk: trajectories simulated at once (working memory ≈ ``chunk · horizon · 40`` bytes on
             top of the result); it only trades memory for speed.
         progress: a :class:`~rmtk.progress.Progress`; its ``count`` hook hears after each chunk.
@@ -241,9 +280,14 @@ def simulate(
     """
     n, horizon, chunk = check_sizes(n, horizon, chunk)
     progress = as_progress(progress)
-    sampler = _Sampler(task, _policy_table(task, policy))
+    sampler = _Sampler(task, _policy_table(task, policy, epsilon))
     return sampler.draw(
-        np.random.default_rng(seed), n, horizon, chunk, lambda done: progress.count(done, n, "trajectories simulated")
+        np.random.default_rng(seed),
+        n,
+        horizon,
+        chunk,
+        lambda done: progress.count(done, n, "trajectories simulated"),
+        rewards=rewards,
     )
 
 
@@ -276,10 +320,12 @@ class SimulationJob:
     chunk: int = 100_000
     schema: object = None
     directory: str | None = None
+    rewards: bool = False
 
     def __call__(self, shard: Shard):
         sampler = _Sampler(self.task, self.policy)
-        demos = sampler.draw(shard.jumped_rng(2 * self.horizon), shard.size, self.horizon, self.chunk)
+        rng = shard.jumped_rng(2 * self.horizon)
+        demos = sampler.draw(rng, shard.size, self.horizon, self.chunk, rewards=self.rewards)
         if self.directory is None:
             return demos
         from .data.parquet_io import partition_file
@@ -298,14 +344,18 @@ def simulate_sharded(
     seed,
     shard_size: int = 100_000,
     policy=None,
+    epsilon: float = 0.0,
+    rewards: bool = False,
     engine="local",
     progress: Progress | None = None,
 ) -> Demonstrations:
     """:func:`simulate` cut into shards of ``shard_size`` trajectories run on ``engine``
     (``"local"``, ``"dask"`` or an engine object, :mod:`rmtk.engines.local`), gathered here:
-    the same trajectories as ``simulate(task, n, horizon, seed=seed)``."""
+    the same trajectories as ``simulate(task, n, horizon, seed=seed)`` (with the same
+    ``policy``, ``epsilon`` and ``rewards``)."""
     n, horizon, shard_size = check_sizes(n, horizon, shard_size)
-    job = SimulationJob(task, _policy_table(task, policy), horizon, chunk=min(shard_size, 100_000))
+    pi = _policy_table(task, policy, epsilon)
+    job = SimulationJob(task, pi, horizon, chunk=min(shard_size, 100_000), rewards=rewards)
     parts = as_engine(engine).map_reduce(
         job,
         plan_shards(n, shard_size, seed),
@@ -320,6 +370,7 @@ def simulate_sharded(
         np.concatenate([d.states for d in parts]),
         np.concatenate([d.actions for d in parts]),
         np.concatenate([d.lengths for d in parts]),
+        rewards=np.concatenate([d.rewards for d in parts]) if rewards else None,
     )
 
 
@@ -332,6 +383,8 @@ def simulate_dataset(
     seed,
     partition_size: int | None = None,
     policy=None,
+    epsilon: float = 0.0,
+    rewards: bool = False,
     labels: bool = False,
     overwrite: bool = False,
     engine="local",
@@ -340,7 +393,8 @@ def simulate_dataset(
     """Simulate straight to a Parquet dataset directory (:mod:`rmtk.data.parquet_io`): one
     shard of ``partition_size`` trajectories per file, written by whichever worker simulated
     it, so no process ever holds more than one partition (10⁷ trajectories need no more
-    memory than 10⁵). The data are those of ``simulate(task, n, horizon, seed=seed)``. The
+    memory than 10⁵). The data are those of ``simulate(task, n, horizon, seed=seed)`` (with
+    the same ``policy``, ``epsilon`` and ``rewards``: a reward column). The
     dataset appears at ``path`` only once every partition is written; an existing one is
     replaced only with ``overwrite``. With a Dask cluster, ``path`` must be on a filesystem
     the workers share."""
@@ -349,12 +403,18 @@ def simulate_dataset(
     partition_size = PARTITION_SIZE if partition_size is None else partition_size
     n, horizon, partition_size = check_sizes(n, horizon, partition_size)
     schema = PartitionSchema.of(
-        task.mdp, horizon=horizon, n_trajectories=n, partition_size=partition_size, labels=labels
+        task.mdp, horizon=horizon, n_trajectories=n, partition_size=partition_size, labels=labels, rewards=rewards
     )
-    pi = _policy_table(task, policy)
+    pi = _policy_table(task, policy, epsilon)
     with Staging(path, overwrite) as staging:
         job = SimulationJob(
-            task, pi, horizon, chunk=min(partition_size, 100_000), schema=schema, directory=str(staging.tmp)
+            task,
+            pi,
+            horizon,
+            chunk=min(partition_size, 100_000),
+            schema=schema,
+            directory=str(staging.tmp),
+            rewards=rewards,
         )
         written = as_engine(engine).map_reduce(
             job,

@@ -23,6 +23,8 @@ PATROL = str(MODELS / "patrol.rm")
 BASE = {
     "exact": [],
     "demos": ["--demos", "{demos}"],
+    "rewards": ["--demos", "{rdemos}", "--from", "rewards"],
+    "both": ["--demos", "{rdemos}"],
     "labels": ["--learn-labels"],
     "labels-demos": ["--learn-labels", "--demos", "{demos}"],
     "active": ["--active"],
@@ -48,6 +50,8 @@ SAMPLE = {
     "--dask-timeout": (["--engine", "dask"], ["--dask-timeout", "5"]),
     "--alpha": ([], ["--alpha", "0.01"]),
     "--maxsat": ([], ["--maxsat"]),
+    "--noisy": ([], ["--noisy"]),
+    "--simplest": ([], ["--simplest"]),
     "--weights": (["--maxsat"], ["--weights", "evidence"]),
     "--budget-queries": ([], ["--budget-queries", "3"]),
     "--budget-steps": (["--walks", "2"], ["--budget-steps", "100"]),
@@ -69,7 +73,7 @@ SAMPLE = {
     "--force": (["--dot", "{out}/m.dot"], ["--force"]),
     "--quiet": ([], ["--quiet"]),
 }
-MODE_FLAGS = {"--active", "--learn-labels", "--demos", "--expert"}
+MODE_FLAGS = {"--active", "--learn-labels", "--demos", "--from", "--expert"}
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +83,17 @@ def demos(tmp_path_factory):
     return path
 
 
-def _args(words, demos, out):
-    return [w.format(demos=demos, out=out) for w in words]
+@pytest.fixture(scope="module")
+def rdemos(tmp_path_factory):
+    """Demonstrations with rewards: learned from their policy and rewards by default."""
+    path = tmp_path_factory.mktemp("flags") / "r.npz"
+    argv = ["simulate", PATROL, "-n", "200", "-T", "10", "--seed", "0", "-o", str(path), "-q", "--rewards"]
+    assert main(argv) == 0
+    return path
+
+
+def _args(words, demos, out, rdemos=""):
+    return [w.format(demos=demos, out=out, rdemos=rdemos) for w in words]
 
 
 def _plan(argv):
@@ -99,15 +112,15 @@ def test_the_table_lists_every_flag_of_learn_once():
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_the_mode_flags_make_each_mode(mode, demos):
-    args = build_parser().parse_args(["learn", PATROL, *_args(BASE[mode], demos, "")])
+def test_the_mode_flags_make_each_mode(mode, demos, rdemos):
+    args = build_parser().parse_args(["learn", PATROL, *_args(BASE[mode], demos, "", rdemos)])
     assert mode_of(args) == learn_mode(args) == mode
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_every_flag_in_every_mode_is_used_or_refused(mode, demos, tmp_path):
-    """The table both ways, exhaustively: 31 flags × 8 modes."""
-    base = _args(BASE[mode] + ["-q"], demos, tmp_path)
+def test_every_flag_in_every_mode_is_used_or_refused(mode, demos, rdemos, tmp_path):
+    """The table both ways, exhaustively: 34 flags × 10 modes."""
+    base = _args(BASE[mode] + ["-q"], demos, tmp_path, rdemos)
     refused, used = [], []
     for option, (needs, words) in SAMPLE.items():
         flag = next(f for f in LEARN_FLAGS if f.option == option)

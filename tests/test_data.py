@@ -166,7 +166,7 @@ CSV_BAD = [
     ("trajectory,step,state,action\n", "demos.csv: no steps after the header"),
     ("0,0,r0c0,down\n", "demos.csv:1: unknown column '0'", "the first line must be a header"),
     ("trajectory,step,state\n0,0,r0c0\n", "demos.csv:1: missing column 'action'"),
-    ("trajectory,step,state,action,reward\n", "demos.csv:1: unknown column 'reward'"),
+    ("trajectory,step,state,action,value\n", "demos.csv:1: unknown column 'value'"),
     ("trajectory,step,state,state,action\n", "demos.csv:1: column 'state' appears twice"),
     (HEADER + "0,0,r0c0,down,a\n0,1,r1c0\n", "demos.csv:3: 3 fields, expected 5"),
     (HEADER + "0,0,r0c0,down,a\n0,1,r1c0,down,b,x\n", "demos.csv:3: 6 fields, expected 5"),
@@ -268,8 +268,8 @@ def test_npz_bad_input(tmp_path, grid):
         load_npz(npz(tmp_path, states=s[0], actions=s[0]))
     with raises("bad.npz: array 'lengths' has 3 entries for 2 trajectories"):
         load_npz(npz(tmp_path, states=s, actions=s, lengths=[3, 3, 3]))
-    with raises("bad.npz: unknown array 'rewards'"):
-        load_npz(npz(tmp_path, states=s, actions=s, rewards=s))
+    with raises("bad.npz: unknown array 'returns'"):
+        load_npz(npz(tmp_path, states=s, actions=s, returns=s))
     padded = np.array([[0, 1, -1], [0, 0, 0]])
     with raises("bad.npz: trajectory 0, step 2: missing state", "no 'lengths' array"):
         load_npz(npz(tmp_path, states=padded, actions=padded))

@@ -179,7 +179,7 @@ def bad_dataset(tmp_path, grid, kind):
         del cols["action"]
         write(part, cols)
     elif kind == "unknown column":
-        write(part, {**cols, "reward": [0] * 5})
+        write(part, {**cols, "value": [0] * 5})
     elif kind == "float column":
         write(part, cols, types={"state": pa.float64()})
     elif kind == "another schema":
@@ -230,8 +230,8 @@ BAD = [
     ("missing column", "bad/part-00000.parquet: missing column 'action' (the file has: trajectory, step, state)"),
     (
         "unknown column",
-        "bad/part-00000.parquet: unknown column 'reward'; the columns are trajectory, step, state, "
-        "action and optionally label",
+        "bad/part-00000.parquet: unknown column 'value'; the columns are trajectory, step, state, "
+        "action and optionally label, reward",
     ),
     ("float column", "bad/part-00000.parquet: column 'state' has type double, expected integers"),
     (

@@ -62,15 +62,22 @@ def _probability(text: str) -> float:
     return value
 
 
-def learner_from_args(args, task: Task | None = None):
+#: An exploration probability in [0, 1].
+_epsilon = _number(float, "a number", lambda v: 0 <= v <= 1, "in [0, 1]")
+
+
+def learner_from_args(args, task: Task | None = None, mode: str | None = None):
     """The :class:`~rmtk.learner.Learner` the command-line options describe (the same
-    strategies a Python user composes). The flags were checked against the mode first
-    (:func:`rmtk.cli.flags.learn_mode`)."""
-    from ..encoders import MaxSatEncoder, SatEncoder
+    strategies a Python user composes). The flags were checked against the ``mode`` first
+    (:func:`rmtk.cli.flags.learn_mode`; ``None``: read from ``args``). Learning from the
+    rewards of demonstrations, the policy and the rewards are counted once, by one
+    :class:`~rmtk.empirical.EmpiricalPTP` (:class:`~rmtk.reward_evidence.TraceRewards` of it)."""
     from ..learner import EmpiricalPTP, ExactMiner, ExactPTP, Learner
     from ..negatives import ConfidenceMiner
     from ..rewards.maxent import MaxEntIRL
+    from .flags import REWARDS, mode_of
 
+    mode = mode_of(args) if mode is None else mode
     progress = _progress(args)
     compress = not args.no_compress
     engine = _engine_from_args(args)
@@ -87,24 +94,49 @@ def learner_from_args(args, task: Task | None = None):
         depth = None if args.depth == INF else (args.depth or "task")
         ptp = ExactPTP(depth=depth, source=args.policy or "soft-optimal", compress=compress)
         miner = ExactMiner()
-    common = dict(
-        non_stuttering=not args.stuttering, symmetry_breaking=not args.no_symmetry_breaking, solver=args.solver
-    )
-    if args.maxsat:
-        encoder = MaxSatEncoder(weights=args.weights or "unit", **common)
-    else:
-        encoder = SatEncoder(negatives=args.negatives or "classes", **common)
+    evidence: dict = {}
+    if mode in REWARDS:
+        from ..reward_evidence import TraceRewards
+
+        evidence = dict(rewards=TraceRewards(ptp), irl=None)  # the rewards are the observed ones
+        if mode == "rewards":
+            evidence["ptp"] = None
     return Learner(
-        ptp=ptp,
-        miner=miner,
-        encoder=encoder,
-        irl=None if args.no_rewards else MaxEntIRL(),
+        **{
+            "ptp": ptp,
+            "miner": miner,
+            "encoder": _encoder_from_args(args),
+            "irl": None if args.no_rewards else MaxEntIRL(),
+            **evidence,
+        },
         max_nodes=args.max_nodes,
         nodes=args.nodes,
         max_solutions=args.max_solutions,
         time_limit=args.time_limit,
         progress=progress,
     )
+
+
+def _encoder_from_args(args):
+    """The encoder of ``--maxsat``/``--weights``, ``--noisy``, ``--simplest``, ``--negatives``
+    and the search options."""
+    from ..encoders import (
+        MaxSatEncoder,
+        NoisyRewardEncoder,
+        SatEncoder,
+        SimplestEncoder,
+        SimplestNoisyRewardEncoder,
+    )
+
+    common = dict(
+        non_stuttering=not args.stuttering, symmetry_breaking=not args.no_symmetry_breaking, solver=args.solver
+    )
+    if args.maxsat:
+        return MaxSatEncoder(weights=args.weights or "unit", **common)
+    if args.noisy:
+        return (SimplestNoisyRewardEncoder if args.simplest else NoisyRewardEncoder)(**common)
+    negatives = args.negatives or "classes"
+    return (SimplestEncoder if args.simplest else SatEncoder)(negatives=negatives, **common)
 
 
 def label_learner_from_args(args, learner=None):
@@ -303,6 +335,6 @@ def plan_learn(args, task: Task, mode: str) -> LearnPlan:
         if labels is not None and not expert.exact and args.max_solutions is None:
             labels = attrs.evolve(labels, max_solutions=LABELS_ACTIVE_SOLUTIONS)  # sampled answers leave many pairs
         return LearnPlan(mode, task, asking, expert, view, labels, **outputs)
-    learner = learner_from_args(args, task)
+    learner = learner_from_args(args, task, mode)
     labels = label_learner_from_args(args, learner) if mode in LABELS else None
     return LearnPlan(mode, task, labels or learner, None, None, labels, **outputs)

@@ -2,8 +2,10 @@
 read by :func:`learn_mode` before any work (docs/design.md, section 8).
 
 ``rmtk learn`` learns in one of the :data:`MODES`, decided by ``--active``, ``--learn-labels``,
-``--demos`` and ``--expert``. A flag typed that its mode does not use is an error that names the
-flag, the mode and what the flag is for, never silently dropped; a flag that needs another
+``--demos``, ``--from`` and ``--expert``; without ``--from``, demonstrations with rewards are
+learned from both their policy and their rewards (:func:`evidence_of`). A flag typed that its
+mode does not use is an error that names the flag, the mode and what the flag is for, never
+silently dropped; a flag that needs another
 (``--weights`` needs ``--maxsat``) says which. ``tests/test_cli_flags.py`` checks the table both
 ways, for every flag and every mode: a flag it refuses is refused, and a flag it accepts changes
 what is run.
@@ -15,12 +17,14 @@ from collections.abc import Callable
 
 import attrs
 
-from ..errors import RmtkError
+from ..errors import RmtkError, UsageError
 
 #: The ways ``rmtk learn`` learns, and how messages name them.
 MODES = {
     "exact": "learning from the task's exact policy",
     "demos": "learning from demonstrations (--demos)",
+    "rewards": "learning from the rewards of demonstrations (--from rewards)",
+    "both": "learning from the policy and the rewards of demonstrations (--from both)",
     "labels": "learning the labels from the task's exact policy (--learn-labels)",
     "labels-demos": "learning the labels from demonstrations (--learn-labels --demos)",
     "active": "active learning from the exact expert (--active)",
@@ -33,7 +37,7 @@ MODES = {
 
 ALL = frozenset(MODES)
 #: Modes that build a prefix tree from the task's policy or from demonstrations.
-TREE = frozenset({"exact", "demos", "labels", "labels-demos"})
+TREE = frozenset({"exact", "demos", "labels", "labels-demos", "rewards", "both"})
 #: Modes that ask an expert.
 ASKING = frozenset({"active", "active-simulated", "labels-active", "labels-active-simulated"})
 #: Modes whose expert is run, drawing actions at random.
@@ -41,7 +45,13 @@ SIMULATED = frozenset({"active-simulated", "labels-active-simulated"})
 #: Modes whose expert is the task's policy, computed at the task's temperature.
 POLICY = frozenset({"exact", "labels"}) | ASKING
 #: Modes that count demonstrations.
-DEMOS = frozenset({"demos", "labels-demos"})
+DEMOS = frozenset({"demos", "labels-demos", "rewards", "both"})
+#: Modes that learn from the rewards recorded in demonstrations (docs/design/rewards-evidence.md).
+REWARDS = frozenset({"rewards", "both"})
+#: Modes that mine negative examples from demonstrations.
+MINED = frozenset({"demos", "labels-demos", "both"})
+#: Modes that search a prefix tree's machines with a choice of encoder.
+SEARCHED = frozenset({"exact", "demos", "rewards", "both"})
 #: Modes that learn the labels.
 LABELS = frozenset({"labels", "labels-demos", "labels-active", "labels-active-simulated"})
 
@@ -78,6 +88,12 @@ def _needs_dask(what: str) -> Callable[[object, str], str | None]:
         return None if args.engine == "dask" else f"needs --engine dask: {what}"
 
     return rule
+
+
+def _not_maxsat(args, mode: str) -> str | None:
+    if args.maxsat:
+        return "does not apply with --maxsat: MaxSAT keeps every optimal machine, not the simplest"
+    return None
 
 
 def _negatives(args, mode: str) -> str | None:
@@ -118,6 +134,12 @@ LEARN_FLAGS = (
         DEMOS | {"active-simulated"},
         "it gives counts of a run expert's actions, which learning from demonstrations and active learning "
         "from a simulated expert start from (--active --expert simulated)",
+    ),
+    Flag(
+        "--from",
+        "evidence",
+        frozenset({"demos", "rewards", "both"}),
+        "it chooses what of the demonstrations (--demos) is learned from: the policy, the rewards or both",
     ),
     Flag("--depth", "depth", TREE, "it sets the depth of the prefix tree built", _depth),
     Flag("--max-nodes", "max_nodes", ALL, "it bounds the nodes"),
@@ -168,10 +190,28 @@ LEARN_FLAGS = (
     Flag(
         "--alpha",
         "alpha",
-        DEMOS | SIMULATED,
+        MINED | SIMULATED,
         "it is the confidence level of negative examples mined from counts (an exact policy gives exact ones)",
     ),
-    Flag("--maxsat", "maxsat", frozenset({"exact", "demos"}), "it searches a prefix tree's machines by MaxSAT"),
+    Flag(
+        "--maxsat",
+        "maxsat",
+        frozenset({"exact", "demos"}),
+        "it searches a prefix tree's machines by MaxSAT over the negative examples (noisy rewards: --noisy)",
+    ),
+    Flag(
+        "--noisy",
+        "noisy",
+        REWARDS,
+        "it treats recorded rewards as noisy: weighted MaxSAT over the reward observations",
+    ),
+    Flag(
+        "--simplest",
+        "simplest",
+        SEARCHED,
+        "it keeps, among the smallest machines, those in which the fewest letters move a node",
+        _not_maxsat,
+    ),
     Flag(
         "--weights",
         "weights",
@@ -213,7 +253,8 @@ LEARN_FLAGS = (
         "--no-rewards",
         "no_rewards",
         frozenset({"exact", "demos"}),
-        "it skips the rewards recovered for machines learned from a prefix tree (the other modes recover none)",
+        "it skips the rewards recovered for machines learned from a prefix tree (the other modes recover none; "
+        "learned from rewards, a machine pays the observed ones)",
     ),
     Flag("--dot", "dot", ALL, "it writes the learned machines as DOT"),
     Flag("--png", "png", ALL, "it draws the learned machines"),
@@ -231,15 +272,37 @@ LEARN_FLAGS = (
 BY_DEST = {f.dest: f for f in LEARN_FLAGS}
 
 
+def evidence_of(args) -> str:
+    """What ``--demos`` are learned from: ``--from``, else ``both`` when the data hold rewards
+    (a ``reward`` column: :func:`rmtk.data.holds_rewards`), else ``policy``. ``--from rewards``
+    or ``both`` on data without rewards is a :class:`~rmtk.errors.UsageError`."""
+    from ..data import holds_rewards
+
+    held = holds_rewards(args.demos)
+    if args.evidence is None:
+        return "both" if held else "policy"
+    if args.evidence != "policy" and not held:
+        raise UsageError(
+            f"--from {args.evidence}: {args.demos} holds no rewards (no reward column); learn from its policy "
+            "(--from policy, the default for such data) or record the rewards (rmtk simulate --rewards, "
+            "rmtk.gym.collect(..., rewards=True))"
+        )
+    return args.evidence
+
+
 def mode_of(args) -> str:
-    """The mode the mode flags (``--active``, ``--learn-labels``, ``--demos``, ``--expert``) make."""
+    """The mode the mode flags (``--active``, ``--learn-labels``, ``--demos``, ``--from``,
+    ``--expert``) make; with ``--demos`` alone, what the data hold (:func:`evidence_of`)."""
     labels = args.learn_labels is not None
     if args.active:
         simulated = (args.expert or ("simulated" if args.demos and not labels else "exact")) == "simulated"
         return ("labels-active" if labels else "active") + ("-simulated" if simulated else "")
     if labels:
         return "labels-demos" if args.demos else "labels"
-    return "demos" if args.demos else "exact"
+    if not args.demos:
+        return "exact"
+    evidence = evidence_of(args)
+    return "demos" if evidence == "policy" else evidence
 
 
 def learn_mode(args) -> str:

@@ -102,6 +102,7 @@ def run_plan(plan):
     when no machine was found)."""
     from .flags import ASKING, LABELS
 
+    comparison = None
     if plan.mode in ASKING:
         started = time.monotonic()
         active = plan.learner.fit(plan.view, plan.expert)
@@ -111,6 +112,12 @@ def run_plan(plan):
             result = active.result
         else:
             result = _labels_left(plan, time.monotonic() - started).fit_questions(active, plan.task)
+    elif plan.mode == "both":  # each evidence alone beside both: which split what
+        from ..reward_learning import compare_evidence
+
+        comparison = compare_evidence(plan.learner, plan.task)
+        result = comparison.both
+        _say_stopped()
     else:
         result = plan.learner.fit(plan.task)
         _say_stopped()
@@ -124,7 +131,11 @@ def run_plan(plan):
         asked = None
         if plan.mode in ASKING:
             asked = f"the expert's {_kind(plan.expert)}"
-        report(plan.task, result, count_pairs=plan.count_pairs, explain=plan.explain, asked=asked)
+        evidence = None
+        if comparison is not None:
+            evidence = ["which evidence decided what (each evidence alone, same limits):"]
+            evidence += [f"  {line}" for line in comparison.lines()]
+        report(plan.task, result, count_pairs=plan.count_pairs, explain=plan.explain, asked=asked, evidence=evidence)
     return None if result.n_nodes is None else result
 
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import dsl
-from ..errors import DslError, RmtkError
+from ..errors import DslError, RmtkError, UsageError
 from ..limits import stop_requested
 from ..machine import RewardMachine
 from ..mdp import LabeledMDP
@@ -24,6 +24,7 @@ from .args import (
     _add_engine_options,
     _depth,
     _engine_from_args,
+    _epsilon,
     _positive_float,
     _positive_int,
     _probability,
@@ -122,7 +123,8 @@ def _to_json(obj):
 
 
 def cmd_simulate(args) -> int:
-    """Sample demonstrations from a task's soft-optimal product policy."""
+    """Sample demonstrations from a task's soft-optimal product policy (or the uniform one, or
+    an ε-mixture), with the machine's rewards when asked."""
     from ..data import format_of, save
     from ..progress import Progress, StderrProgress
     from ..simulate import simulate, simulate_dataset, simulate_sharded
@@ -135,6 +137,13 @@ def cmd_simulate(args) -> int:
     from .sizes import check_simulate_sizes
 
     check_simulate_sizes(args, fmt == "parquet")
+    if args.lam is not None and args.policy == "uniform":
+        raise RmtkError("--lambda sets the soft-optimal policy's temperature; it does not apply with --policy uniform")
+    drawn = {
+        "policy": "uniform" if args.policy == "uniform" else None,
+        "epsilon": args.epsilon or 0.0,
+        "rewards": args.rewards,
+    }
     if args.lam is not None:
         import attrs
 
@@ -151,6 +160,7 @@ def cmd_simulate(args) -> int:
             overwrite=args.force,
             engine=engine,
             progress=progress,
+            **drawn,
         )
         print(
             f"wrote {args.output}: {w.trajectories} trajectories ({w.steps} steps) in {w.files} Parquet "
@@ -160,9 +170,9 @@ def cmd_simulate(args) -> int:
         return 0
     out = writable(Path(args.output), args.force)
     if args.engine in (None, "local"):
-        demos = simulate(task, args.n, args.horizon, seed=args.seed, progress=progress)
+        demos = simulate(task, args.n, args.horizon, seed=args.seed, progress=progress, **drawn)
     else:
-        demos = simulate_sharded(task, args.n, args.horizon, seed=args.seed, engine=engine, progress=progress)
+        demos = simulate_sharded(task, args.n, args.horizon, seed=args.seed, engine=engine, progress=progress, **drawn)
     save(demos, out, task.mdp, overwrite=args.force, format=fmt)
     print(f"wrote {out}: {demos.summary()}, seed {args.seed}", file=sys.stderr)
     return 0
@@ -276,6 +286,24 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="learn from demonstrations (.npz, .csv, or a Parquet dataset directory) instead of the exact policy",
     )
+    ln.add_argument(
+        "--from",
+        dest="evidence",
+        choices=("rewards", "policy", "both"),
+        help="with --demos: learn from the rewards they record, the policy they show, or both (default: both "
+        "when they hold a reward column, else the policy); the report says which evidence split which nodes",
+    )
+    ln.add_argument(
+        "--noisy",
+        action="store_true",
+        help="with --from rewards|both: recorded rewards may be wrong; weighted MaxSAT at --nodes (else "
+        "--max-nodes) calls the fewest steps noisy and reports the noise level",
+    )
+    ln.add_argument(
+        "--simplest",
+        action="store_true",
+        help="among the smallest machines, keep those in which the fewest letters move a node",
+    )
     _add_engine_options(ln, "counting of --demos")
     ln.add_argument("--alpha", type=_probability, help="confidence level of the negative examples (default 0.05)")
     ln.add_argument("--maxsat", action="store_true", help="weighted MaxSAT: robust to false positive negative examples")
@@ -388,6 +416,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_engine_options(sm, "simulation")
     sm.add_argument("--lambda", dest="lam", type=_positive_float, help="expert temperature λ (default: the task's)")
+    sm.add_argument(
+        "--policy",
+        choices=("soft-optimal", "uniform"),
+        default="soft-optimal",
+        help="the policy drawn from: the task's soft-optimal one (default) or uniform (exploration traces)",
+    )
+    sm.add_argument(
+        "--epsilon",
+        type=_epsilon,
+        metavar="E",
+        help="mix the policy with the uniform one: (1 - E)·policy + E·uniform (E in [0, 1])",
+    )
+    sm.add_argument(
+        "--rewards",
+        action="store_true",
+        help="write a reward column: the task's machine's reward of each step (the last step's: unknown)",
+    )
     sm.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
     sm.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     sm.set_defaults(func=cmd_simulate)
@@ -433,7 +478,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             status = args.func(args)
         except RmtkError as err:
-            status = 1
+            status = 2 if isinstance(err, UsageError) else 1
             if stops is not None:
                 stops.ending = True
             if not stop_requested():  # else the stop is the cause: the line below says it

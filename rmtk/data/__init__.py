@@ -43,6 +43,29 @@ def format_of(path, format: str | None = None) -> str:
     return ext[1:]
 
 
+def holds_rewards(path) -> bool:
+    """Whether the demonstrations at ``path`` have rewards (a ``reward`` column; an NPZ
+    ``rewards`` array), read from the header or footers only; ``False`` for a path that does
+    not exist or cannot be read as its format (loading it says why)."""
+    if not os.path.exists(path):
+        return False
+    fmt = format_of(path)
+    if fmt == "parquet":
+        from .parquet_dataset import ParquetDataset
+
+        return "reward" in ParquetDataset.open(path).columns
+    try:
+        if fmt == "csv":
+            with open(path, encoding="utf-8", errors="replace") as f:
+                return "reward" in (c.strip() for c in f.readline().split(","))
+        import numpy as np
+
+        with np.load(path, allow_pickle=False) as z:
+            return "rewards" in z.files
+    except (OSError, ValueError):
+        return False
+
+
 def load(path, mdp) -> Demonstrations:
     """Load demonstrations by extension (``.csv``, ``.npz``; a directory or ``.parquet`` is a
     Parquet dataset) and validate them against ``mdp``."""
@@ -104,4 +127,5 @@ __all__ = [
     "FORMATS",
     "CSV_COLUMNS",
     "format_of",
+    "holds_rewards",
 ]

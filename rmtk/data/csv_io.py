@@ -1,5 +1,6 @@
-"""Demonstrations as CSV: a header ``trajectory,step,state,action[,label]`` and one row per
-step, values as names or indices; every bad record is named by file and line."""
+"""Demonstrations as CSV: a header ``trajectory,step,state,action[,label][,reward]`` and one
+row per step, values as names or indices (rewards as numbers); every bad record is named by
+file and line."""
 
 from __future__ import annotations
 
@@ -13,14 +14,19 @@ import numpy as np
 from ..errors import DataError
 from ._files import _check_writable, _open_write, _read_error
 from .demonstrations import PAD, Demonstrations, _show_id, validate
+from .rewards import format_rewards, parse_rewards
 
-CSV_COLUMNS = ("trajectory", "step", "state", "action", "label")
+#: The columns of a CSV file of demonstrations (``label`` and ``reward`` optional).
+CSV_COLUMNS = ("trajectory", "step", "state", "action", "label", "reward")
 _CSV_REQUIRED = CSV_COLUMNS[:4]
+_EXPECTED = f"{','.join(_CSV_REQUIRED)}[,label][,reward]"
 
 
 def save_csv(demos: Demonstrations, path, mdp, *, overwrite: bool = False, names: bool = True) -> None:
-    """Write ``demos`` as CSV: a header ``trajectory,step,state,action,label`` and one row
-    per step. Values are names (``names=True``) or indices; labels are the MDP's.
+    """Write ``demos`` as CSV: a header ``trajectory,step,state,action,label`` (and
+    ``reward`` when ``demos`` have rewards) and one row per step. Values are names
+    (``names=True``) or indices; labels are the MDP's; rewards are written exactly
+    (shortest ``repr``), an unknown (NaN) one as an empty field.
 
     Trajectories are numbered ``0..N-1``. The demonstrations are validated against ``mdp``
     first, so that the file loads back. Raises :class:`DataError` if ``path`` exists and
@@ -38,10 +44,13 @@ def save_csv(demos: Demonstrations, path, mdp, *, overwrite: bool = False, names
         l_col = np.asarray(mdp.propositions, dtype=object)[lab].tolist()
     else:
         s_col, a_col, l_col = s.tolist(), a.tolist(), lab.tolist()
+    cols = [ii.tolist(), tt.tolist(), s_col, a_col, l_col]
+    if demos.rewards is not None:
+        cols.append(format_rewards(demos.rewards[ii, tt]))
     with _open_write(path, overwrite, newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")
-        w.writerow(CSV_COLUMNS)
-        w.writerows(zip(ii.tolist(), tt.tolist(), s_col, a_col, l_col))
+        w.writerow(CSV_COLUMNS[: len(cols)])
+        w.writerows(zip(*cols))
 
 
 @contextlib.contextmanager
@@ -155,9 +164,11 @@ def load_csv(path, mdp) -> Demonstrations:
     """Read demonstrations from a CSV file and validate them against ``mdp``.
 
     The first (non-blank) line is a header naming the columns ``trajectory``, ``step``,
-    ``state``, ``action`` and optionally ``label``, in any order (case-insensitive); other
-    columns are refused. ``state``, ``action`` and ``label`` values are names or indices
-    (a known name wins over an index). Trajectory ids are any strings; trajectories keep
+    ``state``, ``action`` and optionally ``label`` and ``reward``, in any order
+    (case-insensitive); other columns are refused. ``state``, ``action`` and ``label``
+    values are names or indices (a known name wins over an index); a ``reward`` is a number,
+    empty or ``nan`` when unknown (the convention of :mod:`rmtk.data.rewards`: what the
+    row's action earned, paid on the next row's label). Trajectory ids are any strings; trajectories keep
     the order of their first row. Rows of one trajectory need not be contiguous nor
     sorted: they are grouped by id and ordered by ``step``, whose values must then be
     exactly ``0, 1, 2, ...`` (no gap, no duplicate). Blank lines are skipped; any other
@@ -173,18 +184,16 @@ def _load_csv(path, mdp) -> Demonstrations:
     nonblank = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
     keep = np.flatnonzero(nonblank > 0)
     if keep.size == 0:
-        raise DataError(
-            f"{src}: empty file; expected a header line {','.join(_CSV_REQUIRED)}[,label] and one row per step"
-        )
+        raise DataError(f"{src}: empty file; expected a header line {_EXPECTED} and one row per step")
     header_line = int(lines[keep[0]])
     header = [h.strip().lower() for h in rows[keep[0]]]
-    expected_hdr = f"{','.join(_CSV_REQUIRED)}[,label]"
+    expected_hdr = _EXPECTED
     for k, h in enumerate(header):
         if h not in CSV_COLUMNS:
             hint = " (the first line must be a header: " + expected_hdr + ")" if header[0].strip().isdigit() else ""
             raise DataError(
                 f"{src}:{header_line}: unknown column {rows[keep[0]][k]!r} in the header; the columns are "
-                f"trajectory, step, state, action and optionally label{hint}"
+                f"trajectory, step, state, action and optionally label, reward{hint}"
             )
         if h in header[:k]:
             raise DataError(f"{src}:{header_line}: column {h!r} appears twice in the header")
@@ -244,6 +253,7 @@ def _load_csv(path, mdp) -> Demonstrations:
     states = _lookup(col["state"], mdp.states, "state", "a state name", src, lines)
     actions = _lookup(col["action"], mdp.actions, "action", "an action name", src, lines)
     labels = _lookup(col["label"], mdp.propositions, "label", "a proposition", src, lines) if "label" in col else None
+    rewards = parse_rewards(col["reward"], src, lines) if "reward" in col else None
     del cols, col
 
     # group by trajectory, order by step; steps must be 0, 1, 2, ...
@@ -274,7 +284,11 @@ def _load_csv(path, mdp) -> Demonstrations:
     S2[g, k] = states[order]
     A2[g, k] = actions[order]
     L2[g, k] = lines[order]
-    demos = Demonstrations(S2, A2, counts)
+    R2 = None
+    if rewards is not None:
+        R2 = np.full((N, T), np.nan)
+        R2[g, k] = rewards[order]
+    demos = Demonstrations(S2, A2, counts, rewards=R2)
     lab2 = None
     if labels is not None:
         lab2 = np.full((N, T), -1, dtype=np.int64)

@@ -6,6 +6,12 @@ with −1 after each trajectory's length: at step ``t`` the expert is in ``state
 takes ``actions[i, t]``; the label word of step ``t`` is ``L(s_0) ... L(s_t)`` (docs/design.md,
 "The prefix convention"). Labels are not stored: they are the MDP's; a file may carry them and
 they are then checked against the MDP's labeling.
+
+Optionally, ``rewards`` holds what each step's action earned, as in RL logs of
+``(s, a, r, s')``: ``rewards[i, t]`` is paid by the reward machine on the label of the next
+state ``s_{t+1}``, so it is evidence on (word ``L(s_0) … L(s_t)``, next letter
+``L(s_{t+1})``); the last step's reward is used only where the next state is known, and NaN
+means unknown (:mod:`rmtk.data.rewards` has the whole convention).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import numpy as np
 
 from .._arrays import array_eq, frozen_array
 from ..errors import DataError
+from .rewards import first_infinite, nan_array_eq
 
 PAD = -1
 #: :func:`validate` checks steps against a dense table of the (s, a, s') triples when there
@@ -36,6 +43,19 @@ def _int_array(dtype):
     return convert
 
 
+def _rewards(value):
+    if value is None:
+        return None
+    try:
+        arr = np.array(value, dtype=np.float64, copy=True)
+    except (TypeError, ValueError):
+        raise DataError("rewards must be numbers (an (N, T) float array, nan for unknown)") from None
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    arr.setflags(write=False)
+    return arr
+
+
 @attrs.frozen
 class Demonstrations:
     """``N`` trajectories of (state, action) indices, padded with −1.
@@ -44,11 +64,20 @@ class Demonstrations:
         states: ``(N, T)`` state indices.
         actions: ``(N, T)`` action indices.
         lengths: ``(N,)`` number of steps of each trajectory (≥ 1).
+        rewards: ``(N, T)`` float64 rewards, NaN after each trajectory's end, or None when
+            the data have no rewards. ``rewards[i, t]`` is what action ``actions[i, t]``
+            earned: the machine pays it on the label of ``states[i, t + 1]`` (the next
+            row's state), so it is evidence on (label word up to step ``t``, label of step
+            ``t + 1``). The last step's reward (no next row) is kept but used only where
+            the next state is known; NaN is "unknown" anywhere; ±∞ is refused.
     """
 
     states: np.ndarray = attrs.field(converter=_int_array(np.int32), eq=array_eq, repr=False)
     actions: np.ndarray = attrs.field(converter=_int_array(np.int32), eq=array_eq, repr=False)
     lengths: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq, repr=False)
+    rewards: np.ndarray | None = attrs.field(
+        default=None, converter=_rewards, eq=attrs.cmp_using(eq=nan_array_eq), repr=False, kw_only=True
+    )
 
     def __attrs_post_init__(self) -> None:
         if self.states.shape != self.actions.shape:
@@ -74,27 +103,60 @@ class Demonstrations:
                 raise DataError(
                     f"trajectory {i}, step {t}: {name} after the trajectory's end (length {self.lengths[i]})"
                 )
+        if self.rewards is not None:
+            self._check_rewards(inside, full)
+
+    def _check_rewards(self, inside: np.ndarray, full: bool) -> None:
+        r = self.rewards
+        assert r is not None
+        if r.shape != self.states.shape:
+            raise DataError(f"rewards {r.shape} and states {self.states.shape} differ in shape")
+        k = first_infinite(r.ravel())
+        if k is not None:
+            i, t = divmod(k, r.shape[1])
+            raise DataError(f"trajectory {i}, step {t}: reward {r[i, t]} is infinite; a reward is finite or nan")
+        if not full:
+            after = ~inside & ~np.isnan(r)
+            if after.any():
+                i, t = np.argwhere(after)[0]
+                raise DataError(f"trajectory {i}, step {t}: reward after the trajectory's end (it must be nan)")
 
     # ------------------------------------------------------------------ constructors
     @classmethod
     def from_lists(cls, trajectories) -> Demonstrations:
-        """From ``[[(s, a), (s, a), ...], ...]`` index pairs (ragged lengths allowed)."""
+        """From ``[[(s, a), (s, a), ...], ...]`` index pairs (ragged lengths allowed), or
+        ``(s, a, r)`` triples with rewards (every step of every trajectory then has one)."""
         trajectories = [list(tr) for tr in trajectories]
         N = len(trajectories)
         T = max((len(tr) for tr in trajectories), default=0)
+        widths = {len(step) for tr in trajectories for step in tr}
+        if len(widths) > 1 or not widths <= {2, 3}:
+            raise DataError(
+                f"steps are (state, action) pairs or (state, action, reward) triples, not a mix of "
+                f"{sorted(widths)} values"
+            )
+        width = widths.pop() if widths else 2
         states = np.full((N, max(T, 1)), PAD, dtype=np.int32)
         actions = np.full((N, max(T, 1)), PAD, dtype=np.int32)
+        rewards = np.full((N, max(T, 1)), np.nan) if width == 3 else None
         for i, tr in enumerate(trajectories):
             if tr:
-                arr = np.asarray(tr, dtype=np.int64).reshape(-1, 2)
+                arr = np.asarray(tr, dtype=np.float64 if width == 3 else np.int64).reshape(-1, width)
                 states[i, : len(tr)], actions[i, : len(tr)] = arr[:, 0], arr[:, 1]
-        return cls(states, actions, [len(tr) for tr in trajectories])
+                if rewards is not None:
+                    rewards[i, : len(tr)] = arr[:, 2]
+        return cls(states, actions, [len(tr) for tr in trajectories], rewards=rewards)
 
     @classmethod
-    def full(cls, states, actions) -> Demonstrations:
+    def full(cls, states, actions, rewards=None) -> Demonstrations:
         """From ``(N, T)`` arrays without padding (every trajectory has T steps)."""
         states = np.asarray(states)
-        return cls(states, actions, np.full(states.shape[0] if states.ndim > 1 else 1, states.shape[-1]))
+        lengths = np.full(states.shape[0] if states.ndim > 1 else 1, states.shape[-1])
+        return cls(states, actions, lengths, rewards=rewards)
+
+    def with_rewards(self, rewards) -> Demonstrations:
+        """The same trajectories with ``rewards`` (``(N, T)``, NaN after each end; None drops them)."""
+        return attrs.evolve(self, rewards=rewards)
 
     # ------------------------------------------------------------------ queries
     @property
@@ -118,7 +180,8 @@ class Demonstrations:
             index = [int(index)]
         lengths = self.lengths[index]
         T = int(lengths.max()) if len(lengths) else 1
-        return Demonstrations(self.states[index, :T], self.actions[index, :T], lengths)
+        rewards = None if self.rewards is None else self.rewards[index, :T]
+        return Demonstrations(self.states[index, :T], self.actions[index, :T], lengths, rewards=rewards)
 
     def chunks(self, size: int) -> Iterator[Demonstrations]:
         """Consecutive blocks of at most ``size`` trajectories."""
@@ -139,7 +202,8 @@ class Demonstrations:
     def summary(self) -> str:
         lo, hi = int(self.lengths.min()), int(self.lengths.max())
         span = f"{lo}" if lo == hi else f"{lo}-{hi}"
-        return f"{self.n_trajectories} trajectories of {span} steps ({self.n_steps} steps)"
+        rewards = "" if self.rewards is None else ", with rewards"
+        return f"{self.n_trajectories} trajectories of {span} steps ({self.n_steps} steps{rewards})"
 
 
 # ====================================================================== validation

@@ -1,5 +1,5 @@
 """Demonstrations as NPZ: the padded ``states``, ``actions`` and ``lengths`` arrays (and
-optionally the labels), validated on load."""
+optionally the labels and the rewards), validated on load."""
 
 from __future__ import annotations
 
@@ -8,15 +8,20 @@ import numpy as np
 from ..errors import DataError
 from ._files import _check_writable, _open_write, _read_error
 from .demonstrations import Demonstrations, validate
+from .rewards import first_infinite
 
-_NPZ_ARRAYS = ("states", "actions", "lengths", "labels")
+_NPZ_ARRAYS = ("states", "actions", "lengths", "labels", "rewards")
 
 
 def save_npz(demos: Demonstrations, path, *, overwrite: bool = False) -> None:
-    """Write ``demos`` as a compressed NPZ with arrays ``states``, ``actions``, ``lengths``."""
+    """Write ``demos`` as a compressed NPZ with arrays ``states``, ``actions``, ``lengths``
+    (and ``rewards``, float64 NaN-padded, when ``demos`` have rewards)."""
     _check_writable(path, overwrite)
+    arrays = {"states": demos.states, "actions": demos.actions, "lengths": demos.lengths}
+    if demos.rewards is not None:
+        arrays["rewards"] = demos.rewards
     with _open_write(path, overwrite) as f:
-        np.savez_compressed(f, states=demos.states, actions=demos.actions, lengths=demos.lengths)
+        np.savez_compressed(f, **arrays)
 
 
 def load_npz(path, mdp=None) -> Demonstrations:
@@ -24,8 +29,10 @@ def load_npz(path, mdp=None) -> Demonstrations:
 
     Arrays: ``states`` and ``actions`` (2-D, integer, same shape, −1 after each
     trajectory's end), optionally ``lengths`` (1-D, one per trajectory; default: every
-    trajectory has all ``T`` steps, as in the mice files) and ``labels`` (like ``states``,
-    proposition indices, checked against the MDP's labels). Other arrays are refused.
+    trajectory has all ``T`` steps, as in the mice files), ``labels`` (like ``states``,
+    proposition indices, checked against the MDP's labels) and ``rewards`` (like ``states``,
+    numbers: what each step's action earned, NaN when unknown, see :mod:`rmtk.data.rewards`;
+    values after a trajectory's end are ignored). Other arrays are refused.
     """
     src = str(path)
     try:
@@ -40,7 +47,8 @@ def load_npz(path, mdp=None) -> Demonstrations:
         extra = [k for k in z.files if k not in _NPZ_ARRAYS]
         if extra:
             raise DataError(
-                f"{src}: unknown array {extra[0]!r}; the arrays are states, actions and optionally lengths, labels"
+                f"{src}: unknown array {extra[0]!r}; the arrays are states, actions and optionally lengths, "
+                "labels, rewards"
             )
         arrays = {}
         for name in _NPZ_ARRAYS:
@@ -52,6 +60,7 @@ def load_npz(path, mdp=None) -> Demonstrations:
                 arrays[name] = z[name]
             except Exception as e:
                 raise DataError(f"{src}: array {name!r} cannot be read ({e})") from None
+    rewards = arrays.pop("rewards", None)
     for name, arr in arrays.items():
         if not np.issubdtype(arr.dtype, np.integer):
             raise DataError(f"{src}: array {name!r} has dtype {arr.dtype}, expected integers")
@@ -71,11 +80,29 @@ def load_npz(path, mdp=None) -> Demonstrations:
     lengths = arrays["lengths"] if has_lengths else np.full(N, T)
     if lengths.shape != (N,):
         raise DataError(f"{src}: array 'lengths' has {lengths.size} entries for {N} trajectories")
+    if rewards is not None:
+        rewards = _rewards(rewards, states.shape, src)
     try:
         demos = Demonstrations(states, actions, lengths)
     except DataError as e:
         hint = "" if has_lengths else f" (the file has no 'lengths' array, so every trajectory has {T} steps)"
         raise DataError(f"{src}: {e}{hint}") from None
+    if rewards is not None:
+        demos = demos.with_rewards(np.where(demos.mask(), rewards, np.nan))
     if mdp is not None:
         validate(demos, mdp, labels=arrays.get("labels"), source=src)
     return demos
+
+
+def _rewards(arr: np.ndarray, shape: tuple, src: str) -> np.ndarray:
+    """The ``rewards`` array as float64, checked: numbers, the shape of the states, finite or NaN."""
+    if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+        raise DataError(f"{src}: array 'rewards' has dtype {arr.dtype}, expected numbers")
+    if arr.shape != shape:
+        raise DataError(f"{src}: array 'rewards' has shape {arr.shape}, but 'states' has {shape}")
+    out = arr.astype(np.float64)
+    k = first_infinite(out.ravel())
+    if k is not None:
+        i, t = divmod(k, shape[1])
+        raise DataError(f"{src}: array 'rewards' at trajectory {i}, step {t}: {out[i, t]} is infinite")
+    return out

@@ -23,6 +23,7 @@ import numpy as np
 from ..errors import DataError
 from .demonstrations import PAD, Demonstrations, _show_id, out_of_range, validate
 from .parquet_io import PARQUET_COLUMNS, pyarrow
+from .rewards import first_infinite
 
 _REQUIRED = PARQUET_COLUMNS[:4]
 _INDEX_MAX = np.iinfo(np.int32).max
@@ -40,12 +41,16 @@ def _check_columns(schema, src: str) -> tuple[str, ...]:
     for name in names:
         if name not in PARQUET_COLUMNS:
             raise DataError(
-                f"{src}: unknown column {name!r}; the columns are trajectory, step, state, action and optionally label"
+                f"{src}: unknown column {name!r}; the columns are trajectory, step, state, action and "
+                "optionally label, reward"
             )
         if names.count(name) > 1:
             raise DataError(f"{src}: column {name!r} appears twice")
         kind = schema.field(name).type
-        if not pa.types.is_integer(kind):
+        if name == "reward":
+            if not (pa.types.is_floating(kind) or pa.types.is_integer(kind)):
+                raise DataError(f"{src}: column 'reward' has type {kind}, expected numbers")
+        elif not pa.types.is_integer(kind):
             raise DataError(f"{src}: column {name!r} has type {kind}, expected integers")
     missing = [c for c in _REQUIRED if c not in names]
     if missing:
@@ -259,12 +264,27 @@ class ParquetDataset:
         T = max(d.horizon for d in pieces)
         states = np.full((sum(len(d) for d in pieces), T), PAD, dtype=np.int32)
         actions = states.copy()
+        rewards = None if pieces[0].rewards is None else np.full(states.shape, np.nan)
         lo = 0
         for d in pieces:
             states[lo : lo + len(d), : d.horizon] = d.states
             actions[lo : lo + len(d), : d.horizon] = d.actions
+            if rewards is not None:
+                rewards[lo : lo + len(d), : d.horizon] = d.rewards
             lo += len(d)
-        return Demonstrations(states, actions, np.concatenate([d.lengths for d in pieces]))
+        return Demonstrations(states, actions, np.concatenate([d.lengths for d in pieces]), rewards=rewards)
+
+
+def _reward_column(column, path: str) -> np.ndarray:
+    """A ``reward`` column as float64, null as NaN (unknown); an infinite value is refused by row."""
+    pa, _ = pyarrow()
+    values = np.array(column.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+    if column.null_count:
+        values[column.is_null().to_numpy(zero_copy_only=False)] = np.nan
+    row = first_infinite(values)
+    if row is not None:
+        raise DataError(f"{path}: row {row}: reward {values[row]} is infinite; a reward is a finite number or null/nan")
+    return values
 
 
 def _same_schema(first, other) -> None:
@@ -397,6 +417,9 @@ class PartitionData:
         cols = {}
         for name in names:
             column = table.column(name)
+            if name == "reward":  # null: unknown
+                cols[name] = _reward_column(column, path)
+                continue
             if column.null_count:
                 row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
                 raise DataError(f"{path}: row {row}: missing {name} (null)")
@@ -460,6 +483,8 @@ class PartitionData:
         """Indices in range, before they are narrowed to the int32 of :class:`Demonstrations`."""
         bounds = {"state": mdp.n_states, "action": mdp.n_actions, "label": mdp.n_propositions}
         for name, column in self.columns.items():
+            if name == "reward":
+                continue
             bad = (column >= bounds[name]) if column.dtype.kind == "u" else ((column < 0) | (column >= bounds[name]))
             if bad.any():
                 p = int(np.argmax(bad))
@@ -479,20 +504,21 @@ class PartitionData:
         lengths = np.diff(starts)
         if mdp is None:  # no ranges checked: refuse what int32 cannot hold
             for name, column in self.columns.items():
-                if column[a:b].size and int(column[a:b].max()) > _INDEX_MAX:
+                if name != "reward" and column[a:b].size and int(column[a:b].max()) > _INDEX_MAX:
                     raise DataError(f"{self.source}: {name} index {int(column[a:b].max())} is too large")
         T = int(lengths.max())
         arrays = {}
         for name, column in self.columns.items():
             part = column[a:b]
+            dtype, pad = (np.float64, np.nan) if name == "reward" else (np.int32, PAD)
             if (lengths == T).all():
-                arrays[name] = part.reshape(-1, T).astype(np.int32)
+                arrays[name] = part.reshape(-1, T).astype(dtype)
             else:
-                out = np.full((hi - lo, T), PAD, dtype=np.int32)
+                out = np.full((hi - lo, T), pad, dtype=dtype)
                 rows = np.repeat(np.arange(hi - lo), lengths)
                 out[rows, np.arange(b - a) - np.repeat(starts[:-1] - a, lengths)] = part
                 arrays[name] = out
-        demos = Demonstrations(arrays["state"], arrays["action"], lengths)
+        demos = Demonstrations(arrays["state"], arrays["action"], lengths, rewards=arrays.get("reward"))
         if mdp is not None:
             validate(
                 demos,

@@ -11,6 +11,8 @@ the values (docs/design.md, "Beyond one machine"):
 ``state``       state index (0..S−1)
 ``action``      action index (0..A−1)
 ``label``       optional: proposition index of the state, checked against the MDP's
+``reward``      optional: float64, what the step's action earned (paid on the next row's
+                label; null or NaN when unknown; :mod:`rmtk.data.rewards`)
 ==============  ==========================================================================
 
 The schema metadata names the MDP (``rmtk.mdp``, ``rmtk.states``, ``rmtk.actions``,
@@ -40,8 +42,8 @@ from .._arrays import whole_number
 from ..errors import DataError, RmtkError
 from .demonstrations import Demonstrations, validate
 
-#: Columns of a Parquet dataset (``label`` optional).
-PARQUET_COLUMNS = ("trajectory", "step", "state", "action", "label")
+#: Columns of a Parquet dataset (``label`` and ``reward`` optional).
+PARQUET_COLUMNS = ("trajectory", "step", "state", "action", "label", "reward")
 #: Trajectories per partition file written by default.
 PARTITION_SIZE = 500_000
 #: Version of the layout written in ``rmtk.format``.
@@ -91,11 +93,22 @@ class PartitionSchema:
     n_trajectories: int = attrs.field(validator=whole_number("the number of trajectories", error=DataError))
     n_partitions: int = attrs.field(validator=whole_number("the number of partitions", error=DataError))
     labels: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
+    rewards: bool = False
 
     @classmethod
-    def of(cls, mdp, *, horizon: int, n_trajectories: int, partition_size: int, labels: bool = False):
+    def of(
+        cls,
+        mdp,
+        *,
+        horizon: int,
+        n_trajectories: int,
+        partition_size: int,
+        labels: bool = False,
+        rewards: bool = False,
+    ):
         """The schema of ``n_trajectories`` trajectories of up to ``horizon`` steps on ``mdp`` in
-        partitions of ``partition_size`` (``labels``: write the label column)."""
+        partitions of ``partition_size`` (``labels``: write the label column; ``rewards``: the
+        reward column, from the demonstrations' rewards)."""
         whole_number("partition_size", error=DataError)(partition_size)
         return cls(
             str(getattr(mdp, "name", "") or ""),
@@ -106,6 +119,7 @@ class PartitionSchema:
             n_trajectories,
             -(-n_trajectories // partition_size),
             np.asarray(mdp.labels) if labels else None,
+            rewards,
         )
 
     def dtypes(self) -> dict[str, np.dtype]:
@@ -117,6 +131,8 @@ class PartitionSchema:
         }
         if self.labels is not None:
             out["label"] = narrow_uint(self.n_propositions - 1)
+        if self.rewards:
+            out["reward"] = np.dtype(np.float64)
         return out
 
     def metadata(self, index: int, n_trajectories: int, first_id: int, n_steps: int) -> dict[str, str]:
@@ -143,15 +159,24 @@ class PartitionSchema:
                 f"fit the dataset's {self.n_trajectories} trajectories of up to {self.horizon} steps"
             )
         types = self.dtypes()
+        if self.rewards and demos.rewards is None:
+            raise DataError(
+                f"partition {index}: the dataset has a reward column, but these demonstrations have no rewards"
+            )
+        rewards = None
         if bool((demos.lengths == T).all()):  # no padding: the rows are the arrays in order
             ids = np.repeat(np.arange(first_id, first_id + N, dtype=types["trajectory"]), T)
             steps = np.tile(np.arange(T, dtype=types["step"]), N)
             states, actions = demos.states.ravel(), demos.actions.ravel()
+            if self.rewards:
+                rewards = demos.rewards.ravel()
         else:
             ii, tt = np.nonzero(demos.mask())
             ids = (ii + first_id).astype(types["trajectory"])
             steps = tt.astype(types["step"])
             states, actions = demos.states[ii, tt], demos.actions[ii, tt]
+            if self.rewards:
+                rewards = demos.rewards[ii, tt]
         columns = {
             "trajectory": ids,
             "step": steps,
@@ -160,9 +185,11 @@ class PartitionSchema:
         }
         if self.labels is not None:
             columns["label"] = self.labels[states].astype(types["label"])
+        if rewards is not None:
+            columns["reward"] = rewards
         table = pa.table({k: pa.array(v) for k, v in columns.items()})
         table = table.replace_schema_metadata(self.metadata(index, N, first_id, len(ids)))
-        small = [c for c in columns if c != "trajectory"]
+        small = [c for c in columns if c not in ("trajectory", "reward")]
         with output.replacing(path, error=DataError) as f:
             pq.write_table(
                 table,
@@ -262,12 +289,18 @@ def save_parquet(
     labels: bool = False,
 ) -> int:
     """Write ``demos`` as a Parquet dataset directory at ``path``: ``partition_size``
-    trajectories per file, trajectory ids 0..N−1, and the label column when ``labels``.
-    The demonstrations are validated against ``mdp`` first. Returns the number of files."""
+    trajectories per file, trajectory ids 0..N−1, the label column when ``labels``, and the
+    reward column when ``demos`` have rewards (NaN for an unknown one). The demonstrations
+    are validated against ``mdp`` first. Returns the number of files."""
     if mdp is None:
         raise DataError(f"{path}: writing Parquet needs the MDP (its size and name go in the schema)")
     schema = PartitionSchema.of(
-        mdp, horizon=demos.horizon, n_trajectories=demos.n_trajectories, partition_size=partition_size, labels=labels
+        mdp,
+        horizon=demos.horizon,
+        n_trajectories=demos.n_trajectories,
+        partition_size=partition_size,
+        labels=labels,
+        rewards=demos.rewards is not None,
     )
     pyarrow()
     with Staging(path, overwrite) as staging:

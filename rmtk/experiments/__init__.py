@@ -102,6 +102,13 @@ EXPERIMENTS: dict[str, Experiment] = {
             "office",
             extra="gym",
         ),
+        Experiment(
+            "jirp",
+            "Xu et al.'s JIRP loop (beyond the paper)",
+            "learning while exploring: Q-learning on the current hypothesis, counterexample episodes, "
+            "re-inference from rewards alone (Office coffee and patrol, the rooms patrol)",
+            "jirp",
+        ),
     )
 }
 

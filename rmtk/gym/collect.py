@@ -52,6 +52,7 @@ def collect_shard(
     max_steps: int = 1000,
     compress: bool = True,
     name: str | None = None,
+    rewards=None,
 ) -> Recording:
     """Play ``episodes`` episodes seeded by ``seed`` (an int or a
     :class:`numpy.random.SeedSequence`) and count them. ``first`` numbers the episodes in
@@ -60,7 +61,8 @@ def collect_shard(
     made, owned = make_env(env)
     try:
         setup = Setup.of(made, labeler, discretizer, propositions, n_states, name)
-        return CollectJob(made, policy, setup, int(max_steps), compress).play(int(episodes), seed, int(first))
+        job = CollectJob(made, policy, setup, int(max_steps), compress, _rewards(rewards))
+        return job.play(int(episodes), seed, int(first))
     finally:
         if owned:
             made.close()
@@ -77,6 +79,7 @@ class CollectJob:
     setup: Setup
     max_steps: int
     compress: bool
+    rewards: object = None
 
     def __call__(self, shard: Shard) -> Recording:
         return self.play(shard.size, shard.spawned_seed(), shard.start)
@@ -85,7 +88,9 @@ class CollectJob:
         """Episodes ``first`` … ``first + episodes − 1``, seeded by ``seed``, counted."""
         made, owned = make_env(self.env)
         try:
-            return play_shard(self.setup, made, self.policy, episodes, seed, first, self.max_steps, self.compress)
+            return play_shard(
+                self.setup, made, self.policy, episodes, seed, first, self.max_steps, self.compress, self.rewards
+            )
         finally:
             if owned:
                 made.close()
@@ -107,6 +112,7 @@ def collect(
     engine: str | Engine = "local",
     compress: bool = True,
     name: str | None = None,
+    rewards=None,
     progress: Progress | None = None,
     workers: int | None = None,
     scheduler: str | None = None,
@@ -134,6 +140,14 @@ def collect(
             ``DaskEngine(workers=4)``, ``DaskEngine(scheduler="tcp://host:8786")`` or
             ``DaskEngine(client=c)`` (:mod:`rmtk.engines`); the recording does not depend on it.
         compress: key the words by non-stuttering compression (docs/design.md, section 2).
+        rewards: record rewards with the counts (the recording's ``rewards``, read by
+            :func:`rmtk.reward_traces.reward_traces`): ``True`` for the environment's own,
+            or a function ``rewards(obs, action, reward, next_obs, info) -> float`` (a batch
+            for a vector environment) to record another (e.g. a task's reward machine's on
+            the labels). A step's reward is evidence on (its label word, the label of
+            ``next_obs``), the last step's too (the observation that ended the episode is
+            labeled; in a vector environment only in the NEXT_STEP autoreset mode). None
+            (the default): no rewards.
         progress: hears ``count(done, episodes, "episodes")`` as shards finish.
         workers, scheduler, client: deprecated (they go in rmtk 0.3.0): the previous version's
             Dask cluster, now ``engine=DaskEngine(workers=..., scheduler=..., client=...)``.
@@ -158,7 +172,7 @@ def collect(
         if not local and owned:
             made.close()
             owned = False
-        job = CollectJob(made if local else env, policy, setup, int(max_steps), compress)
+        job = CollectJob(made if local else env, policy, setup, int(max_steps), compress, _rewards(rewards))
         rec = runner.map_reduce(
             job,
             plan,
@@ -172,6 +186,15 @@ def collect(
     finally:
         if owned:
             made.close()
+
+
+def _rewards(rewards):
+    """``rewards=`` checked: None, True or a function (False is None)."""
+    if rewards is None or rewards is False:
+        return None
+    if rewards is True or callable(rewards):
+        return rewards
+    raise RmtkError(f"rewards is True (the environment's), a function or None, not {rewards!r}")
 
 
 __all__ = ["collect", "collect_shard", "CollectJob", "make_env", "SHARD"]

@@ -19,6 +19,7 @@ from .discretize import Identity
 from .labels import Alphabet, check_labeler
 from .policies import Context
 from .recording import Recording, of_table, sum_rows
+from .step_rewards import batch_rewards, step_reward
 
 
 # ---------------------------------------------------------------------- environments
@@ -330,9 +331,12 @@ def _where(episode: int, t: int) -> str:
 
 
 # ---------------------------------------------------------------------- one shard
-def play_shard(setup: Setup, env, policy, episodes: int, seed, first: int, max_steps: int, compress: bool) -> Recording:
+def play_shard(
+    setup: Setup, env, policy, episodes: int, seed, first: int, max_steps: int, compress: bool, rewards=None
+) -> Recording:
     """Play and count ``episodes`` episodes; the environment's resets and the policy's
-    generator come from two children of ``seed`` (the same seed, the same data)."""
+    generator come from two children of ``seed`` (the same seed, the same data). ``rewards``:
+    None (not recorded), True (the environment's) or a function (see :func:`~rmtk.gym.collect`)."""
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     env_seq, policy_seq = (np.random.SeedSequence(seq.entropy, spawn_key=tuple(seq.spawn_key) + (k,)) for k in (0, 1))
     rng = np.random.default_rng(policy_seq)
@@ -342,17 +346,26 @@ def play_shard(setup: Setup, env, policy, episodes: int, seed, first: int, max_s
     if setup.vector:
         parts, done = [], 0
         for w, size in enumerate(waves):
-            parts.append(_wave(setup, env, policy, size, int(resets[w]), first + done, max_steps, rng, tallies))
+            parts.append(
+                _wave(setup, env, policy, size, int(resets[w]), first + done, max_steps, rng, tallies, rewards)
+            )
             done += size
         T = max(p[0].shape[1] for p in parts)
-        pad = lambda a: np.pad(a, ((0, 0), (0, T - a.shape[1])), constant_values=-1)  # noqa: E731
+        pad = lambda a, v=-1: np.pad(a, ((0, 0), (0, T - a.shape[1])), constant_values=v)  # noqa: E731
         states, actions, labels, lengths, finals = (
             np.concatenate([pad(p[k]) if k < 3 else p[k] for p in parts]) for k in range(5)
         )
+        paid, final_labels = (
+            (np.concatenate([pad(p[5], np.nan) for p in parts]), np.concatenate([p[6] for p in parts]))
+            if rewards is not None
+            else (None, None)
+        )
     else:
-        states, actions, labels, lengths, finals = _episodes(setup, env, policy, resets, first, max_steps, rng, tallies)
-    demos = Demonstrations(states, actions, lengths)
-    table = count_chunk(setup.space(), demos, compress=compress, labels=labels)
+        states, actions, labels, lengths, finals, paid, final_labels = _episodes(
+            setup, env, policy, resets, first, max_steps, rng, tallies, rewards
+        )
+    demos = Demonstrations(states, actions, lengths, rewards=paid)
+    table = count_chunk(setup.space(), demos, compress=compress, labels=labels, final_labels=final_labels)
     moves, move_counts = count_moves(states, actions, lengths, finals)
     starts, start_counts = np.unique(states[lengths > 0, 0], return_counts=True)
     return of_table(
@@ -381,15 +394,19 @@ def count_moves(states: np.ndarray, actions: np.ndarray, lengths: np.ndarray, fi
     return sum_rows(rows.reshape(-1, 3))
 
 
-def _episodes(setup: Setup, env, policy, resets, first: int, max_steps: int, rng: np.random.Generator, tallies: dict):
+def _episodes(
+    setup: Setup, env, policy, resets, first: int, max_steps: int, rng: np.random.Generator, tallies: dict, rewards
+):
     """One episode after another on a single environment: plain Python values in the loop
     (the environment's own speed matters here), arrays at the end."""
     n = len(resets)
     flat_s: list[int] = []
     flat_a: list[int] = []
     flat_l: list[int] = []
+    flat_r: list[float] = []
     lengths = np.zeros(n, dtype=np.int64)
     finals = np.full(n, -1, dtype=np.int64)
+    final_labels = np.full(n, -1, dtype=np.int64)
     state_of, final_of = setup.scalar_states(tallies)
     action_of, alphabet = setup.scalar_actions(), setup.alphabet
     props, start = setup.alphabet.propositions, setup.action_start
@@ -421,10 +438,17 @@ def _episodes(setup: Setup, env, policy, resets, first: int, max_steps: int, rng
             except Exception as exc:
                 raise policy_error(policy, exc, _where(episode, t)) from exc
             a = action if type(action) is int and start <= action < stop else action_of(action, episode, t)
+            before = obs
             try:
-                obs, _, term, trunc, info = env.step(a)
+                obs, paid, term, trunc, info = env.step(a)
             except Exception as exc:
                 raise raised(f"the environment's step({a})", exc, _where(episode, t)) from exc
+            if rewards is not None:
+                flat_r.append(
+                    paid
+                    if rewards is True and type(paid) is float
+                    else step_reward(rewards, before, a, paid, obs, info, _where(episode, t))
+                )
             append_s(s)
             append_a(a - start)
             append_l(k)
@@ -437,6 +461,8 @@ def _episodes(setup: Setup, env, policy, resets, first: int, max_steps: int, rng
                 break
         lengths[e] = t
         finals[e] = final_of(obs)
+        if rewards is not None:  # the label after the last step: its reward is evidence too
+            final_labels[e] = finals[e] if labeler is None else _final_label(setup, obs, info, episode, t)
     T = int(lengths.max(initial=0))
     filled = np.arange(T) < lengths[:, None]
     out = []
@@ -445,7 +471,20 @@ def _episodes(setup: Setup, env, policy, resets, first: int, max_steps: int, rng
         arr[filled] = flat
         out.append(arr)
     states, actions, labels = out
-    return states.astype(np.int32), actions.astype(np.int32), labels, lengths, finals
+    paid_steps = None
+    if rewards is not None:
+        paid_steps = np.full((n, T), np.nan)
+        paid_steps[filled] = flat_r
+    return states.astype(np.int32), actions.astype(np.int32), labels, lengths, finals, paid_steps, final_labels
+
+
+def _final_label(setup: Setup, obs, info, episode: int, t: int) -> int:
+    """The label of the observation that ended an episode (after its step ``t − 1``)."""
+    try:
+        label = setup.labeler(obs, info)
+    except Exception as exc:
+        raise raised("the labeler", exc, f"episode {episode}, the observation after its last step") from exc
+    return setup.alphabet.index(label, f"episode {episode}, the observation after its last step")
 
 
 def _wave(
@@ -458,8 +497,11 @@ def _wave(
     max_steps: int,
     rng: np.random.Generator,
     tallies: dict,
+    rewards=None,
 ):
-    """``size`` episodes, one per copy of the environment, played together."""
+    """``size`` episodes, one per copy of the environment, played together (the rewards'
+    last steps are evidence only in the NEXT_STEP autoreset mode, where the observation that
+    ended an episode is the step's)."""
     everyone = f"episodes {first}-{first + size - 1}"
     try:
         obs, info = env.reset(seed=reset_seed)
@@ -469,6 +511,9 @@ def _wave(
     lengths = np.zeros(setup.copies, dtype=np.int64)
     finals = np.full(setup.copies, -1, dtype=np.int64)
     final_obs = setup.metadata_final(env)
+    mode = getattr(env.metadata.get("autoreset_mode"), "value", env.metadata.get("autoreset_mode"))
+    final_labels = np.full(setup.copies, -1, dtype=np.int64)
+    paid_cols: list[np.ndarray] = []
     cols: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for t in range(max_steps):
 
@@ -485,12 +530,18 @@ def _wave(
         a = setup.actions(action, alive, where)
         tallies["clipped"] += clipped
         cols.append((np.where(alive, s, -1), np.where(alive, a, -1), np.where(alive, lab, -1)))
+        before = obs
         try:
-            obs, _, term, trunc, info = env.step(a + setup.action_start)
+            obs, paid, term, trunc, info = env.step(a + setup.action_start)
         except Exception as exc:
             raise raised("the environment's step()", exc, f"{everyone}, step {t}") from exc
         term, trunc = np.atleast_1d(term).astype(bool), np.atleast_1d(trunc).astype(bool)
         ended = alive & (term | trunc)
+        if rewards is not None:
+            paid_cols.append(batch_rewards(rewards, before, a + setup.action_start, paid, obs, info, alive, where))
+            last = ended | (alive & (t + 1 == max_steps))
+            if mode in (None, "NextStep") and setup.labeler is not None and last.any():
+                final_labels[last] = setup.labels(obs, info, last, where)[last]
         if ended.any() and final_obs is not None:
             finals[ended] = setup.final_states(final_obs(obs, info), ended)[ended]
         lengths[ended] = t + 1
@@ -504,4 +555,15 @@ def _wave(
     if alive.any() and final_obs is not None:
         finals[alive] = setup.final_states(obs, alive)[alive]
     states, actions, labels = (np.stack([c[k] for c in cols], axis=1)[:size] for k in range(3))
-    return states.astype(np.int32), actions.astype(np.int32), labels, lengths[:size], finals[:size]
+    if setup.labeler is None:
+        final_labels = finals
+    paid_steps = np.stack(paid_cols, axis=1)[:size] if rewards is not None else None
+    return (
+        states.astype(np.int32),
+        actions.astype(np.int32),
+        labels,
+        lengths[:size],
+        finals[:size],
+        paid_steps,
+        final_labels[:size],
+    )

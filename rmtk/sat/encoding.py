@@ -18,6 +18,10 @@ Constraint families, one generator each (grep for the name):
   and for confidence-bound negatives, which are not transitive).
 * :func:`soft_negative_pairs` (section 5.2): the pairwise form with a relaxation variable,
   for weighted MaxSAT.
+* :func:`reward_outputs` (reward traces, docs/design/rewards-evidence.md): x[p,i] → o[i,k,v]
+  for every observation "the word of p, then letter k, paid value v", and at most one value
+  per (node, letter); :func:`soft_reward_outputs`: the same with a relaxation variable per
+  observation, weighted by its count (noisy rewards, MaxSAT).
 * :func:`non_stuttering` (eq. 7): t[i,k,j] → t[j,k,j].
 * :func:`symmetry_breaking_bfs` (Ulyantsev et al. 2015): nodes numbered in breadth-first
   order from u_I, children of a node ordered by their smallest letter.
@@ -32,6 +36,7 @@ formula is never built by expanding matrix products. :class:`Problem` is what is
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
@@ -40,6 +45,9 @@ from pysat.formula import IDPool
 
 from ..negatives import NegativePairs, PolicyClasses
 from ..ptp import Trie
+
+if TYPE_CHECKING:
+    from ..reward_traces import RewardTraces
 
 #: Clauses, each a list of DIMACS literals (variable numbers, negative when negated).
 Clauses = list[list[int]]
@@ -56,6 +64,7 @@ class Problem:
     n_letters: int
     negatives: PolicyClasses | NegativePairs | None = None
     oracle: object = None  # a rmtk.sat.lazy.Oracle: negatives found by checking candidates (lazy search)
+    rewards: RewardTraces | None = None  # what the world paid, on the trie
     _pairs: dict = attrs.field(factory=dict, init=False, eq=False, repr=False)
 
     def negative_pairs(self) -> np.ndarray:
@@ -219,6 +228,51 @@ def negative_pairs(pool: VarPool, pairs: np.ndarray) -> Clauses:
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     i = np.arange(pool.n)
     return _rows(np.stack([-pool.x(pairs[:, :1], i), -pool.x(pairs[:, 1:], i)], axis=-1).reshape(-1, 2))
+
+
+def _reward_vars(pool: VarPool, obs: RewardTraces) -> tuple[np.ndarray, np.ndarray, Clauses]:
+    """o[i,k,v] (node i pays value v on letter k) as an ``(n, K, R)`` array of ids (0 where no
+    observation has letter k and value v), each row's value index, and at most one value per
+    (node, letter)."""
+    values, value = np.unique(obs.value, return_inverse=True)
+    n, K, R = pool.n, pool.K, max(len(values), 1)
+    o = np.zeros((n, K, R), np.int64)
+    kv = np.unique(obs.letter * R + value)
+    out: Clauses = []
+    for k in np.unique(kv // R).tolist():
+        vs = (kv[kv // R == k] % R).tolist()
+        for i in range(n):
+            ids = [pool.new(("o", i, k, v)) for v in vs]
+            o[i, k, vs] = ids
+            out += [[-a, -b] for j, a in enumerate(ids) for b in ids[j + 1 :]]
+    return o, value.astype(np.int64), out
+
+
+def reward_outputs(pool: VarPool, obs: RewardTraces) -> Clauses:
+    """Reward traces, exactly: for every observation (trie node p, letter k, value v) and node
+    i, ¬x[p,i] ∨ o[i,k,v]; and each (node, letter) pays at most one value."""
+    o, value, out = _reward_vars(pool, obs)
+    i = np.arange(pool.n)
+    cl = np.stack([-pool.x(obs.node[:, None], i[None, :]), o[i[None, :], obs.letter[:, None], value[:, None]]], -1)
+    return out + _rows(cl.reshape(-1, 2))
+
+
+def soft_reward_outputs(pool: VarPool, obs: RewardTraces) -> tuple[Clauses, np.ndarray, np.ndarray]:
+    """Reward traces under noise: each observation's clauses ¬x[p,i] ∨ o[i,k,v] ∨ b_j with a
+    relaxation variable b_j of weight ``obs.count[j]`` (dropping it calls those steps noisy).
+    Returns the clauses, the b ids and the weights."""
+    o, value, out = _reward_vars(pool, obs)
+    relax = np.array([pool.new(("noisy", j)) for j in range(obs.n_rows)], dtype=np.int64)
+    i = np.arange(pool.n)
+    cl = np.stack(
+        [
+            -pool.x(obs.node[:, None], i[None, :]),
+            o[i[None, :], obs.letter[:, None], value[:, None]],
+            np.broadcast_to(relax[:, None], (obs.n_rows, pool.n)),
+        ],
+        axis=-1,
+    )
+    return out + _rows(cl.reshape(-1, 3)), relax, np.asarray(obs.count, np.int64)
 
 
 def non_stuttering(pool: VarPool) -> Clauses:

@@ -1,0 +1,135 @@
+"""Learning from what the world pays (docs/design/rewards-evidence.md): the
+:class:`~rmtk.learner.Learner`'s path from reward traces alone, the rewards of machines
+learned with reward evidence, and which evidence decided what.
+
+Three ways, one learner (rmtk/learner.py): ``Learner(ptp=None, rewards=TraceRewards(data))`` learns from the
+rewards alone (JIRP's setting); ``Learner(ptp=...)`` from the expert's policy alone (the
+paper's); ``Learner(ptp=..., rewards=...)`` from both, the reward clauses and the negative
+examples in one formula on one trie. :func:`compare_evidence` runs each evidence alone beside
+both and says, node pair by node pair of the answer, which evidence separates it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import attrs
+import numpy as np
+
+from .ptp import Trie
+from .result import LearnResult
+from .reward_evidence import decode_rewards, noise_interval
+from .reward_traces import RewardTraces
+
+if TYPE_CHECKING:
+    from .learner import Learner
+
+
+def with_rewards(result: LearnResult, traces: RewardTraces) -> LearnResult:
+    """``result`` with each machine's rewards read from ``traces`` (free ones 0), the
+    decoded rewards and the noise level under the first machine."""
+    decoded = tuple(decode_rewards(s.delta_u, traces) for s in result.solutions)
+    machines = tuple(m.with_rewards(d.delta_r) for m, d in zip(result.machines, decoded))
+    noise = noise_interval(decoded[0].disagreements, decoded[0].steps) if decoded and decoded[0].steps else None
+    return attrs.evolve(result, machines=machines, decoded=decoded, rewards=traces, noise=noise)
+
+
+def merged_pairs(answer: np.ndarray, other: np.ndarray, trie: Trie) -> set[tuple[int, int]]:
+    """The node pairs ``(a, b)``, ``a < b``, of the machine ``answer`` that the machine
+    ``other`` merges on the words of ``trie``: some word ending in ``a`` and some ending in
+    ``b`` end in one node of ``other``."""
+    a_node, o_node = trie.run(answer, 0), trie.run(other, 0)
+    out: set[tuple[int, int]] = set()
+    for u in np.unique(o_node):
+        nodes = np.unique(a_node[o_node == u]).tolist()
+        out.update((x, y) for i, x in enumerate(nodes) for y in nodes[i + 1 :])
+    return out
+
+
+@attrs.frozen
+class PairVerdict:
+    """One node pair of the answer: in how many survivors of each evidence alone it is merged."""
+
+    pair: tuple[int, int]
+    merged_by_rewards: int
+    merged_by_policy: int
+    rewards_survivors: int
+    policy_survivors: int
+
+    def say(self, names) -> str:
+        a, b = names[self.pair[0]], names[self.pair[1]]
+        rew = _alone("rewards alone", "merge", "split", self.merged_by_rewards, self.rewards_survivors)
+        pol = _alone("the policy alone", "merges", "splits", self.merged_by_policy, self.policy_survivors)
+        if self.merged_by_rewards == 0 and self.merged_by_policy == 0:
+            who = "split by either evidence alone"
+        elif self.merged_by_rewards == 0:
+            who = "split by the rewards"
+        elif self.merged_by_policy == 0:
+            who = "split by the policy"
+        else:
+            who = "split only by both together"
+        return f"{a} and {b}: {who} ({rew}; {pol})"
+
+
+def _alone(who: str, merge: str, split: str, merged: int, survivors: int) -> str:
+    """``rewards alone merge them`` / ``... split them`` / ``... merge them in 1 of 2 machines``."""
+    if merged == survivors:
+        return f"{who} {merge} them"
+    return f"{who} {split} them" if merged == 0 else f"{who} {merge} them in {merged} of {survivors} machines"
+
+
+@attrs.frozen
+class EvidenceComparison:
+    """The answer from both evidences beside each alone: the three results and, per node
+    pair of the first machine of ``both``, which evidence separates it."""
+
+    both: LearnResult
+    rewards: LearnResult
+    policy: LearnResult
+    pairs: tuple[PairVerdict, ...]
+
+    def lines(self) -> list[str]:
+        def size(r: LearnResult) -> str:
+            more = "" if r.search.complete else "+"
+            n, m = r.n_nodes, len(r.machines)
+            return f"{n} node{'' if n == 1 else 's'}, {m}{more} machine{'' if m == 1 and not more else 's'}"
+
+        out = [
+            f"both: {size(self.both)}; rewards alone: {size(self.rewards)}; policy alone: {size(self.policy)}",
+        ]
+        if self.both.machines:
+            names = self.both.machines[0].nodes
+            out += [v.say(names) for v in self.pairs]
+        return out
+
+
+def compare_evidence(learner: Learner, target) -> EvidenceComparison:
+    """Learn from both evidences of ``learner`` and from each alone (same limits), and compare:
+    a node pair of the answer (the first machine from both) is *merged* by an evidence alone
+    in each of its survivors that sends a word ending in one and a word ending in the other
+    (among the words that evidence holds) to one node; computed, not inferred."""
+    if learner.ptp is None or learner.rewards is None:
+        raise ValueError("compare_evidence needs a learner with both a ptp strategy and reward evidence")
+    both = learner.fit(target)
+    alone_r = attrs.evolve(learner, ptp=None).fit(target)
+    alone_p = attrs.evolve(learner, rewards=None, irl=None).fit(target)
+    pairs: list[PairVerdict] = []
+    if both.machines:
+        answer = both.solutions[0].delta_u
+        r_trie = alone_r.rewards.trie if alone_r.rewards is not None else alone_r.tree.trie
+        p_trie = alone_p.tree.trie
+        r_merged = [merged_pairs(answer, s.delta_u, r_trie) for s in alone_r.solutions]
+        p_merged = [merged_pairs(answer, s.delta_u, p_trie) for s in alone_p.solutions]
+        n = len(answer)
+        for a in range(n):
+            for b in range(a + 1, n):
+                pairs.append(
+                    PairVerdict(
+                        (a, b),
+                        sum((a, b) in m for m in r_merged),
+                        sum((a, b) in m for m in p_merged),
+                        len(r_merged),
+                        len(p_merged),
+                    )
+                )
+    return EvidenceComparison(both, alone_r, alone_p, tuple(pairs))

@@ -1,0 +1,104 @@
+"""rmtk learn --demos D --from rewards|policy|both (rmtk/cli/flags.py, docs/guide/learning-from-rewards.md):
+data made by rmtk simulate --rewards, learned from end to end through the command line."""
+
+from pathlib import Path
+
+import pytest
+
+from rmtk import dsl
+from rmtk.cli.main import main
+from rmtk.data import holds_rewards, save
+from rmtk.explore import explore
+from rmtk.machine import isomorphic
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+PATROL = str(MODELS / "patrol.rm")
+
+
+@pytest.fixture(scope="module")
+def truth():
+    return dsl.load(PATROL).tasks["patrol"]
+
+
+def simulate(path, n, horizon, *more):
+    argv = ["simulate", PATROL, "-n", str(n), "-T", str(horizon), "--seed", "1", "-o", str(path), "-q", *more]
+    assert main(argv) == 0
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def walks(tmp_path_factory):
+    """300 uniform random walks of 30 steps with the machine's rewards (CSV)."""
+    return simulate(tmp_path_factory.mktemp("rw") / "walks.csv", 300, 30, "--rewards", "--policy", "uniform")
+
+
+def learned(text: str):
+    return list(dsl.loads(text).machines.values())
+
+
+def test_from_rewards_gives_the_truth_with_its_observed_rewards(walks, truth, capsys):
+    capsys.readouterr()
+    assert main(["learn", PATROL, "--demos", walks, "--from", "rewards", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "# learned from task patrol: the rewards of the data alone (no policy)" in out
+    assert "# reward traces: 8,700 rewarded steps" in out
+    assert "# solutions: 1 machine up to renaming" in out
+    assert "# observed rewards: u3 on D pays 1 (15 observed (node, letter) pay 0)" in out
+    assert "noise 0.0000 (0 of 8700 observed steps disagree" in out
+    (m,) = learned(out)
+    assert isomorphic(m, truth.machine, rewards=True)  # the rewards printed are the world's, no IRL
+
+
+def test_short_walks_leave_transitions_and_rewards_free(tmp_path, capsys):
+    short = simulate(tmp_path / "short.npz", 200, 6, "--rewards", "--policy", "uniform")
+    capsys.readouterr()
+    assert main(["learn", PATROL, "--demos", short, "--from", "rewards", "-q", "--max-solutions", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "listing stopped at 3 machines (max_solutions): more survive" in out
+    assert out.count("# unconstrained by the data (written as self-loops): u2 on A") == 3
+    assert out.count("# rewards no trace observes (free, written as 0): u2 on A") == 3
+    assert all(m.n_nodes == 3 for m in learned(out))  # six steps never show the whole patrol
+
+
+def test_the_default_is_what_the_data_hold(walks, tmp_path, capsys):
+    """With a reward column: both, and the report says which evidence split which nodes;
+    without: the policy (as before)."""
+    capsys.readouterr()
+    assert main(["learn", PATROL, "--demos", walks, "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "# learned from task patrol: empirical prefix tree policy" in out and "# reward traces:" in out
+    assert "# which evidence decided what (each evidence alone, same limits):" in out
+    assert "#   both: 4 nodes, 1 machine; rewards alone: 4 nodes, 1 machine; policy alone: 1 node, 1 machine" in out
+    assert "#   u0 and u3: split by the rewards (rewards alone split them; the policy alone merges them)" in out
+    assert "MaxEnt" not in out  # the rewards are the observed ones
+    plain = simulate(tmp_path / "plain.npz", 200, 10)
+    assert not holds_rewards(plain) and holds_rewards(walks)
+    assert main(["learn", PATROL, "--demos", plain, "-q", "--no-rewards"]) == 0
+    out = capsys.readouterr().out
+    assert "# reward traces" not in out and "which evidence" not in out
+    # --from policy on data with rewards: the rewards are left aside, IRL may run as before
+    assert main(["learn", PATROL, "--demos", walks, "--from", "policy", "-q", "--no-rewards"]) == 0
+    assert "# reward traces" not in capsys.readouterr().out
+
+
+def test_from_rewards_on_data_without_rewards_is_a_usage_error(tmp_path, capsys):
+    plain = simulate(tmp_path / "plain.csv", 20, 5)
+    capsys.readouterr()
+    for evidence in ("rewards", "both"):
+        assert main(["learn", PATROL, "--demos", plain, "--from", evidence]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 1 and err[0].startswith(f"rmtk: error: --from {evidence}: {plain} holds no rewards"), err
+    assert main(["learn", PATROL, "--from", "rewards"]) == 1  # no --demos: the flag does not apply
+    assert "--from does not apply to learning from the task's exact policy" in capsys.readouterr().err
+
+
+def test_noisy_rewards_report_the_noise_level(truth, tmp_path, capsys):
+    path = tmp_path / "noisy.npz"
+    save(explore(truth, 100, 20, seed=2, epsilon=1.0, noise=0.05, episodic=False), path, truth.mdp)
+    argv = ["learn", PATROL, "--demos", str(path), "--from", "rewards", "--noisy", "--simplest", "--nodes", "4", "-q"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "# MaxSAT: the optimum calls 102 observed step(s) noisy" in out
+    assert "# noise 0.0537 (102 of 1900 observed steps disagree; 95% interval 0.0440 to 0.0648)" in out
+    ms = learned(out)
+    assert len(ms) == 2 and isomorphic(ms[0], truth.machine, rewards=True)
