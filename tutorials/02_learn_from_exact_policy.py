@@ -1,4 +1,6 @@
-"""Tutorial 2 — learn a reward machine from an expert's exact policy.
+"""
+Tutorial 2 — learn a reward machine from an expert's exact policy
+=================================================================
 
 Goal: recover the patrol machine of the paper (section 6.1) from the expert's *prefix tree
 policy*: for every label word the MDP can produce up to a depth and every state it can end
@@ -32,7 +34,8 @@ print(dsl.dumps(task.machine))
 # A Learner composes four strategies: where the prefix tree policy comes from (here
 # ExactPTP: the task's exact soft-optimal policy, depth 6), a negative example miner, a SAT
 # encoder and MaxEnt IRL for the rewards (the defaults). `Learner(ExactPTP(6), max_nodes=4)
-# .fit(task)` runs the whole pipeline:
+# .fit(task)` runs the whole pipeline::
+#
 #   prefix tree of label words (repeated letters compressed: AAB is AB) ->
 #   the expert's action distribution at every (word, state) pair ->
 #   negative examples: two words reaching the same state with different distributions

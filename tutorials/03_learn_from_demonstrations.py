@@ -1,4 +1,6 @@
-"""Tutorial 3 — learn a reward machine from demonstrations.
+"""
+Tutorial 3 — learn a reward machine from demonstrations
+=======================================================
 
 Goal: learn the stack-avoid machine of the paper (section 6.2) from what an expert *does*,
 not from its exact policy. We simulate 20,000 trajectories of 20 steps of the expert, save

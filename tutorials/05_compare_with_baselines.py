@@ -1,4 +1,6 @@
-"""Tutorial 5 — compare a learned reward machine with IRL baselines.
+"""
+Tutorial 5 — compare a learned reward machine with IRL baselines
+================================================================
 
 Goal: reproduce, in small, the paper's comparison (appendix D, section 6.4) on the patrol
 task. From 2,500 demonstrations of 10 steps we learn a reward machine and act with its

@@ -1,4 +1,6 @@
-"""Tutorial 7 — learn a reward machine for your Gymnasium environment, then train with it.
+"""
+Tutorial 7 — learn a reward machine for your Gymnasium environment, then train with it
+======================================================================================
 
 Goal: bring your own environment. We write a small Gymnasium environment here (a shuttle on
 a line, with a continuous position), watch a scripted expert that fetches parcels at the

@@ -1,4 +1,6 @@
-"""Tutorial 8 — a Gymnasium toy-text environment's model, exact learning, rewards, and RL.
+"""
+Tutorial 8 — a Gymnasium toy-text environment's model, exact learning, rewards, and RL
+======================================================================================
 
 Goal: take FrozenLake from ``gymnasium.make``, turn its transition model ``env.unwrapped.P``
 into a labeled MDP with one call (``rmtk.gym.tabular_mdp``), give it a task (a reward
