@@ -13,6 +13,11 @@ class RmtkError(Exception):
     """Base class of every error rmtk raises on bad input."""
 
 
+class UsageError(RmtkError):
+    """A command-line flag given where it does not apply, or without the flag it works with
+    (the ``rmtk`` command exits with status 2, as for any usage error)."""
+
+
 class ModelError(RmtkError, ValueError):
     """A model object (MDP, machine, task) was constructed with inconsistent data."""
 

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from rmtk import ExactPTP, Learner, dsl
+from rmtk.io.draw import draw_machine
 
 # Like every tutorial this one accepts an output directory as its first argument, but it
 # writes no file, so it neither creates nor uses one.
@@ -57,6 +58,8 @@ print(f"{result.raw_count} raw solutions, {result.distinct_count} distinct machi
 print("verdict:", result.verdicts[0])
 print("isomorphic to the true machine:", result.isomorphic_to_truth()[0])
 print("transitions the data leave free:", result.unconstrained(0) or "none")
+# A picture of the learned machine: a matplotlib Figure (with a path, draw_machine saves it).
+picture = draw_machine(result.machines[0], title="learned from the exact policy, depth 6")
 
 # The learned machine, with the rewards recovered from the policy (the sparsest
 # representative of the rewards that make the policy soft-optimal: exactly the truth here).

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from rmtk import ConfidenceMiner, EmpiricalPTP, Learner, MaxSatEncoder, data, dsl
+from rmtk.io.draw import draw_machine
 from rmtk.simulate import simulate
 
 
@@ -101,6 +102,7 @@ for i, machine in enumerate(result.machines):
 # asks whether *some* filling of the free transitions (here u1 -D-> u2) reproduces the
 # expert's policy after every word. The data cannot tell the fillings apart.
 print("completion_consistent:", result.completion_consistent)
+picture = draw_machine(result.machines[0], title="learned from 20,000 demonstrations")  # a Figure
 print("stats:", result.stats())
 
 # %% 5. Less data
