@@ -16,6 +16,7 @@ sys.path.insert(0, str(ROOT))  # document this checkout, not an installed copy
 import rmtk  # noqa: E402
 
 project = "rmtk"
+copyright = "the rmtk authors, MIT licence"
 version = release = rmtk.__version__
 extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "myst_parser", "sphinx_gallery.gen_gallery"]
 exclude_patterns = ["_build", "_tools", "_generated", "Thumbs.db", ".DS_Store"]
@@ -35,6 +36,7 @@ sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "tutorials"),
     "gallery_dirs": "gallery",
     "filename_pattern": r"/\d\d_",
+    "within_subsection_order": "FileNameSortKey",  # tutorial 1, 2, ... in order
     "image_scrapers": ("matplotlib", "_gallery.rmtk_figures"),
     "reset_modules": ("matplotlib", "_gallery.reset"),
     "download_all_examples": False,

@@ -190,7 +190,8 @@ def _browser() -> str | None:
 
 
 @pytest.mark.parametrize(
-    "page", ["index.html", "getting-started.html", "guide/02-exact-policy.html", "gallery/index.html"]
+    "page",
+    ["index.html", "getting-started.html", "guide/02-exact-policy.html", "gallery/06_draw.html", "search.html"],
 )
 def test_the_built_site_opens_without_console_errors(page, tmp_path):
     """Where .ci/run has built the site (docs/_build/html) and a Chromium is installed."""
@@ -218,7 +219,8 @@ def test_the_built_site_opens_without_console_errors(page, tmp_path):
         timeout=60,
     )
     assert run.returncode == 0, run.stderr[-2000:]
-    assert "</html>" in run.stdout and "<main" in run.stdout
-    console = [ln for ln in run.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
-    errors = [ln for ln in console if "error" in ln.lower() or "Uncaught" in ln]
-    assert errors == [], errors
+    assert "</html>" in run.stdout and 'role="main"' in run.stdout  # the page rendered
+    # Chromium logs every console message, of any level, as ":CONSOLE" (an uncaught exception
+    # too); the site writes none, so any one is a failure.
+    console = [ln for ln in run.stderr.splitlines() if ":CONSOLE" in ln or "Uncaught" in ln]
+    assert console == []
