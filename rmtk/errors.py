@@ -14,8 +14,10 @@ class RmtkError(Exception):
 
 
 class UsageError(RmtkError):
-    """A command line that asks for what the data given cannot provide (``rmtk learn --from
-    rewards`` on data without rewards): the CLI exits with status 2, as for a usage error."""
+    """A command line that asks for what does not apply: a flag given where it does not apply
+    or without the flag it works with, or a kind of evidence the data cannot provide (``rmtk
+    learn --from rewards`` on data without rewards). The ``rmtk`` command exits with status 2,
+    as for any usage error."""
 
 
 class ModelError(RmtkError, ValueError):

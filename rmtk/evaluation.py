@@ -274,7 +274,7 @@ def rollout_returns(
     Args:
         policy: ``(S, n_p, A)`` acting on the node of ``policy_machine``, or (with
             ``policy_machine=None``) ``(S, A)`` / ``(T, S, A)`` with ``T ≥ horizon``.
-        letter / score_letter: letter maps of the two machines (default: by name).
+        letter, score_letter: letter maps of the two machines (default: by name).
     """
     states, _ = rollout(
         mdp, policy, n=n, horizon=horizon, seed=seed, machine=policy_machine, letter=letter, chunk=chunk

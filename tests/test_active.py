@@ -198,11 +198,11 @@ def test_learn_active_on_the_command_line(capsys):
     with pytest.raises(SystemExit) as err:
         main(["learn", str(MODELS / "patrol.rm"), "--active", "--budget-steps", "0"])
     assert err.value.code == 2 and "at least 1, got 0" in capsys.readouterr().err
-    assert main(["learn", str(MODELS / "patrol.rm"), "--budget-steps", "5"]) == 1
+    assert main(["learn", str(MODELS / "patrol.rm"), "--budget-steps", "5"]) == 2  # a usage error
     assert "--budget-steps does not apply to learning from the task's exact policy" in capsys.readouterr().err
-    assert main(["learn", str(MODELS / "patrol.rm"), "--active", "--depth", "3"]) == 1
+    assert main(["learn", str(MODELS / "patrol.rm"), "--active", "--depth", "3"]) == 2
     assert "does not apply to active learning" in capsys.readouterr().err
-    assert main(["learn", str(MODELS / "patrol.rm"), "--active", "--no-rewards"]) == 1  # the loop recovers none
+    assert main(["learn", str(MODELS / "patrol.rm"), "--active", "--no-rewards"]) == 2  # the loop recovers none
     assert "--no-rewards does not apply to active learning" in capsys.readouterr().err
 
 

@@ -366,7 +366,7 @@ def test_the_command_line_says_what_active_learning_did(capsys):
     out = capsys.readouterr().out
     assert "# learned from task patrol: active learning, questions to the expert's exact policy" in out
     assert "prefix tree policy of depth" not in out
-    assert main(["learn", str(models / "patrol.rm"), "--active", "--samples", "30", "-q"]) == 1
+    assert main(["learn", str(models / "patrol.rm"), "--active", "--samples", "30", "-q"]) == 2  # a usage error
     assert "--samples" in capsys.readouterr().err
 
 

@@ -47,7 +47,7 @@ def test_maxsat_on_an_exact_policy_and_demos_only_options(capsys):
     assert main(["learn", str(MODELS / "patrol.rm"), "--maxsat", "--nodes", "4", "-q", "--no-rewards"]) == 0
     out = capsys.readouterr().out
     assert "# MaxSAT: optimum drops 0 negative example(s)" in out and "6 raw assignments" in out
-    assert main(["learn", str(MODELS / "patrol.rm"), "--alpha", "0.01", "-q"]) == 1
+    assert main(["learn", str(MODELS / "patrol.rm"), "--alpha", "0.01", "-q"]) == 2
     assert "--alpha does not apply to learning from the task's exact policy" in capsys.readouterr().err
 
 

@@ -175,7 +175,7 @@ def test_the_command_refuses_before_any_work(capsys):
         (["--seed", "4"], "--seed"),
         (["--active", "--samples", "9"], "--samples"),
     ):
-        assert main(["learn", PATROL, *argv]) == 1
+        assert main(["learn", PATROL, *argv]) == 2  # a usage error
         err = capsys.readouterr().err.splitlines()
         assert len(err) == 1 and err[0].startswith(f"rmtk: error: {flag} does not apply to "), err
 
@@ -189,11 +189,11 @@ def test_dot_with_learn_labels_is_written(tmp_path, capsys):
 
 
 def test_the_other_commands_refuse_flags_that_do_nothing(capsys, tmp_path):
-    assert main(["show", PATROL, "--force"]) == 1
+    assert main(["show", PATROL, "--force"]) == 2
     assert capsys.readouterr().err == "rmtk: error: --force needs --png: it lets the picture replace an existing file\n"
     for flag in (["--force"], ["--figures", str(tmp_path)]):
-        assert main(["reproduce", "tables", "--quick", "--no-figures", *flag]) == 1
+        assert main(["reproduce", "tables", "--quick", "--no-figures", *flag]) == 2
         assert f"{flag[0]} does not apply with --no-figures" in capsys.readouterr().err
     out = tmp_path / "d.npz"
-    assert main(["simulate", PATROL, "-n", "5", "-T", "5", "--seed", "0", "-o", str(out), "--partition-size", "9"]) == 1
+    assert main(["simulate", PATROL, "-n", "5", "-T", "5", "--seed", "0", "-o", str(out), "--partition-size", "9"]) == 2
     assert "--partition-size applies to Parquet output" in capsys.readouterr().err and not out.exists()

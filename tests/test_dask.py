@@ -194,7 +194,7 @@ def test_cli_simulate_and_learn_on_a_scheduler(client, task, tmp_path, capsys):
         )
         reports.append([ln for ln in capsys.readouterr().out.splitlines() if not ln.startswith("# timings")])
     assert reports[0] == reports[1] and "# MaxSAT: optimum drops 0 negative example(s)" in reports[0]
-    assert main(["learn", model, "--demos", str(out), "--workers", "2"]) == 1
+    assert main(["learn", model, "--demos", str(out), "--workers", "2"]) == 2
     assert (
         "--workers needs --engine dask: it starts a local Dask cluster of that many workers" in capsys.readouterr().err
     )

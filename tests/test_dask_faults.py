@@ -264,7 +264,7 @@ def test_a_scheduler_without_workers_stops_after_the_timeout(dataset, capsys):
             "the run stopped and returned nothing (the bound is "
             "DaskEngine(timeout=...), --dask-timeout)\n"
         )
-    assert main(args) == 1
+    assert main(args) == 2
     assert "--dask-timeout needs --engine dask: it bounds a Dask run" in capsys.readouterr().err
 
 

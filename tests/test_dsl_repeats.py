@@ -77,6 +77,6 @@ def test_a_tree_too_deep_to_build_is_a_message_not_a_hang():
 
 
 def test_cli_stuttering_alone_names_the_flag(capsys, models_dir):
-    assert main(["learn", str(models_dir / "patrol.rm"), "--stuttering", "-q"]) == 1
+    assert main(["learn", str(models_dir / "patrol.rm"), "--stuttering", "-q"]) == 2
     err = capsys.readouterr().err
     assert "--stuttering needs --no-compress" in err and "compress=False" not in err

@@ -310,7 +310,7 @@ def test_cli_learn_writes_pictures(tmp_path, capsys):
 
 
 def test_cli_learn_rejects_bad_options(capsys):
-    assert main(["learn", str(MODELS / "patrol.rm"), "--stuttering", "-q"]) == 1
+    assert main(["learn", str(MODELS / "patrol.rm"), "--stuttering", "-q"]) == 2
     assert "non-stuttering" in capsys.readouterr().err
 
 

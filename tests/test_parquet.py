@@ -345,9 +345,9 @@ def test_cli_simulate_parquet_locally_and_learn_as_from_npz(tmp_path, capsys):
         )
         reports.append([ln for ln in capsys.readouterr().out.splitlines() if not ln.startswith("# timings")])
     assert reports[0] == reports[1]
-    assert main(["simulate", *common, "-o", str(tmp_path / "e.npz"), "--partition-size", "10"]) == 1
+    assert main(["simulate", *common, "-o", str(tmp_path / "e.npz"), "--partition-size", "10"]) == 2
     assert "--partition-size applies to Parquet output" in capsys.readouterr().err
-    assert main(["learn", model, "--engine", "dask", "-q"]) == 1
+    assert main(["learn", model, "--engine", "dask", "-q"]) == 2
     assert (
         "--engine does not apply to learning from the task's exact policy: it chooses where demonstrations"
         in capsys.readouterr().err

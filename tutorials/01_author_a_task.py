@@ -1,4 +1,6 @@
-"""Tutorial 1 — author a task in the `.rm` language.
+"""
+Tutorial 1 — author a task in the ``.rm`` language
+==================================================
 
 Goal: write a small learning problem by hand — a labeled MDP, a reward machine and a task
 that binds them — as `.rm` text, load it with :func:`rmtk.dsl.loads`, look at the Python

@@ -1,4 +1,6 @@
-"""Tutorial 2 — learn a reward machine from an expert's exact policy.
+"""
+Tutorial 2 — learn a reward machine from an expert's exact policy
+=================================================================
 
 Goal: recover the patrol machine of the paper (section 6.1) from the expert's *prefix tree
 policy*: for every label word the MDP can produce up to a depth and every state it can end
@@ -15,6 +17,7 @@ import sys
 from pathlib import Path
 
 from rmtk import ExactPTP, Learner, dsl
+from rmtk.io.draw import draw_machine
 
 # Like every tutorial this one accepts an output directory as its first argument, but it
 # writes no file, so it neither creates nor uses one.
@@ -32,7 +35,8 @@ print(dsl.dumps(task.machine))
 # A Learner composes four strategies: where the prefix tree policy comes from (here
 # ExactPTP: the task's exact soft-optimal policy, depth 6), a negative example miner, a SAT
 # encoder and MaxEnt IRL for the rewards (the defaults). `Learner(ExactPTP(6), max_nodes=4)
-# .fit(task)` runs the whole pipeline:
+# .fit(task)` runs the whole pipeline::
+#
 #   prefix tree of label words (repeated letters compressed: AAB is AB) ->
 #   the expert's action distribution at every (word, state) pair ->
 #   negative examples: two words reaching the same state with different distributions
@@ -54,6 +58,8 @@ print(f"{result.raw_count} raw solutions, {result.distinct_count} distinct machi
 print("verdict:", result.verdicts[0])
 print("isomorphic to the true machine:", result.isomorphic_to_truth()[0])
 print("transitions the data leave free:", result.unconstrained(0) or "none")
+# A picture of the learned machine: a matplotlib Figure (with a path, draw_machine saves it).
+picture = draw_machine(result.machines[0], title="learned from the exact policy, depth 6")
 
 # The learned machine, with the rewards recovered from the policy (the sparsest
 # representative of the rewards that make the policy soft-optimal: exactly the truth here).

@@ -1,4 +1,6 @@
-"""Tutorial 3 — learn a reward machine from demonstrations.
+"""
+Tutorial 3 — learn a reward machine from demonstrations
+=======================================================
 
 Goal: learn the stack-avoid machine of the paper (section 6.2) from what an expert *does*,
 not from its exact policy. We simulate 20,000 trajectories of 20 steps of the expert, save
@@ -15,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from rmtk import ConfidenceMiner, EmpiricalPTP, Learner, MaxSatEncoder, data, dsl
+from rmtk.io.draw import draw_machine
 from rmtk.simulate import simulate
 
 
@@ -99,6 +102,7 @@ for i, machine in enumerate(result.machines):
 # asks whether *some* filling of the free transitions (here u1 -D-> u2) reproduces the
 # expert's policy after every word. The data cannot tell the fillings apart.
 print("completion_consistent:", result.completion_consistent)
+picture = draw_machine(result.machines[0], title="learned from 20,000 demonstrations")  # a Figure
 print("stats:", result.stats())
 
 # %% 5. Less data

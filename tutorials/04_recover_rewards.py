@@ -1,8 +1,10 @@
-"""Tutorial 4 — recover a machine's rewards from a policy.
+"""
+Tutorial 4 — recover a machine's rewards from a policy
+======================================================
 
 Goal: given a reward machine's *structure* (its transitions) and a soft-optimal (MaxEnt)
 product policy, find rewards ``delta_r`` that make the policy soft-optimal. With entropy
-weight lambda, the soft Bellman equations
+weight lambda, the soft Bellman equations::
 
     lambda log pi(a|s,u) = sum_s' P(s'|s,a) [delta_r(u, L(s')) + gamma V(s', delta_u(u, L(s')))] - V(s,u)
 

@@ -1,4 +1,6 @@
-"""Tutorial 5 — compare a learned reward machine with IRL baselines.
+"""
+Tutorial 5 — compare a learned reward machine with IRL baselines
+================================================================
 
 Goal: reproduce, in small, the paper's comparison (appendix D, section 6.4) on the patrol
 task. From 2,500 demonstrations of 10 steps we learn a reward machine and act with its
@@ -20,6 +22,7 @@ import numpy as np
 
 from rmtk import EmpiricalPTP, Learner, MaxSatEncoder, dsl
 from rmtk.evaluation import average_log_likelihood, average_return, log_likelihood
+from rmtk.io.draw import draw_machine
 from rmtk.planning import soft_bellman, task_policy
 from rmtk.rewards.baselines import d_irl, f_irl, uniform_policy
 from rmtk.rewards.recovery import learned_product_policy
@@ -57,6 +60,7 @@ print(
     f"MaxSAT cost {result.search.cost}; same structure as the truth: {result.isomorphic_to_truth()[0]}"
 )
 print(dsl.dumps(learned))
+picture = draw_machine(learned, title="learned from the training demonstrations")  # a Figure
 product_policy = learned_product_policy(learned, result.ptp, n_states=mdp.n_states)
 print("product policy shape (states, nodes, actions):", product_policy.shape)
 # The recovered rewards printed above are estimates from 25,000 steps, so they are noisy,

@@ -1,4 +1,6 @@
-"""Tutorial 6 — draw machines and maps, and exchange machines with other tools.
+"""
+Tutorial 6 — draw machines and maps, and exchange machines with other tools
+===========================================================================
 
 Goal: get reward machines and grid worlds out of rmtk: pictures (PNG or SVG, drawn with
 matplotlib, no display needed), Graphviz DOT text, a networkx graph to compute with, and

@@ -1,4 +1,6 @@
-"""Tutorial 7 — learn a reward machine for your Gymnasium environment, then train with it.
+"""
+Tutorial 7 — learn a reward machine for your Gymnasium environment, then train with it
+======================================================================================
 
 Goal: bring your own environment. We write a small Gymnasium environment here (a shuttle on
 a line, with a continuous position), watch a scripted expert that fetches parcels at the
@@ -24,6 +26,7 @@ from gymnasium import spaces
 from rmtk import ConfidenceMiner, EmpiricalPTP, Learner, dsl, isomorphic
 from rmtk.encoders import SimplestEncoder
 from rmtk.gym import Bins, NodePolicy, QLearning, RewardMachineEnv, collect, greedy_episode
+from rmtk.io.draw import draw_machine
 
 OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else None  # accepted, not used: nothing is written
 
@@ -105,6 +108,7 @@ d = learned.letter_index("d")
 rewards = np.zeros(learned.delta_r.shape)
 rewards[learned.delta_u[:, d] != np.arange(learned.n_nodes), d] = 1.0
 learned = learned.with_rewards(rewards)
+picture = draw_machine(learned, title="learned from the recorded episodes, delivery pays 1")  # a Figure
 
 
 # %% 6. Train with the learned machine

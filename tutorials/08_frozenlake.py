@@ -1,4 +1,6 @@
-"""Tutorial 8 — a Gymnasium toy-text environment's model, exact learning, rewards, and RL.
+"""
+Tutorial 8 — a Gymnasium toy-text environment's model, exact learning, rewards, and RL
+======================================================================================
 
 Goal: take FrozenLake from ``gymnasium.make``, turn its transition model ``env.unwrapped.P``
 into a labeled MDP with one call (``rmtk.gym.tabular_mdp``), give it a task (a reward
@@ -29,6 +31,7 @@ from rmtk.gym import (
     estimate_mdp,
     tabular_mdp,
 )
+from rmtk.io.draw import draw_machine
 from rmtk.planning import soft_bellman
 
 OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else None  # accepted, not used: nothing is written
@@ -84,6 +87,7 @@ print(
 # do next: the agent stays there for ever); the first one:
 learned = result.machines[0]
 print(dsl.dumps(learned))
+picture = draw_machine(learned, title="key, then goal: learned at every depth")  # a Figure
 
 # %% 5. Rewards
 # MaxEnt IRL (Algorithm 3, the default strategy) recovered rewards on the learned machine

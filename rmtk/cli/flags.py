@@ -307,14 +307,14 @@ def mode_of(args) -> str:
 
 def learn_mode(args) -> str:
     """The mode of ``args`` after checking every flag typed against :data:`LEARN_FLAGS`: an
-    :class:`~rmtk.errors.RmtkError` names the first flag that does not apply, and why."""
+    :class:`~rmtk.errors.UsageError` names the first flag that does not apply, and why."""
     mode = mode_of(args)
     for flag in LEARN_FLAGS:
         if not _given(args, flag.dest):
             continue
         if mode not in flag.modes:
-            raise RmtkError(f"{flag.option} does not apply to {MODES[mode]}: {flag.purpose}")
+            raise UsageError(f"{flag.option} does not apply to {MODES[mode]}: {flag.purpose}")
         why = flag.rule(args, mode) if flag.rule is not None else None
         if why:
-            raise RmtkError(f"{flag.option} {why}")
+            raise UsageError(f"{flag.option} {why}")
     return mode

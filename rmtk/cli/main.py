@@ -74,7 +74,7 @@ def cmd_check(args) -> int:
 def cmd_show(args) -> int:
     """Print a file or one block as .rm text, DOT or JSON; draw it with --png."""
     if args.force and not args.png:
-        raise RmtkError("--force needs --png: it lets the picture replace an existing file")
+        raise UsageError("--force needs --png: it lets the picture replace an existing file")
     doc = dsl.load(args.file)
     if args.png:
         from ..io import draw
@@ -133,7 +133,7 @@ def cmd_simulate(args) -> int:
     fmt = format_of(args.output, args.format)
     engine = _engine_from_args(args)
     if args.partition_size is not None and fmt != "parquet":
-        raise RmtkError("--partition-size applies to Parquet output (--format parquet)")
+        raise UsageError("--partition-size applies to Parquet output (--format parquet)")
     from .sizes import check_simulate_sizes
 
     check_simulate_sizes(args, fmt == "parquet")
@@ -197,7 +197,7 @@ def cmd_reproduce(args) -> int:
     check_overrides(names, overrides)
     if args.no_figures and (args.force or args.figures is not None):
         flag = "--force" if args.force else "--figures"
-        raise RmtkError(f"{flag} does not apply with --no-figures: no figure is written")
+        raise UsageError(f"{flag} does not apply with --no-figures: no figure is written")
     figdir = None if args.no_figures else Path(args.figures or ".")
     if figdir is not None and not figdir.is_dir():
         raise RmtkError(f"{figdir}: no such directory")

@@ -56,7 +56,9 @@ def pyarrow():
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        raise RmtkError("Parquet demonstrations need pyarrow: pip install 'rmtk[dask]'") from None
+        raise RmtkError(
+            "Parquet demonstrations need pyarrow: pip install 'rmtk[dask]' (from a checkout: pip install '.[dask]')"
+        ) from None
     return pa, pq
 
 

@@ -59,7 +59,9 @@ def _dask():
     try:
         import distributed
     except ImportError:
-        raise RmtkError("the Dask engine needs dask.distributed: pip install 'rmtk[dask]'") from None
+        raise RmtkError(
+            "the Dask engine needs dask.distributed: pip install 'rmtk[dask]' (from a checkout: pip install '.[dask]')"
+        ) from None
     return distributed
 
 

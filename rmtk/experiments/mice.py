@@ -49,8 +49,8 @@ def run(opts: Options) -> Report:
     path = opts.get("data")
     if not path:
         raise RmtkError(
-            "the mice experiment needs the trajectories: rmtk reproduce mice --data PATH "
-            "(e.g. the water-restricted cohort, mice_water_restricted.npz)"
+            "the mice experiment needs the trajectories: rmtk reproduce mice --data PATH (rmtk does not ship "
+            "them; where they come from and the file's format: docs/guide/08-experiments.md, 'The mice data')"
         )
     t0 = time.perf_counter()
     tracing = not tracemalloc.is_tracing()  # a caller measuring already keeps its own trace

@@ -545,7 +545,10 @@ def run(opts: Options) -> Report:
         import gymnasium  # noqa: F401
         import mujoco  # noqa: F401
     except ImportError:  # only these two: an import error of rmtk itself must show
-        raise RmtkError("the reacher experiment needs gymnasium with MuJoCo: pip install 'rmtk[reacher]'") from None
+        raise RmtkError(
+            "the reacher experiment needs gymnasium with MuJoCo: pip install 'rmtk[reacher]' "
+            "(from a checkout: pip install '.[reacher]')"
+        ) from None
     res = simulate_and_learn(
         opts.get("trajectories"),
         seed=opts.seed,

@@ -1,19 +1,51 @@
-"""Sphinx configuration of rmtk's API reference (built by .ci/run; see index.rst)."""
+"""Sphinx configuration of rmtk's documentation site (built by .ci/run, offline, warnings as errors).
+
+The site: the front page (index.md), getting started, the user guide (guide/*.md), the gallery
+(the tutorials/ scripts, executed by sphinx-gallery at build time, with the figures they draw),
+the design notes (design/*.md), the benchmarks (benchmarks/*.md), the Gymnasium bridge
+(gym.md), the changelog and the API reference (api/). Markdown pages go through MyST.
+Every toctree of a folder is a glob, so a page added to guide/, design/ or benchmarks/ appears
+without editing an index."""
 
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # document this checkout, not an installed copy
 
 import rmtk  # noqa: E402
 
 project = "rmtk"
+copyright = "the rmtk authors, MIT licence"
 version = release = rmtk.__version__
-extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon"]
-exclude_patterns = ["_build"]
-html_theme = "alabaster"
+extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "myst_parser", "sphinx_gallery.gen_gallery"]
+exclude_patterns = ["_build", "_tools", "_generated", "Thumbs.db", ".DS_Store"]
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+# furo: a readable theme whose assets ship in its wheel (no fonts or scripts fetched at view time).
+html_theme = "furo"
+html_title = f"rmtk {release}"
 html_static_path: list[str] = []
+
+# MyST: headings get anchors down to level 3 (links such as guide/active.md#the-log), and
+# {py:class}`rmtk.Learner`-style roles reach the API reference.
+myst_heading_anchors = 3
+myst_enable_extensions = ["colon_fence", "deflist"]
+
+# The gallery: every tutorials/NN_*.py runs at build time; its figures are what it draws.
+sphinx_gallery_conf = {
+    "examples_dirs": str(ROOT / "tutorials"),
+    "gallery_dirs": "gallery",
+    "filename_pattern": r"/\d\d_",
+    "within_subsection_order": "FileNameSortKey",  # tutorial 1, 2, ... in order
+    "image_scrapers": ("matplotlib", "_gallery.rmtk_figures"),
+    "reset_modules": ("matplotlib", "_gallery.reset"),
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "show_memory": False,
+    "min_reported_time": 1,
+    "abort_on_example_error": True,
+}
+sys.path.insert(0, str(Path(__file__).resolve().parent / "_tools"))
 
 # Google-style docstrings ("Attributes:", "Args:", "Returns:").
 napoleon_google_docstring = True
@@ -73,5 +105,13 @@ def _resolve_short_name(app, env, node, contnode):
     return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], matches[0], node, contnode)
 
 
+def _draw_pictures(app):
+    """The guide's pictures, by the commands the pages print (docs/_tools/pictures.py)."""
+    import pictures
+
+    pictures.draw_all()
+
+
 def setup(app):
     app.connect("missing-reference", _resolve_short_name)
+    app.connect("builder-inited", _draw_pictures)

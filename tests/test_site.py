@@ -1,0 +1,226 @@
+"""The documentation site (docs/), what can be checked without building it (.ci/run builds it,
+with warnings as errors): every Python block of the guide and of getting started runs on its own
+in a fresh namespace, as a reader copies it, and asserts what its comments claim; the fast
+``rmtk`` commands of their shell blocks run; every picture's command is printed beside it;
+every relative link of the markdown pages resolves, anchors included; the README's picture is
+up to date; and, where a browser and a built site are at hand, the site opens without a console
+error."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rmtk.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+sys.path.insert(0, str(DOCS / "_tools"))
+import pictures  # noqa: E402  (docs/_tools/pictures.py: the guide's pictures and their commands)
+import readme_picture  # noqa: E402
+
+GUIDE = sorted(p for p in (DOCS / "guide").glob("*.md") if p.name != "index.md") + [DOCS / "getting-started.md"]
+#: Markdown pages whose links are checked: the site's own (not the generated gallery) and the README.
+PAGES = sorted(
+    p for p in DOCS.rglob("*.md") if not {"_build", "gallery", "_generated"} & set(p.relative_to(DOCS).parts)
+) + [ROOT / "README.md", ROOT / "tutorials" / "README.md"]
+#: What a block needs beyond the core, and the import that tells whether it is installed.
+EXTRAS = {"rmtk.engines.dask": "distributed", "rmtk.gym": "gymnasium", "rmtk.data": None}
+
+
+def _blocks(page: Path, lang: str) -> list[str]:
+    return re.findall(rf"^```{lang}\n(.*?)^```", page.read_text(), flags=re.S | re.M)
+
+
+def _python_blocks():
+    for page in GUIDE:
+        for i, block in enumerate(_blocks(page, "python")):
+            yield pytest.param(page, block, id=f"{page.stem}-{i + 1}")
+
+
+@pytest.fixture
+def reader_dir(tmp_path, monkeypatch):
+    """A fresh folder holding models/, as the repository root is for a reader."""
+    monkeypatch.chdir(tmp_path)
+    os.symlink(ROOT / "models", tmp_path / "models")
+    return tmp_path
+
+
+def test_every_guide_page_has_python_blocks_or_commands():
+    assert len(GUIDE) >= 10
+    for page in GUIDE:
+        assert _blocks(page, "python") or _blocks(page, "bash"), page.name
+
+
+@pytest.mark.parametrize(("page", "block"), list(_python_blocks()))
+def test_guide_python_block_runs_alone(page, block, reader_dir):
+    for module, package in EXTRAS.items():
+        if package and f"from {module} import" in block and importlib.util.find_spec(package) is None:
+            pytest.skip(f"{page.name}: this block needs {package} (an extra), not installed")
+    namespace = {"__name__": "__main__"}  # a script run as a reader runs it (Dask's guard included)
+    exec(compile(block, str(page.relative_to(ROOT)), "exec"), namespace)
+
+
+#: Shell lines of the guide not run here, and why (the site build runs the picture commands).
+SLOW = {
+    "-n 10000000": "simulates 10^7 trajectories",
+    "--scheduler": "needs a Dask cluster",
+    "--engine dask": "starts a Dask cluster (the Python block of the same page runs one)",
+    "--data": "needs the mice data, which rmtk does not ship",
+    "reproduce office": "trains agents for a minute; the site build runs it for its picture",
+    "reproduce sensitivity": "runs for half a minute; the site build runs it for its picture",
+    "models/craft.rm": "the Craft World at every depth takes minutes",
+}
+
+
+def _shell_commands():
+    for page in GUIDE:
+        for block in _blocks(page, "bash"):
+            lines = [ln for ln in block.splitlines() if ln.startswith("rmtk ")]
+            if lines:
+                yield pytest.param(page, lines, id=f"{page.stem}-{lines[0].split()[1]}")
+
+
+@pytest.mark.parametrize(("page", "lines"), list(_shell_commands()))
+def test_guide_shell_commands_run(page, lines, reader_dir, capsys):
+    ran = 0
+    for line in lines:
+        if any(key in line for key in SLOW):
+            continue
+        argv = shlex.split(line)[1:]
+        assert main(argv) == 0, (line, capsys.readouterr().err)
+        ran += 1
+    if not ran:
+        pytest.skip(f"{page.name}: " + "; ".join(why for key, why in SLOW.items() if any(key in ln for ln in lines)))
+
+
+def test_every_picture_is_made_by_the_command_printed_beside_it():
+    """docs/_tools/pictures.py runs, for each picture, the commands a page prints next to it."""
+    texts = {p: p.read_text() for p in [*GUIDE, DOCS / "index.md"]}
+    for picture, commands in pictures.PICTURES.items():
+        showing = [p for p, t in texts.items() if f"_generated/{picture}" in t]
+        assert showing, f"no page shows {picture}"
+        for page in showing:
+            shown = [ln.strip() for block in _blocks(page, "bash") for ln in block.splitlines()]
+            for command in commands:
+                # the line itself, or its end after `pip install . &&` (the README's main command)
+                assert any(ln == command or ln.endswith(f"&& {command}") for ln in shown), (page.name, command)
+
+
+def test_the_readme_is_a_front_page():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) < 150
+    # .ci/run reads the test command from the line after '# Run the tests'
+    assert "# Run the main job (learn the patrol machine from the expert's exact policy)\n" in text
+    assert "\n    pip install . && rmtk learn models/patrol.rm --png patrol.png --force\n" in text
+    assert "# Run the tests\n    pip install '.[test]' && python -m pytest -q\n" in text
+    assert len(_blocks(ROOT / "README.md", "python")) == 1
+    assert text.count("![") == 1 and "(docs/images/patrol.svg)" in text
+
+
+def test_the_readme_picture_is_up_to_date(tmp_path):
+    """docs/images/patrol.svg is what docs/_tools/readme_picture.py draws now."""
+    committed = readme_picture.PICTURE.read_text()
+    import matplotlib
+
+    drawn_with = re.search(r"Matplotlib v([\d.]+)", committed)
+    if drawn_with is None or drawn_with.group(1) != matplotlib.__version__:
+        pytest.skip(f"the picture was drawn with matplotlib {drawn_with and drawn_with.group(1)}, not this one")
+    readme_picture.draw(tmp_path / "patrol.svg")
+    assert (tmp_path / "patrol.svg").read_text() == committed, "run python docs/_tools/readme_picture.py"
+
+
+def _slug(heading: str) -> str:
+    """MyST's heading anchor (myst_heading_anchors): GitHub's slug of the heading text."""
+    text = re.sub(r"[`*]|\{[^}]*\}", "", heading.strip().lower())
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.S | re.M)
+    return {_slug(h) for h in re.findall(r"^#{1,3} (.+)$", text, flags=re.M)}
+
+
+def _target(page: Path, link: str) -> Path | None:
+    """The file a relative link names; a gallery page is the tutorial it is made from."""
+    path = (page.parent / link).resolve()
+    if path.suffix == ".rst" and DOCS / "gallery" in path.parents:
+        name = "GALLERY_HEADER.txt" if path.stem == "index" else f"{path.stem}.py"
+        return ROOT / "tutorials" / name
+    return path if path.exists() else None
+
+
+def test_every_relative_link_resolves():
+    broken = []
+    for page in PAGES:
+        text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.S | re.M)
+        for link in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", link):
+                continue  # an absolute address: not checked offline
+            file, _, anchor = link.partition("#")
+            target = _target(page, file) if file else page
+            if target is None or not target.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {link}")
+            elif anchor and target.suffix == ".md" and anchor not in _anchors(target):
+                broken.append(f"{page.relative_to(ROOT)}: {link} (no such heading)")
+    assert broken == []
+
+
+def test_every_folder_of_pages_is_a_glob():
+    """A page added to docs/guide, docs/design or docs/benchmarks appears without an edit."""
+    for folder in ("guide", "design", "benchmarks"):
+        index = (DOCS / folder / "index.md").read_text()
+        assert re.search(r"```\{toctree\}\n:glob:\n(?:.*\n)*?\*\n```", index), folder
+    front = (DOCS / "index.md").read_text()
+    for entry in ("getting-started", "guide/index", "gallery/index", "design/index", "benchmarks/index", "api/index"):
+        assert f"\n{entry}\n" in front
+
+
+def _browser() -> str | None:
+    return next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
+
+
+@pytest.mark.parametrize(
+    "page",
+    ["index.html", "getting-started.html", "guide/02-exact-policy.html", "gallery/06_draw.html", "search.html"],
+)
+def test_the_built_site_opens_without_console_errors(page, tmp_path):
+    """Where .ci/run has built the site (docs/_build/html) and a Chromium is installed."""
+    html = Path(os.environ.get("RMTK_SITE", DOCS / "_build" / "html"))
+    browser = _browser()
+    if browser is None:
+        pytest.skip("no chromium / chromium-browser / google-chrome on PATH")
+    if not (html / "index.html").is_file():
+        pytest.skip(f"no built site at {html} (.ci/run builds it there)")
+    run = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            f"--user-data-dir={tmp_path}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=3000",
+            "--dump-dom",
+            (html / page).as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "</html>" in run.stdout and 'role="main"' in run.stdout  # the page rendered
+    # Chromium logs every console message, of any level, as ":CONSOLE" (an uncaught exception
+    # too); the site writes none, so any one is a failure.
+    console = [ln for ln in run.stderr.splitlines() if ":CONSOLE" in ln or "Uncaught" in ln]
+    assert console == []
