@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import attrs
 
-from ..errors import RmtkError, UsageError
+from ..errors import UsageError
 
 #: The ways ``rmtk learn`` learns, and how messages name them.
 MODES = {
