@@ -151,6 +151,21 @@ def test_sparse_and_dense_policy_evaluation_agree(monkeypatch):
     np.testing.assert_allclose(dense.pi, sparse.pi, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("transpose", [False, True])
+def test_sparse_evaluation_solves_the_system_and_its_transpose(monkeypatch, transpose):
+    """The sparse LU (diagonal pivots, one factorisation for M and Mᵀ) against the dense solve."""
+    mdp, machine = random_model(7, S=15, A=3, K=3, n=3)
+    rng = np.random.default_rng(0)
+    pi = rng.dirichlet(np.ones(3), size=(15, 3))
+    rhs = rng.standard_normal((15, 3))
+    grid, _ = planning.Grid.product(mdp, machine)
+    dense = grid.solve(pi, rhs, 0.99, transpose=transpose)
+    monkeypatch.setattr(planning, "DENSE_LIMIT", 0)
+    grid, _ = planning.Grid.product(mdp, machine)
+    sparse = grid.solve(pi, rhs, 0.99, transpose=transpose)
+    np.testing.assert_allclose(sparse, dense, rtol=0, atol=1e-10 * np.abs(dense).max())
+
+
 # ---------------------------------------------------------------- (b) Bellman equations
 @pytest.mark.parametrize("method", ["policy_iteration", "value_iteration"])
 def test_bellman_equations_hold(method):
