@@ -88,7 +88,7 @@ def test_from_rewards_on_data_without_rewards_is_a_usage_error(tmp_path, capsys)
         assert main(["learn", PATROL, "--demos", plain, "--from", evidence]) == 2
         err = capsys.readouterr().err.splitlines()
         assert len(err) == 1 and err[0].startswith(f"rmtk: error: --from {evidence}: {plain} holds no rewards"), err
-    assert main(["learn", PATROL, "--from", "rewards"]) == 1  # no --demos: the flag does not apply
+    assert main(["learn", PATROL, "--from", "rewards"]) == 2  # no --demos: the flag does not apply (a usage error)
     assert "--from does not apply to learning from the task's exact policy" in capsys.readouterr().err
 
 

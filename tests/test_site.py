@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from rmtk import _deprecated
 from rmtk.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,9 +49,14 @@ def _python_blocks():
 
 @pytest.fixture
 def reader_dir(tmp_path, monkeypatch):
-    """A fresh folder holding models/, as the repository root is for a reader."""
+    """A fresh folder holding models/ and tests/, as the repository root is for a reader."""
     monkeypatch.chdir(tmp_path)
     os.symlink(ROOT / "models", tmp_path / "models")
+    os.symlink(ROOT / "tests", tmp_path / "tests")  # a few pages read a test instance of the repository
+    # as in a fresh process: the deprecated paths not yet imported nor warned of (docs/guide/upgrading.md)
+    monkeypatch.setattr(_deprecated, "_warned", set())
+    for old in _deprecated.MODULES:
+        monkeypatch.delitem(sys.modules, old, raising=False)
     return tmp_path
 
 
