@@ -1,4 +1,4 @@
-"""rmtk learn --demos D --from rewards|policy|both (rmtk/cli/flags.py, docs/guide/learning-from-rewards.md):
+"""rmtk learn --demos D --from rewards|policy|both (rmtk/cli/flags.py, docs/guide/11-learning-from-rewards.md):
 data made by rmtk simulate --rewards, learned from end to end through the command line."""
 
 from pathlib import Path

@@ -254,7 +254,7 @@ def test_old_names_on_modules_that_remain():
     assert np.all([callable(rmtk.cli.main)])  # the entry point rmtk.cli:main is unchanged
 
 
-@pytest.mark.parametrize("doc", ["CHANGELOG.md", "docs/guide/upgrading.md"])
+@pytest.mark.parametrize("doc", ["CHANGELOG.md", "docs/guide/13-upgrading.md"])
 def test_the_changelog_and_the_upgrading_page_list_every_old_path_and_name(doc):
     text = (ROOT / doc).read_text()
     missing = [f"`{old}`" for old in [*MODULES, *NAMES, *GONE] if f"`{old}`" not in text]

@@ -53,7 +53,7 @@ def reader_dir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     os.symlink(ROOT / "models", tmp_path / "models")
     os.symlink(ROOT / "tests", tmp_path / "tests")  # a few pages read a test instance of the repository
-    # as in a fresh process: the deprecated paths not yet imported nor warned of (docs/guide/upgrading.md)
+    # as in a fresh process: the deprecated paths not yet imported nor warned of (docs/guide/13-upgrading.md)
     monkeypatch.setattr(_deprecated, "_warned", set())
     for old in _deprecated.MODULES:
         monkeypatch.delitem(sys.modules, old, raising=False)
