@@ -79,7 +79,7 @@ def train(task, use_crm: bool, seed: int, args):
         learning_starts=1000,
         batch_size=64,
         gamma=0.9,
-        train_freq=1,
+        train_freq=4,
         target_update_interval=500,
         exploration_fraction=0.2,
         exploration_final_eps=0.1,
