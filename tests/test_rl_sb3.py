@@ -203,6 +203,18 @@ def test_sb3_sac_learns_from_counterfactual_experiences_of_a_continuous_product(
     first = agent.sample(obs, np.random.default_rng(7))
     np.testing.assert_array_equal(first, agent.sample(obs, np.random.default_rng(7)))
     assert first.shape == (5, 1)
+    # the expert of a continuous agent: m actions drawn at the history in one pass, binned, counted
+    from rmtk.space import Space
+
+    def cells(states):  # cell centres of 10 cells over [0, 1]
+        return ((np.asarray(states) + 0.5) / 10).astype(np.float32)[:, None]
+
+    space = Space(10, 3, ("a", "b", "i"), "line")
+    expert = AgentExpert(model, space, a_then_b(), observe=cells, actions=Bins(-1.0, 1.0, 3), seed=2)
+    answer = expert.act((0, 2), 5, 60)  # after a: node u1, in cell 5
+    assert not expert.exact and not answer.exact and answer.draws == 60 and answer.values.shape == (1, 3)
+    again = AgentExpert(model, space, a_then_b(), observe=cells, actions=Bins(-1.0, 1.0, 3), seed=2)
+    np.testing.assert_array_equal(again.act((0, 2), 5, 60).values, answer.values)
 
 
 def test_sb3_ppo_trains_on_the_product_and_passes_check_env(office):
