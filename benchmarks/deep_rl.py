@@ -1,26 +1,29 @@
 """Benchmark of deep RL with reward machines (rmtk.rl, the extra rmtk[rl]): DQN with and
-without counterfactual experiences (CRM) on the Office World's coffee and patrol tasks, and
-learning the machine back from the trained agent.
+without counterfactual experiences (CRM) on the Office World's coffee and patrol tasks, the
+machine learned back from the trained agent, and DQN with CRM on the learned machine.
 
-Training: Stable-Baselines3 DQN (same network for every run: an MLP of ``--hidden`` units on
-the one-hot flat product observation, Discrete(108 · nodes); same hyper-parameters) on
-``RewardMachineEnv(office_env(max_steps=100), machine, labels, observation="flat")`` from the
-literature's start cell, for at most ``--steps`` environment steps; every ``--every`` steps the
-greedy agent plays ``--episodes`` episodes (seeded) and the *success rate* (episodes ending with
-the machine's reward) is measured. Reported per task and variant: the steps to a success rate
-≥ 90 %, median over ``--seeds`` seeds (``>steps`` when not reached within the budget), with
-the per-seed values, and the training time. CRM uses ``crm(env)``: the replay buffer stores
-every live node's experience of each step.
+Training (:mod:`rmtk.experiments._dqn`, the code of ``rmtk reproduce deep-rl``):
+Stable-Baselines3 DQN, the same network and settings in every run (``DQNConfig``'s defaults;
+``--hidden`` units), on ``RewardMachineEnv(office_env(max_steps=100, start=every cell but the
+decorations), machine, labels, observation="flat")``. Every ``--every`` steps the greedy
+policy's *success rate* is measured exactly: one greedy episode from each of the 102 start
+cells (the world and the policy are deterministic), the share that earns the true machine's
+reward (:class:`rmtk.rl.GreedyRollouts`). A run stops at the first success rate ≥ 90 % or at
+``--steps``. Reported per task and agent: the steps to 90 %, median over ``--seeds`` seeds
+(seeds 0, 1, …; ``>steps`` when the median run did not get there), the per-seed values and the
+training seconds. The target: CRM's median at most half of plain DQN's.
 
-Learning back (``--learn``): the CRM agent of the first seed, ε-greedy (``--epsilon``), is
-recorded for 10⁴ episodes of 40 steps from every start state (``collect`` with
-:func:`rmtk.rl.agent_policy`, 100 copies stepped together) and the machine learned from the
-counts (EmpiricalPTP, ConfidenceMiner 0.05); and actively (:class:`rmtk.rl.AgentExpert`, its
-exact ε-greedy distribution, the default exact check). Both are compared with the truth.
+Learning back: the CRM agent of seed 0 (as it stopped, ≥ 90 % success), ε-greedy
+(``--epsilon``), recorded for ``--episodes`` episodes of 40 steps from every cell (``collect``
+with :func:`rmtk.rl.agent_policy`) and learned from the counts (EmpiricalPTP,
+ConfidenceMiner 0.05, SimplestEncoder); and actively (:class:`rmtk.rl.AgentExpert`, exact
+ε-greedy distributions). The active run's machine, paying what the truth pays after the same
+word (``reward_like``), trains DQN with CRM on the same seeds: ``learned, CRM``.
 
-Reference in the same run: the same steps of the bare product (a random agent) per second.
+Reference in the same run: the bare product (``RewardMachineEnv``, random actions) steps per
+second.
 
-    PYTHONPATH=. python benchmarks/deep_rl.py --steps 30000 --seeds 3 --learn
+    PYTHONPATH=. python benchmarks/deep_rl.py --tasks coffee patrol --seeds 3 --markdown
 """
 
 from __future__ import annotations
@@ -38,66 +41,14 @@ sys.path.insert(0, str(ROOT))  # this checkout's rmtk, whatever is installed
 
 import numpy as np
 
-from rmtk import ConfidenceMiner, EmpiricalPTP, Learner, dsl, isomorphic
-from rmtk.active.loop import ActiveLearner
-from rmtk.encoders import SimplestEncoder
-from rmtk.gym import Identity, RewardMachineEnv, StateLabels, collect, office_env
-from rmtk.gym.mdp_env import MdpVectorEnv
-from rmtk.rl import AgentExpert, agent_policy, crm, sb3_agent
+from rmtk import dsl
+from rmtk.experiments._dqn import DQNConfig, product, reward_like, train_dqn
+from rmtk.experiments.deep_rl import learn_back, median_steps
+from rmtk.gym import StateLabels
 
 
-def product(task, max_steps: int = 100):
-    return RewardMachineEnv(office_env(max_steps=max_steps), task.machine, StateLabels.of(task.mdp), observation="flat")
-
-
-def success(model, task, episodes: int, seed: int) -> float:
-    """Share of greedy episodes that earn the machine's reward."""
-    env, won = product(task), 0
-    for e in range(episodes):
-        obs, _ = env.reset(seed=seed + e)
-        for _ in range(100):
-            action, _ = model.predict(obs, deterministic=True)
-            obs, reward, terminated, truncated, _ = env.step(int(action))
-            if reward > 0:
-                won += 1
-            if terminated or truncated:
-                break
-    return won / episodes
-
-
-def train(task, use_crm: bool, seed: int, args):
-    """Steps to ≥ 90 % success (``None``: not within the budget), the model, the seconds."""
-    from stable_baselines3 import DQN
-
-    env = product(task)
-    model = DQN(
-        "MlpPolicy",
-        env,
-        policy_kwargs={"net_arch": [args.hidden]},
-        learning_rate=1e-3,
-        buffer_size=100_000,
-        learning_starts=1000,
-        batch_size=64,
-        gamma=0.9,
-        train_freq=4,
-        target_update_interval=500,
-        exploration_fraction=0.2,
-        exploration_final_eps=0.1,
-        seed=seed,
-        device="cpu",
-        **(crm(env) if use_crm else {}),
-    )
-    t0, reached = time.perf_counter(), None
-    while model.num_timesteps < args.steps:
-        model.learn(args.every, reset_num_timesteps=False)
-        if success(model, task, args.episodes, 1000 * seed) >= 0.9:
-            reached = model.num_timesteps
-            break
-    return reached, model, time.perf_counter() - t0
-
-
-def bare_rate(task, steps: int = 20_000) -> float:
-    env = product(task)
+def bare_rate(machine, labels, steps: int = 20_000) -> float:
+    env = product(machine, labels)
     rng = np.random.default_rng(0)
     env.reset(seed=0)
     t0 = time.perf_counter()
@@ -108,76 +59,75 @@ def bare_rate(task, steps: int = 20_000) -> float:
     return steps / (time.perf_counter() - t0)
 
 
-def learn_back(task, model, epsilon: float) -> dict:
-    mdp = task.mdp
-    agent = sb3_agent(model, epsilon=epsilon)
-    labels = StateLabels.of(mdp)
-    vec = MdpVectorEnv(mdp, 100, max_steps=40)
-    t0 = time.perf_counter()
-    rec = collect(vec, agent_policy(agent, task.machine, labels, env=vec), labels, Identity(), 10_000, seed=0)
-    t_rec = time.perf_counter() - t0
-    res = Learner(
-        EmpiricalPTP(rec), miner=ConfidenceMiner(0.05), encoder=SimplestEncoder(), max_nodes=task.max_nodes, irl=None
-    ).fit(rec.space)
-    truth = task.machine.with_alphabet_order(mdp.propositions)
-    passive = [isomorphic(m, truth, rewards=False) for m in res.machines]
-    t1 = time.perf_counter()
-    run = ActiveLearner().fit(task, AgentExpert(agent, mdp, task.machine))
-    return {
-        "record_s": f"{t_rec:.1f}",
-        "passive": f"{len(res.machines)} machine(s), {res.n_nodes} nodes, truth among them: {any(passive)}",
-        "active": f"{len(run.result.machines)} machine(s), truth: {run.result.isomorphic_to_truth()}, "
-        f"draws {run.draws}, evaluations {run.evaluations}, {time.perf_counter() - t1:.1f} s",
-    }
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", nargs="+", default=["coffee", "patrol"])
-    ap.add_argument("--steps", type=int, default=30_000)
-    ap.add_argument("--every", type=int, default=2_000)
-    ap.add_argument("--episodes", type=int, default=10)
+    ap.add_argument("--steps", type=int, default=40_000, help="budget of a run (environment steps)")
+    ap.add_argument("--every", type=int, default=500)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--episodes", type=int, default=10_000)
     ap.add_argument("--epsilon", type=float, default=0.1)
-    ap.add_argument("--learn", action="store_true")
+    ap.add_argument("--no-learn", action="store_true", help="skip learning back and the learned machine")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
     import torch
 
     torch.set_num_threads(1)
+    config = DQNConfig(hidden=(args.hidden,))
     doc = dsl.load(ROOT / "models" / "office.rm")
-    rows, learned = [], []
+    rows, learned_rows = [], []
     for name in args.tasks:
         task = doc.tasks[name]
-        first = None
-        for use_crm in (False, True):
-            reached, secs = [], []
+        truth, labels = task.machine, StateLabels.of(task.mdp)
+        reference = bare_rate(truth, labels)
+        runs: dict[str, list] = {}
+
+        def arm(label, machine, use_crm, task_name=name, labels=labels, truth=truth, runs=runs):
+            """Train ``--seeds`` runs; the model of seed 0."""
+            runs[label], first = [], None
             for seed in range(args.seeds):
-                r, model, s = train(task, use_crm, seed, args)
-                reached.append(r)
-                secs.append(s)
-                print(f"{name} crm={use_crm} seed={seed}: {r} steps, {s:.0f} s", flush=True)
-                if use_crm and seed == 0:
-                    first = model
-            finite = [r if r is not None else float("inf") for r in reached]
-            med = statistics.median(finite)
+                curve, model = train_dqn(
+                    machine,
+                    truth,
+                    labels,
+                    use_crm=use_crm,
+                    seed=seed,
+                    steps=args.steps,
+                    every=args.every,
+                    config=config,
+                    stop=0.9,
+                )
+                runs[label].append(curve)
+                print(f"{task_name} {label} seed={seed}: {curve.reached()} steps, {curve.seconds:.0f} s", flush=True)
+                first = model if seed == 0 else first
+            return first
+
+        first = arm("true, CRM", truth, True)
+        arm("true, no CRM", truth, False)
+        if not args.no_learn:
+            row, machine = learn_back(task, first, episodes=args.episodes, epsilon=args.epsilon, alpha=0.05, seed=0)
+            learned_rows.append({"task": name, **row})
+            print(learned_rows[-1], flush=True)
+            arm("learned, CRM", reward_like(machine, truth), True)
+        for label, curves in runs.items():
+            med = median_steps(curves)
             rows.append(
                 {
                     "task": name,
-                    "CRM": "yes" if use_crm else "no",
-                    "median steps to 90 %": f">{args.steps}" if med == float("inf") else int(med),
-                    "per seed": " ".join(str(r) if r is not None else f">{args.steps}" for r in reached),
-                    "train s (median)": f"{statistics.median(secs):.0f}",
-                    "bare product steps/s": f"{bare_rate(task):.0f}",
+                    "agent": label,
+                    "median steps to 90 %": f">{args.steps}" if med is None else med,
+                    "per seed": " ".join(str(c.reached() or f">{args.steps}") for c in curves),
+                    "train s (median)": f"{statistics.median(c.seconds for c in curves):.0f}",
+                    "bare product steps/s": f"{reference:.0f}",
                 }
             )
-        if args.learn and first is not None:
-            learned.append({"task": name, **learn_back(task, first, args.epsilon)})
     print(render(rows, args.markdown))
-    if learned:
+    if learned_rows:
         print()
-        print(render(learned, args.markdown, frozenset({"passive", "active"})))
+        for r in learned_rows:
+            r["passive s"], r["active s"] = f"{r['passive s']:.1f}", f"{r['active s']:.1f}"
+        print(render(learned_rows, args.markdown))
     return 0
 
 

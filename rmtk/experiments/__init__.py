@@ -102,6 +102,14 @@ EXPERIMENTS: dict[str, Experiment] = {
             "office",
             extra="gym",
         ),
+        Experiment(
+            "deep-rl",
+            "beyond the paper",
+            "a DQN agent (Stable-Baselines3) on the Office World: its machine learned back from its "
+            "episodes and actively, fresh agents trained with it: true vs learned vs no machine, with and without CRM",
+            "deep_rl",
+            extra="rl",
+        ),
     )
 }
 

@@ -11,6 +11,9 @@ with torch; docs/guide/deep-rl.md).
 * **Train an agent with a machine**: :func:`crm` (counterfactual experiences in an off-policy
   algorithm's replay buffer, :class:`~rmtk.rl.crm.CounterfactualReplayBuffer`); on-policy
   algorithms (PPO, A2C) train on :class:`~rmtk.gym.RewardMachineEnv` as it is.
+* **Measure it**: :class:`GreedyRollouts` (the exact success rate of a Q-table's greedy policy
+  on a deterministic labeled MDP), :func:`q_table` (a DQN's Q-values at every observation),
+  :func:`hide_node` (the product without its node: training with no machine).
 
 Importing this package imports neither torch nor Stable-Baselines3: they are imported when a
 model is adapted or a buffer made.
@@ -20,6 +23,7 @@ from .agents import Agent, AgentCapabilities, PredictAgent, ProbabilityAgent, QV
 from .crm import Counterfactuals, counterfactual_replay_buffer, crm
 from .encoding import ProductEncoding
 from .expert import AgentExpert
+from .greedy import GreedyRollouts, hide_node, q_table
 from .policy import AgentPolicy, agent_policy
 from .sb3 import as_agent, sb3_agent
 
@@ -29,6 +33,7 @@ __all__ = [
     "AgentExpert",
     "AgentPolicy",
     "Counterfactuals",
+    "GreedyRollouts",
     "PredictAgent",
     "ProbabilityAgent",
     "ProductEncoding",
@@ -38,5 +43,7 @@ __all__ = [
     "counterfactual_replay_buffer",
     "crm",
     "greedy",
+    "hide_node",
+    "q_table",
     "sb3_agent",
 ]
