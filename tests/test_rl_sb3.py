@@ -263,3 +263,85 @@ def test_sb3_bad_inputs_get_one_clear_error_each(office):
     with pytest.raises(Exception, match="is not an rmtk.rl.Agent"):
         AgentExpert(object(), task.mdp, task.machine)
     assert Bins  # the action discretiser a continuous agent's expert takes
+
+
+def greedy_by_steps(machine, truth, labels, q, cells, node=True) -> float:
+    """The share of ``cells`` whose greedy episode of ``q`` earns ``truth``'s reward, each
+    played in its own RewardMachineEnv from that cell, one action at a time: the reference
+    GreedyRollouts must equal."""
+    from rmtk.rl import hide_node
+
+    won = 0
+    for cell in cells:
+        env = RewardMachineEnv(office_env(max_steps=100, start=[cell]), machine, labels, observation="flat")
+        env = env if node else hide_node(env)
+        obs, info = env.reset(seed=0)
+        v = truth.step(truth.initial, info["rm_label"])
+        for _ in range(100):
+            obs, _, terminated, truncated, info = env.step(int(np.argmax(q[obs])))
+            if truth.reward(v, info["rm_label"]) > 0:
+                won += 1
+                break
+            v = truth.step(v, info["rm_label"])
+            if terminated or truncated:
+                break
+    return won / len(cells)
+
+
+@pytest.mark.parametrize("name", ["coffee", "patrol"])
+def test_sb3_greedy_rollouts_equal_episodes_played_step_by_step(office, name):
+    from rmtk.envs.office import officeworld
+    from rmtk.experiments._dqn import STARTS
+    from rmtk.rl import GreedyRollouts
+
+    task = office.tasks[name]
+    m, labels = task.machine, StateLabels.of(task.mdp)
+    n, S = m.n_nodes, task.mdp.n_states
+    mdp = officeworld(start=STARTS)
+    expert = -steps_to_reward(task).transpose(1, 0, 2).reshape(S * n, 4)  # the scripted expert: succeeds
+    rng = np.random.default_rng(5)
+    tables = [expert, expert + rng.normal(0, 0.4, expert.shape), rng.random((S * n, 4))]
+    rates = [GreedyRollouts.of(mdp, m, m, 100).rate(q) for q in tables]
+    assert rates[0] == 1.0 and rates[2] < 0.1 and 0.0 < rates[1] < 1.0
+    for q, rate in zip(tables, rates):
+        assert rate == greedy_by_steps(m, m, labels, q, STARTS)
+    cells = expert[::n]  # the node hidden: node 0's values at every cell
+    hidden = GreedyRollouts.of(mdp, m, m, 100, node=False).rate(cells)
+    assert hidden == greedy_by_steps(m, m, labels, cells, STARTS, node=False)
+    with pytest.raises(ModelError, match="deterministic MDP"):
+        GreedyRollouts.of(officeworld(slip=0.1), m, m, 100)
+    with pytest.raises(ModelError, match=r"Q-values of shape \(324, 4\)"):
+        GreedyRollouts.of(mdp, office.tasks["coffee"].machine, m, 100).rate(expert[:5])
+
+
+def test_sb3_reward_like_pays_the_learned_machine_as_the_truth(office):
+    from rmtk import isomorphic
+    from rmtk.experiments._dqn import reward_like
+
+    for name in ("coffee", "patrol"):
+        truth = office.tasks[name].machine
+        order = list(reversed(range(truth.n_nodes)))  # the learned machine numbers its nodes otherwise
+        renamed = RewardMachine(
+            [f"q{k}" for k in range(truth.n_nodes)],
+            truth.alphabet,
+            np.argsort(order)[truth.delta_u[order]],
+            np.zeros_like(truth.delta_r[order]),
+            initial=int(np.argsort(order)[truth.initial]),
+        ).with_alphabet_order(sorted(truth.alphabet, reverse=True))
+        paid = reward_like(renamed, truth)
+        assert isomorphic(paid, truth, rewards=True) and paid.delta_r.sum() == truth.delta_r.sum()
+
+
+def test_sb3_reproduce_deep_rl_quick_draws_the_five_curves(tmp_path):
+    from rmtk.experiments import Options, run
+
+    report = run("deep-rl", Options(quick=True, figure_dir=tmp_path))
+    caption, header, rows = report.tables[0]
+    learned = dict(zip(header, rows[0]))
+    assert learned["draws"] == 0 and learned["active machines"] >= 1  # exact: no sampled draw
+    caption, header, rows = report.tables[1]
+    assert [r[0] for r in rows] == ["true, CRM", "true, no CRM", "learned, CRM", "learned, no CRM", "no machine"]
+    assert all(0.0 <= r[3] <= 1.0 for r in rows)
+    assert (tmp_path / "deep_rl.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(Exception, match="setting task: expected one of coffee, patrol"):
+        run("deep-rl", Options(quick=True, overrides={"task": "mail"}))

@@ -24,8 +24,8 @@ from ._report import COUNT, LEVEL, PROBABILITY, Options, Report, Setting
 TASKS = ("coffee", "patrol")
 FIGURE = "deep_rl.png"
 SETTINGS = {
-    "task": Setting("coffee", "task of models/office.rm", domain=None),
-    "steps": Setting(30_000, "environment steps per training run", quick=400, domain=COUNT),
+    "task": Setting("coffee", "task of models/office.rm: coffee or patrol"),
+    "steps": Setting(20_000, "environment steps per training run", quick=400, domain=COUNT),
     "every": Setting(1_000, "steps between two evaluations of the greedy policy", quick=100, domain=COUNT),
     "runs": Setting(3, "training runs (seeds) per curve", quick=1, domain=COUNT),
     "hidden": Setting(64, "units of the Q-network's hidden layer", quick=8, domain=COUNT),
