@@ -43,7 +43,7 @@ class DQNConfig:
     gamma: float = 0.9
     train_freq: int = 4
     gradient_steps: int = 1
-    target_update_interval: int = 100
+    target_update_interval: int = 25
     explore: int = 3_000
     final_eps: float = 0.1
 

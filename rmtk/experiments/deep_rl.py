@@ -19,12 +19,12 @@ import time
 import numpy as np
 
 from ..errors import RmtkError
-from ._report import COUNT, LEVEL, PROBABILITY, Options, Report, Setting
+from ._report import COUNT, LEVEL, PROBABILITY, Domain, Options, Report, Setting
 
 TASKS = ("coffee", "patrol")
 FIGURE = "deep_rl.png"
 SETTINGS = {
-    "task": Setting("coffee", "task of models/office.rm: coffee or patrol"),
+    "task": Setting("coffee", "task of models/office.rm", domain=Domain(choices=TASKS)),
     "steps": Setting(20_000, "environment steps per training run", quick=400, domain=COUNT),
     "every": Setting(1_000, "steps between two evaluations of the greedy policy", quick=100, domain=COUNT),
     "runs": Setting(3, "training runs (seeds) per curve", quick=1, domain=COUNT),
@@ -114,8 +114,6 @@ def run(opts: Options) -> Report:
     from ._dqn import reward_like, train_dqn
 
     name = opts.get("task")
-    if name not in TASKS:
-        raise RmtkError(f"setting task: expected one of {', '.join(TASKS)} (models/office.rm), got {name!r}")
     task = dsl.load_model("office").tasks[name]
     truth, labeler = task.machine, StateLabels.of(task.mdp)
     steps, every, config = opts.get("steps"), opts.get("every"), _config(opts)
