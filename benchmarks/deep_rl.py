@@ -3,9 +3,10 @@ without counterfactual experiences (CRM) on the Office World's coffee and patrol
 machine learned back from the trained agent, and DQN with CRM on the learned machine.
 
 Training (:mod:`rmtk.experiments._dqn`, the code of ``rmtk reproduce deep-rl``):
-Stable-Baselines3 DQN, the same network and settings in every run (``DQNConfig``'s defaults;
-``--hidden`` units), on ``RewardMachineEnv(office_env(max_steps=100, start=every cell but the
-decorations), machine, labels, observation="flat")``. Every ``--every`` steps the greedy
+Stable-Baselines3 DQN, the same network and settings in every run of a task (``DQNConfig``'s
+defaults but ``--hidden`` units, discount ``--gamma`` and ``--explore`` steps of exploration),
+on ``RewardMachineEnv(office_env(max_steps=100, start=every cell but the decorations),
+machine, labels, observation="flat")``. Every ``--every`` steps the greedy
 policy's *success rate* is measured exactly: one greedy episode from each of the 102 start
 cells (the world and the policy are deterministic), the share that earns the true machine's
 reward (:class:`rmtk.rl.GreedyRollouts`). A run stops at the first success rate ≥ 90 % or at
@@ -65,7 +66,9 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=40_000, help="budget of a run (environment steps)")
     ap.add_argument("--every", type=int, default=500)
     ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--hidden", type=int, default=DQNConfig().hidden[0])
+    ap.add_argument("--gamma", type=float, default=DQNConfig().gamma)
+    ap.add_argument("--explore", type=int, default=DQNConfig().explore, help="steps of ε falling from 1 to 0.1")
     ap.add_argument("--episodes", type=int, default=10_000)
     ap.add_argument("--epsilon", type=float, default=0.1)
     ap.add_argument("--no-learn", action="store_true", help="skip learning back and the learned machine")
@@ -74,7 +77,8 @@ def main() -> int:
     import torch
 
     torch.set_num_threads(1)
-    config = DQNConfig(hidden=(args.hidden,))
+    config = DQNConfig(hidden=(args.hidden,), gamma=args.gamma, explore=args.explore)
+    print(config, flush=True)
     doc = dsl.load(ROOT / "models" / "office.rm")
     rows, learned_rows = [], []
     for name in args.tasks:
