@@ -10,7 +10,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("modules", ["rmtk", "rmtk.cli.main", "rmtk, rmtk.gym", "rmtk.gym, rmtk.rl"])
+@pytest.mark.parametrize(
+    "modules",
+    ["rmtk", "rmtk.cli.main", "rmtk, rmtk.gym", "rmtk.gym, rmtk.rl", "rmtk.experiments.deep_rl, rmtk.experiments._dqn"],
+)
 def test_no_torch_after_import(modules):
     pytest.importorskip("gymnasium", reason="rmtk.gym needs gymnasium") if "gym" in modules else None
     probe = f"import sys, {modules}; print(sorted(m for m in ('torch', 'stable_baselines3') if m in sys.modules))"
