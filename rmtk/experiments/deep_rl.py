@@ -216,7 +216,8 @@ def _draw(fig, curves, name, opts):
         steps = np.array(cs[0].steps)
         rate = np.mean([c.success for c in cs], axis=0)
         style = ":" if not node else styles[which]
-        ax.plot(steps, rate, style, color="C0" if use_crm else ("C1" if node else "C2"), label=label)
+        marker = "x" if which == "learned" and node else None  # visible where it lies on the true curve
+        ax.plot(steps, rate, style, marker=marker, color="C0" if use_crm else ("C1" if node else "C2"), label=label)
     ax.axhline(0.9, color="grey", lw=0.5)
     ax.set_xlabel("environment steps")
     ax.set_ylabel("success rate of the greedy policy")
