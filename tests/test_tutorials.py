@@ -1,6 +1,7 @@
 """The tutorials run: every ``tutorials/*.py`` script exits with 0, prints its key results,
 writes its files only to the output directory it is given, and nothing to the current one."""
 
+import importlib.util
 import os
 import re
 import shutil
@@ -130,7 +131,20 @@ EXPECTED = {
         ],
         [],
     ),
+    "09_deep_rl.py": (
+        [
+            re.compile(r"agent trained with the true machine and CRM: 90% success from 102 cells at \d+ steps"),
+            re.compile(r"actively: 1 machine\(s\), draws 0, forward passes \d+"),
+            "the learned machine is the truth, up to renaming: True",
+            re.compile(r"learned, CRM +90% success at \d+ steps"),
+        ],
+        ["deep_rl.png"],
+    ),
 }
+#: Tutorials that need an extra: (module to find, what to install); skipped without it.
+EXTRAS = {"09_deep_rl.py": ("stable_baselines3", "pip install 'rmtk[rl]'")}
+#: Tutorials that take longer than a few seconds (they train agents): their time limit.
+TIMEOUTS = {"09_deep_rl.py": 600}
 
 
 def _env(**extra) -> dict:
@@ -142,7 +156,12 @@ def _env(**extra) -> dict:
 
 def _run(script: Path, cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(script), *args], cwd=cwd, env=env or _env(), capture_output=True, text=True, timeout=120
+        [sys.executable, str(script), *args],
+        cwd=cwd,
+        env=env or _env(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUTS.get(script.name, 120),
     )
 
 
@@ -156,6 +175,8 @@ def test_every_tutorial_is_checked():
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
 def test_tutorial_runs(script, tmp_path):
+    if script.name in EXTRAS and importlib.util.find_spec(EXTRAS[script.name][0]) is None:
+        pytest.skip(f"{script.name} needs {EXTRAS[script.name][0]}: {EXTRAS[script.name][1]}")
     cwd, out = tmp_path / "cwd", tmp_path / "out"
     cwd.mkdir()
     proc = _run(script, cwd, str(out))

@@ -109,6 +109,14 @@ EXPERIMENTS: dict[str, Experiment] = {
             "re-inference from rewards alone (Office coffee and patrol, the rooms patrol)",
             "jirp",
         ),
+        Experiment(
+            "deep-rl",
+            "beyond the paper",
+            "a DQN agent (Stable-Baselines3) on the Office World: its machine learned back from its "
+            "episodes and actively, fresh agents trained with it: true vs learned vs no machine, with and without CRM",
+            "deep_rl",
+            extra="rl",
+        ),
     )
 }
 

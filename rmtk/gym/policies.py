@@ -20,6 +20,12 @@ from ..errors import ModelError
 from ..machine import RewardMachine
 
 
+def draw(cdf: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One index per row of ``cdf`` (cumulative, not necessarily normalised weights), drawn by
+    inversion with one uniform number per row from ``rng``."""
+    return np.minimum((cdf < rng.random(len(cdf))[:, None] * cdf[:, -1:]).sum(axis=1), cdf.shape[1] - 1)
+
+
 class Context(NamedTuple):
     """What :func:`~rmtk.gym.collect` tells the policy at a step (an immutable named tuple:
     one is made at every step, and a tuple is the cheapest immutable record to make).
@@ -77,8 +83,7 @@ class NodePolicy:
         cdf = np.cumsum(table, axis=2)
 
         def choose(states, nodes, rng):
-            rows = cdf[nodes, states]
-            return np.minimum((rows < rng.random(len(rows))[:, None] * rows[:, -1:]).sum(axis=1), cdf.shape[2] - 1)
+            return draw(cdf[nodes, states], rng)
 
         return cls(machine, choose, table)
 
@@ -101,13 +106,25 @@ class NodePolicy:
             u = int(self.machine.delta_u[u, letters[k]])
         return u
 
-    def __call__(self, obs, ctx: Context):
+    def advance(self, ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+        """Move the nodes on the step's labels; ``(states, live)`` of the copies (a copy playing
+        no episode, state −1, keeps its node and is not live)."""
         state, label = np.atleast_1d(ctx.state), np.atleast_1d(ctx.label)
         if ctx.t == 0 or self._node is None or len(self._node) != len(state):
             self._node = np.full(len(state), self.machine.initial, dtype=np.int64)
-        live = state >= 0  # copies playing no episode (−1) keep their node and get action 0
+        live = state >= 0
         letters = self.letters(ctx.propositions)[np.where(live, label, 0)]
         self._node = np.where(live, self.machine.delta_u[self._node, letters], self._node)
+        return state, live
+
+    @property
+    def nodes(self) -> np.ndarray | None:
+        """The copies' current nodes (``None`` before the first step)."""
+        return self._node
+
+    def __call__(self, obs, ctx: Context):
+        state, live = self.advance(ctx)  # copies playing no episode get action 0
+        assert self._node is not None
         if live.all():
             actions = np.asarray(self.choose(state, self._node, ctx.rng))
         else:

@@ -1,0 +1,139 @@
+"""Benchmark of deep RL with reward machines (rmtk.rl, the extra rmtk[rl]): DQN with and
+without counterfactual experiences (CRM) on the Office World's coffee and patrol tasks, the
+machine learned back from the trained agent, and DQN with CRM on the learned machine.
+
+Training (:mod:`rmtk.experiments._dqn`, the code of ``rmtk reproduce deep-rl``):
+Stable-Baselines3 DQN, the same network and settings in every run of a task (``DQNConfig``'s
+defaults but ``--hidden`` units, discount ``--gamma`` and ``--explore`` steps of exploration),
+on ``RewardMachineEnv(office_env(max_steps=100, start=every cell but the decorations),
+machine, labels, observation="flat")``. Every ``--every`` steps the greedy
+policy's *success rate* is measured exactly: one greedy episode from each of the 102 start
+cells (the world and the policy are deterministic), the share that earns the true machine's
+reward (:class:`rmtk.rl.GreedyRollouts`). A run stops at the first success rate ≥ 90 % or at
+``--steps``. Reported per task and agent: the steps to 90 %, median over ``--seeds`` seeds
+(seeds 0, 1, …; ``>steps`` when the median run did not get there), the per-seed values and the
+training seconds. The target: CRM's median at most half of plain DQN's.
+
+Learning back: the CRM agent of seed 0 (as it stopped, ≥ 90 % success), ε-greedy
+(``--epsilon``), recorded for ``--episodes`` episodes of 40 steps from every cell (``collect``
+with :func:`rmtk.rl.agent_policy`) and learned from the counts (EmpiricalPTP,
+ConfidenceMiner 0.05, SimplestEncoder); and actively (:class:`rmtk.rl.AgentExpert`, exact
+ε-greedy distributions). The active run's machine, paying what the truth pays after the same
+word (``reward_like``), trains DQN with CRM on the same seeds: ``learned, CRM``.
+
+Reference in the same run: the bare product (``RewardMachineEnv``, random actions) steps per
+second.
+
+    PYTHONPATH=. python benchmarks/deep_rl.py --tasks coffee patrol --seeds 3 --markdown
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from _table import render  # the script's folder is on sys.path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's rmtk, whatever is installed
+
+import numpy as np
+
+from rmtk import dsl
+from rmtk.experiments._dqn import DQNConfig, product, reward_like, train_dqn
+from rmtk.experiments.deep_rl import learn_back, median_steps
+from rmtk.gym import StateLabels
+
+
+def bare_rate(machine, labels, steps: int = 20_000) -> float:
+    env = product(machine, labels)
+    rng = np.random.default_rng(0)
+    env.reset(seed=0)
+    t0 = time.perf_counter()
+    for a in rng.integers(4, size=steps).tolist():
+        _, _, term, trunc, _ = env.step(a)
+        if term or trunc:
+            env.reset()
+    return steps / (time.perf_counter() - t0)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tasks", nargs="+", default=["coffee", "patrol"])
+    ap.add_argument("--steps", type=int, default=40_000, help="budget of a run (environment steps)")
+    ap.add_argument("--every", type=int, default=500)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--hidden", type=int, default=DQNConfig().hidden[0])
+    ap.add_argument("--gamma", type=float, default=DQNConfig().gamma)
+    ap.add_argument("--explore", type=int, default=DQNConfig().explore, help="steps of ε falling from 1 to 0.1")
+    ap.add_argument("--episodes", type=int, default=10_000)
+    ap.add_argument("--epsilon", type=float, default=0.1)
+    ap.add_argument("--no-learn", action="store_true", help="skip learning back and the learned machine")
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args()
+    import torch
+
+    torch.set_num_threads(1)
+    config = DQNConfig(hidden=(args.hidden,), gamma=args.gamma, explore=args.explore)
+    print(config, flush=True)
+    doc = dsl.load(ROOT / "models" / "office.rm")
+    rows, learned_rows = [], []
+    for name in args.tasks:
+        task = doc.tasks[name]
+        truth, labels = task.machine, StateLabels.of(task.mdp)
+        reference = bare_rate(truth, labels)
+        runs: dict[str, list] = {}
+
+        def arm(label, machine, use_crm, task_name=name, labels=labels, truth=truth, runs=runs):
+            """Train ``--seeds`` runs; the model of seed 0."""
+            runs[label], first = [], None
+            for seed in range(args.seeds):
+                curve, model = train_dqn(
+                    machine,
+                    truth,
+                    labels,
+                    use_crm=use_crm,
+                    seed=seed,
+                    steps=args.steps,
+                    every=args.every,
+                    config=config,
+                    stop=0.9,
+                )
+                runs[label].append(curve)
+                print(f"{task_name} {label} seed={seed}: {curve.reached()} steps, {curve.seconds:.0f} s", flush=True)
+                first = model if seed == 0 else first
+            return first
+
+        first = arm("true, CRM", truth, True)
+        arm("true, no CRM", truth, False)
+        if not args.no_learn:
+            row, machine = learn_back(task, first, episodes=args.episodes, epsilon=args.epsilon, alpha=0.05, seed=0)
+            learned_rows.append({"task": name, **row})
+            print(learned_rows[-1], flush=True)
+            arm("learned, CRM", reward_like(machine, truth), True)
+        for label, curves in runs.items():
+            med = median_steps(curves)
+            rows.append(
+                {
+                    "task": name,
+                    "agent": label,
+                    "median steps to 90 %": f">{args.steps}" if med is None else med,
+                    "per seed": " ".join(str(c.reached() or f">{args.steps}") for c in curves),
+                    "train s (median)": f"{statistics.median(c.seconds for c in curves):.0f}",
+                    "bare product steps/s": f"{reference:.0f}",
+                }
+            )
+    print(render(rows, args.markdown))
+    if learned_rows:
+        print()
+        for r in learned_rows:
+            r["passive s"], r["active s"] = f"{r['passive s']:.1f}", f"{r['active s']:.1f}"
+        print(render(learned_rows, args.markdown))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""DQN (Stable-Baselines3) on the Office World's product, with or without counterfactual
+experiences (:func:`rmtk.rl.crm`), and the greedy policy's success measured during training:
+what ``rmtk reproduce deep-rl`` and ``benchmarks/deep_rl.py`` share.
+
+An arm trains one DQN for at most ``steps`` environment steps (one ``learn`` call, so that the
+exploration schedule runs over steps, not over chunks). Episodes start in a cell drawn
+uniformly among the :data:`STARTS` (every cell but the decorations, as the demonstrations of
+models/office.rm start anywhere). Every ``every`` steps the greedy policy (its Q-network on
+every observation at once, ties to the first action as in ``model.predict``) plays one
+episode from each start cell: the world and the policy are deterministic, so these
+:data:`HORIZON`-step episodes, rolled out together on the labeled MDP's tables, are the
+policy's whole behaviour. Its *success rate* is the share of start cells whose episode earns
+the *true* machine's reward. The agent's observation is the one-hot product state (DQN's
+``MlpPolicy`` one-hot encodes a ``Discrete`` observation); without a machine it is the
+one-hot cell alone and the reward the true machine's (the world pays it; the agent does not
+see the node). torch and Stable-Baselines3 are imported by the functions, never by the module.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import attrs
+import numpy as np
+
+from ..errors import RmtkError
+
+#: Steps of an episode (training and evaluation).
+HORIZON = 100
+
+
+@attrs.frozen
+class DQNConfig:
+    """The DQN settings every arm shares (same network, same schedule; only the replay buffer
+    differs between with and without CRM). ``explore``: steps over which ε falls linearly from 1
+    to ``final_eps`` (in steps, whatever the budget)."""
+
+    hidden: tuple[int, ...] = (64,)
+    learning_rate: float = 1e-3
+    buffer_size: int = 50_000
+    learning_starts: int = 500
+    batch_size: int = 256
+    gamma: float = 0.9
+    train_freq: int = 4
+    gradient_steps: int = 1
+    target_update_interval: int = 25
+    explore: int = 3_000
+    final_eps: float = 0.1
+
+    def kwargs(self, steps: int) -> dict:
+        """DQN's keyword arguments for a run of ``steps`` steps."""
+        return {
+            "policy_kwargs": {"net_arch": list(self.hidden)},
+            "learning_rate": self.learning_rate,
+            "buffer_size": self.buffer_size,
+            "learning_starts": self.learning_starts,
+            "batch_size": self.batch_size,
+            "gamma": self.gamma,
+            "train_freq": self.train_freq,
+            "gradient_steps": self.gradient_steps,
+            "target_update_interval": self.target_update_interval,
+            "exploration_fraction": min(1.0, self.explore / steps),
+            "exploration_final_eps": self.final_eps,
+        }
+
+
+def reward_like(learned, truth):
+    """``learned`` paying what ``truth`` pays: each paying transition of the truth, reached by its
+    shortest word (letters in alphabet order, ties to the first), pays the same in ``learned``
+    after the same word. The active loop learns structure only (rewards 0); this is the
+    reward a user puts on the learned machine (docs/guide/deep-rl.md)."""
+    learned = learned.with_alphabet_order(truth.alphabet)
+    word: dict[int, tuple[int, ...]] = {truth.initial: ()}
+    queue = deque([truth.initial])
+    while queue:
+        u = queue.popleft()
+        for k in range(len(truth.alphabet)):
+            v = int(truth.delta_u[u, k])
+            if v not in word:
+                word[v] = (*word[u], k)
+                queue.append(v)
+    reward = np.zeros(learned.delta_r.shape)
+    for u, k in zip(*np.nonzero(truth.delta_r)):
+        node = learned.initial
+        for letter in word[int(u)]:
+            node = int(learned.delta_u[node, letter])
+        reward[node, k] = truth.delta_r[u, k]
+    return learned.with_rewards(reward)
+
+
+def _starts() -> tuple[tuple[int, int], ...]:
+    from ..envs.office import MAP
+
+    return tuple((r, c) for r, row in enumerate(MAP) for c, mark in enumerate(row.split()) if mark != "n")
+
+
+#: The start cells of training and evaluation: every cell of the Office World but the decorations.
+STARTS = _starts()
+
+
+def product(machine, labeler, *, node: bool = True):
+    """The Office World product with ``machine`` (flat observation, episodes from the
+    :data:`STARTS`); ``node=False``: the cell alone is observed (the machine only pays)."""
+    from ..gym import RewardMachineEnv, office_env
+    from ..rl import hide_node
+
+    env = RewardMachineEnv(office_env(max_steps=HORIZON, start=STARTS), machine, labeler, observation="flat")
+    return env if node else hide_node(env)
+
+
+def evaluation(machine, truth, *, node: bool = True):
+    """The greedy episodes from every start cell (:class:`rmtk.rl.GreedyRollouts`)."""
+    from ..envs.office import officeworld
+    from ..rl import GreedyRollouts
+
+    mdp = officeworld(start=STARTS)
+    return GreedyRollouts.of(mdp, machine, truth, HORIZON, node=node)
+
+
+@attrs.frozen
+class Curve:
+    """One training run: the steps of each evaluation, its success rate, the seconds."""
+
+    steps: tuple[int, ...]
+    success: tuple[float, ...]
+    seconds: float
+
+    def reached(self, level: float = 0.9) -> int | None:
+        """The steps at the first evaluation with a success rate ≥ ``level`` (``None``: none)."""
+        return next((s for s, ok in zip(self.steps, self.success) if ok >= level), None)
+
+
+def train_dqn(
+    machine,
+    truth,
+    labeler,
+    *,
+    use_crm: bool,
+    node: bool = True,
+    seed: int,
+    steps: int,
+    every: int,
+    config: DQNConfig,
+    stop: float | None = None,
+):
+    """Train a DQN on the product with ``machine`` (``use_crm``: counterfactual experiences of
+    its nodes) for ``steps`` steps, evaluating every ``every``; ``stop``: end at the first
+    success rate at least this. Returns the :class:`Curve` and the model."""
+    import time
+
+    try:
+        import torch
+        from stable_baselines3 import DQN
+        from stable_baselines3.common.callbacks import BaseCallback
+    except ImportError:
+        raise RmtkError("deep RL needs Stable-Baselines3 and torch: pip install 'rmtk[rl]'") from None
+    from ..rl import crm, q_table
+
+    if use_crm and not node:
+        raise RmtkError("CRM needs the node in the observation")
+    torch.set_num_threads(1)
+    env, check = product(machine, labeler, node=node), evaluation(machine, truth, node=node)
+    at: list[int] = []
+    ok: list[float] = []
+
+    class Evaluate(BaseCallback):
+        def _on_step(self) -> bool:
+            if self.num_timesteps % every:
+                return True
+            at.append(self.num_timesteps)
+            ok.append(check.rate(q_table(self.model)))
+            return stop is None or ok[-1] < stop
+
+    model = DQN("MlpPolicy", env, seed=seed, device="cpu", **config.kwargs(steps), **(crm(env) if use_crm else {}))
+    t0 = time.perf_counter()
+    model.learn(steps, callback=Evaluate())
+    return Curve(tuple(at), tuple(ok), time.perf_counter() - t0), model
+
+
+__all__ = ["HORIZON", "STARTS", "Curve", "DQNConfig", "evaluation", "product", "reward_like", "train_dqn"]

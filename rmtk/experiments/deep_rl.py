@@ -1,0 +1,229 @@
+"""Deep RL with a learned reward machine, on the Office World (the extra rmtk[rl]:
+Stable-Baselines3 and torch, imported when the experiment runs): a DQN agent trained with
+counterfactual experiences (CRM) on the true machine (the first run of that curve) → its
+machine learned back, passively
+from its recorded episodes and actively from its exact ε-greedy distribution
+(:class:`rmtk.rl.AgentExpert`) → fresh agents trained with the learned machine (rewards put
+on it as the truth pays, :func:`rmtk.experiments._dqn.reward_like`) → learning curves of
+the true machine, the learned machine (each with and without CRM) and no machine (the
+world pays the true machine's reward; the agent sees the cell, not the node), in one figure.
+
+Training, the network and its evaluation (success rate of the greedy policy from every start
+cell): :mod:`rmtk.experiments._dqn`. Figures of the full run: docs/benchmarks/deep-rl.md.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+from ..errors import RmtkError
+from ._report import COUNT, LEVEL, PROBABILITY, Domain, Options, Report, Setting
+
+TASKS = ("coffee", "patrol")
+FIGURE = "deep_rl.png"
+SETTINGS = {
+    "task": Setting("coffee", "task of models/office.rm", domain=Domain(choices=TASKS)),
+    "steps": Setting(15_000, "environment steps per training run", quick=400, domain=COUNT),
+    "every": Setting(1_000, "steps between two evaluations of the greedy policy", quick=100, domain=COUNT),
+    "runs": Setting(3, "training runs (seeds) per curve", quick=1, domain=COUNT),
+    "hidden": Setting(64, "units of the Q-network's hidden layer", quick=8, domain=COUNT),
+    "episodes": Setting(10_000, "episodes of the trained agent recorded (40 steps each)", quick=300, domain=COUNT),
+    "epsilon": Setting(0.1, "the trained agent's exploration when recorded and asked", domain=PROBABILITY),
+    "alpha": Setting(0.05, "confidence level of the negative examples mined from the episodes", domain=LEVEL),
+}
+#: The curves: (label, machine, CRM, node observed).
+ARMS = (
+    ("true, CRM", "true", True, True),
+    ("true, no CRM", "true", False, True),
+    ("learned, CRM", "learned", True, True),
+    ("learned, no CRM", "learned", False, True),
+    ("no machine", "true", False, False),
+)
+
+
+def _config(opts: Options):
+    from ._dqn import DQNConfig
+
+    hidden = opts.get("hidden")
+    if opts.quick:  # seconds: a tiny network trained from the first steps
+        return DQNConfig(hidden=(hidden,), learning_starts=50, explore=200, buffer_size=5_000, batch_size=16)
+    return DQNConfig(hidden=(hidden,))
+
+
+def learn_back(task, model, *, episodes: int, epsilon: float, alpha: float, seed: int) -> tuple[dict, object]:
+    """The machine of ``model`` (ε-greedy with ``epsilon``) learned from ``episodes`` recorded
+    episodes of 40 steps (confidence level ``alpha``) and actively; returns the table row and
+    the active run's first machine."""
+    from .. import ConfidenceMiner, EmpiricalPTP, Learner, isomorphic
+    from ..active.loop import ActiveLearner
+    from ..encoders import SimplestEncoder
+    from ..gym import Identity, StateLabels, collect
+    from ..gym.mdp_env import MdpVectorEnv
+    from ..rl import AgentExpert, agent_policy, sb3_agent
+
+    mdp, truth = task.mdp, task.machine
+    agent = sb3_agent(model, epsilon=epsilon)
+    labels = StateLabels.of(mdp)
+    envs = MdpVectorEnv(mdp, min(100, episodes), max_steps=40)
+    t0 = time.perf_counter()
+    rec = collect(envs, agent_policy(agent, truth, labels, env=envs), labels, Identity(), episodes, seed=seed)
+    passive = Learner(
+        EmpiricalPTP(rec),
+        miner=ConfidenceMiner(alpha),
+        encoder=SimplestEncoder(),
+        max_nodes=task.max_nodes,
+        irl=None,
+    ).fit(rec.space)
+    t1 = time.perf_counter()
+    run = ActiveLearner().fit(task, AgentExpert(agent, mdp, truth, seed=seed))
+    t2 = time.perf_counter()
+    ordered = truth.with_alphabet_order(mdp.propositions)
+    row = {
+        "passive machines": len(passive.machines),
+        "passive nodes": passive.n_nodes,
+        "truth among them": "yes" if any(isomorphic(m, ordered, rewards=False) for m in passive.machines) else "no",
+        "passive s": t1 - t0,
+        "active machines": len(run.result.machines),
+        "active = truth": "yes" if all(run.result.isomorphic_to_truth() or [False]) else "no",
+        "draws": run.draws,
+        "evaluations": run.evaluations,
+        "active s": t2 - t1,
+    }
+    return row, run.result.machines[0]
+
+
+def median_steps(curves) -> int | None:
+    """The median over runs of the steps to 90 % success (``None``: the median run did not get there)."""
+    reached = [c.reached() for c in curves]
+    finite = sorted(r if r is not None else float("inf") for r in reached)
+    med = statistics.median(finite)
+    return None if med == float("inf") else int(med)
+
+
+def run(opts: Options) -> Report:
+    """``rmtk reproduce deep-rl``: the settings above; ``--quick``: a tiny network, a few hundred steps."""
+    try:
+        import stable_baselines3  # noqa: F401
+        import torch  # noqa: F401
+    except ImportError:
+        raise RmtkError("the deep-rl experiment needs Stable-Baselines3 and torch: pip install 'rmtk[rl]'") from None
+    from .. import dsl
+    from ..gym import StateLabels
+    from ._dqn import reward_like, train_dqn
+
+    name = opts.get("task")
+    task = dsl.load_model("office").tasks[name]
+    truth, labeler = task.machine, StateLabels.of(task.mdp)
+    steps, every, config = opts.get("steps"), opts.get("every"), _config(opts)
+    t0 = time.perf_counter()
+    machines: dict = {"true": truth}
+    curves: dict[str, list] = {}
+    expert = None
+    for label, which, use_crm, node in ARMS:
+        if which == "learned" and which not in machines:  # the agent to learn from: the first true, CRM run
+            opts.say(f"deep-rl {name}: learning the machine of the first agent trained with the true machine and CRM")
+            row, learned = learn_back(
+                task,
+                expert,
+                episodes=opts.get("episodes"),
+                epsilon=opts.get("epsilon"),
+                alpha=opts.get("alpha"),
+                seed=opts.seed,
+            )
+            machines["learned"] = learned = reward_like(learned, truth)
+        curves[label] = []
+        for r in range(opts.get("runs")):
+            curve, model = train_dqn(
+                machines[which],
+                truth,
+                labeler,
+                use_crm=use_crm,
+                node=node,
+                seed=opts.seed * 1000 + r,
+                steps=steps,
+                every=every,
+                config=config,
+            )
+            curves[label].append(curve)
+            if (label, r) == (ARMS[0][0], 0):
+                expert = model
+            opts.say(f"deep-rl {name}: {label}, run {r + 1}/{opts.get('runs')}: {curve.success[-1]:.2f} at the end")
+    expert_curve = curves[ARMS[0][0]][0]
+    rep = Report(f"deep-rl: DQN on the Office World's {name}, with the true, a learned and no machine")
+    rep.tables.append(
+        (
+            f"the machine of the agent (the first run with the true machine and CRM: {steps} steps, success "
+            f"{expert_curve.success[-1]:.2f}; "
+            f"ε = {opts.get('epsilon')}): passive from {opts.get('episodes')} episodes, active with exact "
+            "probabilities",
+            list(row),
+            [tuple(row.values())],
+        )
+    )
+    rows = []
+    for label, *_ in ARMS:
+        cs = curves[label]
+        rows.append(
+            (
+                label,
+                median_steps(cs),
+                " ".join(str(c.reached() or "-") for c in cs),
+                float(np.mean([c.success[-1] for c in cs])),
+                float(np.median([c.seconds for c in cs])),
+            )
+        )
+    rep.tables.append(
+        (
+            f"DQN ({opts.get('runs')} runs, greedy evaluation every {every} steps from {len(_starts())} start "
+            f"cells): median steps to 90% success ('-': not within {steps}), per run, final success, seconds",
+            ["agent", "steps to 90%", "per run", "final", "s (median)"],
+            rows,
+        )
+    )
+    rep.notes += [
+        f"network: {config.hidden} hidden units, lr {config.learning_rate}, batch {config.batch_size}, "
+        f"train every {config.train_freq} step(s), target update every {config.target_update_interval}, ε 1 → "
+        f"{config.final_eps} over {config.explore} steps, γ {config.gamma}, learning starts {config.learning_starts}; "
+        "the same for every curve.",
+        "learned machine: the active run's first machine, paying what the truth pays after the same shortest word: "
+        + ", ".join(
+            f"{learned.nodes[u]} -{learned.alphabet[k]}-> {learned.nodes[learned.delta_u[u, k]]} "
+            f"({learned.delta_r[u, k]:g})"
+            for u, k in zip(*np.nonzero(learned.delta_r))
+        )
+        + ".",
+        "no machine: the true machine pays the reward, the agent observes the cell only.",
+    ]
+    opts.figure(rep, FIGURE, lambda fig: _draw(fig, curves, name, opts), size=(7, 4.2))
+    rep.seconds = time.perf_counter() - t0
+    return rep
+
+
+def _starts():
+    from ._dqn import STARTS
+
+    return STARTS
+
+
+def _draw(fig, curves, name, opts):
+    ax = fig.subplots()
+    styles = {"true": "-", "learned": "--"}
+    for label, which, use_crm, node in ARMS:
+        cs = curves[label]
+        steps = np.array(cs[0].steps)
+        rate = np.mean([c.success for c in cs], axis=0)
+        style = ":" if not node else styles[which]
+        marker = "x" if which == "learned" and node else None  # visible where it lies on the true curve
+        ax.plot(steps, rate, style, marker=marker, color="C0" if use_crm else ("C1" if node else "C2"), label=label)
+    ax.axhline(0.9, color="grey", lw=0.5)
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel("success rate of the greedy policy")
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(loc="lower right")
+    ax.set_title(f"Office World {name}: DQN, mean of {opts.get('runs')} runs")
+
+
+__all__ = ["ARMS", "FIGURE", "SETTINGS", "TASKS", "learn_back", "median_steps", "run"]

@@ -1,0 +1,49 @@
+"""rmtk and deep RL agents (the optional extra ``pip install 'rmtk[rl]'``: Stable-Baselines3,
+with torch; docs/guide/deep-rl.md).
+
+* **Agents** nobody here wrote, behind one protocol (:class:`Agent`: samples actions at product
+  observations; an exact one also gives its distribution): :func:`sb3_agent` adapts a
+  Stable-Baselines3 model (DQN's Q-values, PPO/A2C's distribution, continuous actions sampled);
+  :class:`ProbabilityAgent`, :class:`QValueAgent`, :class:`PredictAgent` adapt anything else.
+* **Learn the machine of an agent**: :func:`agent_policy` (a :func:`~rmtk.gym.collect`
+  policy whose node the true machine drives) and :class:`AgentExpert` (an expert for
+  :class:`~rmtk.active.loop.ActiveLearner`: exact distributions, one forward pass a question).
+* **Train an agent with a machine**: :func:`crm` (counterfactual experiences in an off-policy
+  algorithm's replay buffer, :class:`~rmtk.rl.crm.CounterfactualReplayBuffer`); on-policy
+  algorithms (PPO, A2C) train on :class:`~rmtk.gym.RewardMachineEnv` as it is.
+* **Measure it**: :class:`GreedyRollouts` (the exact success rate of a Q-table's greedy policy
+  on a deterministic labeled MDP), :func:`q_table` (a DQN's Q-values at every observation),
+  :func:`hide_node` (the product without its node: training with no machine).
+
+Importing this package imports neither torch nor Stable-Baselines3: they are imported when a
+model is adapted or a buffer made.
+"""
+
+from .agents import Agent, AgentCapabilities, PredictAgent, ProbabilityAgent, QValueAgent, greedy
+from .crm import Counterfactuals, counterfactual_replay_buffer, crm
+from .encoding import ProductEncoding
+from .expert import AgentExpert
+from .greedy import GreedyRollouts, hide_node, q_table
+from .policy import AgentPolicy, agent_policy
+from .sb3 import as_agent, sb3_agent
+
+__all__ = [
+    "Agent",
+    "AgentCapabilities",
+    "AgentExpert",
+    "AgentPolicy",
+    "Counterfactuals",
+    "GreedyRollouts",
+    "PredictAgent",
+    "ProbabilityAgent",
+    "ProductEncoding",
+    "QValueAgent",
+    "agent_policy",
+    "as_agent",
+    "counterfactual_replay_buffer",
+    "crm",
+    "greedy",
+    "hide_node",
+    "q_table",
+    "sb3_agent",
+]

@@ -1,0 +1,152 @@
+"""Counterfactual experiences (CRM) in the replay buffer of a Stable-Baselines3 off-policy
+algorithm (DQN, SAC, TD3, DDPG): :class:`CounterfactualReplayBuffer`.
+
+Every environment step of :class:`~rmtk.gym.RewardMachineEnv` is also a step of the product
+from *every* non-terminal node of the machine (Toro Icarte et al., reward machines for RL):
+the buffer stores, in place of the agent's one transition, the experience of each node, with
+the machine's reward and ending from that node. The tables are the wrapper's own
+(:class:`~rmtk.gym.CrmTables`), so a step costs a few numpy lookups for the whole batch of a
+vector environment's copies. In a few lines::
+
+    env = RewardMachineEnv(office_env(), machine, StateLabels.of(mdp), observation="flat")
+    model = DQN("MlpPolicy", env, **crm(env))   # replay_buffer_class and its kwargs
+    model.learn(20_000)
+
+``crm`` reads the machine, its terminal nodes, the encoding and ``env_reward`` off the
+environment (a :class:`~rmtk.gym.RewardMachineEnv`, possibly wrapped, or a Stable-Baselines3
+vector environment of them). The buffer holds ``buffer_size`` batches of experiences, one
+batch per live node and step: it covers ``buffer_size / nodes`` steps. An episode cut by a
+time limit stays cut in every experience (bootstrapped, not ended); an experience ends where
+its node's machine reaches a terminal node or the environment terminates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import numpy as np
+
+from ..errors import ModelError, RmtkError
+from ..gym.wrapper import CrmTables
+from ..machine import RewardMachine
+from .encoding import ProductEncoding
+from .sb3 import _require
+
+
+@attrs.frozen
+class Counterfactuals:
+    """What the buffer needs of the product: the machine's CRM tables, the product encoding and
+    whether the environment's own reward is added (``env_reward``)."""
+
+    machine: RewardMachine
+    tables: CrmTables = attrs.field(eq=False, repr=False)
+    encoding: ProductEncoding
+    env_reward: bool = False
+
+    @classmethod
+    def of(cls, env) -> Counterfactuals:
+        """From a :class:`~rmtk.gym.RewardMachineEnv` (possibly wrapped, e.g. in a ``Monitor``) or
+        a Stable-Baselines3 vector environment of them."""
+        if hasattr(env, "get_attr") and hasattr(env, "num_envs"):  # an SB3 VecEnv
+
+            def get(name):
+                return env.get_attr(name, [0])[0]
+        elif hasattr(env, "get_wrapper_attr"):
+            get = env.get_wrapper_attr
+        else:
+            raise RmtkError(f"crm needs the product environment (a RewardMachineEnv), not {type(env).__name__}")
+        try:
+            machine, terminal, mode, extra = (get(n) for n in ("machine", "terminal", "mode", "add_env_reward"))
+        except AttributeError:
+            raise RmtkError(
+                f"{type(env).__name__} is not a RewardMachineEnv (nor wraps one): CRM needs the machine of the "
+                "product; wrap the environment in rmtk.gym.RewardMachineEnv(env, machine, labeler)"
+            ) from None
+        encoding = ProductEncoding.of(env.observation_space, machine.n_nodes, what="the environment")
+        if mode != "flat" or encoding.mode != "flat":
+            raise ModelError(
+                "CRM in a Stable-Baselines3 replay buffer needs RewardMachineEnv(..., observation='flat') "
+                "(a Discrete or Box product observation)"
+            )
+        return cls(machine, CrmTables.of(machine, np.asarray(terminal, dtype=bool)), encoding, bool(extra))
+
+    def experiences(self, obs, next_obs, infos) -> tuple[np.ndarray, ...]:
+        """``(obs, next_obs, reward, ends)`` of every live node (first axis) for a batch of
+        steps (second axis: the copies), from the copies' product observations and ``info``\\ s
+        (``rm_label``, ``env_reward``, ``env_terminated``)."""
+        enc, tab, m = self.encoding, self.tables, self.machine
+        try:
+            k = np.array([m.letter_index(info["rm_label"]) for info in infos], dtype=np.int64)
+        except KeyError:
+            raise RmtkError("a step's info has no 'rm_label': the environment is not a RewardMachineEnv") from None
+        extra = np.array([info.get("env_reward", 0.0) if self.env_reward else 0.0 for info in infos])
+        ended = np.array([bool(info.get("env_terminated", False)) for info in infos])
+        before, after = enc.environment(obs), enc.environment(next_obs)
+        L, N = len(tab.node), len(infos)
+        nodes = np.repeat(tab.node[:, None], N, axis=1)  # (L, N)
+        nxt, reward, ends = tab.next_node[k].T, tab.reward[k].T + extra, tab.ends[k].T | ended  # (L, N)
+        o = np.stack([enc.encode(before, nodes[j]) for j in range(L)])
+        o2 = np.stack([enc.encode(after, nxt[j]) for j in range(L)])
+        return o, o2, reward, ends
+
+
+def _counterfactual_buffer():
+    base: Any = _require().common.buffers.ReplayBuffer
+
+    class CounterfactualReplayBuffer(base):
+        """A replay buffer that stores the counterfactual experiences of every machine node
+        (see :mod:`rmtk.rl.crm`); ``counterfactuals`` from :meth:`Counterfactuals.of`."""
+
+        def __init__(self, *args, counterfactuals: Counterfactuals, **kwargs):
+            super().__init__(*args, **kwargs)
+            if self.optimize_memory_usage:
+                raise ModelError(
+                    "CRM stores several experiences per step, each with its own next observation: "
+                    "use optimize_memory_usage=False"
+                )
+            if not isinstance(counterfactuals, Counterfactuals):
+                raise RmtkError("counterfactuals must be a rmtk.rl.crm.Counterfactuals (use rmtk.rl.crm(env))")
+            self.counterfactuals = counterfactuals
+            #: experiences stored (each step adds one per live node and copy)
+            self.experiences = 0
+
+        def add(self, obs, next_obs, action, reward, done, infos: list[dict[str, Any]]) -> None:
+            o, o2, r, ends = self.counterfactuals.experiences(obs, next_obs, infos)
+            cut = np.array([bool(info.get("TimeLimit.truncated", False)) for info in infos])
+            for j in range(len(o)):
+                timeout = cut & ~ends[j]
+                marks = [{"TimeLimit.truncated": bool(x)} for x in timeout]
+                super().add(o[j], o2[j], action, r[j].astype(np.float32), ends[j] | cut, marks)
+            self.experiences += o.shape[0] * o.shape[1]
+
+    return CounterfactualReplayBuffer
+
+
+_BUFFER: list = []
+
+
+def counterfactual_replay_buffer() -> type:
+    """The :class:`CounterfactualReplayBuffer` class (a subclass of Stable-Baselines3's
+    ``ReplayBuffer``, made when first asked so that importing this module needs no SB3)."""
+    if not _BUFFER:
+        _BUFFER.append(_counterfactual_buffer())
+    return _BUFFER[0]
+
+
+def crm(env) -> dict:
+    """The keyword arguments that make a Stable-Baselines3 off-policy algorithm learn from the
+    counterfactual experiences of ``env``'s machine: ``DQN("MlpPolicy", env, **crm(env))``."""
+    return {
+        "replay_buffer_class": counterfactual_replay_buffer(),
+        "replay_buffer_kwargs": {"counterfactuals": Counterfactuals.of(env)},
+    }
+
+
+def __getattr__(name: str):
+    if name == "CounterfactualReplayBuffer":
+        return counterfactual_replay_buffer()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["Counterfactuals", "counterfactual_replay_buffer", "crm"]

@@ -1,0 +1,96 @@
+"""The product observation an agent trained on :class:`~rmtk.gym.RewardMachineEnv` reads:
+an environment observation with the machine's node, encoded as the wrapper encodes it
+(``observation="flat"``: ``Discrete(S·n)`` index ``obs·n + node``, or a ``Box`` with a
+one-hot node appended; ``observation="dict"``: ``{"obs": …, "node": …}``), here for whole
+batches. :meth:`ProductEncoding.of` reads the encoding off the agent's observation space and
+says clearly when that space is not a product with the machine."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import numpy as np
+from gymnasium import spaces
+
+from ..errors import ModelError
+from ..gym.wrapper import product_space
+
+
+def _inner(space: spaces.Space, n_nodes: int) -> tuple[spaces.Space, str] | None:
+    """The environment's observation space and the mode of a product space with ``n_nodes``
+    nodes, or ``None`` when ``space`` is not one."""
+    if isinstance(space, spaces.Dict) and set(space.spaces) == {"obs", "node"}:
+        node = space.spaces["node"]
+        if isinstance(node, spaces.Discrete) and int(node.n) == n_nodes and int(node.start) == 0:
+            return space.spaces["obs"], "dict"
+        return None
+    if isinstance(space, spaces.Discrete) and int(space.start) == 0 and int(space.n) % n_nodes == 0:
+        return spaces.Discrete(int(space.n) // n_nodes), "flat"
+    if isinstance(space, spaces.Box) and len(space.shape) == 1 and space.shape[0] > n_nodes:
+        low, high = space.low[-n_nodes:], space.high[-n_nodes:]
+        if np.all(low == 0) and np.all(high == 1):
+            return spaces.Box(space.low[:-n_nodes], space.high[:-n_nodes], dtype=space.dtype), "flat"
+    return None
+
+
+@attrs.frozen
+class ProductEncoding:
+    """How a batch of environment observations and nodes becomes a batch of product
+    observations of ``space`` (the agent's observation space): ``inner`` is the environment's
+    observation space, ``mode`` ``"flat"`` or ``"dict"``."""
+
+    space: spaces.Space = attrs.field(eq=False)
+    inner: spaces.Space = attrs.field(eq=False)
+    n_nodes: int
+    mode: str
+
+    @classmethod
+    def of(cls, space, n_nodes: int, inner: spaces.Space | None = None, what: str = "the agent") -> ProductEncoding:
+        """The encoding of ``space`` as a product with ``n_nodes`` nodes (and, when given,
+        with the environment's observation space ``inner``); a :class:`~rmtk.errors.ModelError`
+        saying what the product would be otherwise."""
+        found = _inner(space, int(n_nodes)) if isinstance(space, spaces.Space) else None
+        if found is not None and (inner is None or found[0] == inner):
+            return cls(space, found[0], int(n_nodes), found[1])
+        if inner is not None:
+            want = [
+                f"{product_space(inner, n_nodes, mode)} (observation={mode!r})"
+                for mode in ("flat", "dict")
+                if mode == "dict" or isinstance(inner, (spaces.Discrete, spaces.Box))
+            ]
+            expected = f"the product of the environment's {inner} with the machine's {n_nodes} nodes: " + " or ".join(
+                want
+            )
+        else:
+            expected = f"a product with the machine's {n_nodes} nodes"
+        raise ModelError(
+            f"{what}'s observation space is {space}, not {expected}; train it on "
+            "RewardMachineEnv(env, machine, labeler, observation=...) with the machine that drives its node"
+        )
+
+    def encode(self, obs, nodes) -> Any:
+        """The product observations of a batch of environment observations ``obs`` (first
+        axis: the batch) at ``nodes``."""
+        nodes = np.asarray(nodes, dtype=np.int64).reshape(-1)
+        if self.mode == "dict":
+            return {"obs": np.asarray(obs).reshape((len(nodes), *(self.inner.shape or ()))), "node": nodes}
+        if isinstance(self.inner, spaces.Discrete):
+            return (np.asarray(obs, dtype=np.int64).reshape(-1) - int(self.inner.start)) * self.n_nodes + nodes
+        flat = np.asarray(obs, dtype=self.inner.dtype).reshape(len(nodes), -1)
+        onehot = np.zeros((len(nodes), self.n_nodes), dtype=self.inner.dtype)
+        onehot[np.arange(len(nodes)), nodes] = 1
+        return np.concatenate([flat, onehot], axis=1)
+
+    def environment(self, obs) -> Any:
+        """The environment observations of a batch of flat product observations (their node
+        dropped; for a ``Discrete`` product the index of node 0)."""
+        if self.mode == "dict":
+            return np.asarray(obs["obs"])
+        if isinstance(self.inner, spaces.Discrete):
+            index = np.asarray(obs, dtype=np.int64).reshape(-1)
+            return index // self.n_nodes + int(self.inner.start)
+        return np.asarray(obs).reshape(len(obs), -1)[:, : -self.n_nodes]
+
+
+__all__ = ["ProductEncoding"]

@@ -1,0 +1,347 @@
+"""Stable-Baselines3 agents with reward machines (rmtk.rl): an agent's exact distribution as an
+expert (a hand-set DQN whose greedy policy is the Office World's scripted expert, a PPO whose
+softmax is a known table), collect through one batched call, CRM in the replay buffer checked
+against the machine, PPO on the product, and one clear error per bad input. Every test needs
+stable-baselines3 (the extra rmtk[rl]) and skips without it."""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+import pytest
+
+sb3 = pytest.importorskip("stable_baselines3", reason="stable-baselines3 is not installed (pip install 'rmtk[rl]')")
+torch = pytest.importorskip("torch", reason="torch is not installed (pip install 'rmtk[rl]')")
+
+from rmtk import RewardMachine, dsl  # noqa: E402
+from rmtk.active.experts import TaskExpert  # noqa: E402
+from rmtk.active.loop import ActiveLearner  # noqa: E402
+from rmtk.errors import ModelError  # noqa: E402
+from rmtk.exact import NodePolicyTable, shortest_path_table  # noqa: E402
+from rmtk.gym import Bins, Identity, NodePolicy, RewardMachineEnv, StateLabels, collect, office_env  # noqa: E402
+from rmtk.gym.mdp_env import MdpVectorEnv  # noqa: E402
+from rmtk.planning import task_policy  # noqa: E402
+from rmtk.rl import AgentExpert, agent_policy, crm, sb3_agent  # noqa: E402
+
+EPSILON = 0.1
+
+
+@pytest.fixture(scope="module")
+def office():
+    return dsl.load("models/office.rm")
+
+
+def product(task, **kw):
+    return RewardMachineEnv(office_env(max_steps=100), task.machine, StateLabels.of(task.mdp), observation="flat", **kw)
+
+
+def steps_to_reward(task) -> np.ndarray:
+    """``(n, S, A)``: one plus the expected steps to the machine's next reward (what
+    shortest_path_table ranks), by the same fixed point on the dense kernel."""
+    mdp, m = task.mdp, task.machine
+    S, A, n = mdp.n_states, mdp.n_actions, m.n_nodes
+    letter = task.letter_of_proposition[mdp.labels]
+    nxt, paid = m.delta_u[:, letter], m.delta_r[:, letter] > 0
+    dense = mdp.kernel.toarray().reshape(S, A, S)
+    big = float(S * n + 1)
+    dist = np.full((n, S), big)
+    for _ in range(S * n + 1):
+        after = np.where(paid, 0.0, np.minimum(dist[nxt, np.arange(S)[None, :]], big))
+        q = 1.0 + np.einsum("sat,ut->usa", dense, after)
+        new = np.minimum(q.min(axis=2), big)
+        if np.array_equal(new, dist):
+            break
+        dist = new
+    return q
+
+
+def hand_set_dqn(task, env, **kw):
+    """A DQN whose Q-network is one linear layer on the one-hot product state, set to minus the
+    expected steps to the next reward: its ε-greedy policy is the scripted expert."""
+    model = sb3.DQN("MlpPolicy", env, policy_kwargs={"net_arch": []}, seed=0, device="cpu", **kw)
+    q = -steps_to_reward(task)  # (n, S, A); the flat observation is s·n + u
+    n, S, A = q.shape
+    weight = q.transpose(1, 0, 2).reshape(S * n, A).T
+    layer = model.q_net.q_net[0]
+    with torch.no_grad():
+        layer.weight.copy_(torch.as_tensor(weight, dtype=torch.float32))
+        layer.bias.zero_()
+    return model
+
+
+def test_sb3_dqn_expert_gives_the_greedy_distribution_exactly(office):
+    task = office.tasks["coffee"]
+    env = product(task)
+    model = hand_set_dqn(task, env)
+    expert = AgentExpert(model, task.mdp, task.machine, seed=1)  # a model is adapted with epsilon 0
+    assert expert.exact and expert.equivalence
+    expert = AgentExpert(sb3_agent(model, epsilon=EPSILON), task.mdp, task.machine)
+    table = shortest_path_table(task, EPSILON)  # (n, S, A)
+    np.testing.assert_allclose(expert.table(), table.transpose(1, 0, 2), rtol=0, atol=1e-15)
+    f, g = task.mdp.propositions.index("f"), task.mdp.propositions.index("i")
+    state = int(np.flatnonzero(task.mdp.labels == g)[5])
+    obs = expert.act((g, f, g), state)
+    assert obs.exact and obs.draws == 0 and obs.evaluations == 1 and obs.steps == 0
+    np.testing.assert_allclose(obs.values[0], table[1, state], atol=1e-15)  # after f: node u1
+    # the same greedy rows from SB3's own Q-network output, argmax where no tie
+    with torch.no_grad():
+        qv = model.q_net(torch.as_tensor(np.array([[state * 3 + 1]]))).numpy()[0]
+    assert table[1, state].argmax() == qv.argmax()
+
+
+def test_sb3_ppo_expert_gives_the_softmax(office):
+    task = office.tasks["coffee"]
+    env = product(task)
+    model = sb3.PPO(
+        "MlpPolicy", env, policy_kwargs={"net_arch": {"pi": [], "vf": []}}, n_steps=32, batch_size=32, seed=0
+    )
+    pi = task_policy(task).pi  # (S, n, A), soft-optimal
+    S, n, A = pi.shape
+    logits = np.log(pi).reshape(S * n, A).T
+    with torch.no_grad():
+        model.policy.action_net.weight.copy_(torch.as_tensor(logits, dtype=torch.float32))
+        model.policy.action_net.bias.zero_()
+    expert = AgentExpert(model, task.mdp, task.machine)
+    softmax = torch.softmax(torch.as_tensor(logits.T, dtype=torch.float32), dim=1).numpy().astype(float)
+    np.testing.assert_array_equal(expert.table().reshape(S * n, A), softmax)
+    assert np.abs(expert.table() - pi).max() < 1e-6
+
+
+def test_sb3_active_learning_from_a_dqn_finds_the_coffee_machine_with_no_draws(office):
+    task = office.tasks["coffee"]
+    model = hand_set_dqn(task, product(task))
+    run = ActiveLearner().fit(task, AgentExpert(sb3_agent(model, epsilon=EPSILON), task.mdp, task.machine))
+    same = ActiveLearner().fit(task, TaskExpert(task, source=NodePolicyTable(shortest_path_table(task, EPSILON))))
+    r = run.result
+    assert r.isomorphic_to_truth() == (True,) and r.verdicts[0].consistent and not run.flagged
+    assert run.draws == 0 and run.evaluations > 0
+    assert (r.n_nodes, r.raw_count, run.queries) == (same.result.n_nodes, same.result.raw_count, same.queries)
+
+
+def test_sb3_collect_batches_a_vector_environment_through_the_agent(office):
+    task = office.tasks["coffee"]
+    model = hand_set_dqn(task, product(task))
+    labels = StateLabels.of(task.mdp)
+    vec = MdpVectorEnv(task.mdp, 4, max_steps=30)
+    policy = agent_policy(sb3_agent(model, epsilon=EPSILON), task.machine, labels, env=vec)
+    calls: list[int] = []
+    agent = policy.choose.agent
+    q_values = agent.q_values
+    agent.q_values = lambda obs: calls.append(len(obs)) or q_values(obs)
+    rec = collect(vec, policy, labels, Identity(), 40, seed=3)
+    assert calls and max(calls) == 4  # one forward pass per step for the 4 copies
+    table = NodePolicy.from_table(task.machine, shortest_path_table(task, EPSILON))
+    ref = collect(MdpVectorEnv(task.mdp, 4, max_steps=30), table, labels, Identity(), 40, seed=3)
+    assert rec.canonical() == ref.canonical()  # the same draws from the same distribution
+
+
+def test_sb3_crm_adds_every_nodes_experience_with_the_machines_reward(office):
+    from stable_baselines3.common.env_util import make_vec_env
+
+    task = office.tasks["coffee"]
+    m = task.machine
+    vec = make_vec_env(lambda: product(task), n_envs=2, seed=0)
+    # the scripted expert, ε-greedy, not trained (no gradient step): it delivers coffee
+    explore = {"exploration_initial_eps": EPSILON, "exploration_final_eps": EPSILON}
+    model = hand_set_dqn(task, vec, learning_starts=0, gradient_steps=0, **explore, **crm(vec))
+    model.learn(300)
+    buf = model.replay_buffer
+    live = int((~product(task).terminal).sum())
+    steps = model.num_timesteps  # environment steps, over both copies
+    assert live == 2 and steps >= 300 and buf.experiences == steps * live and buf.pos == steps // 2 * live
+    obs = buf.observations[: buf.pos, :, 0].ravel()
+    nxt = buf.next_observations[: buf.pos, :, 0].ravel()
+    s, u = np.divmod(obs, m.n_nodes)
+    s2, v = np.divmod(nxt, m.n_nodes)
+    letter = task.letter_of_proposition[task.mdp.labels[s2]]
+    np.testing.assert_array_equal(v, m.delta_u[u, letter])
+    np.testing.assert_array_equal(buf.rewards[: buf.pos].ravel(), m.delta_r[u, letter])
+    ended = buf.dones[: buf.pos].ravel().astype(bool) & ~buf.timeouts[: buf.pos].ravel().astype(bool)
+    np.testing.assert_array_equal(ended, v == m.node_index("terminal"))
+    assert set(u.tolist()) == {0, 1} and (buf.rewards[: buf.pos] == 1).any()
+
+
+class Line(gymnasium.Env):
+    """A point on [0, 1] moved by a continuous action; labels: a below 0.2, b above 0.8."""
+
+    observation_space = gymnasium.spaces.Box(0.0, 1.0, (1,), np.float32)
+    action_space = gymnasium.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.x = np.array([0.5], np.float32)
+        return self.x.copy(), {}
+
+    def step(self, action):
+        self.x = np.clip(self.x + 0.1 * np.asarray(action, np.float32), 0.0, 1.0).astype(np.float32)
+        return self.x.copy(), 0.0, False, False, {}
+
+
+def line_labels(obs, info=None) -> str:
+    return "a" if obs[0] < 0.2 else "b" if obs[0] > 0.8 else "i"
+
+
+def a_then_b() -> RewardMachine:
+    return RewardMachine.from_transitions(
+        {("u0", "a"): "u1", ("u1", "b"): ("done", 1.0)}, ["a", "b", "i"], nodes=["u0", "u1", "done"], name="ab"
+    )
+
+
+def test_sb3_sac_learns_from_counterfactual_experiences_of_a_continuous_product():
+    from gymnasium.wrappers import TimeLimit
+
+    env = RewardMachineEnv(TimeLimit(Line(), 20), a_then_b(), line_labels, observation="flat")
+    model = sb3.SAC("MlpPolicy", env, policy_kwargs={"net_arch": [8]}, learning_starts=50, seed=0, **crm(env))
+    model.learn(80)
+    buf = model.replay_buffer
+    assert buf.experiences == 2 * 80 and buf.pos == 160
+    nodes = buf.observations[: buf.pos, 0, 1:].argmax(axis=1)
+    np.testing.assert_array_equal(np.bincount(nodes), [80, 80])  # every step from u0 and from u1
+    # continuous actions: the agent samples (seeded), the expert bins them
+    agent = sb3_agent(model)
+    obs = np.array([[0.5, 1.0, 0.0, 0.0]] * 5, np.float32)
+    first = agent.sample(obs, np.random.default_rng(7))
+    np.testing.assert_array_equal(first, agent.sample(obs, np.random.default_rng(7)))
+    assert first.shape == (5, 1)
+    # the expert of a continuous agent: m actions drawn at the history in one pass, binned, counted
+    from rmtk.space import Space
+
+    def cells(states):  # cell centres of 10 cells over [0, 1]
+        return ((np.asarray(states) + 0.5) / 10).astype(np.float32)[:, None]
+
+    space = Space(10, 3, ("a", "b", "i"), "line")
+    expert = AgentExpert(model, space, a_then_b(), observe=cells, actions=Bins(-1.0, 1.0, 3), seed=2)
+    answer = expert.act((0, 2), 5, 60)  # after a: node u1, in cell 5
+    assert not expert.exact and not answer.exact and answer.draws == 60 and answer.values.shape == (1, 3)
+    again = AgentExpert(model, space, a_then_b(), observe=cells, actions=Bins(-1.0, 1.0, 3), seed=2)
+    np.testing.assert_array_equal(again.act((0, 2), 5, 60).values, answer.values)
+
+
+def test_sb3_ppo_trains_on_the_product_and_passes_check_env(office):
+    from stable_baselines3.common.env_checker import check_env
+
+    task = office.tasks["patrol"]
+    for mode in ("flat", "dict"):
+        env = RewardMachineEnv(office_env(max_steps=50), task.machine, StateLabels.of(task.mdp), observation=mode)
+        check_env(env)
+        model = sb3.PPO(
+            "MultiInputPolicy" if mode == "dict" else "MlpPolicy",
+            env,
+            n_steps=64,
+            batch_size=32,
+            n_epochs=1,
+            policy_kwargs={"net_arch": [8]},
+            seed=0,
+        )
+        model.learn(128)
+        assert model.num_timesteps >= 128
+        expert = AgentExpert(model, task.mdp, task.machine)
+        p = expert.act(
+            (task.mdp.propositions.index("i"),),
+            int(np.flatnonzero(task.mdp.labels == task.mdp.propositions.index("i"))[0]),
+        ).values[0]
+        assert p.shape == (4,) and abs(p.sum() - 1) < 1e-6
+
+
+def test_sb3_bad_inputs_get_one_clear_error_each(office):
+    task = office.tasks["coffee"]
+    plain = sb3.DQN("MlpPolicy", office_env(), policy_kwargs={"net_arch": [4]}, seed=0)
+    with pytest.raises(ModelError, match=r"observation space is Discrete\(108\), not the product"):
+        AgentExpert(plain, task.mdp, task.machine)
+    with pytest.raises(ModelError, match=r"observation space is Discrete\(108\), not the product"):
+        agent_policy(plain, task.machine, StateLabels.of(task.mdp), env=office_env())
+    model = sb3.DQN("MlpPolicy", product(task), policy_kwargs={"net_arch": [4]}, seed=0)
+    other = RewardMachine.from_transitions({("u0", "x"): ("u1", 1.0)}, ["x", "y"], nodes=["u0", "u1", "u2"])
+    with pytest.raises(ModelError, match="the labeler produces 'a', 'b'.*which machine .* does not read"):
+        agent_policy(model, other, StateLabels.of(task.mdp))
+    with pytest.raises(ModelError, match="the environment's labels include 'a', 'b'.*does not read"):
+        AgentExpert(model, task.mdp, other)
+    sac = sb3.SAC("MlpPolicy", RewardMachineEnv(Line(), a_then_b(), line_labels, observation="flat"), seed=0)
+    space = dsl.load("models/office.rm").tasks["coffee"].mdp
+    with pytest.raises(ModelError, match=r"action space is Box.*reads Discrete\(4\) actions"):
+        AgentExpert(sac, space, task.machine, observe=lambda s: np.zeros((len(s), 1), np.float32))
+    with pytest.raises(Exception, match="is not an rmtk.rl.Agent"):
+        AgentExpert(object(), task.mdp, task.machine)
+    assert Bins  # the action discretiser a continuous agent's expert takes
+
+
+def greedy_by_steps(machine, truth, labels, q, cells, node=True) -> float:
+    """The share of ``cells`` whose greedy episode of ``q`` earns ``truth``'s reward, each
+    played in its own RewardMachineEnv from that cell, one action at a time: the reference
+    GreedyRollouts must equal."""
+    from rmtk.rl import hide_node
+
+    won = 0
+    for cell in cells:
+        env = RewardMachineEnv(office_env(max_steps=100, start=[cell]), machine, labels, observation="flat")
+        env = env if node else hide_node(env)
+        obs, info = env.reset(seed=0)
+        v = truth.step(truth.initial, info["rm_label"])
+        for _ in range(100):
+            obs, _, terminated, truncated, info = env.step(int(np.argmax(q[obs])))
+            if truth.reward(v, info["rm_label"]) > 0:
+                won += 1
+                break
+            v = truth.step(v, info["rm_label"])
+            if terminated or truncated:
+                break
+    return won / len(cells)
+
+
+@pytest.mark.parametrize("name", ["coffee", "patrol"])
+def test_sb3_greedy_rollouts_equal_episodes_played_step_by_step(office, name):
+    from rmtk.envs.office import officeworld
+    from rmtk.experiments._dqn import STARTS
+    from rmtk.rl import GreedyRollouts
+
+    task = office.tasks[name]
+    m, labels = task.machine, StateLabels.of(task.mdp)
+    n, S = m.n_nodes, task.mdp.n_states
+    mdp = officeworld(start=STARTS)
+    expert = -steps_to_reward(task).transpose(1, 0, 2).reshape(S * n, 4)  # the scripted expert: succeeds
+    rng = np.random.default_rng(5)
+    tables = [expert, expert + rng.normal(0, 0.4, expert.shape), rng.random((S * n, 4))]
+    rates = [GreedyRollouts.of(mdp, m, m, 100).rate(q) for q in tables]
+    assert rates[0] == 1.0 and rates[2] < 0.1 and 0.0 < rates[1] < 1.0
+    for q, rate in zip(tables, rates):
+        assert rate == greedy_by_steps(m, m, labels, q, STARTS)
+    cells = expert[::n]  # the node hidden: node 0's values at every cell
+    hidden = GreedyRollouts.of(mdp, m, m, 100, node=False).rate(cells)
+    assert hidden == greedy_by_steps(m, m, labels, cells, STARTS, node=False)
+    with pytest.raises(ModelError, match="deterministic MDP"):
+        GreedyRollouts.of(officeworld(slip=0.1), m, m, 100)
+    with pytest.raises(ModelError, match=r"Q-values of shape \(324, 4\)"):
+        GreedyRollouts.of(mdp, office.tasks["coffee"].machine, m, 100).rate(expert[:5])
+
+
+def test_sb3_reward_like_pays_the_learned_machine_as_the_truth(office):
+    from rmtk import isomorphic
+    from rmtk.experiments._dqn import reward_like
+
+    for name in ("coffee", "patrol"):
+        truth = office.tasks[name].machine
+        order = list(reversed(range(truth.n_nodes)))  # the learned machine numbers its nodes otherwise
+        renamed = RewardMachine(
+            [f"q{k}" for k in range(truth.n_nodes)],
+            truth.alphabet,
+            np.argsort(order)[truth.delta_u[order]],
+            np.zeros_like(truth.delta_r[order]),
+            initial=int(np.argsort(order)[truth.initial]),
+        ).with_alphabet_order(sorted(truth.alphabet, reverse=True))
+        paid = reward_like(renamed, truth)
+        assert isomorphic(paid, truth, rewards=True) and paid.delta_r.sum() == truth.delta_r.sum()
+
+
+def test_sb3_reproduce_deep_rl_quick_draws_the_five_curves(tmp_path):
+    from rmtk.experiments import Options, run
+
+    report = run("deep-rl", Options(quick=True, figure_dir=tmp_path))
+    caption, header, rows = report.tables[0]
+    learned = dict(zip(header, rows[0]))
+    assert learned["draws"] == 0 and learned["active machines"] >= 1  # exact: no sampled draw
+    caption, header, rows = report.tables[1]
+    assert [r[0] for r in rows] == ["true, CRM", "true, no CRM", "learned, CRM", "learned, no CRM", "no machine"]
+    assert all(0.0 <= r[3] <= 1.0 for r in rows)
+    assert (tmp_path / "deep_rl.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(Exception, match="setting task: expected one of coffee, patrol"):
+        run("deep-rl", Options(quick=True, overrides={"task": "mail"}))
