@@ -68,7 +68,7 @@ def reward_like(learned, truth):
     """``learned`` paying what ``truth`` pays: each paying transition of the truth, reached by its
     shortest word (letters in alphabet order, ties to the first), pays the same in ``learned``
     after the same word. The active loop learns structure only (rewards 0); this is the
-    reward a user puts on the learned machine (docs/guide/deep-rl.md)."""
+    reward a user puts on the learned machine (docs/guide/12-deep-rl.md)."""
     learned = learned.with_alphabet_order(truth.alphabet)
     word: dict[int, tuple[int, ...]] = {truth.initial: ()}
     queue = deque([truth.initial])

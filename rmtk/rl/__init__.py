@@ -1,5 +1,5 @@
 """rmtk and deep RL agents (the optional extra ``pip install 'rmtk[rl]'``: Stable-Baselines3,
-with torch; docs/guide/deep-rl.md).
+with torch; docs/guide/12-deep-rl.md).
 
 * **Agents** nobody here wrote, behind one protocol (:class:`Agent`: samples actions at product
   observations; an exact one also gives its distribution): :func:`sb3_agent` adapts a
