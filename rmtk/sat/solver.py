@@ -76,6 +76,7 @@ def open_solver(name: str = DEFAULT_SOLVER, clauses: Iterable[Sequence[int]] = (
 #: doubles the next: on this machine's backends that is about half a second of search, measured
 #: in the solver's work, so the slices are the same whatever the load (docs/design/determinism.md).
 SLICE_PROPAGATIONS = 1_000_000
+#: The most conflicts of one slice (a slice light in propagations doubles the next up to it).
 MAX_SLICE = 200_000
 #: Conflicts of a call's first slice (most calls end within it).
 FIRST_SLICE = 1_000
