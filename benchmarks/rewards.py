@@ -21,11 +21,17 @@
    another of the machine's values (so ``ε`` is the true share of wrong rewards);
    ``SimplestNoisyRewardEncoder`` at the truth's size; the estimate and its 95% interval.
 
+4. **Random subgoals** (``--explorer subgoals``): the same doubling with the explorer
+   :class:`rmtk.explore.RandomSubgoals` (walks to a target proposition drawn uniformly by the
+   MDP's shortest paths, redraws on arrival; :data:`SUBGOALS`), by default on the tasks the
+   ε-greedy expert never identifies (:data:`HARD`). ``--fit-limit`` bounds each fit.
+
 References of the same run: ``python -c "import numpy"`` in a child, and rmtk learning the
 same task from the expert's exact policy (``Learner(irl=None).fit(task)``, the paper's setting).
 
     PYTHONPATH=. python benchmarks/rewards.py --seed 0 [--quick] [--tasks coffee t1]
         [--jirp /tmp/srm/src --jirp-python /tmp/srm-venv/bin/python [--sjirp]] [--noise] [--markdown]
+        [--explorer subgoals --budget 6400 --fit-limit 300]
 """
 
 from __future__ import annotations
@@ -49,6 +55,10 @@ WORLDS = {"office": ("office", "i", 1.0, 100), "craft": ("craft", "o", 0.3, 300)
 #: task: (explorer ε, horizon) where the world's do not suit: a random walk in the Office World
 #: steps on a decoration within ~35 steps, and fetches coffee and mail in both orders too rarely
 EXPLORER = {"coffee_mail": (0.5, 100)}
+#: world: (ε, horizon, propositions walked around) of the random-subgoal explorer (``--explorer subgoals``)
+SUBGOALS = {"office": (0.1, 100, ("n",)), "craft": (0.1, 100, ())}
+#: the tasks the ε-greedy expert's traces never identify (section 1 of docs/benchmarks/rewards.md)
+HARD = ("patrol", "t5", "t6", "t7", "t9", "t10")
 NOISE_TASKS = ("coffee", "t1")
 #: machines rmtk's plain SatEncoder lists at most (beside the simplest)
 PLAIN_LISTED = 100
@@ -62,6 +72,21 @@ def world_of(name: str) -> str:
 def explorer(name: str) -> tuple[float, int]:
     """The explorer's ε and horizon on task ``name``."""
     return EXPLORER.get(name, WORLDS[world_of(name)][2:])
+
+
+def traces(name: str, task, n: int, seed: int, kind: str, noise: float = 0.0):
+    """``n`` episodes of the ``kind`` explorer (``expert``: the ε-greedy expert of
+    :func:`explorer`; ``subgoals``: :class:`rmtk.explore.RandomSubgoals` with :data:`SUBGOALS`)
+    and its label for the table."""
+    from rmtk.explore import RandomSubgoals, explore
+
+    if kind == "subgoals":
+        eps, horizon, avoid = SUBGOALS[world_of(name)]
+        label = f"subgoals ε={eps:g}, T={horizon}" + (f", avoid {','.join(avoid)}" if avoid else "")
+        sub = RandomSubgoals(epsilon=eps, avoid=avoid)
+        return explore(task, n, horizon, seed=seed, noise=noise, explorer=sub), label
+    eps, horizon = explorer(name)
+    return explore(task, n, horizon, seed=seed, epsilon=eps, noise=noise), f"ε={eps:g}, T={horizon}"
 
 
 def load(name: str):
@@ -150,7 +175,7 @@ def agrees(task, demos, delta_u, delta_r, initial: int = 0) -> bool:
 
 
 # ---------------------------------------------------------------------- rmtk
-def learn(task, demos, *, noisy: bool = False, plain: bool = False, nodes: int | None = None):
+def learn(task, demos, *, noisy: bool = False, plain: bool = False, nodes: int | None = None, limit=None):
     """rmtk from the traces alone: the simplest machines (``SimplestEncoder``), every smallest
     machine (``plain``: ``SatEncoder``, up to :data:`PLAIN_LISTED`) or, ``noisy``, the simplest
     of the least noisy at ``nodes`` nodes."""
@@ -161,7 +186,10 @@ def learn(task, demos, *, noisy: bool = False, plain: bool = False, nodes: int |
     encoder = SimplestNoisyRewardEncoder() if noisy else SatEncoder() if plain else SimplestEncoder()
     listed = PLAIN_LISTED if plain else None
     t0 = time.perf_counter()
-    r = Learner(ptp=None, rewards=TraceRewards(demos), encoder=encoder, nodes=nodes, max_solutions=listed).fit(task)
+    learner = Learner(
+        ptp=None, rewards=TraceRewards(demos), encoder=encoder, nodes=nodes, max_solutions=listed, time_limit=limit
+    )
+    r = learner.fit(task)
     return r, time.perf_counter() - t0
 
 
@@ -171,16 +199,17 @@ def truth_alone(task, demos, r) -> bool:
     return agrees(task, demos, r.solutions[0].delta_u, r.machines[0].delta_r)
 
 
-def episodes_needed(name: str, seed: int, start: int, budget: int, log) -> dict:
-    """Double the episodes from ``start`` until the truth alone at ``n`` and ``2n`` (or the budget)."""
-    from rmtk.explore import explore
-
+def episodes_needed(name: str, seed: int, start: int, budget: int, log, kind: str = "expert", limit=None) -> dict:
+    """Double the episodes from ``start`` until the truth alone at ``n`` and ``2n`` (or the budget,
+    or a fit stopped by the time ``limit``: ``stopped`` is then its ``n``)."""
     task = load(name)
-    eps, horizon = explorer(name)
     n, hits, first = start, 0, None
     while n <= budget:
-        demos = explore(task, n, horizon, seed=seed, epsilon=eps)
-        r, secs = learn(task, demos)
+        demos, _ = traces(name, task, n, seed, kind)
+        r, secs = learn(task, demos, limit=limit)
+        if not r.search.complete and limit is not None and secs >= limit:
+            log(f"{name}: {n} episodes: stopped at the {limit:g} s limit ({r.n_nodes} nodes so far)")
+            return dict(task=name, found=None, stays=False, last=n, stopped=n)
         ok = truth_alone(task, demos, r) and exercised(task, demos)[0]
         log(
             f"{name}: {n} episodes, {int(demos.lengths.sum())} steps: {r.n_nodes} nodes, "
@@ -195,7 +224,7 @@ def episodes_needed(name: str, seed: int, start: int, budget: int, log) -> dict:
         else:
             first, hits = None, 0
         n *= 2
-    return dict(task=name, found=first, stays=hits == 2, last=n)
+    return dict(task=name, found=first, stays=hits == 2, last=n, stopped=None)
 
 
 # ---------------------------------------------------------------------- JIRP's format
@@ -334,8 +363,17 @@ def main(argv=None) -> int:
     ap.add_argument("--noise", action="store_true", help="the noisy-reward table")
     ap.add_argument("--noise-episodes", type=int, default=2000)
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--fit-limit", type=float, default=None, help="seconds per fit; a stopped fit ends the doubling")
+    ap.add_argument(
+        "--explorer",
+        choices=("expert", "subgoals"),
+        default="expert",
+        help="the ε-greedy expert (default) or random subgoals (SUBGOALS; tasks default to HARD)",
+    )
     args = ap.parse_args(argv)
     tasks = args.tasks or (OFFICE + CRAFT[:4] if args.quick else OFFICE + CRAFT)
+    if args.explorer == "subgoals" and not args.tasks:
+        tasks = HARD
     if args.quick:
         args.budget = min(args.budget, 3200)
         args.jirp = None
@@ -346,12 +384,11 @@ def main(argv=None) -> int:
     ref = numpy_import_seconds()
     rows = []
     for name in tasks:
-        out = episodes_needed(name, args.seed, args.start, args.budget, log)
+        out = episodes_needed(name, args.seed, args.start, args.budget, log, args.explorer, args.fit_limit)
         f = out["found"]
-        eps, horizon = explorer(name)
         row = {
             "task": name,
-            "explorer": f"ε={eps:g}, T={horizon}",
+            "explorer": traces(name, load(name), 1, args.seed, args.explorer)[1],
             "episodes": "—",
             "steps": "—",
             "nodes": "—",
@@ -371,7 +408,8 @@ def main(argv=None) -> int:
                 **{"rmtk s": f"{f['secs']:.2f}"},
             )
         else:
-            row["episodes"] = f"> {args.budget}"
+            stopped = out["stopped"]
+            row["episodes"] = f"> {args.budget}" if stopped is None else f"fit > {args.fit_limit:g} s at {stopped}"
         if f is not None:
             plain, secs = learn(load(name), f["demos"], plain=True)
             more = "" if plain.search.complete else "≥ "
