@@ -314,6 +314,7 @@ class NoisyRewardEncoder(SatEncoder):
         formula = self.encode_negatives(problem, n)
         soft, formula.relax, formula.weights = soft_reward_outputs(formula.pool, problem.rewards)
         formula.hard += soft
+        formula.exclusive_softs = True
         return formula
 
     def search(self, problem: Problem, limits: SearchLimits) -> SearchResult:

@@ -97,6 +97,11 @@ class Formula:
     hard: Clauses
     relax: np.ndarray | None = None
     weights: np.ndarray | None = None
+    #: Some soft units are mutually exclusive by hard clauses ``relax[a] ∨ relax[b]`` (at most
+    #: one of a group kept: :func:`soft_reward_outputs`); MaxSAT then looks for such groups
+    #: first and exhausts each core (RC2's ``adapt`` and ``exhaust``) instead of finding
+    #: thousands of two-literal cores one by one. The optima are the same.
+    exclusive_softs: bool = False
 
     @property
     def n_clauses(self) -> int:
@@ -259,10 +264,14 @@ def reward_outputs(pool: VarPool, obs: RewardTraces) -> Clauses:
 
 def soft_reward_outputs(pool: VarPool, obs: RewardTraces) -> tuple[Clauses, np.ndarray, np.ndarray]:
     """Reward traces under noise: each observation's clauses ¬x[p,i] ∨ o[i,k,v] ∨ b_j with a
-    relaxation variable b_j of weight ``obs.count[j]`` (dropping it calls those steps noisy).
+    relaxation variable b_j of weight ``obs.count[j]`` (dropping it calls those steps noisy),
+    one per distinct (word, letter, value). Rows of one (word, letter) with different values
+    keep at most one: b_a ∨ b_b, implied by the others (a word ends in one node, which pays
+    one value) but stated, so that MaxSAT sees the groups (``Formula.exclusive_softs``).
     Returns the clauses, the b ids and the weights."""
     o, value, out = _reward_vars(pool, obs)
     relax = np.array([pool.new(("noisy", j)) for j in range(obs.n_rows)], dtype=np.int64)
+    out += _kept_values(obs, relax)
     i = np.arange(pool.n)
     cl = np.stack(
         [
@@ -273,6 +282,19 @@ def soft_reward_outputs(pool: VarPool, obs: RewardTraces) -> tuple[Clauses, np.n
         axis=-1,
     )
     return out + _rows(cl.reshape(-1, 3)), relax, np.asarray(obs.count, np.int64)
+
+
+def _kept_values(obs: RewardTraces, relax: np.ndarray) -> Clauses:
+    """b_a ∨ b_b for every two rows of one (trie node, letter): at most one value kept there."""
+    key = obs.node * max(int(obs.letter.max(initial=0)) + 1, 1) + obs.letter
+    order = np.argsort(key, kind="stable")
+    start = np.flatnonzero(np.r_[True, np.diff(key[order]) != 0])
+    size = np.diff(np.r_[start, len(order)])
+    out: Clauses = []
+    for s, m in zip(start[size > 1].tolist(), size[size > 1].tolist()):
+        b = relax[order[s : s + m]].tolist()
+        out += [[a, c] for j, a in enumerate(b) for c in b[j + 1 :]]
+    return out
 
 
 def non_stuttering(pool: VarPool) -> Clauses:
