@@ -7,6 +7,7 @@ the design notes (design/*.md), the benchmarks (benchmarks/*.md), the Gymnasium 
 Every toctree of a folder is a glob, so a page added to guide/, design/ or benchmarks/ appears
 without editing an index."""
 
+import re
 import sys
 from pathlib import Path
 
@@ -31,11 +32,24 @@ html_static_path: list[str] = []
 myst_heading_anchors = 3
 myst_enable_extensions = ["colon_fence", "deflist"]
 
+#: Tutorials that need an extra beyond the docs build's, and the module that tells whether it is
+#: installed: without it the tutorial is shown with its code, not run (no figure).
+NEEDS_EXTRA = {"09_deep_rl.py": "stable_baselines3"}
+
+
+def _executed_pattern() -> str:
+    """The tutorials sphinx-gallery runs: every tutorials/NN_*.py but those whose extra is missing."""
+    import importlib.util
+
+    missing = [name for name, module in NEEDS_EXTRA.items() if importlib.util.find_spec(module) is None]
+    return r"/(?!" + "|".join(re.escape(m) for m in missing) + r")\d\d_" if missing else r"/\d\d_"
+
+
 # The gallery: every tutorials/NN_*.py runs at build time; its figures are what it draws.
 sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "tutorials"),
     "gallery_dirs": "gallery",
-    "filename_pattern": r"/\d\d_",
+    "filename_pattern": _executed_pattern(),
     "within_subsection_order": "FileNameSortKey",  # tutorial 1, 2, ... in order
     "image_scrapers": ("matplotlib", "_gallery.rmtk_figures"),
     "reset_modules": ("matplotlib", "_gallery.reset"),
