@@ -34,7 +34,13 @@ PAGES = sorted(
     p for p in DOCS.rglob("*.md") if not {"_build", "gallery", "_generated"} & set(p.relative_to(DOCS).parts)
 ) + [ROOT / "README.md", ROOT / "tutorials" / "README.md"]
 #: What a block needs beyond the core, and the import that tells whether it is installed.
-EXTRAS = {"rmtk.engines.dask": "distributed", "rmtk.gym": "gymnasium", "rmtk.data": None}
+EXTRAS = {
+    "rmtk.engines.dask": "distributed",
+    "rmtk.gym": "gymnasium",
+    "rmtk.data": None,
+    "rmtk.rl": "stable_baselines3",
+    "stable_baselines3": "stable_baselines3",
+}
 
 
 def _blocks(page: Path, lang: str) -> list[str]:
@@ -69,7 +75,8 @@ def test_every_guide_page_has_python_blocks_or_commands():
 @pytest.mark.parametrize(("page", "block"), list(_python_blocks()))
 def test_guide_python_block_runs_alone(page, block, reader_dir):
     for module, package in EXTRAS.items():
-        if package and f"from {module} import" in block and importlib.util.find_spec(package) is None:
+        imports = re.search(rf"^(from {re.escape(module)}(\.\w+)* import|import {re.escape(module)}\b)", block, re.M)
+        if package and imports and importlib.util.find_spec(package) is None:
             pytest.skip(f"{page.name}: this block needs {package} (an extra), not installed")
     namespace = {"__name__": "__main__"}  # a script run as a reader runs it (Dask's guard included)
     exec(compile(block, str(page.relative_to(ROOT)), "exec"), namespace)
