@@ -1,4 +1,6 @@
-"""Tutorial 9 — learn the reward machine of a deep RL agent, and train a new agent with it.
+"""
+Tutorial 9 — learn the reward machine of a deep RL agent, and train a new agent with it
+=======================================================================================
 
 Goal: close the loop with an agent nobody here wrote. We train a Stable-Baselines3 DQN on
 the Office World's coffee task (fetch a coffee, bring it to the office, never step on a
