@@ -17,7 +17,7 @@ __all__ = ["Verdicts"]
 
 
 class Verdicts:
-    """The machines (renaming-invariant keys, :attr:`~rmtk.active.questions.Hypotheses.keys`)
+    """The machines (renaming-invariant keys, ``Hypotheses.keys``)
     the equivalence check was run on against one version of ``knowledge``
     (:attr:`~rmtk.active.knowledge.Knowledge.version`), its answers folded in."""
 

@@ -9,7 +9,8 @@ with torch; docs/guide/12-deep-rl.md).
   policy whose node the true machine drives) and :class:`AgentExpert` (an expert for
   :class:`~rmtk.active.loop.ActiveLearner`: exact distributions, one forward pass a question).
 * **Train an agent with a machine**: :func:`crm` (counterfactual experiences in an off-policy
-  algorithm's replay buffer, :class:`~rmtk.rl.crm.CounterfactualReplayBuffer`); on-policy
+  algorithm's replay buffer, the class :func:`~rmtk.rl.crm.counterfactual_replay_buffer`
+  makes); on-policy
   algorithms (PPO, A2C) train on :class:`~rmtk.gym.RewardMachineEnv` as it is.
 * **Measure it**: :class:`GreedyRollouts` (the exact success rate of a Q-table's greedy policy
   on a deterministic labeled MDP), :func:`q_table` (a DQN's Q-values at every observation),

@@ -1,5 +1,5 @@
 """Counterfactual experiences (CRM) in the replay buffer of a Stable-Baselines3 off-policy
-algorithm (DQN, SAC, TD3, DDPG): :class:`CounterfactualReplayBuffer`.
+algorithm (DQN, SAC, TD3, DDPG): ``CounterfactualReplayBuffer``.
 
 Every environment step of :class:`~rmtk.gym.RewardMachineEnv` is also a step of the product
 from *every* non-terminal node of the machine (Toro Icarte et al., reward machines for RL):
@@ -127,7 +127,7 @@ _BUFFER: list = []
 
 
 def counterfactual_replay_buffer() -> type:
-    """The :class:`CounterfactualReplayBuffer` class (a subclass of Stable-Baselines3's
+    """The ``CounterfactualReplayBuffer`` class (a subclass of Stable-Baselines3's
     ``ReplayBuffer``, made when first asked so that importing this module needs no SB3)."""
     if not _BUFFER:
         _BUFFER.append(_counterfactual_buffer())
