@@ -153,7 +153,9 @@ def train_dqn(
         from stable_baselines3 import DQN
         from stable_baselines3.common.callbacks import BaseCallback
     except ImportError:
-        raise RmtkError("deep RL needs Stable-Baselines3 and torch: pip install 'rmtk[rl]'") from None
+        raise RmtkError(
+            "deep RL needs Stable-Baselines3 and torch: pip install 'rmtk[rl]' (from a checkout: pip install '.[rl]')"
+        ) from None
     from ..rl import crm, q_table
 
     if use_crm and not node:

@@ -109,7 +109,10 @@ def run(opts: Options) -> Report:
         import stable_baselines3  # noqa: F401
         import torch  # noqa: F401
     except ImportError:
-        raise RmtkError("the deep-rl experiment needs Stable-Baselines3 and torch: pip install 'rmtk[rl]'") from None
+        raise RmtkError(
+            "the deep-rl experiment needs Stable-Baselines3 and torch: pip install 'rmtk[rl]' "
+            "(from a checkout: pip install '.[rl]')"
+        ) from None
     from .. import dsl
     from ..gym import StateLabels
     from ._dqn import reward_like, train_dqn

@@ -25,7 +25,10 @@ from gymnasium import spaces
 from ..errors import ModelError, RmtkError
 from .agents import Agent, PredictAgent, ProbabilityAgent, QValueAgent
 
-MISSING = "Stable-Baselines3 is not installed: pip install 'rmtk[rl]' (stable-baselines3, with torch)"
+MISSING = (
+    "Stable-Baselines3 is not installed: pip install 'rmtk[rl]' (from a checkout: pip install '.[rl]'; "
+    "stable-baselines3, with torch)"
+)
 
 
 def _require():
