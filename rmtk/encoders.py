@@ -221,18 +221,27 @@ class MaxSatEncoder(SatEncoder):
         limits: SearchLimits,
     ) -> SearchResult:
         """Every optimal machine at ``limits.nodes`` (else ``limits.max_nodes``) nodes."""
-        if problem.oracle is not None:
-            raise RmtkError(
-                "MaxSAT weighs a finite set of negative examples: lazy and every-depth learning "
-                "(negatives found by checking candidates) need SatEncoder"
-            )
-        return maxsat_search(
-            self.encode,
+        return _at_fixed_size(
+            self,
             problem,
-            limits.evolve(nodes=limits.nodes or limits.max_nodes),
-            solver=self.solver,
-            non_stuttering=self.non_stuttering,
+            limits,
+            "MaxSAT weighs a finite set of negative examples: lazy and every-depth learning "
+            "(negatives found by checking candidates) need SatEncoder",
         )
+
+
+def _at_fixed_size(encoder, problem: Problem, limits: SearchLimits, lazy: str) -> SearchResult:
+    """Weighted MaxSAT of ``encoder.encode`` at ``limits.nodes`` (else ``limits.max_nodes``)
+    nodes, every optimal machine; a lazy problem (no built tree) is refused with ``lazy``."""
+    if problem.oracle is not None:
+        raise RmtkError(lazy)
+    return maxsat_search(
+        encoder.encode,
+        problem,
+        limits.evolve(nodes=limits.nodes or limits.max_nodes),
+        solver=encoder.solver,
+        non_stuttering=encoder.non_stuttering,
+    )
 
 
 def moving_transitions(formula: Formula, n: int, n_letters: int) -> np.ndarray:
@@ -319,14 +328,11 @@ class NoisyRewardEncoder(SatEncoder):
 
     def search(self, problem: Problem, limits: SearchLimits) -> SearchResult:
         """Every optimal machine at ``limits.nodes`` (else ``limits.max_nodes``) nodes."""
-        if problem.oracle is not None:
-            raise RmtkError("NoisyRewardEncoder weighs a finite set of observations on a built tree: no lazy search")
-        return maxsat_search(
-            self.encode,
+        return _at_fixed_size(
+            self,
             problem,
-            limits.evolve(nodes=limits.nodes or limits.max_nodes),
-            solver=self.solver,
-            non_stuttering=self.non_stuttering,
+            limits,
+            "NoisyRewardEncoder weighs a finite set of observations on a built tree: no lazy search",
         )
 
 
