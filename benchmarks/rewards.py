@@ -1,7 +1,7 @@
 """Benchmark: reward machines from reward traces (docs/benchmarks/rewards.md).
 
 1. **Exact rewards.** For each task (Office World's four, Craft t1–t10) the explorer of
-   rmtk/explore.py (the scripted shortest-path expert mixed with ``ε`` of random actions;
+   rmtk/traces/explorers.py (the scripted shortest-path expert mixed with ``ε`` of random actions;
    ``ε = 1`` is a random walk) records episodes with rewards, and
    ``Learner(ptp=None, rewards=TraceRewards(demos), encoder=SimplestEncoder())`` learns from them.
    The episode count doubles from ``--start`` until the answer is *the truth alone* twice in a row
@@ -22,7 +22,7 @@
    ``SimplestNoisyRewardEncoder`` at the truth's size; the estimate and its 95% interval.
 
 4. **Random subgoals** (``--explorer subgoals``): the same doubling with the explorer
-   :class:`rmtk.explore.RandomSubgoals` (walks to a target proposition drawn uniformly by the
+   :class:`rmtk.traces.explorers.RandomSubgoals` (walks to a target proposition drawn uniformly by the
    MDP's shortest paths, redraws on arrival; :data:`SUBGOALS`), by default on the tasks the
    ε-greedy expert never identifies (:data:`HARD`). ``--fit-limit`` bounds each fit.
 
@@ -76,9 +76,9 @@ def explorer(name: str) -> tuple[float, int]:
 
 def traces(name: str, task, n: int, seed: int, kind: str, noise: float = 0.0):
     """``n`` episodes of the ``kind`` explorer (``expert``: the ε-greedy expert of
-    :func:`explorer`; ``subgoals``: :class:`rmtk.explore.RandomSubgoals` with :data:`SUBGOALS`)
+    :func:`explorer`; ``subgoals``: :class:`rmtk.traces.explorers.RandomSubgoals` with :data:`SUBGOALS`)
     and its label for the table."""
-    from rmtk.explore import RandomSubgoals, explore
+    from rmtk.traces.explorers import RandomSubgoals, explore
 
     if kind == "subgoals":
         eps, horizon, avoid = SUBGOALS[world_of(name)]
@@ -116,8 +116,8 @@ def run(delta_u: np.ndarray, initial: int, letters: np.ndarray, lengths: np.ndar
 def exercised(task, demos) -> tuple[bool, list[str]]:
     """Whether the traces exercise every non-end node of the truth, each move between non-end
     nodes and each reward the truth pays (the truth's letters); the ones missing."""
-    from rmtk.explore import end_nodes
     from rmtk.simulate import rollout_nodes
+    from rmtk.traces.explorers import end_nodes
 
     m = task.machine
     letters = task.letter_of_proposition[task.mdp.labels[np.maximum(demos.states, 0)]]
@@ -157,8 +157,8 @@ def agrees(task, demos, delta_u, delta_r, initial: int = 0) -> bool:
     """A learned machine over the MDP's propositions is the truth up to renaming on the observed
     steps: a one-to-one node map onto the truth's non-end nodes, and the truth's reward paid on
     every observed step."""
-    from rmtk.explore import end_nodes
     from rmtk.simulate import rollout_nodes
+    from rmtk.traces.explorers import end_nodes
 
     m = task.machine
     props = task.mdp.labels[np.maximum(demos.states, 0)]
@@ -181,7 +181,7 @@ def learn(task, demos, *, noisy: bool = False, plain: bool = False, nodes: int |
     of the least noisy at ``nodes`` nodes."""
     from rmtk import Learner
     from rmtk.encoders import SatEncoder, SimplestEncoder, SimplestNoisyRewardEncoder
-    from rmtk.reward_evidence import TraceRewards
+    from rmtk.traces.evidence import TraceRewards
 
     encoder = SimplestNoisyRewardEncoder() if noisy else SatEncoder() if plain else SimplestEncoder()
     listed = PLAIN_LISTED if plain else None
@@ -234,8 +234,8 @@ def jirp_traces(task, demos, other: str) -> list:
     step. rmtk's machine also reads the start state's label (docs/design.md, "The prefix
     convention"), so it is given as a first step with reward 0 (no task pays on its first letter).
     ``truncated``: the episode stopped at the horizon, not at the machine's end."""
-    from rmtk.explore import end_nodes
     from rmtk.simulate import rollout_nodes
+    from rmtk.traces.explorers import end_nodes
 
     names = [("" if p == other else p) for p in task.mdp.propositions]
     props = task.mdp.labels[np.maximum(demos.states, 0)]
@@ -325,7 +325,7 @@ def policy_seconds(name: str) -> float:
 
 # ---------------------------------------------------------------------- noise
 def noisy_row(name: str, eps: float, n: int, seed: int) -> dict:
-    from rmtk.explore import end_nodes, explore
+    from rmtk.traces.explorers import end_nodes, explore
 
     task = load(name)
     e, horizon = explorer(name)

@@ -7,7 +7,7 @@ dataset (4 partitions) with and without the reward column. Per format: the file 
 best of ``--repeat`` wall times of :func:`rmtk.data.load` (read + validate) with and without
 rewards, and their ratio. Then, on the in-memory demonstrations: the count of the empirical
 prefix tree policy (:class:`rmtk.empirical.EmpiricalPTP`) with and without rewards, and
-:func:`rmtk.reward_traces.reward_traces` (which counts too).
+:func:`rmtk.traces.rewards.reward_traces` (which counts too).
 
     PYTHONPATH=. python benchmarks/rewards_data.py
     PYTHONPATH=. python benchmarks/rewards_data.py --trajectories 5000 --repeat 2   # quick
@@ -25,8 +25,8 @@ from pathlib import Path
 from rmtk import dsl
 from rmtk.data import load, save
 from rmtk.empirical import EmpiricalPTP
-from rmtk.reward_traces import reward_traces
 from rmtk.simulate import simulate
+from rmtk.traces.rewards import reward_traces
 
 ROOT = Path(__file__).resolve().parents[1]
 

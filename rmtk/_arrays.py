@@ -25,6 +25,11 @@ def frozen_array(dtype):
     return convert
 
 
+def bool_array(value) -> np.ndarray:
+    """attrs converter: a read-only bool copy (a named function, so that type checkers see the field's type)."""
+    return frozen_array(bool)(value)
+
+
 def int_array(value) -> np.ndarray:
     """attrs converter: a read-only int64 copy (a named function, so that type checkers see the field's type)."""
     return frozen_array(np.int64)(value)

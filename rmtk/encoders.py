@@ -312,7 +312,7 @@ class NoisyRewardEncoder(SatEncoder):
     """Reward observations as soft clauses weighted by their counts, negative examples hard:
     weighted MaxSAT at a fixed ``n`` (``nodes``, else ``max_nodes``), every optimal machine
     enumerated. The optimum calls the fewest observed steps noisy; the learner reports that
-    share as the noise level, with an interval (:func:`rmtk.reward_evidence.noise_interval`). Noise
+    share as the noise level, with an interval (:func:`rmtk.traces.evidence.noise_interval`). Noise
     cannot choose the size: more nodes always explain more of it, so the size is given."""
 
     def encode(self, problem: Problem, n: int) -> Formula:

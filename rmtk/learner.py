@@ -44,8 +44,6 @@ from .negatives import ConfidenceMiner, ExactMiner, NegativeExampleMiner, Negati
 from .progress import Progress, Recorder
 from .ptp import PTP, PrefixTree, PrefixTreePolicy, PTPCapabilities, Trie
 from .result import LearnResult
-from .reward_evidence import RewardEvidence
-from .reward_learning import with_rewards
 from .rewards.maxent import IRLCapabilities, MaxEntIRL
 from .sat.encoding import Problem
 from .sat.lazy import Oracle, TrieOracle
@@ -53,6 +51,8 @@ from .sat.search import SearchResult
 from .space import Space
 from .summary import Phases
 from .task import Task
+from .traces.compare import with_rewards
+from .traces.evidence import RewardEvidence
 from .validators import BOUND_WHY, MAX_NODES, implements, node_count, optional_positive_int, optional_seconds
 
 __all__ = [

@@ -38,7 +38,7 @@ def report(
     ``asked``: the result is an active loop's (:class:`~rmtk.active.loop.ActiveResult`), whose
     expert is described so; no tree was built: what is known is what the expert was asked.
     ``evidence``: lines saying which evidence decided what
-    (:meth:`rmtk.reward_learning.EvidenceComparison.lines`), printed before the machines."""
+    (:meth:`rmtk.traces.compare.EvidenceComparison.lines`), printed before the machines."""
     out = out or sys.stdout
     st = result.stats()
     t = result.timings
@@ -160,7 +160,7 @@ def report(
 
 def observed_rewards(machine, decoded) -> list[str]:
     """The rewards of ``machine`` as the traces observed them (``decoded``:
-    :class:`~rmtk.reward_evidence.DecodedRewards`): the non-zero ones by name, how many pay 0,
+    :class:`~rmtk.traces.evidence.DecodedRewards`): the non-zero ones by name, how many pay 0,
     and which no trace observes (free, written as 0)."""
     paid, zero = [], 0
     for u, k in np.argwhere(decoded.observed):

@@ -66,13 +66,13 @@ class LearnResult:
         max_solutions: the bound on the machines listed that the search ran with (``None``: none).
         stopped: what the run's deadline (a time limit, SIGINT, SIGTERM) stopped and left
             undone (:class:`~rmtk.summary.Stop`); ``None``: the run finished.
-        rewards: the reward traces learned from (:class:`~rmtk.reward_traces.RewardTraces` on the
+        rewards: the reward traces learned from (:class:`~rmtk.traces.rewards.RewardTraces` on the
             trie searched), ``None`` when learned from the policy alone.
         decoded: per machine, its rewards read from the traces
-            (:class:`~rmtk.reward_evidence.DecodedRewards`: which are free, the disagreements);
+            (:class:`~rmtk.traces.evidence.DecodedRewards`: which are free, the disagreements);
             ``machines`` carry them.
         noise: the noise level of the traces under the first machine, with its interval
-            (:class:`~rmtk.reward_evidence.NoiseEstimate`; for a noisy-reward encoder).
+            (:class:`~rmtk.traces.evidence.NoiseEstimate`; for a noisy-reward encoder).
     """
 
     machines: tuple[RewardMachine, ...]

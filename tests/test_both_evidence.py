@@ -14,8 +14,8 @@ import pytest
 
 from rmtk import ExactPTP, Learner, SatEncoder, dsl
 from rmtk.machine import isomorphic
-from rmtk.reward_evidence import TraceRewards
 from rmtk.simulate import simulate
+from rmtk.traces.evidence import TraceRewards
 
 FILE = Path(__file__).resolve().parent / "both_evidence.rm"
 

@@ -1,4 +1,4 @@
-"""The explorers of rmtk/explore.py: the ε-greedy expert and random subgoals."""
+"""The explorers of rmtk/traces/explorers.py: the ε-greedy expert and random subgoals."""
 
 import numpy as np
 import pytest
@@ -6,9 +6,9 @@ import pytest
 from rmtk import Learner, dsl
 from rmtk.encoders import SimplestEncoder
 from rmtk.errors import ModelError
-from rmtk.explore import RandomSubgoals, explore
-from rmtk.reward_evidence import TraceRewards
 from rmtk.simulate import rollout_nodes
+from rmtk.traces.evidence import TraceRewards
+from rmtk.traces.explorers import RandomSubgoals, explore
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from rmtk import dsl
 from rmtk.cli.main import main
 from rmtk.experiments.jirp import learn_while_exploring
 from rmtk.machine import isomorphic
-from rmtk.reward_traces import reward_traces
+from rmtk.traces.rewards import reward_traces
 
 
 def explore(model, name):

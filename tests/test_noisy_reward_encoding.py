@@ -9,9 +9,9 @@ import pytest
 
 from rmtk import Learner, dsl
 from rmtk.encoders import SimplestNoisyRewardEncoder
-from rmtk.explore import explore
-from rmtk.reward_evidence import TraceRewards
 from rmtk.sat.encoding import Formula, Problem
+from rmtk.traces.evidence import TraceRewards
+from rmtk.traces.explorers import explore
 
 
 @attrs.frozen

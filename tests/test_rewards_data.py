@@ -19,8 +19,8 @@ from rmtk.data import Demonstrations, load, load_csv, load_npz, save
 from rmtk.data.rewards import round_rewards
 from rmtk.empirical import EmpiricalPTP
 from rmtk.errors import DataError, ModelError
-from rmtk.reward_traces import RewardTraces, reward_traces
 from rmtk.simulate import simulate, simulate_dataset, simulate_sharded
+from rmtk.traces.rewards import RewardTraces, reward_traces
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 

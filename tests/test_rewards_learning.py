@@ -8,10 +8,10 @@ from rmtk import Learner, dsl
 from rmtk.data import Demonstrations
 from rmtk.encoders import SimplestEncoder, SimplestNoisyRewardEncoder
 from rmtk.errors import RmtkError
-from rmtk.explore import explore
 from rmtk.mdp import LabeledMDP
-from rmtk.reward_evidence import TraceRewards, noise_interval
-from rmtk.reward_traces import reward_traces
+from rmtk.traces.evidence import TraceRewards, noise_interval
+from rmtk.traces.explorers import explore
+from rmtk.traces.rewards import reward_traces
 
 
 @pytest.fixture(scope="module")

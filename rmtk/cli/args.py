@@ -71,7 +71,7 @@ def learner_from_args(args, task: Task | None = None, mode: str | None = None):
     strategies a Python user composes). The flags were checked against the ``mode`` first
     (:func:`rmtk.cli.flags.learn_mode`; ``None``: read from ``args``). Learning from the
     rewards of demonstrations, the policy and the rewards are counted once, by one
-    :class:`~rmtk.empirical.EmpiricalPTP` (:class:`~rmtk.reward_evidence.TraceRewards` of it)."""
+    :class:`~rmtk.empirical.EmpiricalPTP` (:class:`~rmtk.traces.evidence.TraceRewards` of it)."""
     from ..learner import EmpiricalPTP, ExactMiner, ExactPTP, Learner
     from ..negatives import ConfidenceMiner
     from ..rewards.maxent import MaxEntIRL
@@ -96,7 +96,7 @@ def learner_from_args(args, task: Task | None = None, mode: str | None = None):
         miner = ExactMiner()
     evidence: dict = {}
     if mode in REWARDS:
-        from ..reward_evidence import TraceRewards
+        from ..traces.evidence import TraceRewards
 
         evidence = dict(rewards=TraceRewards(ptp), irl=None)  # the rewards are the observed ones
         if mode == "rewards":

@@ -113,7 +113,7 @@ def run_plan(plan):
         else:
             result = _labels_left(plan, time.monotonic() - started).fit_questions(active, plan.task)
     elif plan.mode == "both":  # each evidence alone beside both: which split what
-        from ..reward_learning import compare_evidence
+        from ..traces.compare import compare_evidence
 
         comparison = compare_evidence(plan.learner, plan.task)
         result = comparison.both

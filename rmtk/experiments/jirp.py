@@ -3,13 +3,13 @@ know the reward machine explores with tabular Q-learning on the product of the M
 current hypothesis; whenever the hypothesis pays otherwise than the environment on an
 episode, that episode is a counterexample, and the hypothesis is inferred again from every
 counterexample so far, from the rewards alone (rmtk's :class:`~rmtk.learner.Learner` with
-:class:`~rmtk.reward_evidence.TraceRewards`, docs/design/rewards-evidence.md). The loop ends
+:class:`~rmtk.traces.evidence.TraceRewards`, docs/design/rewards-evidence.md). The loop ends
 when ``patience`` episodes in a row raise no counterexample (the machine stopped changing) or
 the episode budget is spent (flagged).
 
 The environment is the task: its MDP, and its machine paying the rewards (the prefix
 convention of docs/design.md: action ``a_t`` earns ``δ_r(u_t, L(s_{t+1}))``); an episode ends
-when the machine enters its end node (:func:`rmtk.explore.end_nodes`), as in the Office World.
+when the machine enters its end node (:func:`rmtk.traces.explorers.end_nodes`), as in the Office World.
 Every draw comes from one seeded generator: the same seed gives the same rounds.
 """
 
@@ -96,7 +96,7 @@ def infer(task: Task, counterexamples: Demonstrations) -> RewardMachine:
     observed ones (free ones 0)."""
     from ..encoders import SimplestEncoder
     from ..learner import Learner
-    from ..reward_evidence import TraceRewards
+    from ..traces.evidence import TraceRewards
 
     result = Learner(
         ptp=None, rewards=TraceRewards(counterexamples), encoder=SimplestEncoder(), max_solutions=1, max_nodes=8
@@ -113,7 +113,7 @@ def learn_while_exploring(
     Office World is deterministic; optimistic initial values 1; ties to the lowest action,
     :func:`rmtk.ties.argbest`) on the product with the hypothesis, a counterexample whenever
     an episode's rewards disagree with it, then re-inference and fresh Q-values."""
-    from ..explore import end_nodes
+    from ..traces.explorers import end_nodes
 
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
@@ -184,7 +184,7 @@ def learn_while_exploring(
 def run(opts: Options) -> Report:
     """Learning while exploring on Office World tasks: the rounds, the counterexamples, the
     final machine, and whether it pays every reward of every episode run."""
-    from ..reward_traces import reward_traces
+    from ..traces.rewards import reward_traces
 
     t0 = time.perf_counter()
     report = Report("learning while exploring (JIRP's loop): Q-learning on the hypothesis, counterexamples")

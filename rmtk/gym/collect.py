@@ -141,7 +141,7 @@ def collect(
             ``DaskEngine(client=c)`` (:mod:`rmtk.engines`); the recording does not depend on it.
         compress: key the words by non-stuttering compression (docs/design.md, section 2).
         rewards: record rewards with the counts (the recording's ``rewards``, read by
-            :func:`rmtk.reward_traces.reward_traces`): ``True`` for the environment's own,
+            :func:`rmtk.traces.rewards.reward_traces`): ``True`` for the environment's own,
             or a function ``rewards(obs, action, reward, next_obs, info) -> float`` (a batch
             for a vector environment) to record another (e.g. a task's reward machine's on
             the labels). A step's reward is evidence on (its label word, the label of

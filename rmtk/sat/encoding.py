@@ -47,7 +47,7 @@ from ..negatives import NegativePairs, PolicyClasses
 from ..ptp import Trie
 
 if TYPE_CHECKING:
-    from ..reward_traces import RewardTraces
+    from ..traces.rewards import RewardTraces
 
 #: Clauses, each a list of DIMACS literals (variable numbers, negative when negated).
 Clauses = list[list[int]]

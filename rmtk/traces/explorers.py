@@ -1,5 +1,5 @@
 """Reward traces of an explorer on a task (docs/design/rewards-evidence.md): what an agent
-that does not know the machine records, for learning from rewards (rmtk/reward_evidence.py), the
+that does not know the machine records, for learning from rewards (rmtk/traces/evidence.py), the
 benchmark benchmarks/rewards.py and the loop of rmtk/experiments/jirp.py.
 
 Two explorers (the :class:`Explorer` strategy), each mixed with ``epsilon`` of uniformly random
@@ -30,11 +30,11 @@ from typing import Protocol
 import attrs
 import numpy as np
 
-from .data import Demonstrations
-from .errors import ModelError
-from .machine import RewardMachine
-from .simulate import RowSampler, rollout_nodes, simulate
-from .task import Task
+from ..data import Demonstrations
+from ..errors import ModelError
+from ..machine import RewardMachine
+from ..simulate import RowSampler, rollout_nodes, simulate
+from ..task import Task
 
 
 def end_nodes(task: Task) -> np.ndarray:
@@ -65,7 +65,7 @@ class ExpertMix:
     epsilon: float = attrs.field(default=1.0, converter=float, validator=_epsilon)
 
     def trajectories(self, task: Task, n: int, horizon: int, seed: int) -> Demonstrations:
-        from .exact import shortest_path_table
+        from ..exact import shortest_path_table
 
         policy = np.ascontiguousarray(shortest_path_table(task, self.epsilon).transpose(1, 0, 2))
         return simulate(task, n, horizon, seed=seed, policy=policy)
@@ -100,7 +100,7 @@ class RandomSubgoals:
     def policies(self, task: Task, goals: np.ndarray) -> np.ndarray:
         """``(G, S, A)``: for each goal, the shortest-path walk to it (the scripted expert of a
         two-node machine that pays on the goal's letter and stops, unpaid, on ``avoid``), ε-mixed."""
-        from .exact import shortest_path_table
+        from ..exact import shortest_path_table
 
         mdp = task.mdp
         P = mdp.n_propositions

@@ -9,7 +9,7 @@ followed by the letter ``L(s_{t+1})``, pays ``r_t``", a constraint on where the 
 (the run variables of the SAT encoding) and on that node's reward on that letter. The last
 step's reward is used only where the next label is known; NaN marks a reward not recorded.
 
-* the data: :class:`rmtk.reward_traces.RewardTraces`, the observations on a trie grouped by
+* the data: :class:`rmtk.traces.rewards.RewardTraces`, the observations on a trie grouped by
   (trie node, letter, reward value) with their counts, which the encoder's clause family
   :func:`rmtk.sat.encoding.reward_outputs` (exact) or
   :func:`rmtk.sat.encoding.soft_reward_outputs` (noisy) consumes;
@@ -29,11 +29,11 @@ from typing import Protocol, runtime_checkable
 import attrs
 import numpy as np
 
-from ._arrays import array_eq, float_array, frozen_array
-from .empirical import EmpiricalPTP
-from .errors import ModelError
-from .ptp import Trie, TrieBuilder
-from .reward_traces import RewardTraces, reward_traces
+from .._arrays import array_eq, bool_array, float_array
+from ..empirical import EmpiricalPTP
+from ..errors import ModelError
+from ..ptp import Trie, TrieBuilder
+from .rewards import RewardTraces, reward_traces
 
 
 def observed_part(traces: RewardTraces) -> RewardTraces:
@@ -75,7 +75,7 @@ class RewardEvidence(Protocol):
     """The RewardEvidence strategy (docs/design/rewards-evidence.md): what the world paid, as
     reward traces on a trie. Consumes the target (its MDP's labels count the data) and the
     prefix tree policy's trie (``None`` when learning from rewards alone); produces
-    :class:`~rmtk.reward_traces.RewardTraces` whose trie extends that one (its ids kept)."""
+    :class:`~rmtk.traces.rewards.RewardTraces` whose trie extends that one (its ids kept)."""
 
     def observe(self, target, trie: Trie | None, *, compress: bool = True) -> RewardTraces:
         """The reward traces, on ``trie`` extended by their words."""
@@ -87,10 +87,10 @@ class RewardEvidence(Protocol):
 
 @attrs.frozen
 class TraceRewards:
-    """Reward traces from ``data``: anything :func:`rmtk.reward_traces.reward_traces` counts
+    """Reward traces from ``data``: anything :func:`rmtk.traces.rewards.reward_traces` counts
     (demonstrations with rewards, a file with a ``reward`` column, a Parquet dataset, a
     recording, an :class:`~rmtk.empirical.EmpiricalPTP`), or the
-    :class:`~rmtk.reward_traces.RewardTraces` themselves. Only the words some step observes
+    :class:`~rmtk.traces.rewards.RewardTraces` themselves. Only the words some step observes
     are kept (:func:`observed_part`)."""
 
     data: object
@@ -121,14 +121,14 @@ class DecodedRewards:
     """
 
     delta_r: np.ndarray = attrs.field(converter=float_array, eq=array_eq)
-    observed: np.ndarray = attrs.field(converter=frozen_array(bool), eq=array_eq)
+    observed: np.ndarray = attrs.field(converter=bool_array, eq=array_eq)
     disagreements: int
     steps: int
 
     @property
     def free(self) -> list[tuple[int, int]]:
         """The (node, letter) rewards no observation fixes."""
-        return [tuple(map(int, ik)) for ik in np.argwhere(~self.observed)]
+        return [(int(i), int(k)) for i, k in np.argwhere(~self.observed)]
 
 
 def value_classes(traces: RewardTraces) -> tuple[np.ndarray, np.ndarray]:
@@ -186,7 +186,7 @@ def noise_interval(disagreements: int, steps: int, confidence: float = 0.95) -> 
     """The :class:`NoiseEstimate` of ``disagreements`` among ``steps`` (Clopper-Pearson: the
     beta quantiles, by ``scipy.special.betaincinv``, which ``scipy.stats.beta.ppf`` calls;
     importing scipy.stats alone takes seconds)."""
-    from scipy.special import betaincinv
+    from scipy.special import betaincinv  # type: ignore[import-untyped]
 
     if not 0 < confidence < 1:
         raise ModelError(f"confidence must lie in (0, 1), got {confidence}")

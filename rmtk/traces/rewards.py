@@ -24,14 +24,14 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ._arrays import array_eq, float_array, int_array
-from .data.rewards import REWARD_DECIMALS, RewardCounts
-from .empirical import CountTable, EmpiricalPTP
-from .engines.local import Engine, LocalEngine, as_engine
-from .errors import DataError
-from .progress import Progress
-from .ptp import Trie
-from .task import Task
+from .._arrays import array_eq, float_array, int_array
+from ..data.rewards import REWARD_DECIMALS, RewardCounts
+from ..empirical import CountTable, EmpiricalPTP
+from ..engines.local import Engine, LocalEngine, as_engine
+from ..errors import DataError
+from ..progress import Progress
+from ..ptp import Trie
+from ..task import Task
 
 __all__ = ["RewardTraces", "reward_traces", "REWARD_DECIMALS"]
 
@@ -126,7 +126,7 @@ class RewardTraces:
         """Per row: whether the machine (``delta_u``, ``delta_r`` over the machine's letters,
         ``letter_map[k]`` the machine's letter of proposition ``k``) pays the row's value on
         its (word, letter) exactly (after rounding). A check of a candidate machine."""
-        from .data.rewards import round_rewards
+        from ..data.rewards import round_rewards
 
         delta_u, delta_r = np.asarray(delta_u), np.asarray(delta_r)
         nodes = self.trie.run(delta_u, initial, None if letter_map is None else np.asarray(letter_map))
@@ -168,7 +168,7 @@ def reward_traces(
 
     Raises :class:`~rmtk.errors.DataError` when the data have no rewards.
     """
-    from .progress import as_progress
+    from ..progress import as_progress
 
     if isinstance(mdp, Task):
         mdp = mdp.mdp

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 import attrs
 import numpy as np
 
-from .ptp import Trie
-from .result import LearnResult
-from .reward_evidence import decode_rewards, noise_interval
-from .reward_traces import RewardTraces
+from ..ptp import Trie
+from ..result import LearnResult
+from .evidence import decode_rewards, noise_interval
+from .rewards import RewardTraces
 
 if TYPE_CHECKING:
-    from .learner import Learner
+    from ..learner import Learner
 
 
 def with_rewards(result: LearnResult, traces: RewardTraces) -> LearnResult:
@@ -116,7 +116,7 @@ def compare_evidence(learner: Learner, target) -> EvidenceComparison:
     pairs: list[PairVerdict] = []
     if both.machines:
         answer = both.solutions[0].delta_u
-        r_trie = alone_r.rewards.trie if alone_r.rewards is not None else alone_r.tree.trie
+        r_trie = alone_r.rewards.trie if isinstance(alone_r.rewards, RewardTraces) else alone_r.tree.trie
         p_trie = alone_p.tree.trie
         r_merged = [merged_pairs(answer, s.delta_u, r_trie) for s in alone_r.solutions]
         p_merged = [merged_pairs(answer, s.delta_u, p_trie) for s in alone_p.solutions]

@@ -1,0 +1,46 @@
+"""Reward traces: learning a reward machine from the rewards the world pays.
+
+The other half of the reward-machine literature (JIRP and its noisy-reward successors) learns
+from what an environment pays rather than from what an expert does. This package holds that
+side, beside the negative examples (:mod:`rmtk.negatives`) that the policy side mines:
+
+- :mod:`rmtk.traces.rewards`: the rewards observed per (label word, next letter), counted from
+  demonstrations with a reward column on any engine (:func:`reward_traces`);
+- :mod:`rmtk.traces.evidence`: the :class:`RewardEvidence` strategy a :class:`~rmtk.Learner`
+  takes (:class:`TraceRewards`), the answer's decoded rewards and the noise estimate;
+- :mod:`rmtk.traces.compare`: which evidence (policy, rewards) decided which node pair;
+- :mod:`rmtk.traces.explorers`: explorers that record reward traces (:func:`explore`).
+
+docs/design/rewards-evidence.md gives the method; docs/guide/11-learning-from-rewards.md the use.
+"""
+
+from .compare import EvidenceComparison, PairVerdict, compare_evidence
+from .evidence import (
+    DecodedRewards,
+    NoiseEstimate,
+    RewardEvidence,
+    TraceRewards,
+    decode_rewards,
+    noise_interval,
+)
+from .explorers import ExpertMix, Explorer, RandomSubgoals, end_nodes, explore
+from .rewards import RewardTraces, reward_traces
+
+__all__ = [
+    "DecodedRewards",
+    "EvidenceComparison",
+    "ExpertMix",
+    "Explorer",
+    "NoiseEstimate",
+    "PairVerdict",
+    "RandomSubgoals",
+    "RewardEvidence",
+    "RewardTraces",
+    "TraceRewards",
+    "compare_evidence",
+    "decode_rewards",
+    "end_nodes",
+    "explore",
+    "noise_interval",
+    "reward_traces",
+]
