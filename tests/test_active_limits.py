@@ -118,16 +118,19 @@ def test_a_step_budget_holds_on_recorded_triples():
 
     task, source = greedy_task("patrol_hallway")
     table = recording(task, source, n=100)
+    listed = 50  # the budget is the point here, not the listing of up to 1,000 survivors
     for steps in (3, 15, 77):
-        run = ActiveLearner(strategy=AtRecordedTriples(), alpha=1e-3, budget=Budget(steps=steps)).fit(
-            task.mdp, SimulatedExpert(task, source=source, seed=1), data=table
+        learner = ActiveLearner(
+            strategy=AtRecordedTriples(), alpha=1e-3, budget=Budget(steps=steps), max_solutions=listed
         )
+        run = learner.fit(task.mdp, SimulatedExpert(task, source=source, seed=1), data=table)
         assert run.steps <= steps and run.table.n_steps == table.n_steps + run.draws
         assert run.steps == run.queries  # a restore of the MDP state per question
     for draws in (30, 150, 777):
-        run = ActiveLearner(strategy=AtRecordedTriples(), alpha=1e-3, budget=Budget(draws=draws)).fit(
-            task.mdp, SimulatedExpert(task, source=source, seed=1), data=table
+        learner = ActiveLearner(
+            strategy=AtRecordedTriples(), alpha=1e-3, budget=Budget(draws=draws), max_solutions=listed
         )
+        run = learner.fit(task.mdp, SimulatedExpert(task, source=source, seed=1), data=table)
         assert run.draws <= draws and run.table.n_steps == table.n_steps + run.draws
 
 
