@@ -5,18 +5,35 @@ import os
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_readme_python_blocks_run(tmp_path, monkeypatch):
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
-    assert len(blocks) == 1  # the tour of the Python API
+    assert len(blocks) == 2  # the tour of the Python API; Stable-Baselines3 (below)
+    blocks = blocks[:1]
     monkeypatch.chdir(tmp_path)
     os.symlink(ROOT / "models", tmp_path / "models")  # the README runs from the repository root
     namespace: dict = {}
     for block in blocks:
         exec(compile(block, "README.md", "exec"), namespace)
     assert namespace["result"].distinct_count == 1 and (tmp_path / "patrol.png").exists()
+
+
+def test_readme_sb3_block_runs(tmp_path, monkeypatch):
+    """The README's deep RL block, where the rl extra is installed."""
+    pytest.importorskip("stable_baselines3", reason="needs the rl extra: pip install '.[rl]'")
+    import torch
+
+    torch.set_num_threads(1)
+    block = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)[1]
+    monkeypatch.chdir(tmp_path)
+    os.symlink(ROOT / "models", tmp_path / "models")
+    namespace: dict = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert namespace["run"].draws == 0
 
 
 def test_docs_python_blocks_run(capsys):
