@@ -90,6 +90,9 @@ def test_from_rewards_on_data_without_rewards_is_a_usage_error(tmp_path, capsys)
         assert len(err) == 1 and err[0].startswith(f"rmtk: error: --from {evidence}: {plain} holds no rewards"), err
     assert main(["learn", PATROL, "--from", "rewards"]) == 2  # no --demos: the flag does not apply (a usage error)
     assert "--from does not apply to learning from the task's exact policy" in capsys.readouterr().err
+    for evidence in ("rewards", "both", "policy"):  # a missing file is said missing, not rewardless
+        assert main(["learn", PATROL, "--demos", str(tmp_path / "gone.csv"), "--from", evidence]) == 1
+        assert capsys.readouterr().err == f"rmtk: error: {tmp_path / 'gone.csv'}: no such file or directory (--demos)\n"
 
 
 def test_noisy_rewards_report_the_noise_level(truth, tmp_path, capsys):

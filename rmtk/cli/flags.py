@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import attrs
 
-from ..errors import UsageError
+from ..errors import RmtkError, UsageError
 
 #: The ways ``rmtk learn`` learns, and how messages name them.
 MODES = {
@@ -276,8 +276,12 @@ def evidence_of(args) -> str:
     """What ``--demos`` are learned from: ``--from``, else ``both`` when the data hold rewards
     (a ``reward`` column: :func:`rmtk.data.holds_rewards`), else ``policy``. ``--from rewards``
     or ``both`` on data without rewards is a :class:`~rmtk.errors.UsageError`."""
+    import os
+
     from ..data import holds_rewards
 
+    if not os.path.exists(args.demos):  # said before what it holds, as plan_learn says it
+        raise RmtkError(f"{args.demos}: no such file or directory (--demos)")
     held = holds_rewards(args.demos)
     if args.evidence is None:
         return "both" if held else "policy"
