@@ -2,6 +2,7 @@
 outputs, the stochastic-RM paper's Mining task (models/mining.rm) and the Office World's coffee."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -197,3 +198,35 @@ def test_uniform_noise_draws(coffee):
     paid = ~np.isnan(demos.rewards) & (demos.rewards != 0)
     diff = a.rewards - demos.rewards
     assert np.all(np.abs(diff[paid]) <= HALF) and np.all(diff[~np.isnan(diff) & ~paid] == 0)
+
+
+def test_no_rewarded_steps():
+    """Traces without a rewarded step: no outputs, nothing to estimate from."""
+    trie = Trie(np.array([-1]), np.array([0]), np.array([0]), compressed=True)
+    empty = RewardTraces(trie, [], [], [], [], ("p",))
+    fit = fit_tolerance(empty, 0.1)
+    assert len(fit.centers) == 0 and fit.max_deviation == 0 and fit.half_width == (0.0, math.inf)
+    with pytest.raises(DataError, match="no noise to estimate"):
+        fit_tolerance(empty)
+
+
+def test_command_line_tolerance(mining, mining_demos, tmp_path, capsys):
+    """rmtk learn --from rewards --tolerance DELTA|auto: the truth's shape and the noise level."""
+    from rmtk.cli.main import main
+    from rmtk.data import save
+
+    path = tmp_path / "mining.npz"
+    save(mining_demos[1], path, mining.mdp)
+    model = str(Path(__file__).resolve().parents[1] / "models" / "mining.rm")
+    argv = ["learn", model, "mining", "--demos", str(path), "--from", "rewards", "--simplest", "-q"]
+    assert main([*argv, "--tolerance", "0.1"]) == 0
+    out = capsys.readouterr().out
+    assert "# rewards within ±0.1 (given;" in out and "95% interval 0.09574 to 0.1819" in out
+    assert "# solutions: 1 machine up to renaming" in out
+    assert main([*argv, "--tolerance", "auto"]) == 0
+    assert "# rewards within ±0.09452 (estimated;" in capsys.readouterr().out
+    assert main([*argv, "--tolerance", "0.1", "--noisy"]) == 2
+    assert "--tolerance cannot go with --noisy" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*argv, "--tolerance", "-1"])
+    assert "expected a number or 'auto' ≥ 0 and finite, got -1" in capsys.readouterr().err

@@ -198,7 +198,7 @@ def fit_tolerance(traces: RewardTraces, delta: float | None = None, confidence: 
                 f"several separated ones (rmtk's tolerance evidence needs separated groups); the smallest "
                 f"larger δ that separates them is {better:.6g}"
             )
-    group = _groups(values, tau)
+    group = _groups(values, tau) if len(values) else np.zeros(0, np.int64)
     J = int(group[-1]) + 1 if len(values) else 0
     lows = np.full(J, np.inf)
     highs = np.full(J, -np.inf)
