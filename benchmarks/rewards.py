@@ -153,10 +153,11 @@ def same_runs(demos, props, a: np.ndarray, b: np.ndarray) -> bool:
     return len({p for p, _ in pairs}) == len(pairs) == len({q for _, q in pairs})
 
 
-def agrees(task, demos, delta_u, delta_r, initial: int = 0) -> bool:
+def agrees(task, demos, delta_u, delta_r, initial: int = 0, *, rtol: float = 1e-5, atol: float = 1e-8) -> bool:
     """A learned machine over the MDP's propositions is the truth up to renaming on the observed
     steps: a one-to-one node map onto the truth's non-end nodes, and the truth's reward paid on
-    every observed step."""
+    every observed step (``np.allclose`` with ``rtol``, ``atol``: within a tolerance for noisy
+    rewards, benchmarks/rewards_mining.py)."""
     from rmtk.simulate import rollout_nodes
     from rmtk.traces.explorers import end_nodes
 
@@ -171,7 +172,7 @@ def agrees(task, demos, delta_u, delta_r, initial: int = 0) -> bool:
     i, t = np.nonzero(obs)
     paid = np.asarray(delta_r)[learned[i, t], props[i, t + 1]]
     want = m.delta_r[true[i, t], task.letter_of_proposition[props[i, t + 1]]]
-    return bool(one_to_one and reached and np.allclose(paid, want))
+    return bool(one_to_one and reached and np.allclose(paid, want, rtol=rtol, atol=atol))
 
 
 # ---------------------------------------------------------------------- rmtk

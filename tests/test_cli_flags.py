@@ -51,6 +51,7 @@ SAMPLE = {
     "--alpha": ([], ["--alpha", "0.01"]),
     "--maxsat": ([], ["--maxsat"]),
     "--noisy": ([], ["--noisy"]),
+    "--tolerance": ([], ["--tolerance", "0.1"]),
     "--simplest": ([], ["--simplest"]),
     "--weights": (["--maxsat"], ["--weights", "evidence"]),
     "--budget-queries": ([], ["--budget-queries", "3"]),

@@ -28,6 +28,15 @@ def _number(kind, what: str, ok, bound: str):
 
 
 _positive_int = _number(int, "a whole number", lambda v: v >= 1, "of at least 1")
+
+
+def tolerance(text: str):
+    """``--tolerance``: ``auto`` or a finite number ≥ 0."""
+    if text == "auto":
+        return text
+    return _number(float, "a number or 'auto'", lambda v: 0 <= v < float("inf"), "≥ 0 and finite")(text)
+
+
 _seed = _number(int, "a seed (a whole number)", lambda v: v >= 0, "of at least 0")
 INF = "inf"
 
@@ -98,7 +107,12 @@ def learner_from_args(args, task: Task | None = None, mode: str | None = None):
     if mode in REWARDS:
         from ..traces.evidence import TraceRewards
 
-        evidence = dict(rewards=TraceRewards(ptp), irl=None)  # the rewards are the observed ones
+        rewards = TraceRewards(ptp)
+        if args.tolerance is not None:  # a number, or "auto": estimated
+            from ..traces.tolerance import TolerantRewards
+
+            rewards = TolerantRewards(ptp, delta=None if args.tolerance == "auto" else args.tolerance)
+        evidence = dict(rewards=rewards, irl=None)  # the rewards are the observed ones
         if mode == "rewards":
             evidence["ptp"] = None
     return Learner(

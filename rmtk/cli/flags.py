@@ -206,6 +206,17 @@ LEARN_FLAGS = (
         "it treats recorded rewards as noisy: weighted MaxSAT over the reward observations",
     ),
     Flag(
+        "--tolerance",
+        "tolerance",
+        REWARDS,
+        "it compares recorded rewards within a tolerance of the machine's outputs (continuous noise)",
+        lambda args, mode: (
+            "cannot go with --noisy: rewards are compared within a tolerance or weighed as replaced by others, not both"
+            if args.noisy
+            else None
+        ),
+    ),
+    Flag(
         "--simplest",
         "simplest",
         SEARCHED,

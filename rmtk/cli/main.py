@@ -30,6 +30,7 @@ from .args import (
     _probability,
     _resolution,
     _seed,
+    tolerance,
 )
 from .learn import cmd_learn, load_task, writable
 
@@ -298,6 +299,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --from rewards|both: recorded rewards may be wrong; weighted MaxSAT at --nodes (else "
         "--max-nodes) calls the fewest steps noisy and reports the noise level",
+    )
+    ln.add_argument(
+        "--tolerance",
+        type=tolerance,
+        metavar="DELTA",
+        help="with --from rewards|both: each recorded reward lies within ±DELTA of the machine's output "
+        "(continuous noise, e.g. the Mining task's 1 ± 0.1); 'auto' estimates DELTA; the report gives the "
+        "outputs and the noise half-width's interval (docs/guide/11-learning-from-rewards.md)",
     )
     ln.add_argument(
         "--simplest",

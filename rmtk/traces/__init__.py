@@ -9,6 +9,8 @@ side, beside the negative examples (:mod:`rmtk.negatives`) that the policy side 
 - :mod:`rmtk.traces.evidence`: the :class:`RewardEvidence` strategy a :class:`~rmtk.Learner`
   takes (:class:`TraceRewards`), the answer's decoded rewards and the noise estimate;
 - :mod:`rmtk.traces.compare`: which evidence (policy, rewards) decided which node pair;
+- :mod:`rmtk.traces.tolerance`: rewards within a tolerance of the machine's outputs
+  (:class:`TolerantRewards`: continuous noise, the noise level as a :class:`NoiseWidth`);
 - :mod:`rmtk.traces.explorers`: explorers that record reward traces (:func:`explore`).
 
 docs/design/rewards-evidence.md gives the method; docs/guide/11-learning-from-rewards.md the use.
@@ -25,6 +27,7 @@ from .evidence import (
 )
 from .explorers import ExpertMix, Explorer, RandomSubgoals, end_nodes, explore
 from .rewards import RewardTraces, reward_traces
+from .tolerance import NoiseWidth, TolerantRewards, fit_tolerance, uniform_noise
 
 __all__ = [
     "DecodedRewards",
@@ -32,15 +35,19 @@ __all__ = [
     "ExpertMix",
     "Explorer",
     "NoiseEstimate",
+    "NoiseWidth",
     "PairVerdict",
     "RandomSubgoals",
     "RewardEvidence",
     "RewardTraces",
+    "TolerantRewards",
     "TraceRewards",
     "compare_evidence",
     "decode_rewards",
     "end_nodes",
     "explore",
+    "fit_tolerance",
     "noise_interval",
     "reward_traces",
+    "uniform_noise",
 ]

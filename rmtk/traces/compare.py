@@ -27,10 +27,13 @@ if TYPE_CHECKING:
 
 def with_rewards(result: LearnResult, traces: RewardTraces) -> LearnResult:
     """``result`` with each machine's rewards read from ``traces`` (free ones 0), the
-    decoded rewards and the noise level under the first machine."""
+    decoded rewards and the noise level under the first machine (traces within a tolerance:
+    their :class:`~rmtk.traces.tolerance.NoiseWidth`)."""
     decoded = tuple(decode_rewards(s.delta_u, traces) for s in result.solutions)
     machines = tuple(m.with_rewards(d.delta_r) for m, d in zip(result.machines, decoded))
-    noise = noise_interval(decoded[0].disagreements, decoded[0].steps) if decoded and decoded[0].steps else None
+    noise = traces.tolerance  # within a tolerance: the spread around the outputs, whatever the machine
+    if noise is None and decoded and decoded[0].steps:
+        noise = noise_interval(decoded[0].disagreements, decoded[0].steps)
     return attrs.evolve(result, machines=machines, decoded=decoded, rewards=traces, noise=noise)
 
 

@@ -50,6 +50,9 @@ class RewardTraces:
         count: ``(m,)`` how many steps observed that value there.
         propositions: the alphabet of the letters.
         n_trajectories: trajectories counted (0 when not recorded).
+        tolerance: for traces whose values were replaced by the outputs of a tolerance fit
+            (:class:`rmtk.traces.tolerance.TolerantRewards`), that fit's
+            :class:`~rmtk.traces.tolerance.NoiseWidth`; ``None`` for exact values.
 
     Each (node, letter, value) is one row; a (node, letter) with several rows is noisy.
     """
@@ -61,6 +64,7 @@ class RewardTraces:
     count: np.ndarray = attrs.field(converter=int_array, eq=array_eq)
     propositions: tuple[str, ...] = attrs.field(converter=tuple)
     n_trajectories: int = 0
+    tolerance: object = attrs.field(default=None, eq=False, repr=False)
 
     def __attrs_post_init__(self):
         m = len(self.node)
