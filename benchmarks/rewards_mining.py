@@ -3,7 +3,7 @@
 The task (models/mining.rm, rebuilt from the public repository corazza/stochastic-reward-machines:
 its map_13.txt and reward_machines/mine/t1.txt) pays 1 ± 0.1 (platinum) or 1.5 ± 0.1 (gold) on
 delivery, the noise uniform as in the paper; rmtk's explorer records the machine's means and
-:func:`rmtk.traces.tolerance.uniform_noise` adds the draw (``seed + 1``) to the paid rewards.
+:func:`rmtk.traces.noise.uniform_noise` adds the draw (``seed + 1``) to the paid rewards.
 
 1. **rmtk**: ``Learner(ptp=None, rewards=TolerantRewards(demos, delta), encoder=SimplestEncoder())``
    with the paper's ``δ = 0.1`` given, and with ``δ`` estimated (``--estimate``). Episodes of the

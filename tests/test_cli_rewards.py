@@ -3,6 +3,7 @@ data made by rmtk simulate --rewards, learned from end to end through the comman
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rmtk import dsl
@@ -105,3 +106,53 @@ def test_noisy_rewards_report_the_noise_level(truth, tmp_path, capsys):
     assert "# noise 0.0537 (102 of 1900 observed steps disagree; 95% interval 0.0440 to 0.0648)" in out
     ms = learned(out)
     assert len(ms) == 2 and isomorphic(ms[0], truth.machine, rewards=True)
+
+
+def test_simulate_writes_noisy_rewards(tmp_path, capsys, truth):
+    """--reward-noise replace:E and uniform:W (rmtk/traces/noise.py), seeded by --seed + 1."""
+    from rmtk.data import load
+
+    clean = load(simulate(tmp_path / "clean.npz", 400, 30, "--rewards", "--policy", "uniform"), truth.mdp).rewards
+    wrong = load(
+        simulate(tmp_path / "r.npz", 400, 30, "--rewards", "--policy", "uniform", "--reward-noise", "replace:0.1"),
+        truth.mdp,
+    ).rewards
+    seen = ~np.isnan(clean)
+    assert np.array_equal(np.isnan(wrong), ~seen)  # the same trajectories, the same recorded steps
+    share = np.mean(wrong[seen] != clean[seen])
+    assert 0.08 < share < 0.12, share  # 11,600 steps: ε = 0.1 within four standard deviations
+    assert set(np.unique(wrong[seen])) <= set(np.unique(truth.machine.delta_r))
+    spread = load(
+        simulate(tmp_path / "u.npz", 400, 30, "--rewards", "--policy", "uniform", "--reward-noise", "uniform:0.1"),
+        truth.mdp,
+    ).rewards
+    paid = seen & (clean != 0)
+    assert paid.any() and np.all(np.abs(spread[paid] - clean[paid]) <= 0.1)
+    assert np.array_equal(spread[seen & ~paid], clean[seen & ~paid])  # the zeros stay exact
+    assert "reward noise uniform:0.1 (seed 2)" in capsys.readouterr().err
+    for extra, code, said in (
+        ([], 2, "--reward-noise applies with --rewards"),
+        (["--rewards", "--format", "parquet"], 2, "not to a Parquet dataset"),
+    ):
+        argv = ["simulate", PATROL, "-n", "5", "-T", "5", "--seed", "1", "-o", str(tmp_path / "x.npz"), "-q"]
+        assert main([*argv, *extra, "--reward-noise", "replace:0.1"]) == code
+        assert said in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(
+            [
+                "simulate",
+                PATROL,
+                "-n",
+                "5",
+                "-T",
+                "5",
+                "--seed",
+                "1",
+                "-o",
+                str(tmp_path / "y.npz"),
+                "--rewards",
+                "--reward-noise",
+                "uniform:-1",
+            ]
+        )
+    assert "uniform:W needs a finite W >= 0" in capsys.readouterr().err

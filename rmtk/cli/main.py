@@ -138,6 +138,10 @@ def cmd_simulate(args) -> int:
     from .sizes import check_simulate_sizes
 
     check_simulate_sizes(args, fmt == "parquet")
+    if args.reward_noise is not None and not args.rewards:
+        raise UsageError("--reward-noise applies with --rewards: there are no rewards to make noisy")
+    if args.reward_noise is not None and fmt == "parquet":
+        raise UsageError("--reward-noise applies to .npz and .csv output, not to a Parquet dataset")
     if args.lam is not None and args.policy == "uniform":
         raise RmtkError("--lambda sets the soft-optimal policy's temperature; it does not apply with --policy uniform")
     drawn = {
@@ -174,9 +178,45 @@ def cmd_simulate(args) -> int:
         demos = simulate(task, args.n, args.horizon, seed=args.seed, progress=progress, **drawn)
     else:
         demos = simulate_sharded(task, args.n, args.horizon, seed=args.seed, engine=engine, progress=progress, **drawn)
+    if args.reward_noise is not None:
+        demos = _noisy(demos, task, *args.reward_noise, seed=args.seed + 1)
     save(demos, out, task.mdp, overwrite=args.force, format=fmt)
-    print(f"wrote {out}: {demos.summary()}, seed {args.seed}", file=sys.stderr)
+    noise = (
+        ""
+        if args.reward_noise is None
+        else ", reward noise {}:{:g} (seed {})".format(*args.reward_noise, args.seed + 1)
+    )
+    print(f"wrote {out}: {demos.summary()}, seed {args.seed}{noise}", file=sys.stderr)
     return 0
+
+
+def _reward_noise(text: str) -> tuple[str, float]:
+    """``--reward-noise KIND:LEVEL``: ``replace:E`` with E in [0, 1] or ``uniform:W`` with W ≥ 0."""
+    kind, sep, level = text.partition(":")
+    try:
+        value = float(level)
+    except ValueError:
+        value = float("nan")
+    if not sep or kind not in ("replace", "uniform") or not value == value:
+        raise argparse.ArgumentTypeError(
+            f"expected replace:E or uniform:W (e.g. replace:0.05, uniform:0.1), got {text!r}"
+        )
+    if kind == "replace" and not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"replace:E needs E in [0, 1], got {level}")
+    if kind == "uniform" and not (0 <= value < float("inf")):
+        raise argparse.ArgumentTypeError(f"uniform:W needs a finite W >= 0, got {level}")
+    return kind, value
+
+
+def _noisy(demos, task, kind: str, level: float, *, seed: int):
+    """``demos`` with the noise of ``--reward-noise`` (rmtk/traces/noise.py)."""
+    import numpy as np
+
+    from ..traces.noise import replaced_rewards, uniform_noise
+
+    if kind == "uniform":
+        return uniform_noise(demos, level, seed=seed)
+    return replaced_rewards(demos, np.unique(task.machine.delta_r), level, seed=seed)
 
 
 def cmd_reproduce(args) -> int:
@@ -441,6 +481,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--rewards",
         action="store_true",
         help="write a reward column: the task's machine's reward of each step (the last step's: unknown)",
+    )
+    sm.add_argument(
+        "--reward-noise",
+        type=_reward_noise,
+        metavar="KIND:LEVEL",
+        help="with --rewards: noisy rewards, 'replace:E' (each reward another of the machine's values with "
+        "probability E) or 'uniform:W' (each paid reward plus a uniform draw from [-W, W]); seed --seed + 1",
     )
     sm.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
     sm.add_argument("-q", "--quiet", action="store_true", help="no progress bar")

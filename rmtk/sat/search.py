@@ -27,7 +27,7 @@ from ..errors import RmtkError
 from ..limits import SearchLimits
 from ..ptp import Trie
 from .encoding import Formula, Problem, VarPool, decode_transitions
-from .solver import DEFAULT_SOLVER, maxsat_backend, maxsat_compute, open_solver, solve
+from .solver import DEFAULT_SOLVER, maxsat_backend, maxsat_compute, open_solver, rc2_class, solve
 
 #: An encoder's clause builder, giving the formula of ``problem`` for ``n`` nodes.
 Encode = Callable[[Problem, int], Formula]
@@ -338,7 +338,6 @@ def maxsat_search(
     nodes)``: its hard clauses, and the soft units ¬relax[k] of weight ``weights[k]`` (one per
     negative example). Every optimal machine is enumerated (blocking its used transitions, as
     for SAT); the examples each one violates are reported."""
-    from pysat.examples.rc2 import RC2, RC2Stratified
     from pysat.formula import WCNF
 
     if limits.nodes is None:
@@ -363,7 +362,7 @@ def maxsat_search(
     # exclusive soft groups (noisy rewards): RC2 finds them first and exhausts each core, 60-150x
     # faster on Office coffee's noisy traces (benchmarks/rewards.py --noise); the optima are the same
     options = dict(adapt=True, exhaust=True) if formula.exclusive_softs else {}
-    with (RC2 if uniform else RC2Stratified)(wcnf, solver=backend, **options) as rc2:
+    with rc2_class(stratified=not uniform)(wcnf, solver=backend, **options) as rc2:
         model, decided = maxsat_compute(rc2, deadline)
         t2 = time.perf_counter()
         if not decided:

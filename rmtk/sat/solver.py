@@ -171,6 +171,49 @@ def maxsat_backend(name: str, deadline: Deadline) -> tuple[str, str]:
     return name, ""
 
 
+class _Stopped(Exception):
+    """Raised inside an interrupted RC2 at a step between oracle calls."""
+
+
+def rc2_class(stratified: bool):
+    """pysat's ``RC2`` or ``RC2Stratified``, made to end a ``compute`` once interrupted.
+
+    An interrupt stops only the oracle call under way, and RC2 clears it for the next one;
+    between calls RC2 runs long pure-Python steps (a stratified level's hardening over every
+    clause, once per distinct weight: with weights from evidence counts, hundreds of levels).
+    These subclasses check the interrupt at each level and each core-guided loop instead, so a
+    time limit holds (:func:`maxsat_compute`)."""
+    from pysat.examples.rc2 import RC2, RC2Stratified
+
+    base = RC2Stratified if stratified else RC2
+
+    class Stoppable(base):  # type: ignore[valid-type, misc]
+        stopped = False
+
+        def interrupt(self):
+            self.stopped = True
+            super().interrupt()
+
+        def clear_interrupt(self):
+            self.stopped = False
+            super().clear_interrupt()
+
+        def compute_(self):
+            if self.stopped:
+                raise _Stopped
+            return super().compute_()
+
+        if stratified:
+
+            def finish_level(self):
+                if self.stopped:
+                    raise _Stopped
+                return super().finish_level()
+
+    Stoppable.__name__ = Stoppable.__qualname__ = f"Stoppable{base.__name__}"
+    return Stoppable
+
+
 def maxsat_compute(rc2, deadline: Deadline = NEVER):
     """One ``rc2.compute()`` (a MaxSAT optimum, ``None`` if the hard clauses are
     unsatisfiable), interrupted when ``deadline`` expires where the backend allows it.
@@ -186,18 +229,20 @@ def maxsat_compute(rc2, deadline: Deadline = NEVER):
     done = threading.Event()
     fired: list[bool] = []
 
-    def watch():
-        while not done.wait(0.1):
-            if deadline.expired():
+    def watch():  # RC2 calls its oracle many times per compute, and each call clears the
+        # interrupt: once expired, interrupt again until compute returns
+        while not done.wait(0.05 if fired else 0.1):
+            if fired or deadline.expired():
                 fired.append(True)
                 rc2.interrupt()
-                return
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     try:
         with pysat_sigint_off():
             model = rc2.compute(expect_interrupt=True)
+    except _Stopped:  # a rc2_class instance, stopped between oracle calls
+        model = None
     finally:
         done.set()
         watcher.join()

@@ -26,8 +26,9 @@ from .evidence import (
     noise_interval,
 )
 from .explorers import ExpertMix, Explorer, RandomSubgoals, end_nodes, explore
+from .noise import replaced_rewards, uniform_noise
 from .rewards import RewardTraces, reward_traces
-from .tolerance import NoiseWidth, TolerantRewards, fit_tolerance, uniform_noise
+from .tolerance import NoiseWidth, TolerantRewards, fit_tolerance
 
 __all__ = [
     "DecodedRewards",
@@ -48,6 +49,7 @@ __all__ = [
     "explore",
     "fit_tolerance",
     "noise_interval",
+    "replaced_rewards",
     "reward_traces",
     "uniform_noise",
 ]

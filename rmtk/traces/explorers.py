@@ -35,6 +35,7 @@ from ..errors import ModelError
 from ..machine import RewardMachine
 from ..simulate import RowSampler, rollout_nodes, simulate
 from ..task import Task
+from .noise import replace_values
 
 
 def end_nodes(task: Task) -> np.ndarray:
@@ -170,13 +171,7 @@ def explore(
     rewards = np.full(letters.shape, np.nan)
     rewards[:, :-1] = m.delta_r[u[:, :-1], machine_letter[:, 1:]]
     if noise:
-        rng = np.random.default_rng(seed + 1)
-        values = np.unique(m.delta_r)
-        hit = rng.random(rewards.shape) < noise
-        shift = rng.integers(1, max(len(values), 2), size=rewards.shape)
-        rank = np.searchsorted(values, np.nan_to_num(rewards))
-        other = values[(rank + shift) % len(values)] if len(values) > 1 else rewards
-        rewards = np.where(hit, other, rewards)
+        rewards = replace_values(rewards, m.delta_r, noise, np.random.default_rng(seed + 1))
     steps = np.arange(horizon)[None, :]
     after = steps >= lengths[:, None]
     rewards[after | (steps == lengths[:, None] - 1)] = np.nan

@@ -41,14 +41,13 @@ import attrs
 import numpy as np
 
 from .._arrays import array_eq, float_array, int_array
-from ..data import Demonstrations
 from ..data.rewards import REWARD_DECIMALS, RewardCounts
 from ..errors import DataError, ModelError
 from ..ptp import Trie
 from .evidence import TraceRewards, graft
 from .rewards import RewardTraces
 
-__all__ = ["NoiseWidth", "TolerantRewards", "fit_tolerance", "uniform_noise"]
+__all__ = ["NoiseWidth", "TolerantRewards", "fit_tolerance"]
 
 #: Values are rounded to REWARD_DECIMALS places, so spreads and gaps are compared with this slack.
 SLACK = 10.0**-REWARD_DECIMALS
@@ -252,17 +251,3 @@ class TolerantRewards:
         traces = TraceRewards(self.data).observe(target, None, compress=compress)
         traces = within(traces, fit_tolerance(traces, self.delta, self.confidence))
         return traces if trie is None else graft(traces, trie)
-
-
-def uniform_noise(demos: Demonstrations, half_width: float, *, seed: int, paid_only: bool = True) -> Demonstrations:
-    """``demos`` with a uniform draw from ``[−half_width, half_width]`` added to each recorded
-    reward (``paid_only``: to the non-zero ones, as in the Mining task, whose zero rewards are
-    exact), decided by ``seed``; NaN (not recorded) stays NaN."""
-    if not (math.isfinite(half_width) and half_width >= 0):
-        raise ModelError(f"half_width must be a finite number ≥ 0, got {half_width!r}")
-    if demos.rewards is None:
-        raise DataError("the demonstrations have no rewards to add noise to")
-    rewards = np.asarray(demos.rewards, dtype=np.float64)
-    draw = np.random.default_rng(seed).uniform(-half_width, half_width, size=rewards.shape)
-    hit = ~np.isnan(rewards) & ((rewards != 0) if paid_only else True)
-    return attrs.evolve(demos, rewards=np.where(hit, rewards + draw, rewards))
