@@ -133,6 +133,26 @@ def make_vec_env(n: int, seed: int):
     return ProductArms()
 
 
+class Scripted:
+    """The scripted controller (``rmtk.envs.reacher.Expert``) at the same cell-centre
+    observations, ``predict``-like: the same-run reference of the agent's success rate."""
+
+    def __init__(self, epsilon: float, seed: int = 0):
+        from rmtk.envs.reacher import Expert
+        from rmtk.gym.reacher import joint_state
+
+        self.expert, self.joint_state = Expert(epsilon=epsilon), joint_state
+        self.rng = np.random.default_rng(seed)
+
+    def predict(self, obs, deterministic: bool = True):
+        joints = self.joint_state(obs[:, :10])
+        greedy = self.expert.greedy_from(joints[:, :2], joints[:, 2:], obs[:, 10:].argmax(axis=1))
+        if deterministic:
+            return greedy, None
+        explore = self.rng.random(len(greedy)) < self.expert.epsilon
+        return np.where(explore, self.rng.integers(0, 25, len(greedy)), greedy), None
+
+
 def success_rate(model, episodes: int, seed: int, deterministic: bool = True) -> float:
     """Share of ``episodes`` seeded episodes (one batch of arms) that complete b → y → r."""
     env = make_vec_env(episodes, seed)
@@ -143,6 +163,27 @@ def success_rate(model, episodes: int, seed: int, deterministic: bool = True) ->
         obs, _, dones, infos = env.step_wait()
         done |= env.nodes == 3 if not dones.any() else np.array([i["success"] for i in infos])
     return float(done.mean())
+
+
+def evaluate(path: Path) -> int:
+    """The agent in ``path`` and the scripted controller (greedy, and ε = 0.1 as rmtk's
+    scripted expert records) on the same ``FINAL_EPISODES`` seeded episodes."""
+    import torch
+    from stable_baselines3 import PPO
+
+    torch.set_num_threads(1)
+    rows = [
+        ("agent, greedy", PPO.load(path, device="cpu"), True),
+        ("agent, sampled", PPO.load(path, device="cpu"), False),
+        ("scripted, greedy", Scripted(0.1), True),
+        ("scripted, epsilon 0.1", Scripted(0.1), False),
+    ]
+    for name, model, deterministic in rows:
+        t0 = time.process_time()
+        rate = success_rate(model, FINAL_EPISODES, FINAL_SEED, deterministic)
+        cpu = time.process_time() - t0
+        print(f"{name}: {rate:.3f} of {FINAL_EPISODES} episodes (seed {FINAL_SEED}), {cpu:.1f} CPU s")
+    return 0
 
 
 def main() -> int:
@@ -161,7 +202,15 @@ def main() -> int:
     ap.add_argument("--episodes", type=int, default=200)
     ap.add_argument("--output", type=Path, default=Path("reacher_ppo.zip"))
     ap.add_argument("--force", action="store_true")
+    ap.add_argument(
+        "--evaluate",
+        type=Path,
+        metavar="ZIP",
+        help="train nothing: measure this agent and the scripted controller on the final episodes (CPU seconds each)",
+    )
     args = ap.parse_args()
+    if args.evaluate:
+        return evaluate(args.evaluate)
     if args.output.exists() and not args.force:
         print(f"{args.output} exists; --force to overwrite", file=sys.stderr)
         return 1

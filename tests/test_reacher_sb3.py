@@ -115,15 +115,18 @@ def test_sb3_reproduce_reacher_with_the_agent_quick():
     the truth among the optimal machines."""
     from rmtk.experiments.reacher import report, simulate_and_learn
 
-    res = simulate_and_learn(300, alphas=(1e-3,), workers=1, expert="agent", chunk=300, max_solutions=20)
+    res = simulate_and_learn(300, alphas=(1e-3,), workers=1, expert="agent", chunk=300, max_solutions=20, exact=True)
     assert res.expert == "agent" and res.trajectories == 300
     u0, u1, u2, u3 = res.node_steps
     assert u3 > 0.5 and min(u0, u1, u2) > 0  # it completes the task early and then stays in u3
     row = res.rows[0]
     assert row.false_positives == 0 or row.truth_cost == row.false_positives
     assert row.truth_optimal
+    x = res.exact  # the softmax at the pairs of shared cells: at least one class per cell, at most one per pair
+    assert 0 < x.classes <= x.pairs and x.size is not None and x.size <= 4
+    assert not x.truth_listed or x.size == 4
     text = report(res).text()
-    assert "the PPO agent" in text
+    assert "the PPO agent" in text and "PPO agent, MaxSAT" in text and "exact (--set exact=true)" in text
 
 
 def test_sb3_reproduce_reacher_agent_flag_misuse(capsys, tmp_path):
@@ -134,3 +137,5 @@ def test_sb3_reproduce_reacher_agent_flag_misuse(capsys, tmp_path):
     assert "no such agent file" in capsys.readouterr().err
     assert main(["reproduce", "reacher", "--quick", "--no-figures", "--set", "expert=ppo"]) != 0
     assert "expert" in capsys.readouterr().err
+    assert main(["reproduce", "reacher", "--quick", "--no-figures", "--set", "exact=true"]) == 2
+    assert "applies with --set expert=agent" in capsys.readouterr().err

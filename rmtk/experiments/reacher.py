@@ -69,6 +69,17 @@ SETTINGS = {
         "then ask the expert (rmtk.active.recorded, rmtk/gym/reacher.py) at recorded (word, word, cell) "
         "triples the surviving machines disagree on, until one survives or every such triple is settled",
     ),
+    "exact": Setting(
+        False,
+        "with expert=agent: then read the agent's exact softmax at every recorded (word, cell) pair of a cell "
+        "two words reached, mine its policy classes and enumerate the smallest machines (SAT)",
+    ),
+    "max_solutions": Setting(
+        1000,
+        "optimal machines enumerated (MaxSAT, the active loop's survivors); the active loop's memory grows with it "
+        "times the recorded triples: with the agent's 10^4 trajectories, 100 took 8.8 GB, 1000 more than 19 GB",
+        domain=COUNT,
+    ),
     "samples": Setting(
         100, "with active=true: visits of each word of a triple after which it is settled", domain=COUNT
     ),
@@ -136,6 +147,7 @@ class ReacherResult:
     explanation: object = None
     active: object = None  # ActiveRun
     expert: str = "scripted"
+    exact: object = None  # ExactRun
 
 
 @attrs.define
@@ -185,6 +197,7 @@ def simulate_and_learn(
     samples: int = 100,
     expert: str = "scripted",
     agent=None,
+    exact: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> ReacherResult:
     """Record ``n_trajectories`` expert episodes with :func:`rmtk.gym.collect` (shards of
@@ -202,7 +215,9 @@ def simulate_and_learn(
     scripted expert (:class:`~rmtk.gym.reacher.ReacherExpert`, seeded ``seed + 1``) at
     recorded triples the survivors disagree on, ``samples`` visits per word. ``expert="agent"``
     records and asks the trained agent in the file ``agent`` instead (default: the shipped one,
-    :mod:`rmtk.rl.reacher`; asked exactly, one forward pass per question). ``progress``
+    :mod:`rmtk.rl.reacher`; asked with draws from its softmax). With ``exact`` (the agent only)
+    the agent's exact softmax is read at every recorded (word, cell) pair of a cell two words
+    reached (:func:`_exact`). ``progress``
     receives one-line messages.
     Wall time covers everything; memory is the main process's traced peak (tracemalloc) and
     the max RSS of the main process and of the worker processes.
@@ -215,6 +230,8 @@ def simulate_and_learn(
         raise RmtkError(f"integrator: one of {', '.join(INTEGRATORS)}, not {integrator!r}")
     if expert not in ("scripted", "agent"):
         raise RmtkError(f"expert: 'scripted' or 'agent', not {expert!r}")
+    if exact and expert != "agent":
+        raise RmtkError("exact answers come from the agent's softmax: exact=True needs expert='agent'")
     say = progress or (lambda msg: None)
     t_start = time.perf_counter()
     tracing = not tracemalloc.is_tracing()
@@ -256,6 +273,7 @@ def simulate_and_learn(
         clipped, space = rec.clipped, rec.space
         asked = _asked(expert, agent, seed, integrator, bins) if active else None
         active_run = _active(rec, alphas[0], samples, asked, nodes, max_solutions, say) if active else None
+        exact_run = _exact(rec, true_node, agent, bins, nodes, max_solutions, time_limit, say) if exact else None
         del rec
         rows, explanation = [], None
         for alpha in alphas:
@@ -325,6 +343,7 @@ def simulate_and_learn(
         explanation=explanation,
         active=active_run,
         expert=expert,
+        exact=exact_run,
     )
 
 
@@ -373,6 +392,65 @@ def _active(rec, alpha, samples, asked, nodes, max_solutions, say) -> ActiveRun:
     return ActiveRun(res, machines, listed, time.perf_counter() - t0, rec.n_steps, explanation)
 
 
+@attrs.define
+class ExactRun:
+    """``--set exact=true``: the agent's softmax at the recorded (word, cell) pairs of cells
+    two words reached, its policy classes and the machines SAT finds with them."""
+
+    pairs: int
+    classes: int
+    negatives: int
+    size: int | None
+    machines: list
+    complete: bool
+    truth_listed: bool
+    seconds: float
+
+
+def _exact(rec, true_node, agent, bins, nodes, max_solutions, time_limit, say) -> ExactRun:
+    """Ask the agent exactly at every recorded (word, cell) pair whose cell another word also
+    reached (only those can part two words), mine the policy classes (exact setting, paper
+    section 3: distributions compared within :data:`rmtk.ties.TOL`) and enumerate the smallest
+    machines, up to ``nodes`` nodes. The true machine drives the agent's node (as
+    :class:`~rmtk.rl.AgentExpert` does) and is compared with the result afterwards."""
+    from ..encoders import SatEncoder
+    from ..envs.reacher import PROPOSITIONS, true_machine
+    from ..negatives import ExactMiner
+    from ..ptp import PrefixTree, PrefixTreePolicy
+    from ..rl.reacher import reacher_agent_softmax
+
+    t0 = time.perf_counter()
+    pair = np.unique(rec.keys // rec.n_actions)
+    word, state = pair // rec.n_states, pair % rec.n_states
+    _, inv, count = np.unique(state, return_inverse=True, return_counts=True)
+    word, state = word[count[inv] >= 2], state[count[inv] >= 2]
+    say(f"reacher: exact: the agent's softmax at {len(word)} recorded (word, cell) pairs of shared cells")
+    ptp = PrefixTreePolicy(
+        PrefixTree(rec.trie, word, state, int(rec.trie.length.max())),
+        reacher_agent_softmax(state, true_node[word], agent, bins),
+    )
+    classes = ExactMiner().mine(ptp)
+    problem = Problem(rec.trie, len(PROPOSITIONS), classes)
+    say(f"reacher: exact: {classes.n_classes} policy classes; SAT up to {nodes} nodes")
+    res = SatEncoder().search(
+        problem, SearchLimits(max_nodes=nodes, max_solutions=max_solutions, deadline=Deadline.after(time_limit))
+    )
+    machines = [solution_machine(sol.delta_u, PROPOSITIONS) for sol in res.solutions]
+    listed = any(isomorphic(m, true_machine(), rewards=False) for m in machines)
+    size = machines[0].n_nodes if machines else None
+    say(f"reacher: exact: {len(machines)} machines of {size} nodes, truth {'listed' if listed else 'not listed'}")
+    return ExactRun(
+        len(word),
+        classes.n_classes,
+        len(problem.negative_pairs()),
+        size,
+        machines,
+        res.complete,
+        listed,
+        time.perf_counter() - t0,
+    )
+
+
 class _Notes(Progress):
     """Progress notes (one per round of the active loop) passed to ``say``."""
 
@@ -410,6 +488,8 @@ def run(opts: Options) -> Report:
     expert, agent = opts.get("expert"), opts.get("agent") or None
     if agent is not None and expert != "agent":
         raise UsageError(f"--set agent={agent} applies with --set expert=agent: the scripted expert reads no file")
+    if opts.get("exact") and expert != "agent":
+        raise UsageError("--set exact=true applies with --set expert=agent: exact answers are the agent's softmax")
     if expert == "agent":
         from ..rl.sb3 import _require
 
@@ -424,6 +504,8 @@ def run(opts: Options) -> Report:
         samples=opts.get("samples"),
         expert=expert,
         agent=agent,
+        exact=opts.get("exact"),
+        max_solutions=opts.get("max_solutions"),
         progress=opts.say,
     )
     return report(res)

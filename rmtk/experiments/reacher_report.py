@@ -19,8 +19,9 @@ AGENT_NOTE = (
     "expert: the PPO agent (--set expert=agent; rmtk/rl/reacher.py, trained by benchmarks/train_reacher_agent.py on "
     "the product with the true machine, paid 1 per step of it), observing the centre of its cell with its node, so a "
     "function of (cell, true node) as the paper samples its PPO policy; actions drawn from its softmax; after r "
-    "nothing pays and its u3 policy is what training left. Active questions read its softmax exactly "
-    "(rmtk.rl.AgentExpert: one forward pass per question, no draw)."
+    "nothing pays and its u3 policy is what training left. Active questions (--set active=true) draw from its "
+    "softmax at the history's cell centre (rmtk.rl.AgentExpert, one forward pass per question; recorded counts "
+    "and exact answers do not mix); --set exact=true reads the softmax itself at the recorded pairs."
 )
 
 
@@ -31,7 +32,8 @@ def _projection(res, n: int) -> float:
 
 def report(res, title: str | None = None) -> Report:
     """A :class:`~rmtk.experiments.Report` of :func:`simulate_and_learn`'s result beside the paper's table."""
-    rep = Report(title or "reacher (paper section 6.3): discretised 2-link arm, scripted expert, MaxSAT at 4 nodes")
+    who = "PPO agent" if res.expert == "agent" else "scripted expert"
+    rep = Report(title or f"reacher (paper section 6.3): discretised 2-link arm, {who}, MaxSAT at 4 nodes")
     rows = []
     for r in res.rows:
         paper = PAPER.get(r.alpha)
@@ -135,6 +137,26 @@ def report(res, title: str | None = None) -> Report:
         rep.notes.append(f"what would separate the machines at alpha {res.rows[0].alpha:g}:\n{res.explanation}")
     if res.active is not None:
         _active_report(rep, res)
+    if res.exact is not None:
+        x = res.exact
+        rep.tables.append(
+            (
+                "exact (--set exact=true): the agent's softmax at the recorded (word, cell) pairs of cells two words "
+                "reached, policy classes (paper section 3), SAT up to 4 nodes",
+                ["pairs asked", "policy classes", "negative pairs", "nodes", "machines", "truth listed", "wall s"],
+                [
+                    (
+                        x.pairs,
+                        x.classes,
+                        x.negatives,
+                        x.size,
+                        f"{len(x.machines)}" if x.complete else f">={len(x.machines)}",
+                        "yes" if x.truth_listed else "no",
+                        f"{x.seconds:.1f}",
+                    )
+                ],
+            )
+        )
     rep.seconds = res.seconds
     return rep
 

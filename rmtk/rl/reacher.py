@@ -121,6 +121,19 @@ def reacher_agent_policy(path=None, bins: Bins | None = None) -> NodePolicy:
     return NodePolicy(true_machine(), choice)
 
 
+def reacher_agent_softmax(states, nodes, path=None, bins: Bins | None = None, chunk: int = 100_000) -> np.ndarray:
+    """``(N, 25)``: the agent's exact softmax at the centres of cells ``states`` with its node
+    ``nodes`` (what :func:`reacher_agent_expert` answers at a history ending there in that
+    node), ``chunk`` observations per forward pass."""
+    choice = AgentAtCells(path, bins)
+    states, nodes = np.asarray(states, dtype=np.int64), np.asarray(nodes, dtype=np.int64)
+    out = np.empty((len(states), N_ACTIONS))
+    for i in range(0, len(states), chunk):
+        obs = choice.encoding.encode(choice.observe(states[i : i + chunk]), nodes[i : i + chunk])
+        out[i : i + chunk] = choice.agent.probabilities(obs)
+    return out
+
+
 def reacher_agent_expert(path=None, bins: Bins | None = None, seed: int = 0, *, exact: bool = True) -> AgentExpert:
     """The agent in ``path`` (default: the shipped one) as an expert on the reacher's cells:
     its softmax at the history's cell centre and the node the true machine reaches on the
@@ -145,5 +158,6 @@ __all__ = [
     "load_agent",
     "reacher_agent_expert",
     "reacher_agent_policy",
+    "reacher_agent_softmax",
     "shipped_agent",
 ]
