@@ -476,7 +476,10 @@ class _Ticks(Progress):
 
 def run(opts: Options) -> Report:
     """``rmtk reproduce reacher``: settings ``trajectories`` (default 100,000; quick 2,000),
-    ``workers``, ``integrator`` and ``explain``; the seed; progress notes."""
+    ``workers``, ``integrator``, ``explain``, ``active``, ``samples``, ``expert`` (``agent``:
+    the shipped PPO agent, or the file ``agent``), ``exact`` and ``max_solutions``; the seed;
+    progress notes. ``agent`` or ``exact`` without ``expert=agent`` is a
+    :class:`~rmtk.errors.UsageError`."""
     try:
         import gymnasium  # noqa: F401
         import mujoco  # noqa: F401
