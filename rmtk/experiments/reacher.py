@@ -27,21 +27,21 @@ import numpy as np
 
 from ..empirical import prune_counts, to_policy
 from ..encoders import MaxSatEncoder
-from ..errors import RmtkError
+from ..errors import RmtkError, UsageError
 from ..limits import Deadline, SearchLimits
 from ..machine import RewardMachine, isomorphic
 from ..negatives import ConfidenceMiner
 from ..progress import Progress
 from ..sat.encoding import Problem
 from ._report import COUNT, Domain, Options, Report, Setting
+from .reacher_report import PAPER as PAPER
+from .reacher_report import report
 
 try:
     import resource
 except ImportError:  # pragma: no cover - not on Windows
     resource = None
 
-#: The paper's table (1M trajectories): α → (|E⁻|, FPR %, MaxSAT solutions, machines up to renaming).
-PAPER = {1e-3: (1472, 1.90, 4, 2), 1e-4: (1193, 1.67, 4, 2), 1e-5: (882, 1.36, 4, 2)}
 ALPHAS = (1e-3, 1e-4, 1e-5)
 NODES = 4
 SETTINGS = {
@@ -57,10 +57,28 @@ SETTINGS = {
         "rk4 (Reacher-v5's physics) or euler (about 2.5x faster, a cruder physics)",
         domain=Domain(choices=("rk4", "euler")),
     ),
+    "expert": Setting(
+        "scripted",
+        "scripted (the control law of rmtk/envs/reacher.py) or agent (the PPO agent trained on the product with "
+        "the true machine by benchmarks/train_reacher_agent.py, shipped with rmtk; pip install 'rmtk[rl,reacher]')",
+        domain=Domain(choices=("scripted", "agent")),
+    ),
+    "agent": Setting("", "with expert=agent: the agent's Stable-Baselines3 PPO file (default: the shipped one)"),
     "active": Setting(
         False,
         "then ask the expert (rmtk.active.recorded, rmtk/gym/reacher.py) at recorded (word, word, cell) "
         "triples the surviving machines disagree on, until one survives or every such triple is settled",
+    ),
+    "exact": Setting(
+        False,
+        "with expert=agent: then read the agent's exact softmax at every recorded (word, cell) pair of a cell "
+        "two words reached, mine its policy classes and enumerate the smallest machines (SAT)",
+    ),
+    "max_solutions": Setting(
+        1000,
+        "optimal machines enumerated (MaxSAT, the active loop's survivors); the active loop's memory grows with it "
+        "times the recorded triples: with the agent's 10^4 trajectories, 100 took 8.8 GB, 1000 more than 19 GB",
+        domain=COUNT,
     ),
     "samples": Setting(
         100, "with active=true: visits of each word of a triple after which it is settled", domain=COUNT
@@ -128,6 +146,8 @@ class ReacherResult:
     integrator: str = "rk4"
     explanation: object = None
     active: object = None  # ActiveRun
+    expert: str = "scripted"
+    exact: object = None  # ExactRun
 
 
 @attrs.define
@@ -175,6 +195,9 @@ def simulate_and_learn(
     time_limit: float | None = None,
     active: bool = False,
     samples: int = 100,
+    expert: str = "scripted",
+    agent=None,
+    exact: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> ReacherResult:
     """Record ``n_trajectories`` expert episodes with :func:`rmtk.gym.collect` (shards of
@@ -190,7 +213,11 @@ def simulate_and_learn(
     :class:`~rmtk.active.loop.ActiveLearner` asking at recorded triples
     (:class:`~rmtk.active.recorded.AtRecordedTriples`) at the largest α, which asks the
     scripted expert (:class:`~rmtk.gym.reacher.ReacherExpert`, seeded ``seed + 1``) at
-    recorded triples the survivors disagree on, ``samples`` visits per word. ``progress``
+    recorded triples the survivors disagree on, ``samples`` visits per word. ``expert="agent"``
+    records and asks the trained agent in the file ``agent`` instead (default: the shipped one,
+    :mod:`rmtk.rl.reacher`; asked with draws from its softmax). With ``exact`` (the agent only)
+    the agent's exact softmax is read at every recorded (word, cell) pair of a cell two words
+    reached (:func:`_exact`). ``progress``
     receives one-line messages.
     Wall time covers everything; memory is the main process's traced peak (tracemalloc) and
     the max RSS of the main process and of the worker processes.
@@ -201,6 +228,10 @@ def simulate_and_learn(
 
     if integrator not in INTEGRATORS:  # here, not on a worker: a plain error before any work
         raise RmtkError(f"integrator: one of {', '.join(INTEGRATORS)}, not {integrator!r}")
+    if expert not in ("scripted", "agent"):
+        raise RmtkError(f"expert: 'scripted' or 'agent', not {expert!r}")
+    if exact and expert != "agent":
+        raise RmtkError("exact answers come from the agent's softmax: exact=True needs expert='agent'")
     say = progress or (lambda msg: None)
     t_start = time.perf_counter()
     tracing = not tracemalloc.is_tracing()
@@ -208,9 +239,15 @@ def simulate_and_learn(
         tracemalloc.start()
     try:
         bins = reacher_bins()
+        if expert == "agent":
+            from ..rl.reacher import reacher_agent_policy
+
+            policy = reacher_agent_policy(agent, bins)
+        else:
+            policy = reacher_expert(bins=bins)
         rec = collect(
             functools.partial(ReacherVectorEnv, chunk, integrator=integrator),
-            reacher_expert(bins=bins),
+            policy,
             reacher_labels(),
             bins,
             n_trajectories,
@@ -234,7 +271,9 @@ def simulate_and_learn(
         steps = np.bincount(true_node[rec.keys // (rec.n_states * rec.n_actions)], weights=rec.counts, minlength=4)
         ptp = to_policy(prune_counts(rec, min_count))
         clipped, space = rec.clipped, rec.space
-        active_run = _active(rec, alphas[0], samples, seed, integrator, nodes, max_solutions, say) if active else None
+        asked = _asked(expert, agent, seed, integrator, bins) if active else None
+        active_run = _active(rec, alphas[0], samples, asked, nodes, max_solutions, say) if active else None
+        exact_run = _exact(rec, true_node, agent, bins, nodes, max_solutions, time_limit, say) if exact else None
         del rec
         rows, explanation = [], None
         for alpha in alphas:
@@ -303,17 +342,31 @@ def simulate_and_learn(
         integrator=integrator,
         explanation=explanation,
         active=active_run,
+        expert=expert,
+        exact=exact_run,
     )
 
 
-def _active(rec, alpha, samples, seed, integrator, nodes, max_solutions, say) -> ActiveRun:
-    """The recording and the scripted expert through the recorded active loop; the truth is
+def _asked(expert: str, agent, seed: int, integrator: str, bins):
+    """The expert the active loop asks (seeded ``seed + 1``): the scripted one restoring arms
+    in the cell, or the agent, drawing from its softmax at the cell's centre (the loop mixes
+    its answers with the recorded counts, so they are counts too)."""
+    if expert == "agent":
+        from ..rl.reacher import reacher_agent_expert
+
+        return reacher_agent_expert(agent, bins, seed=seed + 1, exact=False)
+    from ..gym.reacher import ReacherExpert
+
+    return ReacherExpert(bins=bins, seed=seed + 1, integrator=integrator)
+
+
+def _active(rec, alpha, samples, asked, nodes, max_solutions, say) -> ActiveRun:
+    """The recording and the expert ``asked`` through the recorded active loop; the truth is
     compared afterwards, never read by the loop."""
     from ..active.loop import ActiveLearner
     from ..active.recorded import AtRecordedTriples
     from ..envs.reacher import PROPOSITIONS, true_machine
     from ..explain import Explanation, cover, rare_triples
-    from ..gym.reacher import ReacherExpert
 
     t0 = time.perf_counter()
     say(f"reacher: active: asking the expert at recorded triples the survivors disagree on (alpha {alpha:g})")
@@ -325,7 +378,7 @@ def _active(rec, alpha, samples, seed, integrator, nodes, max_solutions, say) ->
         max_rounds=50,
         progress=_Notes(lambda msg: say(f"reacher: active: {msg}")),
     )
-    res = learner.fit(rec.space, ReacherExpert(seed=seed + 1, integrator=integrator), data=rec)
+    res = learner.fit(rec.space, asked, data=rec)
     machines = [solution_machine(s.delta_u, PROPOSITIONS) for s in res.solutions]
     listed = any(isomorphic(m, true_machine(), rewards=False) for m in machines)
     explanation = None
@@ -337,6 +390,65 @@ def _active(rec, alpha, samples, seed, integrator, nodes, max_solutions, say) ->
             cover(rec.space, deltas, ptp=ptp), rare.pairs, None, alpha, rare.examined, rare.beyond_noise
         )
     return ActiveRun(res, machines, listed, time.perf_counter() - t0, rec.n_steps, explanation)
+
+
+@attrs.define
+class ExactRun:
+    """``--set exact=true``: the agent's softmax at the recorded (word, cell) pairs of cells
+    two words reached, its policy classes and the machines SAT finds with them."""
+
+    pairs: int
+    classes: int
+    negatives: int
+    size: int | None
+    machines: list
+    complete: bool
+    truth_listed: bool
+    seconds: float
+
+
+def _exact(rec, true_node, agent, bins, nodes, max_solutions, time_limit, say) -> ExactRun:
+    """Ask the agent exactly at every recorded (word, cell) pair whose cell another word also
+    reached (only those can part two words), mine the policy classes (exact setting, paper
+    section 3: distributions compared within :data:`rmtk.ties.TOL`) and enumerate the smallest
+    machines, up to ``nodes`` nodes. The true machine drives the agent's node (as
+    :class:`~rmtk.rl.AgentExpert` does) and is compared with the result afterwards."""
+    from ..encoders import SatEncoder
+    from ..envs.reacher import PROPOSITIONS, true_machine
+    from ..negatives import ExactMiner
+    from ..ptp import PrefixTree, PrefixTreePolicy
+    from ..rl.reacher import reacher_agent_softmax
+
+    t0 = time.perf_counter()
+    pair = np.unique(rec.keys // rec.n_actions)
+    word, state = pair // rec.n_states, pair % rec.n_states
+    _, inv, count = np.unique(state, return_inverse=True, return_counts=True)
+    word, state = word[count[inv] >= 2], state[count[inv] >= 2]
+    say(f"reacher: exact: the agent's softmax at {len(word)} recorded (word, cell) pairs of shared cells")
+    ptp = PrefixTreePolicy(
+        PrefixTree(rec.trie, word, state, int(rec.trie.length.max())),
+        reacher_agent_softmax(state, true_node[word], agent, bins),
+    )
+    classes = ExactMiner().mine(ptp)
+    problem = Problem(rec.trie, len(PROPOSITIONS), classes)
+    say(f"reacher: exact: {classes.n_classes} policy classes; SAT up to {nodes} nodes")
+    res = SatEncoder().search(
+        problem, SearchLimits(max_nodes=nodes, max_solutions=max_solutions, deadline=Deadline.after(time_limit))
+    )
+    machines = [solution_machine(sol.delta_u, PROPOSITIONS) for sol in res.solutions]
+    listed = any(isomorphic(m, true_machine(), rewards=False) for m in machines)
+    size = machines[0].n_nodes if machines else None
+    say(f"reacher: exact: {len(machines)} machines of {size} nodes, truth {'listed' if listed else 'not listed'}")
+    return ExactRun(
+        len(word),
+        classes.n_classes,
+        len(problem.negative_pairs()),
+        size,
+        machines,
+        res.complete,
+        listed,
+        time.perf_counter() - t0,
+    )
 
 
 class _Notes(Progress):
@@ -362,185 +474,12 @@ class _Ticks(Progress):
             self.say(f"reacher: {done}/{total} trajectories simulated and counted ({now - self.t0:.0f} s)")
 
 
-# ---------------------------------------------------------------------- report
-def _projection(res: ReacherResult, n: int) -> float:
-    """Seconds for ``n`` trajectories: generation at the measured rate, the rest as measured."""
-    return n / res.trajectories_per_second + (res.seconds - res.generate_seconds)
-
-
-def report(res: ReacherResult, title: str | None = None):
-    """A :class:`~rmtk.experiments.Report` of :func:`simulate_and_learn`'s result beside the paper's table."""
-    rep = Report(title or "reacher (paper section 6.3): discretised 2-link arm, scripted expert, MaxSAT at 4 nodes")
-    rows = []
-    for r in res.rows:
-        paper = PAPER.get(r.alpha)
-        machines = f"{r.machines}" if r.complete else f">={r.machines}"
-        raw = f"{r.raw}" if r.complete else f">={r.raw}"
-        rows.append(
-            (
-                f"{r.alpha:g}",
-                r.negatives,
-                f"{100 * r.fpr:.2f}%",
-                r.cost,
-                machines,
-                raw,
-                "yes" if r.truth_optimal else "no",
-                "yes" if r.truth_listed else "no",
-                paper[0] if paper else None,
-                f"{paper[1]:.2f}%" if paper else None,
-                f"{paper[2]} ({paper[3]})" if paper else None,
-            )
-        )
-    rep.tables.append(
-        (
-            f"{res.trajectories} trajectories of {160} steps (seed {res.seed}); the paper: 10^6 trajectories, PPO "
-            "expert",
-            [
-                "alpha",
-                "|E-|",
-                "FPR",
-                "MaxSAT cost",
-                "machines",
-                "raw",
-                "truth optimal",
-                "truth listed",
-                "paper |E-|",
-                "paper FPR",
-                "paper solutions (machines)",
-            ],
-            rows,
-        )
-    )
-    rep.tables.append(
-        (
-            "cost: wall time and memory of the whole run",
-            [
-                "trajectories",
-                "steps in u0/u1/u2/u3",
-                "clipped observations",
-                "trajectories/s",
-                "(word, cell, action) keys",
-                "trie words",
-                "pairs kept",
-                "wall s",
-                "peak traced MB",
-                "max RSS MB (main)",
-                "max RSS MB (workers)",
-                "projected s for 10^6",
-            ],
-            [
-                (
-                    res.trajectories,
-                    "/".join(f"{100 * x:.0f}%" for x in res.node_steps),
-                    res.clipped,
-                    f"{res.trajectories_per_second:.0f}",
-                    res.count_keys,
-                    res.trie_nodes,
-                    res.policy_pairs,
-                    f"{res.seconds:.1f}",
-                    f"{res.peak_traced_mb:.0f}",
-                    f"{res.maxrss_mb:.0f}",
-                    f"{res.maxrss_children_mb:.0f}",
-                    f"{_projection(res, 1_000_000):.0f}",
-                )
-            ],
-        )
-    )
-    rep.notes += [
-        "expert: scripted (inverse kinematics + velocity-command control at the cell centre, torques rounded to the "
-        "5 levels, epsilon-greedy 0.1), a function of (cell, true node) as the paper's PPO policy sampled at cell "
-        "centres; after r it returns to b and holds there. See rmtk/envs/reacher.py for every choice; recorded "
-        "with rmtk.gym.collect from the reacher's Gymnasium vector environment (rmtk/gym/reacher.py).",
-        "labels: the disc (b, y, r; radius 0.02) the fingertip is in, from the continuous angles, else i; words are "
-        "compressed (non-stuttering). States: 36 x 36 angle bins (10 deg) x 112 x 112 velocity bins (0.25 rad/s, "
-        "clipped to +-14) = 16,257,024 cells (the paper: ~17.4M).",
-        "|E-| = distinct word pairs mined (ConfidenceMiner, unit weights); a false positive is a pair whose two words "
-        "end in the same node of the true machine u0 -b-> u1 -y-> u2 -r-> u3; FPR = false positives / |E-|.",
-        "machines = optimal MaxSAT machines at 4 nodes up to renaming (unexercised transitions left free), raw = the "
-        "paper's count (node 0 fixed); '>=' when the enumeration stopped at its limit. truth optimal = the true "
-        "machine "
-        "violates exactly the optimum's number of examples (so it is an optimal solution, listed or not); truth listed "
-        "= isomorphic (transitions only) to an enumerated machine.",
-        "the expert's nodes meet mostly near the targets (handing over from one goal to the next) and where u3 holds "
-        "at b, so the negatives separate u1 from u3 and successive nodes; they do not pin the machine down at this "
-        "data size: many 4-node machines are optimal, the true one among them.",
-    ]
-    if res.integrator != "rk4":
-        rep.notes.append(
-            f"physics: the {res.integrator} integrator, not Reacher-v5's RK4 (--set integrator={res.integrator}):"
-            " faster, and a different physics; figures are not Reacher-v5's."
-        )
-    if res.explanation is not None:
-        rep.notes.append(f"what would separate the machines at alpha {res.rows[0].alpha:g}:\n{res.explanation}")
-    if res.active is not None:
-        _active_report(rep, res)
-    rep.seconds = res.seconds
-    return rep
-
-
-def _active_report(rep: Report, res: ReacherResult) -> None:
-    from ..envs.reacher import HORIZON
-
-    act = res.active
-    r = act.result
-    passive = res.rows[0]
-    full = 1_000_000 * HORIZON
-    total = act.recorded_steps + r.steps
-    rep.tables.append(
-        (
-            f"active (--set active=true): the {res.trajectories} recorded trajectories, then the expert asked at "
-            f"recorded triples the survivors disagree on (alpha {passive.alpha:g}); beside it the passive figures of "
-            "the same run, and the passive 10^6 run (1.6e8 steps; its wall time projected from this run's rate)",
-            [
-                "",
-                "machines",
-                "truth listed",
-                "negatives",
-                "expert steps",
-                "% of 10^6 passive steps",
-                "queries",
-                "rounds",
-                "wall s",
-            ],
-            [
-                (
-                    "passive",
-                    passive.machines,
-                    "yes" if passive.truth_listed else "no",
-                    passive.negatives,
-                    act.recorded_steps,
-                    f"{100 * act.recorded_steps / full:.1f}%",
-                    0,
-                    "",
-                    f"{res.seconds - act.seconds:.1f}",
-                ),
-                (
-                    "active",
-                    len(act.machines),
-                    "yes" if act.truth_listed else "no",
-                    len(r.negatives),
-                    total,
-                    f"{100 * total / full:.1f}%",
-                    r.queries,
-                    len(r.rounds),
-                    f"{res.seconds:.1f}",
-                ),
-                ("passive 10^6 (projected)", "", "", "", full, "100%", 0, "", f"{_projection(res, 1_000_000):.0f}"),
-            ],
-        )
-    )
-    rep.notes.append("active rounds:\n" + "\n".join(f"  {x}" for x in r.log().splitlines()))
-    if act.explanation is not None:
-        rep.notes.append(
-            "rmtk.explain on the machines the active run leaves (its rare triples are planned with a lower "
-            "confidence bound of their difference, docs/design.md section 14; see the separation note above for "
-            f"what the settled triples show):\n{act.explanation}"
-        )
-
-
 def run(opts: Options) -> Report:
     """``rmtk reproduce reacher``: settings ``trajectories`` (default 100,000; quick 2,000),
-    ``workers``, ``integrator`` and ``explain``; the seed; progress notes."""
+    ``workers``, ``integrator``, ``explain``, ``active``, ``samples``, ``expert`` (``agent``:
+    the shipped PPO agent, or the file ``agent``), ``exact`` and ``max_solutions``; the seed;
+    progress notes. ``agent`` or ``exact`` without ``expert=agent`` is a
+    :class:`~rmtk.errors.UsageError`."""
     try:
         import gymnasium  # noqa: F401
         import mujoco  # noqa: F401
@@ -549,6 +488,15 @@ def run(opts: Options) -> Report:
             "the reacher experiment needs gymnasium with MuJoCo: pip install 'rmtk[reacher]' "
             "(from a checkout: pip install '.[reacher]')"
         ) from None
+    expert, agent = opts.get("expert"), opts.get("agent") or None
+    if agent is not None and expert != "agent":
+        raise UsageError(f"--set agent={agent} applies with --set expert=agent: the scripted expert reads no file")
+    if opts.get("exact") and expert != "agent":
+        raise UsageError("--set exact=true applies with --set expert=agent: exact answers are the agent's softmax")
+    if expert == "agent":
+        from ..rl.sb3 import _require
+
+        _require()  # the rl extra's install hint, before any work
     res = simulate_and_learn(
         opts.get("trajectories"),
         seed=opts.seed,
@@ -557,6 +505,10 @@ def run(opts: Options) -> Report:
         explain=opts.get("explain"),
         active=opts.get("active"),
         samples=opts.get("samples"),
+        expert=expert,
+        agent=agent,
+        exact=opts.get("exact"),
+        max_solutions=opts.get("max_solutions"),
         progress=opts.say,
     )
     return report(res)

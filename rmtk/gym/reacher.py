@@ -79,6 +79,24 @@ def reacher_bins(angle_bins: int = 36, velocity_bins: int = 112, velocity_limit:
     )
 
 
+def observations(joints) -> np.ndarray:
+    """``(N, 10)`` Reacher-v5 observations of ``(N, 4)`` joint angles and velocities, as
+    :class:`ReacherVectorEnv` makes them (target body at the origin)."""
+    joints = np.asarray(joints, dtype=float).reshape(-1, 4)
+    q, v = joints[:, :2], joints[:, 2:]
+    obs = np.concatenate([np.cos(q), np.sin(q), np.zeros_like(q), v, np.zeros_like(q)], axis=1)
+    obs[:, 8:10] = ReacherLabels.tips(obs)
+    return obs
+
+
+def cell_observations(states, bins: Bins | None = None) -> np.ndarray:
+    """``(N, 10)`` Reacher-v5 observations at the centres of cells ``states`` of ``bins``
+    (default :func:`reacher_bins`): what an agent that sees only its cell observes (the
+    ``observe`` of :class:`~rmtk.rl.AgentExpert` and of the shipped agent, section 6.3's
+    policy sampled at cell centres)."""
+    return observations((bins or reacher_bins()).centres(np.asarray(states, dtype=np.int64).reshape(-1)))
+
+
 @attrs.frozen
 class ReacherLabels:
     """The target disc (b, y, r) the fingertip is in, else ``i``: from the observation's

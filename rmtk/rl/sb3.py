@@ -16,6 +16,7 @@ stable_baselines3 are imported when a model is adapted, never by ``import rmtk.r
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import attrs
@@ -39,6 +40,22 @@ def _require():
     return stable_baselines3
 
 
+@contextlib.contextmanager
+def one_thread():
+    """torch on one thread for the duration (the caller's setting restored after): a forward
+    pass of a small network on a batch of thousands gains nothing from a second thread, and on
+    a busy machine torch's threads wait for a free core (a 2 ms pass of the reacher's agent
+    took 90 ms with two threads on a loaded 2-core machine); as :mod:`rmtk._threads` for BLAS."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def _tensor(model, obs):
     obs_tensor, _ = model.policy.obs_to_tensor(obs)
     return obs_tensor
@@ -54,7 +71,7 @@ class SB3QValues:
         import torch
 
         self.model.policy.set_training_mode(False)
-        with torch.no_grad():
+        with torch.no_grad(), one_thread():
             return self.model.q_net(_tensor(self.model, obs)).cpu().numpy().astype(float)
 
 
@@ -69,7 +86,7 @@ class SB3Probabilities:
         import torch
 
         self.model.policy.set_training_mode(False)
-        with torch.no_grad():
+        with torch.no_grad(), one_thread():
             dist = self.model.policy.get_distribution(_tensor(self.model, obs))
             return dist.distribution.probs.cpu().numpy().astype(float)
 
@@ -86,7 +103,7 @@ class SB3Predict:
         import torch
 
         seed = int(rng.integers(2**63))
-        with torch.random.fork_rng(devices=[]):
+        with torch.random.fork_rng(devices=[]), one_thread():
             torch.manual_seed(seed)
             actions, _ = self.model.predict(obs, deterministic=self.deterministic)
         return np.asarray(actions)
