@@ -161,6 +161,52 @@ def test_sb3_crm_adds_every_nodes_experience_with_the_machines_reward(office):
     assert set(u.tolist()) == {0, 1} and (buf.rewards[: buf.pos] == 1).any()
 
 
+def test_sb3_crm_n_step_returns_follow_each_nodes_counterfactual_run(office):
+    from stable_baselines3.common.env_util import make_vec_env
+
+    task, gamma, n_steps = office.tasks["coffee"], 0.9, 4
+    m = task.machine
+    vec = make_vec_env(
+        lambda: RewardMachineEnv(office_env(max_steps=40), m, StateLabels.of(task.mdp), observation="flat"),
+        n_envs=2,
+        seed=0,
+    )
+    explore = {"exploration_initial_eps": EPSILON, "exploration_final_eps": EPSILON}
+    model = hand_set_dqn(
+        task, vec, learning_starts=0, gradient_steps=0, gamma=gamma, **explore, **crm(vec, n_steps=n_steps, gamma=gamma)
+    )
+    model.learn(400)
+    buf = model.replay_buffer
+    live, pos = 2, buf.pos
+    np.random.seed(0)
+    rows = np.arange(pos)
+    got = buf._get_samples(rows)
+    np.random.seed(0)
+    e = np.random.randint(0, buf.n_envs, size=pos)  # the copies the sampler drew
+    obs, nxt = buf.observations[:, :, 0], buf.next_observations[:, :, 0]
+    cut = buf.timeouts.astype(bool)
+    paid = 0
+    for i, (row, copy) in enumerate(zip(rows.tolist(), e.tolist())):
+        u, t = int(obs[row, copy]) % m.n_nodes, row // live
+        ret, k, first = 0.0, 0, 0.0
+        while True:  # the node's own run over the copy's next letters, from the machine's tables
+            state = int(nxt[t * live, copy]) // m.n_nodes
+            letter = task.letter_of_proposition[task.mdp.labels[state]]
+            ret += gamma**k * m.delta_r[u, letter]
+            first = ret if k == 0 else first  # the step's own reward
+            u, k = int(m.delta_u[u, letter]), k + 1
+            ended = u == m.node_index("terminal")
+            if ended or cut[t * live, copy] or k == n_steps or (t + 1) * live >= pos:
+                break
+            t += 1
+        paid += ret > 0 and first == 0
+        assert got.rewards[i, 0].item() == pytest.approx(ret, abs=1e-6)
+        assert got.discounts[i, 0].item() == pytest.approx(gamma**k, abs=1e-6)
+        assert got.dones[i, 0].item() == float(ended)
+        assert int(got.next_observations[i, 0].item()) == int(nxt[t * live, copy]) // m.n_nodes * m.n_nodes + u
+    assert paid > 0  # some returns reach the reward from steps before it
+
+
 class Line(gymnasium.Env):
     """A point on [0, 1] moved by a continuous action; labels: a below 0.2, b above 0.8."""
 
