@@ -1,30 +1,38 @@
 """Benchmark of deep RL with reward machines (rmtk.rl, the extra rmtk[rl]): DQN with and
-without counterfactual experiences (CRM) on the Office World's coffee and patrol tasks, the
-machine learned back from the trained agent, and DQN with CRM on the learned machine.
+without counterfactual experiences (CRM) on the Office World's coffee and patrol tasks and on
+Craft World tasks, the machine learned back from the trained agent, and DQN with CRM on the
+learned machine.
 
 Training (:mod:`rmtk.experiments._dqn`, the code of ``rmtk reproduce deep-rl``):
 Stable-Baselines3 DQN, the same network and settings in every run of a task (``DQNConfig``'s
-defaults but ``--hidden`` units, discount ``--gamma`` and ``--explore`` steps of exploration),
-on ``RewardMachineEnv(office_env(max_steps=100, start=every cell but the decorations),
-machine, labels, observation="flat")``. Every ``--every`` steps the greedy
-policy's *success rate* is measured exactly: one greedy episode from each of the 102 start
-cells (the world and the policy are deterministic), the share that earns the true machine's
-reward (:class:`rmtk.rl.GreedyRollouts`). A run stops at the first success rate ≥ 90 % or at
-``--steps``. Reported per task and agent: the steps to 90 %, median over ``--seeds`` seeds
-(seeds 0, 1, …; ``>steps`` when the median run did not get there), the per-seed values and the
-training seconds. The target: CRM's median at most half of plain DQN's.
+defaults but the settings given: ``--hidden`` units (none: a linear Q-network), ``--gamma``,
+``--explore`` steps of exploration, ``--lr`` falling linearly to ``--final-lr`` over the
+budget, ``--batch``, ``--train-freq``, ``--gradient-steps``, ``--target-update``,
+``--buffer``, ``--n-steps``), on ``RewardMachineEnv(MdpEnv(world, max_steps=horizon),
+machine, labels, observation="flat")``: ``--world office`` episodes of 100 steps from every
+cell but the decorations; ``--world craft`` the Craft World of models/craft.rm, episodes of
+``--horizon`` steps from every free cell. Every ``--every`` steps the greedy policy's *success
+rate* is measured exactly: one greedy episode from each start cell (the world and the policy
+are deterministic), the share that earns the true machine's reward
+(:class:`rmtk.rl.GreedyRollouts`); for the Craft World also from the task's own start, the
+map's ``A`` cell, once at the end. A run stops at the first success rate ≥ ``--stop`` (0:
+never) or at ``--steps``. Reported per task and agent (``--arms``): the steps to 90 %, median
+over ``--seeds`` seeds (``--first-seed``, the next, …; ``>steps`` when the median run did not
+get there), the per-seed values, the final success rates and the training seconds. The target
+(Office): CRM's median at most half of plain DQN's.
 
-Learning back: the CRM agent of seed 0 (as it stopped, ≥ 90 % success), ε-greedy
-(``--epsilon``), recorded for ``--episodes`` episodes of 40 steps from every cell (``collect``
-with :func:`rmtk.rl.agent_policy`) and learned from the counts (EmpiricalPTP,
-ConfidenceMiner 0.05, SimplestEncoder); and actively (:class:`rmtk.rl.AgentExpert`, exact
-ε-greedy distributions). The active run's machine, paying what the truth pays after the same
-word (``reward_like``), trains DQN with CRM on the same seeds: ``learned, CRM``.
+Learning back: the CRM agent of the first seed (as it stopped), ε-greedy (``--epsilon``),
+recorded for ``--episodes`` episodes of ``--length`` steps from the world's start cells
+(``collect`` with :func:`rmtk.rl.agent_policy`) and learned from the counts (EmpiricalPTP,
+ConfidenceMiner 0.05, SimplestEncoder; where several machines survive, what separates one
+from the truth); and actively (:class:`rmtk.rl.AgentExpert`, exact ε-greedy distributions).
+The active run's machine, paying what the truth pays after the same word (``reward_like``),
+trains DQN with CRM on the same seeds: ``learned, CRM``.
 
 Reference in the same run: the bare product (``RewardMachineEnv``, random actions) steps per
-second.
+second. The commands of docs/benchmarks/deep-rl.md, e.g.:
 
-    PYTHONPATH=. python benchmarks/deep_rl.py --tasks coffee patrol --seeds 3 --markdown
+    PYTHONPATH=. python benchmarks/deep_rl.py --tasks coffee --steps 40000 --seeds 3 --markdown
 """
 
 from __future__ import annotations
@@ -90,6 +98,7 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=40_000, help="budget of a run (environment steps)")
     ap.add_argument("--every", type=int, default=500)
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds first-seed, first-seed + 1, …")
     ap.add_argument("--stop", type=float, default=0.9, help="end a run at this success rate (0: never)")
     ap.add_argument("--horizon", type=int, default=None, help="steps of an episode (Craft; Office: 100)")
     ap.add_argument("--hidden", type=int, nargs="*", default=None, help="hidden units per layer (0 or none: linear)")
@@ -127,10 +136,10 @@ def main() -> int:
         def arm(
             label, machine, use_crm, task_name=name, labels=labels, truth=truth, runs=runs, at_start=at_start, task=task
         ):
-            """Train ``--seeds`` runs; the model of seed 0."""
+            """Train ``--seeds`` runs; the model of the first seed."""
             runs[label], at_start[label], first = [], [], None
             fixed = GreedyRollouts.of(task.mdp, machine, truth, world.horizon)  # from the task's own start(s)
-            for seed in range(args.seeds):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
                 curve, model = train_dqn(
                     machine,
                     truth,
@@ -149,7 +158,7 @@ def main() -> int:
                 runs[label].append(curve)
                 at_start[label].append(fixed.rate(q_table(model)) if args.world == "craft" else None)
                 print(f"{task_name} {label} seed={seed}: {curve.reached()} steps, {curve.seconds:.0f} s", flush=True)
-                first = model if seed == 0 else first
+                first = model if seed == args.first_seed else first
             return first
 
         learned = None

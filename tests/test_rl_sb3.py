@@ -360,6 +360,34 @@ def test_sb3_greedy_rollouts_equal_episodes_played_step_by_step(office, name):
         GreedyRollouts.of(mdp, office.tasks["coffee"].machine, m, 100).rate(expert[:5])
 
 
+def test_sb3_dqn_with_crm_trains_in_the_craft_world_from_every_cell():
+    from rmtk.experiments._dqn import DQNConfig, World, train_dqn
+
+    task = dsl.load_model("craft").tasks["t1"]
+    world = World.craft(horizon=30)
+    assert world.mdp.n_states == 1521 and np.count_nonzero(world.mdp.initial) == 1521
+    config = DQNConfig(hidden=(8,), learning_starts=50, explore=100, buffer_size=3_000, batch_size=16)
+    seen = []
+    curve, model = train_dqn(
+        task.machine,
+        task.machine,
+        StateLabels.of(task.mdp),
+        use_crm=True,
+        seed=0,
+        steps=300,
+        every=100,
+        config=config,
+        world=world,
+        log=lambda step, rate: seen.append((step, rate)),
+    )
+    assert curve.steps == (100, 200, 300) and list(zip(curve.steps, curve.success)) == seen
+    assert all(0.0 <= r <= 1.0 for r in curve.success)
+    buf = model.replay_buffer
+    assert model.observation_space.n == 1521 * 3 and buf.experiences == 300 * 2  # two live nodes a step
+    cells = buf.observations[: buf.pos, 0, 0] // 3
+    assert len(np.unique(cells)) > 30  # ten episodes of 30 steps from cells drawn across the map
+
+
 def test_sb3_reward_like_pays_the_learned_machine_as_the_truth(office):
     from rmtk import isomorphic
     from rmtk.experiments._dqn import reward_like

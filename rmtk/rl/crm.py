@@ -124,6 +124,9 @@ def _counterfactual_buffer():
                 raise RmtkError("counterfactuals must be a rmtk.rl.crm.Counterfactuals (use rmtk.rl.crm(env))")
             if int(n_steps) < 1 or (n_steps > 1 and gamma is None):
                 raise RmtkError(f"n_steps must be ≥ 1 (got {n_steps}), and n_steps > 1 needs the discount gamma")
+            samples = _require().common.type_aliases.ReplayBufferSamples
+            if n_steps > 1 and "discounts" not in samples._fields:
+                raise RmtkError("n-step returns with CRM need stable-baselines3 ≥ 2.7 (its samples carry discounts)")
             self.counterfactuals = counterfactuals
             self.n_steps, self.gamma = int(n_steps), gamma
             live = len(counterfactuals.tables.node)
