@@ -58,9 +58,10 @@ def learn_back(
 ) -> tuple[dict, object]:
     """The machine of ``model`` (ε-greedy with ``epsilon``) learned from ``episodes`` recorded
     episodes of ``length`` steps drawn from ``mdp``'s starts (default the task's; confidence
-    level ``alpha``) and actively; returns the table row and the active run's first machine.
-    Where the episodes leave several machines, the row names what separates the first one
-    that is not the truth from the truth (:func:`rmtk.equivalence.distinguish`)."""
+    level ``alpha``) and actively (the task's own questions); returns the table row and the
+    active run's first machine. Where the episodes leave several machines, the row names what
+    separates the first one that is not the truth from the truth
+    (:func:`rmtk.equivalence.distinguish`)."""
     from .. import ConfidenceMiner, EmpiricalPTP, Learner, isomorphic
     from ..active.loop import ActiveLearner
     from ..encoders import SimplestEncoder
@@ -83,7 +84,7 @@ def learn_back(
         irl=None,
     ).fit(rec.space)
     t1 = time.perf_counter()
-    run = ActiveLearner().fit(task, AgentExpert(agent, mdp, truth, seed=seed))
+    run = ActiveLearner().fit(task, AgentExpert(agent, task.mdp, truth, seed=seed))  # the task's questions
     t2 = time.perf_counter()
     ordered = truth.with_alphabet_order(mdp.propositions)
     truth_at = [isomorphic(m, ordered, rewards=False) for m in passive.machines]
