@@ -1,6 +1,8 @@
-"""DQN (Stable-Baselines3) on the Office World's product, with or without counterfactual
-experiences (:func:`rmtk.rl.crm`), and the greedy policy's success measured during training:
-what ``rmtk reproduce deep-rl`` and ``benchmarks/deep_rl.py`` share.
+"""DQN (Stable-Baselines3) on the product of a grid world (:class:`World`: the Office World by
+default, or the Craft World), with or without counterfactual experiences
+(:func:`rmtk.rl.crm`), and the greedy policy's success measured during training: what
+``rmtk reproduce deep-rl`` and ``benchmarks/deep_rl.py`` share. The Office World is
+described below; the Craft World's episodes start in any free cell.
 
 An arm trains one DQN for at most ``steps`` environment steps (one ``learn`` call, so that the
 exploration schedule runs over steps, not over chunks). Episodes start in a cell drawn
@@ -32,8 +34,11 @@ HORIZON = 100
 @attrs.frozen
 class DQNConfig:
     """The DQN settings every arm shares (same network, same schedule; only the replay buffer
-    differs between with and without CRM). ``explore``: steps over which ε falls linearly from 1
-    to ``final_eps`` (in steps, whatever the budget)."""
+    differs between with and without CRM). ``hidden``: the hidden layers (``()``: a linear
+    Q-network, one weight per one-hot input and action); ``explore``: steps over which ε falls
+    linearly from 1 to ``final_eps`` (in steps, whatever the budget); ``final_learning_rate``:
+    the learning rate falls linearly to it over the budget (``None``: constant); ``n_steps``:
+    n-step returns (with CRM along each node's counterfactual run, :func:`rmtk.rl.crm`)."""
 
     hidden: tuple[int, ...] = (64,)
     learning_rate: float = 1e-3
@@ -182,9 +187,10 @@ def train_dqn(
     log=None,
     world: World | None = None,
 ):
-    """Train a DQN on the product with ``machine`` (``use_crm``: counterfactual experiences of
-    its nodes) for ``steps`` steps, evaluating every ``every``; ``stop``: end at the first
-    success rate at least this. Returns the :class:`Curve` and the model."""
+    """Train a DQN on the product of ``world`` (default: the Office World) with ``machine``
+    (``use_crm``: counterfactual experiences of its nodes) for ``steps`` steps, evaluating every
+    ``every`` (``log(steps, success)`` is called with each evaluation); ``stop``: end at the
+    first success rate at least this. Returns the :class:`Curve` and the model."""
     import time
 
     try:
