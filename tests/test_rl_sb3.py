@@ -161,6 +161,52 @@ def test_sb3_crm_adds_every_nodes_experience_with_the_machines_reward(office):
     assert set(u.tolist()) == {0, 1} and (buf.rewards[: buf.pos] == 1).any()
 
 
+def test_sb3_crm_n_step_returns_follow_each_nodes_counterfactual_run(office):
+    from stable_baselines3.common.env_util import make_vec_env
+
+    task, gamma, n_steps = office.tasks["coffee"], 0.9, 4
+    m = task.machine
+    vec = make_vec_env(
+        lambda: RewardMachineEnv(office_env(max_steps=40), m, StateLabels.of(task.mdp), observation="flat"),
+        n_envs=2,
+        seed=0,
+    )
+    explore = {"exploration_initial_eps": EPSILON, "exploration_final_eps": EPSILON}
+    model = hand_set_dqn(
+        task, vec, learning_starts=0, gradient_steps=0, gamma=gamma, **explore, **crm(vec, n_steps=n_steps, gamma=gamma)
+    )
+    model.learn(400)
+    buf = model.replay_buffer
+    live, pos = 2, buf.pos
+    np.random.seed(0)
+    rows = np.arange(pos)
+    got = buf._get_samples(rows)
+    np.random.seed(0)
+    e = np.random.randint(0, buf.n_envs, size=pos)  # the copies the sampler drew
+    obs, nxt = buf.observations[:, :, 0], buf.next_observations[:, :, 0]
+    cut = buf.timeouts.astype(bool)
+    paid = 0
+    for i, (row, copy) in enumerate(zip(rows.tolist(), e.tolist())):
+        u, t = int(obs[row, copy]) % m.n_nodes, row // live
+        ret, k, first = 0.0, 0, 0.0
+        while True:  # the node's own run over the copy's next letters, from the machine's tables
+            state = int(nxt[t * live, copy]) // m.n_nodes
+            letter = task.letter_of_proposition[task.mdp.labels[state]]
+            ret += gamma**k * m.delta_r[u, letter]
+            first = ret if k == 0 else first  # the step's own reward
+            u, k = int(m.delta_u[u, letter]), k + 1
+            ended = u == m.node_index("terminal")
+            if ended or cut[t * live, copy] or k == n_steps or (t + 1) * live >= pos:
+                break
+            t += 1
+        paid += ret > 0 and first == 0
+        assert got.rewards[i, 0].item() == pytest.approx(ret, abs=1e-6)
+        assert got.discounts[i, 0].item() == pytest.approx(gamma**k, abs=1e-6)
+        assert got.dones[i, 0].item() == float(ended)
+        assert int(got.next_observations[i, 0].item()) == int(nxt[t * live, copy]) // m.n_nodes * m.n_nodes + u
+    assert paid > 0  # some returns reach the reward from steps before it
+
+
 class Line(gymnasium.Env):
     """A point on [0, 1] moved by a continuous action; labels: a below 0.2, b above 0.8."""
 
@@ -312,6 +358,34 @@ def test_sb3_greedy_rollouts_equal_episodes_played_step_by_step(office, name):
         GreedyRollouts.of(officeworld(slip=0.1), m, m, 100)
     with pytest.raises(ModelError, match=r"Q-values of shape \(324, 4\)"):
         GreedyRollouts.of(mdp, office.tasks["coffee"].machine, m, 100).rate(expert[:5])
+
+
+def test_sb3_dqn_with_crm_trains_in_the_craft_world_from_every_cell():
+    from rmtk.experiments._dqn import DQNConfig, World, train_dqn
+
+    task = dsl.load_model("craft").tasks["t1"]
+    world = World.craft(horizon=30)
+    assert world.mdp.n_states == 1521 and np.count_nonzero(world.mdp.initial) == 1521
+    config = DQNConfig(hidden=(8,), learning_starts=50, explore=100, buffer_size=3_000, batch_size=16)
+    seen = []
+    curve, model = train_dqn(
+        task.machine,
+        task.machine,
+        StateLabels.of(task.mdp),
+        use_crm=True,
+        seed=0,
+        steps=300,
+        every=100,
+        config=config,
+        world=world,
+        log=lambda step, rate: seen.append((step, rate)),
+    )
+    assert curve.steps == (100, 200, 300) and list(zip(curve.steps, curve.success)) == seen
+    assert all(0.0 <= r <= 1.0 for r in curve.success)
+    buf = model.replay_buffer
+    assert model.observation_space.n == 1521 * 3 and buf.experiences == 300 * 2  # two live nodes a step
+    cells = buf.observations[: buf.pos, 0, 0] // 3
+    assert len(np.unique(cells)) > 30  # ten episodes of 30 steps from cells drawn across the map
 
 
 def test_sb3_reward_like_pays_the_learned_machine_as_the_truth(office):

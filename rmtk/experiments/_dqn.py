@@ -1,6 +1,8 @@
-"""DQN (Stable-Baselines3) on the Office World's product, with or without counterfactual
-experiences (:func:`rmtk.rl.crm`), and the greedy policy's success measured during training:
-what ``rmtk reproduce deep-rl`` and ``benchmarks/deep_rl.py`` share.
+"""DQN (Stable-Baselines3) on the product of a grid world (:class:`World`: the Office World by
+default, or the Craft World), with or without counterfactual experiences
+(:func:`rmtk.rl.crm`), and the greedy policy's success measured during training: what
+``rmtk reproduce deep-rl`` and ``benchmarks/deep_rl.py`` share. The Office World is
+described below; the Craft World's episodes start in any free cell.
 
 An arm trains one DQN for at most ``steps`` environment steps (one ``learn`` call, so that the
 exploration schedule runs over steps, not over chunks). Episodes start in a cell drawn
@@ -32,11 +34,15 @@ HORIZON = 100
 @attrs.frozen
 class DQNConfig:
     """The DQN settings every arm shares (same network, same schedule; only the replay buffer
-    differs between with and without CRM). ``explore``: steps over which ε falls linearly from 1
-    to ``final_eps`` (in steps, whatever the budget)."""
+    differs between with and without CRM). ``hidden``: the hidden layers (``()``: a linear
+    Q-network, one weight per one-hot input and action); ``explore``: steps over which ε falls
+    linearly from 1 to ``final_eps`` (in steps, whatever the budget); ``final_learning_rate``:
+    the learning rate falls linearly to it over the budget (``None``: constant); ``n_steps``:
+    n-step returns (with CRM along each node's counterfactual run, :func:`rmtk.rl.crm`)."""
 
     hidden: tuple[int, ...] = (64,)
     learning_rate: float = 1e-3
+    final_learning_rate: float | None = None
     buffer_size: int = 50_000
     learning_starts: int = 500
     batch_size: int = 256
@@ -46,12 +52,19 @@ class DQNConfig:
     target_update_interval: int = 25
     explore: int = 3_000
     final_eps: float = 0.1
+    n_steps: int = 1
+
+    def _schedule(self):
+        """The learning rate falling linearly from ``learning_rate`` to ``final_learning_rate``
+        over the run (Stable-Baselines3 passes the fraction of the run remaining)."""
+        start, end = self.learning_rate, self.final_learning_rate
+        return lambda remaining: end + (start - end) * remaining
 
     def kwargs(self, steps: int) -> dict:
         """DQN's keyword arguments for a run of ``steps`` steps."""
         return {
             "policy_kwargs": {"net_arch": list(self.hidden)},
-            "learning_rate": self.learning_rate,
+            "learning_rate": self.learning_rate if self.final_learning_rate is None else self._schedule(),
             "buffer_size": self.buffer_size,
             "learning_starts": self.learning_starts,
             "batch_size": self.batch_size,
@@ -98,23 +111,52 @@ def _starts() -> tuple[tuple[int, int], ...]:
 STARTS = _starts()
 
 
-def product(machine, labeler, *, node: bool = True):
-    """The Office World product with ``machine`` (flat observation, episodes from the
-    :data:`STARTS`); ``node=False``: the cell alone is observed (the machine only pays)."""
-    from ..gym import RewardMachineEnv, office_env
+@attrs.frozen
+class World:
+    """A deterministic grid world to train in: its labeled MDP (whose initial distribution draws
+    the start of every training episode and whose start states the success is judged from) and
+    the steps of an episode."""
+
+    name: str
+    mdp: object = attrs.field(eq=False, repr=False)
+    horizon: int
+
+    @classmethod
+    def office(cls) -> World:
+        """The Office World, episodes of :data:`HORIZON` steps from every :data:`STARTS` cell."""
+        from ..envs.office import officeworld
+
+        return cls("office", officeworld(start=STARTS), HORIZON)
+
+    @classmethod
+    def craft(cls, horizon: int = 200, *, everywhere: bool = True) -> World:
+        """The Craft World of models/craft.rm (the literature's map_0), episodes of ``horizon``
+        steps from every free cell (``everywhere=False``: from the map's ``A`` cell)."""
+        from .. import dsl
+
+        mdp = dsl.load_model("craft").tasks["t1"].mdp
+        if everywhere:
+            mdp = attrs.evolve(mdp, initial=np.full(mdp.n_states, 1.0 / mdp.n_states))
+        return cls("craft", mdp, int(horizon))
+
+
+def product(machine, labeler, *, node: bool = True, world: World | None = None):
+    """The product of ``world`` (default: the Office World) with ``machine`` (flat observation);
+    ``node=False``: the cell alone is observed (the machine only pays)."""
+    from ..gym import MdpEnv, RewardMachineEnv
     from ..rl import hide_node
 
-    env = RewardMachineEnv(office_env(max_steps=HORIZON, start=STARTS), machine, labeler, observation="flat")
+    world = world or World.office()
+    env = RewardMachineEnv(MdpEnv(world.mdp, max_steps=world.horizon), machine, labeler, observation="flat")
     return env if node else hide_node(env)
 
 
-def evaluation(machine, truth, *, node: bool = True):
-    """The greedy episodes from every start cell (:class:`rmtk.rl.GreedyRollouts`)."""
-    from ..envs.office import officeworld
+def evaluation(machine, truth, *, node: bool = True, world: World | None = None):
+    """The greedy episodes from every start state (:class:`rmtk.rl.GreedyRollouts`)."""
     from ..rl import GreedyRollouts
 
-    mdp = officeworld(start=STARTS)
-    return GreedyRollouts.of(mdp, machine, truth, HORIZON, node=node)
+    world = world or World.office()
+    return GreedyRollouts.of(world.mdp, machine, truth, world.horizon, node=node)
 
 
 @attrs.frozen
@@ -142,10 +184,13 @@ def train_dqn(
     every: int,
     config: DQNConfig,
     stop: float | None = None,
+    log=None,
+    world: World | None = None,
 ):
-    """Train a DQN on the product with ``machine`` (``use_crm``: counterfactual experiences of
-    its nodes) for ``steps`` steps, evaluating every ``every``; ``stop``: end at the first
-    success rate at least this. Returns the :class:`Curve` and the model."""
+    """Train a DQN on the product of ``world`` (default: the Office World) with ``machine``
+    (``use_crm``: counterfactual experiences of its nodes) for ``steps`` steps, evaluating every
+    ``every`` (``log(steps, success)`` is called with each evaluation); ``stop``: end at the
+    first success rate at least this. Returns the :class:`Curve` and the model."""
     import time
 
     try:
@@ -161,7 +206,7 @@ def train_dqn(
     if use_crm and not node:
         raise RmtkError("CRM needs the node in the observation")
     torch.set_num_threads(1)
-    env, check = product(machine, labeler, node=node), evaluation(machine, truth, node=node)
+    env, check = product(machine, labeler, node=node, world=world), evaluation(machine, truth, node=node, world=world)
     at: list[int] = []
     ok: list[float] = []
 
@@ -171,12 +216,15 @@ def train_dqn(
                 return True
             at.append(self.num_timesteps)
             ok.append(check.rate(q_table(self.model)))
+            if log is not None:
+                log(at[-1], ok[-1])
             return stop is None or ok[-1] < stop
 
-    model = DQN("MlpPolicy", env, seed=seed, device="cpu", **config.kwargs(steps), **(crm(env) if use_crm else {}))
+    replay = crm(env, n_steps=config.n_steps, gamma=config.gamma) if use_crm else {"n_steps": config.n_steps}
+    model = DQN("MlpPolicy", env, seed=seed, device="cpu", **config.kwargs(steps), **replay)
     t0 = time.perf_counter()
     model.learn(steps, callback=Evaluate())
     return Curve(tuple(at), tuple(ok), time.perf_counter() - t0), model
 
 
-__all__ = ["HORIZON", "STARTS", "Curve", "DQNConfig", "evaluation", "product", "reward_like", "train_dqn"]
+__all__ = ["HORIZON", "STARTS", "Curve", "DQNConfig", "World", "evaluation", "product", "reward_like", "train_dqn"]

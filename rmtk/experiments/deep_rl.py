@@ -53,21 +53,27 @@ def _config(opts: Options):
     return DQNConfig(hidden=(hidden,))
 
 
-def learn_back(task, model, *, episodes: int, epsilon: float, alpha: float, seed: int) -> tuple[dict, object]:
+def learn_back(
+    task, model, *, episodes: int, epsilon: float, alpha: float, seed: int, mdp=None, length: int = 40
+) -> tuple[dict, object]:
     """The machine of ``model`` (ε-greedy with ``epsilon``) learned from ``episodes`` recorded
-    episodes of 40 steps (confidence level ``alpha``) and actively; returns the table row and
-    the active run's first machine."""
+    episodes of ``length`` steps drawn from ``mdp``'s starts (default the task's; confidence
+    level ``alpha``) and actively (the task's own questions); returns the table row and the
+    active run's first machine. Where the episodes leave several machines, the row names what
+    separates the first one that is not the truth from the truth
+    (:func:`rmtk.equivalence.distinguish`)."""
     from .. import ConfidenceMiner, EmpiricalPTP, Learner, isomorphic
     from ..active.loop import ActiveLearner
     from ..encoders import SimplestEncoder
+    from ..equivalence import distinguish
     from ..gym import Identity, StateLabels, collect
     from ..gym.mdp_env import MdpVectorEnv
     from ..rl import AgentExpert, agent_policy, sb3_agent
 
-    mdp, truth = task.mdp, task.machine
+    mdp, truth = mdp or task.mdp, task.machine
     agent = sb3_agent(model, epsilon=epsilon)
     labels = StateLabels.of(mdp)
-    envs = MdpVectorEnv(mdp, min(100, episodes), max_steps=40)
+    envs = MdpVectorEnv(mdp, min(100, episodes), max_steps=length)
     t0 = time.perf_counter()
     rec = collect(envs, agent_policy(agent, truth, labels, env=envs), labels, Identity(), episodes, seed=seed)
     passive = Learner(
@@ -78,13 +84,28 @@ def learn_back(task, model, *, episodes: int, epsilon: float, alpha: float, seed
         irl=None,
     ).fit(rec.space)
     t1 = time.perf_counter()
-    run = ActiveLearner().fit(task, AgentExpert(agent, mdp, truth, seed=seed))
+    run = ActiveLearner().fit(task, AgentExpert(agent, task.mdp, truth, seed=seed))  # the task's questions
     t2 = time.perf_counter()
     ordered = truth.with_alphabet_order(mdp.propositions)
+    truth_at = [isomorphic(m, ordered, rewards=False) for m in passive.machines]
+    other = next((m for m, same in zip(passive.machines, truth_at) if not same), None)
+    witness = (
+        None
+        if other is None
+        else distinguish(
+            mdp,
+            ordered.delta_u,
+            other.with_alphabet_order(mdp.propositions).delta_u,
+            init_1=ordered.initial,
+            init_2=other.initial,
+            names=("the truth", "a survivor"),
+        )
+    )
     row = {
         "passive machines": len(passive.machines),
         "passive nodes": passive.n_nodes,
-        "truth among them": "yes" if any(isomorphic(m, ordered, rewards=False) for m in passive.machines) else "no",
+        "truth among them": "yes" if any(truth_at) else "no",
+        "separated by": "-" if witness is None else str(witness),
         "passive s": t1 - t0,
         "active machines": len(run.result.machines),
         "active = truth": "yes" if all(run.result.isomorphic_to_truth() or [False]) else "no",

@@ -75,11 +75,8 @@ class Counterfactuals:
         """``(obs, next_obs, reward, ends)`` of every live node (first axis) for a batch of
         steps (second axis: the copies), from the copies' product observations and ``info``\\ s
         (``rm_label``, ``env_reward``, ``env_terminated``)."""
-        enc, tab, m = self.encoding, self.tables, self.machine
-        try:
-            k = np.array([m.letter_index(info["rm_label"]) for info in infos], dtype=np.int64)
-        except KeyError:
-            raise RmtkError("a step's info has no 'rm_label': the environment is not a RewardMachineEnv") from None
+        enc, tab = self.encoding, self.tables
+        k = self.letters(infos)
         extra = np.array([info.get("env_reward", 0.0) if self.env_reward else 0.0 for info in infos])
         ended = np.array([bool(info.get("env_terminated", False)) for info in infos])
         before, after = enc.environment(obs), enc.environment(next_obs)
@@ -90,6 +87,22 @@ class Counterfactuals:
         o2 = np.stack([enc.encode(after, nxt[j]) for j in range(L)])
         return o, o2, reward, ends
 
+    def letters(self, infos) -> np.ndarray:
+        """The letter index each copy's step read (its ``info["rm_label"]``)."""
+        m = self.machine
+        try:
+            return np.array([m.letter_index(info["rm_label"]) for info in infos], dtype=np.int64)
+        except KeyError:
+            raise RmtkError("a step's info has no 'rm_label': the environment is not a RewardMachineEnv") from None
+
+    def following(self, infos) -> np.ndarray:
+        """``(L, N)``: for each live node (first axis, in the order of the experiences) and copy,
+        the position among the live nodes of the node its experience goes to (0 where it ends)."""
+        tab = self.tables
+        where = np.zeros(self.machine.n_nodes, dtype=np.int64)
+        where[tab.node] = np.arange(len(tab.node))
+        return where[tab.next_node[self.letters(infos)].T]
+
 
 def _counterfactual_buffer():
     base: Any = _require().common.buffers.ReplayBuffer
@@ -98,7 +111,9 @@ def _counterfactual_buffer():
         """A replay buffer that stores the counterfactual experiences of every machine node
         (see :mod:`rmtk.rl.crm`); ``counterfactuals`` from :meth:`Counterfactuals.of`."""
 
-        def __init__(self, *args, counterfactuals: Counterfactuals, **kwargs):
+        def __init__(
+            self, *args, counterfactuals: Counterfactuals, n_steps: int = 1, gamma: float | None = None, **kwargs
+        ):
             super().__init__(*args, **kwargs)
             if self.optimize_memory_usage:
                 raise ModelError(
@@ -107,20 +122,74 @@ def _counterfactual_buffer():
                 )
             if not isinstance(counterfactuals, Counterfactuals):
                 raise RmtkError("counterfactuals must be a rmtk.rl.crm.Counterfactuals (use rmtk.rl.crm(env))")
+            if int(n_steps) < 1 or (n_steps > 1 and gamma is None):
+                raise RmtkError(f"n_steps must be ≥ 1 (got {n_steps}), and n_steps > 1 needs the discount gamma")
+            samples = _require().common.type_aliases.ReplayBufferSamples
+            if n_steps > 1 and "discounts" not in samples._fields:
+                raise RmtkError("n-step returns with CRM need stable-baselines3 ≥ 2.7 (its samples carry discounts)")
             self.counterfactuals = counterfactuals
+            self.n_steps, self.gamma = int(n_steps), gamma
+            live = len(counterfactuals.tables.node)
+            if self.buffer_size < live:
+                raise RmtkError(f"buffer_size must hold at least one step's {live} experiences")
+            self.buffer_size -= self.buffer_size % live  # whole steps: a step's rows never wrap apart
+            #: the row of the experience that follows each one (its next node's, one step later)
+            self.follow = np.zeros((self.buffer_size, self.n_envs), dtype=np.int64)
             #: experiences stored (each step adds one per live node and copy)
             self.experiences = 0
 
         def add(self, obs, next_obs, action, reward, done, infos: list[dict[str, Any]]) -> None:
-            o, o2, r, ends = self.counterfactuals.experiences(obs, next_obs, infos)
+            cf = self.counterfactuals
+            o, o2, r, ends = cf.experiences(obs, next_obs, infos)
+            following = cf.following(infos)
             cut = np.array([bool(info.get("TimeLimit.truncated", False)) for info in infos])
             for j in range(len(o)):
                 timeout = cut & ~ends[j]
                 marks = [{"TimeLimit.truncated": bool(x)} for x in timeout]
+                self.follow[self.pos] = following[j]
                 super().add(o[j], o2[j], action, r[j].astype(np.float32), ends[j] | cut, marks)
             self.experiences += o.shape[0] * o.shape[1]
 
+        def _get_samples(self, batch_inds, env=None):
+            if self.n_steps == 1:
+                return super()._get_samples(batch_inds, env)
+            return _n_step_samples(self, batch_inds, env)
+
     return CounterfactualReplayBuffer
+
+
+def _n_step_samples(buf, batch_inds: np.ndarray, env):
+    """The ``n_steps``-step returns of the sampled experiences: each follows its own node's
+    counterfactual run (the experience of the node it went to, one step later, in the same
+    copy) until the run ends, the episode is cut or the newest step is reached, and bootstraps
+    from the next observation of the last experience followed, discounted by ``gamma`` to the
+    power of the rewards summed (the discounts Stable-Baselines3's DQN and SAC read)."""
+    from stable_baselines3.common.type_aliases import ReplayBufferSamples
+
+    size, live, gamma = buf.buffer_size, len(buf.counterfactuals.tables.node), float(buf.gamma)
+    e = np.random.randint(0, buf.n_envs, size=len(batch_inds))
+    row = np.asarray(batch_inds)
+    newest = (buf.pos - 1) % size
+    ahead = ((newest - newest % live) - (row - row % live)) % size // live  # whole steps stored after
+    ret = buf.rewards[row, e].astype(np.float64)
+    discount = np.full(len(row), gamma)
+    going = buf.dones[row, e] == 0
+    for k in range(1, buf.n_steps):
+        going &= ahead >= k
+        row = np.where(going, (row - row % live + live) % size + buf.follow[row, e], row)
+        ret += np.where(going, gamma**k * buf.rewards[row, e], 0.0)
+        discount = np.where(going, gamma ** (k + 1), discount)
+        going &= buf.dones[row, e] == 0
+    done = buf.dones[row, e] * (1 - buf.timeouts[row, e])
+    data = (
+        buf._normalize_obs(buf.observations[batch_inds, e, :], env),
+        buf.actions[batch_inds, e, :],
+        buf._normalize_obs(buf.next_observations[row, e, :], env),
+        done.reshape(-1, 1),
+        buf._normalize_reward(ret.astype(np.float32).reshape(-1, 1), env),
+        discount.astype(np.float32).reshape(-1, 1),
+    )
+    return ReplayBufferSamples(*tuple(map(buf.to_torch, data)))
 
 
 _BUFFER: list = []
@@ -134,13 +203,16 @@ def counterfactual_replay_buffer() -> type:
     return _BUFFER[0]
 
 
-def crm(env) -> dict:
+def crm(env, *, n_steps: int = 1, gamma: float | None = None) -> dict:
     """The keyword arguments that make a Stable-Baselines3 off-policy algorithm learn from the
-    counterfactual experiences of ``env``'s machine: ``DQN("MlpPolicy", env, **crm(env))``."""
-    return {
-        "replay_buffer_class": counterfactual_replay_buffer(),
-        "replay_buffer_kwargs": {"counterfactuals": Counterfactuals.of(env)},
-    }
+    counterfactual experiences of ``env``'s machine: ``DQN("MlpPolicy", env, **crm(env))``.
+    ``n_steps`` > 1: ``n_steps``-step returns along each node's counterfactual run (pass the
+    algorithm's own discount as ``gamma``; the algorithm's ``n_steps`` is not read when a
+    buffer class is given)."""
+    kwargs: dict = {"counterfactuals": Counterfactuals.of(env)}
+    if n_steps != 1:
+        kwargs.update(n_steps=n_steps, gamma=gamma)
+    return {"replay_buffer_class": counterfactual_replay_buffer(), "replay_buffer_kwargs": kwargs}
 
 
 def __getattr__(name: str):
