@@ -169,7 +169,13 @@ class SatEncoder(EncoderCapabilities):
                 if self.symmetry_breaking
                 else None,
             )
-        res = search(self.encode, problem, limits, solver=self.solver, non_stuttering=self.non_stuttering)
+        return self.smallest(problem, limits)
+
+    def smallest(self, problem: Problem, limits: SearchLimits, *, decide_only: bool = False) -> SearchResult:
+        """The smallest size of ``limits`` and all its solutions, or with ``decide_only`` the
+        size alone (no lazy search: a problem with an oracle goes to :meth:`search`)."""
+        ns = self.non_stuttering
+        res = search(self.encode, problem, limits, solver=self.solver, non_stuttering=ns, decide_only=decide_only)
         if res.n_nodes is None and res.complete and isinstance(problem.negatives, NegativePairs):
             res = attrs.evolve(
                 res,
@@ -283,7 +289,7 @@ class SimplestEncoder(SatEncoder):
                 "SimplestEncoder weighs a finite set of transitions on a built prefix tree: lazy and "
                 "every-depth learning need SatEncoder"
             )
-        probe = super().search(problem, limits.evolve(max_solutions=1))
+        probe = self.smallest(problem, limits, decide_only=True)  # the size; the machines come below
         if probe.n_nodes is None:
             return probe
         res = maxsat_search(

@@ -173,11 +173,13 @@ def search(
     *,
     solver: str = DEFAULT_SOLVER,
     non_stuttering: bool = True,
+    decide_only: bool = False,
 ) -> SearchResult:
     """Smallest n of ``limits.sizes`` whose formula ``encode(problem, n)`` is satisfiable,
     and all its solutions (up to ``limits.max_solutions`` distinct machines, or until the
     deadline). Each size gets a fresh solver; enumeration adds blocking clauses to it
-    incrementally."""
+    incrementally. ``decide_only``: the smallest n alone, no solution listed (a search that
+    lists its machines by another formula at that size, e.g. the simplest ones)."""
     progress, deadline = limits.progress, limits.deadline
     decoder = _Decoder(problem.trie, non_stuttering)
     tried: list[tuple[int, bool | None]] = []
@@ -209,6 +211,8 @@ def search(
                 )
             if not sat:
                 continue
+            if decide_only:
+                return SearchResult(n, (), True, tuple(tried), len(clauses), pool.top, t_enc, t_solve, 0.0)
             sols, complete, t_enum, more = _enumerate(sat_solver, pool, decoder, n, limits)
             return SearchResult(
                 n,
@@ -339,7 +343,6 @@ def maxsat_search(
     negative example). Every optimal machine is enumerated (blocking its used transitions, as
     for SAT); the examples each one violates are reported."""
     from pysat.examples.rc2 import RC2, RC2Stratified
-    from pysat.formula import WCNF
 
     if limits.nodes is None:
         raise RmtkError("MaxSAT searches one size: give SearchLimits(nodes=...)")
@@ -350,10 +353,7 @@ def maxsat_search(
     pool = formula.pool
     relax = np.empty(0, np.int64) if formula.relax is None else np.asarray(formula.relax, dtype=np.int64)
     weights = np.ones(len(relax), np.int64) if formula.weights is None else np.asarray(formula.weights, np.int64)
-    wcnf = WCNF()
-    wcnf.extend(formula.hard)
-    for b, w in zip(relax.tolist(), weights.tolist()):
-        wcnf.append([-b], weight=int(w))
+    wcnf = weighted_cnf(formula.hard, relax, weights)
     t1 = time.perf_counter()
     uniform = len(set(weights.tolist())) <= 1
     backend, note = maxsat_backend(solver, deadline)
@@ -442,6 +442,25 @@ def maxsat_search(
         cost=int(best),
         more=more,
     )
+
+
+def weighted_cnf(hard: list[list[int]], relax: np.ndarray, weights: np.ndarray):
+    """The WCNF of ``hard`` clauses and the soft units ``¬relax[k]`` of weight ``weights[k]``:
+    what ``WCNF.extend`` and ``WCNF.append`` build clause by clause (the same ``hard``, ``soft``,
+    ``wght``, ``topw`` and ``nv``, the largest variable, which RC2 numbers its own after),
+    built by whole lists (the per-clause calls were a tenth of a small fit)."""
+    from pysat.formula import WCNF
+
+    wcnf = WCNF()
+    lits = np.fromiter(itertools.chain.from_iterable(hard), np.int64)
+    weights = np.asarray(weights, np.int64)
+    zero = weights == 0  # WCNF.append files a clause of weight 0 as hard
+    wcnf.hard = hard + [[-b] for b in relax[zero].tolist()] if zero.any() else hard
+    wcnf.soft = [[-b] for b in relax[~zero].tolist()]
+    wcnf.wght = [int(w) for w in weights[~zero].tolist()]
+    wcnf.topw = 1 + sum(wcnf.wght)
+    wcnf.nv = int(max(np.abs(lits).max(initial=0), np.abs(relax).max(initial=0)))
+    return wcnf
 
 
 def _renumber(du: np.ndarray, used: np.ndarray, perm: list[int]) -> tuple[np.ndarray, np.ndarray]:
