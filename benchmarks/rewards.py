@@ -37,6 +37,7 @@ same task from the expert's exact policy (``Learner(irl=None).fit(task)``, the p
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -292,6 +293,52 @@ def jirp_machine(task, record: dict, other: str):
     return delta_u, delta_r
 
 
+def children_cpu() -> float:
+    """CPU seconds of this process's waited-for children (and theirs)."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+#: the peer's run is also stopped after this many times its CPU limit in wall seconds (the
+#: machine is shared: its share of a core may be small)
+WALL_GUARD = 8
+
+
+def run_limited(cmd: list[str], env: dict, cpu_limit: float) -> tuple[int | None, str]:
+    """Run ``cmd`` in its own session with ``cpu_limit`` CPU seconds per process (RLIMIT_CPU,
+    so a busy machine does not cut it short), stopped with its whole group after
+    :data:`WALL_GUARD` times that in wall seconds; its status (``None``: stopped or killed by
+    the limit) and stdout."""
+    import resource
+    import signal
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_CPU, (int(cpu_limit) + 1, int(cpu_limit) + 2))
+
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        preexec_fn=limit,
+        start_new_session=True,
+    )
+    try:
+        stdout, _ = proc.communicate(timeout=cpu_limit * WALL_GUARD)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return None, ""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)  # a solver it started and left running
+    if proc.returncode < 0:  # SIGXCPU / SIGKILL: the CPU limit
+        return None, stdout
+    return proc.returncode, stdout
+
+
 def run_jirp(args, task, demos, method: str, plain, repeat: int = 1) -> dict:
     """The repository's inference on ``demos`` in a child, ``repeat`` times (medians), killed
     after ``--jirp-limit`` s a run; its machine checked against the truth and against rmtk's list
@@ -315,18 +362,20 @@ def run_jirp(args, task, demos, method: str, plain, repeat: int = 1) -> dict:
         "--repeat",
         str(repeat),
     ]
+    limit = args.jirp_limit * repeat
+    env = dict(os.environ, PYTHONHASHSEED=str(args.seed))  # its sets of traces iterate in hash order
+    before = children_cpu()
     try:
-        env = dict(os.environ, PYTHONHASHSEED=str(args.seed))  # its sets of traces iterate in hash order
-        proc = subprocess.run(
-            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=args.jirp_limit * repeat
-        )
-    except subprocess.TimeoutExpired:
-        return dict(ok=None, secs=None, cpu=None, states=None, note=f"not done in {args.jirp_limit:g} s")
+        code, stdout = run_limited(cmd, env, limit)
     finally:
         Path(f.name).unlink()
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("@@jirp ")]
+    if code is None:
+        spent = children_cpu() - before
+        note = f"not done in {args.jirp_limit:g} CPU s ({spent:.0f} CPU s spent)"
+        return dict(ok=None, secs=None, cpu=None, states=None, note=note)
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("@@jirp ")]
     if not lines:
-        return dict(ok=None, secs=None, cpu=None, states=None, note=f"failed (status {proc.returncode})")
+        return dict(ok=None, secs=None, cpu=None, states=None, note=f"failed (status {code})")
     rec = json.loads(lines[-1][len("@@jirp ") :])
     if rec["states"] is None:
         return dict(ok=False, secs=rec["total"], cpu=rec["cpu"], states=None, note="no machine up to the size")
@@ -397,7 +446,7 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=int, default=25_600, help="largest episode count")
     ap.add_argument("--jirp", default=None, help="src folder of corazza/stochastic-reward-machines")
     ap.add_argument("--jirp-python", default=sys.executable, help="the python with that repository's dependencies")
-    ap.add_argument("--jirp-limit", type=float, default=600.0, help="seconds before the repository's run is killed")
+    ap.add_argument("--jirp-limit", type=float, default=600.0, help="CPU seconds before the repository's run is killed")
     ap.add_argument("--sjirp", action="store_true", help="also S-JIRP's SMT inference (needs its compiled a.out)")
     ap.add_argument("--noise", action="store_true", help="the noisy-reward table")
     ap.add_argument("--noise-episodes", type=int, default=2000)
@@ -465,7 +514,7 @@ def main(argv=None) -> int:
         if args.jirp:
             for method in ("sat", "smt") if args.sjirp else ("sat",):
                 label = "JIRP" if method == "sat" else "S-JIRP"
-                if f is None or "cpu" not in f:
+                if f is None or "cpu" not in f or (method == "smt" and row.get("JIRP CPU s") == "—"):
                     row.update({f"{label} {c}": "—" for c in ("states", "s", "CPU s", "truth", "listed", "×")})
                     continue
                 j = run_jirp(args, load(name), f["demos"], method, plain)
