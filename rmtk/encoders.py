@@ -171,11 +171,14 @@ class SatEncoder(EncoderCapabilities):
             )
         return self.smallest(problem, limits)
 
-    def smallest(self, problem: Problem, limits: SearchLimits, *, decide_only: bool = False) -> SearchResult:
+    def smallest(
+        self, problem: Problem, limits: SearchLimits, *, decide_only: bool = False, encode=None
+    ) -> SearchResult:
         """The smallest size of ``limits`` and all its solutions, or with ``decide_only`` the
-        size alone (no lazy search: a problem with an oracle goes to :meth:`search`)."""
-        ns = self.non_stuttering
-        res = search(self.encode, problem, limits, solver=self.solver, non_stuttering=ns, decide_only=decide_only)
+        size alone (no lazy search: a problem with an oracle goes to :meth:`search`).
+        ``encode``: in place of :meth:`encode` (the same formulas; e.g. keeping the last)."""
+        ns, encode = self.non_stuttering, encode or self.encode
+        res = search(encode, problem, limits, solver=self.solver, non_stuttering=ns, decide_only=decide_only)
         if res.n_nodes is None and res.complete and isinstance(problem.negatives, NegativePairs):
             res = attrs.evolve(
                 res,
@@ -269,10 +272,11 @@ class SimplestEncoder(SatEncoder):
     the machines with the fewest transitions that leave their node (``SearchResult.message``
     says how many; their ``cost`` is ``None``: no negative example is dropped)."""
 
-    def moves(self, problem: Problem, n: int) -> Formula:
-        """The hard formula at ``n`` nodes with one soft "stays" clause per (node, letter):
-        the relaxation ``m[i,k]`` is true exactly when letter ``k`` moves node ``i``."""
-        formula = self.encode(problem, n)
+    def moves(self, problem: Problem, n: int, hard: Formula | None = None) -> Formula:
+        """The hard formula at ``n`` nodes (``hard``, when given: ``encode(problem, n)`` made
+        already, taken over) with one soft "stays" clause per (node, letter): the relaxation
+        ``m[i,k]`` is true exactly when letter ``k`` moves node ``i``."""
+        formula = self.encode(problem, n) if hard is None else hard
         formula.relax = moving_transitions(formula, n, problem.n_letters)
         formula.weights = np.ones(len(formula.relax), np.int64)
         return formula
@@ -289,11 +293,18 @@ class SimplestEncoder(SatEncoder):
                 "SimplestEncoder weighs a finite set of transitions on a built prefix tree: lazy and "
                 "every-depth learning need SatEncoder"
             )
-        probe = self.smallest(problem, limits, decide_only=True)  # the size; the machines come below
+        last: dict[int, Formula] = {}
+
+        def encode(problem: Problem, n: int) -> Formula:  # the formula of the last size, kept
+            last.clear()
+            last[n] = self.encode(problem, n)
+            return last[n]
+
+        probe = self.smallest(problem, limits, decide_only=True, encode=encode)  # the size alone
         if probe.n_nodes is None:
             return probe
         res = maxsat_search(
-            self.moves,
+            lambda problem, n: self.moves(problem, n, last.pop(n, None)),
             problem,
             limits.evolve(nodes=probe.n_nodes),
             solver=self.solver,

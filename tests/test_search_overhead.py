@@ -11,7 +11,7 @@ from rmtk import Learner, dsl
 from rmtk.encoders import SatEncoder, SimplestEncoder
 from rmtk.limits import SearchLimits
 from rmtk.sat.encoding import Problem
-from rmtk.sat.search import weighted_cnf
+from rmtk.sat.search import maxsat_search, weighted_cnf
 from rmtk.traces.evidence import TraceRewards
 from rmtk.traces.explorers import explore
 from rmtk.traces.rewards import reward_traces
@@ -52,3 +52,18 @@ def test_deciding_the_size_alone_matches_the_search():
     moving = [int((s.delta_u[s.used] != np.nonzero(s.used)[0]).sum()) for s in res.solutions]
     assert len(set(moving)) == 1
     assert min(int((s.delta_u[s.used] != np.nonzero(s.used)[0]).sum()) for s in full.solutions) >= moving[0]
+
+
+def test_simplest_takes_over_the_formula_of_its_size():
+    """SimplestEncoder weighs the moving transitions on the formula its first pass made at the
+    smallest size: the same machines, in the same order, as on a formula made afresh."""
+    task = dsl.load(MODELS / "office.rm").tasks["coffee_mail"]
+    demos = explore(task, 120, 60, seed=1, epsilon=0.5)
+    traces = reward_traces(demos, task.mdp)
+    problem = Problem(traces.trie, task.mdp.n_propositions, rewards=traces)
+    enc = SimplestEncoder()
+    res = enc.search(problem, SearchLimits(max_nodes=5, min_nodes=1, max_solutions=50))
+    fresh = maxsat_search(enc.moves, problem, SearchLimits(nodes=res.n_nodes, max_solutions=50))
+    assert res.n_nodes is not None and len(res.solutions) == len(fresh.solutions) >= 1
+    assert all(np.array_equal(a.delta_u, b.delta_u) for a, b in zip(res.solutions, fresh.solutions))
+    assert f"{fresh.cost} (node, letter) transitions" in res.message
