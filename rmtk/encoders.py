@@ -57,7 +57,7 @@ from .sat.encoding import (
     symmetry_breaking_bfs,
 )
 from .sat.lazy import lazy_search
-from .sat.search import SearchResult, maxsat_search, search
+from .sat.search import SearchResult, fewest_search, maxsat_search, search
 from .sat.solver import DEFAULT_SOLVER, check_solver_field
 from .validators import one_of
 
@@ -171,21 +171,12 @@ class SatEncoder(EncoderCapabilities):
             )
         return self.smallest(problem, limits)
 
-    def smallest(
-        self, problem: Problem, limits: SearchLimits, *, decide_only: bool = False, encode=None
-    ) -> SearchResult:
+    def smallest(self, problem: Problem, limits: SearchLimits, *, decide_only: bool = False) -> SearchResult:
         """The smallest size of ``limits`` and all its solutions, or with ``decide_only`` the
-        size alone (no lazy search: a problem with an oracle goes to :meth:`search`).
-        ``encode``: in place of :meth:`encode` (the same formulas; e.g. keeping the last)."""
-        ns, encode = self.non_stuttering, encode or self.encode
-        res = search(encode, problem, limits, solver=self.solver, non_stuttering=ns, decide_only=decide_only)
-        if res.n_nodes is None and res.complete and isinstance(problem.negatives, NegativePairs):
-            res = attrs.evolve(
-                res,
-                message=res.message + " (negative examples mined from data may contain false "
-                "positives: try MaxSatEncoder (--maxsat) or a smaller alpha)",
-            )
-        return res
+        size alone (no lazy search: a problem with an oracle goes to :meth:`search`)."""
+        ns = self.non_stuttering
+        res = search(self.encode, problem, limits, solver=self.solver, non_stuttering=ns, decide_only=decide_only)
+        return none_found(res, problem)
 
 
 @attrs.frozen
@@ -237,6 +228,17 @@ class MaxSatEncoder(SatEncoder):
             "MaxSAT weighs a finite set of negative examples: lazy and every-depth learning "
             "(negatives found by checking candidates) need SatEncoder",
         )
+
+
+def none_found(res: SearchResult, problem: Problem) -> SearchResult:
+    """``res``, its message extended when no size was consistent with negatives mined from data."""
+    if res.n_nodes is None and res.complete and isinstance(problem.negatives, NegativePairs):
+        res = attrs.evolve(
+            res,
+            message=res.message + " (negative examples mined from data may contain false "
+            "positives: try MaxSatEncoder (--maxsat) or a smaller alpha)",
+        )
+    return res
 
 
 def _at_fixed_size(encoder, problem: Problem, limits: SearchLimits, lazy: str) -> SearchResult:
@@ -293,33 +295,15 @@ class SimplestEncoder(SatEncoder):
                 "SimplestEncoder weighs a finite set of transitions on a built prefix tree: lazy and "
                 "every-depth learning need SatEncoder"
             )
-        last: dict[int, Formula] = {}
-
-        def encode(problem: Problem, n: int) -> Formula:  # the formula of the last size, kept
-            last.clear()
-            last[n] = self.encode(problem, n)
-            return last[n]
-
-        probe = self.smallest(problem, limits, decide_only=True, encode=encode)  # the size alone
-        if probe.n_nodes is None:
-            return probe
-        res = maxsat_search(
-            lambda problem, n: self.moves(problem, n, last.pop(n, None)),
-            problem,
-            limits.evolve(nodes=probe.n_nodes),
-            solver=self.solver,
-            non_stuttering=self.non_stuttering,
+        res = fewest_search(
+            self.encode, self.moves, problem, limits, solver=self.solver, non_stuttering=self.non_stuttering
         )
+        if res.n_nodes is None:
+            return none_found(res, problem)
         solutions = tuple(attrs.evolve(s, dropped=()) for s in res.solutions)
         moving = f"the simplest machines: {res.cost} (node, letter) transitions leave their node"
         return attrs.evolve(
-            res,
-            solutions=solutions,
-            tried=probe.tried,
-            cost=None,
-            message="; ".join(m for m in (moving, res.message) if m),
-            time_encode=probe.time_encode + res.time_encode,
-            time_solve=probe.time_solve + res.time_solve,
+            res, solutions=solutions, cost=None, message="; ".join(m for m in (moving, res.message) if m)
         )
 
 
