@@ -24,14 +24,21 @@
 4. **Random subgoals** (``--explorer subgoals``): the same doubling with the explorer
    :class:`rmtk.traces.explorers.RandomSubgoals` (walks to a target proposition drawn uniformly by the
    MDP's shortest paths, redraws on arrival; :data:`SUBGOALS`), by default on the tasks the
-   ε-greedy expert never identifies (:data:`HARD`). ``--fit-limit`` bounds each fit.
+   ε-greedy expert never identifies (:data:`HARD`). ``--fit-limit`` bounds each fit;
+   ``--horizon`` and ``--goals task`` (:func:`task_goals`: subgoals among the propositions the
+   task's machine reads) change the explorer (Craft t10: docs/benchmarks/rewards.md, section 5).
+
+Timing: rmtk's whole ``Learner.fit`` and the peer's whole search are each run ``--repeat``
+times on the same traces (the peer's only when one run took under ``--repeat-under`` CPU
+seconds); the medians of wall and CPU seconds are reported, and the ratios in CPU seconds (the
+machine may be shared). A peer run is limited to ``--jirp-limit`` CPU seconds.
 
 References of the same run: ``python -c "import numpy"`` in a child, and rmtk learning the
 same task from the expert's exact policy (``Learner(irl=None).fit(task)``, the paper's setting).
 
     PYTHONPATH=. python benchmarks/rewards.py --seed 0 [--quick] [--tasks coffee t1]
         [--jirp /tmp/srm/src --jirp-python /tmp/srm-venv/bin/python [--sjirp]] [--noise] [--markdown]
-        [--explorer subgoals --budget 6400 --fit-limit 300]
+        [--explorer subgoals --budget 6400 --fit-limit 300 [--goals task --horizon 200]] [--repeat 5]
 """
 
 from __future__ import annotations
