@@ -24,21 +24,30 @@
 4. **Random subgoals** (``--explorer subgoals``): the same doubling with the explorer
    :class:`rmtk.traces.explorers.RandomSubgoals` (walks to a target proposition drawn uniformly by the
    MDP's shortest paths, redraws on arrival; :data:`SUBGOALS`), by default on the tasks the
-   ε-greedy expert never identifies (:data:`HARD`). ``--fit-limit`` bounds each fit.
+   ε-greedy expert never identifies (:data:`HARD`). ``--fit-limit`` bounds each fit;
+   ``--horizon`` and ``--goals task`` (:func:`task_goals`: subgoals among the propositions the
+   task's machine reads) change the explorer (Craft t10: docs/benchmarks/rewards.md, section 5).
+
+Timing: rmtk's whole ``Learner.fit`` and the peer's whole search are each run ``--repeat``
+times on the same traces (the peer's only when one run took under ``--repeat-under`` CPU
+seconds); the medians of wall and CPU seconds are reported, and the ratios in CPU seconds (the
+machine may be shared). A peer run is limited to ``--jirp-limit`` CPU seconds.
 
 References of the same run: ``python -c "import numpy"`` in a child, and rmtk learning the
 same task from the expert's exact policy (``Learner(irl=None).fit(task)``, the paper's setting).
 
     PYTHONPATH=. python benchmarks/rewards.py --seed 0 [--quick] [--tasks coffee t1]
         [--jirp /tmp/srm/src --jirp-python /tmp/srm-venv/bin/python [--sjirp]] [--noise] [--markdown]
-        [--explorer subgoals --budget 6400 --fit-limit 300]
+        [--explorer subgoals --budget 6400 --fit-limit 300 [--goals task --horizon 200]] [--repeat 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -74,19 +83,33 @@ def explorer(name: str) -> tuple[float, int]:
     return EXPLORER.get(name, WORLDS[world_of(name)][2:])
 
 
-def traces(name: str, task, n: int, seed: int, kind: str, noise: float = 0.0):
+def task_goals(task) -> tuple[str, ...]:
+    """The propositions the task's machine reads: the letters of its transitions that move a
+    node or pay (``--goals task``; this explorer then knows which objects matter, not their order)."""
+    m = task.machine
+    moves = (m.delta_u != np.arange(m.n_nodes)[:, None]) | (m.delta_r != 0)
+    letters = set(np.flatnonzero(moves.any(axis=0)).tolist())
+    props = task.mdp.propositions
+    return tuple(p for k, p in enumerate(props) if int(task.letter_of_proposition[k]) in letters)
+
+
+def traces(name: str, task, n: int, seed: int, kind: str, noise: float = 0.0, horizon=None, goals=None):
     """``n`` episodes of the ``kind`` explorer (``expert``: the ε-greedy expert of
-    :func:`explorer`; ``subgoals``: :class:`rmtk.traces.explorers.RandomSubgoals` with :data:`SUBGOALS`)
-    and its label for the table."""
+    :func:`explorer`; ``subgoals``: :class:`rmtk.traces.explorers.RandomSubgoals` with :data:`SUBGOALS`,
+    its horizon replaced by ``horizon`` and its goals by ``goals`` — ``"task"``: :func:`task_goals` —
+    when given) and its label for the table."""
     from rmtk.traces.explorers import RandomSubgoals, explore
 
     if kind == "subgoals":
-        eps, horizon, avoid = SUBGOALS[world_of(name)]
-        label = f"subgoals ε={eps:g}, T={horizon}" + (f", avoid {','.join(avoid)}" if avoid else "")
-        sub = RandomSubgoals(epsilon=eps, avoid=avoid)
-        return explore(task, n, horizon, seed=seed, noise=noise, explorer=sub), label
-    eps, horizon = explorer(name)
-    return explore(task, n, horizon, seed=seed, epsilon=eps, noise=noise), f"ε={eps:g}, T={horizon}"
+        eps, T, avoid = SUBGOALS[world_of(name)]
+        T = horizon or T
+        chosen = task_goals(task) if goals == "task" else None
+        label = f"subgoals ε={eps:g}, T={T}" + (f", avoid {','.join(avoid)}" if avoid else "")
+        label += f", goals {','.join(chosen)}" if chosen else ""
+        sub = RandomSubgoals(epsilon=eps, goals=chosen, avoid=avoid)
+        return explore(task, n, T, seed=seed, noise=noise, explorer=sub), label
+    eps, T = explorer(name)
+    return explore(task, n, T, seed=seed, epsilon=eps, noise=noise), f"ε={eps:g}, T={T}"
 
 
 def load(name: str):
@@ -194,19 +217,32 @@ def learn(task, demos, *, noisy: bool = False, plain: bool = False, nodes: int |
     return r, time.perf_counter() - t0
 
 
+def timed(task, demos, repeat: int) -> tuple[float, float]:
+    """The medians of ``repeat`` fits of :func:`learn` on ``demos`` (one process, after the
+    doubling's fits, so no import is counted): wall seconds and CPU seconds."""
+    wall, cpu = [], []
+    for _ in range(repeat):
+        c = time.process_time()
+        wall.append(learn(task, demos)[1])
+        cpu.append(time.process_time() - c)
+    return statistics.median(wall), statistics.median(cpu)
+
+
 def truth_alone(task, demos, r) -> bool:
     if len(r.machines) != 1 or not r.search.complete:
         return False
     return agrees(task, demos, r.solutions[0].delta_u, r.machines[0].delta_r)
 
 
-def episodes_needed(name: str, seed: int, start: int, budget: int, log, kind: str = "expert", limit=None) -> dict:
+def episodes_needed(
+    name: str, seed: int, start: int, budget: int, log, kind: str = "expert", limit=None, **explorer_options
+) -> dict:
     """Double the episodes from ``start`` until the truth alone at ``n`` and ``2n`` (or the budget,
     or a fit stopped by the time ``limit``: ``stopped`` is then its ``n``)."""
     task = load(name)
     n, hits, first = start, 0, None
     while n <= budget:
-        demos, _ = traces(name, task, n, seed, kind)
+        demos, _ = traces(name, task, n, seed, kind, **explorer_options)
         r, secs = learn(task, demos, limit=limit)
         if not r.search.complete and limit is not None and secs >= limit:
             log(f"{name}: {n} episodes: stopped at the {limit:g} s limit ({r.n_nodes} nodes so far)")
@@ -265,9 +301,56 @@ def jirp_machine(task, record: dict, other: str):
     return delta_u, delta_r
 
 
-def run_jirp(args, task, demos, method: str, plain) -> dict:
-    """The repository's inference on ``demos`` in a child, killed after ``--jirp-limit`` s; its
-    machine checked against the truth and against rmtk's list ``plain`` (every machine)."""
+def children_cpu() -> float:
+    """CPU seconds of this process's waited-for children (and theirs)."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+#: the peer's run is also stopped after this many times its CPU limit in wall seconds (the
+#: machine is shared: its share of a core may be small)
+WALL_GUARD = 8
+
+
+def run_limited(cmd: list[str], env: dict, cpu_limit: float) -> tuple[int | None, str]:
+    """Run ``cmd`` in its own session with ``cpu_limit`` CPU seconds per process (RLIMIT_CPU,
+    so a busy machine does not cut it short), stopped with its whole group after
+    :data:`WALL_GUARD` times that in wall seconds; its status (``None``: stopped or killed by
+    the limit) and stdout."""
+    import resource
+    import signal
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_CPU, (int(cpu_limit) + 1, int(cpu_limit) + 2))
+
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        preexec_fn=limit,
+        start_new_session=True,
+    )
+    try:
+        stdout, _ = proc.communicate(timeout=cpu_limit * WALL_GUARD)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return None, ""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)  # a solver it started and left running
+    if proc.returncode < 0:  # SIGXCPU / SIGKILL: the CPU limit
+        return None, stdout
+    return proc.returncode, stdout
+
+
+def run_jirp(args, task, demos, method: str, plain, repeat: int = 1) -> dict:
+    """The repository's inference on ``demos`` in a child, ``repeat`` times (medians), killed
+    after ``--jirp-limit`` s a run; its machine checked against the truth and against rmtk's list
+    ``plain`` (every machine)."""
     other = WORLDS[world_of(task.name)][1]
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump({"traces": jirp_traces(task, demos, other)}, f)
@@ -284,36 +367,48 @@ def run_jirp(args, task, demos, method: str, plain) -> dict:
         str(plain.n_nodes + 1),
         "--seed",
         str(args.seed),
+        "--repeat",
+        str(repeat),
     ]
+    limit = args.jirp_limit * repeat
+    env = dict(os.environ, PYTHONHASHSEED=str(args.seed))  # its sets of traces iterate in hash order
+    before = children_cpu()
     try:
-        env = dict(os.environ, PYTHONHASHSEED=str(args.seed))  # its sets of traces iterate in hash order
-        proc = subprocess.run(
-            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=args.jirp_limit
-        )
-    except subprocess.TimeoutExpired:
-        return dict(ok=None, secs=None, states=None, note=f"not done in {args.jirp_limit:g} s")
+        code, stdout = run_limited(cmd, env, limit)
     finally:
         Path(f.name).unlink()
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("@@jirp ")]
+    if code is None:
+        spent = children_cpu() - before
+        note = f"not done in {args.jirp_limit:g} CPU s ({spent:.0f} CPU s spent)"
+        return dict(ok=None, secs=None, cpu=None, states=None, note=note)
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("@@jirp ")]
     if not lines:
-        return dict(ok=None, secs=None, states=None, note=f"failed (status {proc.returncode})")
+        return dict(ok=None, secs=None, cpu=None, states=None, note=f"failed (status {code})")
     rec = json.loads(lines[-1][len("@@jirp ") :])
     if rec["states"] is None:
-        return dict(ok=False, secs=rec["total"], states=None, note="no machine up to the size")
+        return dict(ok=False, secs=rec["total"], cpu=rec["cpu"], states=None, note="no machine up to the size")
     delta_u, delta_r = jirp_machine(task, rec, other)
     ok = agrees(task, demos, delta_u, delta_r)
     props = task.mdp.labels[np.maximum(demos.states, 0)]
     listed = any(same_runs(demos, props, delta_u, s.delta_u) for s in plain.solutions)
     if not listed and not plain.search.complete:
         listed = None  # beyond the machines rmtk listed: not known
-    return dict(ok=ok, listed=listed, secs=rec["total"], states=rec["states"], note="")
+    runs = f"{rec['runs']} runs, same answer {rec['same']}"
+    return dict(ok=ok, listed=listed, secs=rec["total"], cpu=rec["cpu"], states=rec["states"], note=runs)
 
 
 # ---------------------------------------------------------------------- references
-def numpy_import_seconds() -> float:
-    t0 = time.perf_counter()
+def numpy_import_seconds() -> tuple[float, float]:
+    """Wall and CPU seconds of ``python -c "import numpy"`` in a child."""
+    import resource
+
+    def cpu():
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
+
+    t0, c0 = time.perf_counter(), cpu()
     subprocess.run([sys.executable, "-c", "import numpy"], check=True)
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, cpu() - c0
 
 
 def policy_seconds(name: str) -> float:
@@ -359,7 +454,7 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=int, default=25_600, help="largest episode count")
     ap.add_argument("--jirp", default=None, help="src folder of corazza/stochastic-reward-machines")
     ap.add_argument("--jirp-python", default=sys.executable, help="the python with that repository's dependencies")
-    ap.add_argument("--jirp-limit", type=float, default=600.0, help="seconds before the repository's run is killed")
+    ap.add_argument("--jirp-limit", type=float, default=600.0, help="CPU seconds before the repository's run is killed")
     ap.add_argument("--sjirp", action="store_true", help="also S-JIRP's SMT inference (needs its compiled a.out)")
     ap.add_argument("--noise", action="store_true", help="the noisy-reward table")
     ap.add_argument("--noise-episodes", type=int, default=2000)
@@ -370,6 +465,12 @@ def main(argv=None) -> int:
         choices=("expert", "subgoals"),
         default="expert",
         help="the ε-greedy expert (default) or random subgoals (SUBGOALS; tasks default to HARD)",
+    )
+    ap.add_argument("--horizon", type=int, default=None, help="random subgoals: episode horizon (default SUBGOALS')")
+    ap.add_argument("--goals", choices=("all", "task"), default="all", help="random subgoals: all objects, task_goals")
+    ap.add_argument("--repeat", type=int, default=5, help="timed fits (and JIRP runs) per row: medians reported")
+    ap.add_argument(
+        "--repeat-under", type=float, default=60.0, help="repeat a peer's inference only under this many CPU s a run"
     )
     args = ap.parse_args(argv)
     tasks = args.tasks or (OFFICE + CRAFT[:4] if args.quick else OFFICE + CRAFT)
@@ -385,17 +486,19 @@ def main(argv=None) -> int:
     ref = numpy_import_seconds()
     rows = []
     for name in tasks:
-        out = episodes_needed(name, args.seed, args.start, args.budget, log, args.explorer, args.fit_limit)
+        options = dict(horizon=args.horizon, goals=args.goals)
+        out = episodes_needed(name, args.seed, args.start, args.budget, log, args.explorer, args.fit_limit, **options)
         f = out["found"]
         row = {
             "task": name,
-            "explorer": traces(name, load(name), 1, args.seed, args.explorer)[1],
+            "explorer": traces(name, load(name), 1, args.seed, args.explorer, **options)[1],
             "episodes": "—",
             "steps": "—",
             "nodes": "—",
             "raw": "—",
             "free": "—",
             "rmtk s": "—",
+            "rmtk CPU s": "—",
             "machines": "—",
         }
         if f is not None and out["stays"]:
@@ -406,8 +509,9 @@ def main(argv=None) -> int:
                 nodes=r.n_nodes,
                 raw=r.raw_count,
                 free=len(r.unconstrained(0)),
-                **{"rmtk s": f"{f['secs']:.2f}"},
             )
+            f["wall"], f["cpu"] = timed(load(name), f["demos"], args.repeat)
+            row.update({"rmtk s": f"{f['wall']:.3f}", "rmtk CPU s": f"{f['cpu']:.3f}"})
         else:
             stopped = out["stopped"]
             row["episodes"] = f"> {args.budget}" if stopped is None else f"fit > {args.fit_limit:g} s at {stopped}"
@@ -418,23 +522,27 @@ def main(argv=None) -> int:
         if args.jirp:
             for method in ("sat", "smt") if args.sjirp else ("sat",):
                 label = "JIRP" if method == "sat" else "S-JIRP"
-                if f is None:
-                    row.update({f"{label} {c}": "—" for c in ("s", "truth", "listed", "×")})
+                if f is None or "cpu" not in f or (method == "smt" and row.get("JIRP CPU s") == "—"):
+                    row.update({f"{label} {c}": "—" for c in ("states", "s", "CPU s", "truth", "listed", "×")})
                     continue
                 j = run_jirp(args, load(name), f["demos"], method, plain)
+                if j.get("cpu") is not None and j["cpu"] < args.repeat_under and args.repeat > 1:
+                    j = run_jirp(args, load(name), f["demos"], method, plain, repeat=args.repeat)
                 log(f"{name}: {label} {j}")
+                row[f"{label} states"] = j["states"] if j["states"] is not None else "—"
                 row[f"{label} s"] = f"{j['secs']:.2f}" if j["secs"] is not None else j["note"]
+                row[f"{label} CPU s"] = f"{j['cpu']:.2f}" if j.get("cpu") is not None else "—"
                 row[f"{label} truth"] = j["ok"] if j["ok"] is not None else "—"
                 listed = j.get("listed")
                 row[f"{label} listed"] = "—" if listed is None else listed
-                row[f"{label} ×"] = f"{j['secs'] / f['secs']:.0f}" if j["secs"] else "—"
+                row[f"{label} ×"] = f"{j['cpu'] / f['cpu']:.0f}" if j.get("cpu") else "—"
         rows.append(row)
     policy = {n: policy_seconds(n) for n in ("coffee", "t1") if n in tasks}
     print(render(rows, args.markdown, frozenset({"task"})))
     print()
     print(
-        f"same-run references: `python -c 'import numpy'` in a child {ref:.2f} s; rmtk from the exact policy "
-        + ", ".join(f"{n} {s:.2f} s" for n, s in policy.items())
+        f"same-run references: `python -c 'import numpy'` in a child {ref[0]:.2f} s (CPU {ref[1]:.2f} s); "
+        "rmtk from the exact policy " + ", ".join(f"{n} {s:.2f} s" for n, s in policy.items())
     )
     if args.noise:
         noise_rows = [noisy_row(n, e, args.noise_episodes, args.seed) for n in NOISE_TASKS for e in NOISE_LEVELS]

@@ -14,8 +14,11 @@ The traces file is JSON: ``{"traces": [[labels, rewards, truncated], ...]}`` wit
 label strings seen after each step (``""``: no proposition) and ``rewards`` the rewards paid.
 The repository's inference functions take one machine size ``n_states``; its ``consistent_hyp``
 tries ``n_states = 1, 2, ...`` until one is satisfiable, which this adapter does the same way,
-timing every call. It prints one JSON line after ``@@jirp``: the size found, the transitions
-``[p, label, q, reward]`` (``-1`` the terminal state) and the seconds per size.
+timing every call. With ``--repeat R`` the whole search (every size) runs ``R`` times on the
+same traces. It prints one JSON line after ``@@jirp``: the size found, the transitions
+``[p, label, q, reward]`` (``-1`` the terminal state), the seconds per size of the first run,
+and the median over the runs of the wall seconds (``total``) and of the CPU seconds (``cpu``:
+this process's, and for S-JIRP also its solver's, a child process).
 """
 
 from __future__ import annotations
@@ -23,11 +26,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import statistics
 import sys
 import time
 import warnings
 
 MARK = "@@jirp "
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of its waited-for children (S-JIRP's solver runs in one)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def main(argv=None) -> int:
@@ -40,6 +51,7 @@ def main(argv=None) -> int:
     ap.add_argument("--epsilon", type=float, default=0.0, help="S-JIRP's noise bound (smt only)")
     ap.add_argument("--no-termination", action="store_true", help="infer_termination=False")
     ap.add_argument("--seed", type=int, default=0, help="passed to S-JIRP's solver call")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of the whole search (medians reported)")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     with open(args.traces) as f:
@@ -64,19 +76,33 @@ def main(argv=None) -> int:
             )
 
     t_import = time.perf_counter() - t0
-    seconds, found, transitions = [], None, {}
-    for n in range(args.min_states, args.max_states + 1):
-        t = time.perf_counter()
-        out = infer(n)
-        seconds.append(time.perf_counter() - t)
-        if out is not None:
-            found, transitions = n, out
-            break
+    runs = []
+    for _ in range(max(1, args.repeat)):
+        seconds, found, transitions = [], None, {}
+        wall, cpu = time.perf_counter(), cpu_seconds()
+        for n in range(args.min_states, args.max_states + 1):
+            t = time.perf_counter()
+            out = infer(n)
+            seconds.append(time.perf_counter() - t)
+            if out is not None:
+                found, transitions = n, out
+                break
+        runs.append((time.perf_counter() - wall, cpu_seconds() - cpu, seconds, found, transitions))
+    _, _, seconds, found, transitions = runs[0]
     rows = [
         [int(p), "".join(label), int(q), float(r) if r is not None else None]
         for (p, label), (q, r) in transitions.items()
     ]
-    record = dict(states=found, transitions=rows, seconds=seconds, total=sum(seconds), import_seconds=t_import)
+    record = dict(
+        states=found,
+        transitions=rows,
+        seconds=seconds,
+        total=statistics.median(r[0] for r in runs),
+        cpu=statistics.median(r[1] for r in runs),
+        runs=len(runs),
+        same=all(r[3:] == runs[0][3:] for r in runs),
+        import_seconds=t_import,
+    )
     print(MARK + json.dumps(record), flush=True)
     return 0
 

@@ -74,6 +74,34 @@ def _aggregate(
     return uniq, np.bincount(inv, weights=counts, minlength=len(uniq)).astype(np.int64)
 
 
+#: Cells (trajectories × steps) :func:`count_chunk` takes at a time: its arrays stay a few
+#: times this many numbers, whatever the chunk's size.
+COUNT_BLOCK_CELLS = 1 << 20
+
+
+def _block_nodes(
+    grow: TrieBuilder, node: np.ndarray, lab: np.ndarray, change: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The trie nodes of a block of steps: ``(N, B)`` the word's node before and after each
+    step. A step where ``change`` holds extends the word by its label ``lab``; ``grow`` meets
+    the new words one step at a time (trajectories in order), so the trie's ids are those a
+    step-by-step count gives. ``node`` (the nodes before the block) is moved to those after it."""
+    start = node.copy()
+    t, i = np.nonzero(change.T)  # by step, then trajectory
+    event = np.empty(len(t), np.int64)
+    if len(t):
+        cut = np.flatnonzero(np.diff(t)) + 1
+        for a, b in zip(np.r_[0, cut].tolist(), np.r_[cut, len(t)].tolist()):
+            rows = i[a:b]
+            event[a:b] = node[rows] = grow.children(node[rows], lab[rows, t[a]])
+    mark = np.full(change.shape, -1, np.int64)
+    mark[i, t] = np.arange(len(t))
+    mark = np.maximum.accumulate(mark, axis=1)  # a row's last change so far (its events rise with the step)
+    after = np.where(mark >= 0, event[np.maximum(mark, 0)] if len(t) else 0, start[:, None])
+    before = np.concatenate([start[:, None], after[:, :-1]], axis=1)
+    return before, after
+
+
 def count_chunk(
     mdp: LabeledMDP,
     demos: Demonstrations,
@@ -114,27 +142,28 @@ def count_chunk(
     T = demos.horizon if depth is None else min(depth, demos.horizon)
     grow = TrieBuilder(K)
     N = demos.n_trajectories
-    node = np.zeros(N, dtype=np.int64)
-    last = np.full(N, -1, dtype=np.int64)
-    everyone = np.arange(N)
-    full = int(demos.lengths.min(initial=T)) >= T  # no padding within the first T steps: no selection
+    node = np.zeros(N, dtype=np.int64)  # the trie node of each trajectory's word so far
+    last = np.full(N, -1, dtype=np.int64)  # the label of its last counted step
+    lengths = np.minimum(demos.lengths, T)
     keys = []
     paid: list[tuple[np.ndarray, np.ndarray]] = []  # (node·K + next letter, reward) of the rewarded steps
-    for t in range(T):
-        active = everyone if full else np.flatnonzero(demos.lengths > t)
-        if not len(active):
-            break
-        pick = slice(None) if full else active
-        s = demos.states[pick, t].astype(np.int64)
-        lab = mdp.labels[s] if labels is None else labels[pick, t].astype(np.int64)
-        if demos.rewards is not None and t:  # the previous step's reward, paid on this label
-            paid.append((node[pick] * K + lab, demos.rewards[pick, t - 1]))
-        changed = lab != last[pick] if compress else np.ones(len(active), dtype=bool)
-        move = active[changed]
-        if len(move):
-            node[move] = grow.children(node[move], lab[changed])
-        last[pick] = lab
-        keys.append((node[pick] * S + s) * A + demos.actions[pick, t])
+    width = max(1, COUNT_BLOCK_CELLS // max(N, 1))
+    for t0 in range(0, int(lengths.max(initial=0)), width):
+        steps = np.arange(t0, min(t0 + width, int(lengths.max())))
+        live = lengths[:, None] > steps[None, :]  # (N, B): the steps counted
+        s = np.where(live, demos.states[:, steps], 0).astype(np.int64)
+        lab = mdp.labels[s] if labels is None else np.where(live, labels[:, steps], 0).astype(np.int64)
+        if compress:
+            prev = np.concatenate([last[:, None], lab[:, :-1]], axis=1)
+            change = live & (lab != prev)
+        else:
+            change = live
+        before, after = _block_nodes(grow, node, lab, change)
+        if demos.rewards is not None:  # the previous step's reward, paid on this label
+            i, b = np.nonzero(live & (steps > 0)[None, :])
+            paid.append((before[i, b] * K + lab[i, b], demos.rewards[i, steps[b] - 1]))
+        keys.append(((after * S + s) * A + demos.actions[:, steps])[live])
+        last = np.where(live[:, -1], lab[:, -1], last)
     uniq, counts = _aggregate(np.concatenate(keys) if keys else np.empty(0, np.int64), bound=grow.n_nodes * S * A)
     rewards = None
     if demos.rewards is not None:

@@ -57,7 +57,7 @@ from .sat.encoding import (
     symmetry_breaking_bfs,
 )
 from .sat.lazy import lazy_search
-from .sat.search import SearchResult, maxsat_search, search
+from .sat.search import SearchResult, fewest_search, maxsat_search, search
 from .sat.solver import DEFAULT_SOLVER, check_solver_field
 from .validators import one_of
 
@@ -169,14 +169,14 @@ class SatEncoder(EncoderCapabilities):
                 if self.symmetry_breaking
                 else None,
             )
-        res = search(self.encode, problem, limits, solver=self.solver, non_stuttering=self.non_stuttering)
-        if res.n_nodes is None and res.complete and isinstance(problem.negatives, NegativePairs):
-            res = attrs.evolve(
-                res,
-                message=res.message + " (negative examples mined from data may contain false "
-                "positives: try MaxSatEncoder (--maxsat) or a smaller alpha)",
-            )
-        return res
+        return self.smallest(problem, limits)
+
+    def smallest(self, problem: Problem, limits: SearchLimits, *, decide_only: bool = False) -> SearchResult:
+        """The smallest size of ``limits`` and all its solutions, or with ``decide_only`` the
+        size alone (no lazy search: a problem with an oracle goes to :meth:`search`)."""
+        ns = self.non_stuttering
+        res = search(self.encode, problem, limits, solver=self.solver, non_stuttering=ns, decide_only=decide_only)
+        return none_found(res, problem)
 
 
 @attrs.frozen
@@ -230,6 +230,17 @@ class MaxSatEncoder(SatEncoder):
         )
 
 
+def none_found(res: SearchResult, problem: Problem) -> SearchResult:
+    """``res``, its message extended when no size was consistent with negatives mined from data."""
+    if res.n_nodes is None and res.complete and isinstance(problem.negatives, NegativePairs):
+        res = attrs.evolve(
+            res,
+            message=res.message + " (negative examples mined from data may contain false "
+            "positives: try MaxSatEncoder (--maxsat) or a smaller alpha)",
+        )
+    return res
+
+
 def _at_fixed_size(encoder, problem: Problem, limits: SearchLimits, lazy: str) -> SearchResult:
     """Weighted MaxSAT of ``encoder.encode`` at ``limits.nodes`` (else ``limits.max_nodes``)
     nodes, every optimal machine; a lazy problem (no built tree) is refused with ``lazy``."""
@@ -263,10 +274,11 @@ class SimplestEncoder(SatEncoder):
     the machines with the fewest transitions that leave their node (``SearchResult.message``
     says how many; their ``cost`` is ``None``: no negative example is dropped)."""
 
-    def moves(self, problem: Problem, n: int) -> Formula:
-        """The hard formula at ``n`` nodes with one soft "stays" clause per (node, letter):
-        the relaxation ``m[i,k]`` is true exactly when letter ``k`` moves node ``i``."""
-        formula = self.encode(problem, n)
+    def moves(self, problem: Problem, n: int, hard: Formula | None = None) -> Formula:
+        """The hard formula at ``n`` nodes (``hard``, when given: ``encode(problem, n)`` made
+        already, taken over) with one soft "stays" clause per (node, letter): the relaxation
+        ``m[i,k]`` is true exactly when letter ``k`` moves node ``i``."""
+        formula = self.encode(problem, n) if hard is None else hard
         formula.relax = moving_transitions(formula, n, problem.n_letters)
         formula.weights = np.ones(len(formula.relax), np.int64)
         return formula
@@ -283,26 +295,15 @@ class SimplestEncoder(SatEncoder):
                 "SimplestEncoder weighs a finite set of transitions on a built prefix tree: lazy and "
                 "every-depth learning need SatEncoder"
             )
-        probe = super().search(problem, limits.evolve(max_solutions=1))
-        if probe.n_nodes is None:
-            return probe
-        res = maxsat_search(
-            self.moves,
-            problem,
-            limits.evolve(nodes=probe.n_nodes),
-            solver=self.solver,
-            non_stuttering=self.non_stuttering,
+        res = fewest_search(
+            self.encode, self.moves, problem, limits, solver=self.solver, non_stuttering=self.non_stuttering
         )
+        if res.n_nodes is None:
+            return none_found(res, problem)
         solutions = tuple(attrs.evolve(s, dropped=()) for s in res.solutions)
         moving = f"the simplest machines: {res.cost} (node, letter) transitions leave their node"
         return attrs.evolve(
-            res,
-            solutions=solutions,
-            tried=probe.tried,
-            cost=None,
-            message="; ".join(m for m in (moving, res.message) if m),
-            time_encode=probe.time_encode + res.time_encode,
-            time_solve=probe.time_solve + res.time_solve,
+            res, solutions=solutions, cost=None, message="; ".join(m for m in (moving, res.message) if m)
         )
 
 

@@ -106,29 +106,34 @@ class PrefixTree:
 
 class TrieBuilder:
     """Grows a trie by batches: :meth:`children` returns (creating when missing) the ids of
-    the children ``(parent, letter)`` of whole arrays at once, by a sorted-key lookup."""
+    the children ``(parent, letter)`` of whole arrays at once, by a sorted-key lookup. New
+    nodes take the next ids in the order of their keys ``parent·K + letter``; the node arrays
+    grow by doubling (no copy of the whole trie per batch)."""
 
     def __init__(self, n_letters: int):
         self.K = n_letters
-        self._parent = [np.array([-1], dtype=np.int64)]
-        self._letter = [np.array([-1], dtype=np.int64)]
-        self._length = [np.array([0], dtype=np.int64)]
+        self._nodes = np.array([[-1, -1, 0]], dtype=np.int64)  # rows: parent, letter, length
         self.n_nodes = 1
         self._keys = np.empty(0, dtype=np.int64)  # sorted parent*K + letter
         self._ids = np.empty(0, dtype=np.int64)
-        self._flat: tuple | None = None
 
     def _flatten(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if self._flat is None or len(self._flat[0]) != self.n_nodes:
-            self._parent = [np.concatenate(self._parent)]
-            self._letter = [np.concatenate(self._letter)]
-            self._length = [np.concatenate(self._length)]
-            self._flat = (self._parent[0], self._letter[0], self._length[0])
-        return self._flat
+        rows = self._nodes[: self.n_nodes]
+        return rows[:, 0], rows[:, 1], rows[:, 2]
 
     def letters(self) -> np.ndarray:
         """Last letter of every node so far (−1 for the root)."""
         return self._flatten()[1]
+
+    def _add(self, parent: np.ndarray, letter: np.ndarray) -> None:
+        m, need = len(parent), self.n_nodes + len(parent)
+        if need > len(self._nodes):
+            grown = np.empty((max(need, 2 * len(self._nodes)), 3), dtype=np.int64)
+            grown[: self.n_nodes] = self._nodes[: self.n_nodes]
+            self._nodes = grown
+        new = self._nodes[self.n_nodes : need]
+        new[:, 0], new[:, 1], new[:, 2] = parent, letter, self._nodes[parent, 2] + 1
+        self.n_nodes += m
 
     def children(self, parent: np.ndarray, letter: np.ndarray) -> np.ndarray:
         keys = np.asarray(parent, dtype=np.int64) * self.K + letter
@@ -144,11 +149,7 @@ class TrieBuilder:
         new_keys, inverse = np.unique(keys[~found], return_inverse=True)
         new_ids = self.n_nodes + np.arange(len(new_keys))
         out[~found] = new_ids[inverse]
-        lengths = self._flatten()[2]
-        self.n_nodes += len(new_keys)
-        self._parent.append(new_keys // self.K)
-        self._letter.append(new_keys % self.K)
-        self._length.append(lengths[new_keys // self.K] + 1)
+        self._add(new_keys // self.K, new_keys % self.K)
         merged = np.concatenate([self._keys, new_keys])
         order = np.argsort(merged, kind="stable")
         self._keys = merged[order]
@@ -159,7 +160,7 @@ class TrieBuilder:
     def from_trie(cls, trie: Trie, n_letters: int) -> TrieBuilder:
         """A builder that continues an existing trie (ids are kept)."""
         b = cls(n_letters)
-        b._parent, b._letter, b._length = [trie.parent.copy()], [trie.letter.copy()], [trie.length.copy()]
+        b._nodes = np.stack([trie.parent, trie.letter, trie.length], axis=1).astype(np.int64)
         b.n_nodes = trie.n_nodes
         kids = np.arange(1, trie.n_nodes)
         keys = trie.parent[kids] * n_letters + trie.letter[kids]
@@ -168,7 +169,7 @@ class TrieBuilder:
         return b
 
     def trie(self, compressed: bool) -> Trie:
-        parent, letter, length = self._flatten()
+        parent, letter, length = (np.array(a) for a in self._flatten())
         return Trie(parent, letter, length, compressed=compressed)
 
 

@@ -351,7 +351,8 @@ def symmetry_breaking_bfs(pool: VarPool) -> Clauses:
     n, K = pool.n, pool.K
     e, par, out = bfs_edges(pool)
     mm = {(i, j, k): pool.new(("m", i, j, k)) for i in range(n) for j in range(i + 1, n) for k in range(K)}
-    t = lambda i, k, j: int(pool.t(i, k, j))  # noqa: E731
+    grid = pool.t_grid().tolist()  # t[i,k,j] as Python ints, looked up without numpy per clause
+    t = lambda i, k, j: grid[i][k][j]  # noqa: E731
     out += bfs_parents_first(pool, par)
     for (i, j, k), v in mm.items():  # m[i,j,k] ⇔ t[i,k,j] ∧ ∧_{k'<k} ¬t[i,k',j]
         out.append([-v, t(i, k, j)])

@@ -173,11 +173,16 @@ def search(
     *,
     solver: str = DEFAULT_SOLVER,
     non_stuttering: bool = True,
+    decide_only: bool = False,
+    at_smallest: Callable[[object, Formula, int], None] | None = None,
 ) -> SearchResult:
     """Smallest n of ``limits.sizes`` whose formula ``encode(problem, n)`` is satisfiable,
     and all its solutions (up to ``limits.max_solutions`` distinct machines, or until the
     deadline). Each size gets a fresh solver; enumeration adds blocking clauses to it
-    incrementally."""
+    incrementally. ``decide_only``: the smallest n alone, no solution listed (a search that
+    lists its machines by another formula at that size, e.g. the simplest ones).
+    ``at_smallest(solver, formula, n)`` is called at the smallest size, its solver still open
+    (it has just found a model of ``formula``), before the listing."""
     progress, deadline = limits.progress, limits.deadline
     decoder = _Decoder(problem.trie, non_stuttering)
     tried: list[tuple[int, bool | None]] = []
@@ -209,6 +214,10 @@ def search(
                 )
             if not sat:
                 continue
+            if at_smallest is not None:
+                at_smallest(sat_solver, formula, n)
+            if decide_only:
+                return SearchResult(n, (), True, tuple(tried), len(clauses), pool.top, t_enc, t_solve, 0.0)
             sols, complete, t_enum, more = _enumerate(sat_solver, pool, decoder, n, limits)
             return SearchResult(
                 n,
@@ -338,8 +347,6 @@ def maxsat_search(
     nodes)``: its hard clauses, and the soft units ¬relax[k] of weight ``weights[k]`` (one per
     negative example). Every optimal machine is enumerated (blocking its used transitions, as
     for SAT); the examples each one violates are reported."""
-    from pysat.formula import WCNF
-
     if limits.nodes is None:
         raise RmtkError("MaxSAT searches one size: give SearchLimits(nodes=...)")
     nodes, deadline, progress = limits.nodes, limits.deadline, limits.progress
@@ -349,10 +356,7 @@ def maxsat_search(
     pool = formula.pool
     relax = np.empty(0, np.int64) if formula.relax is None else np.asarray(formula.relax, dtype=np.int64)
     weights = np.ones(len(relax), np.int64) if formula.weights is None else np.asarray(formula.weights, np.int64)
-    wcnf = WCNF()
-    wcnf.extend(formula.hard)
-    for b, w in zip(relax.tolist(), weights.tolist()):
-        wcnf.append([-b], weight=int(w))
+    wcnf = weighted_cnf(formula.hard, relax, weights)
     t1 = time.perf_counter()
     uniform = len(set(weights.tolist())) <= 1
     backend, note = maxsat_backend(solver, deadline)
@@ -410,22 +414,8 @@ def maxsat_search(
                     complete = False
                     break
     if uniform:
-        # unit weights: the optima are the models of hard ∧ (at most `best` dropped examples);
-        # a plain SAT solver enumerates them much faster than repeated MaxSAT calls
-        bound = (
-            [[-int(b)] for b in relax]
-            if best == 0 or len(relax) == 0
-            else CardEnc.atmost(relax.tolist(), bound=best, vpool=pool.aux, encoding=EncType.totalizer).clauses
-        )
-        with open_solver(solver, wcnf.hard + bound) as sat_solver:
-            sat = solve(sat_solver, deadline)
-            if sat is None:
-                complete = False
-            elif not sat:  # pragma: no cover - RC2 found a model of these clauses
-                raise RmtkError("internal error: the MaxSAT optimum is not reproducible by SAT")
-            else:
-                sols, complete, _, more = _enumerate(sat_solver, pool, decoder, nodes, limits, relax)
-                found = {i: s for i, s in enumerate(sols)}
+        sols, complete, more = optima(wcnf.hard, pool, relax, best, decoder, nodes, limits, solver)
+        found = {i: s for i, s in enumerate(sols)}
     t3 = time.perf_counter()
     return SearchResult(
         nodes,
@@ -441,6 +431,130 @@ def maxsat_search(
         cost=int(best),
         more=more,
     )
+
+
+def fewest_search(
+    encode: Encode,
+    weigh: Callable[[Problem, int, Formula], Formula],
+    problem: Problem,
+    limits: SearchLimits,
+    *,
+    solver: str = DEFAULT_SOLVER,
+    non_stuttering: bool = True,
+) -> SearchResult:
+    """The smallest n of ``limits.sizes`` whose ``encode(problem, n)`` is satisfiable (as
+    :func:`search`), then every machine at n with the fewest of the unit-weight relaxation
+    variables of ``weigh(problem, n, formula)`` true (the formula taken over and extended).
+    The optimum is found on the solver that decided n (the new clauses added, then one fewer
+    asked for until none: :func:`fewest_true`); the optima are listed on a fresh solver as
+    :func:`maxsat_search` lists unit-weight optima, so the machines and their order are those
+    of ``maxsat_search`` on the weighed formula, without loading it into two more solvers."""
+    found: dict = {}
+
+    def at_smallest(sat_solver, formula: Formula, n: int) -> None:
+        t0 = time.perf_counter()
+        size = len(formula.hard)
+        weighed = weigh(problem, n, formula)
+        for clause in weighed.hard[size:]:
+            sat_solver.add_clause(clause)
+        t1 = time.perf_counter()
+        relax = np.asarray(weighed.relax, np.int64)
+        sat = solve(sat_solver, limits.deadline)
+        best = fewest_true(sat_solver, relax, weighed.pool.top, limits.deadline) if sat else None
+        found.update(formula=weighed, best=best, encode=t1 - t0, solve=time.perf_counter() - t1)
+
+    probe = search(
+        encode, problem, limits, solver=solver, non_stuttering=non_stuttering, decide_only=True, at_smallest=at_smallest
+    )
+    if probe.n_nodes is None:
+        return probe
+    n, formula, best = probe.n_nodes, found["formula"], found["best"]
+    t_enc, t_solve = probe.time_encode + found["encode"], probe.time_solve + found["solve"]
+    pool = formula.pool
+    if best is None:
+        why = stopped_while(limits.deadline, f"optimising at {n} nodes")
+        return SearchResult(None, (), False, probe.tried, formula.n_clauses, pool.top, t_enc, t_solve, 0.0, why)
+    t0 = time.perf_counter()
+    decoder = _Decoder(problem.trie, non_stuttering)
+    sols, complete, more = optima(formula.hard, pool, formula.relax, best, decoder, n, limits, solver)
+    return SearchResult(
+        n,
+        sols,
+        complete,
+        probe.tried,
+        formula.n_clauses,
+        pool.top,
+        t_enc,
+        t_solve,
+        time.perf_counter() - t0,
+        _stopped(complete, limits, more),
+        cost=int(best),
+        more=more,
+    )
+
+
+def optima(hard, pool: VarPool, relax: np.ndarray, best: int, decoder: _Decoder, n: int, limits, solver: str):
+    """Every machine of ``hard`` with at most ``best`` of the unit-weight ``relax`` true (the
+    optima, ``best`` being the optimum), listed by a plain SAT solver, much faster than
+    repeated MaxSAT calls: (solutions, complete, more)."""
+    bound = (
+        [[-int(b)] for b in relax]
+        if best == 0 or len(relax) == 0
+        else CardEnc.atmost(relax.tolist(), bound=best, vpool=pool.aux, encoding=EncType.totalizer).clauses
+    )
+    with open_solver(solver, hard + bound) as sat_solver:
+        sat = solve(sat_solver, limits.deadline)
+        if sat is None:
+            return (), False, None
+        if not sat:  # pragma: no cover - the optimum was found on these clauses
+            raise RmtkError("internal error: the MaxSAT optimum is not reproducible by SAT")
+        sols, complete, _, more = _enumerate(sat_solver, pool, decoder, n, limits, relax)
+        return sols, complete, more
+
+
+def fewest_true(solver, relax: np.ndarray, top: int, deadline) -> int | None:
+    """The fewest of ``relax`` true in a model of ``solver`` (which has just found one), by
+    asking for one fewer until none (an incremental totalizer over ``relax``, numbered past
+    ``top``, added to ``solver``); ``None`` when ``deadline`` stopped it."""
+    from pysat.card import ITotalizer
+
+    def count() -> int:
+        model = np.asarray(solver.get_model())
+        return int((model[relax - 1] > 0).sum())
+
+    best = count()
+    if best == 0:
+        return 0
+    tot = ITotalizer(lits=relax.tolist(), ubound=best, top_id=top)
+    for clause in tot.cnf.clauses:
+        solver.add_clause(clause)
+    while best > 0:
+        sat = solve(solver, deadline, assumptions=[-tot.rhs[best - 1]])
+        if sat is None:
+            return None
+        if not sat:
+            break
+        best = count()
+    return best
+
+
+def weighted_cnf(hard: list[list[int]], relax: np.ndarray, weights: np.ndarray):
+    """The WCNF of ``hard`` clauses and the soft units ``¬relax[k]`` of weight ``weights[k]``:
+    what ``WCNF.extend`` and ``WCNF.append`` build clause by clause (the same ``hard``, ``soft``,
+    ``wght``, ``topw`` and ``nv``, the largest variable, which RC2 numbers its own after),
+    built by whole lists (the per-clause calls were a tenth of a small fit)."""
+    from pysat.formula import WCNF
+
+    wcnf = WCNF()
+    lits = np.fromiter(itertools.chain.from_iterable(hard), np.int64)
+    weights = np.asarray(weights, np.int64)
+    zero = weights == 0  # WCNF.append files a clause of weight 0 as hard
+    wcnf.hard = hard + [[-b] for b in relax[zero].tolist()] if zero.any() else hard
+    wcnf.soft = [[-b] for b in relax[~zero].tolist()]
+    wcnf.wght = [int(w) for w in weights[~zero].tolist()]
+    wcnf.topw = 1 + sum(wcnf.wght)
+    wcnf.nv = int(max(np.abs(lits).max(initial=0), np.abs(relax).max(initial=0)))
+    return wcnf
 
 
 def _renumber(du: np.ndarray, used: np.ndarray, perm: list[int]) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,71 @@
+"""What the searches around the solver do, made lighter without changing an answer: the WCNF
+built by whole lists (rmtk.sat.search.weighted_cnf), SimplestEncoder's first pass, which only
+decides the smallest size (SatEncoder.smallest(decide_only=True)), and its optimum, found on
+that pass's solver (rmtk.sat.search.fewest_search)."""
+
+from pathlib import Path
+
+import numpy as np
+from pysat.formula import WCNF
+
+from rmtk import Learner, dsl
+from rmtk.encoders import SatEncoder, SimplestEncoder
+from rmtk.limits import SearchLimits
+from rmtk.sat.encoding import Problem
+from rmtk.sat.search import maxsat_search, weighted_cnf
+from rmtk.traces.evidence import TraceRewards
+from rmtk.traces.explorers import explore
+from rmtk.traces.rewards import reward_traces
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+
+
+def test_weighted_cnf_is_what_append_builds():
+    rng = np.random.default_rng(0)
+    hard = [rng.choice([-1, 1], size=int(m)) * rng.integers(1, 40, size=int(m)) for m in rng.integers(1, 5, size=60)]
+    hard = [[int(v) for v in c] for c in hard]
+    relax = np.arange(41, 51, dtype=np.int64)
+    weights = np.array([1, 3, 0, 2, 2, 0, 7, 1, 1, 5], np.int64)  # a weight of 0 makes the clause hard
+    old = WCNF()
+    old.extend(hard)
+    for b, w in zip(relax.tolist(), weights.tolist()):
+        old.append([-b], weight=int(w))
+    new = weighted_cnf(hard, relax, weights)
+    assert (new.hard, new.soft, new.wght, new.nv, new.topw) == (old.hard, old.soft, old.wght, old.nv, old.topw)
+    assert len(hard) == 60  # the caller's clauses are not extended in place
+    empty = weighted_cnf([[1, -2]], np.empty(0, np.int64), np.empty(0, np.int64))
+    assert (empty.hard, empty.soft, empty.nv) == ([[1, -2]], [], 2)
+
+
+def test_deciding_the_size_alone_matches_the_search():
+    task = dsl.load(MODELS / "office.rm").tasks["coffee"]
+    demos = explore(task, 200, 60, seed=3)
+    traces = reward_traces(demos, task.mdp)
+    problem = Problem(traces.trie, task.mdp.n_propositions, rewards=traces)
+    limits = SearchLimits(max_nodes=4, min_nodes=1, max_solutions=20)
+    full = SatEncoder().smallest(problem, limits)
+    size = SatEncoder().smallest(problem, limits, decide_only=True)
+    assert full.n_nodes == size.n_nodes is not None and full.solutions and not size.solutions
+    assert size.tried == full.tried and size.complete
+    # the simplest machines: a machine of the smallest size with the fewest moving transitions
+    res = Learner(ptp=None, rewards=TraceRewards(demos), encoder=SimplestEncoder()).fit(task)
+    assert res.n_nodes == full.n_nodes and res.search.tried == full.tried
+    moving = [int((s.delta_u[s.used] != np.nonzero(s.used)[0]).sum()) for s in res.solutions]
+    assert len(set(moving)) == 1
+    assert min(int((s.delta_u[s.used] != np.nonzero(s.used)[0]).sum()) for s in full.solutions) >= moving[0]
+
+
+def test_simplest_takes_over_the_formula_of_its_size():
+    """SimplestEncoder weighs the moving transitions on the formula and the solver its first
+    pass made at the smallest size (the optimum found there, the optima listed on a fresh
+    solver): the same machines, in the same order, as MaxSAT on the formula made afresh."""
+    task = dsl.load(MODELS / "office.rm").tasks["coffee_mail"]
+    demos = explore(task, 120, 60, seed=1, epsilon=0.5)
+    traces = reward_traces(demos, task.mdp)
+    problem = Problem(traces.trie, task.mdp.n_propositions, rewards=traces)
+    enc = SimplestEncoder()
+    res = enc.search(problem, SearchLimits(max_nodes=5, min_nodes=1, max_solutions=50))
+    fresh = maxsat_search(enc.moves, problem, SearchLimits(nodes=res.n_nodes, max_solutions=50))
+    assert res.n_nodes is not None and len(res.solutions) == len(fresh.solutions) >= 2  # an order to keep
+    assert all(np.array_equal(a.delta_u, b.delta_u) for a, b in zip(res.solutions, fresh.solutions))
+    assert f"{fresh.cost} (node, letter) transitions" in res.message
