@@ -9,7 +9,7 @@ load does not inflate; ``s``: its wall time):
   (``reads``);
 * ``active``: ``ActiveLearner(irl=None).fit(task, TaskExpert(task))`` from no data: a
   hypothesis and a few rivals per round, the exact check's counterexamples, the survivors listed
-  at the end (docs/design.md, section 12); ``reads`` is its policy evaluations.
+  at the end (docs/design/12-active-learning.md); ``reads`` is its policy evaluations.
 
 Rows: the Craft World's ten tasks (``models/craft.rm``, map_0) and the Office World's patrol
 (``models/office.rm``). Targets (exit status 1 when one

@@ -1,4 +1,4 @@
-"""Sampled experts (docs/design.md section 14): what the statistics cost, whether explain's
+"""Sampled experts (docs/design/14-sampled-experts.md): what the statistics cost, whether explain's
 lists point at real differences, and the size of conformance suites.
 
 * ``bounds``: the L1 radii of the fixed-sample bound (the paper's) and the anytime-valid one,
@@ -26,7 +26,7 @@ lists point at real differences, and the size of conformance suites.
   truth became the only hypothesis for good. Targets (exit status 1 when one fails): on the
   ``close`` rows the active loop's answer is the true machine alone, in fewer policy draws than
   the recording's 600,000, and the run ends by itself or, flagged (a conformance check at the
-  target resolution cannot finish within that: docs/benchmarks.md section 23), says the
+  target resolution cannot finish within that: docs/benchmarks/23-sampled-active.md), says the
   resolution it reached; on ``faint`` it separates node 2 (at least 2 nodes) and its answer is
   the truth or says the resolution it reached and what the next would cost.
 * ``sharp``: the sharp experts of the tests (patrol at λ 0.1, FrozenLake's a-then-g, the

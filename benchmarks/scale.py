@@ -30,7 +30,7 @@ with ≤ 1.5 GiB per worker, and every count table identical to the local engine
 
 ``--reacher N`` adds ``rmtk reproduce reacher --set trajectories=N`` end to end on a local Dask
 cluster of 2 workers, as a fresh process (``--integrator euler`` for the faster, cruder physics;
-docs/benchmarks.md, section 10, says where its time goes).
+docs/benchmarks/10-reacher.md, says where its time goes).
 
 Scaling from 1 to 2 workers is reported as measured; on a 2-core machine it stays below 2×:
 the client, the scheduler and the operating system share the two cores with the workers,

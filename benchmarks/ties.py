@@ -13,8 +13,8 @@ configuration the child reports:
 * ``argmax``: the greedy experts by ``np.argmax`` (the former rule: may differ);
 * ``greedy``, ``shortest``, ``classes``: the greedy experts by :func:`rmtk.exact.greedy_table`,
   the shortest-path experts (:func:`rmtk.exact.shortest_path_table`) and the policy classes
-  at depth 6 (:class:`rmtk.negatives.ExactMiner`): by rmtk's tie rule (docs/design.md
-  section 2), they must not differ;
+  at depth 6 (:class:`rmtk.negatives.ExactMiner`): by rmtk's tie rule (docs/design/02-conventions.md), they must
+  not differ;
 * ``learned``: the machines learned from the greedy expert of ``stack_avoid`` (exact prefix
   tree of depth 4);
 * ``survivors (old)``, ``survivors``: the machines left by active learning over a recording

@@ -6,9 +6,9 @@ A :class:`Learner` composes four strategies: a :class:`PTP` (:class:`ExactPTP`,
 and a :class:`MaxEntIRL`; see docs/design.md. An :class:`ActiveLearner` asks an expert
 (:class:`TaskExpert`, :class:`SimulatedExpert`) the questions a strategy picks
 (:class:`SplitMostPairs` on a model, :class:`AtRecordedTriples` without one), checked by
-:class:`ProductCheck` or :class:`ExpertWalks`, within a :class:`Budget` (docs/design.md, section 12).
+:class:`ProductCheck` or :class:`ExpertWalks`, within a :class:`Budget` (docs/design/12-active-learning.md).
 A :class:`LabelLearner` learns the labeling function with the machine, from state histories
-(docs/design.md, section 13).
+(docs/design/13-learning-labels.md).
 """
 
 import importlib

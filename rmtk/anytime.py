@@ -1,5 +1,5 @@
 """Anytime-valid comparisons that adapt to the counts, and negative examples mined with them
-(docs/design.md, section 14).
+(docs/design/14-sampled-experts.md).
 
 The bounds of :mod:`rmtk.statistics` are Hoeffding-type: their radius depends on the counts
 only, as if every action frequency had the largest variance. An expert that is nearly
@@ -158,7 +158,7 @@ class Interval:
     @property
     def separated(self) -> np.ndarray:
         """The two distributions differ, at confidence 1 − α (a margin within
-        :data:`rmtk.ties.TOL` of 0 reaches it: docs/design.md section 2)."""
+        :data:`rmtk.ties.TOL` of 0 reaches it: docs/design/02-conventions.md)."""
         return ties.at_most(0.0, self.margin)
 
     @property
@@ -310,14 +310,14 @@ def _spending_total() -> float:
 def row_weights(index) -> np.ndarray:
     """The share of a run's level spent on the row asked ``index``-th (0 first): proportional to
     ``1/((r + 2)·ln²(r + 2))``, summing to at most 1 over every row a run could ever ask, so the
-    level a late row pays grows only like ``log r + 2 log log r`` (docs/design.md section 14.1)."""
+    level a late row pays grows only like ``log r + 2 log log r`` (docs/design/14-sampled-experts.md, section 14.1)."""
     m = np.asarray(index, dtype=float) + 2.0
     return 1.0 / (_spending_total() * m * np.log(m) ** 2)
 
 
 @attrs.frozen
 class FamilyWise:
-    """Separation that holds for a whole run at once (docs/design.md section 14.1). Each
+    """Separation that holds for a whole run at once (docs/design/14-sampled-experts.md, section 14.1). Each
     comparison of :class:`Adaptive` holds at level α on its own; a run compares thousands of
     pairs, so a few of its negative examples may be false. Here the level is spent per *row*
     (a history at a state) instead of per pair: the row asked ``r``-th gets its intervals at

@@ -2,8 +2,8 @@
 
 The convention for new APIs is *state first*: an array indexed by states, nodes, actions and
 next states puts them in that order — ``(s, u, a)`` for a product policy, ``(s, a, s')`` for
-transitions and their counts, matching the kernel's rows ``s·|A| + a`` (docs/design.md,
-section 2, lists every API's order). Older APIs keep theirs (``LabeledMDP.from_dense`` takes
+transitions and their counts, matching the kernel's rows ``s·|A| + a`` (docs/design/02-conventions.md, lists every
+API's order). Older APIs keep theirs (``LabeledMDP.from_dense`` takes
 ``P[a, s, s']``, node policy tables ``(u, s, a)``); when an array of the wrong order reaches
 one, :func:`order_hint` names the order it reads as and the transpose that fixes it.
 """

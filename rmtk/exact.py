@@ -13,7 +13,7 @@ A *policy source* gives, for a task and a prefix tree, the action distribution o
   :func:`greedy_table`, the ε-greedy expert of the soft-optimal policy.
 
 Where these turn values into a choice (nodes with the same policy, the greedy actions) they
-decide ties with :mod:`rmtk.ties` (docs/design.md section 2): the same answer on every machine.
+decide ties with :mod:`rmtk.ties` (docs/design/02-conventions.md): the same answer on every machine.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What would separate the machines that survive learning (docs/design.md, section 9).
+"""What would separate the machines that survive learning (docs/design/09-beyond-the-paper.md).
 
 When several machines fit the data, each pair differs somewhere: a state and two label words
 reaching it that one machine sends to the same node and the other to different nodes
@@ -273,7 +273,7 @@ def _cover_from_data(space, deltas, ptp, most: int = 20_000) -> Cover:
     return Cover(tuple(out), alike, k, source="data")
 
 
-#: The confidence of the lower bound that ``explain`` plans with (docs/design.md, section 14):
+#: The confidence of the lower bound that ``explain`` plans with (docs/design/14-sampled-experts.md):
 #: weaker than a negative example's 1 − α, so it only orders what to look at next.
 PLANNING_CONFIDENCE = 0.8
 
@@ -408,7 +408,7 @@ def rare_triples(
     """The (word, word, state) triples of an empirical prefix tree policy that are not negative
     examples but would tell the machines ``deltas`` apart (several machines: the triples they
     disagree on; one machine: the triples it merges, any of which would refute it), ranked so
-    that real differences come first (docs/design.md, section 14).
+    that real differences come first (docs/design/14-sampled-experts.md).
 
     Each triple's true total variation has a lower confidence bound at the planning
     ``confidence`` (the fixed-sample bound of :mod:`rmtk.statistics`: the data were recorded
@@ -443,7 +443,7 @@ def rare_triples(
         up = lower > 0
         beyond += int(up.sum())
         # the rest, consistent with zero: ordered by threshold / tv, which lies between the rarer
-        # word's own threshold at α and at α/2 (the paper's rule; docs/design.md, section 9)
+        # word's own threshold at α and at α/2 (the paper's rule; docs/design/09-beyond-the-paper.md)
         m = np.minimum(n[p], n[q])
         with np.errstate(divide="ignore"):
             lo = np.sqrt(2 * (log_c - math.log(alpha)) / m) / tv
@@ -509,7 +509,7 @@ class Explanation:
     """:meth:`rmtk.result.LearnResult.explain`: the witness cover and the rare pairs, and, from
     demonstrations, how many negative examples were mined at which ``alpha``, how many rare
     triples were ``examined`` and how many of them differ ``beyond_noise`` at the planning
-    ``confidence`` (docs/design.md, section 14)."""
+    ``confidence`` (docs/design/14-sampled-experts.md)."""
 
     cover: Cover
     rare: tuple[RarePair, ...] = ()

@@ -78,7 +78,7 @@ def __getattr__(name):
 
 #: Machines listed by default when learning from sampled data (an empirical prefix tree policy):
 #: rare words leave transitions free, and the machines that differ only there number thousands
-#: (docs/design.md, section 9); the verdicts and rewards of the listed ones are computed, and
+#: (docs/design/09-beyond-the-paper.md); the verdicts and rewards of the listed ones are computed, and
 #: :meth:`LearnResult.summary` says how many survive beyond them. From an exact policy every
 #: machine is listed unless ``max_solutions`` says otherwise.
 DEMOS_MAX_SOLUTIONS = 10

@@ -1,4 +1,4 @@
-"""Limits every long phase honours (docs/design.md, section 8): one :class:`Deadline` for a
+"""Limits every long phase honours (docs/design/08-progress-and-limits.md): one :class:`Deadline` for a
 whole run (a time limit, and a stop requested by SIGINT or SIGTERM), and the
 :class:`SearchLimits` every search accepts.
 

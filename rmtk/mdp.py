@@ -147,7 +147,7 @@ class LabeledMDP:
         name: str = "mdp",
     ) -> LabeledMDP:
         """Build from a dense ``P[a, s, s']`` tensor (action first, unlike the state-first
-        convention of newer APIs: docs/design.md, section 2; a ``P[s, a, s']`` is named in the
+        convention of newer APIs: docs/design/02-conventions.md; a ``P[s, a, s']`` is named in the
         error when its shape tells).
 
         ``labels`` are proposition indices or names; ``initial`` defaults to uniform.
@@ -250,7 +250,7 @@ class LabeledMDP:
         distribution (probabilities within :data:`rmtk.ties.TOL`), e.g. an absorbing goal or
         hole. What follows such a state does not depend on the action taken there, so every
         action has the same value under every reward machine's node: a soft-optimal expert acts
-        alike there whatever its memory (docs/design.md section 14.1)."""
+        alike there whatever its memory (docs/design/14-sampled-experts.md, section 14.1)."""
         S, A = self.n_states, self.n_actions
         T = self.kernel
         nnz = np.diff(T.indptr).reshape(S, A)

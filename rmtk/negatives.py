@@ -25,7 +25,7 @@ from .errors import ModelError
 from .ptp import PrefixTreePolicy
 
 #: Default tolerance when comparing two action distributions (max absolute difference), the
-#: tolerance of every tie in rmtk (:data:`rmtk.ties.TOL`, docs/design.md section 2).
+#: tolerance of every tie in rmtk (:data:`rmtk.ties.TOL`, docs/design/02-conventions.md).
 POLICY_TOL = ties.TOL
 
 

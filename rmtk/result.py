@@ -1,8 +1,8 @@
 """What a learner found (:class:`LearnResult`): the machines, the search and what it rests on
 (prefix tree, negative examples), the verdicts against a known truth, the rewards, the timings,
-and what the data resolve and what would separate the survivors (docs/design.md sections 7, 9
-and 14). The passive :class:`~rmtk.learner.Learner` and the active loop both build it (the
-active loop wraps it in rmtk/active/result.py's ``ActiveResult``; the label learner's result is
+and what the data resolve and what would separate the survivors (docs/design/07-verdicts.md,
+docs/design/09-beyond-the-paper.md and docs/design/14-sampled-experts.md). The passive
+:class:`~rmtk.learner.Learner` and the active loop both build it (the active loop wraps it in rmtk/active/result.py's ``ActiveResult``; the label learner's result is
 rmtk/labels/result.py's ``LabelLearnResult``).
 """
 
@@ -60,7 +60,7 @@ class LearnResult:
         expert_classes: ``(S, n_true)`` true policy classes (when the truth is known).
         bound: what the counts are judged with for :meth:`resolution` (``None``: the paper's
             fixed-sample bound of recorded data; an active learner's counts, gathered while
-            looking at them: :class:`~rmtk.anytime.Adaptive`, docs/design.md section 14).
+            looking at them: :class:`~rmtk.anytime.Adaptive`, docs/design/14-sampled-experts.md).
         truth_merges: how many negative examples mined from data the true machine violates
             (sends both words to one node); 0: it keeps them all (when the truth is known).
         max_solutions: the bound on the machines listed that the search ran with (``None``: none).

@@ -1,4 +1,4 @@
-"""Comparing two sampled action distributions (docs/design.md, section 14): the test, what it
+"""Comparing two sampled action distributions (docs/design/14-sampled-experts.md): the test, what it
 could resolve, and how many more samples a finer answer needs.
 
 An expert that is run shows, after each of two histories at a common state, counts of the
@@ -219,7 +219,7 @@ class Comparison:
     @property
     def separated(self) -> np.ndarray:
         """The two distributions differ, at confidence 1 − α (a total variation within
-        :data:`rmtk.ties.TOL` of the threshold reaches it: docs/design.md section 2)."""
+        :data:`rmtk.ties.TOL` of the threshold reaches it: docs/design/02-conventions.md)."""
         return ties.at_most(self.threshold, self.tv)
 
     @property

@@ -1,4 +1,5 @@
-"""What a learning run leaves to say beside its machines (docs/design.md, sections 8 and 9):
+"""What a learning run leaves to say beside its machines (docs/design/08-progress-and-limits.md and
+docs/design/09-beyond-the-paper.md):
 :class:`Stop`, which phase the run's deadline stopped and what it left undone, and
 :class:`MachineSummary`, the surviving machines in brief, for when they are too many to read
 (how many survive, what the listed ones agree on, how they stand against the truth).

@@ -5,7 +5,7 @@ with the same evidence) come out of floating-point sums equal only up to their l
 those bits differ between CPUs, BLAS kernels and thread counts. A choice made by comparing
 them exactly (``np.argmax``, a sort by a float key) then depends on the machine. Every place
 in rmtk that turns computed floats into a choice decides through this module instead
-(docs/design.md section 2): values within a tolerance of each other are equal, and equal
+(docs/design/02-conventions.md): values within a tolerance of each other are equal, and equal
 values are decided by a documented order, never by the noise.
 
 * :func:`best` and :func:`argbest`: the values within the tolerance of the largest (or the

@@ -1,4 +1,4 @@
-"""Faults on the Dask engine (docs/design.md, section 11.1), on LocalClusters of 2 worker
+"""Faults on the Dask engine (docs/design/11-faults.md, section 11.1), on LocalClusters of 2 worker
 processes of this module's own. SLOW: about a minute in all on an idle 2-core machine (a fresh
 cluster for each killed worker, two rmtk subprocesses with clusters of their own); every run
 here is bounded by a timeout and asserts its outcome.

@@ -1,4 +1,5 @@
-"""Learning from demonstrations at scale (docs/design.md, sections 8 and 9): a default bound on
+"""Learning from demonstrations at scale (docs/design/08-progress-and-limits.md and
+docs/design/09-beyond-the-paper.md): a default bound on
 the machines listed with a summary of the survivors, and every phase of Learner.fit keeping the
 run's deadline. Stops are requested from a progress hook (what SIGINT and SIGTERM do through
 rmtk.limits.request_stop), so each phase is stopped exactly where the test says."""

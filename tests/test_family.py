@@ -1,5 +1,5 @@
 """Family-wise negative examples of a sampled run (rmtk.anytime.FamilyWise,
-rmtk.active.family; docs/design.md section 14.1)."""
+rmtk.active.family; docs/design/14-sampled-experts.md, section 14.1)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Questions to an expert that is run, sampled sequentially (rmtk/active/sampling.py, the loop's
-anytime-valid bound rmtk/anytime.py, docs/design.md section 14): early stops on clear
+anytime-valid bound rmtk/anytime.py, docs/design/14-sampled-experts.md): early stops on clear
 differences, long runs on faint ones, resolutions that hold in simulation, answers that say
 what they rest on, budgets that count draws and environment steps apart."""
 
@@ -228,7 +228,7 @@ def test_a_lagging_side_stops_where_its_comparison_resolves():
 
 def test_transition_tests_reuse_what_recorded_data_already_decide():
     """stack_avoid with 1,000 recorded demonstrations and the 3-node machine the loop's run of
-    docs/benchmarks.md section 23 ends with (the truth's two absorbing nodes, where the expert
+    docs/benchmarks/23-sampled-active.md ends with (the truth's two absorbing nodes, where the expert
     acts uniformly, merged) as the lone survivor: the transition tests take, per transition,
     those the sequential test decides with the fewest further draws among the (state, node)
     pairs reached after it, played by the histories with the most draws. Asked until decided,

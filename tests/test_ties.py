@@ -1,4 +1,4 @@
-"""Ties are decided the same way on every machine (rmtk/ties.py, docs/design.md section 2):
+"""Ties are decided the same way on every machine (rmtk/ties.py, docs/design/02-conventions.md):
 values within the tolerance are equal and the documented order decides, so perturbing the
 values by ±1e-12 (what another CPU, BLAS kernel or thread count does to the last bits of a
 sum) changes no answer: not the helpers', not a greedy expert's, not a shortest-path

@@ -77,7 +77,7 @@ task = Task(mdp, machine, lam=0.1, max_nodes=4, name="key_then_goal")
 
 # %% 4. Learn the machine back, exactly, at every depth
 # ExactPTP(None): no depth to choose; the learner grows the prefix tree until the exact
-# verdict holds for every word of every length (docs/design.md, section 9).
+# verdict holds for every word of every length (docs/design/09-beyond-the-paper.md).
 result = Learner(ExactPTP(None), max_nodes=4).fit(task)
 print(
     f"{len(result.machines)} machine(s) with {result.n_nodes} nodes; every one reproduces the expert's policy "

@@ -1,4 +1,4 @@
-"""Asking the expert: active learning (docs/design.md, section 12).
+"""Asking the expert: active learning (docs/design/12-active-learning.md).
 
 One loop asks an expert through a question strategy and an equivalence check, within a budget:
 

@@ -1,4 +1,4 @@
-"""Asking the expert within a budget (docs/design.md, section 12): the :class:`Budget` of a run
+"""Asking the expert within a budget (docs/design/12-active-learning.md): the :class:`Budget` of a run
 and the :class:`Asker`, the loop's one door to the expert.
 
 Every question of a run, whichever strategy or check chose it, goes through the asker. Before

@@ -1,4 +1,4 @@
-"""Equivalence checks of active learning (docs/design.md, section 12): looking for behaviour
+"""Equivalence checks of active learning (docs/design/12-active-learning.md): looking for behaviour
 the surviving machines fail to explain, once no question is left to tell them apart.
 
 A check asks only through the loop's :class:`~rmtk.active.asking.Asker`, so the budget and

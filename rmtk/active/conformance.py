@@ -1,5 +1,5 @@
 """Conformance suites: the histories a sampled equivalence check asks, chosen systematically
-instead of by random walks (docs/design.md, section 14).
+instead of by random walks (docs/design/14-sampled-experts.md).
 
 With a model (a labeled MDP), the hypothesis is read together with the model's *label
 automaton*: after a label word the MDP can be in a set of states (those some path from a start

@@ -1,8 +1,8 @@
 """The expert as something to ask: its actions at a history the learner chooses, and
-trajectory extensions from there (docs/design.md, section 12).
+trajectory extensions from there (docs/design/12-active-learning.md).
 
 A *history* is a label word (proposition indices, compressed when the learner's trie is) and
-the state it ends in; following the prefix convention (docs/design.md, section 2) the word's
+the state it ends in; following the prefix convention (docs/design/02-conventions.md) the word's
 last letter is the label of that state. An :class:`Expert` answers with
 :class:`Observations`: one row per (word, state) it acted at, holding either the exact action
 distribution (an expert whose policy is known) or action counts (an expert that can only be
@@ -101,7 +101,7 @@ class Expert(Protocol):
 
 class ExpertCapabilities(Capabilities):
     """What an expert can do beyond :class:`Expert`'s methods, with the safe defaults of one
-    that does not say (docs/design.md, section 12). rmtk's experts inherit it; a user's may, or
+    that does not say (docs/design/12-active-learning.md). rmtk's experts inherit it; a user's may, or
     stay structural and be read with these defaults (:meth:`~rmtk.capabilities.Capabilities.of`)."""
 
     __slots__ = ()

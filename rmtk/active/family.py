@@ -1,4 +1,4 @@
-"""Whether a sampled run's answer holds for the whole run at once (docs/design.md section 14.1).
+"""Whether a sampled run's answer holds for the whole run at once (docs/design/14-sampled-experts.md, section 14.1).
 
 Every comparison of an expert that is run holds at level α on its own, as in the paper; a run
 compares thousands of pairs of histories, so a few of its negative examples may be false, and

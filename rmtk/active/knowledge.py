@@ -1,4 +1,4 @@
-"""What is known of the expert (docs/design.md, section 12).
+"""What is known of the expert (docs/design/12-active-learning.md).
 
 :class:`Knowledge` holds every answer the expert gave (and the recorded data): for an exact
 expert the action distribution of each (word, state) asked, grouped into policy classes

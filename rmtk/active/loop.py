@@ -1,5 +1,5 @@
 """Active reward machine learning: one loop that asks the expert for the data that separates
-the machines still possible (docs/design.md, section 12).
+the machines still possible (docs/design/12-active-learning.md).
 
 :class:`ActiveLearner` runs every question strategy (:mod:`rmtk.active.questions`: asking on
 the synchronised product of a model, :class:`~rmtk.active.questions.SplitMostPairs`; asking at
@@ -73,7 +73,7 @@ __all__ = ["ActiveLearner", "ActiveResult", "Budget", "Round", "default_check", 
 #: The default target resolution of questions to an expert that is run (total variation).
 RESOLUTION = 0.3
 
-#: How much the less visited history of a comparison grows per batch (docs/design.md section 14).
+#: How much the less visited history of a comparison grows per batch (docs/design/14-sampled-experts.md).
 GROWTH = 1.5
 
 
@@ -136,12 +136,12 @@ class ActiveLearner:
             returned, flagged ``exhausted="rounds"``).
         alpha: level of the tests of counts: negative examples from counts (the paper's eq. 18-19
             for recorded data alone; the anytime-valid bound of :mod:`rmtk.anytime` for counts the
-            loop gathered while looking, docs/design.md section 14), and of what a resolution
+            loop gathered while looking, docs/design/14-sampled-experts.md), and of what a resolution
             promises.
         resolution: the target resolution of questions to an expert that is run: two histories
             are sampled sequentially until the expert is seen to act differently after them, or
             until no difference as large as this (in total variation) remains at level ``alpha``,
-            or the budget ends (docs/design.md section 14); the sampled equivalence check tests
+            or the budget ends (docs/design/14-sampled-experts.md); the sampled equivalence check tests
             at it too.
         irl: reward recovery on the machines found, from what is known of the expert
             (:class:`~rmtk.rewards.maxent.MaxEntIRL`, :class:`~rmtk.rewards.margin.MarginIRL`; ``None``: none).

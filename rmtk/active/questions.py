@@ -1,4 +1,4 @@
-"""What to ask the expert next (docs/design.md, section 12): the question strategies of active
+"""What to ask the expert next (docs/design/12-active-learning.md): the question strategies of active
 learning.
 
 A round needs a *hypothesis* (a smallest machine consistent with what is known) and questions
@@ -504,7 +504,7 @@ def _telling(mdp, knowledge) -> np.ndarray:
     expert that is run, not the states where every action leads to the same place
     (:meth:`~rmtk.mdp.LabeledMDP.indifferent`): every machine's soft-optimal policy acts alike
     there under all its nodes, so two machines cannot disagree on what the expert does there,
-    and a sampled comparison could only spend draws to find it alike (docs/design.md section
+    and a sampled comparison could only spend draws to find it alike (docs/design/14-sampled-experts.md, section
     14.1). An exact expert is asked everywhere: its answer costs one evaluation."""
     if knowledge.exact or not isinstance(mdp, LabeledMDP):
         return np.ones(mdp.n_states, bool)

@@ -1,4 +1,4 @@
-"""Asking at recorded histories, for environments with no transition model (docs/design.md,
+"""Asking at recorded histories, for environments with no transition model (docs/design/12-active-learning.md,
 section 12.1): the question strategy :class:`AtRecordedTriples` asks only at (word, state)
 pairs that recorded episodes reached, so every history asked is one the environment can
 produce, and nothing but the recording and the expert is needed (the reacher's 16 million
@@ -96,7 +96,7 @@ class MostEvidence:
     different (largest ``evidence``) first, then the cheapest, up to ``most`` a round. Steps
     are cheap beside what passive recording spends; what costs is a split the expert cannot
     confirm, so the triples most likely to become negative examples go first. Evidence within
-    :data:`rmtk.ties.TOL` is a tie (docs/design.md section 2)."""
+    :data:`rmtk.ties.TOL` is a tie (docs/design/02-conventions.md)."""
 
     most: int = attrs.field(default=256, validator=positive_int)
 

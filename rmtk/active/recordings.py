@@ -1,5 +1,5 @@
-"""Recorded data checked against the environment it is to be read in (docs/design.md,
-section 12): a recording names the environment's propositions in its order, and every counted
+"""Recorded data checked against the environment it is to be read in (docs/design/12-active-learning.md): a
+recording names the environment's propositions in its order, and every counted
 (word, state) pair ends with its state's label; else a clear error names what does not fit."""
 
 from __future__ import annotations

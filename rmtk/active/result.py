@@ -1,8 +1,8 @@
-"""What the active loop gives back (docs/design.md, section 12): the log of its rounds
+"""What the active loop gives back (docs/design/12-active-learning.md): the log of its rounds
 (:class:`Round`) and its result (:class:`ActiveResult`), whatever the question strategy.
 
 From an expert that is run, every answer is a statement at a level, never a proof
-(docs/design.md section 14): a round lists the comparisons it asked with what each resolved
+(docs/design/14-sampled-experts.md): a round lists the comparisons it asked with what each resolved
 (:class:`~rmtk.active.sampling.Compared`), the result says what resolved the merges of each
 machine (:meth:`ActiveResult.resolution`, :meth:`ActiveResult.merges`) and what the
 equivalence check covered (``coverage``)."""
@@ -125,7 +125,7 @@ class Resolved:
     ``undecided``: comparisons that resolved nothing; ``negatives``: the negative examples the
     answer rests on; ``options``: further witnesses, asked only as options and left open (the
     loop settles the comparisons the merges need, not those: ``options_best`` is the firmest of
-    them). A statement at a level, never a proof (docs/design.md section 14)."""
+    them). A statement at a level, never a proof (docs/design/14-sampled-experts.md)."""
 
     comparisons: int
     histories: int

@@ -1,5 +1,5 @@
 """Which known histories play the parts of a transition test, and which tests cost least, for
-an expert that is run (docs/design.md section 14.1, "Draws not spent twice"): a history already
+an expert that is run (docs/design/14-sampled-experts.md, section 14.1, "Draws not spent twice"): a history already
 asked serves every comparison that uses it, and a test that what is known decides already
 costs no draw.
 """
@@ -17,7 +17,7 @@ __all__ = ["Counted"]
 class Counted:
     """The histories known from an expert that is run, by (state, node of machine ``delta``):
     a transition test takes, among the histories that can play its two parts, those with the
-    most draws already (docs/design.md section 14.1)."""
+    most draws already (docs/design/14-sampled-experts.md, section 14.1)."""
 
     def __init__(self, knowledge, delta):
         self.knowledge, self.delta = knowledge, np.asarray(delta)

@@ -1,4 +1,4 @@
-"""Asking an expert that is run, sequentially (docs/design.md, sections 12 and 14).
+"""Asking an expert that is run, sequentially (docs/design/12-active-learning.md and docs/design/14-sampled-experts.md).
 
 A question to an expert that is run compares two histories at one state (a witness: the
 hypotheses merge them or split them; a transition test; a conformance history and its
@@ -36,7 +36,7 @@ class Query:
     expert that is run), asked because the witness (``word``, ``partner``, ``state``) separates
     the machine pairs ``pairs`` (indices among the round's hypotheses, 0-based; ``(i, i)``: it
     uses a free transition of machine ``i``). From an expert that is run, the two histories of a
-    witness are compared sequentially (docs/design.md section 14): ``samples`` is the next batch,
+    witness are compared sequentially (docs/design/14-sampled-experts.md): ``samples`` is the next batch,
     and the loop asks more until the comparison is decided, or ``cap`` draws at the history
     (``None``: no cap; the run's target resolution decides). ``optional``: a further witness,
     sampled while the round's other comparisons are undecided and it shows the most evidence,
@@ -130,7 +130,7 @@ def needs(knowledge, pairs, caps=None, *, asked=frozenset()) -> Needs:
         b = np.minimum(plan.draw2, np.maximum(0.0, cap[two] - n2[two])).astype(np.int64)
         lo, up = np.array(c.lower, dtype=float), np.array(c.resolution, dtype=float)
         # every interval the anytime-valid test gave holds at once: intersected with those of
-        # earlier looks, and a comparison once decided stays so (docs/design.md section 14)
+        # earlier looks, and a comparison once decided stays so (docs/design/14-sampled-experts.md)
         memory = knowledge.intervals
         eps = test.epsilon
         for r, idx in enumerate(np.flatnonzero(two).tolist()):
@@ -392,7 +392,7 @@ def undecided_merges(knowledge, delta) -> list[Query]:
 def resolved_stop(out, stopped: str, knowledge) -> str:
     """``stopped`` with what resolved the first machine's merges of ``out`` (an
     :class:`~rmtk.active.result.ActiveResult`) and what the next resolution
-    would cost at the weakest of them (docs/design.md section 14)."""
+    would cost at the weakest of them (docs/design/14-sampled-experts.md)."""
     summary = out.resolution(0)
     if summary is None:
         return stopped

@@ -1,4 +1,4 @@
-"""The machines that survive what is known of the expert (docs/design.md, section 12; what is
+"""The machines that survive what is known of the expert (docs/design/12-active-learning.md; what is
 known: :class:`~rmtk.active.knowledge.Knowledge`, in rmtk/active/knowledge.py, which this module
 still offers under its former name ``rmtk.active.survivors.Knowledge``).
 

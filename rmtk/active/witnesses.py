@@ -1,4 +1,4 @@
-"""Where a witness of a sampled expert sits (docs/design.md section 14.1).
+"""Where a witness of a sampled expert sits (docs/design/14-sampled-experts.md, section 14.1).
 
 A witness splits two nodes p, q of a machine at a state. While the two run through labels that
 leave them the same two nodes, their futures agree, so a discounted expert's policies under p
@@ -69,7 +69,7 @@ def nearest_change(found, states, cls, depth, delta, near) -> list[tuple[int, in
     changes the pair of nodes it splits (a letter after which the two nodes are not the same
     two nodes again), then by length. Where no such label is near, the two nodes' futures
     agree for longer, and a discounted expert acts alike there for longer too: a difference
-    between them shows first near those labels (docs/design.md section 14.1). Ties keep the
+    between them shows first near those labels (docs/design/14-sampled-experts.md, section 14.1). Ties keep the
     shortest-first order of :func:`rmtk.equivalence.clash_pairs`."""
     if not found:
         return []

@@ -1,5 +1,5 @@
 """Which flags of ``rmtk learn`` apply to which way of learning: one table, :data:`LEARN_FLAGS`,
-read by :func:`learn_mode` before any work (docs/design.md, section 8).
+read by :func:`learn_mode` before any work (docs/design/08-progress-and-limits.md).
 
 ``rmtk learn`` learns in one of the :data:`MODES`, decided by ``--active``, ``--learn-labels``,
 ``--demos``, ``--from`` and ``--expert``; without ``--from``, demonstrations with rewards are

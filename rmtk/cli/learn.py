@@ -1,6 +1,6 @@
 """``rmtk learn``: the checks made before any work (:mod:`rmtk.cli.flags`, :mod:`rmtk.cli.sizes`,
 the output paths), the :class:`~rmtk.cli.args.LearnPlan` run, its report, and the files
-written (docs/design.md, section 11)."""
+written (docs/design/11-faults.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Every size a user types, checked against what it will allocate before any work
-(docs/design.md, section 11: "Bounds").
+(docs/design/11-faults.md: "Bounds").
 
 A number on the command line becomes arrays: ``--learn-labels K`` clauses over K² pairs of
 propositions per state, ``--samples M`` M actions drawn per question, ``--walks N

@@ -1,5 +1,5 @@
 """How the ``rmtk`` command stops: SIGINT (Ctrl-C), SIGTERM and ``--time-limit``
-(docs/design.md, sections 8 and 11).
+(docs/design/08-progress-and-limits.md and docs/design/11-faults.md).
 
 While a command can print what it has (:func:`stoppable`: the work of ``rmtk learn``), the
 first SIGINT or SIGTERM asks every phase to stop (:func:`rmtk.limits.request_stop`): each

@@ -1,5 +1,4 @@
-"""Engines: where the work of counting, simulating and recording runs (docs/design.md,
-section 10).
+"""Engines: where the work of counting, simulating and recording runs (docs/design/10-parquet-and-engines.md).
 
 * :mod:`rmtk.engines.local`: the :class:`~rmtk.engines.local.Engine` protocol,
   :class:`~rmtk.engines.local.LocalEngine` (this process) and

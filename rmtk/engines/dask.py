@@ -10,7 +10,7 @@ order of :class:`~rmtk.engines.shards.TreeReducer`, so the tree is the local eng
 is the same. Results stay on the workers until merged; only the final one comes back. Items
 are read lazily and at most ``max_in_flight`` of them wait or run at a time.
 
-Failures (docs/design.md, section 11.1). A task whose worker dies is rescheduled by the
+Failures (docs/design/11-faults.md, section 11.1). A task whose worker dies is rescheduled by the
 scheduler (up to ``distributed.scheduler.allowed-failures`` times), lost results are
 recomputed from their inputs. A task that raises an :class:`~rmtk.errors.RmtkError` (bad data,
 found on a worker) stops the run at once with that error: data errors are not transient. Any

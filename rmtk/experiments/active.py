@@ -1,4 +1,4 @@
-"""Active learning against passive learning (docs/design.md, section 12): the paper's four
+"""Active learning against passive learning (docs/design/12-active-learning.md): the paper's four
 tabular tasks learned from the exact expert with no initial data, beside the full prefix tree
 at the paper's depths; and stack-avoid from 1,000 recorded demonstrations plus questions to
 an expert that is run. The experiment only: the active loop itself is :mod:`rmtk.active.loop`."""

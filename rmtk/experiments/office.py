@@ -278,7 +278,7 @@ def report(results: list[TaskResult], opts: Options) -> Report:
             rep.notes.append(
                 f"{r.name} from episodes: {r.data.result.n_nodes} nodes, consistent with what the episodes "
                 f"show but not with the expert at every depth ({r.data.result.verdicts[0]}); see "
-                "docs/benchmarks.md, section 12."
+                "docs/benchmarks/12-office-world.md."
             )
     rep.notes.append(
         "no machine: one node paying for each label the most the true machine pays for it; it cannot "

@@ -139,7 +139,7 @@ def collect(
             local cluster, one worker per CPU) or an engine object, such as
             ``DaskEngine(workers=4)``, ``DaskEngine(scheduler="tcp://host:8786")`` or
             ``DaskEngine(client=c)`` (:mod:`rmtk.engines`); the recording does not depend on it.
-        compress: key the words by non-stuttering compression (docs/design.md, section 2).
+        compress: key the words by non-stuttering compression (docs/design/02-conventions.md).
         rewards: record rewards with the counts (the recording's ``rewards``, read by
             :func:`rmtk.traces.rewards.reward_traces`): ``True`` for the environment's own,
             or a function ``rewards(obs, action, reward, next_obs, info) -> float`` (a batch

@@ -1,5 +1,5 @@
 """Experts that act in a Gymnasium environment, asked by active learning
-(:mod:`rmtk.active.loop`, docs/design.md section 12).
+(:mod:`rmtk.active.loop`, docs/design/12-active-learning.md).
 
 :class:`GymExpert` takes a single (not vector) environment whose observations are the state
 indices of a labeled MDP describing it, and a :class:`~rmtk.gym.NodePolicy`: a policy whose

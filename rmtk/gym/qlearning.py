@@ -45,7 +45,7 @@ class Episode:
 @attrs.frozen
 class QLearning:
     """ε-greedy tabular Q-learning (ties broken at random, seeded: the actions within
-    :data:`rmtk.ties.TOL` of the best Q-value are tied, docs/design.md section 2).
+    :data:`rmtk.ties.TOL` of the best Q-value are tied, docs/design/02-conventions.md).
 
     Args:
         alpha: learning rate (1 suits deterministic environments).

@@ -11,7 +11,7 @@ velocities (a :class:`~rmtk.gym.Bins`), and :func:`reacher_expert` is the script
 ``gymnasium[mujoco]``; MuJoCo is imported when an environment is made.
 
 :class:`ReacherExpert` is the same scripted expert as an :class:`~rmtk.active.experts.Expert`
-that active learning asks (docs/design.md, section 12.1). A history (compressed label word,
+that active learning asks (docs/design/12-active-learning.md, section 12.1). A history (compressed label word,
 cell) is realised by *restoring* arms (MuJoCo's state, as ``set_state`` does) at points drawn
 uniformly inside the cell's bins whose fingertip lies in the word's last label, and the
 expert's node is driven along the word, never reset at its end. The restored observations are

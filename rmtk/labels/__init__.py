@@ -1,5 +1,4 @@
-"""Learning the labeling function with the machine, from state histories (docs/design.md,
-section 13).
+"""Learning the labeling function with the machine, from state histories (docs/design/13-learning-labels.md).
 
 * :mod:`rmtk.labels.learner`: :class:`~rmtk.labels.learner.LabelLearner`, beside
   :class:`~rmtk.learner.Learner`;

@@ -1,5 +1,5 @@
 """SAT encoding of "a labeling with k propositions and a machine with n nodes consistent with the
-expert's behaviour over state histories" (docs/design.md, section 13): one incremental solver
+expert's behaviour over state histories" (docs/design/13-learning-labels.md): one incremental solver
 per number of nodes, :class:`PairFormula`.
 
 The problem is the one of :mod:`rmtk.sat.encoding` over the *state view* of the MDP

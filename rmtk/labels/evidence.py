@@ -1,5 +1,5 @@
-"""What sampled data could resolve, for pairs learned from demonstrations (docs/design.md,
-sections 13 and 14): a result from counted data is no proof. Two state histories at a common
+"""What sampled data could resolve, for pairs learned from demonstrations (docs/design/13-learning-labels.md and
+docs/design/14-sampled-experts.md): a result from counted data is no proof. Two state histories at a common
 state are a negative example when their action distributions differ at level α; every
 comparison goes through :mod:`rmtk.statistics` with the bound of recorded data
 (:data:`rmtk.statistics.FIXED`, the rule :class:`~rmtk.negatives.ConfidenceMiner` applies).

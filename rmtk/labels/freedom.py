@@ -1,5 +1,5 @@
 """Which states of a learned pair are *free*: their label alone could change, the machine as it
-is, and the expert would still be matched (docs/design.md, section 13). Freedom belongs to a
+is, and the expert would still be matched (docs/design/13-learning-labels.md). Freedom belongs to a
 pair, not to a state.
 
 A change at state s is invisible when every node s is entered from (the transitions over

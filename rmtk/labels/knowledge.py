@@ -1,5 +1,5 @@
-"""What a user says about the labels, checked and turned into state indices (docs/design.md,
-section 13): labels known by name (``known={state: proposition}``), states known to share a
+"""What a user says about the labels, checked and turned into state indices (docs/design/13-learning-labels.md):
+labels known by name (``known={state: proposition}``), states known to share a
 label (``shared=[(s1, s2, …), …]``), and the number of propositions.
 
 Everything a user can type is checked before any search: a proposition name must be a

@@ -1,4 +1,4 @@
-"""The label-free check of the (n, k) search (docs/design.md, section 13): whether some labeling
+"""The label-free check of the (n, k) search (docs/design/13-learning-labels.md): whether some labeling
 and some machine with n nodes fit the expert, for every number of propositions at once.
 
 A labeling and a machine are read over states as ``D(u, s) = δ(u, L(s))``; conversely any

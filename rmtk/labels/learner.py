@@ -1,5 +1,5 @@
 """The :class:`LabelLearner`: the labeling function learned with the machine, from state
-histories (docs/design.md, section 13). It sits beside :class:`~rmtk.learner.Learner` and
+histories (docs/design/13-learning-labels.md). It sits beside :class:`~rmtk.learner.Learner` and
 composes the same strategies where they apply — a PTP strategy (read over state histories by
 :class:`~rmtk.labels.histories.StateHistoryPTP`) and a negative example miner — with its own
 pair search (:class:`~rmtk.labels.search.PairSearch`, default

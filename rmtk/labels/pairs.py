@@ -1,4 +1,4 @@
-"""(Labeling, machine) pairs and their canonical form (docs/design.md, section 13).
+"""(Labeling, machine) pairs and their canonical form (docs/design/13-learning-labels.md).
 
 A pair is a labeling ``L`` of the states that matter (−1 elsewhere) and a machine ``δ`` over
 its k propositions. It is read over states as ``D(u, s) = δ(u, L(s))``

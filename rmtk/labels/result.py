@@ -1,6 +1,6 @@
 """What a :class:`~rmtk.labels.learner.LabelLearner` found: :class:`LabelLearnResult`, its
 :class:`SurvivorSummary` for survivors too many to read, and what the data could resolve
-(docs/design.md, section 13)."""
+(docs/design/13-learning-labels.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The search for the smallest (labeling, machine) pairs consistent with the expert's behaviour
 over state histories: fewest nodes, then fewest propositions, every pair of that size listed up
-to renaming of nodes and of propositions (docs/design.md, section 13).
+to renaming of nodes and of propositions (docs/design/13-learning-labels.md).
 
 A pair search is a strategy of the :class:`~rmtk.labels.learner.LabelLearner` (protocol
 :class:`PairSearch`, capabilities :class:`PairSearchCapabilities`); :class:`SmallestPairs` is

@@ -1,5 +1,5 @@
-"""Learned pairs judged against the truth, when the target is a task (docs/design.md,
-section 13): policy-equivalence at every depth, equality up to renaming of nodes and
+"""Learned pairs judged against the truth, when the target is a task (docs/design/13-learning-labels.md):
+policy-equivalence at every depth, equality up to renaming of nodes and
 propositions, and whether the truth is among the survivors.
 
 The truth is read as a pair (:func:`truth_pair`) and keyed exactly as the learned pairs are

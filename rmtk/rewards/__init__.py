@@ -1,4 +1,4 @@
-"""Rewards of learned machines (paper section 3.2, appendix D; docs/design.md, section 6).
+"""Rewards of learned machines (paper section 3.2, appendix D; docs/design/06-rewards.md).
 
 * :mod:`rmtk.rewards.recovery`: the linear soft Bellman fit (Algorithm 3), identification up
   to shaping, the representative of the shaping class (absorbing loops 0, fewest non-zero

@@ -1,5 +1,4 @@
-"""MaxEnt reward extraction (paper section 3.2, end; appendix D, Algorithm 3; docs/design.md,
-section 6).
+"""MaxEnt reward extraction (paper section 3.2, end; appendix D, Algorithm 3; docs/design/06-rewards.md).
 
 Two steps turn a learned reward machine *model* into a reward machine:
 

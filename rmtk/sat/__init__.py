@@ -1,4 +1,4 @@
-"""The SAT core (paper section 3.1; docs/design.md, sections 3 and 9).
+"""The SAT core (paper section 3.1; docs/design/03-sat-encoding.md and docs/design/09-beyond-the-paper.md).
 
 * :mod:`rmtk.sat.encoding`: the variable pool, one generator of clauses per constraint
   family, and decoding a model into a machine;

@@ -1,5 +1,5 @@
 """Counterexample-guided learning: negative examples added only when a candidate machine
-violates them (lazy negatives), and learning at every depth (docs/design.md, section 9).
+violates them (lazy negatives), and learning at every depth (docs/design/09-beyond-the-paper.md).
 
 A lazy search keeps one SAT solver per size n holding the structural clauses only
 (determinism, full specification, non-stuttering, symmetry breaking). Each candidate machine

@@ -1,4 +1,4 @@
-"""The one place rmtk opens and drives a SAT solver (docs/design.md, section 8).
+"""The one place rmtk opens and drives a SAT solver (docs/design/08-progress-and-limits.md).
 
 Every search asks the same of a backend: clauses added between calls (incremental), calls
 under assumptions, and calls bounded by a number of conflicts (``solve_limited`` with
