@@ -2,7 +2,8 @@
 (prefix tree, negative examples), the verdicts against a known truth, the rewards, the timings,
 and what the data resolve and what would separate the survivors (docs/design/07-verdicts.md,
 docs/design/09-beyond-the-paper.md and docs/design/14-sampled-experts.md). The passive
-:class:`~rmtk.learner.Learner` and the active loop both build it (the active loop wraps it in rmtk/active/result.py's ``ActiveResult``; the label learner's result is
+:class:`~rmtk.learner.Learner` and the active loop both build it (the active loop wraps it
+in rmtk/active/result.py's ``ActiveResult``; the label learner's result is
 rmtk/labels/result.py's ``LabelLearnResult``).
 """
 
