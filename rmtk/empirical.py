@@ -79,29 +79,6 @@ def _aggregate(
 COUNT_BLOCK_CELLS = 1 << 20
 
 
-def _block_nodes(
-    grow: TrieBuilder, node: np.ndarray, lab: np.ndarray, change: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The trie nodes of a block of steps: ``(N, B)`` the word's node before and after each
-    step. A step where ``change`` holds extends the word by its label ``lab``; ``grow`` meets
-    the new words one step at a time (trajectories in order), so the trie's ids are those a
-    step-by-step count gives. ``node`` (the nodes before the block) is moved to those after it."""
-    start = node.copy()
-    t, i = np.nonzero(change.T)  # by step, then trajectory
-    event = np.empty(len(t), np.int64)
-    if len(t):
-        cut = np.flatnonzero(np.diff(t)) + 1
-        for a, b in zip(np.r_[0, cut].tolist(), np.r_[cut, len(t)].tolist()):
-            rows = i[a:b]
-            event[a:b] = node[rows] = grow.children(node[rows], lab[rows, t[a]])
-    mark = np.full(change.shape, -1, np.int64)
-    mark[i, t] = np.arange(len(t))
-    mark = np.maximum.accumulate(mark, axis=1)  # a row's last change so far (its events rise with the step)
-    after = np.where(mark >= 0, event[np.maximum(mark, 0)] if len(t) else 0, start[:, None])
-    before = np.concatenate([start[:, None], after[:, :-1]], axis=1)
-    return before, after
-
-
 def count_chunk(
     mdp: LabeledMDP,
     demos: Demonstrations,
@@ -158,7 +135,7 @@ def count_chunk(
             change = live & (lab != prev)
         else:
             change = live
-        before, after = _block_nodes(grow, node, lab, change)
+        before, after = grow.steps(node, lab, change)
         if demos.rewards is not None:  # the previous step's reward, paid on this label
             i, b = np.nonzero(live & (steps > 0)[None, :])
             paid.append((before[i, b] * K + lab[i, b], demos.rewards[i, steps[b] - 1]))

@@ -156,6 +156,26 @@ class TrieBuilder:
         self._ids = np.concatenate([self._ids, new_ids])[order]
         return out
 
+    def steps(self, node: np.ndarray, lab: np.ndarray, change: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The nodes of a block of steps of ``N`` words: ``(N, B)`` each word's node before and
+        after each step. A step where ``change`` holds extends the word by its label ``lab``;
+        the new words are met one step at a time (words in order), so the ids are those a
+        step-by-step count gives. ``node`` (the nodes before the block) is moved to those after it."""
+        start = node.copy()
+        t, i = np.nonzero(change.T)  # by step, then word
+        event = np.empty(len(t), np.int64)
+        if len(t):
+            cut = np.flatnonzero(np.diff(t)) + 1
+            for a, b in zip(np.r_[0, cut].tolist(), np.r_[cut, len(t)].tolist()):
+                rows = i[a:b]
+                event[a:b] = node[rows] = self.children(node[rows], lab[rows, t[a]])
+        mark = np.full(change.shape, -1, np.int64)
+        mark[i, t] = np.arange(len(t))
+        mark = np.maximum.accumulate(mark, axis=1)  # a word's last change so far (its events rise with the step)
+        after = np.where(mark >= 0, event[np.maximum(mark, 0)] if len(t) else 0, start[:, None])
+        before = np.concatenate([start[:, None], after[:, :-1]], axis=1)
+        return before, after
+
     @classmethod
     def from_trie(cls, trie: Trie, n_letters: int) -> TrieBuilder:
         """A builder that continues an existing trie (ids are kept)."""
