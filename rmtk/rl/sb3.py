@@ -45,7 +45,7 @@ def one_thread():
     """torch on one thread for the duration (the caller's setting restored after): a forward
     pass of a small network on a batch of thousands gains nothing from a second thread, and on
     a busy machine torch's threads wait for a free core (a 2 ms pass of the reacher's agent
-    took 90 ms with two threads on a loaded 2-core machine); as :mod:`rmtk._threads` for BLAS."""
+    took 90 ms with two threads on a loaded 2-core machine); as rmtk/_threads.py does for BLAS."""
     import torch
 
     threads = torch.get_num_threads()

@@ -69,10 +69,11 @@ class NoiseWidth:
         delta: the tolerance used: every observed reward is within ``±delta`` of its output.
         estimated: whether ``delta`` was estimated (else given).
         centers: ``(J,)`` the outputs, ascending: each group's midrange.
-        lows, highs: ``(J,)`` the smallest and largest observed value of each output's group.
+        lows: ``(J,)`` the smallest observed value of each output's group.
+        highs: ``(J,)`` the largest observed value of each output's group.
         counts: ``(J,)`` observed steps per output.
-        width_low, width_high: ``(J,)`` each output's noise half-width interval (uniform noise;
-            ``inf`` above for an output observed once).
+        width_low: ``(J,)`` the lower end of each output's noise half-width interval (uniform noise).
+        width_high: ``(J,)`` its upper end (``inf`` for an output observed once).
         separating: ``(a, b)``: every δ in ``[a, b)`` gives the same outputs (``b`` may be ``inf``).
         confidence: of the intervals (jointly, by Bonferroni over the outputs).
     """
