@@ -135,7 +135,7 @@ def test_the_readme_is_a_front_page():
     assert "# Run the main job (learn the patrol machine from the expert's exact policy)\n" in text
     assert "\n    pip install . && rmtk learn models/patrol.rm --png patrol.png --force\n" in text
     assert "# Run the tests\n    pip install '.[test]' && python -m pytest -q\n" in text
-    assert len(_blocks(ROOT / "README.md", "python")) == 1
+    assert len(_blocks(ROOT / "README.md", "python")) == 2  # the tour; a deep RL agent (the rl extra)
     assert text.count("![") == 1 and "(docs/images/patrol.svg)" in text
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import attrs
 
-from ..errors import RmtkError, UsageError
+from ..errors import UsageError
 
 #: The ways ``rmtk learn`` learns, and how messages name them.
 MODES = {
@@ -291,8 +291,8 @@ def evidence_of(args) -> str:
 
     from ..data import holds_rewards
 
-    if not os.path.exists(args.demos):  # said before what it holds, as plan_learn says it
-        raise RmtkError(f"{args.demos}: no such file or directory (--demos)")
+    if not os.path.exists(args.demos):  # the flags are checked first; plan_learn then says it is missing
+        return args.evidence or "policy"
     held = holds_rewards(args.demos)
     if args.evidence is None:
         return "both" if held else "policy"
