@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -196,14 +197,14 @@ def _reward_noise(text: str) -> tuple[str, float]:
     try:
         value = float(level)
     except ValueError:
-        value = float("nan")
-    if not sep or kind not in ("replace", "uniform") or not value == value:
+        value = math.nan
+    if not sep or kind not in ("replace", "uniform") or math.isnan(value):
         raise argparse.ArgumentTypeError(
             f"expected replace:E or uniform:W (e.g. replace:0.05, uniform:0.1), got {text!r}"
         )
     if kind == "replace" and not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"replace:E needs E in [0, 1], got {level}")
-    if kind == "uniform" and not (0 <= value < float("inf")):
+    if kind == "uniform" and not (0 <= value < math.inf):
         raise argparse.ArgumentTypeError(f"uniform:W needs a finite W >= 0, got {level}")
     return kind, value
 

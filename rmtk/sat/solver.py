@@ -18,6 +18,7 @@ models on any machine under any load (docs/design/determinism.md); a time limit 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterable, Sequence
 
 from pysat.solvers import Solver, SolverNames
@@ -175,6 +176,7 @@ class _Stopped(Exception):
     """Raised inside an interrupted RC2 at a step between oracle calls."""
 
 
+@functools.cache  # one class per kind, not one per search
 def rc2_class(stratified: bool):
     """pysat's ``RC2`` or ``RC2Stratified``, made to end a ``compute`` once interrupted.
 

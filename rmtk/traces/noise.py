@@ -50,7 +50,8 @@ def replaced_rewards(demos: Demonstrations, values, epsilon: float, *, seed: int
     decided by ``seed``."""
     if not (isinstance(epsilon, (int, float)) and 0 <= epsilon <= 1):
         raise ModelError(f"epsilon must lie in [0, 1], got {epsilon!r}")
-    if len(np.unique(np.asarray(values, dtype=np.float64))) < 2:
+    values = np.unique(np.asarray(values, dtype=np.float64))
+    if len(values) < 2:
         raise ModelError("replacement noise needs at least two reward values to replace one by another")
     rewards = _rewards_of(demos)
     return attrs.evolve(demos, rewards=replace_values(rewards, values, epsilon, np.random.default_rng(seed)))
