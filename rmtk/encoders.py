@@ -32,6 +32,7 @@ can also hand its own ``encode`` to :func:`rmtk.sat.search.search`.
 from __future__ import annotations
 
 import functools
+from typing import ClassVar
 
 import attrs
 import numpy as np
@@ -56,8 +57,9 @@ from .sat.encoding import (
     soft_reward_outputs,
     symmetry_breaking_bfs,
 )
+from .sat.fewest import fewest_search
 from .sat.lazy import lazy_search
-from .sat.search import SearchResult, fewest_search, maxsat_search, search
+from .sat.search import SearchResult, maxsat_search, search
 from .sat.solver import DEFAULT_SOLVER, check_solver_field
 from .validators import one_of
 
@@ -97,7 +99,9 @@ class SatEncoder(EncoderCapabilities):
     Args:
         symmetry_breaking: BFS numbering of the nodes, so each machine appears once.
         non_stuttering: the constraint of eq. 7 (needed by compressed prefix trees).
-        solver: a python-sat solver name (see :data:`rmtk.sat.solver.SOLVERS`).
+        solver: a python-sat solver name (see :data:`rmtk.sat.solver.SOLVERS`); by default
+            the encoder's :attr:`default_solver` (:data:`rmtk.sat.solver.DEFAULT_SOLVER`,
+            CaDiCaL 1.5.3; :class:`SimplestEncoder`: MiniSat 2.2).
         negatives: how negative examples are encoded: ``"classes"`` (grouped, linear in the
             (word, state) pairs), ``"pairs"`` (one clause set per distinct word pair, as in
             the paper) or ``"lazy"`` (only those a candidate violates, with their words' runs,
@@ -105,9 +109,14 @@ class SatEncoder(EncoderCapabilities):
             :mod:`rmtk.sat.lazy`). Word pairs from demonstrations are always encoded pairwise.
     """
 
+    #: The backend of an encoder made without ``solver``: the one its searches suit best.
+    default_solver: ClassVar[str] = DEFAULT_SOLVER
+
     symmetry_breaking: bool = True
     non_stuttering: bool = True
-    solver: str = attrs.field(default=DEFAULT_SOLVER, validator=check_solver_field)
+    solver: str = attrs.field(
+        default=attrs.Factory(lambda self: self.default_solver, takes_self=True), validator=check_solver_field
+    )
     negatives: str = attrs.field(default="classes", validator=one_of(*NEGATIVE_MODES))
 
     @property
@@ -272,7 +281,17 @@ def moving_transitions(formula: Formula, n: int, n_letters: int) -> np.ndarray:
 class SimplestEncoder(SatEncoder):
     """Hard negatives, the smallest ``n`` (as :class:`~rmtk.encoders.SatEncoder`), then only
     the machines with the fewest transitions that leave their node (``SearchResult.message``
-    says how many; their ``cost`` is ``None``: no negative example is dropped)."""
+    says how many; their ``cost`` is ``None``: no negative example is dropped), listed in
+    their canonical order (:func:`rmtk.sat.fewest.canonical_order`), so a complete listing is
+    the same on every backend.
+
+    Its backend is MiniSat 2.2 unless ``solver`` says otherwise: its searches are many small
+    incremental calls (a size at a time, then one fewer moving transition at a time, then one
+    machine at a time), where MiniSat loads clauses faster and finishes sooner than CaDiCaL
+    (Craft t9 from 400 episodes of rewards: about half the CPU; the Office World's tasks from
+    10⁴ demonstrations: a quarter less; docs/benchmarks/rewards.md)."""
+
+    default_solver: ClassVar[str] = "minisat22"
 
     def moves(self, problem: Problem, n: int, hard: Formula | None = None) -> Formula:
         """The hard formula at ``n`` nodes (``hard``, when given: ``encode(problem, n)`` made

@@ -1,18 +1,20 @@
 """What the searches around the solver do, made lighter without changing an answer: the WCNF
 built by whole lists (rmtk.sat.search.weighted_cnf), SimplestEncoder's first pass, which only
 decides the smallest size (SatEncoder.smallest(decide_only=True)), and its optimum, found on
-that pass's solver (rmtk.sat.search.fewest_search)."""
+that pass's solver (rmtk.sat.fewest.fewest_search)."""
 
 from pathlib import Path
 
 import numpy as np
+import pytest
 from pysat.formula import WCNF
 
 from rmtk import Learner, dsl
 from rmtk.encoders import SatEncoder, SimplestEncoder
 from rmtk.limits import SearchLimits
 from rmtk.sat.encoding import Problem
-from rmtk.sat.search import maxsat_search, weighted_cnf
+from rmtk.sat.fewest import canonical_order
+from rmtk.sat.search import canonical_partial, maxsat_search, weighted_cnf
 from rmtk.traces.evidence import TraceRewards
 from rmtk.traces.explorers import explore
 from rmtk.traces.rewards import reward_traces
@@ -55,10 +57,14 @@ def test_deciding_the_size_alone_matches_the_search():
     assert min(int((s.delta_u[s.used] != np.nonzero(s.used)[0]).sum()) for s in full.solutions) >= moving[0]
 
 
+def _key(solution):
+    return canonical_partial(solution.delta_u, solution.used)[0]
+
+
 def test_simplest_takes_over_the_formula_of_its_size():
     """SimplestEncoder weighs the moving transitions on the formula and the solver its first
-    pass made at the smallest size (the optimum found there, the optima listed on a fresh
-    solver): the same machines, in the same order, as MaxSAT on the formula made afresh."""
+    pass made at the smallest size, and lists the optima there: the same machines as MaxSAT
+    on the formula made afresh, in their canonical order."""
     task = dsl.load(MODELS / "office.rm").tasks["coffee_mail"]
     demos = explore(task, 120, 60, seed=1, epsilon=0.5)
     traces = reward_traces(demos, task.mdp)
@@ -66,6 +72,25 @@ def test_simplest_takes_over_the_formula_of_its_size():
     enc = SimplestEncoder()
     res = enc.search(problem, SearchLimits(max_nodes=5, min_nodes=1, max_solutions=50))
     fresh = maxsat_search(enc.moves, problem, SearchLimits(nodes=res.n_nodes, max_solutions=50))
-    assert res.n_nodes is not None and len(res.solutions) == len(fresh.solutions) >= 2  # an order to keep
-    assert all(np.array_equal(a.delta_u, b.delta_u) for a, b in zip(res.solutions, fresh.solutions))
+    assert res.n_nodes is not None and len(res.solutions) == len(fresh.solutions) >= 2  # an order to check
+    assert res.complete and fresh.complete
+    assert [_key(s) for s in res.solutions] == sorted(_key(s) for s in fresh.solutions)
+    assert all(np.array_equal(a.delta_u, b.delta_u) for a, b in zip(res.solutions, canonical_order(fresh.solutions)))
     assert f"{fresh.cost} (node, letter) transitions" in res.message
+
+
+@pytest.mark.parametrize("solver", ["cadical153", "glucose4", "minisat22"])
+def test_the_simplest_machines_do_not_depend_on_the_backend(solver):
+    """A complete listing of the simplest machines is the same list on every backend: the
+    machines sorted by their canonical key, not in the order a solver found them."""
+    task = dsl.load(MODELS / "office.rm").tasks["coffee_mail"]
+    demos = explore(task, 120, 60, seed=1, epsilon=0.5)
+    traces = reward_traces(demos, task.mdp)
+    problem = Problem(traces.trie, task.mdp.n_propositions, rewards=traces)
+    limits = SearchLimits(max_nodes=5, min_nodes=1, max_solutions=50)
+    ours = SimplestEncoder(solver=solver).search(problem, limits)
+    ref = maxsat_search(SimplestEncoder().moves, problem, SearchLimits(nodes=ours.n_nodes, max_solutions=50))
+    assert ours.complete and ref.complete and len(ours.solutions) == len(ref.solutions) >= 2
+    keys = [_key(s) for s in ours.solutions]
+    assert keys == sorted(_key(s) for s in ref.solutions) and keys == sorted(keys)
+    assert f"the simplest machines: {ref.cost} (node, letter)" in ours.message

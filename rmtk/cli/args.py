@@ -142,9 +142,9 @@ def _encoder_from_args(args):
         SimplestNoisyRewardEncoder,
     )
 
-    common = dict(
-        non_stuttering=not args.stuttering, symmetry_breaking=not args.no_symmetry_breaking, solver=args.solver
-    )
+    common = dict(non_stuttering=not args.stuttering, symmetry_breaking=not args.no_symmetry_breaking)
+    if args.solver is not None:  # else the encoder's own default backend
+        common.update(solver=args.solver)
     if args.maxsat:
         return MaxSatEncoder(weights=args.weights or "unit", **common)
     if args.noisy:
@@ -164,9 +164,12 @@ def label_learner_from_args(args, learner=None):
     from ..exact import ExactPTP
     from ..labels.learner import LabelLearner
     from ..labels.search import SmallestPairs
+    from ..sat.solver import DEFAULT_SOLVER
 
     search = SmallestPairs(
-        symmetry_breaking=not args.no_symmetry_breaking, non_stuttering=not args.stuttering, solver=args.solver
+        symmetry_breaking=not args.no_symmetry_breaking,
+        non_stuttering=not args.stuttering,
+        solver=args.solver or DEFAULT_SOLVER,
     )
     if learner is None:  # the questions of the active loop are the data: the command line's limits
         strategies: dict = {}
@@ -253,6 +256,7 @@ def active_from_args(args, task: Task):
     from ..active.loop import RESOLUTION, ActiveLearner
     from ..active.questions import SplitMostPairs
     from ..encoders import SatEncoder
+    from ..sat.solver import DEFAULT_SOLVER
 
     expert_kind = args.expert or ("simulated" if args.demos else "exact")
     data = None
@@ -272,7 +276,9 @@ def active_from_args(args, task: Task):
         check=walks,
         resolution=RESOLUTION if args.resolution is None else args.resolution,
         encoder=SatEncoder(
-            non_stuttering=not args.stuttering, solver=args.solver, symmetry_breaking=not args.no_symmetry_breaking
+            non_stuttering=not args.stuttering,
+            solver=args.solver or DEFAULT_SOLVER,
+            symmetry_breaking=not args.no_symmetry_breaking,
         ),
         budget=budget,
         max_nodes=args.max_nodes,

@@ -318,10 +318,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     ln.add_argument(
         "--solver",
-        default=DEFAULT_SOLVER,
         choices=SOLVERS,
         metavar="NAME",
-        help=f"SAT solver of python-sat (default {DEFAULT_SOLVER})",
+        help=f"SAT solver of python-sat (default {DEFAULT_SOLVER}; with --simplest, minisat22)",
     )
     ln.add_argument(
         "--demos",

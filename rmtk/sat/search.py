@@ -433,66 +433,6 @@ def maxsat_search(
     )
 
 
-def fewest_search(
-    encode: Encode,
-    weigh: Callable[[Problem, int, Formula], Formula],
-    problem: Problem,
-    limits: SearchLimits,
-    *,
-    solver: str = DEFAULT_SOLVER,
-    non_stuttering: bool = True,
-) -> SearchResult:
-    """The smallest n of ``limits.sizes`` whose ``encode(problem, n)`` is satisfiable (as
-    :func:`search`), then every machine at n with the fewest of the unit-weight relaxation
-    variables of ``weigh(problem, n, formula)`` true (the formula taken over and extended).
-    The optimum is found on the solver that decided n (the new clauses added, then one fewer
-    asked for until none: :func:`fewest_true`); the optima are listed on a fresh solver as
-    :func:`maxsat_search` lists unit-weight optima, so the machines and their order are those
-    of ``maxsat_search`` on the weighed formula, without loading it into two more solvers."""
-    found: dict = {}
-
-    def at_smallest(sat_solver, formula: Formula, n: int) -> None:
-        t0 = time.perf_counter()
-        size = len(formula.hard)
-        weighed = weigh(problem, n, formula)
-        for clause in weighed.hard[size:]:
-            sat_solver.add_clause(clause)
-        t1 = time.perf_counter()
-        relax = np.asarray(weighed.relax, np.int64)
-        sat = solve(sat_solver, limits.deadline)
-        best = fewest_true(sat_solver, relax, weighed.pool.top, limits.deadline) if sat else None
-        found.update(formula=weighed, best=best, encode=t1 - t0, solve=time.perf_counter() - t1)
-
-    probe = search(
-        encode, problem, limits, solver=solver, non_stuttering=non_stuttering, decide_only=True, at_smallest=at_smallest
-    )
-    if probe.n_nodes is None:
-        return probe
-    n, formula, best = probe.n_nodes, found["formula"], found["best"]
-    t_enc, t_solve = probe.time_encode + found["encode"], probe.time_solve + found["solve"]
-    pool = formula.pool
-    if best is None:
-        why = stopped_while(limits.deadline, f"optimising at {n} nodes")
-        return SearchResult(None, (), False, probe.tried, formula.n_clauses, pool.top, t_enc, t_solve, 0.0, why)
-    t0 = time.perf_counter()
-    decoder = _Decoder(problem.trie, non_stuttering)
-    sols, complete, more = optima(formula.hard, pool, formula.relax, best, decoder, n, limits, solver)
-    return SearchResult(
-        n,
-        sols,
-        complete,
-        probe.tried,
-        formula.n_clauses,
-        pool.top,
-        t_enc,
-        t_solve,
-        time.perf_counter() - t0,
-        _stopped(complete, limits, more),
-        cost=int(best),
-        more=more,
-    )
-
-
 def optima(hard, pool: VarPool, relax: np.ndarray, best: int, decoder: _Decoder, n: int, limits, solver: str):
     """Every machine of ``hard`` with at most ``best`` of the unit-weight ``relax`` true (the
     optima, ``best`` being the optimum), listed by a plain SAT solver, much faster than
@@ -503,39 +443,20 @@ def optima(hard, pool: VarPool, relax: np.ndarray, best: int, decoder: _Decoder,
         else CardEnc.atmost(relax.tolist(), bound=best, vpool=pool.aux, encoding=EncType.totalizer).clauses
     )
     with open_solver(solver, hard + bound) as sat_solver:
-        sat = solve(sat_solver, limits.deadline)
-        if sat is None:
-            return (), False, None
-        if not sat:  # pragma: no cover - the optimum was found on these clauses
-            raise RmtkError("internal error: the MaxSAT optimum is not reproducible by SAT")
-        sols, complete, _, more = _enumerate(sat_solver, pool, decoder, n, limits, relax)
-        return sols, complete, more
+        return list_optima(sat_solver, pool, decoder, n, limits, relax)
 
 
-def fewest_true(solver, relax: np.ndarray, top: int, deadline) -> int | None:
-    """The fewest of ``relax`` true in a model of ``solver`` (which has just found one), by
-    asking for one fewer until none (an incremental totalizer over ``relax``, numbered past
-    ``top``, added to ``solver``); ``None`` when ``deadline`` stopped it."""
-    from pysat.card import ITotalizer
-
-    def count() -> int:
-        model = np.asarray(solver.get_model())
-        return int((model[relax - 1] > 0).sum())
-
-    best = count()
-    if best == 0:
-        return 0
-    tot = ITotalizer(lits=relax.tolist(), ubound=best, top_id=top)
-    for clause in tot.cnf.clauses:
-        solver.add_clause(clause)
-    while best > 0:
-        sat = solve(solver, deadline, assumptions=[-tot.rhs[best - 1]])
-        if sat is None:
-            return None
-        if not sat:
-            break
-        best = count()
-    return best
+def list_optima(sat_solver, pool: VarPool, decoder: _Decoder, n: int, limits, relax: np.ndarray):
+    """Every machine of ``sat_solver``'s clauses, which admit an optimum already found (at most
+    that many of ``relax`` true), listed on it: (solutions, complete, more); not complete when
+    the deadline stopped the first call."""
+    sat = solve(sat_solver, limits.deadline)
+    if sat is None:
+        return (), False, None
+    if not sat:  # pragma: no cover - the optimum was found on these clauses
+        raise RmtkError("internal error: an optimum found is not reproducible by SAT")
+    sols, complete, _, more = _enumerate(sat_solver, pool, decoder, n, limits, relax)
+    return sols, complete, more
 
 
 def weighted_cnf(hard: list[list[int]], relax: np.ndarray, weights: np.ndarray):

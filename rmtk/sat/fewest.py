@@ -1,0 +1,138 @@
+"""The simplest machines: the smallest size, then the fewest of a set of relaxation variables
+true (``SimplestEncoder``'s moving transitions), then every machine with that few, all on one
+solver, listed in their canonical order (docs/design/rewards-evidence.md; the size search and
+the listing are :mod:`rmtk.sat.search`'s)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import attrs
+import numpy as np
+
+from ..limits import SearchLimits
+from .encoding import Formula, Problem
+from .search import (
+    Encode,
+    SearchResult,
+    Solution,
+    _Decoder,
+    _stopped,
+    canonical_partial,
+    list_optima,
+    search,
+    stopped_while,
+)
+from .solver import DEFAULT_SOLVER, solve
+
+
+def fewest_search(
+    encode: Encode,
+    weigh: Callable[[Problem, int, Formula], Formula],
+    problem: Problem,
+    limits: SearchLimits,
+    *,
+    solver: str = DEFAULT_SOLVER,
+    non_stuttering: bool = True,
+) -> SearchResult:
+    """The smallest n of ``limits.sizes`` whose ``encode(problem, n)`` is satisfiable (as
+    :func:`search`), then every machine at n with the fewest of the unit-weight relaxation
+    variables of ``weigh(problem, n, formula)`` true (the formula taken over and extended),
+    all on the solver that decided n: the new clauses added, one fewer asked for until none
+    (:func:`fewest_true`), then the optima listed under "at most that many" (its learnt
+    clauses kept: a fresh solver would search the same space again). The machines come in
+    their canonical order (:func:`canonical_order`): which solver listed them, and in which
+    order, does not show in the answer."""
+    found: dict = {}
+
+    def at_smallest(sat_solver, formula: Formula, n: int) -> None:
+        t0 = time.perf_counter()
+        size = len(formula.hard)
+        weighed = weigh(problem, n, formula)
+        for clause in weighed.hard[size:]:
+            sat_solver.add_clause(clause)
+        t1 = time.perf_counter()
+        relax = np.asarray(weighed.relax, np.int64)
+        sat = solve(sat_solver, limits.deadline)
+        best = fewest_true(sat_solver, relax, weighed.pool.top, limits.deadline) if sat else None
+        found.update(formula=weighed, best=best, encode=t1 - t0, solve=time.perf_counter() - t1)
+        if best is None:
+            return
+        t2 = time.perf_counter()
+        decoder = _Decoder(problem.trie, non_stuttering)
+        for clause in best.bound:
+            sat_solver.add_clause(clause)
+        sols, complete, more = list_optima(sat_solver, weighed.pool, decoder, n, limits, relax)
+        found.update(listed=(canonical_order(sols), complete, more), enumerate=time.perf_counter() - t2)
+
+    probe = search(
+        encode, problem, limits, solver=solver, non_stuttering=non_stuttering, decide_only=True, at_smallest=at_smallest
+    )
+    if probe.n_nodes is None:
+        return probe
+    n, formula, best = probe.n_nodes, found["formula"], found["best"]
+    t_enc, t_solve = probe.time_encode + found["encode"], probe.time_solve + found["solve"]
+    pool = formula.pool
+    if best is None:
+        why = stopped_while(limits.deadline, f"optimising at {n} nodes")
+        return SearchResult(None, (), False, probe.tried, formula.n_clauses, pool.top, t_enc, t_solve, 0.0, why)
+    sols, complete, more = found["listed"]
+    return SearchResult(
+        n,
+        sols,
+        complete,
+        probe.tried,
+        formula.n_clauses,
+        pool.top,
+        t_enc,
+        t_solve,
+        found["enumerate"],
+        _stopped(complete, limits, more),
+        cost=best.count,
+        more=more,
+    )
+
+
+def canonical_order(solutions) -> tuple[Solution, ...]:
+    """``solutions`` sorted by their renaming-invariant key (:func:`canonical_partial`: fewer
+    reached nodes first, then their used transitions in BFS numbering, lexicographically):
+    an order that depends on the machines alone, not on the solver that listed them."""
+    return tuple(sorted(solutions, key=lambda s: canonical_partial(s.delta_u, s.used)[0]))
+
+
+@attrs.frozen
+class Fewest:
+    """What :func:`fewest_true` found: the fewest ``count`` of the relaxation variables true,
+    and the clauses (over the totalizer it added) that keep every model at most that."""
+
+    count: int
+    bound: list[list[int]]
+
+
+def fewest_true(solver, relax: np.ndarray, top: int, deadline) -> Fewest | None:
+    """The fewest of ``relax`` true in a model of ``solver`` (which has just found one), by
+    asking for one fewer until none (an incremental totalizer over ``relax``, numbered past
+    ``top``, added to ``solver``); ``None`` when ``deadline`` stopped it."""
+    from pysat.card import ITotalizer
+
+    def count() -> int:
+        model = np.asarray(solver.get_model())
+        return int((model[relax - 1] > 0).sum())
+
+    best = count()
+    if best == 0:
+        return Fewest(0, [[-int(b)] for b in relax.tolist()])
+    if best == len(relax):  # pragma: no cover - every relaxation variable true: nothing to bound
+        return Fewest(best, [])
+    tot = ITotalizer(lits=relax.tolist(), ubound=best + 1, top_id=top)  # rhs[j]: at least j + 1 true
+    for clause in tot.cnf.clauses:
+        solver.add_clause(clause)
+    while best > 0:
+        sat = solve(solver, deadline, assumptions=[-tot.rhs[best - 1]])
+        if sat is None:
+            return None
+        if not sat:
+            break
+        best = count()
+    return Fewest(best, [[-tot.rhs[best]]])
