@@ -104,6 +104,12 @@ class PrefixTree:
         return len(self.pair_node)
 
 
+#: :meth:`TrieBuilder.steps` looks children up one event at a time (a dictionary) when a block
+#: of steps has fewer events than this per step on average, else one sorted-array look-up per
+#: step: on this machine an array look-up costs about 40 events' worth of dictionary look-ups.
+ARRAY_EVENTS = 40
+
+
 class TrieBuilder:
     """Grows a trie by batches: :meth:`children` returns (creating when missing) the ids of
     the children ``(parent, letter)`` of whole arrays at once, by a sorted-key lookup. New
@@ -125,12 +131,17 @@ class TrieBuilder:
         """Last letter of every node so far (−1 for the root)."""
         return self._flatten()[1]
 
-    def _add(self, parent: np.ndarray, letter: np.ndarray) -> None:
-        m, need = len(parent), self.n_nodes + len(parent)
+    def _grow(self, m: int) -> None:
+        """Room for ``m`` more nodes (the node array grows by doubling)."""
+        need = self.n_nodes + m
         if need > len(self._nodes):
             grown = np.empty((max(need, 2 * len(self._nodes)), 3), dtype=np.int64)
             grown[: self.n_nodes] = self._nodes[: self.n_nodes]
             self._nodes = grown
+
+    def _add(self, parent: np.ndarray, letter: np.ndarray) -> None:
+        m, need = len(parent), self.n_nodes + len(parent)
+        self._grow(m)
         new = self._nodes[self.n_nodes : need]
         new[:, 0], new[:, 1], new[:, 2] = parent, letter, self._nodes[parent, 2] + 1
         self.n_nodes += m
@@ -160,21 +171,63 @@ class TrieBuilder:
         """The nodes of a block of steps of ``N`` words: ``(N, B)`` each word's node before and
         after each step. A step where ``change`` holds extends the word by its label ``lab``;
         the new words are met one step at a time (words in order), so the ids are those a
-        step-by-step count gives. ``node`` (the nodes before the block) is moved to those after it."""
+        step-by-step count gives. ``node`` (the nodes before the block) is moved to those after it.
+
+        Steps where few words grow (fewer than :data:`ARRAY_EVENTS` a step on average: short
+        or few episodes) are walked by :meth:`_walk`, one dictionary look-up per event, instead
+        of a sorted-array look-up per step; both give the same ids."""
         start = node.copy()
         t, i = np.nonzero(change.T)  # by step, then word
         event = np.empty(len(t), np.int64)
         if len(t):
             cut = np.flatnonzero(np.diff(t)) + 1
-            for a, b in zip(np.r_[0, cut].tolist(), np.r_[cut, len(t)].tolist()):
-                rows = i[a:b]
-                event[a:b] = node[rows] = self.children(node[rows], lab[rows, t[a]])
+            bounds = list(zip(np.r_[0, cut].tolist(), np.r_[cut, len(t)].tolist()))
+            if len(t) < ARRAY_EVENTS * len(bounds):
+                event[:] = self._walk(node, i, lab[i, t], bounds)
+            else:
+                for a, b in bounds:
+                    rows = i[a:b]
+                    event[a:b] = node[rows] = self.children(node[rows], lab[rows, t[a]])
         mark = np.full(change.shape, -1, np.int64)
         mark[i, t] = np.arange(len(t))
         mark = np.maximum.accumulate(mark, axis=1)  # a word's last change so far (its events rise with the step)
         after = np.where(mark >= 0, event[np.maximum(mark, 0)] if len(t) else 0, start[:, None])
         before = np.concatenate([start[:, None], after[:, :-1]], axis=1)
         return before, after
+
+    def _walk(self, node: np.ndarray, word: np.ndarray, letter: np.ndarray, bounds: list) -> list[int]:
+        """The nodes the events reach (event ``e``: word ``word[e]`` grows by ``letter[e]``;
+        ``bounds`` the events of each step), made as :meth:`children` makes them, step by step:
+        the new children of a step numbered in the order of their keys ``parent·K + letter``.
+        ``node`` is moved to the words' last nodes."""
+        K, n0 = self.K, self.n_nodes
+        table = dict(zip(self._keys.tolist(), self._ids.tolist()))
+        at, words, letters = node.tolist(), word.tolist(), letter.tolist()
+        lengths = self._nodes[:n0, 2].tolist()
+        out: list[int] = []
+        new_keys: list[int] = []
+        for a, b in bounds:
+            keys = [at[words[e]] * K + letters[e] for e in range(a, b)]
+            missing = sorted({k for k in keys if k not in table})
+            for k in missing:
+                table[k] = n0 + len(new_keys)
+                new_keys.append(k)
+                lengths.append(lengths[k // K] + 1)
+            for e, k in zip(range(a, b), keys):
+                at[words[e]] = table[k]
+                out.append(table[k])
+        node[:] = at
+        if new_keys:
+            added = np.asarray(new_keys, np.int64)
+            self._grow(len(added))
+            rows = self._nodes[n0 : n0 + len(added)]
+            rows[:, 0], rows[:, 1], rows[:, 2] = added // K, added % K, lengths[n0:]
+            self.n_nodes += len(added)
+            merged = np.concatenate([self._keys, added])
+            order = np.argsort(merged, kind="stable")
+            self._keys = merged[order]
+            self._ids = np.concatenate([self._ids, n0 + np.arange(len(added))])[order]
+        return out
 
     @classmethod
     def from_trie(cls, trie: Trie, n_letters: int) -> TrieBuilder:

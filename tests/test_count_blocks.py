@@ -1,12 +1,13 @@
 """count_chunk takes the steps a block at a time (rmtk.empirical.COUNT_BLOCK_CELLS) and calls the
-trie builder only on the steps where some word grows: the same count table, trie ids included,
-as counting one step at a time (the reference below), for every block size."""
+trie builder only on the steps where some word grows (by sorted arrays, or by a dictionary where
+few words grow a step: rmtk.ptp.ARRAY_EVENTS): the same count table, trie ids included, as
+counting one step at a time (the reference below), for every block size."""
 
 import attrs
 import numpy as np
 import pytest
 
-from rmtk import empirical
+from rmtk import empirical, ptp
 from rmtk.data import Demonstrations
 from rmtk.empirical import count_chunk
 from rmtk.ptp import TrieBuilder
@@ -50,7 +51,8 @@ def step_by_step(mdp, demos, compress, depth, labels=None):
 @pytest.mark.parametrize("block", [1, 3, 50, 1 << 20])
 @pytest.mark.parametrize("compress", [True, False])
 @pytest.mark.parametrize("depth", [None, 5])
-def test_blocks_count_as_steps(monkeypatch, block, compress, depth):
+@pytest.mark.parametrize("walk", [0, 1 << 30])  # the children looked up per step (arrays) or per event (a dict)
+def test_blocks_count_as_steps(monkeypatch, block, compress, depth, walk):
     rng = np.random.default_rng(block + 7 * compress + (depth or 0))
     N, T = 40, 12
     mdp = _MDP(labels=rng.integers(0, 4, size=7))
@@ -61,6 +63,7 @@ def test_blocks_count_as_steps(monkeypatch, block, compress, depth):
     rewards = np.where(pad, np.nan, rng.integers(0, 3, size=(N, T)).astype(float))
     demos = Demonstrations(states, actions, lengths, rewards=rewards)
     monkeypatch.setattr(empirical, "COUNT_BLOCK_CELLS", block * N)
+    monkeypatch.setattr(ptp, "ARRAY_EVENTS", walk)
     table = count_chunk(mdp, demos, compress=compress, depth=depth)
     trie, keys, pk, pv, node = step_by_step(mdp, demos, compress, depth)
     assert np.array_equal(table.trie.parent, trie.parent) and np.array_equal(table.trie.letter, trie.letter)
