@@ -1,8 +1,11 @@
 """A time limit holds inside RC2 (rmtk/sat/solver.py rc2_class, maxsat_compute): an interrupt
 stops the oracle call under way, and the stratified levels' pure-Python steps between calls
 check it too, so a noisy-reward MaxSAT search with weights from evidence counts (hundreds of
-levels) ends at its limit, flagged, rather than seconds to minutes after it."""
+levels) ends at its limit, flagged, rather than seconds to minutes after it. The run's deadline
+(a time limit, or a stop requested by SIGINT or SIGTERM) is checked between oracle calls on
+every backend, so a stopped search ends even on one no interrupt reaches."""
 
+import threading
 import time
 
 import numpy as np
@@ -11,7 +14,8 @@ from pysat.formula import WCNF
 
 from rmtk import Learner, dsl
 from rmtk.encoders import NoisyRewardEncoder
-from rmtk.sat.solver import _Stopped, rc2_class
+from rmtk.limits import clear_stop, request_stop
+from rmtk.sat.solver import _Stopped, maxsat_compute, rc2_class
 from rmtk.simulate import simulate
 from rmtk.traces import TraceRewards, replaced_rewards
 
@@ -48,3 +52,50 @@ def test_a_noisy_reward_search_stops_at_its_time_limit():
     spent = time.perf_counter() - t0
     assert result.stopped is not None and not result.machines and "time limit" in result.search.message
     assert spent < 2.0 + 6.0, spent  # the limit, and the encoding before the first check (was 30 s and more)
+
+
+class _ExpiresLater:
+    """A deadline that has not expired at its first ``calls`` checks and has after."""
+
+    def __init__(self, calls: int):
+        self.calls = calls
+        self.at = None
+
+    def expired(self) -> bool:
+        self.calls -= 1
+        return self.calls < 0
+
+
+@pytest.mark.parametrize("backend", ["cadical153", "glucose4"])
+@pytest.mark.parametrize("stratified", [True, False])
+def test_rc2_checks_its_deadline_between_oracle_calls(backend, stratified):
+    """Even on a backend no interrupt reaches (CaDiCaL), a deadline that expires during a
+    compute ends it at the next level or core, reported as not decided."""
+    with rc2_class(stratified)(levels(50), solver=backend) as rc2:
+        model, decided = maxsat_compute(rc2, _ExpiresLater(1))
+        assert model is None and not decided
+    with rc2_class(stratified)(levels(50), solver=backend) as rc2:  # never expiring: the optimum
+        model, decided = maxsat_compute(rc2, _ExpiresLater(10**9))
+        assert decided and model is not None and rc2.cost == sum(range(1, 50, 2))  # the odd weights dropped
+
+
+def test_a_stop_request_ends_a_noisy_search_without_a_time_limit():
+    """SIGTERM / Ctrl-C (a stop request) during a weighted MaxSAT search with no time limit,
+    on the default backend CaDiCaL, which cannot be interrupted: the search ends after the
+    oracle call under way, flagged (it used to run to its end: more than 2 minutes here)."""
+    coffee = dsl.load_model("office").get("coffee", "task")
+    walks = simulate(coffee, 1_000, 100, seed=0, policy="uniform", rewards=True)
+    noisy = replaced_rewards(walks, np.unique(coffee.machine.delta_r), 0.05, seed=1)
+    learner = Learner(ptp=None, rewards=TraceRewards(noisy), encoder=NoisyRewardEncoder(), nodes=3)
+    clear_stop()
+    timer = threading.Timer(1.0, request_stop, args=("terminated",))
+    timer.start()
+    try:
+        t0 = time.perf_counter()
+        result = learner.fit(coffee)
+        spent = time.perf_counter() - t0
+    finally:
+        timer.cancel()
+        clear_stop()
+    assert result.stopped is not None and "terminated while optimising at 3 nodes" in result.search.message
+    assert not result.machines and spent < 30.0, spent

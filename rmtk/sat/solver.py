@@ -178,19 +178,28 @@ class _Stopped(Exception):
 
 @functools.cache  # one class per kind, not one per search
 def rc2_class(stratified: bool):
-    """pysat's ``RC2`` or ``RC2Stratified``, made to end a ``compute`` once interrupted.
+    """pysat's ``RC2`` or ``RC2Stratified``, made to end a ``compute`` once interrupted or once
+    its ``deadline`` expired.
 
     An interrupt stops only the oracle call under way, and RC2 clears it for the next one;
     between calls RC2 runs long pure-Python steps (a stratified level's hardening over every
     clause, once per distinct weight: with weights from evidence counts, hundreds of levels).
-    These subclasses check the interrupt at each level and each core-guided loop instead, so a
-    time limit holds (:func:`maxsat_compute`)."""
+    These subclasses check the interrupt and the deadline (a time limit, or a stop requested
+    by SIGINT or SIGTERM) at each level and before each core is processed, so a time limit
+    holds and a stopped run ends after the oracle call under way, even on a backend that
+    cannot be interrupted (:func:`maxsat_compute`). The checks read a flag and the clock: a
+    run that is not stopped makes the same calls."""
     from pysat.examples.rc2 import RC2, RC2Stratified
 
     base = RC2Stratified if stratified else RC2
 
     class Stoppable(base):  # type: ignore[valid-type, misc]
         stopped = False
+        deadline = NEVER
+
+        def check(self):
+            if self.stopped or self.deadline.expired():
+                raise _Stopped
 
         def interrupt(self):
             self.stopped = True
@@ -201,15 +210,17 @@ def rc2_class(stratified: bool):
             super().clear_interrupt()
 
         def compute_(self):
-            if self.stopped:
-                raise _Stopped
+            self.check()
             return super().compute_()
+
+        def get_core(self):
+            self.check()
+            return super().get_core()
 
         if stratified:
 
             def finish_level(self):
-                if self.stopped:
-                    raise _Stopped
+                self.check()
                 return super().finish_level()
 
     Stoppable.__name__ = Stoppable.__qualname__ = f"Stoppable{base.__name__}"
@@ -224,10 +235,15 @@ def maxsat_compute(rc2, deadline: Deadline = NEVER):
 
     if deadline.expired():
         return None, False
+    if isinstance(rc2, (rc2_class(True), rc2_class(False))):
+        rc2.deadline = deadline  # checked between oracle calls
     interruptible = rc2.solver not in NOT_INTERRUPTIBLE
-    if not interruptible:
-        with pysat_sigint_off():
-            return rc2.compute(), True
+    if not interruptible:  # stopped between oracle calls only
+        try:
+            with pysat_sigint_off():
+                return rc2.compute(), True
+        except _Stopped:
+            return None, False
     done = threading.Event()
     fired: list[bool] = []
 
@@ -240,16 +256,17 @@ def maxsat_compute(rc2, deadline: Deadline = NEVER):
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
+    stopped = False
     try:
         with pysat_sigint_off():
             model = rc2.compute(expect_interrupt=True)
     except _Stopped:  # a rc2_class instance, stopped between oracle calls
-        model = None
+        model, stopped = None, True
     finally:
         done.set()
         watcher.join()
         rc2.clear_interrupt()
-    if fired and model is None:
+    if stopped or (fired and model is None):
         return None, False
     return model, True
 
