@@ -92,7 +92,7 @@ def report(
     elif result.search.cost is not None:
         w(f"# MaxSAT: optimum drops {result.search.cost} negative example(s)")
     tried = ", ".join(
-        f"{n}: {'sat' if ok else 'unsat' if ok is False else 'interrupted'}" for n, ok in result.search.tried
+        f"{n}: {'sat' if ok else 'unsat' if ok is False else 'undecided'}" for n, ok in result.search.tried
     )
     bound = f" (lower bound {st['lower_bound']})" if "lower_bound" in st else ""
     if result.search.tried:

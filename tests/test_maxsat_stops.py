@@ -5,6 +5,7 @@ levels) ends at its limit, flagged, rather than seconds to minutes after it. The
 (a time limit, or a stop requested by SIGINT or SIGTERM) is checked between oracle calls on
 every backend, so a stopped search ends even on one no interrupt reaches."""
 
+import io
 import threading
 import time
 
@@ -15,6 +16,7 @@ from pysat.formula import WCNF
 from rmtk import Learner, dsl
 from rmtk.encoders import NoisyRewardEncoder
 from rmtk.limits import clear_stop, request_stop
+from rmtk.report import report
 from rmtk.sat.solver import _Stopped, maxsat_compute, rc2_class
 from rmtk.simulate import simulate
 from rmtk.traces import TraceRewards, replaced_rewards
@@ -99,3 +101,6 @@ def test_a_stop_request_ends_a_noisy_search_without_a_time_limit():
         clear_stop()
     assert result.stopped is not None and "terminated while optimising at 3 nodes" in result.search.message
     assert not result.machines and spent < 30.0, spent
+    text = io.StringIO()
+    report(coffee, result, out=text)  # the size the stop left undecided, whatever stopped it
+    assert "# SAT: nodes tried 3: undecided;" in text.getvalue()
