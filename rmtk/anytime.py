@@ -59,10 +59,28 @@ def _arr(x) -> np.ndarray:
 def _log_ratio(prior: float, s: np.ndarray, n: np.ndarray, p: np.ndarray) -> np.ndarray:
     """Log of the beta-binomial mixture over the likelihood at frequency ``p``: the martingale
     whose level sets are the confidence sequence (elementwise)."""
-    p = np.clip(p, _TINY, 1.0 - 1e-16)
-    from scipy.special import betaln  # here: scipy.special takes 0.1 s to import, most runs ask no sampled expert
+    return _LogRatio.of(prior, s, n)(p)
 
-    return betaln(prior + s, prior + n - s) - betaln(prior, prior) - s * np.log(p) - (n - s) * np.log1p(-p)
+
+@attrs.frozen
+class _LogRatio:
+    """:func:`_log_ratio` of fixed counts, as a function of ``p``: the mixture's part, which
+    does not depend on ``p``, computed once for the bisections that call it 64 times (the same
+    operations in the same order, so the same values)."""
+
+    s: np.ndarray
+    rest: np.ndarray  # n − s
+    mixture: np.ndarray  # betaln(prior + s, prior + n − s) − betaln(prior, prior)
+
+    @classmethod
+    def of(cls, prior: float, s: np.ndarray, n: np.ndarray) -> _LogRatio:
+        from scipy.special import betaln  # here: scipy.special takes 0.1 s to import, most runs ask no sampled expert
+
+        return cls(s, n - s, betaln(prior + s, prior + n - s) - betaln(prior, prior))
+
+    def __call__(self, p: np.ndarray) -> np.ndarray:
+        p = np.minimum(np.maximum(p, _TINY), 1.0 - 1e-16)  # np.clip's values, without its wrapper
+        return self.mixture - self.s * np.log(p) - self.rest * np.log1p(-p)
 
 
 @attrs.frozen
@@ -104,17 +122,19 @@ class Binomial:
         the empirical frequency (the log ratio is convex in p and ≤ 0 there)."""
         seen = n > 0
         p_hat = np.where(seen, s / np.where(seen, n, 1.0), 0.5)
-        a, b = np.zeros_like(p_hat), p_hat.copy()  # lower end in (a, b]
-        c, d = p_hat.copy(), np.ones_like(p_hat)  # upper end in [c, d)
+        m = len(p_hat)
+        # both ends bisected at once: the lower end lies in (out, inn] = (0, p̂], the upper end in
+        # [inn, out) = [p̂, 1); each step moves ``inn`` (a frequency inside the set) or ``out``
+        inn = np.concatenate([p_hat, p_hat])
+        out = np.concatenate([np.zeros_like(p_hat), np.ones_like(p_hat)])
+        ratio = _LogRatio.of(self.prior, np.concatenate([s, s]), np.concatenate([n, n]))
+        bar2 = np.concatenate([bar, bar])
         for _ in range(_ROUNDS):
-            mid = (a + b) / 2
-            inside = _log_ratio(self.prior, s, n, mid) < bar
-            b, a = np.where(inside, mid, b), np.where(inside, a, mid)
-            mid = (c + d) / 2
-            inside = _log_ratio(self.prior, s, n, mid) < bar
-            c, d = np.where(inside, mid, c), np.where(inside, d, mid)
-        lower = np.where(seen & (s > 0), a, 0.0)  # a: outside the set, a hair below its end
-        upper = np.where(seen & (s < n), d, 1.0)
+            mid = (out + inn) / 2
+            inside = ratio(mid) < bar2
+            inn, out = np.where(inside, mid, inn), np.where(inside, out, mid)
+        lower = np.where(seen & (s > 0), out[:m], 0.0)  # outside the set, a hair below its end
+        upper = np.where(seen & (s < n), out[m:], 1.0)
         return lower, upper
 
     def separation(self, s1, n1, s2, n2) -> np.ndarray:
@@ -126,13 +146,14 @@ class Binomial:
         p2 = np.where(n2 > 0, s2 / np.where(n2 > 0, n2, 1.0), 0.5)
         lo, hi = np.minimum(p1, p2), np.maximum(p1, p2)
         rising = p1 <= p2  # on [lo, hi] ratio₁ rises and ratio₂ falls when p1 is below p2
+        ratio1, ratio2 = _LogRatio.of(self.prior, s1, n1), _LogRatio.of(self.prior, s2, n2)
         for _ in range(_ROUNDS):
             mid = (lo + hi) / 2
-            diff = _log_ratio(self.prior, s1, n1, mid) - _log_ratio(self.prior, s2, n2, mid)
+            diff = ratio1(mid) - ratio2(mid)
             right = np.where(rising, diff < 0, diff > 0)  # the crossing lies right of mid
             lo, hi = np.where(right, mid, lo), np.where(right, hi, mid)
         p = (lo + hi) / 2
-        return np.maximum(_log_ratio(self.prior, s1, n1, p), _log_ratio(self.prior, s2, n2, p))
+        return np.maximum(ratio1(p), ratio2(p))
 
 
 @attrs.frozen

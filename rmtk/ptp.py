@@ -47,6 +47,8 @@ class Trie:
     letter: np.ndarray = attrs.field(converter=int_array, eq=array_eq)
     length: np.ndarray = attrs.field(converter=int_array, eq=array_eq)
     compressed: bool = True
+    #: the levels, computed once (every decoded candidate runs its machine on the trie)
+    _levels: list = attrs.field(factory=list, init=False, eq=False, repr=False)
 
     @classmethod
     def root(cls, compressed: bool = True) -> Trie:
@@ -78,10 +80,15 @@ class Trie:
         return node
 
     def levels(self) -> list[np.ndarray]:
-        """Trie node ids grouped by word length (level 0 is the root)."""
-        order = np.argsort(self.length, kind="stable")
-        bounds = np.searchsorted(self.length[order], np.arange(self.length.max() + 2))
-        return [order[bounds[d] : bounds[d + 1]] for d in range(len(bounds) - 1)]
+        """Trie node ids grouped by word length (level 0 is the root); computed once."""
+        if not self._levels:
+            order = np.argsort(self.length, kind="stable")
+            bounds = np.searchsorted(self.length[order], np.arange(self.length.max() + 2))
+            for d in range(len(bounds) - 1):
+                level = order[bounds[d] : bounds[d + 1]]
+                level.setflags(write=False)  # shared by every caller
+                self._levels.append(level)
+        return list(self._levels)
 
     def children(self) -> tuple[np.ndarray, np.ndarray]:
         """Trie edges as arrays ``(parents, children)`` (root's children included)."""

@@ -272,14 +272,20 @@ def test_one_machine_from_a_soft_expert_says_why_and_what_would_refute_it(tmp_pa
     assert e.examined == len(i) and e.beyond_noise == int((lower > 0).sum()) >= 5
     trie, names = r.ptp.trie, patrol.mdp.propositions
 
-    def word(p):
-        return tuple(names[k] for k in trie.word(int(p)))
+    words = [tuple(names[k] for k in trie.word(p)) for p in range(trie.n_nodes)]
 
-    key = {
-        (patrol.mdp.states[state[a]], frozenset((word(node[a]), word(node[b])))): k
-        for k, (a, b) in enumerate(zip(i, j))
-    }
-    listed = [key[(x.state, frozenset((x.word1, x.word2)))] for x in e.rare]
+    def word(p):
+        return words[int(p)]
+
+    node_of = {w: p for p, w in enumerate(words)}
+
+    def triple(x):  # the one brute-force triple of a listed one: its state and its two words, either way round
+        s, a, b = patrol.mdp.states.index(x.state), node_of[x.word1], node_of[x.word2]
+        ends = ((node[i] == a) & (node[j] == b)) | ((node[i] == b) & (node[j] == a))
+        (k,) = np.flatnonzero((state[i] == s) & ends)
+        return k
+
+    listed = [triple(x) for x in e.rare]
     assert all(x.lower > 0 and not x.consistent_with_zero for x in e.rare)
     np.testing.assert_allclose([x.lower for x in e.rare], lower[listed], rtol=1e-9)
     # the factors: growing both counts by f brings the resolution down to the lower bound, no sooner

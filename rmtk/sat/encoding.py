@@ -124,6 +124,7 @@ class VarPool:
         self.y0 = self.x0 + n_trie * n
         self.packed_top = self.y0 + n_classes * n - 1
         self.aux = IDPool(start_from=self.packed_top + 1)
+        self._t_grid: np.ndarray | None = None
 
     def t(self, i, k, j):
         """δ(u_i, k) = u_j — the paper's b_ikj (works elementwise on arrays)."""
@@ -159,9 +160,12 @@ class VarPool:
         return self.aux.obj(var)
 
     def t_grid(self) -> np.ndarray:
-        """``(n, K, n)`` array of the t variable ids."""
-        i, k, j = np.meshgrid(np.arange(self.n), np.arange(self.K), np.arange(self.n), indexing="ij")
-        return self.t(i, k, j)
+        """``(n, K, n)`` array of the t variable ids (made once; read-only)."""
+        if self._t_grid is None:
+            i, k, j = np.meshgrid(np.arange(self.n), np.arange(self.K), np.arange(self.n), indexing="ij")
+            self._t_grid = self.t(i, k, j)
+            self._t_grid.setflags(write=False)
+        return self._t_grid
 
 
 def _rows(arr: np.ndarray) -> Clauses:
@@ -401,12 +405,20 @@ def soft_negative_pairs(pool: VarPool, pairs: np.ndarray) -> tuple[Clauses, np.n
 
 
 def decode_transitions(model: Iterable[int], pool: VarPool) -> np.ndarray:
-    """``delta_u`` (n, K) from a model: the j with t[i,k,j] true (asserts functionality)."""
-    model = np.asarray(model, dtype=np.int64)
-    truth = np.zeros(pool.top + 1, dtype=bool)
-    pos = model[model > 0]
-    truth[pos[pos <= pool.top]] = True
-    grid = truth[pool.t_grid()]  # (n, K, n)
+    """``delta_u`` (n, K) from a model: the j with t[i,k,j] true (asserts functionality). A
+    model listed in variable order (python-sat's: ``model[v − 1] = ±v``) is read on its t
+    variables alone, not converted whole (it holds every word's x variables too)."""
+    t = pool.t_grid()
+    first, last = pool.t0, pool.x0 - 1  # the t ids, packed first
+    part = np.asarray(model[first - 1 : last], dtype=np.int64) if isinstance(model, list) else None
+    if part is not None and len(part) == last - first + 1 and np.array_equal(np.abs(part), np.arange(first, last + 1)):
+        grid = (part > 0)[t - first]  # (n, K, n)
+    else:
+        model = np.asarray(model, dtype=np.int64)
+        truth = np.zeros(pool.top + 1, dtype=bool)
+        pos = model[model > 0]
+        truth[pos[pos <= pool.top]] = True
+        grid = truth[t]  # (n, K, n)
     if not np.all(grid.sum(axis=2) == 1):
         raise AssertionError("model is not a function: some (node, letter) has no or several targets")
     return grid.argmax(axis=2)

@@ -14,6 +14,7 @@ two conventions:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import time
@@ -139,11 +140,26 @@ def count_completions(
         if not non_stuttering:
             total *= n ** len(free)
             continue
-        ok = letter_completions(delta_u, used, k, True, cap)
-        total *= len(ok)
-        if len(ok) and len(free):
-            determined[free, k] = np.all(ok[:, free] == ok[:1, free], axis=0)
+        count, fixed = _column_completions(tuple(delta_u[:, k].tolist()), tuple(used[:, k].tolist()), cap)
+        total *= count
+        determined[:, k] |= fixed
     return total, determined
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _column_completions(column: tuple, used: tuple, cap: int) -> tuple[int, np.ndarray]:
+    """For one letter's column of a non-stuttering machine (``column`` its targets, ``used``
+    which are the data's): how many valid columns keep the used targets, and which free
+    targets all of them share (forced). Columns recur across the machines of one listing
+    (thousands of machines, a handful of distinct columns), so the answers are kept."""
+    du, us = np.array(column, np.int64)[:, None], np.array(used, bool)[:, None]
+    ok = letter_completions(du, us, 0, True, cap)
+    free = np.flatnonzero(~us[:, 0])
+    fixed = np.zeros(len(column), bool)
+    if len(ok) and len(free):
+        fixed[free] = np.all(ok[:, free] == ok[:1, free], axis=0)
+    fixed.setflags(write=False)
+    return len(ok), fixed
 
 
 def completions(solution: Solution, non_stuttering: bool = True, limit: int = 4096):
@@ -286,7 +302,7 @@ def _another(solver, found: dict, pool: VarPool, decoder: _Decoder, deadline) ->
         used = used_transitions(decoder.trie, du)[0]
         if canonical_partial(du, used)[0] not in found:
             return True
-        solver.add_clause([-int(pool.t(i, k, du[i, k])) for i, k in np.argwhere(used)])
+        solver.add_clause(blocking(pool, du, used))
 
 
 def record(found: dict, du: np.ndarray, used: np.ndarray, pool: VarPool, non_stuttering: bool, dropped=()) -> list[int]:
@@ -302,7 +318,14 @@ def record(found: dict, du: np.ndarray, used: np.ndarray, pool: VarPool, non_stu
         comp, determined = count_completions(canon_du, canon_used, non_stuttering)
         relabel = math.factorial(n - 1) // math.factorial(n - len(order))
         found[key] = Solution(canon_du, determined, relabel * comp, comp, tuple(dropped))
-    return [-int(pool.t(i, k, du[i, k])) for i, k in np.argwhere(used)]
+    return blocking(pool, du, used)
+
+
+def blocking(pool: VarPool, du: np.ndarray, used: np.ndarray) -> list[int]:
+    """The clause that blocks machine ``du`` on its ``used`` transitions: ¬t[i,k,δ(i,k)] for
+    each, in row-major order."""
+    i, k = np.nonzero(used)
+    return (-pool.t(i, k, du[i, k])).tolist()
 
 
 def _enumerate(solver, pool, decoder, n, limits: SearchLimits, relax=None):
