@@ -84,10 +84,10 @@ class Trie:
         if not self._levels:
             order = np.argsort(self.length, kind="stable")
             bounds = np.searchsorted(self.length[order], np.arange(self.length.max() + 2))
-            for d in range(len(bounds) - 1):
-                level = order[bounds[d] : bounds[d + 1]]
+            levels = [order[bounds[d] : bounds[d + 1]] for d in range(len(bounds) - 1)]
+            for level in levels:
                 level.setflags(write=False)  # shared by every caller
-                self._levels.append(level)
+            self._levels[:] = levels  # whole, in one step: another thread sees none or all
         return list(self._levels)
 
     def children(self) -> tuple[np.ndarray, np.ndarray]:

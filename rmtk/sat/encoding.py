@@ -163,8 +163,9 @@ class VarPool:
         """``(n, K, n)`` array of the t variable ids (made once; read-only)."""
         if self._t_grid is None:
             i, k, j = np.meshgrid(np.arange(self.n), np.arange(self.K), np.arange(self.n), indexing="ij")
-            self._t_grid = self.t(i, k, j)
-            self._t_grid.setflags(write=False)
+            grid = self.t(i, k, j)
+            grid.setflags(write=False)
+            self._t_grid = grid
         return self._t_grid
 
 
