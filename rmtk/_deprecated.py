@@ -65,6 +65,10 @@ MODULES: dict[str, str] = {
     "rmtk.gym.expert": "rmtk.gym.experts",
     "rmtk.gym.replay": "rmtk.gym.experts",
     "rmtk.gym.reacher_expert": "rmtk.gym.reacher",
+    "rmtk.reward_traces": "rmtk.traces.rewards",
+    "rmtk.reward_evidence": "rmtk.traces.evidence",
+    "rmtk.reward_learning": "rmtk.traces.compare",
+    "rmtk.explore": "rmtk.traces.explorers",
 }
 
 _ADAPTER = "rmtk._deprecated"
