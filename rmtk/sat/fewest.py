@@ -23,6 +23,7 @@ from .search import (
     list_optima,
     search,
     stopped_while,
+    true_at,
 )
 from .solver import DEFAULT_SOLVER, solve
 
@@ -117,8 +118,7 @@ def fewest_true(solver, relax: np.ndarray, top: int, deadline) -> Fewest | None:
     from pysat.card import ITotalizer
 
     def count() -> int:
-        model = np.asarray(solver.get_model())
-        return int((model[relax - 1] > 0).sum())
+        return int(true_at(solver.get_model(), relax).sum())
 
     best = count()
     if best == 0:

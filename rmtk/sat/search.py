@@ -321,6 +321,12 @@ def record(found: dict, du: np.ndarray, used: np.ndarray, pool: VarPool, non_stu
     return blocking(pool, du, used)
 
 
+def true_at(model: list[int], variables: np.ndarray) -> np.ndarray:
+    """Which of ``variables`` a python-sat model (``model[v − 1] = ±v``) makes true, read at
+    their places: a model holds every word's variables, too many to convert per machine."""
+    return np.fromiter((model[v - 1] > 0 for v in np.asarray(variables).tolist()), bool, len(variables))
+
+
 def blocking(pool: VarPool, du: np.ndarray, used: np.ndarray) -> list[int]:
     """The clause that blocks machine ``du`` on its ``used`` transitions: ¬t[i,k,δ(i,k)] for
     each, in row-major order."""
@@ -338,8 +344,7 @@ def _enumerate(solver, pool, decoder, n, limits: SearchLimits, relax=None):
     while True:
         dropped = ()
         if relax is not None:
-            m = np.asarray(model)
-            dropped = np.flatnonzero(m[relax - 1] > 0).tolist()
+            dropped = np.flatnonzero(true_at(model, relax)).tolist()
         block = _record(found, model, pool, decoder, n, dropped)
         numbered += 1
         limits.progress.solution(numbered, len(found))
