@@ -27,7 +27,7 @@ from rmtk.rl.online.tasks import MachinePays, cliff_labels, cliff_machine, cliff
 PROPS = ("a", "b", "c", "g", "o")
 
 
-def patrol(word: str, episode: int = 0) -> Trace:
+def patrol(word: str, episode: int = 0, terminated: bool = False) -> Trace:
     """A trace of ``word`` paid by the CliffWalking patrol's machine, computed here by hand:
     1 on the first c after b after a (then the episode ends, as the environment ends it)."""
     letters = [PROPS.index(x) for x in word.split()]
@@ -40,7 +40,7 @@ def patrol(word: str, episode: int = 0) -> Trace:
         elif (stage, x) == (2, "c"):
             paid, stage = 1.0, 3
         rewards.append(paid)
-    return Trace(letters, rewards, episode=episode, step=10 * (episode + 1))
+    return Trace(letters, rewards, episode=episode, step=10 * (episode + 1), terminated=terminated)
 
 
 def test_online_counterexample_swaps_the_hypothesis():
@@ -71,6 +71,29 @@ def test_online_loop_reaches_the_patrol_up_to_unexercised_pairs():
     assert loop.machine.n_nodes == 3
     assert str(verdict).startswith("isomorphic to the true machine up to the ")
     assert str(verdict).endswith("the truth's end, which no episode leaves (episodes end there)")
+
+
+def test_online_loop_learns_where_episodes_end():
+    """Episodes the environment ended (at c after b after a, at g) give the machine an end node:
+    with it the learned machine is the truth, end node included; an episode that goes on after
+    it is a counterexample."""
+    words = ["o a o b o c", "o c o b o a o b o c", "o b o a o c o a o b o c", "o a o c o b o c", "o a o a o b o c"]
+    words += ["o b o c o a o g", "o a o b o g", "o g", "o a o b o a o b o c"]
+    loop = OnlineLoop(PROPS, LoopSettings(max_nodes=5, keeping=KeepCounterexamples(sampled=10)))
+    for i, w in enumerate(words):
+        loop.finished(patrol(w, i, terminated=w.endswith(("c", "g"))))
+    m = loop.machine
+    assert m.n_nodes == 4 and m.nodes[loop.hypothesis.terminal.argmax()] == "end"
+    verdict = against_truth(m, cliff_machine(), loop.kept)
+    assert verdict.complete and str(verdict) == "isomorphic to the true machine"
+    swaps = loop.swaps
+    went_on = Trace([4, 3, 4, 0], [0.0, 0.0, 0.0], episode=99)  # o g o a: on after g, paid nothing
+    assert went_on.disagreement(loop.hypothesis) == 1
+    loop.finished(went_on)
+    assert loop.swaps == swaps + 1 and "went on where the hypothesis had ended it" in loop.history[-1].line(PROPS)
+    assert "end" not in loop.machine.nodes or loop.machine.step(loop.machine.initial, "g") != loop.machine.node_index(
+        "end"
+    )
 
 
 def test_online_verdict_names_what_the_traces_separate():

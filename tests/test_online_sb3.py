@@ -38,21 +38,32 @@ def learner(seed=0, **kwargs):
 
 def test_online_dqn_finds_the_cliff_patrol():
     run, truth = learner()
-    run.learn(2_500)
+    run.learn(1_500)
     swaps = run.hypotheses[1:]
-    assert len(swaps) >= 1 and swaps[-1].step <= 2_500
+    assert len(swaps) >= 2 and swaps[-1].step == 881  # the machine of the last swap is the truth
     for before, swap in zip(run.hypotheses, swaps):  # each swap: a real counterexample to the previous machine
-        t = swap.counterexample
-        paid_before = t.expected(Hypothesis.of(before.machine))
+        t, old, new = swap.counterexample, Hypothesis.of(before.machine), Hypothesis.of(swap.machine)
+        paid_before = t.expected(old)
         wrong = np.flatnonzero(paid_before != t.rewards)
-        assert wrong[0] == swap.position and (swap.expected, swap.paid) == (paid_before[wrong[0]], t.rewards[wrong[0]])
-        assert np.array_equal(t.expected(Hypothesis.of(swap.machine)), t.rewards)  # the new one pays it
+        if len(wrong):  # paid otherwise
+            assert wrong[0] == swap.position and (swap.expected, swap.paid) == (
+                paid_before[wrong[0]],
+                t.rewards[wrong[0]],
+            )
+        elif old.terminal[old.runs(t.letters)].any():  # the episode went on after the old machine's end
+            assert old.terminal[old.runs(t.letters)[swap.position]]
+        else:  # it ended where the old machine went on: the new one ends it there
+            last = (new.runs(t.letters)[-1], t.letters[-1])
+            assert t.terminated and new.terminal[new.next[last]]
+        assert np.array_equal(t.expected(new), t.rewards)  # the new one pays it
+        assert t.disagreement(new) is None
     verdict = against_truth(run.machine, truth, run.traces)
-    assert verdict.same and run.machine.n_nodes == 3, verdict
+    assert verdict.same and run.machine.n_nodes == 4, verdict
     assert any(t.explored for t in run.traces)  # the subgoal walker led episodes
     assert run.env.loop.inference_cpu < run.cpu
     final = run.final
-    assert final.machine is run.machine and final.steps == 2_500
+    assert final.machine is run.machine and final.steps == 1_500 and not final.still_changing
+    assert str(verdict) == "isomorphic to the true machine"  # its end node too: episodes end where the truth's do
 
 
 def test_online_replay_buffer_serves_the_current_hypothesis():
@@ -62,23 +73,27 @@ def test_online_replay_buffer_serves_the_current_hypothesis():
     model.learn(400)
     buf = model.replay_buffer
     rows = np.arange(buf.pos)
-    for machine in (online.machine, online.loop.assume(truth).machine):  # before and after a swap
+    before = online.machine
+    assert before.n_nodes > 1  # the walker found something in 400 steps
+    checked = 0
+    for machine in (before, truth):  # before and after a swap
+        if machine is truth:
+            online.loop.assume(truth)
         samples = buf._get_samples(rows)
         obs = samples.observations.numpy().ravel().astype(int)
         nxt = samples.next_observations.numpy().ravel().astype(int)
         s, u, s2, v = obs // 4, obs % 4, nxt // 4, nxt % 4
         for i in range(len(rows)):  # rmtk.gym.wrapper's CRM, computed apart from the buffer
             cf = counterfactual_experiences(machine, labels(s2[i], {}), env_terminated=bool(buf.ended[i]))
-            j = list(cf.node).index(u[i]) if u[i] in cf.node else None
-            if j is None:  # an end node: drawn only when every node is one
-                assert len(Hypothesis.of(machine).live) == machine.n_nodes
-                continue
+            j = list(cf.node).index(u[i])  # the buffer draws live nodes only
             assert (v[i], samples.rewards[i, 0], bool(samples.dones[i, 0])) == (
                 cf.next_node[j],
                 cf.reward[j],
                 bool(cf.terminated[j]),
             )
+            checked += 1
         assert np.array_equal(s, buf.observations[rows, 0, 0] // 4)  # the stored step's states
+    assert checked == 2 * len(rows)
     taken = buf.actions[rows, 0, 0]
     led = [t for t in online.loop.kept if t.explored]
     assert led and len(np.unique(taken)) == 4  # the walker's actions are the ones stored
@@ -89,7 +104,7 @@ def test_online_runs_are_repeatable():
     b, _ = learner(seed=3)
     a.learn(800)
     b.learn(800)
-    assert len(a.hypotheses) > 2  # swaps at steps 185, 285 and 637
+    assert len(a.hypotheses) > 4  # swaps at steps 185, 285, 335, 350 and 387
     assert [s.step for s in a.hypotheses] == [s.step for s in b.hypotheses]
     assert a.machine == b.machine
     from rmtk.rl import q_table

@@ -49,6 +49,7 @@ def _traces_arrays(traces) -> dict:
         "step": np.array([t.step for t in traces], np.int64),
         "counterexample": np.array([t.counterexample for t in traces], bool),
         "explored": np.array([t.explored for t in traces], bool),
+        "terminated": np.array([t.terminated for t in traces], bool),
     }
 
 
@@ -63,6 +64,7 @@ def _traces_of(arrays) -> list[Trace]:
                 int(arrays["step"][i]),
                 bool(arrays["counterexample"][i]),
                 bool(arrays["explored"][i]),
+                bool(arrays["terminated"][i]),
             )
         )
     return out

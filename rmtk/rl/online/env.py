@@ -184,7 +184,9 @@ class OnlineEnv(gymnasium.Wrapper):
         )
         out = self.encode(obs, v)
         if terminated or truncated:
-            trace = Trace(self._letters, self._rewards, self.episode, self.total_steps, explored=self.led)
+            trace = Trace(
+                self._letters, self._rewards, self.episode, self.total_steps, explored=self.led, terminated=terminated
+            )
             if self.loop.finished(trace) is not None:
                 self.node = self._node_after(self._letters)
         return out, reward, terminated, truncated, info

@@ -134,15 +134,17 @@ class SubgoalExploration(ExplorationCapabilities):
 FAR = np.iinfo(np.int64).max // 4
 
 
-def distances(succ: np.ndarray, goal: np.ndarray) -> np.ndarray:
+def distances(succ: np.ndarray, goal: np.ndarray, blocked: np.ndarray | None = None) -> np.ndarray:
     """``(S,)``: the fewest known steps from each state to a ``goal`` state (:data:`FAR` where
-    no known path leads), ``succ[s, a]`` the known successor (−1 unknown)."""
+    no known path leads), ``succ[s, a]`` the known successor (−1 unknown); no path goes through
+    a ``blocked`` state that is not a goal."""
     known = succ >= 0
     nxt = np.where(known, succ, 0)
     d = np.where(goal, 0, FAR)
+    barrier = np.zeros(len(d), bool) if blocked is None else blocked & ~goal
     while True:
         via = np.where(known, d[nxt], FAR).min(axis=1) + 1
-        new = np.minimum(d, via)
+        new = np.where(barrier, FAR, np.minimum(d, via))
         if np.array_equal(new, d):
             return d
         d = new
@@ -160,6 +162,8 @@ class SubgoalWalker:
         self.version = 0
         self._cache: dict[tuple[str, int], np.ndarray] = {}
         self.plan: list[int] = []
+        self.stay = False  # the plan walks a word of the hypothesis: its steps avoid moving the node elsewhere
+        self.expect: list[int] = []  # the node after each letter of such a plan
         self.hypothesis: Hypothesis | None = None
         self.exercised: np.ndarray | None = None
 
@@ -192,7 +196,10 @@ class SubgoalWalker:
         if self.label[s] != letter:
             self.label[s] = letter
             self.version += 1
-        self.hypothesis, self.exercised, self.plan = hypothesis, exercised, []
+        if hypothesis is not self.hypothesis:
+            self.version += 1  # the paths that avoid moving a node depend on the hypothesis
+        self.hypothesis, self.exercised, self.plan, self.stay = hypothesis, exercised, [], False
+        self.expect = []
         share = self.share if hypothesis.pays else 1.0
         return bool(self.rng.random() < share)
 
@@ -213,6 +220,7 @@ class SubgoalWalker:
 
     def _new_plan(self, letter: int, node: int) -> list[int]:
         ex = self.exercised
+        self.stay = False
         if ex is not None and self.rng.random() < 0.5:
             words = self._word_to(node)
             pairs = [(u, k) for u in sorted(words) for k in range(self.K) if not ex[u, k]]
@@ -220,16 +228,32 @@ class SubgoalWalker:
                 u, k = pairs[int(self.rng.integers(len(pairs)))]
                 plan = [*words[u], k]
                 if plan[0] != letter:
+                    self.stay = True
+                    h = self.hypothesis
+                    assert h is not None, "begin() sets the hypothesis"
+                    self.expect = []
+                    at = node
+                    for x in plan:
+                        at = int(h.next[at, x])
+                        self.expect.append(at)
                     return plan
-        others = [k for k in range(self.K) if k != letter]
-        return [others[int(self.rng.integers(len(others)))]] if others else [letter]
+        # a random subgoal: not the letter here, not the commonest label (the unmarked cells'), not
+        # one the hypothesis says ends the episode unpaid from here (unexercised pairs test those)
+        h = self.hypothesis
+        seen = np.bincount(self.label[self.label >= 0], minlength=self.K)
+        common = int(np.argmax(seen)) if seen.any() else -1
+        ends = h.terminal[h.next[node]] & (h.reward[node] == 0) if h is not None else np.zeros(self.K, bool)
+        others = [k for k in range(self.K) if k not in (letter, common) and not ends[k]]
+        if not others:
+            others = [k for k in range(self.K) if k != letter] or [letter]
+        return [others[int(self.rng.integers(len(others)))]]
 
-    def _toward(self, key: str, goal: np.ndarray) -> np.ndarray:
+    def _toward(self, key: str, goal: np.ndarray, blocked: np.ndarray | None = None) -> np.ndarray:
         d = self._cache.get((key, self.version))
         if d is None:
             if len(self._cache) > 64:
                 self._cache.clear()
-            d = distances(self.succ, goal)
+            d = distances(self.succ, goal, blocked)
             self._cache[(key, self.version)] = d
         return d
 
@@ -240,16 +264,25 @@ class SubgoalWalker:
             return int(self.rng.integers(self.A))
         while self.plan and self.plan[0] == letter:
             self.plan.pop(0)
+            if self.stay and self.expect.pop(0) != node:  # the walk left the word: give it up
+                self.plan = []
         if not self.plan:
             self.plan = self._new_plan(letter, node)
         target = self.plan[0]
-        d = self._toward(f"letter{target}", self.label == target)
-        if d[s] >= FAR:  # no known way: to the nearest state with an untried action
+        goal = self.label == target
+        blocked, key = None, f"{target}"
+        if self.stay and self.hypothesis is not None:  # on the way, no letter that moves the node
+            moves = np.flatnonzero(self.hypothesis.next[node] != node)
+            blocked, key = np.isin(self.label, moves[moves != target]), f"{target}-{node}"
+        d = self._toward(f"letter{key}", goal, blocked)
+        if d[s] >= FAR:  # no known way: an untried action here, else the nearest state with one
             untried = np.flatnonzero(self.succ[s] < 0)
             if len(untried):
                 return int(untried[int(self.rng.integers(len(untried)))])
             frontier = (self.label >= 0) & (self.succ < 0).any(axis=1)
-            d = self._toward("frontier", frontier)
+            d = self._toward(f"frontier{key}", frontier, blocked)
+            if d[s] >= FAR and blocked is not None:  # nothing left within the node: any known way
+                d = self._toward(f"letter{target}", goal)
             if d[s] >= FAR:
                 return int(self.rng.integers(self.A))
         after = np.where(self.succ[s] >= 0, d[np.maximum(self.succ[s], 0)], FAR)

@@ -26,6 +26,10 @@ def trivial(propositions: Sequence[str]) -> RewardMachine:
     return RewardMachine(["u0"], propositions, np.zeros((1, K), np.int64), np.zeros((1, K)), name="hypothesis")
 
 
+#: The name of the node the loop adds for the transitions that ended every episode they were seen in.
+END = "end"
+
+
 def end_mask(machine: RewardMachine) -> np.ndarray:
     """``(n,)``: the nodes every letter keeps in place with reward 0 (nothing can be earned there:
     the target of a temporal difference ends)."""
@@ -36,20 +40,24 @@ def end_mask(machine: RewardMachine) -> np.ndarray:
 @attrs.frozen
 class Hypothesis:
     """A machine as the loop uses it: ``next[u, k]``, ``reward[u, k]``, the ``ends`` mask
-    (:func:`end_mask`) and the ``live`` nodes a counterfactual sample is drawn from (those that
-    are not ends; every node when all are, as for the one-node machine that pays nothing)."""
+    (:func:`end_mask`), the ``live`` nodes a counterfactual sample is drawn from (those that
+    are not ends; every node when all are, as for the one-node machine that pays nothing) and
+    the ``terminal`` mask: the end node named :data:`END` (:func:`with_end`), where the
+    hypothesis says the episode ends."""
 
     machine: RewardMachine
     next: np.ndarray = attrs.field(eq=False, repr=False)
     reward: np.ndarray = attrs.field(eq=False, repr=False)
     ends: np.ndarray = attrs.field(eq=False, repr=False)
     live: np.ndarray = attrs.field(eq=False, repr=False)
+    terminal: np.ndarray = attrs.field(eq=False, repr=False)
 
     @classmethod
     def of(cls, machine: RewardMachine) -> Hypothesis:
         ends = end_mask(machine)
         live = np.flatnonzero(~ends) if (~ends).any() else np.arange(machine.n_nodes)
-        return cls(machine, machine.delta_u.copy(), machine.delta_r.astype(np.float64), ends, live)
+        terminal = ends & (np.array(machine.nodes) == END)
+        return cls(machine, machine.delta_u.copy(), machine.delta_r.astype(np.float64), ends, live, terminal)
 
     @property
     def pays(self) -> bool:
@@ -100,4 +108,42 @@ def aligned(new: RewardMachine, old: RewardMachine, words: Sequence[np.ndarray])
     return attrs.evolve(renamed, name=new.name)
 
 
-__all__ = ["Hypothesis", "aligned", "end_mask", "trivial"]
+def ending(machine: RewardMachine, traces) -> np.ndarray:
+    """``(n, K)``: the (node, letter) transitions some step of ``traces`` took and every such
+    step ended its episode (the environment terminated it; a time limit does not count)."""
+    h = Hypothesis.of(machine)
+    n, K = machine.delta_u.shape
+    seen = np.zeros((n, K), np.int64)
+    last = np.zeros((n, K), np.int64)
+    for t in traces:
+        if not len(t.rewards):
+            continue
+        u, k = h.runs(t.letters), t.letters[1:]
+        np.add.at(seen, (u, k), 1)
+        if t.terminated:
+            last[u[-1], k[-1]] += 1
+    return (seen > 0) & (last == seen)
+
+
+def with_end(machine: RewardMachine, traces, max_nodes: int) -> RewardMachine:
+    """``machine`` with an end node :data:`END` (absorbing, paying nothing) that the (node,
+    letter) transitions go to whose every step in ``traces`` ended its episode (the environment
+    terminated it; a time limit does not count), as JIRP infers termination: the
+    counterfactual experiences then end there, and a trace that goes on after it disagrees.
+    A machine that has its end node already sends the new such transitions there. Unchanged when
+    no transition qualifies or the node slots are full."""
+    h = Hypothesis.of(machine)
+    ends = ending(machine, traces) & ~h.terminal[:, None]
+    if not ends.any():
+        return machine
+    n, K = machine.delta_u.shape
+    if h.terminal.any():
+        return attrs.evolve(machine, delta_u=np.where(ends, int(np.argmax(h.terminal)), machine.delta_u))
+    if n >= max_nodes:
+        return machine
+    delta_u = np.vstack([np.where(ends, n, machine.delta_u), np.full((1, K), n)])
+    delta_r = np.vstack([machine.delta_r, np.zeros((1, K))])
+    return RewardMachine([*machine.nodes, END], machine.alphabet, delta_u, delta_r, machine.initial, machine.name)
+
+
+__all__ = ["END", "Hypothesis", "aligned", "end_mask", "ending", "trivial", "with_end"]

@@ -17,7 +17,7 @@ import numpy as np
 
 from ...errors import DataError, ModelError, RmtkError
 from ...machine import RewardMachine
-from .hypothesis import Hypothesis, aligned, trivial
+from .hypothesis import Hypothesis, aligned, ending, trivial, with_end
 from .inference import ExactRewards, Inference
 from .traces import KeepCounterexamples, Trace, TraceKeeping
 
@@ -57,10 +57,15 @@ class Swap:
         tail = " ".join(word[-6:])
         more = "... " if len(word) > 6 else ""
         letter = propositions[int(self.counterexample.letters[self.position + 1])]
+        if self.expected != self.paid:
+            what = f"the hypothesis paid {self.expected:g}, the environment {self.paid:g}"
+        elif self.position == len(self.counterexample.rewards) - 1 and self.counterexample.terminated:
+            what = "the episode ended where the hypothesis went on: to its end node, no inference"
+        else:
+            what = "the episode went on where the hypothesis had ended it"
         return (
-            f"step {self.step} (episode {self.episode}): after {more}{tail} then {letter}, the hypothesis paid "
-            f"{self.expected:g}, the environment {self.paid:g} -> {self.machine.n_nodes} node(s) from "
-            f"{self.traces} traces, {self.cpu:.2f} s CPU"
+            f"step {self.step} (episode {self.episode}): after {more}{tail} then {letter}, {what} -> "
+            f"{self.machine.n_nodes} node(s) from {self.traces} traces, {self.cpu:.2f} s CPU"
         )
 
 
@@ -126,9 +131,9 @@ class OnlineLoop:
 
     def unexercised(self) -> list[tuple[str, str]]:
         """The (node, letter) pairs of the hypothesis' reachable nodes that no recorded step read
-        (since the hypothesis appeared, and in every kept trace)."""
+        (since the hypothesis appeared, and in every kept trace); its terminal node has none."""
         m = self.machine
-        reach = m.reachable()
+        reach = [u for u in m.reachable() if not self.hypothesis.terminal[u]]
         return [(m.nodes[u], m.alphabet[k]) for u in reach for k in range(len(m.alphabet)) if not self.exercised[u, k]]
 
     # ------------------------------------------------------------------ the loop
@@ -149,6 +154,7 @@ class OnlineLoop:
     def _swap(self, new: Hypothesis) -> None:
         self.hypothesis = new
         self.exercised = np.zeros(new.machine.delta_u.shape, bool)
+        self.exercised[new.terminal] = True  # nothing happens there: the episode has ended
         for t in self.kept:
             self._mark(t)
 
@@ -178,7 +184,7 @@ class OnlineLoop:
         self._mark(trace)
         if at is None:
             self._markovian()
-            return None
+            return self._ended(trace)
         if not any(t is trace for t in self.kept):
             raise RmtkError(f"the trace keeping strategy {type(s.keeping).__name__} dropped a counterexample")
         expected = float(trace.expected(self.hypothesis)[at])
@@ -193,7 +199,8 @@ class OnlineLoop:
                 f"{len(self.kept)} traces kept at step {trace.step} ({inferred.message}): raise max_nodes, "
                 "or the rewards depend on something the labeler does not report"
             )
-        new = Hypothesis.of(aligned(inferred.machine, self.machine, [t.letters for t in self.kept]))
+        machine = aligned(inferred.machine, self.machine, [t.letters for t in self.kept])
+        new = Hypothesis.of(with_end(machine, self.kept, s.max_nodes))
         if trace.disagreement(new, s.inference.tolerance) is not None:
             raise RmtkError(f"the inferred machine does not pay what counterexample episode {trace.episode} was paid")
         self._swap(new)
@@ -212,11 +219,30 @@ class OnlineLoop:
         )
         return new
 
+    def _ended(self, trace: Trace) -> Hypothesis | None:
+        """A terminated episode that agreed with the hypothesis: when its last transition ended
+        every episode the kept traces (and this one) took it in, the hypothesis sends it to its
+        end node (:func:`~rmtk.rl.online.hypothesis.with_end`), recorded as a swap without inference."""
+        if not trace.terminated or not len(trace.rewards):
+            return None
+        h = self.hypothesis
+        u, k = int(h.runs(trace.letters)[-1]), int(trace.letters[-1])
+        if h.terminal[h.next[u, k]] or not ending(h.machine, (*self.kept, trace))[u, k]:
+            return None
+        machine = with_end(h.machine, (*self.kept, trace), self.settings.max_nodes)
+        if machine == h.machine:
+            return None
+        self._swap(Hypothesis.of(machine))
+        position = len(trace.rewards) - 1
+        paid = float(trace.rewards[position])
+        self.history.append(Swap(machine, trace.step, trace.episode, trace, position, paid, paid, 0.0, len(self.kept)))
+        return self.hypothesis
+
     def _markovian(self) -> None:
         """The stated test of a Markovian reward (docs/guide/14-online.md): ``markov_after``
         episodes paid a reward, and every hypothesis so far had one node."""
         after = self.settings.markov_after
-        if after is None or self.rewarded < after or any(h.machine.n_nodes > 1 for h in self.history):
+        if after is None or self.rewarded < after or any(_nodes(h.machine) > 1 for h in self.history):
             return
         if not self.hypothesis.pays:
             return
@@ -228,6 +254,11 @@ class OnlineLoop:
             "pays every reward of every episode; no reward machine was needed (train on the environment itself, "
             "or pass markov_after=None to keep learning)"
         )
+
+
+def _nodes(machine: RewardMachine) -> int:
+    """The nodes of ``machine`` but its end node."""
+    return int((~Hypothesis.of(machine).terminal).sum())
 
 
 def check_letter(alphabet, label, episode: int, step: int) -> int:

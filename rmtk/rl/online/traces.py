@@ -42,8 +42,9 @@ def _rewards(value) -> np.ndarray:
 class Trace:
     """One episode: ``letters`` (``T + 1`` proposition indices, the reset observation's first),
     ``rewards`` (``T``: what each step earned), the ``episode`` number, the environment ``step``
-    it ended at, whether it was a ``counterexample`` to the hypothesis of its time, and whether
-    the explorer led it (``explored``)."""
+    it ended at, whether it was a ``counterexample`` to the hypothesis of its time, whether
+    the explorer led it (``explored``) and whether the environment ended it (``terminated``; not
+    a time limit)."""
 
     letters: np.ndarray = attrs.field(converter=_letters, eq=array_eq)
     rewards: np.ndarray = attrs.field(converter=_rewards, eq=array_eq)
@@ -51,6 +52,7 @@ class Trace:
     step: int = 0
     counterexample: bool = False
     explored: bool = False
+    terminated: bool = False
 
     def __attrs_post_init__(self):
         if len(self.letters) != len(self.rewards) + 1:
@@ -72,10 +74,13 @@ class Trace:
 
     def disagreement(self, hypothesis: Hypothesis, tolerance: float = 0.0) -> int | None:
         """The first step whose reward ``hypothesis`` pays otherwise (beyond ``tolerance``), or
-        ``None``."""
+        that the episode took after the hypothesis ended it (its terminal node), or ``None``."""
+        if not len(self.rewards):
+            return None
         gap = np.abs(round_rewards(self.expected(hypothesis)) - round_rewards(self.rewards))
-        wrong = np.flatnonzero(gap > tolerance + 1e-9 * tolerance)
-        return int(wrong[0]) if len(wrong) else None
+        wrong = (gap > tolerance + 1e-9 * tolerance) | hypothesis.terminal[hypothesis.runs(self.letters)]
+        at = np.flatnonzero(wrong)
+        return int(at[0]) if len(at) else None
 
 
 @runtime_checkable

@@ -118,6 +118,9 @@ def against_truth(
         left[v] = True
         for j, pair in enumerate(zip(u.tolist(), v.tolist())):
             pairs.setdefault(pair, (i, j))
+        end = (int(a.next[u[-1], k[-1]]), int(b.next[v[-1], k[-1]]))
+        if t.terminated and a.ends[end[0]]:  # the learned machine ends the episode there: so must the truth
+            pairs.setdefault(end, (i, len(u)))
     first_l: dict[int, tuple[int, tuple[int, int]]] = {}  # learned node -> (truth node, where)
     first_t: dict[int, tuple[int, tuple[int, int]]] = {}
     for (lu, tv), where in sorted(pairs.items(), key=lambda item: item[1]):
@@ -134,16 +137,17 @@ def against_truth(
                     f"{_at(traces, table[node][1], learned)} and {_at(traces, where, learned)}: {what}",
                 )
             table.setdefault(node, (other, where))
-    never = tuple(truth.nodes[v] for v in truth.reachable() if not left[v])
-    reach = learned.reachable()
+    ends_l, ends_t = a.ends, b.ends
+    matched = {tv for (lu, tv) in pairs if ends_l[lu] and ends_t[tv]}  # an end for an end: nothing happens there
+    never = tuple(truth.nodes[v] for v in truth.reachable() if not left[v] and v not in matched)
+    reach = [u for u in learned.reachable() if not (ends_l[u] and any(lu == u for lu, _ in pairs))]
     free = tuple(
         (learned.nodes[u], learned.alphabet[k])
         for u in reach
         for k in range(len(learned.alphabet))
         if not exercised[u, k]
     )
-    truth_free = any(not left[v] for v in truth.reachable())
-    complete = not free and not truth_free and isomorphic(learned, truth)
+    complete = not free and not never and isomorphic(learned, truth)
     return Verdict(True, complete, never, free)
 
 
