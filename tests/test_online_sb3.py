@@ -216,3 +216,15 @@ def test_online_ppo_and_sac_train_on_the_product():
     assert sac.env.observation_space.shape == (3 + 3,)  # cos, sin, velocity and three node slots
     batch = sac.model.replay_buffer.sample(16)
     assert np.allclose(batch.observations[:, 3:].sum(axis=1).numpy(), 1.0)  # one slot set per sample
+
+
+def test_online_reproduce_reports_the_verdict_and_draws(tmp_path):
+    from rmtk.experiments import Options, run
+
+    report = run("online", Options(quick=True, figure_dir=tmp_path, overrides={"steps": 1_500, "arms": "online,true"}))
+    text = report.text()
+    assert [row[0] for row in report.tables[0][2]] == ["online, subgoals", "true machine, CRM"]
+    assert report.notes[-1] == "final machine of online, subgoals, run 1 (seed 0): isomorphic to the true machine"
+    assert "u2 -> end on c reward 1" in text and (tmp_path / "online.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(RmtkError, match="setting arms: expected agents among"):
+        run("online", Options(quick=True, overrides={"arms": "online,bogus"}))
