@@ -34,7 +34,7 @@ myst_enable_extensions = ["colon_fence", "deflist"]
 
 #: Tutorials that need an extra beyond the docs build's, and the module that tells whether it is
 #: installed: without it the tutorial is shown with its code, not run (no figure).
-NEEDS_EXTRA = {"09_deep_rl.py": "stable_baselines3"}
+NEEDS_EXTRA = {"09_deep_rl.py": "stable_baselines3", "10_online.py": "stable_baselines3"}
 
 
 def _executed_pattern() -> str:

@@ -14,9 +14,11 @@ decides who acts:
   shortest word to the node followed by the letter (as rmtk's
   :class:`~rmtk.traces.explorers.RandomSubgoals` draws its targets for traces). The walker knows
   no model: it records the transitions it sees (the last successor of each (state, action), the
-  label of each state) and walks by the shortest known path to a state with the subgoal's label;
-  where none is known, to the nearest state with an untried action, which it tries. ``epsilon``
-  of its actions are uniform. The states are the observations of a ``Discrete`` space, or a
+  label of each state) and walks by the shortest known path to a state with the subgoal's label,
+  around the states whose letter the hypothesis says ends the episode unpaid (and, on a word's
+  way, those whose letter would move the node elsewhere) while such a path is known; where none
+  is, to the nearest state with an untried action, which it tries. ``epsilon`` of its actions
+  are uniform. The states are the observations of a ``Discrete`` space, or a
   discretiser's (``discretize``, e.g. :class:`rmtk.gym.Bins`).
 
 The walker replaces the agent's actions in the episodes it leads; an off-policy algorithm
@@ -271,9 +273,14 @@ class SubgoalWalker:
         target = self.plan[0]
         goal = self.label == target
         blocked, key = None, f"{target}"
-        if self.stay and self.hypothesis is not None:  # on the way, no letter that moves the node
-            moves = np.flatnonzero(self.hypothesis.next[node] != node)
-            blocked, key = np.isin(self.label, moves[moves != target]), f"{target}-{node}"
+        h = self.hypothesis
+        if h is not None:  # on the way, no letter that ends the episode unpaid (nor, in a word, moves the node)
+            avoid = h.terminal[h.next[node]] & (h.reward[node] == 0)
+            if self.stay:
+                avoid |= h.next[node] != node
+            avoid[target] = False
+            if avoid.any():
+                blocked, key = np.isin(self.label, np.flatnonzero(avoid)), f"{target}-{node}-{int(self.stay)}"
         d = self._toward(f"letter{key}", goal, blocked)
         if d[s] >= FAR:  # no known way: an untried action here, else the nearest state with one
             untried = np.flatnonzero(self.succ[s] < 0)
@@ -281,7 +288,7 @@ class SubgoalWalker:
                 return int(untried[int(self.rng.integers(len(untried)))])
             frontier = (self.label >= 0) & (self.succ < 0).any(axis=1)
             d = self._toward(f"frontier{key}", frontier, blocked)
-            if d[s] >= FAR and blocked is not None:  # nothing left within the node: any known way
+            if d[s] >= FAR and blocked is not None:  # nothing left that avoids them: any known way
                 d = self._toward(f"letter{target}", goal)
             if d[s] >= FAR:
                 return int(self.rng.integers(self.A))
