@@ -181,3 +181,66 @@ def test_online_machine_pays_hides_the_machine():
     env, labels, truth = cliff_patrol()
     assert isinstance(env, MachinePays) and env.observation_space.n == 48
     assert cliff_labels()(1, {}) == "a" and truth.n_nodes == 4
+
+
+def _office_traces(noise, n=600):
+    """Random-subgoal episodes of the Office World's coffee task (decorations walked around), their
+    rewards noisy by ``noise(demos)``, as traces."""
+    from rmtk import dsl
+    from rmtk.traces import RandomSubgoals, explore
+
+    task = dsl.load_model("office").tasks["coffee"]
+    demos = noise(explore(task, n, 100, seed=0, explorer=RandomSubgoals(epsilon=0.1, avoid=("n",))), task.machine)
+    labels = task.mdp.labels
+    traces = []
+    for i in range(demos.n_trajectories):
+        m = int(demos.lengths[i])
+        traces.append(
+            Trace(labels[demos.states[i, :m]], demos.rewards[i, : m - 1], i, 100 * (i + 1), terminated=m < 100)
+        )
+    return task, traces
+
+
+def test_online_replaced_rewards_are_weighed_not_taken_as_counterexamples():
+    from rmtk.rl.online import ReplacedRewards
+    from rmtk.traces import replaced_rewards
+
+    task, traces = _office_traces(lambda d, m: replaced_rewards(d, np.unique(m.delta_r), 0.05, seed=1))
+    props = task.mdp.propositions
+    loop = OnlineLoop(
+        props, LoopSettings(max_nodes=5, inference=ReplacedRewards(0.05), keeping=KeepCounterexamples(300))
+    )
+    for t in traces:
+        loop.finished(t)
+    weighed = [h for h in loop.history if h.disagreeing is not None]
+    assert weighed and all(h.counterexample is None and h.disagreeing > 0.05 * h.observed for h in weighed)
+    assert not any(t.counterexample for t in loop.kept)  # no single noisy episode decided anything
+    assert str(against_truth(loop.machine, task.machine.with_alphabet_order(props), loop.kept)) == (
+        "isomorphic to the true machine"
+    )
+    assert "more than the noise explains" in weighed[-1].line(props)
+
+
+def test_online_noise_bound_is_the_binomial_quantile():
+    from scipy.stats import binom
+
+    from rmtk.rl.online.inference import noise_bound
+
+    for steps, eps in ((100, 0.05), (4944, 0.05), (7780, 0.1)):
+        assert noise_bound(steps, eps, 0.99) == int(binom.ppf(0.99, steps, eps))
+
+
+def test_online_tolerant_rewards_within_delta():
+    from rmtk.rl.online import TolerantRewards
+    from rmtk.traces import uniform_noise
+
+    task, traces = _office_traces(lambda d, m: uniform_noise(d, 0.1, seed=1), n=200)
+    props = task.mdp.propositions
+    loop = OnlineLoop(props, LoopSettings(max_nodes=5, inference=TolerantRewards(0.1)))
+    for t in traces:
+        loop.finished(t)
+    assert str(against_truth(loop.machine, task.machine.with_alphabet_order(props), loop.kept, 0.1)) == (
+        "isomorphic to the true machine"
+    )
+    paid = loop.machine.delta_r[loop.machine.delta_r != 0]
+    assert len(paid) == 1 and abs(paid[0] - 1.0) <= 0.1  # the center of the observed 1 ± 0.1

@@ -28,8 +28,10 @@ import numpy as np
 from ..errors import RmtkError
 from ._dqn import DQNConfig
 
-#: The tasks: CliffWalking's patrol, the Office World's coffee and patrol, the Craft World's t1 and t2.
-TASKS = ("cliff", "coffee", "patrol", "craft-t1", "craft-t2")
+#: The tasks: CliffWalking's patrol, the Office World's coffee and patrol, the Craft World's t1 and t2;
+#: with noisy rewards, coffee with each reward replaced with probability 0.05 and the Mining task
+#: (its paid rewards ± 0.1, uniform).
+TASKS = ("cliff", "coffee", "patrol", "craft-t1", "craft-t2", "coffee-noisy", "mining")
 #: The agents.
 ARMS = ("online", "online-eps", "true", "none")
 ARM_NAMES = {
@@ -54,12 +56,28 @@ class Task:
     horizon: int
     settings: DQNConfig
     max_nodes: int = 6
+    noise: tuple = ()  # ("replace", ε) or ("uniform", half-width): the paying environment's noise
 
-    def paying(self):
-        """The environment paying the task (the machine hidden): what a user has."""
-        from ..rl.online.tasks import MachinePays
+    def paying(self, seed: int = 0):
+        """The environment paying the task (the machine hidden), with its noise: what a user has."""
+        from ..rl.online.tasks import MachinePays, ReplacedNoise, UniformNoise
 
-        return MachinePays(self.base(), self.truth, self.labels)
+        env = MachinePays(self.base(), self.truth, self.labels)
+        if self.noise and self.noise[0] == "replace":
+            return ReplacedNoise(env, self.truth.delta_r, self.noise[1], seed)
+        if self.noise and self.noise[0] == "uniform":
+            return UniformNoise(env, self.noise[1], seed)
+        return env
+
+    def inference(self):
+        """The online agent's inference and trace keeping for the task's noise (``None``: the defaults)."""
+        from ..rl.online import KeepCounterexamples, ReplacedRewards, TolerantRewards
+
+        if self.noise and self.noise[0] == "replace":
+            return {"inference": ReplacedRewards(self.noise[1]), "keeping": KeepCounterexamples(sampled=300)}
+        if self.noise and self.noise[0] == "uniform":
+            return {"inference": TolerantRewards(self.noise[1])}
+        return {}
 
 
 def task(name: str, *, horizon: int | None = None) -> Task:
@@ -84,6 +102,21 @@ def task(name: str, *, horizon: int | None = None) -> Task:
             labels,
             h,
             DQNConfig(),
+        )
+    if name == "coffee-noisy":
+        return attrs.evolve(task("coffee", horizon=horizon), name=name, noise=("replace", 0.05))
+    if name == "mining":
+        m = dsl.load_model("mining").tasks["mining"]
+        h = horizon or 300
+        return Task(
+            name,
+            lambda: MdpEnv(m.mdp, max_steps=h),
+            m.mdp,
+            m.machine,
+            StateLabels.of(m.mdp),
+            h,
+            DQNConfig(gamma=0.95, explore=10_000, buffer_size=500_000),
+            noise=("uniform", 0.1),
         )
     if name in ("coffee", "patrol"):
         from ._dqn import World
@@ -153,10 +186,11 @@ def train(
     stop: float | None = None,
     settings: DQNConfig | None = None,
     log: Callable | None = None,
+    exploration=None,
 ) -> Run:
     """Train agent ``arm`` (:data:`ARMS`) on task ``t`` for at most ``steps`` steps, evaluating
     every ``every`` (``log(steps, success)`` hears each); ``stop``: end at the first success rate
-    at least this."""
+    at least this; ``exploration``: the online agent's strategy in place of its default."""
     try:
         import torch  # noqa: F401
         from stable_baselines3 import DQN
@@ -182,9 +216,16 @@ def train(
         from ..rl.online import AgentExploration, OnlineLearner
         from ..rl.online.learner import DQN_DEFAULTS
 
-        exploration = AgentExploration() if arm == "online-eps" else None
+        exploration = AgentExploration() if arm == "online-eps" else exploration
         learner = OnlineLearner(
-            t.paying(), t.labels, DQN, seed=seed, max_nodes=t.max_nodes, exploration=exploration, **kwargs
+            t.paying(seed),
+            t.labels,
+            DQN,
+            seed=seed,
+            max_nodes=t.max_nodes,
+            exploration=exploration,
+            **t.inference(),
+            **kwargs,
         )
         assert set(kwargs) >= set(DQN_DEFAULTS), "the task's settings give every default"
         rollouts: dict[int, object] = {}

@@ -8,8 +8,9 @@ JIRP (Xu et al., ICAPS 2020) with a Stable-Baselines3 agent on a user's Gymnasiu
   algorithm's counterfactual replay buffer of the current hypothesis) and
   :func:`OnlineMachineCallback` (progress, stops, checkpoints).
 * Strategies: :class:`SubgoalExploration` / :class:`AgentExploration` (who acts while the machine
-  shows itself), :class:`ExactRewards` / :class:`TolerantRewards` (when a trace disagrees, how
-  the next machine is inferred), :class:`KeepCounterexamples` (which traces are kept).
+  shows itself), :class:`ExactRewards` / :class:`TolerantRewards` / :class:`ReplacedRewards`
+  (when the hypothesis is shown wrong, how the next machine is inferred),
+  :class:`KeepCounterexamples` (which traces are kept).
 * What the run says: :class:`Swap` (the history), :class:`FinalMachine`, and
   :func:`against_truth` when the true machine is known.
 
@@ -22,7 +23,7 @@ from .callback import OnlineMachineCallback, progress_line
 from .env import OnlineEnv
 from .exploration import AgentExploration, Exploration, ExplorationCapabilities, SubgoalExploration
 from .hypothesis import Hypothesis
-from .inference import ExactRewards, Inference, Inferred, TolerantRewards
+from .inference import ExactRewards, Inference, InferenceCapabilities, Inferred, ReplacedRewards, TolerantRewards
 from .learner import OnlineLearner
 from .loop import LoopSettings, MarkovianRewardError, NodeBoundError, OnlineLoop, Swap
 from .traces import KeepCounterexamples, Trace, TraceKeeping
@@ -36,6 +37,7 @@ __all__ = [
     "FinalMachine",
     "Hypothesis",
     "Inference",
+    "InferenceCapabilities",
     "Inferred",
     "KeepCounterexamples",
     "LoopSettings",
@@ -45,6 +47,7 @@ __all__ = [
     "OnlineLearner",
     "OnlineLoop",
     "OnlineMachineCallback",
+    "ReplacedRewards",
     "SubgoalExploration",
     "Swap",
     "TolerantRewards",

@@ -8,11 +8,13 @@ decides who acts:
 * :class:`AgentExploration`: the algorithm's own exploration (DQN's ε-greedy schedule, PPO's
   stochastic policy) in every episode;
 * :class:`SubgoalExploration`: in a share of the episodes (every episode while the hypothesis
-  pays nothing) a *subgoal walker* acts instead of the agent. It walks to subgoals: a proposition
-  of the labeler's alphabet drawn uniformly (not the one it stands on), or, half of the time when
-  there are some, an unexercised (node, letter) pair of the hypothesis, reached by the hypothesis'
-  shortest word to the node followed by the letter (as rmtk's
-  :class:`~rmtk.traces.explorers.RandomSubgoals` draws its targets for traces). The walker knows
+  pays nothing) a *subgoal walker* acts instead of the agent. It walks to subgoals, each time one
+  of these kinds drawn with equal probability among those that apply: a proposition of the
+  labeler's alphabet drawn uniformly (not the one it stands on, as rmtk's
+  :class:`~rmtk.traces.explorers.RandomSubgoals` draws its targets for traces); an unexercised
+  (node, letter) pair of the hypothesis, reached by the hypothesis' shortest word to the node
+  followed by the letter; a transition the hypothesis pays, reached the same way (what the
+  hypothesis claims, tried out: a wrong claim is a counterexample at once). The walker knows
   no model: it records the transitions it sees (the last successor of each (state, action), the
   label of each state) and walks by the shortest known path to a state with the subgoal's label,
   around the states whose letter the hypothesis says ends the episode unpaid (and, on a word's
@@ -104,6 +106,7 @@ class SubgoalExploration(ExplorationCapabilities):
 
     share: float = attrs.field(default=0.5, validator=_share)
     epsilon: float = attrs.field(default=0.1, validator=_share)
+    settled: float | None = attrs.field(default=None, validator=attrs.validators.optional(_share))
     discretize: Any = None
     replaces_actions: bool = attrs.field(default=True, init=False)
 
@@ -128,7 +131,14 @@ class SubgoalExploration(ExplorationCapabilities):
             n_states = int(self.discretize.size(observation_space))
             index = self.discretize
         return SubgoalWalker(
-            n_states, int(action_space.n), n_letters, index, float(self.share), float(self.epsilon), seed
+            n_states,
+            int(action_space.n),
+            n_letters,
+            index,
+            float(self.share),
+            float(self.epsilon),
+            seed,
+            float(self.share if self.settled is None else self.settled),
         )
 
 
@@ -155,9 +165,19 @@ def distances(succ: np.ndarray, goal: np.ndarray, blocked: np.ndarray | None = N
 class SubgoalWalker:
     """The walker of :class:`SubgoalExploration` (its module docstring)."""
 
-    def __init__(self, n_states: int, n_actions: int, n_letters: int, index, share: float, epsilon: float, seed: int):
+    def __init__(
+        self,
+        n_states: int,
+        n_actions: int,
+        n_letters: int,
+        index,
+        share: float,
+        epsilon: float,
+        seed: int,
+        settled: float,
+    ):
         self.S, self.A, self.K = n_states, n_actions, n_letters
-        self.index, self.share, self.epsilon = index, share, epsilon
+        self.index, self.share, self.epsilon, self.settled = index, share, epsilon, settled
         self.rng = np.random.default_rng([int(seed), 11])
         self.succ = np.full((n_states, n_actions), -1, np.int64)
         self.label = np.full(n_states, -1, np.int64)
@@ -202,7 +222,12 @@ class SubgoalWalker:
             self.version += 1  # the paths that avoid moving a node depend on the hypothesis
         self.hypothesis, self.exercised, self.plan, self.stay = hypothesis, exercised, [], False
         self.expect = []
-        share = self.share if hypothesis.pays else 1.0
+        if not hypothesis.pays:
+            share = 1.0
+        elif (~exercised[hypothesis.machine.reachable()]).any():
+            share = self.share
+        else:
+            share = self.settled
         return bool(self.rng.random() < share)
 
     def _word_to(self, node: int) -> dict[int, list[int]]:
@@ -221,24 +246,30 @@ class SubgoalWalker:
         return word
 
     def _new_plan(self, letter: int, node: int) -> list[int]:
-        ex = self.exercised
+        """The next subgoals: a word of the hypothesis to an unexercised pair or to a paying
+        transition (what the hypothesis claims, tried out), or one random proposition; each kind
+        that applies drawn with equal probability."""
+        h, ex = self.hypothesis, self.exercised
         self.stay = False
-        if ex is not None and self.rng.random() < 0.5:
+        kinds = []
+        if h is not None and ex is not None:
             words = self._word_to(node)
-            pairs = [(u, k) for u in sorted(words) for k in range(self.K) if not ex[u, k]]
-            if pairs:
-                u, k = pairs[int(self.rng.integers(len(pairs)))]
-                plan = [*words[u], k]
-                if plan[0] != letter:
-                    self.stay = True
-                    h = self.hypothesis
-                    assert h is not None, "begin() sets the hypothesis"
-                    self.expect = []
-                    at = node
-                    for x in plan:
-                        at = int(h.next[at, x])
-                        self.expect.append(at)
-                    return plan
+            reach = sorted(words)
+            for wanted in (~ex, h.reward != 0):
+                pairs = [(u, k) for u in reach for k in range(self.K) if wanted[u, k]]
+                plans = [[*words[u], k] for u, k in pairs if [*words[u], k][0] != letter]
+                if plans:
+                    kinds.append(plans)
+        pick = int(self.rng.integers(len(kinds) + 1))
+        if pick < len(kinds):
+            plans = kinds[pick]
+            plan = plans[int(self.rng.integers(len(plans)))]
+            assert h is not None, "kinds come from the hypothesis"
+            self.stay, self.expect, at = True, [], node
+            for x in plan:
+                at = int(h.next[at, x])
+                self.expect.append(at)
+            return plan
         # a random subgoal: not the letter here, not the commonest label (the unmarked cells'), not
         # one the hypothesis says ends the episode unpaid from here (unexercised pairs test those)
         h = self.hypothesis

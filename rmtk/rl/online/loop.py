@@ -18,7 +18,7 @@ import numpy as np
 from ...errors import DataError, ModelError, RmtkError
 from ...machine import RewardMachine
 from .hypothesis import Hypothesis, aligned, ending, trivial, with_end
-from .inference import ExactRewards, Inference
+from .inference import ExactRewards, Inference, InferenceCapabilities
 from .traces import KeepCounterexamples, Trace, TraceKeeping
 
 
@@ -36,7 +36,8 @@ class Swap:
     ``episode`` it appeared at (0 for the first), the ``counterexample`` that caused it (``None``
     for the first), the step of that episode where the previous hypothesis paid ``expected``
     and the environment ``paid`` (``position``), the inference's process ``cpu`` seconds and the
-    ``traces`` it read."""
+    ``traces`` it read; a swap of a statistical inference (noisy rewards) has no counterexample
+    but the kept traces' ``disagreeing`` steps of ``observed``."""
 
     machine: RewardMachine
     step: int = 0
@@ -47,9 +48,17 @@ class Swap:
     paid: float | None = None
     cpu: float = 0.0
     traces: int = 0
+    disagreeing: int | None = None
+    observed: int | None = None
 
     def line(self, propositions: Sequence[str]) -> str:
         """One line: where the counterexample was and what the new hypothesis is."""
+        if self.disagreeing is not None:
+            return (
+                f"step {self.step} (episode {self.episode}): the kept traces disagree with the hypothesis on "
+                f"{self.disagreeing} of {self.observed} steps, more than the noise explains -> "
+                f"{self.machine.n_nodes} node(s) from {self.traces} traces, {self.cpu:.2f} s CPU"
+            )
         if self.counterexample is None:
             return f"step {self.step}: the first hypothesis, {self.machine.n_nodes} node(s)"
         assert self.position is not None, "a counterexample has its position"
@@ -115,6 +124,9 @@ class OnlineLoop:
         self.exercised = np.zeros((1, len(self.propositions)), bool)
         self.recent: deque = deque(maxlen=int(self.settings.window))
         self.stopped: str | None = None
+        self.capabilities = InferenceCapabilities.of(self.settings.inference)
+        self._wrong: dict[int, tuple[int, int]] = {}  # statistical: id(kept trace) -> (disagreeing, steps)
+        self._checked = 0  # statistical: the kept steps at the last inference
 
     # ------------------------------------------------------------------ queries
     @property
@@ -176,6 +188,8 @@ class OnlineLoop:
             self.recent.append(trace.paid > 0)
         if self.stopped is not None:
             return None
+        if self.capabilities.statistical:
+            return self._statistical(trace)
         at = trace.disagreement(self.hypothesis, s.inference.tolerance)
         trace = attrs.evolve(trace, counterexample=at is not None)
         if at is None:
@@ -188,6 +202,23 @@ class OnlineLoop:
         if not any(t is trace for t in self.kept):
             raise RmtkError(f"the trace keeping strategy {type(s.keeping).__name__} dropped a counterexample")
         expected = float(trace.expected(self.hypothesis)[at])
+        found = self._infer(
+            trace, "every reward of the", "or the rewards depend on something the labeler does not report"
+        )
+        if found is None:
+            return None
+        new, cpu = found
+        if trace.disagreement(new, s.inference.tolerance) is not None:
+            raise RmtkError(f"the inferred machine does not pay what counterexample episode {trace.episode} was paid")
+        paid = float(trace.rewards[at])
+        return self._adopt(
+            new, Swap(new.machine, trace.step, trace.episode, trace, at, expected, paid, cpu, len(self.kept))
+        )
+
+    def _infer(self, trace: Trace, pays: str, or_else: str) -> tuple[Hypothesis, float] | None:
+        """The next hypothesis from the kept traces and the inference's CPU seconds (``None``: the
+        inference was stopped, and the run with it); a node bound too small raises."""
+        s = self.settings
         inferred = s.inference.infer(self.kept, self.propositions, s.max_nodes, s.time_limit)
         self.inference_cpu += inferred.cpu
         if inferred.stopped is not None:
@@ -195,29 +226,47 @@ class OnlineLoop:
             return None
         if inferred.machine is None:
             raise NodeBoundError(
-                f"no reward machine of at most max_nodes={s.max_nodes} nodes pays every reward of the "
-                f"{len(self.kept)} traces kept at step {trace.step} ({inferred.message}): raise max_nodes, "
-                "or the rewards depend on something the labeler does not report"
+                f"no reward machine of at most max_nodes={s.max_nodes} nodes pays {pays} {len(self.kept)} traces "
+                f"kept at step {trace.step} ({inferred.message}): raise max_nodes, {or_else}"
             )
         machine = aligned(inferred.machine, self.machine, [t.letters for t in self.kept])
-        new = Hypothesis.of(with_end(machine, self.kept, s.max_nodes))
-        if trace.disagreement(new, s.inference.tolerance) is not None:
-            raise RmtkError(f"the inferred machine does not pay what counterexample episode {trace.episode} was paid")
-        self._swap(new)
-        self.history.append(
-            Swap(
-                new.machine,
-                trace.step,
-                trace.episode,
-                trace,
-                at,
-                expected,
-                float(trace.rewards[at]),
-                inferred.cpu,
-                len(self.kept),
-            )
+        return Hypothesis.of(with_end(machine, self.kept, s.max_nodes)), inferred.cpu
+
+    def _statistical(self, trace: Trace) -> Hypothesis | None:
+        """An episode under a statistical inference (noisy rewards): kept as any other; the
+        hypothesis is inferred again when the kept traces disagree with it on more steps than
+        the noise explains (:meth:`InferenceCapabilities.due`), checked once the kept steps
+        have grown by a quarter since the last inference (so that a hypothesis the data cannot
+        improve is not inferred again at every episode)."""
+        s = self.settings
+        self.ordinary += 1
+        self.kept = s.keeping.keep(self.kept, trace, self.ordinary, self.rng)
+        self._mark(trace)
+        wrong = {id(t): self._wrong.get(id(t)) or self._count(t) for t in self.kept}
+        self._wrong = wrong
+        disagreeing, steps = (sum(x) for x in zip(*wrong.values())) if wrong else (0, 0)
+        if steps < 1.25 * self._checked or not self.capabilities.due(disagreeing, steps):
+            return self._ended(trace)
+        self._checked = steps
+        found = self._infer(trace, "within the noise the rewards of the", "or the noise is above the level given")
+        if found is None:
+            return None
+        new, cpu = found
+        kept = len(self.kept)
+        self._adopt(
+            new,
+            Swap(new.machine, trace.step, trace.episode, cpu=cpu, traces=kept, disagreeing=disagreeing, observed=steps),
         )
+        self._wrong = {id(t): self._count(t) for t in self.kept}
         return new
+
+    def _adopt(self, new: Hypothesis, swap: Swap) -> Hypothesis:
+        self._swap(new)
+        self.history.append(swap)
+        return new
+
+    def _count(self, trace: Trace) -> tuple[int, int]:
+        return int(trace.wrong(self.hypothesis).sum()), len(trace.rewards)
 
     def _ended(self, trace: Trace) -> Hypothesis | None:
         """A terminated episode that agreed with the hypothesis: when its last transition ended
@@ -233,6 +282,7 @@ class OnlineLoop:
         if machine == h.machine:
             return None
         self._swap(Hypothesis.of(machine))
+        self._wrong = {id(t): self._count(t) for t in self.kept} if self.capabilities.statistical else {}
         position = len(trace.rewards) - 1
         paid = float(trace.rewards[position])
         self.history.append(Swap(machine, trace.step, trace.episode, trace, position, paid, paid, 0.0, len(self.kept)))

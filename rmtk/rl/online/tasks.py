@@ -25,6 +25,39 @@ from ...gym.wrapper import check_machine, terminal_nodes
 from ...machine import RewardMachine
 
 
+class ReplacedNoise(gymnasium.Wrapper):
+    """``env`` whose reward is, with probability ``epsilon`` per step, replaced by another of
+    ``values`` drawn uniformly (the replacement noise of :func:`rmtk.traces.noise.replaced_rewards`),
+    from a generator seeded by ``seed``."""
+
+    def __init__(self, env: gymnasium.Env, values, epsilon: float, seed: int = 0):
+        super().__init__(env)
+        self.values = np.unique(np.asarray(values, dtype=np.float64))
+        self.epsilon, self.rng = float(epsilon), np.random.default_rng([int(seed), 5])
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if len(self.values) > 1 and self.rng.random() < self.epsilon:
+            others = self.values[self.values != reward]
+            reward = float(others[int(self.rng.integers(len(others)))]) if len(others) else reward
+        return obs, reward, terminated, truncated, info
+
+
+class UniformNoise(gymnasium.Wrapper):
+    """``env`` whose non-zero rewards get a uniform draw from ``[−half_width, half_width]`` added
+    (the Mining task's noise, :func:`rmtk.traces.noise.uniform_noise`), seeded by ``seed``."""
+
+    def __init__(self, env: gymnasium.Env, half_width: float, seed: int = 0):
+        super().__init__(env)
+        self.half_width, self.rng = float(half_width), np.random.default_rng([int(seed), 6])
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if reward != 0:
+            reward = float(reward) + float(self.rng.uniform(-self.half_width, self.half_width))
+        return obs, reward, terminated, truncated, info
+
+
 class MachinePays(gymnasium.Wrapper):
     """``env`` paying ``machine``'s reward along ``labeler``'s labels (module docstring); ``info``
     is the environment's own."""
@@ -112,6 +145,8 @@ __all__ = [
     "CLIFF_CELLS",
     "CLIFF_PROPOSITIONS",
     "MachinePays",
+    "ReplacedNoise",
+    "UniformNoise",
     "cliff_labels",
     "cliff_machine",
     "cliff_patrol",

@@ -72,14 +72,18 @@ class Trace:
             return np.zeros(0)
         return hypothesis.reward[hypothesis.runs(self.letters), self.letters[1:]]
 
+    def wrong(self, hypothesis: Hypothesis, tolerance: float = 0.0) -> np.ndarray:
+        """Per step: whether ``hypothesis`` pays otherwise (beyond ``tolerance``) or had ended the
+        episode before it."""
+        if not len(self.rewards):
+            return np.zeros(0, bool)
+        gap = np.abs(round_rewards(self.expected(hypothesis)) - round_rewards(self.rewards))
+        return (gap > tolerance + 1e-9 * tolerance) | hypothesis.terminal[hypothesis.runs(self.letters)]
+
     def disagreement(self, hypothesis: Hypothesis, tolerance: float = 0.0) -> int | None:
         """The first step whose reward ``hypothesis`` pays otherwise (beyond ``tolerance``), or
         that the episode took after the hypothesis ended it (its terminal node), or ``None``."""
-        if not len(self.rewards):
-            return None
-        gap = np.abs(round_rewards(self.expected(hypothesis)) - round_rewards(self.rewards))
-        wrong = (gap > tolerance + 1e-9 * tolerance) | hypothesis.terminal[hypothesis.runs(self.letters)]
-        at = np.flatnonzero(wrong)
+        at = np.flatnonzero(self.wrong(hypothesis, tolerance))
         return int(at[0]) if len(at) else None
 
 
