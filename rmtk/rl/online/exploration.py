@@ -99,14 +99,15 @@ def _share(instance, attribute, value) -> None:
 
 @attrs.frozen
 class SubgoalExploration(ExplorationCapabilities):
-    """Subgoal exploration (module docstring): the walker leads a ``share`` of the episodes (all
-    of them while the hypothesis pays nothing), ``epsilon`` of its actions uniform;
-    ``discretize``: ``obs -> state index`` with ``size(space)`` (default: the observations of a
-    ``Discrete`` space)."""
+    """Subgoal exploration (module docstring): the walker leads a ``share`` of the episodes while
+    the hypothesis has unexercised (node, letter) pairs, all of them while it pays nothing, and a
+    ``settled`` share once every pair is exercised (default 0.1; ``None``: ``share``); ``epsilon`` of its actions
+    uniform (never into a state known to end the episode unpaid); ``discretize``: ``obs -> state
+    index`` with ``size(space)`` (default: the observations of a ``Discrete`` space)."""
 
     share: float = attrs.field(default=0.5, validator=_share)
     epsilon: float = attrs.field(default=0.1, validator=_share)
-    settled: float | None = attrs.field(default=None, validator=attrs.validators.optional(_share))
+    settled: float | None = attrs.field(default=0.1, validator=attrs.validators.optional(_share))  # type: ignore[arg-type]
     discretize: Any = None
     replaces_actions: bool = attrs.field(default=True, init=False)
 
@@ -290,11 +291,21 @@ class SubgoalWalker:
             self._cache[(key, self.version)] = d
         return d
 
+    def _traps(self, node: int) -> np.ndarray:
+        """The letters the hypothesis says end the episode unpaid from ``node``."""
+        h = self.hypothesis
+        if h is None:
+            return np.zeros(self.K, bool)
+        return h.terminal[h.next[node]] & (h.reward[node] == 0)
+
     def act(self, obs, letter: int, node: int) -> int:
         s = self._state(obs)
         u = self.rng.random()
-        if u < self.epsilon:
-            return int(self.rng.integers(self.A))
+        if u < self.epsilon:  # uniform, but not into a state known to end the episode unpaid
+            succ = self.succ[s]
+            lab = np.where(succ >= 0, self.label[np.maximum(succ, 0)], -1)
+            safe = np.flatnonzero(~((lab >= 0) & self._traps(node)[np.maximum(lab, 0)]))
+            return int(safe[int(self.rng.integers(len(safe)))]) if len(safe) else int(self.rng.integers(self.A))
         while self.plan and self.plan[0] == letter:
             self.plan.pop(0)
             if self.stay and self.expect.pop(0) != node:  # the walk left the word: give it up
@@ -306,7 +317,7 @@ class SubgoalWalker:
         blocked, key = None, f"{target}"
         h = self.hypothesis
         if h is not None:  # on the way, no letter that ends the episode unpaid (nor, in a word, moves the node)
-            avoid = h.terminal[h.next[node]] & (h.reward[node] == 0)
+            avoid = self._traps(node)
             if self.stay:
                 avoid |= h.next[node] != node
             avoid[target] = False
