@@ -42,7 +42,15 @@ ROOT = Path(__file__).resolve().parent.parent
 MARK = "@@online "
 ARMS = ("online", "online-eps", "true", "none")
 #: The step budgets of the tasks (docs/benchmarks/deep-rl.md's, where it has one).
-BUDGET = {"cliff": 15_000, "coffee": 40_000, "patrol": 40_000, "craft-t1": 60_000, "craft-t2": 60_000}
+BUDGET = {
+    "cliff": 15_000,
+    "coffee": 40_000,
+    "patrol": 40_000,
+    "craft-t1": 60_000,
+    "craft-t2": 60_000,
+    "coffee-noisy": 40_000,
+    "mining": 100_000,
+}
 
 
 def one(args: list[str]) -> int:
