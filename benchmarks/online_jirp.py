@@ -20,7 +20,8 @@ machine, a record of the machine the loop passes to its results object at each r
 results file stores an empty dict instead). It prints one JSON line after ``@@jirp``: the steps
 of each re-inference with the machine's size and transitions, the mean reward of the last 100
 episodes every 100 steps (the loop's own measure), the first step where it reaches ``--level``,
-and the process CPU seconds.
+and the process CPU seconds; a SIGTERM (e.g. ``timeout``) ends the loop and prints what it reached,
+flagged ``stopped``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -69,24 +71,37 @@ def main() -> int:
     from rl_agents.sjirp import util
 
     rebuilt: list = []
-    base = util.EvalResults.register_rebuilding
+    curve: list = []
+    base_rebuild, base_reward = util.EvalResults.register_rebuilding, util.EvalResults.register_mean_reward
 
-    def register_rebuilding(self, step, rm):  # the loop's own call, recorded, then passed on
+    def register_rebuilding(self, step, rm):  # the loop's own calls, recorded, then passed on
         rebuilt.append((step, rm))
-        return base(self, step, rm)
+        return base_rebuild(self, step, rm)
+
+    def register_mean_reward(self, step, reward):
+        curve.append((step, reward))
+        return base_reward(self, step, reward)
 
     util.EvalResults.register_rebuilding = register_rebuilding
+    util.EvalResults.register_mean_reward = register_mean_reward
+
+    def stop(signum, frame):  # SIGTERM (a time limit of the caller): report what was reached, flagged
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
     env = RewardMachineHidden(gym.make(args.env), 0.9, 0.9, args.rm_id)
     env.seed(args.seed)
     results = os.path.join(tempfile.mkdtemp(prefix="jirp-"), "results.json")
     t0 = time.process_time()
-    jirp.learn(env, seed=args.seed, total_timesteps=args.steps, gamma=0.9, results_path=results)
+    stopped = None
+    try:
+        jirp.learn(env, seed=args.seed, total_timesteps=args.steps, gamma=0.9, results_path=results)
+    except KeyboardInterrupt:
+        stopped = f"stopped by a signal at step {curve[-1][0] if curve else 0}"
     cpu = time.process_time() - t0
-    with open(results) as f:
-        saved = json.load(f)
-    curve = [(step, reward) for _, step, reward in saved["step_rewards"]]
     reached = next((step for step, reward in curve if reward >= args.level), None)
     record = {
+        "stopped": stopped,
         "env": args.env,
         "rm_id": args.rm_id,
         "seed": args.seed,

@@ -177,7 +177,7 @@ class ReplacedRewards(InferenceCapabilities):
     the binomial bound that says how many noisy steps ``epsilon`` explains."""
 
     epsilon: float = attrs.field(validator=_level)
-    confidence: float = attrs.field(default=0.99, validator=_level)
+    confidence: float = attrs.field(default=0.999, validator=_level)
     statistical: bool = attrs.field(default=True, init=False)
 
     @property
