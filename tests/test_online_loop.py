@@ -244,3 +244,15 @@ def test_online_tolerant_rewards_within_delta():
     )
     paid = loop.machine.delta_r[loop.machine.delta_r != 0]
     assert len(paid) == 1 and abs(paid[0] - 1.0) <= 0.1  # the center of the observed 1 ± 0.1
+
+
+def test_online_inference_time_limit_stops_the_run_not_the_machine():
+    """The inference's time limit is a safety stop: cut, it leaves the hypothesis as it was and
+    stops the run, flagged; the same traces without it give a machine."""
+    loop = OnlineLoop(PROPS, LoopSettings(max_nodes=4, time_limit=1e-9))
+    assert loop.finished(patrol("o a o b o c", 0)) is None
+    assert loop.stopped is not None and loop.stopped.startswith("inference at step 10 stopped (time limit)")
+    assert loop.swaps == 0 and loop.machine.n_nodes == 1
+    assert loop.finished(patrol("o a o b o c", 1)) is None and loop.episodes == 2  # nothing more is inferred
+    free = OnlineLoop(PROPS, LoopSettings(max_nodes=4, time_limit=None))
+    assert free.finished(patrol("o a o b o c", 0)) is not None

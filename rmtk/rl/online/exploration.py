@@ -8,9 +8,10 @@ decides who acts:
 * :class:`AgentExploration`: the algorithm's own exploration (DQN's ε-greedy schedule, PPO's
   stochastic policy) in every episode;
 * :class:`SubgoalExploration`: in a share of the episodes (every episode while the hypothesis
-  pays nothing) a *subgoal walker* acts instead of the agent. It walks to subgoals, each time one
-  of these kinds drawn with equal probability among those that apply: a proposition of the
-  labeler's alphabet drawn uniformly (not the one it stands on, as rmtk's
+  pays nothing, fewer once it has no unexercised pair) a *subgoal walker* acts instead of the
+  agent. It walks to subgoals, each time one of these kinds drawn with equal probability among
+  those that apply: a proposition of the labeler's alphabet drawn uniformly (not the one it
+  stands on, not the unmarked cells', not one the hypothesis says ends the episode unpaid; as rmtk's
   :class:`~rmtk.traces.explorers.RandomSubgoals` draws its targets for traces); an unexercised
   (node, letter) pair of the hypothesis, reached by the hypothesis' shortest word to the node
   followed by the letter; a transition the hypothesis pays, reached the same way (what the
