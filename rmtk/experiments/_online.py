@@ -191,12 +191,11 @@ def train(
     """Train agent ``arm`` (:data:`ARMS`) on task ``t`` for at most ``steps`` steps, evaluating
     every ``every`` (``log(steps, success)`` hears each); ``stop``: end at the first success rate
     at least this; ``exploration``: the online agent's strategy in place of its default."""
-    try:
-        import torch  # noqa: F401
-        from stable_baselines3 import DQN
-    except ImportError:
-        raise RmtkError("the online experiment needs Stable-Baselines3 and torch: pip install 'rmtk[rl]'") from None
     from ..rl import GreedyRollouts, q_table
+    from ..rl.sb3 import _require  # Stable-Baselines3 (and torch) through rmtk.rl: a clear error without them
+
+    sb3 = _require()
+    DQN = sb3.DQN
 
     settings = settings or t.settings
     kwargs = settings.kwargs(steps)
@@ -262,7 +261,7 @@ def train(
             learner.steps,
             learner,
         )
-    from stable_baselines3.common.callbacks import BaseCallback
+    BaseCallback = sb3.common.callbacks.BaseCallback
 
     from ..gym import RewardMachineEnv
     from ..rl import crm

@@ -43,15 +43,10 @@ def _arms(opts: Options) -> list[str]:
 
 def run(opts: Options) -> Report:
     """``rmtk reproduce online``: the settings above; ``--quick``: one run of 4,000 steps per agent."""
-    try:
-        import stable_baselines3  # noqa: F401
-        import torch  # noqa: F401
-    except ImportError:
-        raise RmtkError(
-            "the online experiment needs Stable-Baselines3 and torch: pip install 'rmtk[rl]' "
-            "(from a checkout: pip install '.[rl]')"
-        ) from None
     from .. import dsl
+    from ..rl.sb3 import _require
+
+    _require()  # the rl extra: Stable-Baselines3 and torch, or a clear error
     from ._online import task, train
 
     arms = _arms(opts)
