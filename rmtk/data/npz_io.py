@@ -24,6 +24,21 @@ def save_npz(demos: Demonstrations, path, *, overwrite: bool = False) -> None:
         np.savez_compressed(f, **arrays)
 
 
+def open_npz(path) -> np.lib.npyio.NpzFile:
+    """The NPZ archive at ``path``, open (a context manager); a file that is not one (empty,
+    truncated, a single ``.npy`` array, unreadable) is a :class:`DataError` naming it."""
+    src = str(path)
+    try:
+        z = np.load(path, allow_pickle=False)
+    except OSError as e:
+        raise _read_error(src, e) from None
+    except Exception as e:  # not a zip / corrupt file: EOFError, zipfile.BadZipFile, ValueError, ...
+        raise DataError(f"{src}: not a readable NPZ file ({e})") from None
+    if not isinstance(z, np.lib.npyio.NpzFile):
+        raise DataError(f"{src}: a single .npy array, not an NPZ archive of named arrays")
+    return z
+
+
 def load_npz(path, mdp=None) -> Demonstrations:
     """Read demonstrations from an NPZ file; validate them against ``mdp`` when given.
 
@@ -35,15 +50,7 @@ def load_npz(path, mdp=None) -> Demonstrations:
     values after a trajectory's end are ignored). Other arrays are refused.
     """
     src = str(path)
-    try:
-        z = np.load(path, allow_pickle=False)
-    except OSError as e:
-        raise _read_error(src, e) from None
-    except Exception as e:  # not a zip / corrupt file
-        raise DataError(f"{src}: not a readable NPZ file ({e})") from None
-    if not isinstance(z, np.lib.npyio.NpzFile):
-        raise DataError(f"{src}: a single .npy array, not an NPZ archive of named arrays")
-    with z:
+    with open_npz(path) as z:
         extra = [k for k in z.files if k not in _NPZ_ARRAYS]
         if extra:
             raise DataError(
