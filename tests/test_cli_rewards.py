@@ -156,3 +156,37 @@ def test_simulate_writes_noisy_rewards(tmp_path, capsys, truth):
             ]
         )
     assert "uniform:W needs a finite W >= 0" in capsys.readouterr().err
+
+
+def test_both_says_no_evidence_splits_a_pair_another_machine_from_both_merges(tmp_path, capsys):
+    """20 walks of 20 steps leave two machines from both: the second merges u0 and u1 of the first,
+    so the comparison may not say both together split them. Checked on the machines printed: a
+    pair said split is split by every machine listed, a pair said merged is merged by another."""
+    path = simulate(tmp_path / "few.npz", 20, 20, "--rewards", "--seed", "3")
+    capsys.readouterr()
+    assert main(["learn", PATROL, "--demos", path, "--from", "both", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "#   both: 3 nodes, 2 machines; rewards alone: 3 nodes, 2 machines; policy alone: 1 node, 1 machine" in out
+    assert (
+        "#   u0 and u1: split by no evidence: both together merge them in 1 of the 2 machines listed (rewards alone "
+        "merge them in 1 of 2 machines; the policy alone merges them)"
+    ) in out
+    assert "#   u0 and u2: split by the rewards (rewards alone split them; the policy alone merges them)" in out
+    assert "split only by both together" not in out
+    first, second = learned(out)
+    from rmtk.data import load
+
+    task = dsl.load(PATROL).tasks["patrol"]
+    demos = load(path, task.mdp)
+    at = [[], []]  # per machine: (node in the first, node in it) after every prefix of every walk
+    for i, n in enumerate(demos.lengths):
+        u, v = first.initial, second.initial
+        for s in demos.states[i, :n]:
+            k = first.alphabet.index(task.mdp.propositions[task.mdp.labels[s]])
+            u, v = int(first.delta_u[u, k]), int(second.delta_u[v, k])
+            at[0].append(u)
+            at[1].append(v)
+    pairs = set(zip(*at))
+    merged = [v for v in range(second.n_nodes) if {0, 1} <= {a for a, b in pairs if b == v}]
+    assert merged, "the second machine sends a word ending in u0 and one ending in u1 to one node"
+    assert all(len({b for a, b in pairs if a == x} & {b for a, b in pairs if a == 2}) == 0 for x in (0, 1))

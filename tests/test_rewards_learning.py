@@ -86,6 +86,16 @@ def test_noise_interval_is_clopper_pearson():
     assert noise_interval(0, 10).low == 0.0 and noise_interval(10, 10).high == 1.0
 
 
+def test_a_tiny_noise_interval_prints_digits_that_show_it():
+    """390,000 steps without a disagreement bound the noise below 1 − 0.025^(1/390000) ≈ 9.5e-06:
+    printed as such, not "0.0000 to 0.0000"; shares from 0.001 up keep four decimals."""
+    e = noise_interval(0, 390_000)
+    assert abs(e.high - (1 - 0.025 ** (1 / 390_000))) < 1e-12
+    assert str(e) == "noise 0.0000 (0 of 390000 observed steps disagree; 95% interval 0.0000 to 9.5e-06)"
+    assert "interval 6.2e-07 to 8.8e-06" in str(noise_interval(3, 1_000_000))
+    assert str(noise_interval(5, 100)).startswith("noise 0.0500 (5 of 100 observed steps disagree; 95% interval 0.01")
+
+
 def test_a_learner_needs_some_evidence():
     with pytest.raises(RmtkError, match="nothing to learn from"):
         Learner(ptp=None)
