@@ -53,6 +53,7 @@ from .summary import Phases
 from .task import Task
 from .traces.compare import with_rewards
 from .traces.evidence import RewardEvidence
+from .traces.unexplained import none_paid
 from .validators import BOUND_WHY, MAX_NODES, implements, node_count, optional_positive_int, optional_seconds
 
 __all__ = [
@@ -245,6 +246,8 @@ class Learner:
         res = self.encoder.search(problem, limits)
         if res.n_nodes is None and res.complete and self.nodes is None and res.tried:  # the bound may be why
             res = attrs.evolve(res, message=res.message + node_bound_note(max_nodes, self.max_nodes, task))
+        if traces is not None:  # rewards that contradict each other are said so, by word and step
+            res = none_paid(res, traces, limits, self.rewards, mdp, policy=True)
         if oracle is not None and res.lazy is None:
             raise RmtkError(
                 f"encoder {type(self.encoder).__name__} does not search lazily (it ignored the oracle "
@@ -322,7 +325,7 @@ class Learner:
             progress=rec,
         )
         phases.starts("search")
-        res = self.encoder.search(problem, limits)
+        res = none_paid(self.encoder.search(problem, limits), traces, limits, self.rewards, mdp, policy=False)
         phases.after_search(res, listed)
         timings = rec.timings
         timings.update(encode=res.time_encode, solve=res.time_solve, enumerate=res.time_enumerate)

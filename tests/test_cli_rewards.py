@@ -190,3 +190,38 @@ def test_both_says_no_evidence_splits_a_pair_another_machine_from_both_merges(tm
     merged = [v for v in range(second.n_nodes) if {0, 1} <= {a for a, b in pairs if b == v}]
     assert merged, "the second machine sends a word ending in u0 and one ending in u1 to one node"
     assert all(len({b for a, b in pairs if a == x} & {b for a, b in pairs if a == 2}) == 0 for x in (0, 1))
+
+
+def test_contradictory_rewards_are_named_with_their_steps_even_with_q(tmp_path, capsys, truth):
+    """One reward changed in exact walks: no machine pays both values. The message names the
+    rewards (not a policy), the word and letter, a trajectory and step paying each value, and
+    --noisy / --tolerance; it reaches stderr with -q. --noisy then learns, calling that step noisy."""
+    path = simulate(tmp_path / "w.csv", 30, 10, "--rewards")
+    lines = Path(path).read_text().splitlines()
+    fields = lines[4].split(",")  # trajectory 0, step 3: after the word A, the letter B pays 0
+    assert fields[:2] == ["0", "3"] and fields[-1] == "0.0"
+    lines[4] = ",".join(fields[:-1] + ["0.5"])
+    Path(path).write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert main(["learn", PATROL, "--demos", path, "--from", "rewards", "-q"]) == 1
+    out, err = capsys.readouterr()
+    said = (
+        "no machine with at most 4 nodes pays the recorded rewards, which contradict each other: after the word 'A', "
+        "the letter 'B' was paid 0 (12 steps, the first at trajectory 1, step 0) and 0.5 (1 step, at trajectory 0, "
+        "step 3); no machine pays two values there"
+    )
+    assert err.startswith(f"rmtk: no machine found: {said}") and "--noisy" in err and "--tolerance" in err
+    assert f"# no solution: {said}" in out and "prefix tree policy" not in out
+    assert main(["learn", PATROL, "--demos", path, "--from", "both", "-q"]) == 1  # the policy does not undo it
+    both = said.replace("4 nodes pays", "4 nodes is consistent with the prefix tree policy and pays")
+    assert capsys.readouterr().err.startswith(f"rmtk: no machine found: {both}")
+    from rmtk.data import load
+
+    demos = load(path, truth.mdp)
+    labels = truth.mdp.propositions
+    word = [labels[truth.mdp.labels[s]] for s in demos.states[1, :1]]
+    assert word == ["A"] and labels[truth.mdp.labels[demos.states[1, 1]]] == "B" and demos.rewards[1, 0] == 0
+    assert main(["learn", PATROL, "--demos", path, "--from", "rewards", "--noisy", "--nodes", "4", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "# MaxSAT: the optimum calls 1 observed step(s) noisy" in out
+    assert learned(out) and all(m.n_nodes == 4 for m in learned(out))

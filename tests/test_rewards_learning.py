@@ -78,6 +78,14 @@ def test_contradicting_rewards_leave_no_machine():
     assert traces.n_rows == 2 and traces.noisy().tolist() == [True]
     r = Learner(ptp=None, rewards=TraceRewards(traces), max_nodes=3).fit(mdp)
     assert r.n_nodes is None and r.search.complete
+    word = " ".join(traces.word(0))
+    assert f"which contradict each other: after the word '{word}', the letter '{mdp.propositions[mdp.labels[1]]}'" in (
+        r.search.message
+    )
+    assert "was paid 0 (1 step) and 1 (1 step)" in r.search.message  # the traces alone: no step to name
+    r = Learner(ptp=None, rewards=TraceRewards(demos), max_nodes=3).fit(mdp)
+    assert "was paid 0 (1 step, at trajectory 1, step 0) and 1 (1 step, at trajectory 0, step 0)" in r.search.message
+    assert "NoisyRewardEncoder (--noisy" in r.search.message and "TolerantRewards (--tolerance" in r.search.message
 
 
 def test_noise_interval_is_clopper_pearson():
