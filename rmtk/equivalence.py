@@ -21,6 +21,8 @@ machines. Letters are the MDP's proposition indices.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import attrs
 import numpy as np
 
@@ -48,6 +50,9 @@ class Verdict:
             the same learned node, with different true policies (labels as proposition names).
         triples: number of reachable (state, true node, learned node) triples explored.
     """
+
+    #: How a summary counts the machines judged equivalent (:class:`rmtk.summary.MachineSummary`).
+    equivalence: ClassVar[str] = "policy-equivalent"
 
     consistent: bool
     witness: tuple[tuple[str, ...], tuple[str, ...], str] | None

@@ -54,6 +54,7 @@ from .task import Task
 from .traces.compare import with_rewards
 from .traces.evidence import RewardEvidence
 from .traces.unexplained import none_paid
+from .traces.verdicts import judge_rewards
 from .validators import BOUND_WHY, MAX_NODES, implements, node_count, optional_positive_int, optional_seconds
 
 __all__ = [
@@ -301,7 +302,9 @@ class Learner:
         """:meth:`Learner.fit` without a policy: the smallest machines that pay what the traces
         observed (``rewards``), every survivor listed (up to ``max_solutions``, by default
         :data:`DEMOS_MAX_SOLUTIONS`: sampled data), their rewards the observed ones.
-        The truth, when ``target`` is a task, is attached (no policy verdicts: no expert)."""
+        The truth, when ``target`` is a task with a machine, is attached, and each machine's
+        verdict says whether it pays what the truth pays (:mod:`rmtk.traces.verdicts`; no policy
+        verdicts: no expert)."""
         assert self.rewards is not None, "rewards alone need reward evidence"
         task = target if isinstance(target, Task) else None
         mdp = target.mdp if isinstance(target, Task) else target
@@ -343,6 +346,10 @@ class Learner:
             max_solutions=listed,
         )
         result = with_rewards(result, traces)
+        if task is not None and task.machine is not None and result.machines and phases.starts("verdict"):
+            t = time.perf_counter()
+            result = judge_rewards(task, result)  # does each pay what the true machine pays?
+            rec.stage("verdict", time.perf_counter() - t)
         timings["total"] = time.perf_counter() - t0
         return attrs.evolve(result, stopped=phases.stop())
 

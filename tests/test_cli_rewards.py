@@ -1,6 +1,7 @@
 """rmtk learn --demos D --from rewards|policy|both (rmtk/cli/flags.py, docs/guide/11-learning-from-rewards.md):
 data made by rmtk simulate --rewards, learned from end to end through the command line."""
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -225,3 +226,39 @@ def test_contradictory_rewards_are_named_with_their_steps_even_with_q(tmp_path, 
     out = capsys.readouterr().out
     assert "# MaxSAT: the optimum calls 1 observed step(s) noisy" in out
     assert learned(out) and all(m.n_nodes == 4 for m in learned(out))
+
+
+def _pays(machine, word, letter) -> float:
+    """What ``machine`` pays on ``letter`` after ``word`` (label names), run step by step."""
+    u = machine.initial
+    for a in word:
+        u = int(machine.delta_u[u, machine.alphabet.index(a)])
+    return float(machine.delta_r[u, machine.alphabet.index(letter)])
+
+
+def test_from_rewards_ends_with_the_verdict_against_the_true_machine(walks, truth, tmp_path, capsys):
+    """As every other mode, --from rewards says per machine whether it is the task's: here it pays
+    what the truth pays after every word and is isomorphic to it; from six-step walks each listed
+    machine pays otherwise, with the shortest word that shows it (checked by running both)."""
+    capsys.readouterr()
+    assert main(["learn", PATROL, "--demos", walks, "--from", "rewards", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "# verdict: pays what the true machine pays after every word, at every depth (48 synchronised product "
+        "states checked); isomorphic to the true machine 'patrol'\nmachine learned {"
+    ) in out
+    short = simulate(tmp_path / "short.npz", 200, 6, "--rewards", "--policy", "uniform")
+    assert main(["learn", PATROL, "--demos", short, "--from", "rewards", "-q", "--max-solutions", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "# reward-equivalent to the truth at every depth: 0 of the 3 listed" in out
+    said = [line for line in out.splitlines() if line.startswith("# verdict: ")]
+    ms = learned(out)
+    assert len(said) == len(ms) == 3
+    shape = re.compile(
+        r"# verdict: pays otherwise: after the word ([A-D ]+) \(at state r\dc\d\), the next label ([A-D]) pays "
+        r"(\S+) here and (\S+) under the true machine$"
+    )
+    for line, m in zip(said, ms):
+        word, letter, paid, true_paid = shape.fullmatch(line).groups()
+        word = word.split()
+        assert float(paid) == _pays(m, word, letter) != _pays(truth.machine, word, letter) == float(true_paid)

@@ -115,3 +115,26 @@ def test_plain_sat_encoder_keeps_policy_answers(models_dir):
         pytest.skip("no patrol model")
     r = Learner(irl=None).fit(task)
     assert r.raw_count == 6 and r.rewards is None and r.decoded is None
+
+
+def test_reward_verdicts_compare_what_each_machine_pays(models_dir):
+    """rmtk.traces.verdicts: the truth against itself, a reward off by 0.05 (within a tolerance of
+    0.1, not exactly), and the shortest word that shows it, the reward flagged when no trace saw it."""
+    from rmtk.traces.verdicts import reward_consistency
+
+    task = dsl.load(models_dir / "patrol.rm").tasks["patrol"]
+    m, letter = task.machine, task.letter_of_proposition
+    du, dr = m.delta_u[:, letter], m.delta_r[:, letter]
+    off = dr.copy()
+    d = task.mdp.propositions.index("D")
+    off[3, d] = 1.05
+    same, near = reward_consistency(task.mdp, du, dr, [(du, dr), (du, off)], tolerance=0.1)
+    assert same.consistent and near.consistent and same.triples == near.triples == 48
+    (exact,) = reward_consistency(task.mdp, du, dr, [(du, off)])
+    word, k, paid, true_paid, state = exact.witness
+    assert (k, paid, true_paid) == ("D", 1.05, 1.0) and not exact.unobserved
+    assert word == ("A", "B", "C")  # the shortest: from a start cell of A beside B, then C, then into D
+    seen = np.ones(du.shape, bool)
+    seen[3, d] = False
+    (free,) = reward_consistency(task.mdp, du, dr, [(du, off)], used=[np.ones(du.shape, bool)], observed=[seen])
+    assert free.unobserved and str(free).endswith("the data leave that part of the learned machine free")
