@@ -276,7 +276,7 @@ class Learner:
             oracle=oracle,
             max_solutions=listed,
         )
-        if task is not None:
+        if task is not None and task.machine is not None:  # a truth to judge against
             result = self._judge(task, result, source, encoder, rec, phases)
         if traces is not None:  # the rewards are the observed ones: no IRL
             result = with_rewards(result, traces)
@@ -393,7 +393,8 @@ class Learner:
     def _judge(self, task: Task, result: LearnResult, source, encoder, rec: Recorder, phases: Phases) -> LearnResult:
         """The result with the truth, and, when the PTP strategy gives the expert's policy
         classes, the verdicts and false positive rate; without them, a warning and no verdicts."""
-        result = attrs.evolve(result, truth=task.machine)
+        truth = task.require_machine("verdicts against the truth")
+        result = attrs.evolve(result, truth=truth)
         t = time.perf_counter()
         table = expert_class_table(
             task,
@@ -407,7 +408,7 @@ class Learner:
             return result
         fp = merges = None
         if result.negatives is not None and result.ptp is not None:
-            trie_nodes = result.ptp.trie.run(task.machine.delta_u, task.machine.initial, task.letter_of_proposition)
+            trie_nodes = result.ptp.trie.run(truth.delta_u, truth.initial, task.letter_of_proposition)
             fp = result.negatives.false_positives(trie_nodes, table)
             pairs = result.negatives.pairs
             merges = int((trie_nodes[pairs[:, 0]] == trie_nodes[pairs[:, 1]]).sum()) if len(pairs) else 0
@@ -452,7 +453,7 @@ def expert_class_table(task: Task, table, given_by: str, unknown: str, progress:
         warnings.warn(message, UserWarning, stacklevel=4)
         return None
     table = np.asarray(table)
-    want = (task.mdp.n_states, task.machine.n_nodes)
+    want = (task.mdp.n_states, task.require_machine("verdicts against the truth").n_nodes)
     if table.shape != want or not np.issubdtype(table.dtype, np.integer):
         raise RmtkError(
             f"{given_by} gave an array of shape {table.shape} and type {table.dtype}; the task needs whole-number "

@@ -262,3 +262,38 @@ def test_from_rewards_ends_with_the_verdict_against_the_true_machine(walks, trut
         word, letter, paid, true_paid = shape.fullmatch(line).groups()
         word = word.split()
         assert float(paid) == _pays(m, word, letter) != _pays(truth.machine, word, letter) == float(true_paid)
+
+
+def test_a_task_without_a_machine_learns_from_rewards_and_says_what_needs_one(walks, truth, tmp_path, capsys):
+    """Learning from rewards is when a user has no machine: a task that names none learns the
+    same machine, without a verdict (no truth); what needs the machine says where the task is
+    written and what needs it."""
+    text = Path(PATROL).read_text()
+    body = text[text.index("mdp rooms") : text.index("machine patrol")]
+    path = tmp_path / "rooms.rm"
+    path.write_text(body + "task patrol {\n  mdp rooms\n  max_nodes 4\n}\n")
+    line = 1 + (body + "task patrol").count("\n")
+    capsys.readouterr()
+    assert main(["check", str(path)]) == 0
+    assert "task patrol: mdp rooms, no machine, gamma 0.99, lambda 1, max_nodes 4" in capsys.readouterr().out
+    assert main(["learn", str(path), "--demos", walks, "--from", "rewards", "-q"]) == 0
+    out = capsys.readouterr().out
+    (m,) = learned(out)
+    assert isomorphic(m, truth.machine, rewards=True) and "verdict" not in out
+    assert main(["learn", str(path), "--demos", walks, "-q"]) == 0  # both: no verdict either
+    out = capsys.readouterr().out
+    assert "which evidence decided what" in out and "verdict" not in out
+    for argv, needs in (
+        ([], "the expert's exact policy (computed from the machine)"),
+        (["--active"], "asking the task's expert (its policy is computed from the machine)"),
+        (["--learn-labels"], "the expert's exact policy (computed from the machine)"),
+    ):
+        assert main(["learn", str(path), "-q", *argv]) == 1
+        err = capsys.readouterr().err
+        assert err == (
+            f"rmtk: error: {path}:{line}:6: task 'patrol' names no machine, and {needs} needs one: add a line "
+            "'machine NAME' to it\n"
+        )
+    assert main(["simulate", str(path), "-n", "2", "-T", "2", "--seed", "0", "-o", str(tmp_path / "x.npz")]) == 1
+    assert f"{path}:{line}:6: task 'patrol' names no machine, and simulating its expert" in capsys.readouterr().err
+    assert not (tmp_path / "x.npz").exists()

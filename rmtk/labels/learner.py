@@ -246,7 +246,7 @@ class LabelLearner:
         how = PairSearchCapabilities.of(self.search)
         judged = survives = size = None
         unseen = 0
-        if task is not None:  # the verdicts first: cheap, and what a reader looks at
+        if task is not None and task.machine is not None:  # the verdicts first: cheap, what a reader looks at
             t = time.perf_counter()
             judged, size = verdicts(task, ptp.expert_classes(task), res.solutions, reach, deadline, how.non_stuttering)
             survives = truth_survives(task, checker, reach, size, (res.n_nodes, res.n_props), deadline)
