@@ -63,7 +63,7 @@ class SampleEvidence:
 class AskedEvidence:
     """What the questions to a sampled expert could resolve, for pairs learned from an active
     loop's answers (:meth:`~rmtk.labels.learner.LabelLearner.fit_questions`): the label-given
-    path's statement (:meth:`rmtk.active.ActiveResult.resolution`), made of the first pair.
+    path's statement (:meth:`rmtk.active.result.ActiveResult.resolution`), made of the first pair.
 
     Attributes:
         negatives: negative examples the answers held (two histories the expert acts
@@ -96,7 +96,7 @@ class AskedEvidence:
 
 
 def asked_evidence(active, delta: np.ndarray | None) -> AskedEvidence | None:
-    """The evidence of an active loop's answers (an :class:`~rmtk.active.ActiveResult`; ``None``
+    """The evidence of an active loop's answers (an :class:`~rmtk.active.result.ActiveResult`; ``None``
     for an exact expert, whose answers prove); ``delta``: the first pair's machine over states."""
     if not active.sampled:
         return None

@@ -94,8 +94,8 @@ def first_step(
 
 
 def recorded(evidence) -> Demonstrations | None:
-    """The demonstrations in memory behind rmtk's reward evidence (:class:`TraceRewards` or
-    :class:`~rmtk.traces.tolerance.TolerantRewards` of them, or of an
+    """The demonstrations in memory behind rmtk's reward evidence
+    (:class:`~rmtk.traces.evidence.TraceRewards` or :class:`~rmtk.traces.tolerance.TolerantRewards` of them, or of an
     :class:`~rmtk.empirical.EmpiricalPTP` counting them); ``None`` for a file or dataset counted
     as it was read, a table, or other evidence."""
     from .evidence import TraceRewards

@@ -77,7 +77,7 @@ def reward_consistency(
     (:func:`~rmtk.data.rewards.round_rewards`), or within ``tolerance`` when it is positive
     (outputs of a tolerance fit are the centers of the values observed). ``used`` and
     ``observed``: per machine, the transitions and rewards the data decide (for
-    :attr:`RewardVerdict.unobserved`)."""
+    ``RewardVerdict.unobserved``)."""
     if not machines:
         return []
     big, inits, width = stacked([du for du, _ in machines])
