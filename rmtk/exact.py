@@ -126,7 +126,8 @@ class NodePolicyTable:
             raise ModelError("every row of a node policy table must be a probability distribution")
 
     def _check(self, task: Task) -> None:
-        want = (task.require_machine("a node policy table").n_nodes, task.mdp.n_states, task.mdp.n_actions)
+        machine = task.machine or task.require_machine("a node policy table")  # a task, or what reads as one
+        want = (machine.n_nodes, task.mdp.n_states, task.mdp.n_actions)
         if self.table.shape != want:
             raise ModelError(
                 order_hint(
