@@ -182,4 +182,4 @@ def product(mdp: LabeledMDP, machine: RewardMachine, letter=None) -> Product:
 
 def task_product(task: Task) -> Product:
     """The reachable product of a task's MDP and machine."""
-    return product(task.mdp, task.machine, task.letter_of_proposition)
+    return product(task.mdp, task.require_machine("the product of its MDP and machine"), task.letter_of_proposition)

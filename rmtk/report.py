@@ -140,8 +140,9 @@ def report(
         if resolved is not None:
             w(f"# {resolved}")
         if result.verdicts is not None and i < len(result.verdicts):
-            same = f"; isomorphic to the true machine '{task.machine.name}'" if iso and iso[i] else ""
-            w(f"# verdict: {result.verdicts[i]}{same}")
+            verdict, truth = result.verdicts[i], result.truth
+            same = iso and iso[i] and verdict.consistent and truth is not None
+            w(f"# verdict: {verdict}" + (f"; isomorphic to the true machine '{truth.name}'" if same else ""))
         elif result.stopped is not None and result.truth is not None:
             w("# verdict: not decided (the run was stopped)")
         if result.reward_fits is not None and i < len(result.reward_fits):

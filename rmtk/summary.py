@@ -119,8 +119,9 @@ class MachineSummary:
         varies: ``(node, letter, targets)`` transitions on which listed machines differ (or
             that the data fix in some and leave free in others).
         free: ``(node, letter)`` transitions the data leave free in every listed machine.
-        consistent: listed machines policy-equivalent to the truth at every depth, of
-            ``judged`` with a verdict (``None``: no truth, or no verdicts).
+        consistent: listed machines equivalent to the truth at every depth, of ``judged``
+            with a verdict (``None``: no truth, or no verdicts): policy-equivalent, or
+            reward-equivalent for machines learned from rewards alone (``equivalence``).
         truth_nodes: the true machine's nodes (when known).
         truth_merges: mined negative examples whose two words the truth sends to one node
             (``None``: none were mined from data, or no truth); 0: the truth keeps them all.
@@ -148,6 +149,7 @@ class MachineSummary:
     smallest: bool = True
     truth_listed: bool = False
     stopped: Stop | None = None
+    equivalence: str = "policy-equivalent"
 
     @classmethod
     def of(cls, result, *, iso: tuple[bool, ...] | None = None) -> MachineSummary:
@@ -190,6 +192,7 @@ class MachineSummary:
             smallest=result.search.cost is None and bool(result.search.tried) and result.search.tried[0][0] == 1,
             truth_listed=bool(iso and any(iso)),
             stopped=result.stopped,
+            equivalence=verdicts[0].equivalence if verdicts else "policy-equivalent",
         )
 
     @property
@@ -222,7 +225,7 @@ class MachineSummary:
             out.append(text)
         if self.consistent is not None:
             out.append(
-                f"policy-equivalent to the truth at every depth: {self.consistent} of the {self.judged} listed"
+                f"{self.equivalence} to the truth at every depth: {self.consistent} of the {self.judged} listed"
                 + ("" if self.judged == self.listed else f" with a verdict ({self.listed} listed)")
             )
         out.extend(self._truth_lines())

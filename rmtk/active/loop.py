@@ -285,7 +285,7 @@ class ActiveLearner:
             ptp=ptp,
             oracle=oracle,
         )
-        if task is not None:
+        if task is not None and task.machine is not None:  # a truth to judge against
             result = attrs.evolve(result, truth=task.machine)
             if result.machines:
                 result = self._judge(task, result, caps, name, rec, deadline)

@@ -209,9 +209,18 @@ class ActiveResult:
         judged with (:class:`~rmtk.statistics.MergeResolution`)."""
         if not self.sampled or i >= len(self.result.machines):
             return None
-        every = self.merges(i)
+        machine = self.result.machines[i]
+        return self.resolution_of(self._over_propositions(machine), machine.initial)
+
+    def resolution_of(self, delta: np.ndarray, initial: int = 0):
+        """:meth:`resolution` of the machine ``delta`` over the asked MDP's propositions (e.g. a
+        labeling and machine learned from the questions, read over states): ``None`` for an exact
+        expert."""
+        if not self.sampled:
+            return None
+        every = self.merges_of(delta, initial)
         if not every:
-            return self.result.resolution(i)
+            return self.result.resolution_of(delta) if initial == 0 else None
         merged = [c for c in every if not (c.optional and c.status == "open")]
         extra = [c.upper for c in every if c.optional and c.status == "open"]
         res = np.array([c.upper for c in merged])
@@ -238,11 +247,18 @@ class ActiveResult:
         if i >= len(self.result.machines):
             return []
         machine = self.result.machines[i]
+        return self.merges_of(self._over_propositions(machine), machine.initial)
+
+    def _over_propositions(self, machine) -> np.ndarray:
+        """``machine``'s transitions with the asked MDP's propositions as columns."""
         letter = np.array([machine.alphabet.index(p) for p in self.result.mdp.propositions])
-        delta = machine.delta_u[:, letter]
+        return machine.delta_u[:, letter]
+
+    def merges_of(self, delta: np.ndarray, initial: int = 0) -> list:
+        """:meth:`merges` of the machine ``delta`` over the asked MDP's propositions."""
 
         def final(word) -> int:
-            u = machine.initial
+            u = initial
             for k in word:
                 u = int(delta[u, k])
             return u

@@ -136,6 +136,8 @@ def run_plan(plan):
             evidence = ["which evidence decided what (each evidence alone, same limits):"]
             evidence += [f"  {line}" for line in comparison.lines()]
         report(plan.task, result, count_pairs=plan.count_pairs, explain=plan.explain, asked=asked, evidence=evidence)
+    if result.n_nodes is None and result.search.complete:  # proved none: said on stderr too, whatever -q says
+        print(f"rmtk: no machine found: {result.search.message}", file=sys.stderr)
     return None if result.n_nodes is None else result
 
 

@@ -46,14 +46,14 @@ def _pick_machine(doc: dsl.RmFile, name: str | None) -> RewardMachine:
     if name is not None:
         obj = doc.get(name)
         if isinstance(obj, Task):
-            return obj.machine
+            return obj.require_machine("drawing its machine")
         if isinstance(obj, RewardMachine):
             return obj
         raise RmtkError(f"{name!r} is an mdp; name a machine or a task to draw a machine")
     if len(doc.machines) == 1:
         return next(iter(doc.machines.values()))
     if len(doc.tasks) == 1:
-        return next(iter(doc.tasks.values())).machine
+        return next(iter(doc.tasks.values())).require_machine("drawing its machine")
     raise RmtkError(f"the file holds several machines ({', '.join(doc.machines)}); name the one to show")
 
 
@@ -115,7 +115,7 @@ def _to_json(obj):
         return {
             "name": obj.name,
             "mdp": obj.mdp.name,
-            "machine": obj.machine.name,
+            "machine": None if obj.machine is None else obj.machine.name,
             "gamma": obj.discount,
             "lambda": obj.lam,
             "depth": obj.depth,
@@ -132,6 +132,9 @@ def cmd_simulate(args) -> int:
     from ..simulate import simulate, simulate_dataset, simulate_sharded
 
     task = load_task(args.file, args.task)
+    from ..simulate import SIMULATING
+
+    task.require_machine(SIMULATING)  # before any file is opened
     fmt = format_of(args.output, args.format)
     engine = _engine_from_args(args)
     if args.partition_size is not None and fmt != "parquet":
@@ -217,7 +220,7 @@ def _noisy(demos, task, kind: str, level: float, *, seed: int):
 
     if kind == "uniform":
         return uniform_noise(demos, level, seed=seed)
-    return replaced_rewards(demos, np.unique(task.machine.delta_r), level, seed=seed)
+    return replaced_rewards(demos, np.unique(task.require_machine("its rewards").delta_r), level, seed=seed)
 
 
 def cmd_reproduce(args) -> int:

@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import DataError
 from ._files import _check_writable, _open_write, _read_error
 from .demonstrations import PAD, Demonstrations, _show_id, validate
-from .rewards import format_rewards, parse_rewards
+from .rewards import format_rewards, parse_rewards, some_known
 
 #: The columns of a CSV file of demonstrations (``label`` and ``reward`` optional).
 CSV_COLUMNS = ("trajectory", "step", "state", "action", "label", "reward")
@@ -254,6 +254,8 @@ def _load_csv(path, mdp) -> Demonstrations:
     actions = _lookup(col["action"], mdp.actions, "action", "an action name", src, lines)
     labels = _lookup(col["label"], mdp.propositions, "label", "a proposition", src, lines) if "label" in col else None
     rewards = parse_rewards(col["reward"], src, lines) if "reward" in col else None
+    if rewards is not None:
+        some_known(rewards, f"{src}: column 'reward'")
     del cols, col
 
     # group by trajectory, order by step; steps must be 0, 1, 2, ...

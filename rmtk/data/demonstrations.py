@@ -119,7 +119,10 @@ class Demonstrations:
             after = ~inside & ~np.isnan(r)
             if after.any():
                 i, t = np.argwhere(after)[0]
-                raise DataError(f"trajectory {i}, step {t}: reward after the trajectory's end (it must be nan)")
+                raise DataError(
+                    f"trajectory {i}, step {t}: reward after the trajectory's end (length {self.lengths[i]}; it "
+                    "must be nan)"
+                )
 
     # ------------------------------------------------------------------ constructors
     @classmethod

@@ -8,7 +8,7 @@ import numpy as np
 from ..errors import DataError
 from ._files import _check_writable, _open_write, _read_error
 from .demonstrations import Demonstrations, validate
-from .rewards import first_infinite
+from .rewards import first_infinite, some_known
 
 _NPZ_ARRAYS = ("states", "actions", "lengths", "labels", "rewards")
 
@@ -24,6 +24,21 @@ def save_npz(demos: Demonstrations, path, *, overwrite: bool = False) -> None:
         np.savez_compressed(f, **arrays)
 
 
+def open_npz(path) -> np.lib.npyio.NpzFile:
+    """The NPZ archive at ``path``, open (a context manager); a file that is not one (empty,
+    truncated, a single ``.npy`` array, unreadable) is a :class:`DataError` naming it."""
+    src = str(path)
+    try:
+        z = np.load(path, allow_pickle=False)
+    except OSError as e:
+        raise _read_error(src, e) from None
+    except Exception as e:  # not a zip / corrupt file: EOFError, zipfile.BadZipFile, ValueError, ...
+        raise DataError(f"{src}: not a readable NPZ file ({e})") from None
+    if not isinstance(z, np.lib.npyio.NpzFile):
+        raise DataError(f"{src}: a single .npy array, not an NPZ archive of named arrays")
+    return z
+
+
 def load_npz(path, mdp=None) -> Demonstrations:
     """Read demonstrations from an NPZ file; validate them against ``mdp`` when given.
 
@@ -32,18 +47,11 @@ def load_npz(path, mdp=None) -> Demonstrations:
     trajectory has all ``T`` steps, as in the mice files), ``labels`` (like ``states``,
     proposition indices, checked against the MDP's labels) and ``rewards`` (like ``states``,
     numbers: what each step's action earned, NaN when unknown, see :mod:`rmtk.data.rewards`;
-    values after a trajectory's end are ignored). Other arrays are refused.
+    NaN after a trajectory's end, as :class:`Demonstrations` wants; at least one known). Other
+    arrays are refused.
     """
     src = str(path)
-    try:
-        z = np.load(path, allow_pickle=False)
-    except OSError as e:
-        raise _read_error(src, e) from None
-    except Exception as e:  # not a zip / corrupt file
-        raise DataError(f"{src}: not a readable NPZ file ({e})") from None
-    if not isinstance(z, np.lib.npyio.NpzFile):
-        raise DataError(f"{src}: a single .npy array, not an NPZ archive of named arrays")
-    with z:
+    with open_npz(path) as z:
         extra = [k for k in z.files if k not in _NPZ_ARRAYS]
         if extra:
             raise DataError(
@@ -88,7 +96,10 @@ def load_npz(path, mdp=None) -> Demonstrations:
         hint = "" if has_lengths else f" (the file has no 'lengths' array, so every trajectory has {T} steps)"
         raise DataError(f"{src}: {e}{hint}") from None
     if rewards is not None:
-        demos = demos.with_rewards(np.where(demos.mask(), rewards, np.nan))
+        try:  # a reward after a trajectory's end is refused, as Demonstrations itself refuses it
+            demos = demos.with_rewards(rewards)
+        except DataError as e:
+            raise DataError(f"{src}: array 'rewards': {e}") from None
     if mdp is not None:
         validate(demos, mdp, labels=arrays.get("labels"), source=src)
     return demos
@@ -105,4 +116,5 @@ def _rewards(arr: np.ndarray, shape: tuple, src: str) -> np.ndarray:
     if k is not None:
         i, t = divmod(k, shape[1])
         raise DataError(f"{src}: array 'rewards' at trajectory {i}, step {t}: {out[i, t]} is infinite")
+    some_known(out, f"{src}: array 'rewards'")
     return out

@@ -54,6 +54,17 @@ def first_infinite(values: np.ndarray) -> int | None:
     return int(np.argmax(bad)) if bad.any() else None
 
 
+def some_known(rewards: np.ndarray, where: str) -> None:
+    """Refuse a reward column that exists but records nothing: every value unknown (empty,
+    null or NaN). Kept, it would read as "with rewards" and teach a machine from none;
+    ``where`` names the file and the column."""
+    if not (~np.isnan(rewards)).any():
+        raise DataError(
+            f"{where} holds no reward: every value is unknown (empty, null or nan); record the rewards, or drop "
+            "the column to learn from the policy alone"
+        )
+
+
 def parse_rewards(values, src: str, lines: np.ndarray) -> np.ndarray:
     """A text column of rewards as float64: decimal numbers (``1``, ``-0.5``, ``1e-3``),
     ``nan`` or an empty field for "unknown". A value that is not a number, or is infinite,

@@ -152,12 +152,13 @@ class GymExpert(ExpertCapabilities):
         (its choices are a function: no verdicts)."""
         from ..exact import NodePolicyTable
 
-        table, m = self.policy.table, self.policy.machine
+        table, m, truth = self.policy.table, self.policy.machine, task.machine
         same = (
             table is not None
-            and m.alphabet == task.machine.alphabet
-            and m.initial == task.machine.initial
-            and np.array_equal(m.delta_u, task.machine.delta_u)
+            and truth is not None
+            and m.alphabet == truth.alphabet
+            and m.initial == truth.initial
+            and np.array_equal(m.delta_u, truth.delta_u)
         )
         return NodePolicyTable(table).class_table(task) if same else None
 

@@ -218,7 +218,8 @@ class AgentExpert(ExpertCapabilities):
         is the one driving the agent (the verdicts' truth); else ``None``."""
         tm = task.machine
         same = (
-            self.equivalence
+            tm is not None
+            and self.equivalence
             and tm.alphabet == self.machine.alphabet
             and tm.initial == self.machine.initial
             and np.array_equal(tm.delta_u, self.machine.delta_u)

@@ -177,9 +177,16 @@ class NoiseEstimate:
     def __str__(self) -> str:
         pct = round(100 * self.confidence)
         return (
-            f"noise {self.rate:.4f} ({self.disagreements} of {self.steps} observed steps disagree; "
-            f"{pct}% interval {self.low:.4f} to {self.high:.4f})"
+            f"noise {share(self.rate)} ({self.disagreements} of {self.steps} observed steps disagree; "
+            f"{pct}% interval {share(self.low)} to {share(self.high)})"
         )
+
+
+def share(x: float) -> str:
+    """A share as text with the digits that show it: four decimals from 0.001 up (and 0 itself),
+    else two significant digits in scientific notation (an interval of 0 to 0.0000095 is not
+    "0.0000 to 0.0000")."""
+    return f"{x:.4f}" if x == 0 or abs(x) >= 1e-3 else f"{x:.1e}"
 
 
 def noise_interval(disagreements: int, steps: int, confidence: float = 0.95) -> NoiseEstimate:
