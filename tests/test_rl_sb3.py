@@ -292,9 +292,9 @@ def test_sb3_ppo_trains_on_the_product_and_passes_check_env(office):
 def test_sb3_bad_inputs_get_one_clear_error_each(office):
     task = office.tasks["coffee"]
     plain = sb3.DQN("MlpPolicy", office_env(), policy_kwargs={"net_arch": [4]}, seed=0)
-    with pytest.raises(ModelError, match=r"observation space is Discrete\(108\), not the product"):
+    with pytest.raises(ModelError, match=r"observation space is Discrete\(108\), the environment.s own: it observes"):
         AgentExpert(plain, task.mdp, task.machine)
-    with pytest.raises(ModelError, match=r"observation space is Discrete\(108\), not the product"):
+    with pytest.raises(ModelError, match=r"observation space is Discrete\(108\), the environment.s own: it observes"):
         agent_policy(plain, task.machine, StateLabels.of(task.mdp), env=office_env())
     model = sb3.DQN("MlpPolicy", product(task), policy_kwargs={"net_arch": [4]}, seed=0)
     other = RewardMachine.from_transitions({("u0", "x"): ("u1", 1.0)}, ["x", "y"], nodes=["u0", "u1", "u2"])
@@ -419,3 +419,108 @@ def test_sb3_reproduce_deep_rl_quick_draws_the_five_curves(tmp_path):
     assert (tmp_path / "deep_rl.png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(Exception, match="setting task: expected one of coffee, patrol"):
         run("deep-rl", Options(quick=True, overrides={"task": "mail"}))
+
+
+def four_nodes() -> RewardMachine:
+    """A 4-node machine over the Office World's letters: coffee, then mail, then the office."""
+    office_letters = dsl.load("models/office.rm").tasks["coffee"].machine.alphabet
+    return RewardMachine.from_transitions(
+        {("u0", "f"): "u1", ("u1", "e"): "u2", ("u2", "g"): ("done", 1.0)},
+        office_letters,
+        nodes=["u0", "u1", "u2", "done"],
+        name="four",
+    )
+
+
+def tiny_dqn(env):
+    return sb3.DQN("MlpPolicy", env, policy_kwargs={"net_arch": [4]}, seed=0, device="cpu")
+
+
+def test_sb3_agent_policy_refuses_an_agent_trained_with_another_number_of_nodes(office):
+    task = office.tasks["coffee"]
+    labels = StateLabels.of(task.mdp)
+    four = tiny_dqn(RewardMachineEnv(office_env(max_steps=20), four_nodes(), labels, observation="flat"))
+    three = tiny_dqn(product(task))
+    vec = MdpVectorEnv(task.mdp, 4, max_steps=10)
+    # without env=: the StateLabels say the world has 108 states (432 = 108 x 4 is also 144 x 3)
+    with pytest.raises(ModelError, match=r"Discrete\(432\): the product of the environment's Discrete\(108\) with 4 "):
+        agent_policy(four, task.machine, labels)
+    with pytest.raises(ModelError, match=r"with 3 nodes, and the machine has 4; give the machine the agent was"):
+        agent_policy(three, four_nodes(), labels, env=vec)
+
+    # a labeler that does not say the states: the agent's Discrete(324) alone does not split into nodes
+    def plain(obs, info):
+        return labels(obs)
+
+    with pytest.raises(ModelError, match=r"only if the environment has 81 states.*give env="):
+        agent_policy(three, four_nodes(), plain)
+    assert agent_policy(three, task.machine, plain, env=vec).encoding.inner == gymnasium.spaces.Discrete(108)
+
+
+def test_sb3_agent_policy_refuses_the_product_environment_with_rmtks_error(office):
+    task = office.tasks["coffee"]
+    labels = StateLabels.of(task.mdp)
+    three = tiny_dqn(product(task))
+    with pytest.raises(ModelError, match="already the product of an environment with a machine"):
+        agent_policy(three, task.machine, labels, env=product(task))
+    # recorded on the product (no env= given): its labels do not cover its observations
+    with pytest.raises(
+        Exception, match=r"labels 108 states \(StateLabels\), and the environment observes Discrete\(324"
+    ):
+        collect(product(task), agent_policy(three, task.machine, labels), labels, Identity(), 2, seed=0)
+
+
+class StepLine(Line):
+    """Line with three discrete moves: left, stay, right."""
+
+    action_space = gymnasium.spaces.Discrete(3)
+
+    def step(self, action):
+        return super().step(np.array([float(action) - 1.0], np.float32))
+
+
+def test_sb3_agent_policy_checks_box_observations_and_the_action_space():
+    from gymnasium.wrappers import TimeLimit
+
+    env = RewardMachineEnv(TimeLimit(StepLine(), 10), a_then_b(), line_labels, observation="flat")
+    ppo = sb3.PPO("MlpPolicy", env, policy_kwargs={"net_arch": [4]}, n_steps=32, batch_size=32, seed=0, device="cpu")
+    two = RewardMachine.from_transitions({("u0", "a"): ("u1", 1.0)}, ["a", "b", "i"], nodes=["u0", "u1"], name="two")
+    bins = Bins(0.0, 1.0, 10)
+    # the agent's Box(4,) is 1 number with 3 nodes, or 2 numbers with 2: the observations say which
+    policy = agent_policy(ppo, two, line_labels)
+    with pytest.raises(Exception, match=r"observations have 1 number each.*are of 2 \(a product with 3 nodes\)"):
+        collect(TimeLimit(StepLine(), 10), policy, line_labels, bins, 2, seed=0, propositions=["a", "b", "i"])
+    with pytest.raises(
+        ModelError, match=r"Box.*: the product of the environment's Box.*with 3 nodes, and the machine has 2"
+    ):
+        agent_policy(ppo, two, line_labels, env=StepLine())
+    # the right machine records, one batched call per step for a vector environment's copies
+    vec = gymnasium.vector.SyncVectorEnv([lambda: TimeLimit(StepLine(), 10)] * 3)
+    rec = collect(
+        vec,
+        agent_policy(ppo, a_then_b(), line_labels, env=vec),
+        line_labels,
+        bins,
+        6,
+        seed=0,
+        propositions=["a", "b", "i"],
+    )
+    assert rec.episodes == 6 and rec.n_actions == 3
+    # a continuous-action agent: collect records Discrete actions, said before a step is played
+    sac = sb3.SAC("MlpPolicy", RewardMachineEnv(Line(), a_then_b(), line_labels, observation="flat"), seed=0)
+    with pytest.raises(
+        ModelError,
+        match=r"acts in Box\(-1.0, 1.0, \(1,\), float32\), and collect records the environment's Discrete\(3\)",
+    ):
+        agent_policy(sac, a_then_b(), line_labels, env=vec)
+    # a discrete agent with other actions than the environment's
+    task = dsl.load("models/office.rm").tasks["coffee"]
+
+    class ThreeMoves:  # the Office World's cells, three actions
+        observation_space = gymnasium.spaces.Discrete(108)
+        action_space = gymnasium.spaces.Discrete(3)
+
+    with pytest.raises(
+        ModelError, match=r"acts in Discrete\(4\), and the environment in Discrete\(3\): expected Discrete\(3"
+    ):
+        agent_policy(tiny_dqn(product(task)), task.machine, StateLabels.of(task.mdp), env=ThreeMoves())
