@@ -21,7 +21,7 @@ from rmtk.exact import NodePolicyTable, shortest_path_table  # noqa: E402
 from rmtk.gym import Bins, Identity, NodePolicy, RewardMachineEnv, StateLabels, collect, office_env  # noqa: E402
 from rmtk.gym.mdp_env import MdpVectorEnv  # noqa: E402
 from rmtk.planning import task_policy  # noqa: E402
-from rmtk.rl import AgentExpert, agent_policy, crm, sb3_agent  # noqa: E402
+from rmtk.rl import AgentExpert, agent_policy, crm, no_log_folder, sb3_agent  # noqa: E402
 
 EPSILON = 0.1
 
@@ -66,7 +66,7 @@ def hand_set_dqn(task, env, **kw):
     with torch.no_grad():
         layer.weight.copy_(torch.as_tensor(weight, dtype=torch.float32))
         layer.bias.zero_()
-    return model
+    return no_log_folder(model)
 
 
 def test_sb3_dqn_expert_gives_the_greedy_distribution_exactly(office):
@@ -238,6 +238,7 @@ def test_sb3_sac_learns_from_counterfactual_experiences_of_a_continuous_product(
 
     env = RewardMachineEnv(TimeLimit(Line(), 20), a_then_b(), line_labels, observation="flat")
     model = sb3.SAC("MlpPolicy", env, policy_kwargs={"net_arch": [8]}, learning_starts=50, seed=0, **crm(env))
+    no_log_folder(model)
     model.learn(80)
     buf = model.replay_buffer
     assert buf.experiences == 2 * 80 and buf.pos == 160
@@ -279,7 +280,7 @@ def test_sb3_ppo_trains_on_the_product_and_passes_check_env(office):
             policy_kwargs={"net_arch": [8]},
             seed=0,
         )
-        model.learn(128)
+        no_log_folder(model).learn(128)
         assert model.num_timesteps >= 128
         expert = AgentExpert(model, task.mdp, task.machine)
         p = expert.act(
@@ -524,3 +525,24 @@ def test_sb3_agent_policy_checks_box_observations_and_the_action_space():
         ModelError, match=r"acts in Discrete\(4\), and the environment in Discrete\(3\): expected Discrete\(3"
     ):
         agent_policy(tiny_dqn(product(task)), task.machine, StateLabels.of(task.mdp), env=ThreeMoves())
+
+
+def test_sb3_training_leaves_no_log_folder_in_the_temporary_directory(tmp_path, monkeypatch, capsys):
+    import tempfile
+
+    from rmtk.experiments._dqn import DQNConfig, train_dqn
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # a private temporary directory
+    task = dsl.load("models/office.rm").tasks["coffee"]
+    plain = sb3.PPO("MlpPolicy", product(task), n_steps=32, batch_size=32, policy_kwargs={"net_arch": [4]}, seed=0)
+    plain.learn(32)
+    assert len(list(tmp_path.glob("SB3-*"))) == 1  # Stable-Baselines3's own logger: one empty folder a run
+    config = DQNConfig(hidden=(4,), learning_starts=20, explore=50, buffer_size=500, batch_size=8)
+    curve, model = train_dqn(
+        task.machine, task.machine, StateLabels.of(task.mdp), use_crm=True, seed=0, steps=100, every=50, config=config
+    )
+    assert curve.steps == (50, 100) and model.num_timesteps == 100
+    loud = no_log_folder(sb3.PPO("MlpPolicy", product(task), n_steps=32, batch_size=32, verbose=1, seed=0))
+    loud.learn(32)
+    assert "total_timesteps" in capsys.readouterr().out  # a verbose model still logs to standard output
+    assert len(list(tmp_path.glob("SB3-*"))) == 1  # the rmtk-trained runs added none
