@@ -13,7 +13,7 @@ import pytest
 sb3 = pytest.importorskip("stable_baselines3", reason="stable-baselines3 is not installed (pip install 'rmtk[rl]')")
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install 'rmtk[rl]')")
 
-from rmtk import RewardMachine, dsl  # noqa: E402
+from rmtk import RewardMachine, dsl, isomorphic  # noqa: E402
 from rmtk.active.experts import TaskExpert  # noqa: E402
 from rmtk.active.loop import ActiveLearner  # noqa: E402
 from rmtk.errors import ModelError  # noqa: E402
@@ -116,6 +116,8 @@ def test_sb3_active_learning_from_a_dqn_finds_the_coffee_machine_with_no_draws(o
     assert r.isomorphic_to_truth() == (True,) and r.verdicts[0].consistent and not run.flagged
     assert run.draws == 0 and run.evaluations > 0
     assert (r.n_nodes, r.raw_count, run.queries) == (same.result.n_nodes, same.result.raw_count, same.queries)
+    # the same questions, plus the agent's product table: 108 states x 3 nodes in one batched pass
+    assert run.evaluations == same.evaluations + 108 * 3
 
 
 def test_sb3_collect_batches_a_vector_environment_through_the_agent(office):
@@ -407,19 +409,55 @@ def test_sb3_reward_like_pays_the_learned_machine_as_the_truth(office):
         assert isomorphic(paid, truth, rewards=True) and paid.delta_r.sum() == truth.delta_r.sum()
 
 
-def test_sb3_reproduce_deep_rl_quick_draws_the_five_curves(tmp_path):
-    from rmtk.experiments import Options, run
+def test_sb3_reproduce_deep_rl_reports_the_five_curves_and_the_machine_learned_back(tmp_path, monkeypatch):
+    """The quick run's report at a still smaller size (its training: 300 steps a curve, a tiny
+    network; the quick run itself is measured by `rmtk reproduce deep-rl --quick`)."""
+    import tempfile
 
-    report = run("deep-rl", Options(quick=True, figure_dir=tmp_path))
+    from rmtk.experiments import Options, run
+    from rmtk.experiments.deep_rl import SETTINGS, _config
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    small = {"steps": 300, "every": 100, "episodes": 200, "hidden": 8}
+    report = run("deep-rl", Options(quick=True, figure_dir=tmp_path, overrides=small))
     caption, header, rows = report.tables[0]
     learned = dict(zip(header, rows[0]))
+    assert "300 steps" in caption and "200 episodes" in caption
     assert learned["draws"] == 0 and learned["active machines"] >= 1  # exact: no sampled draw
+    assert learned["evaluations"] >= 108 * 3  # the product table's batched pass is counted
     caption, header, rows = report.tables[1]
+    assert caption.startswith("DQN (1 run, greedy evaluation every 100 steps")
+    assert header == ["agent", "steps to 90%", "per run", "best", "final", "s (median)"]
     assert [r[0] for r in rows] == ["true, CRM", "true, no CRM", "learned, CRM", "learned, no CRM", "no machine"]
-    assert all(0.0 <= r[3] <= 1.0 for r in rows)
+    assert all(0.0 <= r[4] <= r[3] <= 1.0 for r in rows)
+    finding = report.notes[0]
+    assert finding.startswith("finding: the machine learned back actively is ") and "plain DQN" in finding
     assert (tmp_path / "deep_rl.png").read_bytes()[:4] == b"\x89PNG"
+    assert not list(tmp_path.glob("SB3-*"))  # five training runs, no log folder
+    # --quick trains the full run's network (a smaller one trains no agent within its budget)
+    quick, full = Options(quick=True, settings=SETTINGS), Options(settings=SETTINGS)
+    assert _config(quick) == _config(full) and quick.get("steps") >= 6_000
     with pytest.raises(Exception, match="setting task: expected one of coffee, patrol"):
         run("deep-rl", Options(quick=True, overrides={"task": "mail"}))
+
+
+def test_sb3_learn_back_finds_the_truth_of_a_trained_agent_and_flags_a_greedy_recording(office):
+    """The quick run's second half on an agent trained to the end (the scripted expert's
+    Q-values set in the network): actively the truth with no draw; passively, its greedy
+    episodes show one action a history, which the notes say."""
+    from rmtk.experiments.deep_rl import learn_back
+
+    task = office.tasks["coffee"]
+    model = hand_set_dqn(task, product(task))
+    row, machine, notes = learn_back(task, model, episodes=300, epsilon=EPSILON, alpha=0.05, seed=0)
+    assert row["active = truth"] == "yes" and row["draws"] == 0 and row["negatives"] > 0
+    assert isomorphic(machine, task.machine, rewards=False) and not notes
+    row, machine, notes = learn_back(task, model, episodes=300, epsilon=0.0, alpha=0.05, seed=0)
+    assert not notes  # greedy, but its tied actions share the greedy mass: not one action a history
+    row, machine, notes = learn_back(task, tiny_dqn(product(task)), episodes=300, epsilon=0.0, alpha=0.05, seed=0)
+    assert row["passive nodes"] == 1 and row["negatives"] == 0  # an untrained greedy agent's loops
+    assert len(notes) == 1 and "every recorded history shows a single action" in notes[0]
+    assert "here they never do" in notes[0]
 
 
 def four_nodes() -> RewardMachine:
@@ -546,3 +584,37 @@ def test_sb3_training_leaves_no_log_folder_in_the_temporary_directory(tmp_path, 
     loud.learn(32)
     assert "total_timesteps" in capsys.readouterr().out  # a verbose model still logs to standard output
     assert len(list(tmp_path.glob("SB3-*"))) == 1  # the rmtk-trained runs added none
+
+
+def test_sb3_a_greedy_agents_recording_says_why_it_shows_no_negative_example(office):
+    """A greedy agent in a deterministic world is seen along its own paths only: its recording
+    shows one action a history, and the result says so when no negative example came of it."""
+    import io
+
+    from rmtk import ConfidenceMiner, EmpiricalPTP, Learner
+    from rmtk.encoders import SimplestEncoder
+    from rmtk.report import report_demos
+
+    task = office.tasks["coffee"]
+    labels = StateLabels.of(task.mdp)
+    model = tiny_dqn(product(task))  # untrained: no ties among its Q-values
+    found = {}
+    for epsilon in (0.0, EPSILON):
+        envs = MdpVectorEnv(task.mdp, 50, max_steps=20)
+        policy = agent_policy(sb3_agent(model, epsilon=epsilon), task.machine, labels, env=envs)
+        rec = collect(envs, policy, labels, Identity(), 500, seed=0)
+        learner = Learner(EmpiricalPTP(rec), miner=ConfidenceMiner(0.05), encoder=SimplestEncoder(), irl=None)
+        found[epsilon] = learner.fit(rec.space)
+    greedy = found[0.0]
+    assert greedy.n_nodes == 1 and len(greedy.negatives) == 0
+    assert (greedy.ptp.counts > 0).sum(axis=1).max() == 1  # one action at every recorded history
+    text = str(greedy.summary())  # the summary as text, not a repr
+    assert text.splitlines()[0] == "survivors: 1 machine with 1 node"
+    assert "every recorded history shows a single action (a deterministic policy" in text
+    assert "here they never do; record it with exploration" in text
+    out = io.StringIO()
+    report_demos(greedy, out=out)
+    assert out.getvalue().startswith("# demonstrations: 0 negative examples at alpha 0.05\n# every recorded history")
+    exploring = found[EPSILON]
+    assert (exploring.ptp.counts > 0).sum(axis=1).max() > 1
+    assert "single action" not in str(exploring.summary())

@@ -9,8 +9,9 @@ reaches on the word (the machine only drives the agent; the learner never sees i
 * An agent that gives its distribution (discrete actions, :class:`~rmtk.rl.agents.AgentCapabilities`
   ``exact``: a DQN's ε-greedy Q-values, a PPO's softmax) answers exactly: one forward pass per
   question, no draw, no environment step. On a labeled MDP it also offers the exact product
-  oracle (its product policy at every (state, node), one batched forward pass), so the default
-  check of the active loop is exact.
+  oracle (its product policy at every (state, node), one batched forward pass of ``S · n``
+  evaluations, which a run's ``evaluations`` count), so the default check of the active loop
+  is exact.
 * An agent with continuous actions is sampled: ``m`` actions drawn at the history in one
   forward pass, each binned by ``actions`` (a :class:`~rmtk.gym.Bins` over the action box, the
   actions of the labeled MDP being its bins), and the answer is counts, judged with their
@@ -79,6 +80,7 @@ class AgentExpert(ExpertCapabilities):
     _letters: np.ndarray = attrs.field(init=False, repr=False)
     _draws: Draws = attrs.field(init=False, repr=False)
     _table: np.ndarray | None = attrs.field(default=None, init=False, repr=False)
+    _beside: int = attrs.field(default=0, init=False, repr=False)
 
     def __attrs_post_init__(self):
         self.agent = as_agent(self.agent)
@@ -193,7 +195,12 @@ class AgentExpert(ExpertCapabilities):
             S, n = self.mdp.n_states, self.machine.n_nodes
             states, nodes = np.repeat(np.arange(S), n), np.tile(np.arange(n), S)
             self._table = self._caps.probabilities(self._obs(states, nodes)).reshape(S, n, -1)
+            self._beside += S * n
         return self._table
+
+    def evaluations_beside(self) -> int:
+        """The product table's ``S · n`` evaluations (one batched forward pass), once made."""
+        return self._beside
 
     def product_oracle(self, limit: int = 1):
         """The agent's product policy as an exact equivalence oracle (see
