@@ -618,3 +618,42 @@ def test_sb3_a_greedy_agents_recording_says_why_it_shows_no_negative_example(off
     exploring = found[EPSILON]
     assert (exploring.ptp.counts > 0).sum(axis=1).max() > 1
     assert "single action" not in str(exploring.summary())
+
+
+def test_sb3_learning_from_an_agents_recording_judges_against_the_agent(office):
+    """fit(task) on an agent's recording: the verdicts compare with the agent recorded (its
+    exact distribution, carried by the recording), not with the task's soft-optimal policy."""
+    import warnings
+
+    from rmtk import ConfidenceMiner, EmpiricalPTP, Learner
+    from rmtk.encoders import SimplestEncoder
+    from rmtk.exact import SoftOptimal
+    from rmtk.rl import PredictAgent
+
+    task = office.tasks["coffee"]
+    labels = StateLabels.of(task.mdp)
+    model = tiny_dqn(product(task))  # untrained: its greedy action ignores its node
+    with torch.no_grad():
+        q = model.q_net(torch.arange(108 * 3)).numpy().reshape(108, 3, 4)
+    assert (q.argmax(axis=2) == q[:, :1].argmax(axis=2)).all()  # the same action at every node of a cell
+
+    def learn(agent, **kw):
+        envs = MdpVectorEnv(task.mdp, 50, max_steps=20)
+        rec = collect(envs, agent_policy(agent, task.machine, labels, env=envs), labels, Identity(), 500, seed=0)
+        ptp = EmpiricalPTP(rec, **kw)
+        return Learner(ptp, miner=ConfidenceMiner(0.05), encoder=SimplestEncoder(), irl=None, max_nodes=3).fit(task)
+
+    agent = sb3_agent(model, epsilon=EPSILON)
+    judged = learn(agent)
+    assert judged.n_nodes == 1 and judged.verdicts[0].consistent  # the agent has one node's behaviour
+    soft = learn(agent, expert=SoftOptimal())  # asked for: the task's soft-optimal policy uses its nodes
+    assert not soft.verdicts[0].consistent
+    # an agent that only samples: its classes are not known, so no verdict (and a warning says why)
+    sampled = PredictAgent(agent.sample, agent.observation_space, agent.action_space)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        blind = learn(sampled)
+    assert blind.verdicts is None
+    assert any(
+        "no verdicts against the recorded agent (AgentPolicy): its policy classes" in str(w.message) for w in caught
+    )

@@ -34,6 +34,7 @@ from ..active.experts import Draws, ExpertCapabilities, Observations, QueryError
 from ..errors import ModelError, RmtkError
 from ..gym.discretize import Bins
 from ..gym.mdp_env import _Sampler
+from ..gym.policies import same_machine
 from ..machine import RewardMachine
 from ..mdp import LabeledMDP
 from ..space import Space
@@ -223,18 +224,11 @@ class AgentExpert(ExpertCapabilities):
     def expert_classes(self, task: Task) -> np.ndarray | None:
         """The policy classes of the agent's product policy on ``task`` when the task's machine
         is the one driving the agent (the verdicts' truth); else ``None``."""
-        tm = task.machine
-        same = (
-            self.equivalence
-            and tm.alphabet == self.machine.alphabet
-            and tm.initial == self.machine.initial
-            and np.array_equal(tm.delta_u, self.machine.delta_u)
-        )
-        if not same:
+        if not (self.equivalence and same_machine(self.machine, task.machine)):
             return None
-        from ..exact import NodePolicyTable
+        from ..equivalence import policy_class_table
 
-        return NodePolicyTable(self.table().transpose(1, 0, 2)).class_table(task)
+        return policy_class_table(self.table())
 
 
 __all__ = ["AgentExpert"]

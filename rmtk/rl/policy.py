@@ -30,7 +30,7 @@ from gymnasium import spaces
 
 from ..errors import ModelError
 from ..gym.labels import StateLabels
-from ..gym.policies import Context, NodePolicy
+from ..gym.policies import Context, NodePolicy, same_machine
 from ..gym.wrapper import check_machine
 from ..machine import RewardMachine
 from .agents import check_agent
@@ -76,6 +76,9 @@ class AgentPolicy(NodePolicy):
         p = caps.probabilities(self.choose.encoding.encode(self.choose.observe(states), nodes))  # type: ignore[attr-defined]
         return policy_class_table(p.reshape(S, n, -1))
 
+    def source_name(self) -> str:
+        return "the recorded agent"
+
     def __call__(self, obs, ctx: Context):
         state, live = self.advance(ctx)
         nodes, enc = self.nodes, self.encoding
@@ -102,12 +105,6 @@ def check_reads(machine: RewardMachine, propositions, who: str = "the labeler pr
             f"(its alphabet: {', '.join(map(repr, machine.alphabet))}): the machine cannot drive the agent's node "
             "on these labels; give the machine the agent was trained with and its labeler"
         )
-
-
-def same_machine(a: RewardMachine, b: RewardMachine) -> bool:
-    """Whether ``a`` and ``b`` are the same machine model: same alphabet, initial node and
-    transitions, node for node (what drives an agent's node is then the task's machine)."""
-    return a.alphabet == b.alphabet and a.initial == b.initial and np.array_equal(a.delta_u, b.delta_u)
 
 
 def _product_env(env) -> bool:
@@ -195,4 +192,4 @@ def agent_policy(agent, machine: RewardMachine, labeler=None, *, env=None, obser
     return AgentPolicy(machine, choice, encoding=encoding)
 
 
-__all__ = ["AgentChoice", "AgentPolicy", "agent_policy", "check_reads", "same_machine", "state_index"]
+__all__ = ["AgentChoice", "AgentPolicy", "agent_policy", "check_reads", "state_index"]
