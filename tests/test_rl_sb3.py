@@ -657,3 +657,15 @@ def test_sb3_learning_from_an_agents_recording_judges_against_the_agent(office):
     assert any(
         "no verdicts against the recorded agent (AgentPolicy): its policy classes" in str(w.message) for w in caught
     )
+
+
+def test_sb3_agent_expert_points_a_gymnasium_environment_to_its_labeled_mdp(office):
+    from rmtk.errors import RmtkError
+
+    task = office.tasks["coffee"]
+    model = tiny_dqn(product(task))
+    env = gymnasium.make("CliffWalking-v1")
+    with pytest.raises(RmtkError, match=r"mdp is a Gymnasium environment \(CliffWalking-v1\).*tabular_mdp\(env"):
+        AgentExpert(model, env, task.machine)
+    with pytest.raises(RmtkError, match=r"estimate_mdp\(recording\).*rmtk.Task\(mdp, machine\)"):
+        AgentExpert(model, office_env(), task.machine)

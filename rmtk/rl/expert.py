@@ -47,8 +47,20 @@ from .sb3 import as_agent
 
 
 def _mdp(instance, attribute, value) -> None:
-    if not isinstance(value, (LabeledMDP, Space)):
-        raise RmtkError(f"AgentExpert: mdp must be a LabeledMDP or a Space, not {type(value).__name__}")
+    if isinstance(value, (LabeledMDP, Space)):
+        return
+    import gymnasium
+
+    if isinstance(value, (gymnasium.Env, gymnasium.vector.VectorEnv)):
+        name = getattr(getattr(value, "spec", None), "id", None) or type(value).__name__
+        raise RmtkError(
+            f"AgentExpert: mdp is a Gymnasium environment ({name}); it takes the environment's labeled MDP: "
+            "rmtk.gym.tabular_mdp(env, labeler) for a tabular one (its env.unwrapped.P), or "
+            "rmtk.gym.estimate_mdp(recording) from episodes recorded with rmtk.gym.collect; "
+            "ActiveLearner().fit(rmtk.Task(mdp, machine), expert) then judges against the machine "
+            "(docs/guide/12-deep-rl.md)"
+        )
+    raise RmtkError(f"AgentExpert: mdp must be a LabeledMDP or a Space, not {type(value).__name__}")
 
 
 @attrs.define
