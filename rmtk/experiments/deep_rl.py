@@ -226,8 +226,9 @@ def run(opts: Options) -> Report:
         _finding(curves, row, steps),
         *learned_notes,
         f"network: {config.hidden} hidden units, lr {config.learning_rate}, batch {config.batch_size}, "
-        f"train every {config.train_freq} step(s), target update every {config.target_update_interval}, ε 1 → "
-        f"{config.final_eps} over {config.explore} steps, γ {config.gamma}, learning starts {config.learning_starts}; "
+        f"train every {plural(config.train_freq, 'step')}, target update every "
+        f"{plural(config.target_update_interval, 'step')}, ε 1 → {config.final_eps} over "
+        f"{plural(config.explore, 'step')}, γ {config.gamma}, learning starts {config.learning_starts}; "
         "the same for every curve.",
         "learned machine: the active run's first machine, paying what the truth pays after the same shortest word: "
         + ", ".join(

@@ -18,6 +18,7 @@ from gymnasium import spaces
 
 from ..errors import ModelError
 from ..gym.wrapper import product_space
+from ..summary import node_count
 
 
 def _inner(space: spaces.Space, n_nodes: int) -> tuple[spaces.Space, str] | None:
@@ -79,24 +80,23 @@ class ProductEncoding:
                     f"{what}'s observation space is {space}, the environment's own: it observes no node of a "
                     "machine, or the environment given is already a product with one (a RewardMachineEnv); give "
                     "the bare environment (the node is added here) and an agent trained on its product with the "
-                    f"machine's {n_nodes} nodes"
+                    f"machine's {node_count(n_nodes)}"
                 )
             if other is not None:
                 raise ModelError(
-                    f"{what}'s observation space is {space}: the product of the environment's {inner} with {other} "
-                    f"nodes, and the machine has {n_nodes}; give the machine {what} was trained with "
-                    f"({other} nodes)"
+                    f"{what}'s observation space is {space}: the product of the environment's {inner} with "
+                    f"{node_count(other)}, and the machine has {n_nodes}; give the machine {what} was trained with "
+                    f"({node_count(other)})"
                 )
             want = [
                 f"{product_space(inner, n_nodes, mode)} (observation={mode!r})"
                 for mode in ("flat", "dict")
                 if mode == "dict" or isinstance(inner, (spaces.Discrete, spaces.Box))
             ]
-            expected = f"the product of the environment's {inner} with the machine's {n_nodes} nodes: " + " or ".join(
-                want
-            )
+            nodes = node_count(n_nodes)
+            expected = f"the product of the environment's {inner} with the machine's {nodes}: " + " or ".join(want)
         else:
-            expected = f"a product with the machine's {n_nodes} nodes"
+            expected = f"a product with the machine's {node_count(n_nodes)}"
         raise ModelError(
             f"{what}'s observation space is {space}, not {expected}; train it on "
             "RewardMachineEnv(env, machine, labeler, observation=...) with the machine that drives its node"
@@ -121,7 +121,9 @@ class ProductEncoding:
         """A clear error unless the ``batch`` environment observations ``obs`` lie in
         :attr:`inner`: a ``Discrete`` index within it, a ``Box`` row of its size."""
         inner, space, n = self.inner, self.space, self.n_nodes
-        implied = f"the environment's {inner}, of which the agent's {space} is the product with the machine's {n} nodes"
+        implied = (
+            f"the environment's {inner}, of which the agent's {space} is the product with the machine's {node_count(n)}"
+        )
         fix = (
             "give the machine the agent was trained with, and observations of the bare environment (not of its "
             "product with a machine: the node is added here)"
@@ -137,7 +139,7 @@ class ProductEncoding:
             given = np.asarray(obs).size // max(int(batch), 1)
             if given != size:
                 nodes = int(np.prod(space.shape or ())) - given if self.mode == "flat" else 0
-                trained = f" (a product with {nodes} nodes)" if nodes > 0 else ""
+                trained = f" (a product with {node_count(nodes)})" if nodes > 0 else ""
                 numbers = f"{given} number{'s' if given != 1 else ''}"
                 raise ModelError(
                     f"the environment's observations have {numbers} each, and {implied} are of {size}{trained}: {fix}"

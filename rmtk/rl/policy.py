@@ -33,6 +33,7 @@ from ..gym.labels import StateLabels
 from ..gym.policies import Context, NodePolicy, same_machine
 from ..gym.wrapper import check_machine
 from ..machine import RewardMachine
+from ..summary import node_count
 from .agents import check_agent
 from .encoding import ProductEncoding
 
@@ -184,7 +185,7 @@ def agent_policy(agent, machine: RewardMachine, labeler=None, *, env=None, obser
     if inner is None and encoding.mode == "flat" and isinstance(encoding.inner, spaces.Discrete):
         raise ModelError(
             f"agent_policy: the agent observes {agent.observation_space}, the product of {encoding.inner} with "
-            f"the machine's {machine.n_nodes} nodes only if the environment has {encoding.inner.n} states, and "
+            f"the machine's {node_count(machine.n_nodes)} only if the environment has {encoding.inner.n} states, and "
             "nothing given says so (an agent trained with another machine observes another split of the same "
             "indices): give env= (the environment recorded, or its observation space) or a StateLabels labeler"
         )
