@@ -13,8 +13,9 @@ cell): :mod:`rmtk.experiments._dqn`. Figures of the full run: docs/benchmarks/de
 
 ``--quick`` is the same experiment at its smallest telling size: one run of 6,000 steps per
 curve with the full run's network and settings (an agent trained with CRM reaches about 90 %
-there, plain DQN does not start to succeed), 2,000 recorded episodes; about a CPU minute.
-A smaller budget trains no agent: its machine learned back is 1 node, and every curve is flat.
+there, plain DQN does not start to succeed), 2,000 recorded episodes; about 40 CPU seconds.
+The quick size of earlier versions (400 steps, 8 hidden units) trained no agent: its machine
+learned back had 1 node, and every curve stayed at 0 (docs/benchmarks/deep-rl.md).
 """
 
 from __future__ import annotations
