@@ -52,9 +52,7 @@ class CountTable:
     n_trajectories: int = 0  # trajectories counted (0: not recorded)
     #: the observed rewards per (trie node, next letter), when the data have rewards
     rewards: RewardCounts | None = None
-    #: the policy the counts were recorded from, when the recording knows it (``name`` and
-    #: ``class_table(task)``, as a :class:`~rmtk.exact.PolicySource`; ``None`` there: its
-    #: classes are not known): what :class:`EmpiricalPTP`'s verdicts compare with by default
+    #: the policy recorded, when known (``class_table(task)``, ``None`` if unknown): what verdicts compare with
     source: Any = attrs.field(default=None, eq=False, repr=False)
 
     @property
@@ -443,10 +441,8 @@ class EmpiricalPTP(PTPCapabilities):
             :class:`Demonstrations` data only; see :func:`count_chunk`).
         total: number of trajectories a stream holds, for progress (optional).
         expert: the policy the demonstrations came from, when the target is a task: used
-            for the false positive rate and the verdicts only (default: the policy a count
-            table says it was recorded from, its ``source``, such as a
-            :class:`~rmtk.gym.NodePolicy` or an :func:`rmtk.rl.agent_policy` recorded by
-            :func:`rmtk.gym.collect`; else the task's soft-optimal policy).
+            for the false positive rate and the verdicts only (default: a count table's ``source``,
+            the policy :func:`rmtk.gym.collect` recorded; else the task's soft-optimal policy).
         engine: where the counting runs: ``"local"`` (this process, the default),
             ``"dask"`` (a local Dask cluster started for the run) or an engine object such as
             ``DaskEngine(client=...)`` or ``DaskEngine(scheduler="tcp://host:8786")``
@@ -469,7 +465,6 @@ class EmpiricalPTP(PTPCapabilities):
     expert: PolicySource | None = None
     engine: Engine = attrs.field(factory=LocalEngine, converter=as_engine)
     _counted: dict = attrs.field(factory=dict, init=False, eq=False, repr=False)
-    _soft: SoftOptimal = attrs.field(factory=SoftOptimal, init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self):
         if self.depth is not None and (isinstance(self.depth, bool) or self.depth < 1):
@@ -600,9 +595,6 @@ class EmpiricalPTP(PTPCapabilities):
         return ptp, unfinished
 
     def expert_classes(self, task: Task) -> np.ndarray | None:
-        """``(S, n)`` policy class of each (state, node) under the expert the data came from
-        (``expert``, else the recorded ``source``, else the task's soft-optimal policy);
-        ``None`` when the recorded policy's classes are not known (no verdicts)."""
+        """``(S, n)`` policy classes of the expert the data came from (``expert``); ``None``: unknown."""
         recorded = self.data.source if isinstance(self.data, CountTable) else None
-        source = self.expert if self.expert is not None else recorded if recorded is not None else self._soft
-        return source.class_table(task)
+        return (self.expert or recorded or SoftOptimal()).class_table(task)
