@@ -119,7 +119,7 @@ class ProductEncoding:
 
     def check(self, obs, batch: int) -> None:
         """A clear error unless the ``batch`` environment observations ``obs`` lie in
-        :attr:`inner`: a ``Discrete`` index within it, a ``Box`` row of its size."""
+        ``inner``: a ``Discrete`` index within it, a ``Box`` row of its size."""
         inner, space, n = self.inner, self.space, self.n_nodes
         implied = (
             f"the environment's {inner}, of which the agent's {space} is the product with the machine's {node_count(n)}"
