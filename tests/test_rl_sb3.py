@@ -571,6 +571,7 @@ def test_sb3_training_leaves_no_log_folder_in_the_temporary_directory(tmp_path, 
     from rmtk.experiments._dqn import DQNConfig, train_dqn
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # a private temporary directory
+    monkeypatch.delenv("SB3_LOGDIR", raising=False)  # Stable-Baselines3's default (tests/conftest.py sets one)
     task = dsl.load("models/office.rm").tasks["coffee"]
     plain = sb3.PPO("MlpPolicy", product(task), n_steps=32, batch_size=32, policy_kwargs={"net_arch": [4]}, seed=0)
     plain.learn(32)
