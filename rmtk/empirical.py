@@ -52,6 +52,8 @@ class CountTable:
     n_trajectories: int = 0  # trajectories counted (0: not recorded)
     #: the observed rewards per (trie node, next letter), when the data have rewards
     rewards: RewardCounts | None = None
+    #: the policy recorded, when known (``class_table(task)``, ``None`` if unknown): what verdicts compare with
+    source: Any = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def n_steps(self) -> int:
@@ -439,8 +441,8 @@ class EmpiricalPTP(PTPCapabilities):
             :class:`Demonstrations` data only; see :func:`count_chunk`).
         total: number of trajectories a stream holds, for progress (optional).
         expert: the policy the demonstrations came from, when the target is a task: used
-            for the false positive rate and the verdicts only (default: the task's
-            soft-optimal policy).
+            for the false positive rate and the verdicts only (default: a count table's ``source``,
+            the policy :func:`rmtk.gym.collect` recorded; else the task's soft-optimal policy).
         engine: where the counting runs: ``"local"`` (this process, the default),
             ``"dask"`` (a local Dask cluster started for the run) or an engine object such as
             ``DaskEngine(client=...)`` or ``DaskEngine(scheduler="tcp://host:8786")``
@@ -460,7 +462,7 @@ class EmpiricalPTP(PTPCapabilities):
     chunk: int = 250_000
     labels: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
     total: int | None = None
-    expert: PolicySource = attrs.field(factory=SoftOptimal)
+    expert: PolicySource | None = None
     engine: Engine = attrs.field(factory=LocalEngine, converter=as_engine)
     _counted: dict = attrs.field(factory=dict, init=False, eq=False, repr=False)
 
@@ -592,6 +594,7 @@ class EmpiricalPTP(PTPCapabilities):
         progress.stage("count", time.perf_counter() - t0, words=ptp.trie.n_nodes - 1, pairs=ptp.n_pairs)
         return ptp, unfinished
 
-    def expert_classes(self, task: Task) -> np.ndarray:
-        """``(S, n)`` policy class of each (state, node) under the expert the data came from."""
-        return self.expert.class_table(task)
+    def expert_classes(self, task: Task) -> np.ndarray | None:
+        """``(S, n)`` policy classes of the expert the data came from (``expert``); ``None``: unknown."""
+        recorded = self.data.source if isinstance(self.data, CountTable) else None
+        return (self.expert or recorded or SoftOptimal()).class_table(task)

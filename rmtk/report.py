@@ -10,7 +10,7 @@ import numpy as np
 
 from . import dsl
 from .learner import LearnResult
-from .summary import MachineSummary
+from .summary import MachineSummary, single_action, single_action_note
 from .task import Task
 
 #: Machines whose resolution (what the samples could resolve behind their merges) is printed:
@@ -215,4 +215,7 @@ def report_demos(result, *, out=None) -> None:
         return
     fpr = result.false_positive_rate
     extra = "" if fpr is None else f", false positive rate {100 * fpr:.2f}% against the true machine"
-    print(f"# demonstrations: {len(neg)} negative examples at alpha {neg.alpha:g}{extra}", file=out)
+    examples = f"{len(neg)} negative example{'' if len(neg) == 1 else 's'}"
+    print(f"# demonstrations: {examples} at alpha {neg.alpha:g}{extra}", file=out)
+    if single_action(result.ptp):
+        print(f"# {single_action_note(len(neg))}", file=out)

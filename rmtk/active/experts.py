@@ -144,6 +144,12 @@ class ExpertCapabilities(Capabilities):
         no verdicts (a guess could be wrong) and a warning says why."""
         return None
 
+    def evaluations_beside(self) -> int:
+        """Policy evaluations the expert has spent beside its answers, so far (an agent's whole
+        product table, made once for the exact check and the verdicts): a run's
+        ``evaluations`` count those it caused. Default: 0."""
+        return 0
+
     def product_oracle(self, limit: int = 1):
         """The expert's product policy as an oracle (:class:`~rmtk.sat.lazy.ProductOracle`): an
         exact equivalence query on the synchronised product, which the exact check

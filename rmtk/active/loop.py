@@ -229,6 +229,7 @@ class ActiveLearner:
             else None,
         )
         asker = Asker(expert, caps, self.budget, deadline)
+        beside = caps.evaluations_beside()
         setting = Setting(mdp, knowledge, self.encoder, max_nodes, self.max_solutions, caps.exact, deadline, rec)
         inquiry = self.strategy.start(setting)
         try:
@@ -249,7 +250,7 @@ class ActiveLearner:
             asker.queries,
             asker.steps,
             len(knowledge),
-            asker.evaluations,
+            asker.evaluations + caps.evaluations_beside() - beside,
             None if caps.exact else knowledge.table,
             separation,
             draws=asker.draws,

@@ -169,9 +169,11 @@ class ActiveResult:
     survivors (``result.search.complete`` is ``False`` when more survive than were listed), the
     log of ``rounds``, why it ``stopped`` and, when a bound ended it, which (``exhausted``: a
     key of :data:`ENDED_BY`; the survivors are those so far), the expert ``queries``, ``steps``
-    and ``evaluations`` spent, the (word, state) pairs ``known``, the final count ``table`` of an
-    expert that is run (``None`` for an exact one), and what the strategy says of the survivors
-    (``separation``, :class:`~rmtk.active.recorded.Separation` when asking at recorded triples).
+    and ``evaluations`` spent (policy evaluations: one per exact answer, and those an expert
+    spent beside its answers, such as an agent's batched product table), the (word, state)
+    pairs ``known``, the final count ``table`` of an expert that is run (``None`` for an exact
+    one), and what the strategy says of the survivors (``separation``,
+    :class:`~rmtk.active.recorded.Separation` when asking at recorded triples).
     ``draws``: policy draws (``steps`` are environment steps: resets and restores, replayed and
     asked steps); ``coverage``: what the last sampled equivalence check covered (a
     :class:`~rmtk.active.conformance.SuiteCoverage` or a :class:`~rmtk.active.checks.Coverage`),

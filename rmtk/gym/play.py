@@ -16,7 +16,7 @@ from ..empirical import count_chunk
 from ..errors import DataError, RmtkError
 from ..space import Space
 from .discretize import Identity
-from .labels import Alphabet, check_labeler
+from .labels import Alphabet, StateLabels, check_labeler
 from .policies import Context
 from .recording import Recording, of_table, sum_rows
 from .step_rewards import batch_rewards, step_reward
@@ -96,6 +96,16 @@ class Setup:
             raise RmtkError(
                 f"collect counts discrete actions; the action space is {act_space} (wrap the environment "
                 "so that its actions are Discrete)"
+            )
+        if (
+            isinstance(labeler, StateLabels)
+            and isinstance(obs_space, gymnasium.spaces.Discrete)
+            and int(obs_space.start) + int(obs_space.n) > len(labeler.labels)
+        ):
+            raise RmtkError(
+                f"the labeler labels {len(labeler.labels)} states (StateLabels), and the environment observes "
+                f"{obs_space}: some observations have no label (a product with a reward machine observes its "
+                "nodes too: record the bare environment)"
             )
         if n_states is None:
             size = getattr(discretizer, "size", None)
