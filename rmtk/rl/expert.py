@@ -236,7 +236,7 @@ class AgentExpert(ExpertCapabilities):
     def expert_classes(self, task: Task) -> np.ndarray | None:
         """The policy classes of the agent's product policy on ``task`` when the task's machine
         is the one driving the agent (the verdicts' truth); else ``None``."""
-        if not (self.equivalence and task.machine is not None and same_machine(self.machine, task.machine)):
+        if not (self.equivalence and same_machine(self.machine, task.machine)):
             return None
         from ..equivalence import policy_class_table
 
