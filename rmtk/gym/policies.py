@@ -57,7 +57,9 @@ def same_machine(a: RewardMachine, b: RewardMachine | None) -> bool:
     """Whether ``a`` and ``b`` are the same machine model, node for node: same alphabet, initial
     node and transitions (a policy driven by ``a`` then has a policy at every node of ``b``);
     ``False`` when ``b`` is missing (a task that names no machine)."""
-    return b is not None and a.alphabet == b.alphabet and a.initial == b.initial and np.array_equal(a.delta_u, b.delta_u)
+    return (
+        b is not None and a.alphabet == b.alphabet and a.initial == b.initial and np.array_equal(a.delta_u, b.delta_u)
+    )
 
 
 @attrs.define
