@@ -127,5 +127,8 @@ def _draw_pictures(app):
 
 
 def setup(app):
+    import attrs_signatures  # docs/_tools: an attrs class's defaults as its body writes them
+
+    app.connect("autodoc-before-process-signature", attrs_signatures.before_signature)
     app.connect("missing-reference", _resolve_short_name)
     app.connect("builder-inited", _draw_pictures)
