@@ -54,16 +54,24 @@ def _python_blocks():
 
 
 @pytest.fixture
-def reader_dir(tmp_path, monkeypatch):
-    """A fresh folder holding models/ and tests/, as the repository root is for a reader."""
+def copied_dir(tmp_path, monkeypatch):
+    """A fresh folder anywhere, where a reader pastes a block: the Python blocks load the shipped
+    models by name (``dsl.load_model``), never from a ``models/`` folder beside them. It holds
+    tests/ alone: a page says where it reads a test instance of the repository."""
     monkeypatch.chdir(tmp_path)
-    os.symlink(ROOT / "models", tmp_path / "models")
-    os.symlink(ROOT / "tests", tmp_path / "tests")  # a few pages read a test instance of the repository
+    os.symlink(ROOT / "tests", tmp_path / "tests")
     # as in a fresh process: the deprecated paths not yet imported nor warned of (docs/guide/13-upgrading.md)
     monkeypatch.setattr(_deprecated, "_warned", set())
     for old in _deprecated.MODULES:
         monkeypatch.delitem(sys.modules, old, raising=False)
     return tmp_path
+
+
+@pytest.fixture
+def reader_dir(copied_dir):
+    """The repository root as a reader's shell sees it: the commands name models/ files."""
+    os.symlink(ROOT / "models", copied_dir / "models")
+    return copied_dir
 
 
 def test_every_guide_page_has_python_blocks_or_commands():
@@ -73,7 +81,7 @@ def test_every_guide_page_has_python_blocks_or_commands():
 
 
 @pytest.mark.parametrize(("page", "block"), list(_python_blocks()))
-def test_guide_python_block_runs_alone(page, block, reader_dir):
+def test_guide_python_block_runs_alone(page, block, copied_dir):
     for module, package in EXTRAS.items():
         imports = re.search(rf"^(from {re.escape(module)}(\.\w+)* import|import {re.escape(module)}\b)", block, re.M)
         if package and imports and importlib.util.find_spec(package) is None:
