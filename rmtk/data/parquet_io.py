@@ -3,7 +3,7 @@ for pyarrow). This module is the format and the writing side; :mod:`rmtk.data.pa
 reads.
 
 One row per step, like CSV, in columns of the narrowest unsigned integer type that holds
-the values (docs/design.md, "Beyond one machine"):
+the values (docs/design/10-parquet-and-engines.md):
 
 ==============  ==========================================================================
 ``trajectory``  the trajectory's id (rmtk writes 0..N−1; any integers are read)
