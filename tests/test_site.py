@@ -283,3 +283,19 @@ def test_every_docs_path_named_exists():
         for match in re.finditer(r"(?<![\w/.-])(design|benchmarks)\.md\b", text):
             broken.append(f"{where}: {match.group()}")
     assert broken == []
+
+
+def test_a_guide_page_says_which_way_to_learn():
+    """One guide page starts from what a user has and points to the entry point and the page
+    for each (docs/guide/00-choosing.md); the README and the guide's index link it."""
+    (chooser,) = (DOCS / "guide").glob("*choos*.md")
+    text = chooser.read_text()
+    for page in ("02-exact-policy", "03-demonstrations", "04-active", "05-labels", "11-learning-from-rewards"):
+        assert f"]({page}.md" in text, page
+    assert "](12-deep-rl.md" in text and "](06-gymnasium.md" in text
+    for entry in ("Learner", "fit_demonstrations", "ActiveLearner", "LabelLearner", "TraceRewards", "AgentExpert"):
+        assert entry in text, entry
+    for flag in ("--demos", "--active", "--learn-labels", "--from rewards", "--rewards"):
+        assert flag in text, flag
+    assert f"(docs/guide/{chooser.name})" in (ROOT / "README.md").read_text()
+    assert f"({chooser.name})" in (DOCS / "guide" / "index.md").read_text()
