@@ -299,3 +299,64 @@ def test_a_guide_page_says_which_way_to_learn():
         assert flag in text, flag
     assert f"(docs/guide/{chooser.name})" in (ROOT / "README.md").read_text()
     assert f"({chooser.name})" in (DOCS / "guide" / "index.md").read_text()
+
+
+def _matches(shown: str, printed: str) -> bool:
+    """A line as a page shows it, ``…`` standing for any text (a time), against a printed one."""
+    return re.fullmatch(".*?".join(re.escape(piece) for piece in shown.split("…")), printed) is not None
+
+
+def test_getting_started_shows_what_the_main_command_prints(reader_dir):
+    """Getting started quotes the main command's output (standard error and output, as a
+    terminal interleaves them) line for line, in order, and describes its parts in that order;
+    every output line its prose quotes is one the command prints."""
+    page = (DOCS / "getting-started.md").read_text()
+    section = page[page.index("## What came out") : page.index("The same in Python")]
+    (transcript,) = _blocks(DOCS / "getting-started.md", "console")
+    command, *shown = transcript.splitlines()
+    assert command == "$ " + pictures.PICTURES["patrol.png"][0]  # the README's main command
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run(
+        [sys.executable, "-u", "-m", "rmtk", *shlex.split(command)[2:]],
+        cwd=reader_dir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=120,
+    )
+    printed = run.stdout.splitlines()
+    assert run.returncode == 0 and len(shown) == len(printed), run.stdout
+    for line, out in zip(shown, printed):
+        assert _matches(line, out), (line, out)
+    # the parts, described in the order they come
+    parts = ["rmtk:", "# prefix tree:", "# verdict:", "# rewards", "machine learned {", "wrote patrol.png"]
+    described = re.findall(r"^\d\. \*\*(.+?)\*\*", section, flags=re.M)
+    assert described == ["Progress", "The counts", "The verdict", "The reward fit", "The machine", "The picture"]
+    assert [next(i for i, ln in enumerate(printed) if ln.startswith(p)) for p in parts] == sorted(
+        next(i for i, ln in enumerate(printed) if ln.startswith(p)) for p in parts
+    )
+    prose = re.sub(r"^```.*?^```", "", section, flags=re.S | re.M)
+    for quoted in re.findall(r"`([^`\n]+)`", prose):
+        if not re.search(r"[ ,:]", quoted) or quoted.startswith(("rmtk ", "-")):
+            continue  # a word, a command, a flag
+        assert any(_matches(f"…{quoted.replace('...', '…')}…", out) for out in printed), quoted
+
+
+def test_getting_started_caption_says_what_the_picture_draws(reader_dir, monkeypatch):
+    """The caption of the main command's picture and the picture agree on the 0-reward
+    self-loops: rmtk learn --png draws them (grey), labelled with their letters."""
+    from rmtk.io import draw
+
+    drawn = []
+    save = draw.save_picture
+    monkeypatch.setattr(draw, "save_picture", lambda fig, *a, **k: (drawn.append(fig), save(fig, *a, **k))[1])
+    assert main(shlex.split(pictures.PICTURES["patrol.png"][0])[1:] + ["-q"]) == 0
+    texts = {t.get_text() for ax in drawn[0].axes for t in ax.texts}
+    loops = {"B | C | D", "A | C | D", "A | B | D", "A | B | C"}  # the letters each node stays on
+    page = (DOCS / "getting-started.md").read_text()
+    caption = re.search(r"```\{figure\} _generated/patrol.png\n(.*?)```", page, flags=re.S).group(1)
+    if loops <= texts:
+        assert "grey loops" in caption and "left out" not in caption
+    else:
+        assert not loops & texts and "left out" in caption
