@@ -360,3 +360,16 @@ def test_getting_started_caption_says_what_the_picture_draws(reader_dir, monkeyp
         assert "grey loops" in caption and "left out" not in caption
     else:
         assert not loops & texts and "left out" in caption
+
+
+def test_install_lines_work_from_a_checkout():
+    """rmtk is installed from its checkout, not from a package index: the pages, the tutorials
+    and the benchmarks' README say ``pip install '.[rl]'``, never ``pip install 'rmtk[rl]'``."""
+    files = [*PAGES, *(DOCS / "api").glob("*.rst"), *(ROOT / "tutorials").iterdir(), ROOT / "benchmarks" / "README.md"]
+    wrong = [
+        f"{file.relative_to(ROOT)}: {match.group()}"
+        for file in files
+        if file.suffix in {".md", ".rst", ".py", ".txt"}
+        for match in re.finditer(r"pip install ['\"]?rmtk\b\S*|\brmtk\[[\w,]+\]", file.read_text(encoding="utf-8"))
+    ]
+    assert wrong == []

@@ -142,7 +142,7 @@ EXPECTED = {
     ),
 }
 #: Tutorials that need an extra: (module to find, what to install); skipped without it.
-EXTRAS = {"09_deep_rl.py": ("stable_baselines3", "pip install 'rmtk[rl]'")}
+EXTRAS = {"09_deep_rl.py": ("stable_baselines3", "pip install '.[rl]'")}
 #: Tutorials that take longer than a few seconds (they train agents): their time limit.
 TIMEOUTS = {"09_deep_rl.py": 600}
 

@@ -11,7 +11,7 @@ then train fresh agents with the learned machine, the true one and none, and dra
 learning curves in one figure.
 
 Run it with ``python tutorials/09_deep_rl.py [OUTPUT_DIR]``; the figure ``deep_rl.png`` goes
-to OUTPUT_DIR (default: a fresh temporary directory). Needs ``pip install 'rmtk[rl]'``
+to OUTPUT_DIR (default: a fresh temporary directory). Needs ``pip install '.[rl]'``
 (Stable-Baselines3, with torch). It trains four small agents: about a minute on one core.
 """
 
