@@ -60,7 +60,7 @@ def __dir__():
     return sorted(set(globals()) | set(_LAZY))
 
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _deprecated.install()  # the previous version's module paths, with a warning (rmtk/_deprecated.py)
 
