@@ -129,3 +129,92 @@ def test_the_built_reference_shows_no_generated_defaults():
         pytest.skip(f"no built API reference at {html} (.ci/run builds it)")
     shown = {p.name: len(re.findall(r"attr_dict|NOTHING", p.read_text())) for p in pages}
     assert {name: n for name, n in shown.items() if n} == {}
+
+
+#: What the site's build imports in its own process: Sphinx's extensions (docs/conf.py), the
+#: build's tools (docs/_tools) and every module the API reference documents; the tutorials it
+#: runs add their imports (below).
+_BUILD_IMPORTS = """
+import sys
+before = set(sys.modules)
+sys.path[:0] = [{root!r}, {tools!r}]
+import importlib
+for name in {modules!r}:
+    importlib.import_module(name)
+print(" ".join(sorted({{m.split(".")[0] for m in set(sys.modules) - before}})))
+"""
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _closure(requirements: list[str]) -> set[str]:
+    """The distributions these requirements install, with everything they require in turn
+    (read from the installed distributions' metadata, extras and markers evaluated)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    wanted: dict[str, set[str]] = {}
+    todo = [Requirement(r) for r in requirements]
+    while todo:
+        req = todo.pop()
+        name = _normal(req.name)
+        extras = set(req.extras)
+        if name in wanted and extras <= wanted[name]:
+            continue
+        wanted.setdefault(name, set()).update(extras)
+        try:
+            requires = metadata.distribution(name).requires or []
+        except metadata.PackageNotFoundError:
+            continue
+        for line in requires:
+            sub = Requirement(line)
+            if sub.marker is None or any(sub.marker.evaluate({"extra": e}) for e in wanted[name] | {""}):
+                todo.append(sub)
+    return set(wanted)
+
+
+def test_the_docs_extra_installs_what_the_build_imports():
+    """`pip install '.[docs]'` alone builds the site (README, getting started): every
+    third-party distribution the build imports (its extensions, the modules of the API
+    reference, the tutorials it runs) is required by rmtk or its docs extra, directly or
+    through them. Tutorials needing another extra are not run by such a build
+    (docs/conf.py, NEEDS_EXTRA)."""
+    import ast
+    import configparser
+    import subprocess
+    import sys
+    from importlib import metadata
+
+    pytest.importorskip("sphinx")
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    lines = cfg["options"]["install_requires"].split("\n") + cfg["options.extras_require"]["docs"].split("\n")
+    installed = _closure([ln.strip() for ln in lines if ln.strip()])
+
+    conf = (ROOT / "docs" / "conf.py").read_text()
+    extensions = ast.literal_eval(re.search(r"^extensions = (\[.*\])$", conf, flags=re.M).group(1))
+    documented = sorted({m for page in API.glob("*.rst") for m in re.findall(r"automodule:: (\S+)", page.read_text())})
+    needs_extra = re.search(r"^NEEDS_EXTRA = \{(.*)\}$", conf, flags=re.M).group(1)
+    tutorials = [p for p in sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.py")) if p.name not in needs_extra]
+    imported = set()
+    for script in tutorials:
+        for node in ast.walk(ast.parse(script.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module)
+    tools = ["_gallery", "pictures", "attrs_signatures"]
+    modules = [*extensions, "furo", *documented, *sorted(imported), *tools]
+    code = _BUILD_IMPORTS.format(root=str(ROOT), tools=str(ROOT / "docs" / "_tools"), modules=modules)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    owners = metadata.packages_distributions()
+    missing = {
+        top: owners[top]
+        for top in run.stdout.split()
+        if top in owners and top != "rmtk" and not {_normal(d) for d in owners[top]} & installed
+    }
+    assert missing == {}
