@@ -317,7 +317,7 @@ def test_getting_started_shows_what_the_main_command_prints(reader_dir):
     every output line its prose quotes is one the command prints."""
     page = (DOCS / "getting-started.md").read_text()
     section = page[page.index("## What came out") : page.index("The same in Python")]
-    (transcript,) = _blocks(DOCS / "getting-started.md", "console")
+    (transcript,) = _blocks(DOCS / "getting-started.md", "text")
     command, *shown = transcript.splitlines()
     assert command == "$ " + pictures.PICTURES["patrol.png"][0]  # the README's main command
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
