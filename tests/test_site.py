@@ -496,5 +496,5 @@ def test_the_built_gallery_shows_each_picture_once():
     page = (html / "gallery" / "06_draw.html").read_text(encoding="utf-8")
     images = re.findall(r'<img [^>]*src="\.\./_images/(sphx_glr_06_draw_\d+\.\w+)"[^>]*>', page)
     assert len(images) == len(set(images)) == 4  # patrol.png, patrol.svg, rooms.png, the pair
-    single = re.findall(r'<img [^>]*class="sphx-glr-single-img"[^>]*>', page)
+    single = re.findall(r'<img [^>]*class\s*=\s*"sphx-glr-single-img"[^>]*>', page)
     assert len(single) == 1 and images[-1] in single[0]

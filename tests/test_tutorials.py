@@ -210,7 +210,7 @@ def test_default_output_directory_is_temporary(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "also through fetch.rm" in proc.stdout  # it wrote its file there and read it back ...
     assert list(tmp.iterdir()) == []  # ... and removed the directory at exit
-    assert "output directory: a temporary one, removed at exit" in proc.stdout
+    assert "output directory: a temporary one, removed at exit (give one" in proc.stdout
     assert str(tmp) not in proc.stdout and str(tmp_path) not in proc.stdout
     assert not any(cwd.iterdir())
 

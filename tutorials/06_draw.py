@@ -36,7 +36,7 @@ def output_dir() -> Path:
         return out
     temporary = tempfile.TemporaryDirectory(prefix="rmtk-tutorial-06-")
     atexit.register(temporary.cleanup)
-    print("output directory: a temporary one, removed at exit (name one as the first argument to keep the files)")
+    print("output directory: a temporary one, removed at exit (give one as the first argument)")
     return Path(temporary.name)
 
 
