@@ -1,4 +1,4 @@
-"""Benchmark of deep RL with reward machines (rmtk.rl, the extra rmtk[rl]): DQN with and
+"""Benchmark of deep RL with reward machines (rmtk.rl, the rl extra): DQN with and
 without counterfactual experiences (CRM) on the Office World's coffee and patrol tasks and on
 Craft World tasks, the machine learned back from the trained agent, and DQN with CRM on the
 learned machine.

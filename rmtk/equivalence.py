@@ -15,7 +15,7 @@ and the triple it was first reached from. On it:
 * :func:`distinguish`: a shortest witness that two machines differ — a state and two words
   reaching it that one machine sends to the same node and the other to different nodes.
 
-Words follow the prefix convention (docs/design.md): the first label already moves both
+Words follow the prefix convention (docs/design/02-conventions.md): the first label already moves both
 machines. Letters are the MDP's proposition indices.
 """
 

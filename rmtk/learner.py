@@ -2,7 +2,7 @@
 with the exact equivalence verdict when the truth is known (paper Algorithm 1, section 5).
 
 A learner composes four strategies, each an object with a small interface, so that a user
-swaps one without touching the others (docs/design.md, "Strategies"):
+swaps one without touching the others (docs/design/05-strategies.md):
 
 * a **PTP** (:class:`~rmtk.ptp.PTP`) builds the prefix tree policy:
   :class:`~rmtk.exact.ExactPTP` (a task's exact policy) or
@@ -401,7 +401,7 @@ class Learner:
             source.expert_classes(task),
             f"{type(self.ptp).__name__}.expert_classes",
             f"the PTP strategy {type(self.ptp).__name__} does not say which expert its policy comes from (give it "
-            "expert_classes(task), docs/design.md 'Strategies')",
+            "expert_classes(task), docs/design/05-strategies.md)",
             rec,
         )
         if table is None:

@@ -2,7 +2,7 @@
 (``1 ≤ |σ| ≤ l``, from the start states) and every state s ∈ Reach(σ), the action
 distribution ``π_PTP(·|s, σ)``.
 
-The words form a trie. With non-stuttering *compression* (on by default, docs/design.md),
+The words form a trie. With non-stuttering *compression* (on by default, docs/design/02-conventions.md),
 runs of a repeated label collapse (``AAB`` → ``AB``): a trie node then stands for every word
 of length ≤ l that compresses to it, and its reachable states are the union of theirs.
 
@@ -372,7 +372,7 @@ class PTP(Protocol):
 
 class PTPCapabilities(Capabilities):
     """What a PTP strategy can do beyond :meth:`PTP.build`, with the defaults of one that does
-    not say (docs/design.md, "Strategies"). rmtk's PTP strategies inherit it; so may a user's,
+    not say (docs/design/05-strategies.md). rmtk's PTP strategies inherit it; so may a user's,
     overriding what it can do. A strategy that does not inherit it is read with these defaults
     for whatever it does not define (:meth:`~rmtk.capabilities.Capabilities.of`)."""
 

@@ -1,7 +1,7 @@
 """Simulating demonstrations of a product policy (paper appendix "Constructing the
 Prefix-Tree Policy via Simulation").
 
-A trajectory of ``horizon`` steps is drawn as in section 2 of the paper (docs/design.md,
+A trajectory of ``horizon`` steps is drawn as in section 2 of the paper (docs/design/02-conventions.md,
 "The prefix convention": the first label already moves the machine)::
 
     s_0 ~ μ0                        u_0     = δ_u(u_I, L(s_0))

@@ -2,7 +2,7 @@
 expert (a hand-set DQN whose greedy policy is the Office World's scripted expert, a PPO whose
 softmax is a known table), collect through one batched call, CRM in the replay buffer checked
 against the machine, PPO on the product, and one clear error per bad input. Every test needs
-stable-baselines3 (the extra rmtk[rl]) and skips without it."""
+stable-baselines3 (the rl extra) and skips without it."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import gymnasium
 import numpy as np
 import pytest
 
-sb3 = pytest.importorskip("stable_baselines3", reason="stable-baselines3 is not installed (pip install 'rmtk[rl]')")
-torch = pytest.importorskip("torch", reason="torch is not installed (pip install 'rmtk[rl]')")
+sb3 = pytest.importorskip("stable_baselines3", reason="stable-baselines3 is not installed (pip install '.[rl]')")
+torch = pytest.importorskip("torch", reason="torch is not installed (pip install '.[rl]')")
 
 from rmtk import RewardMachine, dsl, isomorphic  # noqa: E402
 from rmtk.active.experts import TaskExpert  # noqa: E402

@@ -11,10 +11,11 @@ then train fresh agents with the learned machine, the true one and none, and dra
 learning curves in one figure.
 
 Run it with ``python tutorials/09_deep_rl.py [OUTPUT_DIR]``; the figure ``deep_rl.png`` goes
-to OUTPUT_DIR (default: a fresh temporary directory). Needs ``pip install 'rmtk[rl]'``
+to OUTPUT_DIR (default: a temporary directory, removed at exit). Needs ``pip install '.[rl]'``
 (Stable-Baselines3, with torch). It trains four small agents: about a minute on one core.
 """
 
+import atexit
 import sys
 import tempfile
 from pathlib import Path
@@ -35,16 +36,19 @@ from rmtk.rl import AgentExpert, GreedyRollouts, agent_policy, crm, hide_node, q
 
 
 def output_dir() -> Path:
-    """The first command-line argument, else a fresh temporary directory."""
+    """The first command-line argument, else a temporary directory removed at exit."""
     if len(sys.argv) > 1:
         out = Path(sys.argv[1])
         out.mkdir(parents=True, exist_ok=True)
+        print(f"output directory: {out}")
         return out
-    return Path(tempfile.mkdtemp(prefix="rmtk-tutorial-09-"))
+    temporary = tempfile.TemporaryDirectory(prefix="rmtk-tutorial-09-")
+    atexit.register(temporary.cleanup)
+    print("output directory: a temporary one, removed at exit (give one as the first argument)")
+    return Path(temporary.name)
 
 
 OUT = output_dir()
-print(f"output directory: {OUT}")
 torch.set_num_threads(1)  # small networks: one thread is fastest, and leaves the other cores free
 
 # %% 1. The task and the product environment

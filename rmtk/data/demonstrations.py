@@ -3,7 +3,7 @@ validation against an MDP.
 
 A :class:`Demonstrations` holds ``N`` trajectories as two ``(N, T)`` integer arrays padded
 with −1 after each trajectory's length: at step ``t`` the expert is in ``states[i, t]`` and
-takes ``actions[i, t]``; the label word of step ``t`` is ``L(s_0) ... L(s_t)`` (docs/design.md,
+takes ``actions[i, t]``; the label word of step ``t`` is ``L(s_0) ... L(s_t)`` (docs/design/02-conventions.md,
 "The prefix convention"). Labels are not stored: they are the MDP's; a file may carry them and
 they are then checked against the MDP's labeling.
 

@@ -4,7 +4,7 @@
 
 The convention is that of RL logs of ``(s, a, r, s')``: the reward of row ``t`` of a
 trajectory is what its action earned, paid by the reward machine on the label of the next
-row's state. With the prefix convention (docs/design.md, "The prefix convention"), the
+row's state. With the prefix convention (docs/design/02-conventions.md, "The prefix convention"), the
 machine is in ``u_t = δ_u*(u_I, L(s_0) … L(s_t))`` at row ``t`` and
 
     r_t = δ_r(u_t, L(s_{t+1})),

@@ -1,4 +1,4 @@
-"""rmtk and Gymnasium (the optional extra ``pip install 'rmtk[gym]'``; docs/gym.md).
+"""rmtk and Gymnasium (the optional extra ``pip install '.[gym]'``; docs/gym.md).
 
 * **Record** what a policy does in any Gymnasium environment, straight into empirical prefix
   tree counts: :func:`collect` with a labeler (:class:`StateLabels`, :class:`InfoLabel`, any

@@ -1,6 +1,5 @@
 """State-only data: the expert's behaviour keyed by *state histories* instead of label words,
-for learning the labeling function together with the machine (docs/design.md, "Learning the
-labels").
+for learning the labeling function together with the machine (docs/design/13-learning-labels.md)..
 
 When the labels are unknown, the only thing a history of the expert shows is its sequence of
 states. rmtk reuses the whole prefix-tree machinery for it by viewing an MDP as its *state

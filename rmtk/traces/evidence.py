@@ -3,7 +3,7 @@ label words, beside the negative examples of the expert's policy (rmtk/negatives
 
 A *reward trace* is a label word ``L(s_0) … L(s_T)`` and the rewards the steps earned: the
 reward of step ``t`` is what its action earned, paid by the machine on the label of the next
-state (docs/design.md, "The prefix convention"): ``r_t = δ_r(u_t, L(s_{t+1}))`` with
+state (docs/design/02-conventions.md, "The prefix convention"): ``r_t = δ_r(u_t, L(s_{t+1}))`` with
 ``u_t = δ*(u_I, L(s_0) … L(s_t))``. So each step is one *observation*: "the word so far,
 followed by the letter ``L(s_{t+1})``, pays ``r_t``", a constraint on where the word ends
 (the run variables of the SAT encoding) and on that node's reward on that letter. The last

@@ -15,8 +15,8 @@ actions:
   kernel and labels) but not the machine, so it visits the propositions in every order.
 
 Trajectories are drawn from ``seed`` (:func:`rmtk.simulate.simulate` for the expert) and the
-rewards are the task's machine's, paid on the label of the next state (docs/design.md, "The
-prefix convention").
+rewards are the task's machine's, paid on the label of the next state (docs/design/02-conventions.md,
+"The prefix convention").
 Episodes end, as in the Office and Craft Worlds of the literature, when the machine enters an
 absorbing node that pays nothing (its end node): the step that enters it is recorded with its
 reward, nothing after it. With ``noise`` each recorded reward is replaced, with that
