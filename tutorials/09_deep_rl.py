@@ -32,7 +32,7 @@ from rmtk.encoders import SimplestEncoder
 from rmtk.envs.office import MAP, officeworld
 from rmtk.gym import Identity, RewardMachineEnv, StateLabels, collect, office_env
 from rmtk.gym.mdp_env import MdpVectorEnv
-from rmtk.rl import AgentExpert, GreedyRollouts, agent_policy, crm, hide_node, q_table, sb3_agent
+from rmtk.rl import AgentExpert, GreedyRollouts, agent_policy, crm, hide_node, no_log_folder, q_table, sb3_agent
 
 
 def output_dir() -> Path:
@@ -108,7 +108,7 @@ def train(machine, *, use_crm=True, node=True, seed=0):
     env = product(machine, node)
     measure = Measure(GreedyRollouts.of(officeworld(start=STARTS), machine, truth, 100, node=node))
     model = DQN("MlpPolicy", env, seed=seed, **DQN_SETTINGS, **(crm(env) if use_crm else {}))
-    model.learn(STEPS, callback=measure)
+    no_log_folder(model).learn(STEPS, callback=measure)
     return model, np.array(measure.curve)
 
 

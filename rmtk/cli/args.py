@@ -225,7 +225,8 @@ def _add_engine_options(parser, what: str) -> None:
     parser.add_argument(
         "--engine",
         choices=ENGINES,
-        help=f"where the {what} runs: this process (default, local) or a Dask cluster (pip install 'rmtk[dask]')",
+        help=f"where the {what} runs: this process (default, local) or a Dask cluster "
+        "(pip install '.[dask]' in rmtk's checkout)",
     )
     parser.add_argument(
         "--scheduler", metavar="ADDRESS", help="with --engine dask: a running scheduler (tcp://host:8786)"

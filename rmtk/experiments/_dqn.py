@@ -198,9 +198,7 @@ def train_dqn(
         from stable_baselines3 import DQN
         from stable_baselines3.common.callbacks import BaseCallback
     except ImportError:
-        raise RmtkError(
-            "deep RL needs Stable-Baselines3 and torch: pip install 'rmtk[rl]' (from a checkout: pip install '.[rl]')"
-        ) from None
+        raise RmtkError("deep RL needs Stable-Baselines3 and torch: pip install '.[rl]' in rmtk's checkout") from None
     from ..rl import crm, no_log_folder, q_table
 
     if use_crm and not node:

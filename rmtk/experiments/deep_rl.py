@@ -1,4 +1,4 @@
-"""Deep RL with a learned reward machine, on the Office World (the extra rmtk[rl]:
+"""Deep RL with a learned reward machine, on the Office World (the extra '.[rl]':
 Stable-Baselines3 and torch, imported when the experiment runs): a DQN agent trained with
 counterfactual experiences (CRM) on the true machine (the first run of that curve) → its
 machine learned back, passively
@@ -146,7 +146,7 @@ def run(opts: Options) -> Report:
         import torch  # noqa: F401
     except ImportError:
         raise RmtkError(
-            "the deep-rl experiment needs Stable-Baselines3 and torch: pip install 'rmtk[rl]' "
+            "the deep-rl experiment needs Stable-Baselines3 and torch: pip install '.[rl]' in rmtk's checkout "
             "(from a checkout: pip install '.[rl]')"
         ) from None
     from .. import dsl

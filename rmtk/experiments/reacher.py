@@ -5,7 +5,7 @@ expert as a policy: ``rmtk/gym/reacher.py``) into an empirical prefix tree polic
 confidence-bound negative examples for several α, and solve weighted MaxSAT at n = 4 nodes
 (the paper's u_max) with unit weights.
 
-Needs ``gymnasium[mujoco]`` (``pip install 'rmtk[reacher]'``).
+Needs ``gymnasium[mujoco]`` (``pip install '.[reacher]'`` in rmtk's checkout).
 
 Only (word, cell) pairs seen at least ``2·(log(2^25 − 2) − log α)`` times at a cell where at
 least two such pairs exist can ever yield a negative example (:class:`ConfidenceMiner`
@@ -49,7 +49,7 @@ SETTINGS = {
     "workers": Setting(
         2,
         "processes recording the episodes: a local Dask cluster when above 1 "
-        "(pip install 'rmtk[dask]'), this process alone when 1",
+        "(pip install '.[dask]' in rmtk's checkout), this process alone when 1",
         domain=COUNT,
     ),
     "integrator": Setting(
@@ -60,7 +60,8 @@ SETTINGS = {
     "expert": Setting(
         "scripted",
         "scripted (the control law of rmtk/envs/reacher.py) or agent (the PPO agent trained on the product with "
-        "the true machine by benchmarks/train_reacher_agent.py, shipped with rmtk; pip install 'rmtk[rl,reacher]')",
+        "the true machine by benchmarks/train_reacher_agent.py, shipped with rmtk; "
+        "pip install '.[rl,reacher]' in rmtk's checkout)",
         domain=Domain(choices=("scripted", "agent")),
     ),
     "agent": Setting("", "with expert=agent: the agent's Stable-Baselines3 PPO file (default: the shipped one)"),
@@ -485,7 +486,7 @@ def run(opts: Options) -> Report:
         import mujoco  # noqa: F401
     except ImportError:  # only these two: an import error of rmtk itself must show
         raise RmtkError(
-            "the reacher experiment needs gymnasium with MuJoCo: pip install 'rmtk[reacher]' "
+            "the reacher experiment needs gymnasium with MuJoCo: pip install '.[reacher]' in rmtk's checkout "
             "(from a checkout: pip install '.[reacher]')"
         ) from None
     expert, agent = opts.get("expert"), opts.get("agent") or None

@@ -1,4 +1,4 @@
-"""rmtk and deep RL agents (the optional extra ``pip install 'rmtk[rl]'``: Stable-Baselines3,
+"""rmtk and deep RL agents (the optional extra ``pip install '.[rl]'`` in rmtk's checkout: Stable-Baselines3,
 with torch; docs/guide/12-deep-rl.md).
 
 * **Agents** nobody here wrote, behind one protocol (:class:`Agent`: samples actions at product

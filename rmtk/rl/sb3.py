@@ -29,10 +29,7 @@ from gymnasium import spaces
 from ..errors import ModelError, RmtkError
 from .agents import Agent, PredictAgent, ProbabilityAgent, QValueAgent
 
-MISSING = (
-    "Stable-Baselines3 is not installed: pip install 'rmtk[rl]' (from a checkout: pip install '.[rl]'; "
-    "stable-baselines3, with torch)"
-)
+MISSING = "Stable-Baselines3 is not installed: pip install '.[rl]' in rmtk's checkout (stable-baselines3, with torch)"
 
 
 def _require():
