@@ -13,13 +13,8 @@ import attrs
 import numpy as np
 
 from ..learner import LearnResult
+from ..words import plural
 from .questions import Query
-
-
-def plural(n: int, one: str, many: str | None = None) -> str:
-    """``n`` and the noun, singular for one (``1 query``, ``2 queries``, ``12,400 draws``)."""
-    return f"{n:,} {one if n == 1 else (many or one + 's')}"
-
 
 #: Words of the bounds that can end a run (the ``exhausted`` of an :class:`ActiveResult`).
 ENDED_BY = {

@@ -170,7 +170,7 @@ def _kind(expert) -> str:
 
 
 def _active_header(plan, active) -> None:
-    from ..active.result import plural
+    from ..words import plural
     from .flags import LABELS
 
     if plan.mode in LABELS:

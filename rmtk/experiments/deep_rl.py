@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 from ..errors import RmtkError
+from ..words import plural
 from ._report import COUNT, LEVEL, PROBABILITY, Domain, Options, Report, Setting
 
 TASKS = ("coffee", "patrol")
@@ -56,11 +57,6 @@ def _config(opts: Options):
     from ._dqn import DQNConfig
 
     return DQNConfig(hidden=(opts.get("hidden"),))
-
-
-def plural(n: int, noun: str) -> str:
-    """``n`` and the noun, singular for one (``1 run``, ``3 runs``, ``10,000 episodes``)."""
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def learn_back(
