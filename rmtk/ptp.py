@@ -413,15 +413,65 @@ class PTPCapabilities(Capabilities):
 @attrs.frozen
 class Disagreements:
     """Recorded (word, word, state) triples the machines disagree on (some send the two words
-    to one node, others to two): indices ``i``, ``j`` of the two (word, state) pairs and the
-    ``(machines, triples)`` matrix ``split`` of the machines that send them to two nodes."""
+    to one node, others to two): indices ``i``, ``j`` of the two (word, state) pairs, and which
+    machines split each, kept once per distinct split: ``splits`` is the ``(machines, distinct
+    splits)`` matrix of the machines that send the words to two nodes, ``which[t]`` the column of
+    triple t. Distinct splits are far fewer than triples, so this holds the machines × triples
+    table without its size: three integers a triple and one column a distinct split. Columns
+    are in the order of their bits (``numpy.packbits`` over the machines, then sorted)."""
 
     i: np.ndarray
     j: np.ndarray
-    split: np.ndarray
+    which: np.ndarray
+    splits: np.ndarray
 
     def __len__(self) -> int:
         return len(self.i)
+
+    @property
+    def split(self) -> np.ndarray:
+        """The ``(machines, triples)`` matrix of the machines that split each triple, in full:
+        machines × triples booleans, for a few triples only (index ``splits`` by ``which``)."""
+        return self.splits[:, self.which]
+
+
+#: Distinct signature pairs whose splits are compared at a time in :func:`disagreements`.
+SPLIT_BLOCK = 1 << 12
+
+
+def _signatures(trie: Trie, nodes: np.ndarray, deltas: list[np.ndarray]) -> np.ndarray:
+    """The rank of each trie node of ``nodes`` by its vector of final nodes under ``deltas``
+    (machine 0 first, lexicographic: the order ``numpy.unique`` along an axis gives). A few
+    machines at a time fold into one integer key per node (its rank so far, then their final
+    nodes as digits), so the ``(machines, nodes)`` matrix is never made."""
+    base = max(int(np.asarray(d).shape[0]) for d in deltas) + 1  # final nodes + 1: digits 0..n
+    sig, n_sig, m = np.zeros(len(nodes), np.int64), 1, 0
+    while m < len(deltas):
+        key, scale = sig, n_sig
+        while m < len(deltas) and scale * base < 2**62:
+            key = key * base + (trie.run(np.asarray(deltas[m]), 0)[nodes] + 1)
+            scale, m = scale * base, m + 1
+        uniq, sig = np.unique(key, return_inverse=True)
+        sig, n_sig = sig.reshape(-1), len(uniq)
+    return sig
+
+
+def _splits(trie: Trie, rep: np.ndarray, a: np.ndarray, b: np.ndarray, deltas: list[np.ndarray]):
+    """Which machines split each signature pair (``a``, ``b``: signatures, ``rep``: a trie
+    node of each): the packed bits of the pairs some machines split and others merge, the
+    number of machines that split each pair, a block of pairs at a time."""
+    k = len(deltas)
+    small = np.int8 if max(int(np.asarray(d).shape[0]) for d in deltas) < 127 else np.int64
+    finals = np.empty((len(rep), k), small)  # one row per signature
+    for m, d in enumerate(deltas):
+        finals[:, m] = trie.run(np.asarray(d), 0)[rep]
+    packed = np.empty((len(a), (k + 7) // 8), np.uint8)
+    n_split = np.empty(len(a), np.int64)
+    for lo in range(0, len(a), SPLIT_BLOCK):
+        split = finals[a[lo : lo + SPLIT_BLOCK]] != finals[b[lo : lo + SPLIT_BLOCK]]
+        packed[lo : lo + SPLIT_BLOCK] = np.packbits(split, axis=1)
+        n_split[lo : lo + SPLIT_BLOCK] = split.sum(axis=1)
+    return packed, n_split
 
 
 def disagreements(trie, node, state, rank, deltas: list[np.ndarray]) -> Disagreements:
@@ -429,16 +479,19 @@ def disagreements(trie, node, state, rank, deltas: list[np.ndarray]) -> Disagree
     machines ``deltas`` disagree on. Words a state's pairs share a vector of final nodes for
     (a *signature*) split the machines alike, so per state and signature one pair stands for
     them, the first by ``rank`` (smallest first; the index breaks ties): the triples are the
-    pairs of representatives of two signatures at one state. Memory is linear in the pairs
-    and in the triples returned."""
+    pairs of representatives of two signatures at one state. Which machines split a triple
+    depends on its two signatures alone, so it is found once per distinct signature pair.
+    Memory: linear in the pairs and the triples returned, plus one small integer per machine
+    and signature and one bit per machine and distinct signature pair; never machines ×
+    triples."""
     k = len(deltas)
     node, state, rank = np.asarray(node, np.int64), np.asarray(state, np.int64), np.asarray(rank)
-    empty = Disagreements(np.empty(0, np.int64), np.empty(0, np.int64), np.zeros((k, 0), bool))
+    empty = Disagreements(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64), np.zeros((k, 0), bool))
     if not len(node) or not k:
         return empty
-    finals = np.stack([trie.run(np.asarray(d), 0) for d in deltas])  # (k, trie nodes)
-    sigs, sig_of_node = np.unique(finals.T, axis=0, return_inverse=True)
-    sig = sig_of_node.reshape(-1)[node]
+    nodes, at = np.unique(node, return_inverse=True)
+    sig_of_node = _signatures(trie, nodes, deltas)
+    sig = sig_of_node[at.reshape(-1)]
     order = np.lexsort((np.arange(len(node)), rank, sig, state))
     first = np.ones(len(order), dtype=bool)
     first[1:] = (state[order][1:] != state[order][:-1]) | (sig[order][1:] != sig[order][:-1])
@@ -453,9 +506,17 @@ def disagreements(trie, node, state, rank, deltas: list[np.ndarray]) -> Disagree
         P.append((starts[:, None] + a[None, :]).ravel())
         Q.append((starts[:, None] + b[None, :]).ravel())
     i, j = rows[np.concatenate(P)], rows[np.concatenate(Q)]
-    split = sigs[sig[i]] != sigs[sig[j]]  # (triples, k)
-    n_split = split.sum(axis=1)
-    useful = (n_split > 0) & (n_split < k)
+    n_sig = int(sig_of_node.max()) + 1
+    pair, of_triple = np.unique(sig[i] * n_sig + sig[j], return_inverse=True)
+    rep = np.empty(n_sig, np.int64)
+    rep[sig_of_node] = nodes
+    packed, n_split = _splits(trie, rep, pair // n_sig, pair % n_sig, deltas)
+    useful_pair = (n_split > 0) & (n_split < k)
+    useful = useful_pair[of_triple.reshape(-1)]
     if not useful.any():
         return empty
-    return Disagreements(i[useful], j[useful], split[useful].reshape(-1, k).T.copy())
+    columns, column_of = np.unique(packed[useful_pair], axis=0, return_inverse=True)
+    col = np.full(len(pair), -1, np.int64)
+    col[useful_pair] = column_of.reshape(-1)
+    splits = np.unpackbits(columns, axis=1, count=k).astype(bool).T.copy()
+    return Disagreements(i[useful], j[useful], col[of_triple.reshape(-1)[useful]], splits)
