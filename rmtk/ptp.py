@@ -474,6 +474,28 @@ def _splits(trie: Trie, rep: np.ndarray, a: np.ndarray, b: np.ndarray, deltas: l
     return packed, n_split
 
 
+def _index_type(n: int):
+    return np.int32 if n < 2**31 else np.int64
+
+
+def _triples(rows: np.ndarray, bounds: np.ndarray, chunk: int):
+    """The pairs ``(rows[p], rows[q])``, ``p < q``, within each group ``bounds[g]:bounds[g + 1]``
+    of ``rows``, groups of one size together (smallest first, then by position), at most about
+    ``chunk`` pairs a piece."""
+    size = np.diff(bounds)
+    for g in np.unique(size[size >= 2]).tolist():
+        starts = bounds[:-1][size == g]
+        a, b = np.triu_indices(g, 1)
+        step = max(1, chunk // len(a))
+        for lo in range(0, len(starts), step):
+            s = starts[lo : lo + step, None]
+            yield rows[(s + a[None, :]).ravel()], rows[(s + b[None, :]).ravel()]
+
+
+#: Triples made at a time in :func:`disagreements` (a piece's arrays are a few times this many).
+TRIPLE_CHUNK = 1 << 21
+
+
 def disagreements(trie, node, state, rank, deltas: list[np.ndarray]) -> Disagreements:
     """The triples of the (word, state) pairs (trie ``node`` and ``state`` of each) that the
     machines ``deltas`` disagree on. Words a state's pairs share a vector of final nodes for
@@ -481,42 +503,56 @@ def disagreements(trie, node, state, rank, deltas: list[np.ndarray]) -> Disagree
     them, the first by ``rank`` (smallest first; the index breaks ties): the triples are the
     pairs of representatives of two signatures at one state. Which machines split a triple
     depends on its two signatures alone, so it is found once per distinct signature pair.
-    Memory: linear in the pairs and the triples returned, plus one small integer per machine
-    and signature and one bit per machine and distinct signature pair; never machines ×
-    triples."""
+    Memory: a few integers per pair and three per triple (32-bit below 2^31 pairs), made a
+    piece at a time, plus one small integer per machine and signature and one bit per machine
+    and distinct signature pair; never machines × triples."""
     k = len(deltas)
     node, state, rank = np.asarray(node, np.int64), np.asarray(state, np.int64), np.asarray(rank)
     empty = Disagreements(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64), np.zeros((k, 0), bool))
     if not len(node) or not k:
         return empty
+    idx = _index_type(len(node))
     nodes, at = np.unique(node, return_inverse=True)
     sig_of_node = _signatures(trie, nodes, deltas)
-    sig = sig_of_node[at.reshape(-1)]
-    order = np.lexsort((np.arange(len(node)), rank, sig, state))
+    sig = sig_of_node[at.reshape(-1)].astype(idx)
+    del at
+    order = np.lexsort((np.arange(len(node), dtype=idx), rank, sig, state))
     first = np.ones(len(order), dtype=bool)
     first[1:] = (state[order][1:] != state[order][:-1]) | (sig[order][1:] != sig[order][:-1])
-    rows = order[first]
+    rows = order[first].astype(idx)
+    del order, first
     st = state[rows]
     bounds = np.flatnonzero(np.r_[True, st[1:] != st[:-1], True])
+    del st
     size = np.diff(bounds)
-    P, Q = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
-    for g in np.unique(size[size >= 2]):
-        starts = bounds[:-1][size == g]
-        a, b = np.triu_indices(int(g), 1)
-        P.append((starts[:, None] + a[None, :]).ravel())
-        Q.append((starts[:, None] + b[None, :]).ravel())
-    i, j = rows[np.concatenate(P)], rows[np.concatenate(Q)]
+    total = int((size * (size - 1) // 2).sum())
     n_sig = int(sig_of_node.max()) + 1
-    pair, of_triple = np.unique(sig[i] * n_sig + sig[j], return_inverse=True)
+    i, j = np.empty(total, idx), np.empty(total, idx)
+    keys, at_ = [], 0
+    for p, q in _triples(rows, bounds, TRIPLE_CHUNK):  # the triples, and their distinct signature pairs
+        i[at_ : at_ + len(p)], j[at_ : at_ + len(p)] = p, q
+        keys.append(np.unique(sig[p].astype(np.int64) * n_sig + sig[q]))
+        at_ += len(p)
+    pair = np.unique(np.concatenate(keys)) if keys else np.empty(0, np.int64)
+    del keys
     rep = np.empty(n_sig, np.int64)
     rep[sig_of_node] = nodes
     packed, n_split = _splits(trie, rep, pair // n_sig, pair % n_sig, deltas)
     useful_pair = (n_split > 0) & (n_split < k)
-    useful = useful_pair[of_triple.reshape(-1)]
-    if not useful.any():
+    if not useful_pair.any():
         return empty
     columns, column_of = np.unique(packed[useful_pair], axis=0, return_inverse=True)
+    del packed
     col = np.full(len(pair), -1, np.int64)
     col[useful_pair] = column_of.reshape(-1)
+    which = np.empty(total, _index_type(len(columns)))
+    kept = 0  # the useful triples, moved to the front in place, a piece at a time
+    for lo in range(0, total, TRIPLE_CHUNK):
+        p, q = i[lo : lo + TRIPLE_CHUNK], j[lo : lo + TRIPLE_CHUNK]
+        c = col[np.searchsorted(pair, sig[p].astype(np.int64) * n_sig + sig[q])]
+        keep = c >= 0
+        n = int(keep.sum())
+        i[kept : kept + n], j[kept : kept + n], which[kept : kept + n] = p[keep], q[keep], c[keep]
+        kept += n
     splits = np.unpackbits(columns, axis=1, count=k).astype(bool).T.copy()
-    return Disagreements(i[useful], j[useful], col[of_triple.reshape(-1)[useful]], splits)
+    return Disagreements(i[:kept], j[:kept], which[:kept], splits)

@@ -74,12 +74,17 @@ def ranks(values, tol: float = TOL) -> np.ndarray:
     v = np.asarray(values, dtype=float)
     flat = v.ravel()
     out = np.zeros(flat.size, dtype=np.int64)
-    if flat.size > 1:
+    if flat.size > 1 and np.isnan(flat).any():
         order = np.argsort(flat, kind="stable")
         srt = flat[order]
         a, b = srt[:-1], srt[1:]
         same = at_most(b, a, tol) | (np.isnan(a) & np.isnan(b))
         out[order] = np.concatenate([[0], np.cumsum(~same)])
+    elif flat.size > 1:  # a value's rank: how many clusters start at or below it (sorted values only)
+        srt = np.sort(flat)
+        starts = srt[np.r_[True, ~at_most(srt[1:], srt[:-1], tol)]]
+        del srt
+        out = np.searchsorted(starts, flat, side="right") - 1
     return out.reshape(v.shape)
 
 

@@ -114,11 +114,10 @@ TRIPLE_BLOCK = 1 << 14
 class _Disagreements:
     """Every recorded triple the machines disagree on (:func:`rmtk.ptp.disagreements`, the
     most visited word standing for each signature): pair indices ``i``, ``j`` into the table's
-    distinct (word, state) ``pairs`` (with their ``visits``; the keys of pair p are
+    distinct (word, state) pairs (with their ``visits``; the keys of pair p are
     ``table.keys[start[p]:start[p + 1]]``), the column ``which`` of each in the ``(machines,
     distinct splits)`` matrix ``splits``."""
 
-    pairs: np.ndarray
     visits: np.ndarray
     start: np.ndarray
     i: np.ndarray
@@ -132,13 +131,18 @@ class _Disagreements:
         pair = table.keys // A  # sorted: a pair begins wherever it changes
         start = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1], True]) if len(pair) else np.zeros(1, np.int64)
         pairs = pair[start[:-1]]
+        del pair
         visits = np.add.reduceat(table.counts, start[:-1]) if len(pairs) else np.zeros(0, np.int64)
         d = disagreements(table.trie, pairs // S, pairs % S, -visits, deltas)
-        return cls(pairs, visits.astype(np.int64), start, d.i, d.j, d.which, d.splits)
+        return cls(visits.astype(np.int64), start, d.i, d.j, d.which, d.splits)
+
+    def pairs(self, table: CountTable, p: np.ndarray) -> np.ndarray:
+        """The (word, state) pair keys ``node·S + state`` of pairs ``p``."""
+        return table.keys[self.start[p]] // table.n_actions
 
     def rows(self, table: CountTable, p: np.ndarray) -> np.ndarray:
         """``(len(p), A)`` action counts of the pairs ``p`` (as floats)."""
-        lo, n = self.start[p], np.diff(self.start)[p]
+        lo, n = self.start[p], self.start[np.asarray(p) + 1] - self.start[p]
         at = np.repeat(lo - np.cumsum(n) + n, n) + np.arange(n.sum())
         out = np.zeros((len(p), table.n_actions))
         out[np.repeat(np.arange(len(p)), n), table.keys[at] % table.n_actions] = table.counts[at]
@@ -153,20 +157,22 @@ class _Disagreements:
         return out
 
 
-def _decided(table: CountTable, d: _Disagreements, samples: int, test: Sequential):
+def _decided(table: CountTable, d: _Disagreements, samples: int, test: Sequential, resolution: bool = False):
     """Which triples of ``d`` are settled (decided by ``test`` or both words at ``samples``
-    visits), and each one's margin and resolution under the test, a block of triples at a time.
-    The comparison only: the draws a finer resolution would take are not needed to choose
-    (and cost a search per pair)."""
+    visits) and each one's margin under the test (and, with ``resolution``, its resolution), a
+    block of triples at a time. The comparison only: the draws a finer resolution would take
+    are not needed to choose (and cost a search per pair)."""
     n = len(d.i)
-    done, margin, res = np.zeros(n, bool), np.empty(n), np.empty(n)
+    done, margin, res = np.zeros(n, bool), np.empty(n), np.empty(n if resolution else 0)
     for lo in range(0, n, TRIPLE_BLOCK):
         i, j = d.i[lo : lo + TRIPLE_BLOCK], d.j[lo : lo + TRIPLE_BLOCK]
         c = test.compare(d.rows(table, i), d.rows(table, j))
         capped = np.minimum(d.visits[i], d.visits[j]) >= samples
-        resolution = np.asarray(c.resolution, dtype=float)
-        done[lo : lo + TRIPLE_BLOCK] = capped | np.asarray(c.separated) | ties.at_most(resolution, test.epsilon)
-        margin[lo : lo + TRIPLE_BLOCK], res[lo : lo + TRIPLE_BLOCK] = np.asarray(c.margin, dtype=float), resolution
+        r = np.asarray(c.resolution, dtype=float)
+        done[lo : lo + TRIPLE_BLOCK] = capped | np.asarray(c.separated) | ties.at_most(r, test.epsilon)
+        margin[lo : lo + TRIPLE_BLOCK] = np.asarray(c.margin, dtype=float)
+        if resolution:
+            res[lo : lo + TRIPLE_BLOCK] = r
     return done, margin, res
 
 
@@ -175,9 +181,10 @@ def candidate_triples(
 ) -> Triples:
     """The recorded (word, word, state) triples the machines ``deltas`` disagree on (see
     :class:`Triples`): per split, the unsettled triple with the most evidence of a difference
-    (then the cheapest), ``test`` deciding (default: :class:`~rmtk.statistics.Sequential` with
-    :class:`~rmtk.anytime.Adaptive`), ``samples`` the cap. A split with ``tries`` settled
-    triples is dropped: the expert acted alike after its two words at that many states."""
+    (then the cheapest, then the first), ``test`` deciding (default:
+    :class:`~rmtk.statistics.Sequential` with :class:`~rmtk.anytime.Adaptive`), ``samples`` the
+    cap. A split with ``tries`` settled triples is dropped: the expert acted alike after its two
+    words at that many states. Memory: a few numbers per triple, whatever the machines."""
     test = test if test is not None else Sequential(bound=Adaptive())
     k, S = len(deltas), table.n_states
     d = _Disagreements.of(table, deltas)
@@ -185,21 +192,35 @@ def candidate_triples(
         return Triples.empty(k)
     cls = d.which  # one class per distinct split
     done, margin, _ = _decided(table, d, samples, test)
-    settled = np.bincount(cls[done], minlength=cls.max() + 1)
+    settled = np.bincount(cls[done], minlength=int(cls.max()) + 1)
     live = ~done & (settled[cls] < tries)
-    i, j, cls = d.i[live], d.j[live], cls[live]
-    if not len(i):
+    del done
+    if not live.any():
         return Triples.empty(k)
-    n_i, n_j = d.visits[i], d.visits[j]
     evidence = margin[live]
+    del margin
+    # a split's pick has the most evidence (ranked within the tolerance over every live triple,
+    # rmtk.ties), then the least cost, then comes first: only its triples of that rank compete
+    rank = ties.ranks(-evidence)
+    of = cls[live]
+    top = np.full(len(settled), np.iinfo(np.int64).max)
+    np.minimum.at(top, of, rank)
+    best = rank == top[of]
+    del rank, of
+    live[live] = best  # the candidates left, among every triple
+    chosen = np.flatnonzero(live)
+    evidence = evidence[best]
+    i, j, cls = d.i[chosen], d.j[chosen], cls[chosen]
+    n_i, n_j = d.visits[i], d.visits[j]
     cost = np.maximum(0, samples - n_i) + np.maximum(0, samples - n_j)
-    best = ties.lexsort((cost, -evidence, cls))
-    pick = best[np.r_[True, cls[best][1:] != cls[best][:-1]]]
+    order = np.lexsort((cost, cls))  # within a split every candidate left has its best rank
+    pick = order[np.r_[True, cls[order][1:] != cls[order][:-1]]]
     i, j = i[pick], j[pick]
+    p, q = d.pairs(table, i), d.pairs(table, j)
     return Triples(
-        d.pairs[i] // S,
-        d.pairs[j] // S,
-        d.pairs[i] % S,
+        p // S,
+        q // S,
+        p % S,
         d.visits[i],
         d.visits[j],
         d.tv(table, i, j),
@@ -262,7 +283,7 @@ def separation(table: CountTable, deltas: list[np.ndarray], samples: int, test: 
     if k <= 1:
         return Separation(k, 0, 0, 0, 0.0, samples, 1.0, test.alpha)
     d = _Disagreements.of(table, deltas)
-    done, _, res = _decided(table, d, samples, test)
+    done, _, res = _decided(table, d, samples, test, resolution=True)
     tv = d.tv(table, d.i[done], d.j[done])
     res = res[done]
     # two machines are told apart by some triple unless they split every triple alike: unless
