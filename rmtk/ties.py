@@ -67,6 +67,10 @@ def argbest(values, axis: int = -1, *, lowest: bool = False, tol: float = TOL) -
     return np.argmax(best(values, axis, lowest=lowest, tol=tol), axis=axis)
 
 
+#: Values compared at a time by :func:`ranks`.
+_BLOCK = 1 << 20
+
+
 def ranks(values, tol: float = TOL) -> np.ndarray:
     """Dense ranks (0 for the smallest) of ``values``, near-equal values sharing one: sorted,
     neighbours within the tolerance fall in one cluster (a chain of them too), so a rank is
@@ -82,8 +86,12 @@ def ranks(values, tol: float = TOL) -> np.ndarray:
         out[order] = np.concatenate([[0], np.cumsum(~same)])
     elif flat.size > 1:  # a value's rank: how many clusters start at or below it (sorted values only)
         srt = np.sort(flat)
-        starts = srt[np.r_[True, ~at_most(srt[1:], srt[:-1], tol)]]
-        del srt
+        first = np.ones(len(srt), dtype=bool)
+        for lo in range(1, len(srt), _BLOCK):  # a block at a time: at_most's temporaries stay small
+            hi = min(lo + _BLOCK, len(srt))
+            first[lo:hi] = ~at_most(srt[lo:hi], srt[lo - 1 : hi - 1], tol)
+        starts = srt[first]
+        del srt, first
         out = np.searchsorted(starts, flat, side="right") - 1
     return out.reshape(v.shape)
 

@@ -120,3 +120,25 @@ def test_candidates_and_separation_read_the_distinct_splits():
     rows = np.stack(list(ref.values()), axis=1)  # (machines, triples)
     told = sum(int((rows[a] != rows[b]).any()) for a in range(len(deltas)) for b in range(a + 1, len(deltas)))
     assert sep.triples == len(ref) and sep.pairs_split == told
+
+
+def test_ranks_from_sorted_values_alone(monkeypatch):
+    """rmtk.ties.ranks (the pick's evidence ranks) from the sorted values and their cluster
+    starts, a block at a time: the ranks of sorting with the positions, chains and infinities
+    included."""
+    from rmtk import ties
+
+    def reference(v, tol):
+        order = np.argsort(v, kind="stable")
+        srt = v[order]
+        out = np.zeros(len(v), np.int64)
+        out[order] = np.concatenate([[0], np.cumsum(~ties.at_most(srt[1:], srt[:-1], tol))])
+        return out
+
+    monkeypatch.setattr(ties, "_BLOCK", 5)
+    rng = np.random.default_rng(3)
+    values = [0.0, -0.0, 1.0, 1 + 1e-12, 1 - 1e-12, 2.0, np.inf, -np.inf, 1e300, 3.5]
+    for t in range(500):
+        v = rng.choice(values, int(rng.integers(2, 40))) + (t % 2) * rng.normal(0, 1e-9, 1)
+        for tol in (ties.TOL, 1e-3, 0.6):
+            assert np.array_equal(ties.ranks(v, tol), reference(v, tol))

@@ -197,11 +197,16 @@ def candidate_triples(
     del done
     if not live.any():
         return Triples.empty(k)
-    evidence = margin[live]
+    n = 0  # the live triples' margins, negated, moved to the front in place a block at a time
+    for lo in range(0, len(live), TRIPLE_BLOCK):
+        m = -margin[lo : lo + TRIPLE_BLOCK][live[lo : lo + TRIPLE_BLOCK]]
+        margin[n : n + len(m)] = m
+        n += len(m)
+    against = margin[:n]
     del margin
     # a split's pick has the most evidence (ranked within the tolerance over every live triple,
     # rmtk.ties), then the least cost, then comes first: only its triples of that rank compete
-    rank = ties.ranks(-evidence)
+    rank = ties.ranks(against)
     of = cls[live]
     top = np.full(len(settled), np.iinfo(np.int64).max)
     np.minimum.at(top, of, rank)
@@ -209,7 +214,8 @@ def candidate_triples(
     del rank, of
     live[live] = best  # the candidates left, among every triple
     chosen = np.flatnonzero(live)
-    evidence = evidence[best]
+    evidence = -against[best]
+    del against
     i, j, cls = d.i[chosen], d.j[chosen], cls[chosen]
     n_i, n_j = d.visits[i], d.visits[j]
     cost = np.maximum(0, samples - n_i) + np.maximum(0, samples - n_j)
