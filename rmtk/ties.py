@@ -91,8 +91,10 @@ def ranks(values, tol: float = TOL) -> np.ndarray:
             hi = min(lo + _BLOCK, len(srt))
             first[lo:hi] = ~at_most(srt[lo:hi], srt[lo - 1 : hi - 1], tol)
         starts = srt[first]
-        del srt, first
-        out = np.searchsorted(starts, flat, side="right") - 1
+        del first
+        out = srt.view(np.int64)  # the sorted copy's memory holds the ranks, a block at a time
+        for lo in range(0, len(flat), _BLOCK):
+            out[lo : lo + _BLOCK] = np.searchsorted(starts, flat[lo : lo + _BLOCK], side="right") - 1
     return out.reshape(v.shape)
 
 

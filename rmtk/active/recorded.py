@@ -134,7 +134,8 @@ class _Disagreements:
         del pair
         visits = np.add.reduceat(table.counts, start[:-1]) if len(pairs) else np.zeros(0, np.int64)
         d = disagreements(table.trie, pairs // S, pairs % S, -visits, deltas)
-        return cls(visits.astype(np.int64), start, d.i, d.j, d.which, d.splits)
+        small = np.int32 if len(table.keys) < 2**31 else np.int64
+        return cls(visits.astype(np.int64), start.astype(small), d.i, d.j, d.which, d.splits)
 
     def pairs(self, table: CountTable, p: np.ndarray) -> np.ndarray:
         """The (word, state) pair keys ``node·S + state`` of pairs ``p``."""
