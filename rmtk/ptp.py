@@ -507,7 +507,7 @@ def disagreements(trie, node, state, rank, deltas: list[np.ndarray]) -> Disagree
     piece at a time, plus one small integer per machine and signature and one bit per machine
     and distinct signature pair; never machines × triples."""
     k = len(deltas)
-    node, state, rank = np.asarray(node, np.int64), np.asarray(state, np.int64), np.asarray(rank)
+    node, state, rank = np.asarray(node), np.asarray(state), np.asarray(rank)  # integers of any width
     empty = Disagreements(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64), np.zeros((k, 0), bool))
     if not len(node) or not k:
         return empty

@@ -133,9 +133,14 @@ class _Disagreements:
         pairs = pair[start[:-1]]
         del pair
         visits = np.add.reduceat(table.counts, start[:-1]) if len(pairs) else np.zeros(0, np.int64)
-        d = disagreements(table.trie, pairs // S, pairs % S, -visits, deltas)
-        small = np.int32 if len(table.keys) < 2**31 else np.int64
-        return cls(visits.astype(np.int64), start.astype(small), d.i, d.j, d.which, d.splits)
+        start = start.astype(np.int32 if len(table.keys) < 2**31 else np.int64)
+        # the pairs' words, states and ranks in 32 bits where they fit (the same order)
+        node = (pairs // S).astype(np.int32 if table.trie.n_nodes < 2**31 else np.int64)
+        state = (pairs % S).astype(np.int32 if S < 2**31 else np.int64)
+        del pairs
+        rank = -visits.astype(np.int32) if len(visits) and visits.max() < 2**31 else -visits
+        d = disagreements(table.trie, node, state, rank, deltas)
+        return cls(visits.astype(np.int64), start, d.i, d.j, d.which, d.splits)
 
     def pairs(self, table: CountTable, p: np.ndarray) -> np.ndarray:
         """The (word, state) pair keys ``node·S + state`` of pairs ``p``."""
