@@ -105,8 +105,8 @@ class MostEvidence:
         return order[: self.most].tolist()
 
 
-#: Triples whose two words' counts are compared at a time: a block's arrays are a few times
-#: this many rows of actions, whatever the number of triples.
+#: Triples whose two words' counts are compared at a time (a block's arrays are a few times
+#: this many rows of actions, whatever the number of triples).
 TRIPLE_BLOCK = 1 << 14
 
 
