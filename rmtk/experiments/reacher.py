@@ -96,8 +96,8 @@ SETTINGS = {
 #: with the distinct (word, cell, action) keys, the active loop with the recorded triples; the
 #: machines enumerated add little (one bit per machine and distinct split, rmtk.ptp).
 MEMORY = {
-    "scripted": {"base": 0.25, "record": 0.13, "passive": 0.06, "active": 0.4, "exact": 0.0},
-    "agent": {"base": 0.5, "record": 0.45, "passive": 0.25, "active": 1.2, "exact": 2.0},
+    "scripted": {"base": 0.3, "record": 0.13, "passive": 0.06, "active": 0.4, "exact": 0.0},
+    "agent": {"base": 0.6, "record": 0.4, "passive": 0.25, "active": 1.0, "exact": 16.0},
 }
 
 
