@@ -26,6 +26,7 @@ import attrs
 import numpy as np
 
 from ._arrays import array_eq, int_array
+from ._keys import merge_sorted
 from .data import Demonstrations
 from .data.rewards import RewardCounts, final_rewards, merge_rewards
 from .engines.local import Engine, LocalEngine, as_engine
@@ -158,21 +159,6 @@ def count_chunk(
     return CountTable(grow.trie(compress), uniq, counts, S, A, K, demos.n_trajectories, rewards)
 
 
-def _merge_sorted(a_keys, a_counts, b_keys, b_counts) -> tuple[np.ndarray, np.ndarray]:
-    """``a``'s and ``b``'s keys, sorted and distinct, with their counts summed (as
-    :func:`_aggregate` of both): ``b``'s found in ``a``'s sorted keys by bisection and inserted
-    where missing, so a small ``b`` costs one copy of ``a``, not a sort of both."""
-    if len(a_keys) < 2 or not (a_keys[1:] > a_keys[:-1]).all():  # not sorted and distinct
-        return _aggregate(np.concatenate([a_keys, b_keys]), np.concatenate([a_counts, b_counts]))
-    bk, bc = _aggregate(b_keys, b_counts)
-    at = np.searchsorted(a_keys, bk)
-    hit = at < len(a_keys)
-    hit[hit] = a_keys[at[hit]] == bk[hit]
-    counts = a_counts.astype(np.int64)  # a copy
-    counts[at[hit]] += bc[hit]
-    return np.insert(a_keys, at[~hit], bk[~hit]), np.insert(counts, at[~hit], bc[~hit])
-
-
 def merge_counts(a: CountTable, b: CountTable) -> CountTable:
     """The reduce: ``b``'s words grafted onto ``a``'s trie (``a``'s ids kept), counts added."""
     if (a.n_states, a.n_actions, a.n_letters) != (b.n_states, b.n_actions, b.n_letters):
@@ -185,7 +171,8 @@ def merge_counts(a: CountTable, b: CountTable) -> CountTable:
         mapped[level] = grow.children(mapped[b.trie.parent[level]], b.trie.letter[level])
     SA = a.n_states * a.n_actions
     b_keys = mapped[b.keys // SA] * SA + b.keys % SA
-    keys, counts = _merge_sorted(a.keys, a.counts, b_keys, b.counts)
+    merged = merge_sorted(a.keys, a.counts, b_keys, b.counts)  # a few answers: no sort of the table
+    keys, counts = merged or _aggregate(np.concatenate([a.keys, b_keys]), np.concatenate([a.counts, b.counts]))
     b_rewards = None if b.rewards is None else b.rewards.renumbered(mapped, a.n_letters)
     return CountTable(
         grow.trie(a.trie.compressed),

@@ -93,16 +93,18 @@ def test_a_recording_without_moves_has_the_same_counts():
 
 def test_answers_merge_into_the_sorted_keys_as_a_sort_of_both_would():
     """rmtk.empirical.merge_counts (each batch of the expert's answers joining the knowledge)
-    inserts the few new keys into the sorted ones: the keys and counts of sorting both."""
-    from rmtk.empirical import _aggregate, _merge_sorted
+    inserts the few new keys into the sorted ones (rmtk._keys): the keys and counts of sorting
+    both; keys not sorted are left to the sort."""
+    from rmtk._keys import merge_sorted
+    from rmtk.empirical import _aggregate
 
     rng = np.random.default_rng(0)
-    for t in range(300):
-        a = np.unique(rng.integers(0, 200, int(rng.integers(0, 50))))
-        if t % 7 == 0:
-            a = rng.integers(0, 200, len(a))  # not sorted: sorted as before
+    for _ in range(300):
+        a = np.unique(rng.integers(0, 200, int(rng.integers(2, 50))))
         b = rng.integers(0, 220, int(rng.integers(0, 20)))
         ac, bc = rng.integers(1, 9, len(a)), rng.integers(1, 9, len(b))
-        keys, counts = _merge_sorted(a, ac, b, bc)
+        keys, counts = merge_sorted(a, ac, b, bc)
         ref_keys, ref_counts = _aggregate(np.concatenate([a, b]), np.concatenate([ac, bc]))
         assert np.array_equal(keys, ref_keys) and np.array_equal(counts, ref_counts)
+        assert counts.dtype == ref_counts.dtype == np.int64
+    assert merge_sorted(np.array([3, 1]), np.array([1, 1]), np.array([2]), np.array([1])) is None
