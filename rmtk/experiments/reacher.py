@@ -102,13 +102,15 @@ MEMORY = {
 
 
 def memory(opts: Options) -> MemoryEstimate:
-    """The largest process's peak (:data:`MEMORY`): the main process, or the worker that
-    merges the recording's last two halves (when workers record)."""
+    """The largest process's peak (:data:`MEMORY`): the main process (which records too with
+    one worker), or the worker that merges the recording's last two halves."""
     per = MEMORY[opts.get("expert")]
     n = opts.get("trajectories") / 1e5
     phase = "active" if opts.get("active") else "exact" if opts.get("exact") else "passive"
     main = per["base"] + n * (per["passive"] + (per[phase] if phase != "passive" else 0.0))
     worker = per["base"] + n * per["record"] if opts.get("workers") > 1 else 0.0
+    if not worker:  # the main process records too
+        main = max(main, per["base"] + n * per["record"])
     where = f"main process {main:.1f} GB" + (f", a recording worker {worker:.1f} GB" if worker else "")
     return MemoryEstimate(
         max(main, worker),
