@@ -26,6 +26,7 @@ import attrs
 import numpy as np
 
 from ._arrays import array_eq, int_array
+from ._keys import merge_sorted
 from .data import Demonstrations
 from .data.rewards import RewardCounts, final_rewards, merge_rewards
 from .engines.local import Engine, LocalEngine, as_engine
@@ -172,7 +173,8 @@ def merge_counts(a: CountTable, b: CountTable) -> CountTable:
         mapped[level] = grow.children(mapped[b.trie.parent[level]], b.trie.letter[level])
     SA = a.n_states * a.n_actions
     b_keys = mapped[b.keys // SA] * SA + b.keys % SA
-    keys, counts = _aggregate(np.concatenate([a.keys, b_keys]), np.concatenate([a.counts, b.counts]))
+    merged = merge_sorted(a.keys, a.counts, b_keys, b.counts)  # a few answers: no sort of the table
+    keys, counts = merged or _aggregate(np.concatenate([a.keys, b_keys]), np.concatenate([a.counts, b.counts]))
     b_rewards = None if b.rewards is None else b.rewards.renumbered(mapped, a.n_letters)
     return CountTable(
         grow.trie(a.trie.compressed),

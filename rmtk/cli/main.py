@@ -253,6 +253,7 @@ def cmd_reproduce(args) -> int:
         overrides=overrides,
         force=args.force,
         progress=Progress() if args.quiet else StderrProgress(),
+        max_memory=args.max_memory,
     )
     status = 0
     for name in names:
@@ -520,6 +521,14 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--figures", metavar="DIR", help="directory for the figures (default: .)")
     rp.add_argument("--no-figures", action="store_true", help="write no figure")
     rp.add_argument("--force", action="store_true", help="overwrite existing figures")
+    rp.add_argument(
+        "--max-memory",
+        type=_positive_float,
+        default=2.0,
+        metavar="GB",
+        help="the memory a run may be estimated to need (GB, default 2): the estimate is said before the run "
+        "starts, and a larger run is refused unless this is raised",
+    )
     rp.add_argument("-q", "--quiet", action="store_true")
     rp.set_defaults(func=cmd_reproduce)
     return p

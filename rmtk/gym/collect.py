@@ -83,6 +83,7 @@ class CollectJob:
     max_steps: int
     compress: bool
     rewards: object = None
+    moves: bool = True
 
     def __call__(self, shard: Shard) -> Recording:
         return self.play(shard.size, shard.spawned_seed(), shard.start)
@@ -92,7 +93,16 @@ class CollectJob:
         made, owned = make_env(self.env)
         try:
             return play_shard(
-                self.setup, made, self.policy, episodes, seed, first, self.max_steps, self.compress, self.rewards
+                self.setup,
+                made,
+                self.policy,
+                episodes,
+                seed,
+                first,
+                self.max_steps,
+                self.compress,
+                self.rewards,
+                self.moves,
             )
         finally:
             if owned:
@@ -120,6 +130,7 @@ def collect(
     workers: int | None = None,
     scheduler: str | None = None,
     client=None,
+    moves: bool = True,
 ) -> Recording:
     """Run ``policy`` for ``episodes`` episodes of ``env`` and count them into the empirical
     prefix tree policy; the result goes to :class:`~rmtk.empirical.EmpiricalPTP` as it is.
@@ -152,6 +163,9 @@ def collect(
             labeled; in a vector environment only in the NEXT_STEP autoreset mode). None
             (the default): no rewards.
         progress: hears ``count(done, episodes, "episodes")`` as shards finish.
+        moves: count the distinct ``(state, action, next state)`` moves (the recording's
+            ``moves``, the data of :func:`rmtk.gym.tabular.estimate_mdp`); ``False`` leaves them
+            out, for learning that needs no transition model (they can double the recording).
         workers, scheduler, client: deprecated (they go in rmtk 0.3.0): the previous version's
             Dask cluster, now ``engine=DaskEngine(workers=..., scheduler=..., client=...)``.
     """
@@ -175,7 +189,9 @@ def collect(
         if not local and owned:
             made.close()
             owned = False
-        job = CollectJob(made if local else env, policy, setup, int(max_steps), compress, _rewards(rewards))
+        job = CollectJob(
+            made if local else env, policy, setup, int(max_steps), compress, _rewards(rewards), bool(moves)
+        )
         rec = runner.map_reduce(
             job,
             plan,

@@ -342,11 +342,21 @@ def _where(episode: int, t: int) -> str:
 
 # ---------------------------------------------------------------------- one shard
 def play_shard(
-    setup: Setup, env, policy, episodes: int, seed, first: int, max_steps: int, compress: bool, rewards=None
+    setup: Setup,
+    env,
+    policy,
+    episodes: int,
+    seed,
+    first: int,
+    max_steps: int,
+    compress: bool,
+    rewards=None,
+    moves: bool = True,
 ) -> Recording:
     """Play and count ``episodes`` episodes; the environment's resets and the policy's
     generator come from two children of ``seed`` (the same seed, the same data). ``rewards``:
-    None (not recorded), True (the environment's) or a function (see :func:`~rmtk.gym.collect`)."""
+    None (not recorded), True (the environment's) or a function (see :func:`~rmtk.gym.collect`);
+    ``moves``: count the ``(s, a, s')`` moves too."""
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     env_seq, policy_seq = (np.random.SeedSequence(seq.entropy, spawn_key=tuple(seq.spawn_key) + (k,)) for k in (0, 1))
     rng = np.random.default_rng(policy_seq)
@@ -376,7 +386,10 @@ def play_shard(
         )
     demos = Demonstrations(states, actions, lengths, rewards=paid)
     table = count_chunk(setup.space(), demos, compress=compress, labels=labels, final_labels=final_labels)
-    moves, move_counts = count_moves(states, actions, lengths, finals)
+    if moves:
+        moves, move_counts = count_moves(states, actions, lengths, finals)
+    else:
+        moves, move_counts = np.zeros((0, 3), np.int64), np.zeros(0, np.int64)
     starts, start_counts = np.unique(states[lengths > 0, 0], return_counts=True)
     return of_table(
         table,
