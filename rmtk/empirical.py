@@ -4,15 +4,13 @@ counted from demonstrations — and :class:`EmpiricalPTP`, the PTP strategy buil
 Counting is written as a *map* over chunks of trajectories (:func:`count_chunk`: a local
 trie and a table of (node, state, action) counts) and an associative *reduce*
 (:func:`merge_counts`: graft one trie onto the other and add the tables), so memory stays
-bounded by the chunk size and the same two functions run on any engine (:mod:`rmtk.engines.local`:
-this process, or a Dask cluster): :class:`CountJob` is the picklable map over chunks or
-Parquet partitions, :func:`merge_partial` the reduce. Both are vectorised over trajectories:
+bounded by the chunk size and the same two functions run on any engine (this process, or a
+Dask cluster): :class:`CountJob` maps over chunks or partitions, :func:`merge_partial` reduces. Both are vectorised over trajectories:
 the only Python loops run over time steps and trie levels.
 
-Trie ids depend on the order in which words were met; :func:`canonical_counts` renumbers
-the trie breadth-first (children by letter), so the count table :class:`EmpiricalPTP`
-returns is a function of the multiset of trajectories alone — the same, ids included, for
-any chunk or partition size, engine and number of workers.
+Trie ids depend on the order words were met; :func:`canonical_counts` renumbers the trie
+breadth-first (children by letter), so :class:`EmpiricalPTP`'s table is a function of the
+multiset of trajectories alone: the same, ids included, for any chunking, engine and workers.
 """
 
 from __future__ import annotations
