@@ -5,8 +5,8 @@ Counting is written as a *map* over chunks of trajectories (:func:`count_chunk`:
 trie and a table of (node, state, action) counts) and an associative *reduce*
 (:func:`merge_counts`: graft one trie onto the other and add the tables), so memory stays
 bounded by the chunk size and the same two functions run on any engine (this process, or a
-Dask cluster): :class:`CountJob` maps over chunks or partitions, :func:`merge_partial` reduces. Both are vectorised over trajectories:
-the only Python loops run over time steps and trie levels.
+Dask cluster): :class:`CountJob` maps over chunks or partitions, :func:`merge_partial` reduces.
+Both are vectorised over trajectories: the only Python loops run over time steps and trie levels.
 
 Trie ids depend on the order words were met; :func:`canonical_counts` renumbers the trie
 breadth-first (children by letter), so :class:`EmpiricalPTP`'s table is a function of the

@@ -179,13 +179,20 @@ def _base_policy(task: Task, policy) -> np.ndarray:
     return pi
 
 
-def check_sizes(n, horizon, chunk, doing: str = "simulate") -> tuple[int, int, int]:
-    """``(n, horizon, chunk)`` as ints, each at least 1 (a :class:`DataError` otherwise)."""
+def check_sizes(n, horizon, chunk, doing: str = "simulate", rewards: bool = False) -> tuple[int, int, int]:
+    """``(n, horizon, chunk)`` as ints, each at least 1 (a :class:`DataError` otherwise); with
+    ``rewards``, a horizon of at least 2: a step's reward is paid on the next state's label,
+    so a trajectory of one step records no known reward (data that loading would refuse)."""
     n, horizon, chunk = int(n), int(horizon), int(chunk)
     if n < 1:
         raise DataError(f"cannot {doing} {n} trajectories")
     if horizon < 1:
         raise DataError(f"horizon must be at least 1, got {horizon}")
+    if rewards and horizon < 2:
+        raise DataError(
+            "rewards need a horizon of at least 2: a step's reward is paid on the next state's label, "
+            "which a trajectory of 1 step never draws (its reward would be unknown)"
+        )
     if chunk < 1:
         raise DataError(f"chunk must be at least 1, got {chunk}")
     return n, horizon, chunk
@@ -283,7 +290,7 @@ def simulate(
     Returns:
         :class:`~rmtk.data.Demonstrations` with ``(n, horizon)`` int32 states and actions.
     """
-    n, horizon, chunk = check_sizes(n, horizon, chunk)
+    n, horizon, chunk = check_sizes(n, horizon, chunk, rewards=rewards)
     progress = as_progress(progress)
     sampler = _Sampler(task, _policy_table(task, policy, epsilon))
     return sampler.draw(
@@ -358,7 +365,7 @@ def simulate_sharded(
     (``"local"``, ``"dask"`` or an engine object, :mod:`rmtk.engines.local`), gathered here:
     the same trajectories as ``simulate(task, n, horizon, seed=seed)`` (with the same
     ``policy``, ``epsilon`` and ``rewards``)."""
-    n, horizon, shard_size = check_sizes(n, horizon, shard_size)
+    n, horizon, shard_size = check_sizes(n, horizon, shard_size, rewards=rewards)
     pi = _policy_table(task, policy, epsilon)
     job = SimulationJob(task, pi, horizon, chunk=min(shard_size, 100_000), rewards=rewards)
     parts = as_engine(engine).map_reduce(
@@ -406,7 +413,7 @@ def simulate_dataset(
     from .data.parquet_io import PARTITION_SIZE, PartitionSchema, Staging
 
     partition_size = PARTITION_SIZE if partition_size is None else partition_size
-    n, horizon, partition_size = check_sizes(n, horizon, partition_size)
+    n, horizon, partition_size = check_sizes(n, horizon, partition_size, rewards=rewards)
     schema = PartitionSchema.of(
         task.mdp, horizon=horizon, n_trajectories=n, partition_size=partition_size, labels=labels, rewards=rewards
     )

@@ -51,7 +51,7 @@ EXPECTED = {
     ),
     "03_learn_from_demonstrations.py": (
         [
-            "simulated: 20000 trajectories of 20 steps",
+            "simulated: 20,000 trajectories of 20 steps",
             "equal to the simulated data",
             "trajectory,step,state,action,label",
             re.compile(r"\|E-\| = \d+ negative examples"),
@@ -77,7 +77,7 @@ EXPECTED = {
     ),
     "05_compare_with_baselines.py": (
         [
-            "train: 2500 trajectories of 10 steps",
+            "train: 2,500 trajectories of 10 steps",
             "same structure as the truth: True",
             "product policy shape (states, nodes, actions): (16, 4, 4)",
             "D-IRL: MaxCausalEnt IRL (stationary",

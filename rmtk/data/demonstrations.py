@@ -23,6 +23,7 @@ import numpy as np
 
 from .._arrays import array_eq, frozen_array
 from ..errors import DataError
+from ..words import plural
 from .rewards import first_infinite, nan_array_eq
 
 PAD = -1
@@ -206,7 +207,10 @@ class Demonstrations:
         lo, hi = int(self.lengths.min()), int(self.lengths.max())
         span = f"{lo}" if lo == hi else f"{lo}-{hi}"
         rewards = "" if self.rewards is None else ", with rewards"
-        return f"{self.n_trajectories} trajectories of {span} steps ({self.n_steps} steps{rewards})"
+        return (
+            f"{plural(self.n_trajectories, 'trajectory', 'trajectories')} of {span} step{'s' if hi != 1 else ''} "
+            f"({plural(self.n_steps, 'step')}{rewards})"
+        )
 
 
 # ====================================================================== validation
