@@ -43,6 +43,25 @@ def format_of(path, format: str | None = None) -> str:
     return ext[1:]
 
 
+def holds_recorded_labels(path) -> bool:
+    """Whether the demonstrations at ``path`` carry labels of their own (a ``label`` column or
+    NPZ array) or a detector's probabilities (``p_<proposition>`` columns, a ``detections``
+    array), read from the header or the archive's index only."""
+    if not os.path.exists(path) or format_of(path) == "parquet":
+        return False
+    try:
+        if format_of(path) == "csv":
+            with open(path, encoding="utf-8", errors="replace") as f:
+                cols = [c.strip().lower() for c in f.readline().split(",")]
+            return "label" in cols or any(c.startswith("p_") for c in cols)
+        import numpy as np
+
+        with np.load(path, allow_pickle=False) as z:
+            return "labels" in z.files or "detections" in z.files
+    except (OSError, ValueError):
+        return False
+
+
 def holds_rewards(path) -> bool:
     """Whether the demonstrations at ``path`` have rewards (a ``reward`` column; an NPZ
     ``rewards`` array), read from the header or footers only; ``False`` for a path that does
@@ -66,21 +85,25 @@ def holds_rewards(path) -> bool:
         return False
 
 
-def load(path, mdp) -> Demonstrations:
+def load(path, mdp, *, labels: str = "check") -> Demonstrations:
     """Load demonstrations by extension (``.csv``, ``.npz``; a directory or ``.parquet`` is a
-    Parquet dataset) and validate them against ``mdp``."""
+    Parquet dataset) and validate them against ``mdp``. ``labels``: ``"check"`` (recorded labels
+    must agree with the MDP's) or ``"keep"`` (labels recorded by a detector that errs, kept as
+    ``Demonstrations.labels``: docs/design/15-label-noise.md)."""
     if not os.path.exists(path):
         raise DataError(f"{path}: no such file or directory")
     fmt = format_of(path)
     if fmt == "parquet":
         from .parquet_dataset import ParquetDataset
 
+        if labels != "check":
+            raise DataError(f"{path}: recorded labels that may disagree with the MDP are read from CSV and NPZ files")
         return ParquetDataset.open(path, mdp).load(mdp)
     if fmt == "csv":
         if mdp is None:
             raise DataError(f"{path}: reading a CSV file needs the MDP (its state, action and label names)")
-        return load_csv(path, mdp)
-    return load_npz(path, mdp)
+        return load_csv(path, mdp, labels=labels)
+    return load_npz(path, mdp, labels=labels)
 
 
 def save(
@@ -128,4 +151,5 @@ __all__ = [
     "CSV_COLUMNS",
     "format_of",
     "holds_rewards",
+    "holds_recorded_labels",
 ]
