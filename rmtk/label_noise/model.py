@@ -133,6 +133,45 @@ class LabelNoise:
         C[o, o] = max(0.0, 1.0 - total)
         return cls(props, C)
 
+    @classmethod
+    def from_text(cls, text: str, propositions: Sequence[str], *, plain: str | None = None) -> LabelNoise:
+        """The noise a command line states: ``P`` (uniform, each label wrong with probability
+        ``P``), or comma-separated rates of a detector (:meth:`detector`): ``miss=M`` and
+        ``false-alarm=F`` for every event, ``miss.p=M`` and ``false-alarm.p=F`` for event ``p``,
+        ``plain=o`` its plain letter (default ``plain``, the argument)."""
+        text = text.strip()
+        try:
+            return cls.uniform(propositions, float(text))
+        except ValueError:
+            pass
+        rates: dict[str, dict | float] = {"miss": {}, "false_alarm": {}}
+        for item in text.split(","):
+            key, sep, value = (part.strip() for part in item.partition("="))
+            if not sep or not key:
+                raise ModelError(f"label noise {text!r}: expected P, or KEY=RATE items (miss=, false-alarm=, plain=)")
+            if key == "plain":
+                plain = value
+                continue
+            kind, dot, prop = key.replace("-", "_").partition(".")
+            if kind not in rates:
+                raise ModelError(f"label noise {text!r}: unknown key {key!r}; the keys are miss, false-alarm, plain")
+            try:
+                rate = float(value)
+            except ValueError:
+                raise ModelError(f"label noise {text!r}: {key}={value!r} is not a number") from None
+            entry = rates[kind]
+            if dot:
+                if isinstance(entry, float):
+                    entry = {p: entry for p in propositions}
+                entry[prop] = rate
+            else:
+                entry = rate if not entry else {p: entry.get(p, rate) for p in propositions}  # type: ignore[union-attr]
+            rates[kind] = entry
+        if plain is None:
+            raise ModelError(f"label noise {text!r}: a detector's rates need its plain letter (plain=...)")
+        given = {k: v if isinstance(v, float) else {p: r for p, r in v.items() if p != plain} for k, v in rates.items()}
+        return cls.detector(propositions, plain, miss=given["miss"], false_alarm=given["false_alarm"])
+
     # ------------------------------------------------------------------ queries
     @property
     def n_letters(self) -> int:
@@ -206,6 +245,13 @@ class LabelNoise:
             return f"label noise: each label wrong with probability {flips[0]:g}"
         shown = ", ".join(f"{p} {f:g}" for p, f in zip(self.propositions, flips) if f > 0)
         return f"label noise: labels wrong with probability {shown or '0'}"
+
+
+def plain_letter(mdp) -> str:
+    """The letter most states carry (the first of equals): the plain cells' of a map, against
+    which a detector's events are seen."""
+    counts = np.bincount(np.asarray(mdp.labels), minlength=mdp.n_propositions)
+    return str(mdp.propositions[int(np.argmax(counts))])
 
 
 def _per_event(name: str, value, events: list[str], plain: str) -> dict[str, float]:
