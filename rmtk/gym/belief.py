@@ -70,12 +70,15 @@ class SimulatedDetector:
         return self._noisy(self._letters[self.labeler(obs, info)])[1]
 
 
-def _check_env(env) -> RewardMachineEnv:
+def _states(env) -> tuple[RewardMachineEnv, int, int]:
+    """``env`` checked to be a belief product over ``Discrete`` observations, its number of
+    observations and the first one."""
     if not isinstance(env, RewardMachineEnv) or env.tracker is None:
         raise ModelError("BeliefQLearning needs RewardMachineEnv(..., observation='belief', detector=...)")
-    if not isinstance(env.env.observation_space, gymnasium.spaces.Discrete):
-        raise ModelError(f"BeliefQLearning is tabular: the environment's observations must be Discrete, not {env}")
-    return env
+    inner = env.env.observation_space
+    if not isinstance(inner, gymnasium.spaces.Discrete):
+        raise ModelError(f"BeliefQLearning is tabular: the environment's observations must be Discrete, not {inner}")
+    return env, int(inner.n), int(inner.start)
 
 
 @attrs.frozen
@@ -110,9 +113,8 @@ class BeliefQLearning:
     ) -> tuple[np.ndarray, tuple[tuple[int, float], ...]]:
         """Train for ``steps`` environment steps: the Q-table ``(S, n, A)`` and the evaluations
         ``(steps, evaluate(q))`` every ``every`` steps (and at step 0)."""
-        env = _check_env(env)
-        S, n, A = int(env.env.observation_space.n), env.machine.n_nodes, int(env.action_space.n)
-        start = int(env.env.observation_space.start)
+        env, S, start = _states(env)
+        n, A = env.machine.n_nodes, int(env.action_space.n)  # type: ignore[attr-defined]
         q = np.full((S, n, A), float(self.q_init))
         rng = np.random.default_rng(seed)
         curve = [(0, float(evaluate(q)))] if evaluate is not None else []
@@ -138,9 +140,8 @@ class BeliefQLearning:
     def episode(self, env: RewardMachineEnv, q: np.ndarray, *, seed: int, max_steps: int = 1000) -> float:
         """The world's return of one greedy episode (ties at random, seeded; the detector's draws
         from ``seed``)."""
-        env = _check_env(env)
+        env, _, start = _states(env)
         rng = np.random.default_rng(seed)
-        start = int(env.env.observation_space.start)
         obs, _ = env.reset(seed=seed)
         total = 0.0
         for _ in range(max_steps):

@@ -114,8 +114,8 @@ def chosen_transitions(pool: VarPool, choices: Choices, ids: np.ndarray) -> Clau
     if pool.K < K + choices.n_states:
         raise ModelError(f"the pool has {pool.K} letters; {K} and {choices.n_states} placeholders need more")
     d = np.repeat(np.arange(choices.n_states), np.diff(choices.start))
-    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
-    i, j = i.ravel(), j.ravel()
+    grid = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    i, j = grid[0].ravel(), grid[1].ravel()
     cl = np.stack(
         [
             np.broadcast_to(-ids[:, None], (len(ids), n * n)),

@@ -124,5 +124,6 @@ class NoisyDetector:
         self.rng = np.random.default_rng(seed)
 
     def __call__(self, letter: int) -> tuple[int, np.ndarray]:
-        k = int(min(np.searchsorted(self._cdf[int(letter)], self.rng.random(), side="right"), self.noise.n_letters - 1))
+        drawn = int(np.searchsorted(self._cdf[int(letter)], self.rng.random(), side="right"))
+        k = min(drawn, self.noise.n_letters - 1)
         return k, self._post[k]

@@ -165,8 +165,7 @@ class NoisyLabels:
         view = attrs.evolve(mdp, labels=labels, propositions=names)
         base = self.learner.encoder
         kind = SimplestChoosingEncoder if isinstance(base, SimplestEncoder) else ChoosingEncoder
-        common = dict(non_stuttering=base.non_stuttering, symmetry_breaking=base.symmetry_breaking)
-        encoder = kind(choices=choices, **common)
+        encoder = kind(choices=choices, non_stuttering=base.non_stuttering, symmetry_breaking=base.symmetry_breaking)
         learner = attrs.evolve(
             _fresh(self.learner, data, ptp, _remaining(deadline)),
             encoder=encoder,
@@ -192,7 +191,7 @@ def _fresh(learner: Learner, data: Demonstrations, ptp: EmpiricalPTP, time_limit
     changes: dict = {"time_limit": time_limit}
     if learner.ptp is not None:
         changes["ptp"] = counting
-    rewards = learner.rewards
+    rewards: Any = learner.rewards
     if rewards is not None and getattr(rewards, "data", None) is ptp:
         changes["rewards"] = attrs.evolve(rewards, data=counting)
     return attrs.evolve(learner, **changes)

@@ -31,6 +31,10 @@ from ..errors import ModelError
 ROW_TOL = 1e-9
 
 
+def _names(value) -> tuple[str, ...]:
+    return tuple(str(v) for v in value)
+
+
 def _confusion(value) -> np.ndarray:
     try:
         arr = np.array(value, dtype=np.float64, copy=True)
@@ -59,7 +63,7 @@ class LabelNoise:
         confusion: the ``(K, K)`` row-stochastic matrix (read-only).
     """
 
-    propositions: tuple[str, ...] = attrs.field(converter=tuple)
+    propositions: tuple[str, ...] = attrs.field(converter=_names)
     confusion: np.ndarray = attrs.field(converter=_confusion, eq=array_eq, repr=False)
 
     def __attrs_post_init__(self) -> None:
