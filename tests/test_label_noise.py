@@ -210,6 +210,8 @@ def test_label_noise_rewards_give_the_truth(rooms):
     assert res.estimate.measure.flips.covers(0.1)
     read_as_recorded = Learner(ptp=None, rewards=TraceRewards(EmpiricalPTP(walks, labels=noisy.labels)), irl=None)
     assert read_as_recorded.fit(rooms).n_nodes is None  # the flipped labels contradict every machine of 4 nodes
+    # the recorded labels given to the counting instead of the data: read as the detector's
+    assert NoisyLabels(read_as_recorded).fit(rooms).machines == res.machines
 
 
 def test_label_noise_both_evidences_under_a_stated_noise(rooms):

@@ -21,6 +21,7 @@ The MDP's own labels are never read by the search; states the data never visit k
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -29,7 +30,7 @@ import numpy as np
 
 from ..data import Demonstrations
 from ..empirical import EmpiricalPTP
-from ..encoders import SimplestEncoder
+from ..encoders import EncoderCapabilities, SatEncoder, SimplestEncoder
 from ..errors import RmtkError
 from ..learner import Learner
 from ..limits import Deadline
@@ -37,6 +38,8 @@ from ..machine import RewardMachine
 from ..mdp import LabeledMDP
 from ..result import LearnResult
 from ..task import Task
+from ..traces.evidence import TraceRewards
+from ..traces.tolerance import TolerantRewards
 from ..validators import implements
 from .corrections import Corrections, corrections
 from .encoding import Choices
@@ -44,6 +47,9 @@ from .estimate import Estimate, estimate
 from .evidence import DOUBT, count_evidence
 from .model import LabelNoise
 from .search import ChoosingEncoder, SimplestChoosingEncoder, chosen_letters
+
+#: The reward evidence strategies whose data :class:`NoisyLabels` reads and counts afresh.
+REWARD_EVIDENCE = (TraceRewards, TolerantRewards)
 
 #: Machines (with their choices of letters) listed when choosing the doubtful states' letters:
 #: the choice taken is the first of them in the order of its letters.
@@ -121,17 +127,16 @@ class NoisyLabels:
 
     def _data(self, mdp) -> tuple[EmpiricalPTP, Demonstrations]:
         """The learner's demonstrations strategy and its data, in memory with their recorded labels."""
-        ptp = self.learner.ptp
-        if not isinstance(ptp, EmpiricalPTP):
-            rewards = self.learner.rewards
-            ptp = getattr(rewards, "data", None)
+        ptp: object = self.learner.ptp
+        if not isinstance(ptp, EmpiricalPTP) and isinstance(self.learner.rewards, REWARD_EVIDENCE):
+            ptp = self.learner.rewards.data
         if not isinstance(ptp, EmpiricalPTP):
             raise RmtkError(
                 "learning under label noise reads the recorded labels of demonstrations: give the learner an "
                 "EmpiricalPTP (or reward evidence counted by one) over Demonstrations or a .csv/.npz file"
             )
         data: Any = ptp.data
-        if isinstance(data, (str,)) or hasattr(data, "__fspath__"):
+        if isinstance(data, (str, os.PathLike)):
             from ..data import format_of, load
 
             if format_of(data) == "parquet":
@@ -144,6 +149,8 @@ class NoisyLabels:
                 f"learning under label noise reads the data three times (labels, choice, counts): give Demonstrations "
                 f"or a file, not {type(data).__name__}"
             )
+        if data.labels is None and data.detections is None and ptp.labels is not None:
+            data = attrs.evolve(data, labels=ptp.labels)  # the recorded labels given to the counting
         if data.labels is None and data.detections is None:
             raise RmtkError(
                 "the demonstrations carry no recorded labels nor detections: their labels are the MDP's, and there "
@@ -165,7 +172,9 @@ class NoisyLabels:
         view = attrs.evolve(mdp, labels=labels, propositions=names)
         base = self.learner.encoder
         kind = SimplestChoosingEncoder if isinstance(base, SimplestEncoder) else ChoosingEncoder
-        encoder = kind(choices=choices, non_stuttering=base.non_stuttering, symmetry_breaking=base.symmetry_breaking)
+        breaking = base.symmetry_breaking if isinstance(base, SatEncoder) else True
+        stutter = EncoderCapabilities.of(base).non_stuttering
+        encoder = kind(choices=choices, non_stuttering=stutter, symmetry_breaking=breaking)
         learner = attrs.evolve(
             _fresh(self.learner, data, ptp, _remaining(deadline)),
             encoder=encoder,
@@ -187,13 +196,14 @@ def _remaining(deadline: Deadline) -> float | None:
 def _fresh(learner: Learner, data: Demonstrations, ptp: EmpiricalPTP, time_limit) -> Learner:
     """``learner`` with strategies that count ``data`` afresh (their counts are kept per MDP size,
     and each stage reads another labeling of the same MDP)."""
-    counting = attrs.evolve(ptp, data=data)
+    counting = attrs.evolve(ptp, data=data, labels=None)  # the believed labels are the MDP's
     changes: dict = {"time_limit": time_limit}
     if learner.ptp is not None:
         changes["ptp"] = counting
-    rewards: Any = learner.rewards
-    if rewards is not None and getattr(rewards, "data", None) is ptp:
-        changes["rewards"] = attrs.evolve(rewards, data=counting)
+    rewards = learner.rewards
+    if isinstance(rewards, REWARD_EVIDENCE) and isinstance(rewards.data, EmpiricalPTP):
+        own = counting if rewards.data is ptp else attrs.evolve(rewards.data, data=data, labels=None)
+        changes["rewards"] = attrs.evolve(rewards, data=own)
     return attrs.evolve(learner, **changes)
 
 
