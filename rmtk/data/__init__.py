@@ -43,25 +43,6 @@ def format_of(path, format: str | None = None) -> str:
     return ext[1:]
 
 
-def holds_recorded_labels(path) -> bool:
-    """Whether the demonstrations at ``path`` carry labels of their own (a ``label`` column or
-    NPZ array) or a detector's probabilities (``p_<proposition>`` columns, a ``detections``
-    array), read from the header or the archive's index only."""
-    if not os.path.exists(path) or format_of(path) == "parquet":
-        return False
-    try:
-        if format_of(path) == "csv":
-            with open(path, encoding="utf-8", errors="replace") as f:
-                cols = [c.strip().lower() for c in f.readline().split(",")]
-            return "label" in cols or any(c.startswith("p_") for c in cols)
-        import numpy as np
-
-        with np.load(path, allow_pickle=False) as z:
-            return "labels" in z.files or "detections" in z.files
-    except (OSError, ValueError):
-        return False
-
-
 def holds_rewards(path) -> bool:
     """Whether the demonstrations at ``path`` have rewards (a ``reward`` column; an NPZ
     ``rewards`` array), read from the header or footers only; ``False`` for a path that does
@@ -151,5 +132,4 @@ __all__ = [
     "CSV_COLUMNS",
     "format_of",
     "holds_rewards",
-    "holds_recorded_labels",
 ]
