@@ -59,7 +59,7 @@ WORLDS = {
 }
 #: tasks whose rewards come from the random-subgoal explorer (the ε-greedy expert's traces never
 #: identify them: docs/benchmarks/rewards.md)
-SUBGOALS = ("patrol",)
+SUBGOALS = ("patrol", "cliff")
 
 
 def world_of(name: str) -> str:
@@ -68,9 +68,11 @@ def world_of(name: str) -> str:
 
 # ---------------------------------------------------------------------- tasks and data
 def cliff_task():
-    """CliffWalking-v1 (Gymnasium's 4 x 12 grid: start bottom left, the cliff along the bottom
-    row sends back to the start) as a labeled MDP, and a patrol: the top-left corner a, then the
-    top-right corner b, then the goal g, reward 1 (``o`` elsewhere)."""
+    """CliffWalking-v1 (Gymnasium's 4 x 12 grid; the cliff along the bottom row sends back to the
+    start) as a labeled MDP whose episodes start in every cell but the cliff and the goal (as the
+    Office World's demonstrations do: one start cell shows each node only along one route), and
+    a patrol: the top-left corner a, then the top-right corner b, then the goal g, reward 1 (``o``
+    elsewhere)."""
     import gymnasium
 
     from rmtk.gym import StateLabels, tabular_mdp
@@ -80,7 +82,8 @@ def cliff_task():
     env = gymnasium.make("CliffWalking-v1")
     marks = {0: 0, 11: 1, 47: 2}  # a, b, g
     labels = StateLabels("a b g o", [marks.get(s, 3) for s in range(48)])
-    mdp = tabular_mdp(env, labels, gamma=0.95, name="cliff")
+    starts = np.array([s not in range(37, 48) for s in range(48)], dtype=float)  # every cell but the cliff, the goal
+    mdp = tabular_mdp(env, labels, initial=starts / starts.sum(), gamma=0.95, name="cliff")
     machine = RewardMachine.from_transitions(
         {("u0", "a"): "u1", ("u1", "b"): "u2", ("u2", "g"): ("end", 1.0)},
         mdp.propositions,
@@ -128,7 +131,8 @@ def reward_traces(name: str, task, n: int, seed: int):
 
     _, _, eps, horizon = WORLDS[world_of(name)]["rewards"]
     if name in SUBGOALS:
-        return explore(task, n, horizon, seed=seed, explorer=RandomSubgoals(epsilon=0.1, avoid=("n",)))
+        avoid = ("n",) if world_of(name) == "office" else ()  # the Office World's decorations end the task
+        return explore(task, n, horizon, seed=seed, explorer=RandomSubgoals(epsilon=0.1, avoid=avoid))
     return explore(task, n, horizon, seed=seed, epsilon=eps)
 
 
