@@ -107,12 +107,11 @@ def true_labels(task, demos) -> np.ndarray:
 
 def recorded(task, demos, confidence: float, seed: int):
     """``demos`` with the labels a detector of ``confidence`` records (uniform replacement)."""
-    import attrs
-
     from rmtk.label_noise import LabelNoise
+    from rmtk.label_noise.evidence import recorded_by
 
     noise = LabelNoise.uniform(task.mdp.propositions, round(1.0 - confidence, 12))
-    return attrs.evolve(demos, labels=noise.corrupt(true_labels(task, demos), seed=seed))
+    return recorded_by(noise, demos, task.mdp, seed=seed)
 
 
 def demonstrations(task, n: int, seed: int):

@@ -19,6 +19,7 @@ from rmtk.envs import gridworld
 from rmtk.errors import DataError, ModelError, RmtkError
 from rmtk.exact import shortest_path_table
 from rmtk.label_noise import LabelNoise, NoisyLabels, count_evidence, estimate
+from rmtk.label_noise.evidence import recorded_by
 from rmtk.machine import RewardMachine, isomorphic
 from rmtk.progress import Progress
 from rmtk.simulate import simulate
@@ -40,9 +41,7 @@ def rooms():
 
 def recorded(demos: Demonstrations, mdp, noise: LabelNoise, seed: int) -> Demonstrations:
     """``demos`` with the labels ``noise`` records along them."""
-    inside = demos.mask()
-    true = np.where(inside, mdp.labels[np.where(inside, demos.states, 0)], -1)
-    return attrs.evolve(demos, labels=noise.corrupt(true, seed=seed))
+    return recorded_by(noise, demos, mdp, seed=seed)
 
 
 def flips(demos: Demonstrations, mdp) -> set[tuple[int, int]]:

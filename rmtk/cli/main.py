@@ -189,9 +189,9 @@ def cmd_simulate(args) -> int:
     if args.reward_noise is not None:
         demos = _noisy(demos, task, *args.reward_noise, seed=args.seed + 1)
     if label_noise is not None:
-        import attrs
+        from ..label_noise.evidence import recorded_by
 
-        demos = attrs.evolve(demos, labels=_recorded(demos, task, label_noise, seed=args.seed + 2))
+        demos = recorded_by(label_noise, demos, task.mdp, seed=args.seed + 2)
     save(demos, out, task.mdp, overwrite=args.force, format=fmt)
     noise = (
         ""
@@ -231,15 +231,6 @@ def _noisy(demos, task, kind: str, level: float, *, seed: int):
     if kind == "uniform":
         return uniform_noise(demos, level, seed=seed)
     return replaced_rewards(demos, np.unique(task.machine.delta_r), level, seed=seed)
-
-
-def _recorded(demos, task, noise, *, seed: int):
-    """The labels a detector with ``noise`` records along ``demos`` (−1 after each end)."""
-    import numpy as np
-
-    inside = demos.mask()
-    true = np.where(inside, np.asarray(task.mdp.labels)[np.where(inside, demos.states, 0)], -1)
-    return noise.corrupt(true, seed=seed)
 
 
 def cmd_reproduce(args) -> int:

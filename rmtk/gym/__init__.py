@@ -24,7 +24,8 @@ The core package never imports Gymnasium; this one does.
 """
 
 from ..exact import shortest_path_table
-from .belief import BeliefQLearning, Detector, SimulatedDetector
+from ..label_noise.filter import Detector
+from .belief import BeliefQLearning, SimulatedDetector
 from .collect import SHARD, CollectJob, collect, collect_shard
 from .discretize import Bins, Identity
 from .experts import GymExpert, ReplayExpert

@@ -2,8 +2,9 @@
 (docs/design/15-label-noise.md): the detector of ``RewardMachineEnv(observation="belief")`` and
 tabular Q-learning on the belief.
 
-* :class:`Detector`: what the wrapper asks each step, ``detector(obs, info)`` → the probability
-  of each letter of the machine's alphabet, and ``reset(seed)``; :class:`SimulatedDetector` reads
+* :class:`~rmtk.label_noise.filter.Detector` (also ``rmtk.gym.Detector``): what the wrapper asks
+  each step, ``detector(obs, info)`` → the probability of each letter of the machine's alphabet,
+  and ``reset(seed)``; :class:`SimulatedDetector` reads
   the world's label with a labeler and records it through a
   :class:`~rmtk.label_noise.model.LabelNoise` (seeded), reporting the calibrated probabilities.
 * :class:`BeliefQLearning`: Q-values per (state, node, action) as with CRM, acting on the belief
@@ -20,7 +21,6 @@ labels read as true, the baseline the belief is measured against.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
 
 import attrs
 import gymnasium
@@ -33,17 +33,6 @@ from ..label_noise.model import LabelNoise
 from ..machine import RewardMachine
 from .qlearning import QLearning
 from .wrapper import RewardMachineEnv
-
-
-@runtime_checkable
-class Detector(Protocol):
-    """The Detector strategy of ``RewardMachineEnv(observation="belief")``."""
-
-    def __call__(self, obs, info) -> np.ndarray:
-        """The probability of each letter of the machine's alphabet at this observation."""
-
-    def reset(self, seed: int | None) -> None:
-        """A new episode (``seed``: the environment's reset seed, ``None`` when not given)."""
 
 
 class SimulatedDetector:

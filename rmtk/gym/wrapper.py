@@ -166,7 +166,7 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         env_reward: add the environment's own reward to the machine's.
         terminal: the terminal nodes (see :func:`terminal_nodes`).
         detector: with ``observation="belief"``: a
-            :class:`~rmtk.gym.belief.Detector`, ``detector(obs, info)`` → the probability of each
+            :class:`~rmtk.label_noise.filter.Detector`, ``detector(obs, info)`` → the probability of each
             letter of the machine's alphabet (e.g. :class:`~rmtk.gym.belief.SimulatedDetector`).
         tracker: with ``observation="belief"``: the
             :class:`~rmtk.label_noise.filter.NodeTracker` (default the Bayes filter;
@@ -368,8 +368,7 @@ def _belief_strategies(machine: RewardMachine, observation: str, detector, track
         if detector is not None or tracker is not None:
             raise ModelError("detector and tracker apply with observation='belief'")
         return None, None, None
-    from ..label_noise.filter import BayesFilter, NodeTracker
-    from .belief import Detector
+    from ..label_noise.filter import BayesFilter, Detector, NodeTracker
 
     if not isinstance(detector, Detector):
         raise ModelError(

@@ -109,6 +109,14 @@ def step_letters(demos: Demonstrations, n_letters: int) -> tuple[np.ndarray, np.
     return letters, None
 
 
+def recorded_by(noise: LabelNoise, demos: Demonstrations, mdp, *, seed) -> Demonstrations:
+    """``demos`` with the labels a detector with ``noise`` records along them (the MDP's labels,
+    each drawn through ``noise``, ``seed`` deciding; −1 after each end)."""
+    inside = demos.mask()
+    true = np.where(inside, np.asarray(mdp.labels)[np.where(inside, demos.states, 0)], -1)
+    return attrs.evolve(demos, labels=noise.corrupt(true, seed=seed))
+
+
 @attrs.frozen
 class StateEvidenceJob:
     """The map: the :class:`StateEvidence` of one chunk of demonstrations (picklable, so any

@@ -42,6 +42,18 @@ def _at_initial(machine: RewardMachine) -> np.ndarray:
 
 
 @runtime_checkable
+class Detector(Protocol):
+    """The Detector strategy of ``RewardMachineEnv(observation="belief")``: what the agent sees
+    of each step's label."""
+
+    def __call__(self, obs, info) -> np.ndarray:
+        """The probability of each letter of the machine's alphabet at this observation."""
+
+    def reset(self, seed: int | None) -> None:
+        """A new episode (``seed``: the environment's reset seed, ``None`` when not given)."""
+
+
+@runtime_checkable
 class NodeTracker(Protocol):
     """The NodeTracker strategy: where a machine is, as a distribution over its nodes, from the
     detections of each step (``q``: a probability per letter of the machine's alphabet)."""
