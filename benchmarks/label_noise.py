@@ -23,7 +23,8 @@ otherwise by another letter drawn uniformly (``LabelNoise.uniform(props, 1 − c
    one machine, complete, policy-equivalent to the expert at every depth. One process per cell,
    ``--cpu-limit`` CPU seconds each.
 3. **Belief against the naive use** (``belief``): Office coffee and mail with their true
-   machines, tabular Q-learning with CRM through a detector of confidence 0.9 and 0.8
+   machines, tabular Q-learning with CRM through a detector of confidence 0.9 and 0.8 (and 1,
+   exact labels: the same-run reference)
    (``BeliefQLearning``: the Bayes filter vs the most likely label), ``--runs`` seeds of
    ``--steps`` steps each; the success rate of 50 greedy episodes per run (the world's machine
    pays within 100 steps), one process per cell.
@@ -400,14 +401,16 @@ def grid(opts) -> str:
 def belief(opts) -> str:
     table = []
     for name in ("coffee", "mail"):
-        for c in (0.9, 0.8):
+        for c in opts.belief_levels:
             row = {"task": name, "confidence": c}
-            for tracker in ("belief", "naive"):
+            for tracker in ("belief", "naive") if c < 1.0 else ("belief",):  # exact labels: the two are one
                 args = ["belief", name, repr(c), tracker, str(opts.runs), str(opts.steps)]
                 rec, cpu = measured(args, opts.cpu_limit)
                 row[f"{tracker} success"] = "stopped" if rec is None else f"{rec['rate']:.3f}"
                 row[f"{tracker} cpu s"] = round(cpu, 1)
                 print(f"belief {name} {c} {tracker}: {rec}", file=sys.stderr, flush=True)
+            if c >= 1.0:
+                row["naive success"], row["naive cpu s"] = "(the same)", "-"
             table.append(row)
     return render(table, opts.markdown, frozenset({"task"}))
 
@@ -434,6 +437,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--budget-scale", type=float, default=1.0, help="scale the episode budgets of the grid")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument(
+        "--belief-levels", nargs="+", type=float, default=[1.0, 0.9, 0.8], help="detector confidences of the belief"
+    )
     ap.add_argument("--steps", type=int, default=30_000)
     ap.add_argument("--cpu-limit", type=float, default=600.0, help="CPU seconds of each child")
     ap.add_argument("--quick", action="store_true", help="small sizes: a smoke test")
