@@ -21,7 +21,7 @@ from .rewards import format_rewards, parse_rewards
 CSV_COLUMNS = ("trajectory", "step", "state", "action", "label", "reward")
 _CSV_REQUIRED = CSV_COLUMNS[:4]
 _EXPECTED = f"{','.join(_CSV_REQUIRED)}[,label][,reward][,p_<proposition>...]"
-#: The prefix of a detector's probability columns: ``p_coffee`` for proposition ``coffee``.
+#: The prefix of a detector's probability columns (``p_coffee`` for proposition ``coffee``).
 DETECTION_PREFIX = "p_"
 
 

@@ -311,7 +311,7 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
     def counterfactual_experiences(self, obs, action, next_obs, info) -> list[tuple]:
         """CRM: ``(obs, action, reward, next_obs, terminated)`` for every non-terminal node,
         from one step: ``obs`` and ``next_obs`` are product observations (their node is
-        ignored), ``info`` is what :meth:`step` returned. With a belief the letter is not known:
+        ignored), ``info`` is what ``step`` returned. With a belief the letter is not known:
         :meth:`belief_experiences`."""
         if self.tracker is not None:
             raise ModelError(
@@ -356,7 +356,7 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         )
 
     def last_experiences(self) -> list[tuple]:
-        """CRM of the last :meth:`step` (empty after a reset): the route to CRM when the
+        """CRM of the last ``step`` (empty after a reset): the route to CRM when the
         wrapper is applied inside a vector environment, ``envs.call("last_experiences")``."""
         return [] if self._last is None else self.counterfactual_experiences(*self._last)
 

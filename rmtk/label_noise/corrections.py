@@ -21,7 +21,8 @@ class Corrections:
     """Steps whose recorded label the learner disbelieves, most likely first.
 
     Attributes:
-        trajectory, step: ``(m,)`` where each one is.
+        trajectory: ``(m,)`` the trajectory of each one.
+        step: ``(m,)`` its step.
         state: ``(m,)`` its state.
         recorded: ``(m,)`` the letter recorded there (a detector's most likely one).
         believed: ``(m,)`` the letter the learner reads instead.

@@ -33,9 +33,9 @@ from .._arrays import array_eq, int_array
 from ..errors import ModelError
 from ..sat.encoding import Clauses, VarPool
 
-#: Integer weight units per nat of log-likelihood (MaxSAT weighs integers): a cost is rounded
-#: to 1/1000 of a nat, and a rival letter exactly as likely as the most likely one costs 1 unit,
-#: so that equal letters are chosen in index order.
+#: The integer weight units of one nat of log-likelihood, since MaxSAT weighs integers. A cost
+#: is rounded to 1/1000 of a nat, and a rival letter exactly as likely as the most likely one
+#: costs 1 unit, so that equal letters are chosen in index order.
 SCALE = 1000
 
 
