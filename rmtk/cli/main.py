@@ -146,6 +146,13 @@ def cmd_simulate(args) -> int:
         raise UsageError("--reward-noise applies with --rewards: there are no rewards to make noisy")
     if args.reward_noise is not None and fmt == "parquet":
         raise UsageError("--reward-noise applies to .npz and .csv output, not to a Parquet dataset")
+    if args.label_noise is not None and fmt == "parquet":
+        raise UsageError("--label-noise applies to .npz and .csv output, not to a Parquet dataset")
+    label_noise = None
+    if args.label_noise is not None:
+        from ..label_noise.model import LabelNoise, plain_letter
+
+        label_noise = LabelNoise.from_text(args.label_noise, task.mdp.propositions, plain=plain_letter(task.mdp))
     if args.lam is not None and args.policy == "uniform":
         raise RmtkError("--lambda sets the soft-optimal policy's temperature; it does not apply with --policy uniform")
     drawn = {
@@ -184,12 +191,18 @@ def cmd_simulate(args) -> int:
         demos = simulate_sharded(task, args.n, args.horizon, seed=args.seed, engine=engine, progress=progress, **drawn)
     if args.reward_noise is not None:
         demos = _noisy(demos, task, *args.reward_noise, seed=args.seed + 1)
+    if label_noise is not None:
+        from ..label_noise.evidence import recorded_by
+
+        demos = recorded_by(label_noise, demos, task.mdp, seed=args.seed + 2)
     save(demos, out, task.mdp, overwrite=args.force, format=fmt)
     noise = (
         ""
         if args.reward_noise is None
         else ", reward noise {}:{:g} (seed {})".format(*args.reward_noise, args.seed + 1)
     )
+    if label_noise is not None:
+        noise += f", {label_noise} (seed {args.seed + 2})"
     print(f"wrote {out}: {demos.summary()}, seed {args.seed}{noise}", file=sys.stderr)
     return 0
 
@@ -353,6 +366,14 @@ def build_parser() -> argparse.ArgumentParser:
         "outputs and the noise half-width's interval (docs/guide/11-learning-from-rewards.md)",
     )
     ln.add_argument(
+        "--label-noise",
+        metavar="auto|RATES",
+        help="with --demos: the labels were recorded by a detector that errs (they may disagree with the model's): "
+        "'auto' estimates the noise, RATES states it ('0.1': each label wrong with probability 0.1; "
+        "'miss=M,false-alarm=F[,plain=o]' a detector's rates, per event as miss.p=M); the report gives the noise "
+        "with its interval and the labels believed wrong (docs/guide/14-noisy-labels.md)",
+    )
+    ln.add_argument(
         "--simplest",
         action="store_true",
         help="among the smallest machines, keep those in which the fewest letters move a node",
@@ -492,6 +513,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KIND:LEVEL",
         help="with --rewards: noisy rewards, 'replace:E' (each reward another of the machine's values with "
         "probability E) or 'uniform:W' (each paid reward plus a uniform draw from [-W, W]); seed --seed + 1",
+    )
+    sm.add_argument(
+        "--label-noise",
+        metavar="RATES",
+        help="write labels recorded by a detector that errs: 'P' (each label replaced by another letter with "
+        "probability P), or 'miss=M,false-alarm=F[,plain=o]' (per event: miss.p=M, false-alarm.p=F); seed --seed + 2",
     )
     sm.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
     sm.add_argument("-q", "--quiet", action="store_true", help="no progress bar")

@@ -66,21 +66,25 @@ def holds_rewards(path) -> bool:
         return "rewards" in z.files
 
 
-def load(path, mdp) -> Demonstrations:
+def load(path, mdp, *, labels: str = "check") -> Demonstrations:
     """Load demonstrations by extension (``.csv``, ``.npz``; a directory or ``.parquet`` is a
-    Parquet dataset) and validate them against ``mdp``."""
+    Parquet dataset) and validate them against ``mdp``. ``labels``: ``"check"`` (recorded labels
+    must agree with the MDP's) or ``"keep"`` (labels recorded by a detector that errs, kept as
+    ``Demonstrations.labels``: docs/design/15-label-noise.md)."""
     if not os.path.exists(path):
         raise DataError(f"{path}: no such file or directory")
     fmt = format_of(path)
     if fmt == "parquet":
         from .parquet_dataset import ParquetDataset
 
+        if labels != "check":
+            raise DataError(f"{path}: recorded labels that may disagree with the MDP are read from CSV and NPZ files")
         return ParquetDataset.open(path, mdp).load(mdp)
     if fmt == "csv":
         if mdp is None:
             raise DataError(f"{path}: reading a CSV file needs the MDP (its state, action and label names)")
-        return load_csv(path, mdp)
-    return load_npz(path, mdp)
+        return load_csv(path, mdp, labels=labels)
+    return load_npz(path, mdp, labels=labels)
 
 
 def save(
