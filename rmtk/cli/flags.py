@@ -209,7 +209,7 @@ LEARN_FLAGS = (
         "--label-noise",
         "label_noise",
         frozenset({"demos", "rewards", "both"}),
-        "it reads the labels the demonstrations recorded as a detector's that errs (docs/guide/14-noisy-labels.md)",
+        "it reads the labels the demonstrations recorded as a detector's that errs (docs/guide/15-noisy-labels.md)",
         lambda args, mode: (
             "cannot go with --noisy or --tolerance: the doubtful labels are chosen against rewards read exactly"
             if args.noisy or args.tolerance is not None
