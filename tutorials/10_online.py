@@ -15,6 +15,7 @@ temporary directory). Needs ``pip install 'rmtk[rl]'`` (Stable-Baselines3, with 
 three agents for 4,000 steps each: about half a CPU minute.
 """
 
+import atexit
 import sys
 import tempfile
 from pathlib import Path
@@ -33,16 +34,19 @@ from rmtk.rl.online.tasks import cliff_machine
 
 
 def output_dir() -> Path:
-    """The first command-line argument, else a fresh temporary directory."""
+    """The first command-line argument, else a temporary directory removed at exit."""
     if len(sys.argv) > 1:
         out = Path(sys.argv[1])
         out.mkdir(parents=True, exist_ok=True)
+        print(f"output directory: {out}")
         return out
-    return Path(tempfile.mkdtemp(prefix="rmtk-tutorial-10-"))
+    temporary = tempfile.TemporaryDirectory(prefix="rmtk-tutorial-10-")
+    atexit.register(temporary.cleanup)
+    print("output directory: a temporary one, removed at exit (give one as the first argument)")
+    return Path(temporary.name)
 
 
 OUT = output_dir()
-print(f"output directory: {OUT}")
 torch.set_num_threads(1)  # small networks: one thread is fastest
 
 # %% 1. Your environment and your labeler
