@@ -6,7 +6,7 @@ gymnasium is needed (the rl extra's SB3 is not imported)."""
 import numpy as np
 import pytest
 
-pytest.importorskip("gymnasium", reason="rmtk.rl needs gymnasium (pip install 'rmtk[gym]')")
+pytest.importorskip("gymnasium", reason="rmtk.rl needs gymnasium (pip install '.[gym]')")
 
 from rmtk.errors import DataError, ModelError  # noqa: E402
 from rmtk.machine import RewardMachine  # noqa: E402

@@ -11,8 +11,8 @@ import zipfile
 import numpy as np
 import pytest
 
-sb3 = pytest.importorskip("stable_baselines3", reason="stable-baselines3 is not installed (pip install 'rmtk[rl]')")
-torch = pytest.importorskip("torch", reason="torch is not installed (pip install 'rmtk[rl]')")
+sb3 = pytest.importorskip("stable_baselines3", reason="stable-baselines3 is not installed (pip install '.[rl]')")
+torch = pytest.importorskip("torch", reason="torch is not installed (pip install '.[rl]')")
 
 from rmtk.errors import ModelError, RmtkError  # noqa: E402
 from rmtk.gym.wrapper import counterfactual_experiences  # noqa: E402
