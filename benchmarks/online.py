@@ -41,6 +41,8 @@ from _table import render
 ROOT = Path(__file__).resolve().parent.parent
 MARK = "@@online "
 ARMS = ("online", "online-eps", "true", "none")
+#: A child reports its steps and success rate to stderr about this often (steps).
+PROGRESS_EVERY = 5_000
 #: The step budgets of the tasks (docs/benchmarks/deep-rl.md's, where it has one).
 BUDGET = {
     "cliff": 15_000,
@@ -65,7 +67,12 @@ def one(args: list[str]) -> int:
     name, arm, seed, steps, every, stop = args
     t = task(name)
     t0 = time.process_time()
-    r = train(t, arm, seed=int(seed), steps=int(steps), every=int(every), stop=float(stop) or None)
+
+    def progress(n: int, rate: float) -> None:  # long runs show progress (stderr: the parent's log)
+        if n % PROGRESS_EVERY < int(every):
+            print(f"{name} {arm} seed={seed}: {n} steps, success {rate:.2f}", file=sys.stderr, flush=True)
+
+    r = train(t, arm, seed=int(seed), steps=int(steps), every=int(every), stop=float(stop) or None, log=progress)
     record = {
         "task": name,
         "arm": arm,
