@@ -221,7 +221,8 @@ def test_online_ppo_and_sac_train_on_the_product():
 def test_online_reproduce_reports_the_verdict_and_draws(tmp_path):
     from rmtk.experiments import Options, run
 
-    report = run("online", Options(quick=True, figure_dir=tmp_path, overrides={"steps": 1_500, "arms": "online,true"}))
+    small = {"task": "cliff", "steps": 1_500, "runs": 1, "arms": "online,true"}
+    report = run("online", Options(quick=True, figure_dir=tmp_path, overrides=small))
     text = report.text()
     assert [row[0] for row in report.tables[0][2]] == ["online, subgoals", "true machine, CRM"]
     assert report.notes[-1] == "final machine of online, subgoals, run 1 (seed 0): isomorphic to the true machine"

@@ -103,7 +103,7 @@ SLOW = {
     "--data": "needs the mice data, which rmtk does not ship",
     "reproduce office": "trains agents for a minute; the site build runs it for its picture",
     "reproduce sensitivity": "runs for half a minute; the site build runs it for its picture",
-    "reproduce online": "trains four agents for 4,000 steps each; tests/test_online_sb3.py runs two for 1,500",
+    "reproduce online": "trains nine agents for 8,000 steps each; tests/test_online_sb3.py runs two for 1,500",
     "models/craft.rm": "the Craft World at every depth takes minutes",
 }
 

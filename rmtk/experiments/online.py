@@ -25,11 +25,20 @@ from .deep_rl import median_steps
 
 FIGURE = "online.png"
 SETTINGS = {
-    "task": Setting("cliff", "the task (cliff: CliffWalking's patrol a, b, c)", domain=Domain(choices=TASKS)),
-    "steps": Setting(15_000, "environment steps per training run", quick=4_000, domain=COUNT),
+    "task": Setting(
+        "cliff",
+        "the task (cliff: CliffWalking's patrol a, b, c; quick: the Office World's coffee, from 102 cells)",
+        quick="coffee",
+        domain=Domain(choices=TASKS),
+    ),
+    "steps": Setting(15_000, "environment steps per training run", quick=8_000, domain=COUNT),
     "every": Setting(250, "steps between two evaluations of the greedy policy", domain=COUNT),
-    "runs": Setting(3, "training runs (seeds) per agent", quick=1, domain=COUNT),
-    "arms": Setting(",".join(ARMS), "the agents (comma-separated: " + ", ".join(ARMS) + ")"),
+    "runs": Setting(3, "training runs (seeds) per agent", domain=COUNT),
+    "arms": Setting(
+        ",".join(ARMS),
+        "the agents (comma-separated: " + ", ".join(ARMS) + ")",
+        quick="online,true,none",
+    ),
 }
 
 
@@ -42,7 +51,8 @@ def _arms(opts: Options) -> list[str]:
 
 
 def run(opts: Options) -> Report:
-    """``rmtk reproduce online``: the settings above; ``--quick``: one run of 4,000 steps per agent."""
+    """``rmtk reproduce online``: the settings above; ``--quick``: the Office World's coffee, three
+    runs of 8,000 steps of the online learner (subgoals), the true machine and none."""
     from .. import dsl
     from ..rl.sb3 import _require
 
