@@ -13,7 +13,7 @@ side, beside the negative examples (:mod:`rmtk.negatives`) that the policy side 
 - :mod:`rmtk.traces.unexplained`: why no machine pays the recorded rewards (a contradiction, by
   word and step, or the bound);
 - :mod:`rmtk.traces.tolerance`: rewards within a tolerance of the machine's outputs
-  (:class:`TolerantRewards`: continuous noise, the noise level as a :class:`NoiseWidth`);
+  (:class:`~rmtk.traces.tolerance.TolerantRewards`: continuous noise, the noise level as a :class:`NoiseWidth`);
 - :mod:`rmtk.traces.explorers`: explorers that record reward traces (:func:`explore`).
 
 docs/design/rewards-evidence.md gives the method; docs/guide/11-learning-from-rewards.md the use.

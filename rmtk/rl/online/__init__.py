@@ -8,7 +8,7 @@ JIRP (Xu et al., ICAPS 2020) with a Stable-Baselines3 agent on a user's Gymnasiu
   algorithm's counterfactual replay buffer of the current hypothesis) and
   :func:`OnlineMachineCallback` (progress, stops, checkpoints).
 * Strategies: :class:`SubgoalExploration` / :class:`AgentExploration` (who acts while the machine
-  shows itself), :class:`ExactRewards` / :class:`TolerantRewards` / :class:`ReplacedRewards`
+  shows itself), :class:`ExactRewards` / :class:`~rmtk.rl.online.inference.TolerantRewards` / :class:`ReplacedRewards`
   (when the hypothesis is shown wrong, how the next machine is inferred),
   :class:`KeepCounterexamples` (which traces are kept).
 * What the run says: :class:`Swap` (the history), :class:`FinalMachine`, and

@@ -50,8 +50,8 @@ class ExplorationCapabilities(Capabilities):
 
     __slots__ = ()
 
-    #: It acts in place of the agent in the episodes it leads: the algorithm must learn off-policy
-    #: (DQN, SAC) and the actions must be ``Discrete``. Default: ``False``.
+    #: Whether it acts in place of the agent in the episodes it leads; then the algorithm must
+    #: learn off-policy (DQN, SAC) and the actions must be ``Discrete``. Default ``False``.
     replaces_actions: bool = False
 
 

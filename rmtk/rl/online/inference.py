@@ -23,7 +23,7 @@ What bounds one inference and never steers it: the kept traces (their number,
 :class:`~rmtk.rl.online.traces.KeepCounterexamples`) and the node bound ``max_nodes``; the
 search is exact within them, so the same traces give the same machine on any machine and under
 any load. A ``time_limit`` (seconds) is a safety stop only: an inference it cuts returns no
-machine, and the loop ends the run there, flagged (:attr:`Inferred.stopped`), rather than go on
+machine, and the loop ends the run there, flagged (``Inferred.stopped``), rather than go on
 with a machine the clock chose.
 """
 
@@ -64,9 +64,9 @@ class InferenceCapabilities(Capabilities):
 
     __slots__ = ()
 
-    #: No single trace shows the hypothesis wrong (noisy rewards): the loop asks :meth:`due`
-    #: after each episode instead of treating a disagreeing trace as a counterexample.
-    #: Default: ``False``.
+    #: Whether no single trace shows the hypothesis wrong (noisy rewards); then the loop asks
+    #: :meth:`due` after each episode instead of treating a disagreeing trace as a
+    #: counterexample. Default ``False``.
     statistical: bool = False
 
     def due(self, disagreeing: int, steps: int) -> bool:

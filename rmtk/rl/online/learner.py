@@ -231,12 +231,12 @@ class OnlineLearner:
         overwrite: bool = False,
     ) -> OnlineLearner:
         """Train for ``total_timesteps`` more environment steps (the first call makes the model).
-        ``evaluate(model) -> float`` is recorded every ``evaluate_every`` steps (:attr:`curve`),
+        ``evaluate(model) -> float`` is recorded every ``evaluate_every`` steps (``curve``),
         training ending at the first value at least ``target`` when given;
         ``checkpoint``: a file the run is saved to every ``checkpoint_every`` steps and when it
         ends (an existing file is replaced only with ``overwrite``, or when this run wrote it).
         SIGINT (Ctrl-C) or a stop requested by the caller ends training at the next step; the
-        run is then saved and flagged (:attr:`stopped`)."""
+        run is then saved and flagged (``stopped``)."""
         from ..sb3 import one_thread
         from .callback import OnlineMachineCallback
 

@@ -178,7 +178,7 @@ class OnlineLoop:
         """An episode ended (``trace``; its ``episode`` and ``step`` set by the caller): keep it,
         and when it disagrees with the hypothesis infer the next one. Returns the new hypothesis,
         or ``None``. A node bound the traces exceed raises :class:`NodeBoundError`; an inference
-        stopped by its time limit or a stop request sets :attr:`stopped` (the run ends there)."""
+        stopped by its time limit or a stop request sets ``stopped`` (the run ends there)."""
         s = self.settings
         self.episodes += 1
         self.steps = trace.step

@@ -86,7 +86,7 @@ class MachinePays(gymnasium.Wrapper):
         return obs, reward, bool(terminated) or self._ends[self.node], truncated, info
 
 
-#: The marked cells of the CliffWalking patrol (state index: row · 12 + column).
+#: The marked cells of the CliffWalking patrol, by state index (row · 12 + column).
 CLIFF_CELLS = {1: "a", 10: "b", 29: "c", 47: "g"}
 #: Its alphabet.
 CLIFF_PROPOSITIONS = ("a", "b", "c", "g", "o")
