@@ -58,7 +58,6 @@ from .sat.encoding import (
     symmetry_breaking_bfs,
 )
 from .sat.fewest import fewest_search
-from .sat.lazy import lazy_search
 from .sat.search import SearchResult, maxsat_search, search
 from .sat.solver import DEFAULT_SOLVER, check_solver_field
 from .validators import one_of
@@ -168,6 +167,8 @@ class SatEncoder(EncoderCapabilities):
         """The smallest size of ``limits`` and all its solutions. A problem with an oracle is
         searched lazily (:func:`rmtk.sat.lazy.lazy_search`)."""
         if problem.oracle is not None:
+            from .sat.lazy import lazy_search  # imported when a lazy search runs
+
             return lazy_search(
                 self.structure,
                 problem,

@@ -9,7 +9,30 @@
 * :mod:`rmtk.engines.shards`: work split into seeded shards and the one order of their reduce.
 """
 
-from .local import ENGINES, Engine, LocalEngine, as_engine
-from .shards import Shard, TreeReducer, plan_shards
+import importlib
+
+#: Imported on first use: the command line reads the engines' names alone on every run.
+_LAZY = {
+    "ENGINES": "local",
+    "Engine": "local",
+    "LocalEngine": "local",
+    "as_engine": "local",
+    "Shard": "shards",
+    "TreeReducer": "shards",
+    "plan_shards": "shards",
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rmtk.engines' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = ["Engine", "LocalEngine", "as_engine", "ENGINES", "Shard", "TreeReducer", "plan_shards"]
