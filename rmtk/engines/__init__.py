@@ -9,7 +9,7 @@
 * :mod:`rmtk.engines.shards`: work split into seeded shards and the one order of their reduce.
 """
 
-import importlib
+from .._lazy import lazy_exports
 
 #: Imported on first use: the command line reads the engines' names alone on every run.
 _LAZY = {
@@ -22,17 +22,7 @@ _LAZY = {
     "plan_shards": "shards",
 }
 
-
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'rmtk.engines' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = ["Engine", "LocalEngine", "as_engine", "ENGINES", "Shard", "TreeReducer", "plan_shards"]

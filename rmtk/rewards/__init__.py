@@ -13,23 +13,13 @@
 * :mod:`rmtk.rewards.baselines`: the paper's IRL baselines (D-IRL, F-IRL).
 """
 
-import importlib
+from .._lazy import lazy_exports
 
 #: Imported on first use: a learner reads :mod:`rmtk.rewards.maxent` alone, and the margin LP
 #: brings the product search's modules with it.
 _LAZY = {"MarginIRL": "margin", "MaxEntIRL": "maxent"}
 
-
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'rmtk.rewards' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = ["MaxEntIRL", "MarginIRL"]

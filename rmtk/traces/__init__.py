@@ -16,7 +16,7 @@ side, beside the negative examples (:mod:`rmtk.negatives`) that the policy side 
 docs/design/rewards-evidence.md gives the method; docs/guide/11-learning-from-rewards.md the use.
 """
 
-import importlib
+from .._lazy import lazy_exports
 
 #: Names imported from their modules on first use: ``import rmtk.traces.evidence`` (what a
 #: :class:`~rmtk.Learner` reads) then costs one module, not the package's seven.
@@ -44,17 +44,7 @@ _LAZY = {
     "fit_tolerance": "tolerance",
 }
 
-
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'rmtk.traces' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [
