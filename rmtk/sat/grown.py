@@ -39,11 +39,12 @@ SMALL_TRIE = 2_000
 #: Per (node, letter) two values meet on, this many of the shortest words observing each
 #: value join the sample.
 PER_CONFLICT = 8
-#: Once the samples searched hold this share of the whole trie's words in all, the whole trie
-#: is searched instead (the sizes found unsatisfiable skipped): where many machines differ on
+#: Once the samples searched amount to this share of the whole trie at the size reached (their
+#: words times their size squared in all, as the runs' clauses grow), the whole trie is
+#: searched instead (the sizes found unsatisfiable skipped): where many machines differ on
 #: rare words (Craft t9 over raw words: each sample leaves machines that fail), the rounds
-#: would cost more than the whole search. So the sample costs at most this share more.
-GIVE_UP = 0.25
+#: would cost more than the whole search. So the sample costs at most about this share more.
+GIVE_UP = 0.5
 
 
 def applies(problem: Problem) -> bool:
@@ -84,8 +85,9 @@ def grown_search(
         part = observed_part(attrs.evolve(obs, **rows))
         if unsat and limits.nodes is None:
             inner = inner.evolve(min_nodes=min(max(unsat) + 1, limits.max_nodes))
-        searched += part.trie.n_nodes
-        if searched > GIVE_UP * obs.trie.n_nodes:  # the whole trie, the sizes ruled out skipped
+        size = inner.nodes or inner.min_nodes
+        searched += part.trie.n_nodes * size**2
+        if searched > GIVE_UP * obs.trie.n_nodes * size**2:  # the whole trie, the sizes ruled out skipped
             res = search(problem, inner.evolve(progress=Progress(), max_solutions=listed))
             times += (res.time_encode, res.time_solve, res.time_enumerate)
             return _answer(res, unsat, limits, times, None)
