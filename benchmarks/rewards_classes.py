@@ -21,6 +21,7 @@ the same run: ``python -c "import numpy"`` in a child.
 
     PYTHONPATH=. python benchmarks/rewards_classes.py --jirp /tmp/srm/src \\
         --jirp-python /tmp/srm-venv/bin/python [--tasks coffee t1] [--repeat 5] [--markdown]
+    PYTHONPATH=../other-checkout python benchmarks/rewards_classes.py   # rmtk alone, another rmtk
 """
 
 from __future__ import annotations
@@ -117,8 +118,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", nargs="*", default=list(ROWS))
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--jirp", required=True, help="src folder of corazza/stochastic-reward-machines")
-    ap.add_argument("--jirp-python", required=True, help="the python with that repository's dependencies")
+    ap.add_argument("--jirp", help="src folder of corazza/stochastic-reward-machines (none: rmtk alone)")
+    ap.add_argument("--jirp-python", default=sys.executable, help="the python with that repository's dependencies")
     ap.add_argument("--jirp-limit", type=float, default=600.0, help="CPU seconds a JIRP run may take")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args(argv)
@@ -136,6 +137,9 @@ def main(argv=None) -> int:
             row[f"{cls} class: nodes"] = r.n_nodes
             row[f"{cls} class: rmtk CPU s"] = spread(cpu)
             print(f"{name}: {cls} class {r.n_nodes} nodes, {len(r.machines)} machines, {spread(cpu)}", file=sys.stderr)
+        if not args.jirp:
+            rows.append(row)
+            continue
         j = jirp_runs(args, task, demos, max_states=row["rmtk class: nodes"] + 1)
         row["JIRP states"] = j["states"] if j["states"] is not None else "—"
         row["JIRP CPU s"] = spread(j["cpus"]) if j["cpus"] else f"not done in {args.jirp_limit:g}"
