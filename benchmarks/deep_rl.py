@@ -1,4 +1,4 @@
-"""Benchmark of deep RL with reward machines (rmtk.rl, the extra rmtk[rl]): DQN with and
+"""Benchmark of deep RL with reward machines (rmtk.rl, the rl extra): DQN with and
 without counterfactual experiences (CRM) on the Office World's coffee and patrol tasks and on
 Craft World tasks, the machine learned back from the trained agent, and DQN with CRM on the
 learned machine.
@@ -170,7 +170,7 @@ def main() -> int:
                 continue
             model = arm(label, truth, use_crm)
             if key == "true-crm" and not args.no_learn:
-                row, learned = learn_back(
+                row, learned, notes = learn_back(
                     task,
                     model,
                     episodes=args.episodes,
@@ -181,7 +181,7 @@ def main() -> int:
                     length=args.length,
                 )
                 learned_rows.append({"task": name, **row})
-                print(learned_rows[-1], flush=True)
+                print(learned_rows[-1], *notes, sep="\n", flush=True)
         for label, curves in runs.items():
             med = median_steps(curves)
             starts = [x for x in at_start[label] if x is not None]

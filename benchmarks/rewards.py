@@ -268,8 +268,8 @@ def episodes_needed(
 def jirp_traces(task, demos, other: str) -> list:
     """Each episode as (labels, rewards, truncated) in the repository's format: the label after
     each step as a string of true propositions (``""`` for the unmarked cells), the reward of each
-    step. rmtk's machine also reads the start state's label (docs/design.md, "The prefix
-    convention"), so it is given as a first step with reward 0 (no task pays on its first letter).
+    step. rmtk's machine also reads the start state's label (docs/design/02-conventions.md,
+    "The prefix convention"), so it is given as a first step with reward 0 (no task pays on its first letter).
     ``truncated``: the episode stopped at the horizon, not at the machine's end."""
     from rmtk.simulate import rollout_nodes
     from rmtk.traces.explorers import end_nodes

@@ -1,5 +1,5 @@
 """Benchmark of demonstrations beyond memory: Parquet datasets simulated and counted on the local
-engine and on Dask (docs/design.md, "Beyond one machine").
+engine and on Dask (docs/design/10-parquet-and-engines.md).
 
 For each N (default 10^6 and 10^7 trajectories of T = 20 steps on the block world, task
 ``stack`` of ``models/stack.rm`` with the expert sharpened to λ = 0.05 as in

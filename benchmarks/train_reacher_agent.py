@@ -24,7 +24,7 @@ training ≤ 60 CPU minutes.
     PYTHONPATH=. nice -n 5 python benchmarks/train_reacher_agent.py --steps 3000000 --seed 0 \\
         --output rmtk/envs/data/reacher_ppo.zip
 
-Needs ``pip install 'rmtk[rl,reacher]'`` (Stable-Baselines3 with torch, gymnasium[mujoco]).
+Needs ``pip install '.[rl,reacher]'`` (Stable-Baselines3 with torch, gymnasium[mujoco]).
 """
 
 from __future__ import annotations

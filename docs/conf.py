@@ -25,24 +25,46 @@ source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 # furo: a readable theme whose assets ship in its wheel (no fonts or scripts fetched at view time).
 html_theme = "furo"
 html_title = f"rmtk {release}"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["rmtk.css"]  # program output wraps instead of being cut (docs/_static/rmtk.css)
 
 # MyST: headings get anchors down to level 3 (links such as guide/active.md#the-log), and
 # {py:class}`rmtk.Learner`-style roles reach the API reference.
 myst_heading_anchors = 3
 myst_enable_extensions = ["colon_fence", "deflist"]
 
-#: Tutorials that need an extra beyond the docs build's, and the module that tells whether it is
-#: installed: without it the tutorial is shown with its code, not run (no figure).
-NEEDS_EXTRA = {"09_deep_rl.py": "stable_baselines3"}
+#: Tutorials that need an extra beyond the docs build's: the module that tells whether it is
+#: installed, and what installs it. Without it the tutorial is shown with its code, not run (no
+#: output, no figure), and its page says so under its title.
+NEEDS_EXTRA = {"09_deep_rl.py": ("stable_baselines3", "Stable-Baselines3 and torch (``pip install '.[rl]'``)")}
+
+
+def _not_run() -> dict[str, str]:
+    """The tutorials this build cannot run, and what they need."""
+    import importlib.util
+
+    return {name: needs for name, (module, needs) in NEEDS_EXTRA.items() if importlib.util.find_spec(module) is None}
 
 
 def _executed_pattern() -> str:
     """The tutorials sphinx-gallery runs: every tutorials/NN_*.py but those whose extra is missing."""
-    import importlib.util
-
-    missing = [name for name, module in NEEDS_EXTRA.items() if importlib.util.find_spec(module) is None]
+    missing = _not_run()
     return r"/(?!" + "|".join(re.escape(m) for m in missing) + r")\d\d_" if missing else r"/\d\d_"
+
+
+def _stand_in_thumbnail() -> str | None:
+    """The gallery card of a tutorial not run (it drew nothing): the machine it is about,
+    drawn now, instead of sphinx-gallery's placeholder. None when every tutorial runs."""
+    if not _not_run():
+        return None
+    from rmtk import dsl
+    from rmtk.io.draw import draw_machine
+
+    out = Path(__file__).resolve().parent / "_generated"
+    out.mkdir(exist_ok=True)
+    coffee = dsl.load_model("office").tasks["coffee"].machine
+    draw_machine(coffee, out / "not_run.png", title="not run in this build")
+    return str(out / "not_run.png")
 
 
 # The gallery: every tutorials/NN_*.py runs at build time; its figures are what it draws.
@@ -58,7 +80,12 @@ sphinx_gallery_conf = {
     "show_memory": False,
     "min_reported_time": 1,
     "abort_on_example_error": True,
+    # its timing pages load scripts from a CDN; this site is read offline (each page shows its time)
+    "write_computation_times": False,
 }
+_stand_in = _stand_in_thumbnail()
+if _stand_in is not None:
+    sphinx_gallery_conf["default_thumb_file"] = _stand_in
 sys.path.insert(0, str(Path(__file__).resolve().parent / "_tools"))
 
 # Google-style docstrings ("Attributes:", "Args:", "Returns:").
@@ -126,6 +153,24 @@ def _draw_pictures(app):
     pictures.draw_all()
 
 
+def _say_not_run(app, docname, source):
+    """The page of a tutorial this build did not run says so, and what it needs, under its title."""
+    import _gallery
+
+    for name, needs in _not_run().items():
+        if docname == f"gallery/{Path(name).stem}":
+            source[0] = _gallery.with_note(
+                source[0],
+                f"This tutorial was not run when this site was built: it needs {needs}, which the\n"
+                "build did not have, so the page shows its code without output or figure. Run it\n"
+                f"yourself with ``python tutorials/{name}``.",
+            )
+
+
 def setup(app):
+    app.connect("source-read", _say_not_run)
+    import attrs_signatures  # docs/_tools: an attrs class's defaults as its body writes them
+
+    app.connect("autodoc-before-process-signature", attrs_signatures.before_signature)
     app.connect("missing-reference", _resolve_short_name)
     app.connect("builder-inited", _draw_pictures)

@@ -3,7 +3,7 @@
 A :class:`Learner` composes four strategies: a :class:`PTP` (:class:`ExactPTP`,
 :class:`EmpiricalPTP`), a :class:`NegativeExampleMiner` (:class:`ExactMiner`,
 :class:`ConfidenceMiner`), a :class:`SatEncoder` (:class:`SatEncoder`, :class:`MaxSatEncoder`)
-and a :class:`MaxEntIRL`; see docs/design.md. An :class:`ActiveLearner` asks an expert
+and a :class:`MaxEntIRL`; see docs/design/05-strategies.md. An :class:`ActiveLearner` asks an expert
 (:class:`TaskExpert`, :class:`SimulatedExpert`) the questions a strategy picks
 (:class:`SplitMostPairs` on a model, :class:`AtRecordedTriples` without one), checked by
 :class:`ProductCheck` or :class:`ExpertWalks`, within a :class:`Budget` (docs/design/12-active-learning.md).
@@ -49,7 +49,7 @@ _LAZY = {
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _deprecated.install()  # the previous version's module paths, with a warning (rmtk/_deprecated.py)
 

@@ -1,5 +1,4 @@
-"""What a strategy can do beyond the methods its protocol requires (docs/design.md,
-"Strategies").
+"""What a strategy can do beyond the methods its protocol requires (docs/design/05-strategies.md).
 
 A strategy's *capabilities* are documented attributes and methods with defaults, collected in
 a small base class per protocol (:class:`rmtk.ptp.PTPCapabilities`,

@@ -4,15 +4,13 @@ counted from demonstrations — and :class:`EmpiricalPTP`, the PTP strategy buil
 Counting is written as a *map* over chunks of trajectories (:func:`count_chunk`: a local
 trie and a table of (node, state, action) counts) and an associative *reduce*
 (:func:`merge_counts`: graft one trie onto the other and add the tables), so memory stays
-bounded by the chunk size and the same two functions run on any engine (:mod:`rmtk.engines.local`:
-this process, or a Dask cluster): :class:`CountJob` is the picklable map over chunks or
-Parquet partitions, :func:`merge_partial` the reduce. Both are vectorised over trajectories:
-the only Python loops run over time steps and trie levels.
+bounded by the chunk size and the same two functions run on any engine (this process, or a
+Dask cluster): :class:`CountJob` maps over chunks or partitions, :func:`merge_partial` reduces.
+Both are vectorised over trajectories: the only Python loops run over time steps and trie levels.
 
-Trie ids depend on the order in which words were met; :func:`canonical_counts` renumbers
-the trie breadth-first (children by letter), so the count table :class:`EmpiricalPTP`
-returns is a function of the multiset of trajectories alone — the same, ids included, for
-any chunk or partition size, engine and number of workers.
+Trie ids depend on the order words were met; :func:`canonical_counts` renumbers the trie
+breadth-first (children by letter), so :class:`EmpiricalPTP`'s table is a function of the
+multiset of trajectories alone: the same, ids included, for any chunking, engine and workers.
 """
 
 from __future__ import annotations
@@ -26,6 +24,7 @@ import attrs
 import numpy as np
 
 from ._arrays import array_eq, int_array
+from ._keys import merge_sorted
 from .data import Demonstrations
 from .data.rewards import RewardCounts, final_rewards, merge_rewards
 from .engines.local import Engine, LocalEngine, as_engine
@@ -52,6 +51,8 @@ class CountTable:
     n_trajectories: int = 0  # trajectories counted (0: not recorded)
     #: the observed rewards per (trie node, next letter), when the data have rewards
     rewards: RewardCounts | None = None
+    #: the policy recorded, when known (``class_table(task)``, ``None`` if unknown): what verdicts compare with
+    source: Any = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def n_steps(self) -> int:
@@ -170,7 +171,8 @@ def merge_counts(a: CountTable, b: CountTable) -> CountTable:
         mapped[level] = grow.children(mapped[b.trie.parent[level]], b.trie.letter[level])
     SA = a.n_states * a.n_actions
     b_keys = mapped[b.keys // SA] * SA + b.keys % SA
-    keys, counts = _aggregate(np.concatenate([a.keys, b_keys]), np.concatenate([a.counts, b.counts]))
+    merged = merge_sorted(a.keys, a.counts, b_keys, b.counts)  # a few answers: no sort of the table
+    keys, counts = merged or _aggregate(np.concatenate([a.keys, b_keys]), np.concatenate([a.counts, b.counts]))
     b_rewards = None if b.rewards is None else b.rewards.renumbered(mapped, a.n_letters)
     return CountTable(
         grow.trie(a.trie.compressed),
@@ -439,8 +441,8 @@ class EmpiricalPTP(PTPCapabilities):
             :class:`Demonstrations` data only; see :func:`count_chunk`).
         total: number of trajectories a stream holds, for progress (optional).
         expert: the policy the demonstrations came from, when the target is a task: used
-            for the false positive rate and the verdicts only (default: the task's
-            soft-optimal policy).
+            for the false positive rate and the verdicts only (default: a count table's ``source``,
+            the policy :func:`rmtk.gym.collect` recorded; else the task's soft-optimal policy).
         engine: where the counting runs: ``"local"`` (this process, the default),
             ``"dask"`` (a local Dask cluster started for the run) or an engine object such as
             ``DaskEngine(client=...)`` or ``DaskEngine(scheduler="tcp://host:8786")``
@@ -460,7 +462,7 @@ class EmpiricalPTP(PTPCapabilities):
     chunk: int = 250_000
     labels: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
     total: int | None = None
-    expert: PolicySource = attrs.field(factory=SoftOptimal)
+    expert: PolicySource | None = None
     engine: Engine = attrs.field(factory=LocalEngine, converter=as_engine)
     _counted: dict = attrs.field(factory=dict, init=False, eq=False, repr=False)
 
@@ -592,6 +594,7 @@ class EmpiricalPTP(PTPCapabilities):
         progress.stage("count", time.perf_counter() - t0, words=ptp.trie.n_nodes - 1, pairs=ptp.n_pairs)
         return ptp, unfinished
 
-    def expert_classes(self, task: Task) -> np.ndarray:
-        """``(S, n)`` policy class of each (state, node) under the expert the data came from."""
-        return self.expert.class_table(task)
+    def expert_classes(self, task: Task) -> np.ndarray | None:
+        """``(S, n)`` policy classes of the expert the data came from (``expert``); ``None``: unknown."""
+        recorded = self.data.source if isinstance(self.data, CountTable) else None
+        return (self.expert or recorded or SoftOptimal()).class_table(task)

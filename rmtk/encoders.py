@@ -69,7 +69,7 @@ WEIGHT_MODES = ("unit", "evidence")
 
 class EncoderCapabilities(Capabilities):
     """What a SatEncoder strategy can do beyond ``encode`` and ``search``, with the defaults of
-    one that does not say (docs/design.md, "Strategies"). rmtk's encoders inherit it; so may a
+    one that does not say (docs/design/05-strategies.md). rmtk's encoders inherit it; so may a
     user's. An encoder that does not inherit it is read with these defaults for whatever it does
     not define (:meth:`~rmtk.capabilities.Capabilities.of`)."""
 

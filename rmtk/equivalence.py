@@ -15,11 +15,13 @@ and the triple it was first reached from. On it:
 * :func:`distinguish`: a shortest witness that two machines differ — a state and two words
   reaching it that one machine sends to the same node and the other to different nodes.
 
-Words follow the prefix convention (docs/design.md): the first label already moves both
+Words follow the prefix convention (docs/design/02-conventions.md): the first label already moves both
 machines. Letters are the MDP's proposition indices.
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 import attrs
 import numpy as np
@@ -48,6 +50,9 @@ class Verdict:
             the same learned node, with different true policies (labels as proposition names).
         triples: number of reachable (state, true node, learned node) triples explored.
     """
+
+    #: How a summary counts the machines judged equivalent (:class:`rmtk.summary.MachineSummary`).
+    equivalence: ClassVar[str] = "policy-equivalent"
 
     consistent: bool
     witness: tuple[tuple[str, ...], tuple[str, ...], str] | None
@@ -512,19 +517,20 @@ def judge(
     the first machines only, and undecided fillings are ``None`` (``progress``: a
     :class:`~rmtk.progress.Progress` told of the machines judged)."""
     deadline = deadline or NEVER
-    true_du = task.machine.delta_u[:, task.letter_of_proposition]
+    truth = task.require_machine("verdicts against the truth")
+    true_du = truth.delta_u[:, task.letter_of_proposition]
     found: list[Verdict] = []
     for lo in range(0, len(machines), VERDICT_BATCH):
         if lo and deadline.expired():
             break
         batch = [m.delta_u for m in machines[lo : lo + VERDICT_BATCH]]
-        found += consistency_many(task.mdp, true_du, table, batch, true_initial=task.machine.initial)
+        found += consistency_many(task.mdp, true_du, table, batch, true_initial=truth.initial)
         if progress is not None and len(machines) > VERDICT_BATCH:
             progress.count(len(found), len(machines), "verdicts")
     verdicts = tuple(found)
     if all(v.consistent for v in verdicts):
         return verdicts, tuple(True for _ in verdicts)
-    fillings = Fillings(task.mdp, true_du, table, true_initial=task.machine.initial, non_stuttering=non_stuttering)
+    fillings = Fillings(task.mdp, true_du, table, true_initial=truth.initial, non_stuttering=non_stuttering)
     try:
         some = tuple(v.consistent or fillings(sol.delta_u, sol.used, deadline) for v, sol in zip(verdicts, solutions))
     finally:

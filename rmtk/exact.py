@@ -52,8 +52,13 @@ class PolicySource(Protocol):
     def class_table(self, task: Task) -> np.ndarray: ...
 
 
+#: What needs a task's machine here, as an error says it (:meth:`rmtk.task.Task.require_machine`).
+EXPERT = "the expert's exact policy (computed from the machine)"
+
+
 def _true_nodes(task: Task, tree: PrefixTree) -> np.ndarray:
-    nodes = tree.trie.run(task.machine.delta_u, task.machine.initial, task.letter_of_proposition)
+    m = task.require_machine(EXPERT)
+    nodes = tree.trie.run(m.delta_u, m.initial, task.letter_of_proposition)
     return nodes[tree.pair_node]
 
 
@@ -101,7 +106,8 @@ class DistinctPerNode(SoftOptimal):
         return attrs.evolve(ptp, classes=self.node_classes(task)[ptp.true_nodes])
 
     def class_table(self, task: Task) -> np.ndarray:
-        return np.broadcast_to(self.node_classes(task), (task.mdp.n_states, task.machine.n_nodes)).copy()
+        n = task.require_machine(EXPERT).n_nodes
+        return np.broadcast_to(self.node_classes(task), (task.mdp.n_states, n)).copy()
 
 
 @attrs.define
@@ -120,7 +126,8 @@ class NodePolicyTable:
             raise ModelError("every row of a node policy table must be a probability distribution")
 
     def _check(self, task: Task) -> None:
-        want = (task.machine.n_nodes, task.mdp.n_states, task.mdp.n_actions)
+        machine = task.machine or task.require_machine("a node policy table")  # a task, or what reads as one
+        want = (machine.n_nodes, task.mdp.n_states, task.mdp.n_actions)
         if self.table.shape != want:
             raise ModelError(
                 order_hint(
@@ -214,9 +221,10 @@ class ExactPTP(PTPCapabilities):
         return int(self.depth)
 
     def _check_truth(self, task: Task) -> None:
-        if self.compress and not task.machine.is_non_stuttering():
+        m = task.require_machine(EXPERT)
+        if self.compress and not m.is_non_stuttering():
             raise RmtkError(
-                f"machine {task.machine.name!r} is stuttering: compressed words do not determine its "
+                f"machine {m.name!r} is stuttering: compressed words do not determine its "
                 "nodes; use ExactPTP(compress=False) with SatEncoder(non_stuttering=False)"
             )
 
@@ -252,14 +260,15 @@ class ExactPTP(PTPCapabilities):
         task = target
         self._check_truth(task)
         policy = self.source.policy(task) if hasattr(self.source, "policy") else None
+        m = task.require_machine(EXPERT)
         return ProductOracle(
             task.mdp,
-            task.machine.delta_u[:, task.letter_of_proposition],
+            m.delta_u[:, task.letter_of_proposition],
             self.expert_classes(task),
             policy,
             self.depth_for(task),
             self.compress,
-            task.machine.initial,
+            m.initial,
         )
 
 
@@ -296,7 +305,7 @@ def shortest_path_table(task: Task, epsilon: float = 0.1) -> np.ndarray:
     no reward can be reached (e.g. an absorbing end node). Actions whose expected steps lie
     within :data:`rmtk.ties.TOL` (relative) of the fewest are tied (:func:`rmtk.ties.best`)."""
     _epsilon(epsilon)
-    mdp, m = task.mdp, task.machine
+    mdp, m = task.mdp, task.require_machine("the scripted expert's shortest paths")
     S, A, n = mdp.n_states, mdp.n_actions, m.n_nodes
     letter = task.letter_of_proposition[mdp.labels]
     nxt, paid = m.delta_u[:, letter], m.delta_r[:, letter] > 0  # (n, S'): entering s' from node u

@@ -245,11 +245,12 @@ def _cover_from_data(space, deltas, ptp, most: int = 20_000) -> Cover:
     d = disagreements(
         ptp.trie, node, state, ptp.trie.length[node], deltas
     )  # the shortest word stands for its signature
-    p, q, split = d.i, d.j, d.split
+    p, q, which = d.i, d.j, d.which
     if len(p) > most:  # the best-supported candidates: the most visited pairs
         n = np.asarray(ptp.counts).sum(axis=1)
         keep = np.argsort(-np.minimum(n[p], n[q]), kind="stable")[:most]
-        p, q, split = p[keep], q[keep], split[:, keep]
+        p, q, which = p[keep], q[keep], which[keep]
+    split = d.splits[:, which]  # (machines, at most `most` candidates)
     lengths = ptp.trie.length[node[p]] + ptp.trie.length[node[q]]
     open_pairs = np.triu(np.ones((k, k), dtype=bool), 1)
     chosen = _greedy(split, open_pairs, lengths) if len(p) else []

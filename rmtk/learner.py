@@ -2,7 +2,7 @@
 with the exact equivalence verdict when the truth is known (paper Algorithm 1, section 5).
 
 A learner composes four strategies, each an object with a small interface, so that a user
-swaps one without touching the others (docs/design.md, "Strategies"):
+swaps one without touching the others (docs/design/05-strategies.md):
 
 * a **PTP** (:class:`~rmtk.ptp.PTP`) builds the prefix tree policy:
   :class:`~rmtk.exact.ExactPTP` (a task's exact policy) or
@@ -52,6 +52,8 @@ from .space import Space
 from .summary import Phases
 from .task import Task
 from .traces.evidence import RewardEvidence
+from .traces.unexplained import none_paid
+from .traces.verdicts import judge_rewards
 from .validators import BOUND_WHY, MAX_NODES, implements, node_count, optional_positive_int, optional_seconds
 
 if TYPE_CHECKING:
@@ -249,6 +251,8 @@ class Learner:
         res = self.encoder.search(problem, limits)
         if res.n_nodes is None and res.complete and self.nodes is None and res.tried:  # the bound may be why
             res = attrs.evolve(res, message=res.message + node_bound_note(max_nodes, self.max_nodes, task))
+        if traces is not None:  # rewards that contradict each other are said so, by word and step
+            res = none_paid(res, traces, limits, self.rewards, mdp, policy=True)
         if oracle is not None and res.lazy is None:
             raise RmtkError(
                 f"encoder {type(self.encoder).__name__} does not search lazily (it ignored the oracle "
@@ -276,7 +280,7 @@ class Learner:
             oracle=oracle,
             max_solutions=listed,
         )
-        if task is not None:
+        if task is not None and task.machine is not None:  # a truth to judge against
             result = self._judge(task, result, source, encoder, rec, phases)
         if traces is not None:  # the rewards are the observed ones: no IRL
             from .traces.compare import with_rewards  # reward traces' modules, imported when learning from them
@@ -304,7 +308,9 @@ class Learner:
         """:meth:`Learner.fit` without a policy: the smallest machines that pay what the traces
         observed (``rewards``), every survivor listed (up to ``max_solutions``, by default
         :data:`DEMOS_MAX_SOLUTIONS`: sampled data), their rewards the observed ones.
-        The truth, when ``target`` is a task, is attached (no policy verdicts: no expert)."""
+        The truth, when ``target`` is a task with a machine, is attached, and each machine's
+        verdict says whether it pays what the truth pays (:mod:`rmtk.traces.verdicts`; no policy
+        verdicts: no expert)."""
         assert self.rewards is not None, "rewards alone need reward evidence"
         task = target if isinstance(target, Task) else None
         mdp = target.mdp if isinstance(target, Task) else target
@@ -328,7 +334,7 @@ class Learner:
             progress=rec,
         )
         phases.starts("search")
-        res = self.encoder.search(problem, limits)
+        res = none_paid(self.encoder.search(problem, limits), traces, limits, self.rewards, mdp, policy=False)
         phases.after_search(res, listed)
         timings = rec.timings
         timings.update(encode=res.time_encode, solve=res.time_solve, enumerate=res.time_enumerate)
@@ -348,6 +354,10 @@ class Learner:
         from .traces.compare import with_rewards
 
         result = with_rewards(result, traces)
+        if task is not None and task.machine is not None and result.machines and phases.starts("verdict"):
+            t = time.perf_counter()
+            result = judge_rewards(task, result)  # does each pay what the true machine pays?
+            rec.stage("verdict", time.perf_counter() - t)
         timings["total"] = time.perf_counter() - t0
         return attrs.evolve(result, stopped=phases.stop())
 
@@ -391,21 +401,22 @@ class Learner:
     def _judge(self, task: Task, result: LearnResult, source, encoder, rec: Recorder, phases: Phases) -> LearnResult:
         """The result with the truth, and, when the PTP strategy gives the expert's policy
         classes, the verdicts and false positive rate; without them, a warning and no verdicts."""
-        result = attrs.evolve(result, truth=task.machine)
+        truth = task.require_machine("verdicts against the truth")
+        result = attrs.evolve(result, truth=truth)
         t = time.perf_counter()
         table = expert_class_table(
             task,
             source.expert_classes(task),
             f"{type(self.ptp).__name__}.expert_classes",
             f"the PTP strategy {type(self.ptp).__name__} does not say which expert its policy comes from (give it "
-            "expert_classes(task), docs/design.md 'Strategies')",
+            "expert_classes(task), docs/design/05-strategies.md)",
             rec,
         )
         if table is None:
             return result
         fp = merges = None
         if result.negatives is not None and result.ptp is not None:
-            trie_nodes = result.ptp.trie.run(task.machine.delta_u, task.machine.initial, task.letter_of_proposition)
+            trie_nodes = result.ptp.trie.run(truth.delta_u, truth.initial, task.letter_of_proposition)
             fp = result.negatives.false_positives(trie_nodes, table)
             pairs = result.negatives.pairs
             merges = int((trie_nodes[pairs[:, 0]] == trie_nodes[pairs[:, 1]]).sum()) if len(pairs) else 0
@@ -450,7 +461,7 @@ def expert_class_table(task: Task, table, given_by: str, unknown: str, progress:
         warnings.warn(message, UserWarning, stacklevel=4)
         return None
     table = np.asarray(table)
-    want = (task.mdp.n_states, task.machine.n_nodes)
+    want = (task.mdp.n_states, task.require_machine("verdicts against the truth").n_nodes)
     if table.shape != want or not np.issubdtype(table.dtype, np.integer):
         raise RmtkError(
             f"{given_by} gave an array of shape {table.shape} and type {table.dtype}; the task needs whole-number "

@@ -7,7 +7,7 @@ The NegativeExampleMiner strategy turns a prefix tree policy into negative examp
   state the words reaching it are grouped into *policy classes* (rows equal within a
   tolerance), and "different class at a common state" is exactly the set of negative
   examples. The encoder turns classes into clauses linear in the number of (word, state)
-  pairs (docs/design.md). Pair counts are still available for reporting.
+  pairs (docs/design/03-sat-encoding.md). Pair counts are still available for reporting.
 * :class:`ConfidenceMiner` (demonstrations, section 5, eq. 18-19): word pairs whose
   empirical action distributions differ with confidence 1 − α (not transitive, so pairs).
 """

@@ -371,4 +371,4 @@ def task_policy(task: Task, **kw) -> SoftPolicy:
     kw.setdefault("gamma", task.discount)
     kw.setdefault("lam", task.lam)
     kw.setdefault("letter", task.letter_of_proposition)
-    return soft_bellman(task.mdp, task.machine, **kw)
+    return soft_bellman(task.mdp, task.require_machine("the expert's soft-optimal policy"), **kw)

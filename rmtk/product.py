@@ -1,7 +1,7 @@
 """The product of a labeled MDP with a reward machine (paper section 2.2), restricted to the
 product states reachable from the initial distribution.
 
-Conventions (docs/design.md, "The prefix convention"): the first label already moves the machine, so
+Conventions (docs/design/02-conventions.md, "The prefix convention"): the first label already moves the machine, so
 the initial product states are ``(s0, δ_u(u_I, L(s0)))`` for ``s0`` in the support of ``μ0``,
 and a step ``(s, u) --a--> (s', δ_u(u, L(s')))`` happens with probability ``P(s'|s,a)`` and
 earns ``δ_r(u, L(s'))``.
@@ -182,4 +182,4 @@ def product(mdp: LabeledMDP, machine: RewardMachine, letter=None) -> Product:
 
 def task_product(task: Task) -> Product:
     """The reachable product of a task's MDP and machine."""
-    return product(task.mdp, task.machine, task.letter_of_proposition)
+    return product(task.mdp, task.require_machine("the product of its MDP and machine"), task.letter_of_proposition)

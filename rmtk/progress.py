@@ -15,6 +15,8 @@ from __future__ import annotations
 import sys
 import time
 
+from .words import plural
+
 #: Printed names of the pipeline's stages (unknown keys are printed as they are).
 STAGE_NAMES = {
     "tree": "prefix tree",
@@ -90,7 +92,7 @@ class StderrProgress(Progress):
 
     def solution(self, count, distinct):
         if self._due(False):
-            self._print(f"{count} solutions enumerated, {distinct} distinct up to renaming")
+            self._print(f"{plural(count, 'solution')} enumerated, {distinct:,} distinct up to renaming")
 
     def count(self, done, total, what="trajectories"):
         now = time.monotonic()

@@ -2,7 +2,7 @@
 (``1 ≤ |σ| ≤ l``, from the start states) and every state s ∈ Reach(σ), the action
 distribution ``π_PTP(·|s, σ)``.
 
-The words form a trie. With non-stuttering *compression* (on by default, docs/design.md),
+The words form a trie. With non-stuttering *compression* (on by default, docs/design/02-conventions.md),
 runs of a repeated label collapse (``AAB`` → ``AB``): a trie node then stands for every word
 of length ≤ l that compresses to it, and its reachable states are the union of theirs.
 
@@ -372,7 +372,7 @@ class PTP(Protocol):
 
 class PTPCapabilities(Capabilities):
     """What a PTP strategy can do beyond :meth:`PTP.build`, with the defaults of one that does
-    not say (docs/design.md, "Strategies"). rmtk's PTP strategies inherit it; so may a user's,
+    not say (docs/design/05-strategies.md). rmtk's PTP strategies inherit it; so may a user's,
     overriding what it can do. A strategy that does not inherit it is read with these defaults
     for whatever it does not define (:meth:`~rmtk.capabilities.Capabilities.of`)."""
 
@@ -413,15 +413,87 @@ class PTPCapabilities(Capabilities):
 @attrs.frozen
 class Disagreements:
     """Recorded (word, word, state) triples the machines disagree on (some send the two words
-    to one node, others to two): indices ``i``, ``j`` of the two (word, state) pairs and the
-    ``(machines, triples)`` matrix ``split`` of the machines that send them to two nodes."""
+    to one node, others to two): indices ``i``, ``j`` of the two (word, state) pairs, and which
+    machines split each, kept once per distinct split: ``splits`` is the ``(machines, distinct
+    splits)`` matrix of the machines that send the words to two nodes, ``which[t]`` the column of
+    triple t. Distinct splits are far fewer than triples, so this holds the machines × triples
+    table without its size: three integers a triple and one column a distinct split. Columns
+    are in the order of their bits (``numpy.packbits`` over the machines, then sorted)."""
 
     i: np.ndarray
     j: np.ndarray
-    split: np.ndarray
+    which: np.ndarray
+    splits: np.ndarray
 
     def __len__(self) -> int:
         return len(self.i)
+
+    @property
+    def split(self) -> np.ndarray:
+        """The ``(machines, triples)`` matrix of the machines that split each triple, in full:
+        machines × triples booleans, for a few triples only (index ``splits`` by ``which``)."""
+        return self.splits[:, self.which]
+
+
+#: Distinct signature pairs whose splits are compared at a time in :func:`disagreements`.
+SPLIT_BLOCK = 1 << 12
+
+
+def _signatures(trie: Trie, nodes: np.ndarray, deltas: list[np.ndarray]) -> np.ndarray:
+    """The rank of each trie node of ``nodes`` by its vector of final nodes under ``deltas``
+    (machine 0 first, lexicographic: the order ``numpy.unique`` along an axis gives). A few
+    machines at a time fold into one integer key per node (its rank so far, then their final
+    nodes as digits), so the ``(machines, nodes)`` matrix is never made."""
+    base = max(int(np.asarray(d).shape[0]) for d in deltas) + 1  # final nodes + 1: digits 0..n
+    sig, n_sig, m = np.zeros(len(nodes), np.int64), 1, 0
+    while m < len(deltas):
+        key, scale = sig, n_sig
+        while m < len(deltas) and scale * base < 2**62:
+            key = key * base + (trie.run(np.asarray(deltas[m]), 0)[nodes] + 1)
+            scale, m = scale * base, m + 1
+        uniq, sig = np.unique(key, return_inverse=True)
+        sig, n_sig = sig.reshape(-1), len(uniq)
+    return sig
+
+
+def _splits(trie: Trie, rep: np.ndarray, a: np.ndarray, b: np.ndarray, deltas: list[np.ndarray]):
+    """Which machines split each signature pair (``a``, ``b``: signatures, ``rep``: a trie
+    node of each): the packed bits of the pairs some machines split and others merge, the
+    number of machines that split each pair, a block of pairs at a time."""
+    k = len(deltas)
+    small = np.int8 if max(int(np.asarray(d).shape[0]) for d in deltas) < 127 else np.int64
+    finals = np.empty((len(rep), k), small)  # one row per signature
+    for m, d in enumerate(deltas):
+        finals[:, m] = trie.run(np.asarray(d), 0)[rep]
+    packed = np.empty((len(a), (k + 7) // 8), np.uint8)
+    n_split = np.empty(len(a), np.int64)
+    for lo in range(0, len(a), SPLIT_BLOCK):
+        split = finals[a[lo : lo + SPLIT_BLOCK]] != finals[b[lo : lo + SPLIT_BLOCK]]
+        packed[lo : lo + SPLIT_BLOCK] = np.packbits(split, axis=1)
+        n_split[lo : lo + SPLIT_BLOCK] = split.sum(axis=1)
+    return packed, n_split
+
+
+def _index_type(n: int):
+    return np.int32 if n < 2**31 else np.int64
+
+
+def _triples(rows: np.ndarray, bounds: np.ndarray, chunk: int):
+    """The pairs ``(rows[p], rows[q])``, ``p < q``, within each group ``bounds[g]:bounds[g + 1]``
+    of ``rows``, groups of one size together (smallest first, then by position), at most about
+    ``chunk`` pairs a piece."""
+    size = np.diff(bounds)
+    for g in np.unique(size[size >= 2]).tolist():
+        starts = bounds[:-1][size == g]
+        a, b = np.triu_indices(g, 1)
+        step = max(1, chunk // len(a))
+        for lo in range(0, len(starts), step):
+            s = starts[lo : lo + step, None]
+            yield rows[(s + a[None, :]).ravel()], rows[(s + b[None, :]).ravel()]
+
+
+#: Triples made at a time in :func:`disagreements` (a piece's arrays are a few times this many).
+TRIPLE_CHUNK = 1 << 21
 
 
 def disagreements(trie, node, state, rank, deltas: list[np.ndarray]) -> Disagreements:
@@ -429,33 +501,58 @@ def disagreements(trie, node, state, rank, deltas: list[np.ndarray]) -> Disagree
     machines ``deltas`` disagree on. Words a state's pairs share a vector of final nodes for
     (a *signature*) split the machines alike, so per state and signature one pair stands for
     them, the first by ``rank`` (smallest first; the index breaks ties): the triples are the
-    pairs of representatives of two signatures at one state. Memory is linear in the pairs
-    and in the triples returned."""
+    pairs of representatives of two signatures at one state. Which machines split a triple
+    depends on its two signatures alone, so it is found once per distinct signature pair.
+    Memory: a few integers per pair and three per triple (32-bit below 2^31 pairs), made a
+    piece at a time, plus one small integer per machine and signature and one bit per machine
+    and distinct signature pair; never machines × triples."""
     k = len(deltas)
-    node, state, rank = np.asarray(node, np.int64), np.asarray(state, np.int64), np.asarray(rank)
-    empty = Disagreements(np.empty(0, np.int64), np.empty(0, np.int64), np.zeros((k, 0), bool))
+    node, state, rank = np.asarray(node), np.asarray(state), np.asarray(rank)  # integers of any width
+    empty = Disagreements(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64), np.zeros((k, 0), bool))
     if not len(node) or not k:
         return empty
-    finals = np.stack([trie.run(np.asarray(d), 0) for d in deltas])  # (k, trie nodes)
-    sigs, sig_of_node = np.unique(finals.T, axis=0, return_inverse=True)
-    sig = sig_of_node.reshape(-1)[node]
-    order = np.lexsort((np.arange(len(node)), rank, sig, state))
+    idx = _index_type(len(node))
+    nodes, at = np.unique(node, return_inverse=True)
+    sig_of_node = _signatures(trie, nodes, deltas)
+    sig = sig_of_node[at.reshape(-1)].astype(idx)
+    del at
+    order = np.lexsort((np.arange(len(node), dtype=idx), rank, sig, state))
     first = np.ones(len(order), dtype=bool)
     first[1:] = (state[order][1:] != state[order][:-1]) | (sig[order][1:] != sig[order][:-1])
-    rows = order[first]
+    rows = order[first].astype(idx)
+    del order, first
     st = state[rows]
     bounds = np.flatnonzero(np.r_[True, st[1:] != st[:-1], True])
+    del st
     size = np.diff(bounds)
-    P, Q = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
-    for g in np.unique(size[size >= 2]):
-        starts = bounds[:-1][size == g]
-        a, b = np.triu_indices(int(g), 1)
-        P.append((starts[:, None] + a[None, :]).ravel())
-        Q.append((starts[:, None] + b[None, :]).ravel())
-    i, j = rows[np.concatenate(P)], rows[np.concatenate(Q)]
-    split = sigs[sig[i]] != sigs[sig[j]]  # (triples, k)
-    n_split = split.sum(axis=1)
-    useful = (n_split > 0) & (n_split < k)
-    if not useful.any():
+    total = int((size * (size - 1) // 2).sum())
+    n_sig = int(sig_of_node.max()) + 1
+    i, j = np.empty(total, idx), np.empty(total, idx)
+    keys, at_ = [], 0
+    for p, q in _triples(rows, bounds, TRIPLE_CHUNK):  # the triples, and their distinct signature pairs
+        i[at_ : at_ + len(p)], j[at_ : at_ + len(p)] = p, q
+        keys.append(np.unique(sig[p].astype(np.int64) * n_sig + sig[q]))
+        at_ += len(p)
+    pair = np.unique(np.concatenate(keys)) if keys else np.empty(0, np.int64)
+    del keys
+    rep = np.empty(n_sig, np.int64)
+    rep[sig_of_node] = nodes
+    packed, n_split = _splits(trie, rep, pair // n_sig, pair % n_sig, deltas)
+    useful_pair = (n_split > 0) & (n_split < k)
+    if not useful_pair.any():
         return empty
-    return Disagreements(i[useful], j[useful], split[useful].reshape(-1, k).T.copy())
+    columns, column_of = np.unique(packed[useful_pair], axis=0, return_inverse=True)
+    del packed
+    col = np.full(len(pair), -1, np.int64)
+    col[useful_pair] = column_of.reshape(-1)
+    which = np.empty(total, _index_type(len(columns)))
+    kept = 0  # the useful triples, moved to the front in place, a piece at a time
+    for lo in range(0, total, TRIPLE_CHUNK):
+        p, q = i[lo : lo + TRIPLE_CHUNK], j[lo : lo + TRIPLE_CHUNK]
+        c = col[np.searchsorted(pair, sig[p].astype(np.int64) * n_sig + sig[q])]
+        keep = c >= 0
+        n = int(keep.sum())
+        i[kept : kept + n], j[kept : kept + n], which[kept : kept + n] = p[keep], q[keep], c[keep]
+        kept += n
+    splits = np.unpackbits(columns, axis=1, count=k).astype(bool).T.copy()
+    return Disagreements(i[:kept], j[:kept], which[:kept], splits)

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import dsl
 from .learner import LearnResult
-from .summary import MachineSummary
+from .summary import MachineSummary, single_action, single_action_note
 from .task import Task
 
 #: Machines whose resolution (what the samples could resolve behind their merges) is printed:
@@ -140,8 +140,9 @@ def report(
         if resolved is not None:
             w(f"# {resolved}")
         if result.verdicts is not None and i < len(result.verdicts):
-            same = f"; isomorphic to the true machine '{task.machine.name}'" if iso and iso[i] else ""
-            w(f"# verdict: {result.verdicts[i]}{same}")
+            verdict, truth = result.verdicts[i], result.truth
+            same = iso and iso[i] and verdict.consistent and truth is not None
+            w(f"# verdict: {verdict}" + (f"; isomorphic to the true machine '{truth.name}'" if same else ""))
         elif result.stopped is not None and result.truth is not None:
             w("# verdict: not decided (the run was stopped)")
         if result.reward_fits is not None and i < len(result.reward_fits):
@@ -214,4 +215,7 @@ def report_demos(result, *, out=None) -> None:
         return
     fpr = result.false_positive_rate
     extra = "" if fpr is None else f", false positive rate {100 * fpr:.2f}% against the true machine"
-    print(f"# demonstrations: {len(neg)} negative examples at alpha {neg.alpha:g}{extra}", file=out)
+    examples = f"{len(neg)} negative example{'' if len(neg) == 1 else 's'}"
+    print(f"# demonstrations: {examples} at alpha {neg.alpha:g}{extra}", file=out)
+    if single_action(result.ptp):
+        print(f"# {single_action_note(len(neg))}", file=out)

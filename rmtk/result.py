@@ -208,13 +208,20 @@ class LearnResult:
         """What the counted data resolved behind machine ``i``'s merges (a
         :class:`~rmtk.statistics.MergeResolution`: the weakest merge the answer rests on, the
         negative examples it rests on), or ``None`` for an exact policy, which proves its answer."""
-        if self.ptp is None or self.ptp.counts is None or self.negatives is None or i >= len(self.machines):
+        if i >= len(self.machines):
+            return None
+        return self.resolution_of(self.machines[i].delta_u)
+
+    def resolution_of(self, delta_u: np.ndarray):
+        """:meth:`resolution` of the machine ``delta_u`` over the MDP's propositions (initial node
+        0; ``None`` for an exact policy): what the counts resolved behind its merges."""
+        if self.ptp is None or self.ptp.counts is None or self.negatives is None:
             return None
         from .statistics import FIXED, CountBound, Radius, merge_resolution
 
         return merge_resolution(
             self.ptp,
-            self.machines[i].delta_u,
+            delta_u,
             alpha=self.negatives.alpha,
             negatives=len(self.negatives),
             bound=FIXED if self.bound is None else cast(Radius | CountBound, self.bound),

@@ -1,7 +1,7 @@
 """Simulating demonstrations of a product policy (paper appendix "Constructing the
 Prefix-Tree Policy via Simulation").
 
-A trajectory of ``horizon`` steps is drawn as in section 2 of the paper (docs/design.md,
+A trajectory of ``horizon`` steps is drawn as in section 2 of the paper (docs/design/02-conventions.md,
 "The prefix convention": the first label already moves the machine)::
 
     s_0 ~ μ0                        u_0     = δ_u(u_I, L(s_0))
@@ -125,16 +125,20 @@ def sample_categorical(cdf_rows: np.ndarray, u: np.ndarray) -> np.ndarray:
     return sampler.sample(rows, np.asarray(u, dtype=float)) - rows * K
 
 
+#: What needs a task's machine here, as an error says it (:meth:`rmtk.task.Task.require_machine`).
+SIMULATING = "simulating its expert (whose memory is the machine)"
+
+
 def node_table(task: Task) -> np.ndarray:
     """``(S, n)``: ``δ_u(u, L(s))``, the node after the machine in ``u`` reads the label of ``s``."""
     letter = task.letter_of_proposition[task.mdp.labels]
-    return np.ascontiguousarray(task.machine.delta_u[:, letter].T)
+    return np.ascontiguousarray(task.require_machine(SIMULATING).delta_u[:, letter].T)
 
 
 def reward_table(task: Task) -> np.ndarray:
     """``(S, n)``: ``δ_r(u, L(s))``, the machine's reward when it reads the label of ``s`` in ``u``."""
     letter = task.letter_of_proposition[task.mdp.labels]
-    return np.ascontiguousarray(task.machine.delta_r[:, letter].T)
+    return np.ascontiguousarray(task.require_machine("the machine's rewards").delta_r[:, letter].T)
 
 
 def _policy_table(task: Task, policy, epsilon: float = 0.0) -> np.ndarray:
@@ -147,7 +151,8 @@ def _policy_table(task: Task, policy, epsilon: float = 0.0) -> np.ndarray:
 
 
 def _base_policy(task: Task, policy) -> np.ndarray:
-    S, n, A = task.mdp.n_states, task.machine.n_nodes, task.mdp.n_actions
+    machine = task.require_machine(SIMULATING)
+    S, n, A = task.mdp.n_states, machine.n_nodes, task.mdp.n_actions
     if isinstance(policy, str):
         if policy != "uniform":
             raise ModelError(f"unknown policy {policy!r}; a named policy is 'uniform' (or give an array)")
@@ -168,19 +173,26 @@ def _base_policy(task: Task, policy) -> np.ndarray:
     if bad.size:
         s, u = bad[0]
         raise ModelError(
-            f"policy probabilities at state {task.mdp.states[s]!r}, node {task.machine.nodes[u]!r} "
+            f"policy probabilities at state {task.mdp.states[s]!r}, node {machine.nodes[u]!r} "
             f"sum to {sums[s, u]:.12g}, expected 1 (±{POLICY_TOL:g})"
         )
     return pi
 
 
-def check_sizes(n, horizon, chunk, doing: str = "simulate") -> tuple[int, int, int]:
-    """``(n, horizon, chunk)`` as ints, each at least 1 (a :class:`DataError` otherwise)."""
+def check_sizes(n, horizon, chunk, doing: str = "simulate", rewards: bool = False) -> tuple[int, int, int]:
+    """``(n, horizon, chunk)`` as ints, each at least 1 (a :class:`DataError` otherwise); with
+    ``rewards``, a horizon of at least 2: a step's reward is paid on the next state's label,
+    so a trajectory of one step records no known reward (data that loading would refuse)."""
     n, horizon, chunk = int(n), int(horizon), int(chunk)
     if n < 1:
         raise DataError(f"cannot {doing} {n} trajectories")
     if horizon < 1:
         raise DataError(f"horizon must be at least 1, got {horizon}")
+    if rewards and horizon < 2:
+        raise DataError(
+            "rewards need a horizon of at least 2: a step's reward is paid on the next state's label, "
+            "which a trajectory of 1 step never draws (its reward would be unknown)"
+        )
     if chunk < 1:
         raise DataError(f"chunk must be at least 1, got {chunk}")
     return n, horizon, chunk
@@ -192,7 +204,7 @@ class _Sampler:
 
     def __init__(self, task: Task, pi: np.ndarray):
         mdp = task.mdp
-        S, A, n_nodes = mdp.n_states, mdp.n_actions, task.machine.n_nodes
+        S, A, n_nodes = mdp.n_states, mdp.n_actions, task.require_machine(SIMULATING).n_nodes
         T = mdp.kernel
         self.start = RowSampler([0, S], mdp.initial)
         self.moves = RowSampler(T.indptr, T.data)
@@ -200,7 +212,7 @@ class _Sampler:
         self.acts = RowSampler(np.arange(0, S * n_nodes * A + 1, A), pi.reshape(-1))
         self.nxt = node_table(task).ravel().astype(np.intp)  # [s·n + u] -> δ_u(u, L(s))
         self.pay = reward_table(task).ravel()  # [s·n + u] -> δ_r(u, L(s))
-        self.u_init, self.n_nodes, self.A = task.machine.initial, n_nodes, A
+        self.u_init, self.n_nodes, self.A = task.require_machine(SIMULATING).initial, n_nodes, A
 
     def draw(
         self, rng: np.random.Generator, n: int, horizon: int, chunk: int, report=lambda done: None, rewards=False
@@ -278,7 +290,7 @@ def simulate(
     Returns:
         :class:`~rmtk.data.Demonstrations` with ``(n, horizon)`` int32 states and actions.
     """
-    n, horizon, chunk = check_sizes(n, horizon, chunk)
+    n, horizon, chunk = check_sizes(n, horizon, chunk, rewards=rewards)
     progress = as_progress(progress)
     sampler = _Sampler(task, _policy_table(task, policy, epsilon))
     return sampler.draw(
@@ -353,7 +365,7 @@ def simulate_sharded(
     (``"local"``, ``"dask"`` or an engine object, :mod:`rmtk.engines.local`), gathered here:
     the same trajectories as ``simulate(task, n, horizon, seed=seed)`` (with the same
     ``policy``, ``epsilon`` and ``rewards``)."""
-    n, horizon, shard_size = check_sizes(n, horizon, shard_size)
+    n, horizon, shard_size = check_sizes(n, horizon, shard_size, rewards=rewards)
     pi = _policy_table(task, policy, epsilon)
     job = SimulationJob(task, pi, horizon, chunk=min(shard_size, 100_000), rewards=rewards)
     parts = as_engine(engine).map_reduce(
@@ -401,7 +413,7 @@ def simulate_dataset(
     from .data.parquet_io import PARTITION_SIZE, PartitionSchema, Staging
 
     partition_size = PARTITION_SIZE if partition_size is None else partition_size
-    n, horizon, partition_size = check_sizes(n, horizon, partition_size)
+    n, horizon, partition_size = check_sizes(n, horizon, partition_size, rewards=rewards)
     schema = PartitionSchema.of(
         task.mdp, horizon=horizon, n_trajectories=n, partition_size=partition_size, labels=labels, rewards=rewards
     )
@@ -433,12 +445,13 @@ def rollout_nodes(task: Task, demos: Demonstrations) -> np.ndarray:
     """``(N, T)`` int32: the node ``u_t = δ_u*(u_I, L(s_0)…L(s_t))`` of the task's machine at
     every step of ``demos`` (the node the action ``a_t`` was drawn from), −1 in padding."""
     nxt = node_table(task).ravel().astype(np.intp)
-    n_nodes = task.machine.n_nodes
+    machine = task.require_machine("the nodes of its machine along the demonstrations")
+    n_nodes = machine.n_nodes
     N, T = demos.states.shape
     if N and (demos.states.max() >= task.mdp.n_states):
         raise DataError(f"state index {int(demos.states.max())} outside the MDP's {task.mdp.n_states} states")
     out = np.full((N, T), PAD, dtype=np.int32)
-    u = np.full(N, task.machine.initial, dtype=np.intp)
+    u = np.full(N, machine.initial, dtype=np.intp)
     for t in range(T):
         live = demos.lengths > t
         s = demos.states[:, t].astype(np.intp)

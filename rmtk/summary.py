@@ -16,6 +16,33 @@ import numpy as np
 
 from .limits import Deadline
 
+
+def node_count(n: int | None) -> str:
+    """``n`` nodes, singular for one (``1 node``, ``3 nodes``)."""
+    return f"{n} node{'' if n == 1 else 's'}"
+
+
+def single_action(ptp) -> bool:
+    """Whether the counted data show one action only at every (word, state) pair they saw (a
+    deterministic policy, such as a greedy agent); ``False`` without counts."""
+    counts = None if ptp is None else ptp.counts
+    return counts is not None and len(counts) > 0 and bool(((np.asarray(counts) > 0).sum(axis=1) <= 1).all())
+
+
+def single_action_note(negatives: int | None) -> str:
+    """Why data with one action at every history say little (paper section 5: a negative
+    example is two words at one state with different action distributions, each seen often
+    enough for the confidence bound)."""
+    where = ", and here they never do" if negatives == 0 else ""
+    return (
+        "every recorded history shows a single action (a deterministic policy, such as a greedy agent): it is "
+        "seen only along its own paths, and two words reaching one state with different actions (a negative "
+        f"example) appear only where those paths meet in different nodes{where}; record it with exploration "
+        "(every action with some probability, as an epsilon-greedy agent or a soft-optimal expert acts) for "
+        "episodes that reach the histories telling its nodes apart"
+    )
+
+
 #: The phases of a passive run, in order, and how a report names them.
 PHASES = {
     "tree": "building the prefix tree policy",
@@ -89,7 +116,7 @@ class Phases:
         if res.n_nodes is None:
             ruled = [n for n, ok in res.tried if ok is False]
             undecided = [n for n, ok in res.tried if ok is None]
-            text = f"{undecided[0]} nodes undecided" if undecided else "no size decided"
+            text = f"{node_count(undecided[0])} undecided" if undecided else "no size decided"
             self.cut("search", text + (f", {', '.join(map(str, ruled))} ruled out" if ruled else ""))
             self.skip_rest("verdict", "rewards")
         elif listed is None or len(res.solutions) < listed:
@@ -119,8 +146,9 @@ class MachineSummary:
         varies: ``(node, letter, targets)`` transitions on which listed machines differ (or
             that the data fix in some and leave free in others).
         free: ``(node, letter)`` transitions the data leave free in every listed machine.
-        consistent: listed machines policy-equivalent to the truth at every depth, of
-            ``judged`` with a verdict (``None``: no truth, or no verdicts).
+        consistent: listed machines equivalent to the truth at every depth, of ``judged``
+            with a verdict (``None``: no truth, or no verdicts): policy-equivalent, or
+            reward-equivalent for machines learned from rewards alone (``equivalence``).
         truth_nodes: the true machine's nodes (when known).
         truth_merges: mined negative examples whose two words the truth sends to one node
             (``None``: none were mined from data, or no truth); 0: the truth keeps them all.
@@ -129,6 +157,8 @@ class MachineSummary:
         smallest: every smaller size was tried and ruled out (``False``: one size was searched).
         truth_listed: the truth is among the listed machines, up to renaming.
         stopped: what stopped the run, when something did.
+        single_action: the counted data show one action only at every history
+            (:func:`single_action`: a deterministic policy, seen only along its own paths).
     """
 
     listed: int
@@ -148,6 +178,8 @@ class MachineSummary:
     smallest: bool = True
     truth_listed: bool = False
     stopped: Stop | None = None
+    equivalence: str = "policy-equivalent"
+    single_action: bool = False
 
     @classmethod
     def of(cls, result, *, iso: tuple[bool, ...] | None = None) -> MachineSummary:
@@ -190,6 +222,8 @@ class MachineSummary:
             smallest=result.search.cost is None and bool(result.search.tried) and result.search.tried[0][0] == 1,
             truth_listed=bool(iso and any(iso)),
             stopped=result.stopped,
+            equivalence=verdicts[0].equivalence if verdicts else "policy-equivalent",
+            single_action=result.negatives is not None and single_action(result.ptp),
         )
 
     @property
@@ -198,6 +232,9 @@ class MachineSummary:
         if self.complete:
             return str(self.listed)
         return f"more than {self.listed}" if self.more else f"≥{self.listed}"
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
 
     def lines(self, *, shown: int = 12, hint: bool = True) -> list[str]:
         """The summary as text lines (at most ``shown`` varying transitions named; ``hint``:
@@ -210,7 +247,7 @@ class MachineSummary:
             why = f": the listing was stopped ({self.stopped.reason})"
         else:
             why = f": listing stopped at {self.listed} (max_solutions {self.cap}); whether more survive is not known"
-        out = [f"survivors: {self.count} machine{'s' if self.count != '1' else ''} with {self.nodes} nodes{why}"]
+        out = [f"survivors: {self.count} machine{'s' if self.count != '1' else ''} with {node_count(self.nodes)}{why}"]
         if self.listed > 1:
             total = len(self.agree) + len(self.varies) + len(self.free)
             text = f"the listed machines agree on {len(self.agree)} of {total} transitions"
@@ -222,10 +259,12 @@ class MachineSummary:
             out.append(text)
         if self.consistent is not None:
             out.append(
-                f"policy-equivalent to the truth at every depth: {self.consistent} of the {self.judged} listed"
+                f"{self.equivalence} to the truth at every depth: {self.consistent} of the {self.judged} listed"
                 + ("" if self.judged == self.listed else f" with a verdict ({self.listed} listed)")
             )
         out.extend(self._truth_lines())
+        if self.single_action:
+            out.append(single_action_note(self.negatives))
         if hint and (self.listed > 1 or not self.complete or self.truth_merges is not None):
             out.append(
                 "what would separate them, and the observations too rare to: rmtk learn --explain "
@@ -239,7 +278,7 @@ class MachineSummary:
             return []
         if self.truth_merges:
             merges = (
-                f"the truth ({self.truth_nodes} nodes) merges the two words of {self.truth_merges} of the "
+                f"the truth ({node_count(self.truth_nodes)}) merges the two words of {self.truth_merges} of the "
                 f"{self.negatives} negative examples mined (false positives of the confidence bound)"
             )
             if self.cost is None:
@@ -251,15 +290,15 @@ class MachineSummary:
                 return []
             return [
                 "no negative example was mined, so nothing in the data refutes a machine smaller than the truth "
-                f"({self.truth_nodes} nodes)"
+                f"({node_count(self.truth_nodes)})"
             ]
-        keeps = f"the truth ({self.truth_nodes} nodes) keeps every one of the {self.negatives} negative examples"
+        keeps = f"the truth ({node_count(self.truth_nodes)}) keeps every one of the {self.negatives} negative examples"
         if self.truth_nodes > self.nodes:
             if not self.smallest:
-                return [f"{keeps}; the machines listed have the {self.nodes} nodes searched"]
+                return [f"{keeps}; the machines listed have the {node_count(self.nodes)} searched"]
             return [
-                f"{keeps}, but {self.nodes} nodes suffice for them: the demonstrations do not show what would need "
-                "its other nodes"
+                f"{keeps}, but {node_count(self.nodes)} suffice for them: the demonstrations do not show what "
+                "would need its other nodes"
             ]
         if self.truth_listed:
             return [f"{keeps} and is listed"]

@@ -1,12 +1,12 @@
-"""A task binds a labeled MDP, the reward machine of the expert and the MaxEnt settings
-(paper section 2.2: the expert maximises discounted reward plus λ·entropy)."""
+"""A task binds a labeled MDP, the reward machine of the expert (when it is known) and the
+MaxEnt settings (paper section 2.2: the expert maximises discounted reward plus λ·entropy)."""
 
 from __future__ import annotations
 
 import attrs
 import numpy as np
 
-from .errors import ModelError
+from .errors import Location, ModelError
 from .machine import RewardMachine
 from .mdp import LabeledMDP
 from .ptp import MAX_TREE_LEVELS
@@ -54,25 +54,32 @@ class Task:
     Attributes:
         mdp: the labeled MDP.
         machine: the (true) reward machine; its alphabet must contain every MDP proposition.
+            ``None`` when it is not known: learning from rewards or demonstrations needs none
+            (no verdict against a truth is then given), and what needs one (the expert's exact
+            policy, simulating it, asking it) says so (:meth:`require_machine`).
         gamma: discount; ``None`` means the MDP's own ``gamma``.
         lam: entropy weight λ > 0 of the MaxEnt objective.
         depth: suggested prefix-tree depth for learning (``None``: the learner's default;
             ``EVERY_DEPTH``, ``"inf"``: learn at every depth, counterexample-guided).
         max_nodes: suggested bound ``u_max`` on the number of machine nodes.
         name: the block name used in `.rm` files.
+        origin: where the task was written (file, line and column of its name in a `.rm`
+            file), for errors; not part of its value.
     """
 
     mdp: LabeledMDP
-    machine: RewardMachine
+    machine: RewardMachine | None = None
     gamma: float | None = attrs.field(default=None, converter=_opt_float)
     lam: float = attrs.field(default=1.0, converter=float)
     depth: int | str | None = attrs.field(default=None, converter=_task_depth)
     max_nodes: int | None = attrs.field(default=None, converter=_opt_int)
     name: str = attrs.field(default="task", converter=str)
+    origin: Location | None = attrs.field(default=None, eq=False, repr=False, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
-        missing = [p for p in self.mdp.propositions if p not in self.machine.alphabet]
+        missing = [] if self.machine is None else [p for p in self.mdp.propositions if p not in self.machine.alphabet]
         if missing:
+            assert self.machine is not None, "only a machine misses propositions"
             raise ModelError(
                 f"task {self.name!r}: machine {self.machine.name!r} has no transitions on "
                 f"{', '.join(map(repr, missing))}, which mdp {self.mdp.name!r} produces"
@@ -89,6 +96,16 @@ class Task:
         if self.max_nodes is not None and self.max_nodes < 1:
             raise ModelError(f"task {self.name!r}: max_nodes must be at least 1")
 
+    def require_machine(self, needed_by: str) -> RewardMachine:
+        """The task's machine, for ``needed_by`` (what needs it, in words: "learning from the
+        task's exact policy"); a task without one is a :class:`ModelError` naming where it was
+        written and what needs the machine."""
+        if self.machine is not None:
+            return self.machine
+        where = f"{self.origin}: " if self.origin is not None else ""
+        how = "add a line 'machine NAME' to it" if self.origin is not None else "give Task a machine"
+        raise ModelError(f"{where}task {self.name!r} names no machine, and {needed_by} needs one: {how}")
+
     @property
     def discount(self) -> float:
         """The discount in force, the task's ``gamma`` or else the MDP's."""
@@ -97,13 +114,12 @@ class Task:
     @property
     def letter_of_proposition(self) -> np.ndarray:
         """``[k]``: index in ``machine.alphabet`` of the MDP's proposition ``k``."""
-        return np.array([self.machine.alphabet.index(p) for p in self.mdp.propositions], dtype=np.int64)
+        machine = self.require_machine("the letters of its machine")
+        return np.array([machine.alphabet.index(p) for p in self.mdp.propositions], dtype=np.int64)
 
     def summary(self) -> str:
         extra = "".join(
             f", {k} {v}" for k, v in (("depth", self.depth), ("max_nodes", self.max_nodes)) if v is not None
         )
-        return (
-            f"task {self.name}: mdp {self.mdp.name}, machine {self.machine.name}, "
-            f"gamma {self.discount:g}, lambda {self.lam:g}{extra}"
-        )
+        machine = "no machine" if self.machine is None else f"machine {self.machine.name}"
+        return f"task {self.name}: mdp {self.mdp.name}, {machine}, gamma {self.discount:g}, lambda {self.lam:g}{extra}"

@@ -67,6 +67,10 @@ def argbest(values, axis: int = -1, *, lowest: bool = False, tol: float = TOL) -
     return np.argmax(best(values, axis, lowest=lowest, tol=tol), axis=axis)
 
 
+#: Values compared at a time by :func:`ranks`.
+_BLOCK = 1 << 20
+
+
 def ranks(values, tol: float = TOL) -> np.ndarray:
     """Dense ranks (0 for the smallest) of ``values``, near-equal values sharing one: sorted,
     neighbours within the tolerance fall in one cluster (a chain of them too), so a rank is
@@ -74,12 +78,23 @@ def ranks(values, tol: float = TOL) -> np.ndarray:
     v = np.asarray(values, dtype=float)
     flat = v.ravel()
     out = np.zeros(flat.size, dtype=np.int64)
-    if flat.size > 1:
+    if flat.size > 1 and np.isnan(flat).any():
         order = np.argsort(flat, kind="stable")
         srt = flat[order]
         a, b = srt[:-1], srt[1:]
         same = at_most(b, a, tol) | (np.isnan(a) & np.isnan(b))
         out[order] = np.concatenate([[0], np.cumsum(~same)])
+    elif flat.size > 1:  # a value's rank: how many clusters start at or below it (sorted values only)
+        srt = np.sort(flat)
+        first = np.ones(len(srt), dtype=bool)
+        for lo in range(1, len(srt), _BLOCK):  # a block at a time: at_most's temporaries stay small
+            hi = min(lo + _BLOCK, len(srt))
+            first[lo:hi] = ~at_most(srt[lo:hi], srt[lo - 1 : hi - 1], tol)
+        starts = srt[first]
+        del first
+        out = srt.view(np.int64)  # the sorted copy's memory holds the ranks, a block at a time
+        for lo in range(0, len(flat), _BLOCK):
+            out[lo : lo + _BLOCK] = np.searchsorted(starts, flat[lo : lo + _BLOCK], side="right") - 1
     return out.reshape(v.shape)
 
 

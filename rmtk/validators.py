@@ -126,7 +126,7 @@ def implements(what: str, *methods: str, optional: bool = False, example: str = 
             hint = f", e.g. {example}" if example else ""
             raise RmtkError(
                 f"{attribute.name}={value!r} is not {what}: it has no {' or '.join(missing)} method{hint} "
-                "(docs/design.md, 'Strategies')"
+                "(docs/design/05-strategies.md)"
             )
 
     return check

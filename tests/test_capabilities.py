@@ -1,4 +1,4 @@
-"""Strategies say what they can do (capabilities with defaults, docs/design.md "Strategies"),
+"""Strategies say what they can do (capabilities with defaults, docs/design/05-strategies.md),
 and the Learner reads them: a user's strategy declaring each capability takes the path it
 declares; a purely structural one gets the defaults."""
 

@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 from rmtk import dsl
 from rmtk.cli.main import main
 from rmtk.data import load
@@ -95,3 +97,35 @@ def test_learn_demos_past_its_time_limit_says_so(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "# stopped (time limit) before building the prefix tree policy; not run: mining negative examples" in text
     assert "# no solution: not searched (the run was stopped)" in text
+
+
+def _broken_npz(tmp_path, kind: str) -> Path:
+    """An unreadable .npz: an empty file, a truncated archive, a .npy array renamed .npz."""
+    import numpy as np
+
+    path = tmp_path / f"{kind}.npz"
+    if kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "truncated":
+        np.savez_compressed(tmp_path / "whole.npz", states=np.zeros((4, 5), int), actions=np.zeros((4, 5), int))
+        path.write_bytes((tmp_path / "whole.npz").read_bytes()[:100])
+    else:
+        np.save(tmp_path / "array.npy", np.zeros((3, 3)))
+        (tmp_path / "array.npy").rename(path)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["empty", "truncated", "npy"])
+@pytest.mark.parametrize("evidence", [None, "rewards", "policy", "both"])
+def test_an_unreadable_npz_gets_the_loaders_error_whatever_from_says(tmp_path, capsys, kind, evidence):
+    """Whatever --from says, an unreadable .npz given to --demos ends in the error loading it
+    directly gives (rmtk.data.load), not a raw EOFError, BadZipFile or TypeError."""
+    from rmtk.errors import DataError
+
+    path = _broken_npz(tmp_path, kind)
+    task = dsl.load(MODELS / "patrol.rm").tasks["patrol"]
+    with pytest.raises(DataError) as direct:
+        load(path, task.mdp)
+    argv = ["learn", str(MODELS / "patrol.rm"), "--demos", str(path), "-q"]
+    assert main(argv + (["--from", evidence] if evidence else [])) == 1
+    assert capsys.readouterr().err == f"rmtk: error: {direct.value}\n"

@@ -52,6 +52,7 @@ SAMPLE = {
     "--maxsat": ([], ["--maxsat"]),
     "--noisy": ([], ["--noisy"]),
     "--tolerance": ([], ["--tolerance", "0.1"]),
+    "--label-noise": ([], ["--label-noise", "auto"]),
     "--simplest": ([], ["--simplest"]),
     "--weights": (["--maxsat"], ["--weights", "evidence"]),
     "--budget-queries": ([], ["--budget-queries", "3"]),

@@ -178,3 +178,86 @@ def mdps(draw):
 @given(mdps())
 def test_round_trip_random_explicit_mdps(mdp):
     assert dsl.loads(dsl.dumps(mdp)).mdps[mdp.name] == mdp
+
+
+@st.composite
+def tasks(draw):
+    """A task over a random MDP, with a machine over its propositions (and more) or none."""
+    mdp = draw(mdps())
+    machine = None
+    if draw(st.booleans()):
+        m = draw(machines())
+        alphabet = list(mdp.propositions) + [a for a in m.alphabet if a not in mdp.propositions]
+        n = m.n_nodes
+        machine = RewardMachine(
+            nodes=m.nodes,
+            alphabet=alphabet,
+            delta_u=np.reshape(
+                draw(st.lists(st.integers(0, n - 1), min_size=n * len(alphabet), max_size=n * len(alphabet))), (n, -1)
+            ),
+            delta_r=np.reshape(
+                draw(st.lists(rewards, min_size=n * len(alphabet), max_size=n * len(alphabet))), (n, -1)
+            ),
+            initial=m.initial,
+            name=m.name,
+        )
+    return Task(
+        mdp,
+        machine,
+        gamma=draw(st.one_of(st.none(), st.floats(0, 0.999))),
+        lam=draw(st.floats(0.01, 100)),
+        depth=draw(st.one_of(st.none(), st.integers(1, 50), st.just("inf"))),
+        max_nodes=draw(st.one_of(st.none(), st.integers(1, 9))),
+        name=draw(names),
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(tasks())
+def test_round_trip_random_tasks_with_or_without_a_machine(task):
+    text = dsl.dumps(task)
+    again = dsl.loads(text)
+    assert again.tasks[task.name] == task and dsl.dumps(again) == text
+    assert ("\n  machine " in text.split("task ")[-1]) == (task.machine is not None)
+
+
+NO_MACHINE = """\
+mdp one {
+  states s
+  actions a
+  propositions P
+  label P s
+  start s
+  gamma 0.99
+  s a -> s
+}
+
+task t {
+  mdp one
+  lambda 0.5
+}
+"""
+
+
+def test_a_task_may_leave_its_machine_out_until_something_needs_it():
+    """The machine of a task is needed only by what reads it (the expert's policy, simulating,
+    the verdicts): left out, it prints back without one, and what needs it names the place of
+    the task (file, line, column) and itself."""
+    doc = dsl.loads(NO_MACHINE, file="x.rm")
+    task = doc.tasks["t"]
+    assert task.machine is None and not doc.machines and task.lam == 0.5
+    assert dsl.dumps(doc) == NO_MACHINE and dsl.loads(dsl.dumps(task)) == doc
+    assert task.summary() == "task t: mdp one, no machine, gamma 0.99, lambda 0.5"
+    with pytest.raises(RmtkError) as err:
+        task.require_machine("simulating its expert")
+    assert str(err.value) == (
+        "x.rm:11:6: task 't' names no machine, and simulating its expert needs one: add a line 'machine NAME' to it"
+    )
+    from rmtk.simulate import simulate
+
+    with pytest.raises(RmtkError, match=r"^x\.rm:11:6: task 't' names no machine, and simulating its expert"):
+        simulate(task, 2, 2, seed=0)
+    with pytest.raises(RmtkError, match="task 't' names no machine, and .* needs one: give Task a machine"):
+        assert Task(task.mdp, name="t").letter_of_proposition is None
+    with pytest.raises(RmtkError, match=r"x\.rm:11:6: error: task 't' names no mdp"):
+        dsl.loads(NO_MACHINE.replace("  mdp one\n", ""), file="x.rm")

@@ -38,7 +38,7 @@ def test_rooms_numbering_labels_and_start():
     m = rooms()
     assert (m.n_states, m.actions) == (16, ("down", "right", "up", "left"))
     assert m.states[:5] == ("r0c0", "r1c0", "r2c0", "r3c0", "r0c1")
-    # state i at row i mod 4, column i div 4 (benchmarks.md)
+    # state i at row i mod 4, column i div 4 (shared/benchmarks.md)
     assert all(m.states[i] == f"r{i % 4}c{i // 4}" for i in range(16))
     assert "".join(m.label(i) for i in range(16)) == "DDAADDAACCBBCCBB"
     assert m.propositions == ("A", "B", "C", "D")

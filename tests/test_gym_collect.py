@@ -145,6 +145,11 @@ def test_learning_from_a_recording(coffee):
     )
     assert len(res.machines) == 1
     assert isomorphic(res.machines[0], coffee.machine.with_alphabet_order(mdp.propositions), rewards=False)
+    # the recording carries its policy: verdicts against the task compare with the table recorded
+    from rmtk.exact import NodePolicyTable
+
+    expected = NodePolicyTable(table).class_table(coffee)
+    np.testing.assert_array_equal(EmpiricalPTP(rec).expert_classes(coffee), expected)
 
 
 # ---------------------------------------------------------------------- bins

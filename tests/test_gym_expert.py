@@ -82,7 +82,7 @@ def test_active_learning_through_gymnasium_equals_every_depth(mode):
     r = run.result
     assert (r.n_nodes, r.raw_count) == (every.n_nodes, every.raw_count)
     # the same machines: those listed, with their transitions the data leave free filled in
-    # every valid way (no question is asked at the absorbing holes and goal, docs/design.md
+    # every valid way (no question is asked at the absorbing holes and goal, docs/design/14-sampled-experts.md,
     # section 14.1), are the every-depth machines
     assert _completions(r) == _completions(every) and len(_completions(every)) == every.raw_count
     assert all(v.consistent for v in r.verdicts) and not run.flagged

@@ -181,7 +181,7 @@ def questions_avoiding(task: Task, cell: str, depth: int):
     rows = ~bad[classes.pair_node] & (ptp.tree.pair_state != c)
     negatives = PolicyClasses(classes.pair_class[rows], classes.class_state, new[classes.pair_node[rows]])
     result = types.SimpleNamespace(oracle=TrieOracle(sub, negatives), mdp=state_task(task).mdp)
-    return types.SimpleNamespace(result=result, flagged=False, ended=None)  # an active run that ended by itself
+    return types.SimpleNamespace(result=result, flagged=False, ended=None, sampled=False)  # an exact run, ended itself
 
 
 def test_a_pair_that_leaves_a_reachable_state_unlabeled_is_not_the_truth():

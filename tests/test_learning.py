@@ -40,7 +40,8 @@ def patrol():
 # ------------------------------------------------------------------ prefix tree and counts
 @pytest.mark.parametrize("depth,per_state,distinct", [(4, 67, 42), (5, 320, 208), (6, 1386, 891)])
 def test_patrol_negative_example_counts(patrol, depth, per_state, distinct):
-    """Verified counts of benchmarks.md (one distinct policy per node, compressed words)."""
+    """Verified counts of docs/benchmarks/02-conventions.md, section 2.5 (one distinct policy per
+    node, compressed words)."""
     tree = build_prefix_tree(patrol.mdp, depth)
     classes = policy_classes(DistinctPerNode().prefix_tree_policy(patrol, tree))
     assert classes.per_state_pairs() == per_state

@@ -22,3 +22,15 @@ def test_a_rate_once_the_clock_has_run():
     line = out.getvalue().strip()
     rate = float(line.split("(")[1].split("/s")[0].replace(",", ""))
     assert "50/100" in line and 0 < rate <= 50 / (2 * MIN_RATE_SECONDS) * 1.01
+
+
+def test_solution_counts_agree_in_number():
+    """One solution is '1 solution', not '1 solutions'; thousands are separated."""
+    out = io.StringIO()
+    p = StderrProgress(out, every=0.0)
+    p.solution(1, 1)
+    p.solution(1200, 3)
+    assert out.getvalue().splitlines() == [
+        "rmtk: 1 solution enumerated, 1 distinct up to renaming",
+        "rmtk: 1,200 solutions enumerated, 3 distinct up to renaming",
+    ]

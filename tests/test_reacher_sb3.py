@@ -2,7 +2,7 @@
 benchmarks/train_reacher_agent.py): the file loads and its record matches it, the agent
 completes b → y → r in seeded episodes played here, its exact expert answers with the softmax
 at the cell centre, and a quick ``rmtk reproduce reacher --set expert=agent`` records it and
-learns. Needs stable-baselines3 (rmtk[rl]) and MuJoCo (rmtk[reacher]); skips without them."""
+learns. Needs stable-baselines3 (the rl extra) and MuJoCo (the reacher extra); skips without them."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pickle
 import numpy as np
 import pytest
 
-sb3 = pytest.importorskip("stable_baselines3", reason="stable-baselines3 is not installed (pip install 'rmtk[rl]')")
-torch = pytest.importorskip("torch", reason="torch is not installed (pip install 'rmtk[rl]')")
-pytest.importorskip("mujoco", reason="MuJoCo is not installed (pip install 'rmtk[reacher]')")
+sb3 = pytest.importorskip("stable_baselines3", reason="stable-baselines3 is not installed (pip install '.[rl]')")
+torch = pytest.importorskip("torch", reason="torch is not installed (pip install '.[rl]')")
+pytest.importorskip("mujoco", reason="MuJoCo is not installed (pip install '.[reacher]')")
 
 from rmtk.cli.main import main  # noqa: E402
 from rmtk.envs.reacher import advance, true_machine  # noqa: E402

@@ -122,9 +122,43 @@ def test_npz_bad_rewards(grid, tmp_path):
     np.savez(tmp_path / "d.npz", states=s, actions=np.zeros_like(s), rewards=good[:, :2])
     with raises("d.npz: array 'rewards' has shape (2, 2), but 'states' has (2, 3)"):
         load_npz(tmp_path / "d.npz")
-    # values after a trajectory's end are ignored (reward arrays are often padded with 0)
+    # a reward after a trajectory's end is refused by its record, as Demonstrations refuses it
     np.savez(tmp_path / "d.npz", states=[[0, -1]], actions=[[0, -1]], lengths=[1], rewards=[[1.0, 0.0]])
-    assert np.isnan(load_npz(tmp_path / "d.npz").rewards[0, 1])
+    with raises("d.npz: array 'rewards': trajectory 0, step 1: reward after the trajectory's end (length 1; it must"):
+        load_npz(tmp_path / "d.npz")
+    with raises("trajectory 0, step 1: reward after the trajectory's end (length 1; it must be nan)"):
+        Demonstrations([[0, -1]], [[0, -1]], [1], rewards=[[1.0, 0.0]])
+    np.savez(tmp_path / "d.npz", states=[[0, -1]], actions=[[0, -1]], lengths=[1], rewards=[[1.0, np.nan]])
+    assert load_npz(tmp_path / "d.npz").rewards[0, 0] == 1.0
+
+
+def test_a_reward_column_without_a_reward_is_refused(grid, rewarded, patrol, tmp_path, capsys):
+    """A reward column that exists but records nothing (empty, nan, null) is refused by file and
+    column, never read as "with rewards" (which learned a 1-node machine from no reward)."""
+    (tmp_path / "e.csv").write_text("trajectory,step,state,action,reward\n0,0,r0c0,down,\n0,1,r1c0,down,nan\n")
+    with raises("e.csv: column 'reward' holds no reward: every value is unknown"):
+        load(tmp_path / "e.csv", grid)
+    np.savez(tmp_path / "e.npz", states=[[0, 1]], actions=[[0, 0]], rewards=[[np.nan, np.nan]])
+    with raises("e.npz: array 'rewards' holds no reward: every value is unknown"):
+        load(tmp_path / "e.npz", grid)
+    nulls = pa.array([None] * rewarded.n_steps, type=pa.float64())
+    path = _parquet(tmp_path, grid, rewarded, nulls)
+    with raises(f"{path}: column 'reward' holds no reward"):
+        load(path, grid)
+    with raises(f"{path}: the 'reward' column holds no reward a machine pays"):  # counted, never loaded whole
+        reward_traces(str(path), grid)
+    last = Demonstrations.from_lists([[(0, 0, 1.0)], [(4, 0, 0.0)]])  # one step each: no next label
+    with raises("the demonstrations' rewards hold no reward a machine pays"):
+        reward_traces(last, grid)
+    csv = tmp_path / "p.csv"
+    assert main(["simulate", str(MODELS / "patrol.rm"), "-n", "5", "-T", "4", "--seed", "1", "-o", str(csv), "-q"]) == 0
+    rows = csv.read_text().splitlines()
+    csv.write_text("\n".join([rows[0] + ",reward"] + [r + "," for r in rows[1:]]) + "\n")
+    capsys.readouterr()
+    for evidence in (None, "rewards", "both", "policy"):
+        argv = ["learn", str(MODELS / "patrol.rm"), "--demos", str(csv), "-q"]
+        assert main(argv + (["--from", evidence] if evidence else [])) == 1
+        assert capsys.readouterr().err.startswith(f"rmtk: error: {csv}: column 'reward' holds no reward")
 
 
 def _parquet(tmp_path, grid, rewarded, column):

@@ -78,12 +78,30 @@ def test_contradicting_rewards_leave_no_machine():
     assert traces.n_rows == 2 and traces.noisy().tolist() == [True]
     r = Learner(ptp=None, rewards=TraceRewards(traces), max_nodes=3).fit(mdp)
     assert r.n_nodes is None and r.search.complete
+    word = " ".join(traces.word(0))
+    assert f"which contradict each other: after the word '{word}', the letter '{mdp.propositions[mdp.labels[1]]}'" in (
+        r.search.message
+    )
+    assert "was paid 0 (1 step) and 1 (1 step)" in r.search.message  # the traces alone: no step to name
+    r = Learner(ptp=None, rewards=TraceRewards(demos), max_nodes=3).fit(mdp)
+    assert "was paid 0 (1 step, at trajectory 1, step 0) and 1 (1 step, at trajectory 0, step 0)" in r.search.message
+    assert "NoisyRewardEncoder (--noisy" in r.search.message and "TolerantRewards (--tolerance" in r.search.message
 
 
 def test_noise_interval_is_clopper_pearson():
     e = noise_interval(5, 100)
     assert e.rate == 0.05 and 0.016 < e.low < 0.017 and 0.112 < e.high < 0.113
     assert noise_interval(0, 10).low == 0.0 and noise_interval(10, 10).high == 1.0
+
+
+def test_a_tiny_noise_interval_prints_digits_that_show_it():
+    """390,000 steps without a disagreement bound the noise below 1 − 0.025^(1/390000) ≈ 9.5e-06:
+    printed as such, not "0.0000 to 0.0000"; shares from 0.001 up keep four decimals."""
+    e = noise_interval(0, 390_000)
+    assert abs(e.high - (1 - 0.025 ** (1 / 390_000))) < 1e-12
+    assert str(e) == "noise 0.0000 (0 of 390000 observed steps disagree; 95% interval 0.0000 to 9.5e-06)"
+    assert "interval 6.2e-07 to 8.8e-06" in str(noise_interval(3, 1_000_000))
+    assert str(noise_interval(5, 100)).startswith("noise 0.0500 (5 of 100 observed steps disagree; 95% interval 0.01")
 
 
 def test_a_learner_needs_some_evidence():
@@ -97,3 +115,26 @@ def test_plain_sat_encoder_keeps_policy_answers(models_dir):
         pytest.skip("no patrol model")
     r = Learner(irl=None).fit(task)
     assert r.raw_count == 6 and r.rewards is None and r.decoded is None
+
+
+def test_reward_verdicts_compare_what_each_machine_pays(models_dir):
+    """rmtk.traces.verdicts: the truth against itself, a reward off by 0.05 (within a tolerance of
+    0.1, not exactly), and the shortest word that shows it, the reward flagged when no trace saw it."""
+    from rmtk.traces.verdicts import reward_consistency
+
+    task = dsl.load(models_dir / "patrol.rm").tasks["patrol"]
+    m, letter = task.machine, task.letter_of_proposition
+    du, dr = m.delta_u[:, letter], m.delta_r[:, letter]
+    off = dr.copy()
+    d = task.mdp.propositions.index("D")
+    off[3, d] = 1.05
+    same, near = reward_consistency(task.mdp, du, dr, [(du, dr), (du, off)], tolerance=0.1)
+    assert same.consistent and near.consistent and same.triples == near.triples == 48
+    (exact,) = reward_consistency(task.mdp, du, dr, [(du, off)])
+    word, k, paid, true_paid, state = exact.witness
+    assert (k, paid, true_paid) == ("D", 1.05, 1.0) and not exact.unobserved
+    assert word == ("A", "B", "C")  # the shortest: from a start cell of A beside B, then C, then into D
+    seen = np.ones(du.shape, bool)
+    seen[3, d] = False
+    (free,) = reward_consistency(task.mdp, du, dr, [(du, off)], used=[np.ones(du.shape, bool)], observed=[seen])
+    assert free.unobserved and str(free).endswith("the data leave that part of the learned machine free")

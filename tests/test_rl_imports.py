@@ -1,4 +1,4 @@
-"""torch and Stable-Baselines3 belong to the extra rmtk[rl] alone: importing rmtk, its CLI,
+"""torch and Stable-Baselines3 belong to the rl extra alone: importing rmtk, its CLI,
 rmtk.gym or even rmtk.rl (whose adapters import them when a model is adapted) imports neither."""
 
 import subprocess

@@ -2,7 +2,7 @@
 expert (a hand-set DQN whose greedy policy is the Office World's scripted expert, a PPO whose
 softmax is a known table), collect through one batched call, CRM in the replay buffer checked
 against the machine, PPO on the product, and one clear error per bad input. Every test needs
-stable-baselines3 (the extra rmtk[rl]) and skips without it."""
+stable-baselines3 (the rl extra) and skips without it."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import gymnasium
 import numpy as np
 import pytest
 
-sb3 = pytest.importorskip("stable_baselines3", reason="stable-baselines3 is not installed (pip install 'rmtk[rl]')")
-torch = pytest.importorskip("torch", reason="torch is not installed (pip install 'rmtk[rl]')")
+sb3 = pytest.importorskip("stable_baselines3", reason="stable-baselines3 is not installed (pip install '.[rl]')")
+torch = pytest.importorskip("torch", reason="torch is not installed (pip install '.[rl]')")
 
-from rmtk import RewardMachine, dsl  # noqa: E402
+from rmtk import RewardMachine, dsl, isomorphic  # noqa: E402
 from rmtk.active.experts import TaskExpert  # noqa: E402
 from rmtk.active.loop import ActiveLearner  # noqa: E402
 from rmtk.errors import ModelError  # noqa: E402
@@ -21,7 +21,7 @@ from rmtk.exact import NodePolicyTable, shortest_path_table  # noqa: E402
 from rmtk.gym import Bins, Identity, NodePolicy, RewardMachineEnv, StateLabels, collect, office_env  # noqa: E402
 from rmtk.gym.mdp_env import MdpVectorEnv  # noqa: E402
 from rmtk.planning import task_policy  # noqa: E402
-from rmtk.rl import AgentExpert, agent_policy, crm, sb3_agent  # noqa: E402
+from rmtk.rl import AgentExpert, agent_policy, crm, no_log_folder, sb3_agent  # noqa: E402
 
 EPSILON = 0.1
 
@@ -66,7 +66,7 @@ def hand_set_dqn(task, env, **kw):
     with torch.no_grad():
         layer.weight.copy_(torch.as_tensor(weight, dtype=torch.float32))
         layer.bias.zero_()
-    return model
+    return no_log_folder(model)
 
 
 def test_sb3_dqn_expert_gives_the_greedy_distribution_exactly(office):
@@ -116,6 +116,8 @@ def test_sb3_active_learning_from_a_dqn_finds_the_coffee_machine_with_no_draws(o
     assert r.isomorphic_to_truth() == (True,) and r.verdicts[0].consistent and not run.flagged
     assert run.draws == 0 and run.evaluations > 0
     assert (r.n_nodes, r.raw_count, run.queries) == (same.result.n_nodes, same.result.raw_count, same.queries)
+    # the same questions, plus the agent's product table: 108 states x 3 nodes in one batched pass
+    assert run.evaluations == same.evaluations + 108 * 3
 
 
 def test_sb3_collect_batches_a_vector_environment_through_the_agent(office):
@@ -238,6 +240,7 @@ def test_sb3_sac_learns_from_counterfactual_experiences_of_a_continuous_product(
 
     env = RewardMachineEnv(TimeLimit(Line(), 20), a_then_b(), line_labels, observation="flat")
     model = sb3.SAC("MlpPolicy", env, policy_kwargs={"net_arch": [8]}, learning_starts=50, seed=0, **crm(env))
+    no_log_folder(model)
     model.learn(80)
     buf = model.replay_buffer
     assert buf.experiences == 2 * 80 and buf.pos == 160
@@ -279,7 +282,7 @@ def test_sb3_ppo_trains_on_the_product_and_passes_check_env(office):
             policy_kwargs={"net_arch": [8]},
             seed=0,
         )
-        model.learn(128)
+        no_log_folder(model).learn(128)
         assert model.num_timesteps >= 128
         expert = AgentExpert(model, task.mdp, task.machine)
         p = expert.act(
@@ -292,9 +295,9 @@ def test_sb3_ppo_trains_on_the_product_and_passes_check_env(office):
 def test_sb3_bad_inputs_get_one_clear_error_each(office):
     task = office.tasks["coffee"]
     plain = sb3.DQN("MlpPolicy", office_env(), policy_kwargs={"net_arch": [4]}, seed=0)
-    with pytest.raises(ModelError, match=r"observation space is Discrete\(108\), not the product"):
+    with pytest.raises(ModelError, match=r"observation space is Discrete\(108\), the environment.s own: it observes"):
         AgentExpert(plain, task.mdp, task.machine)
-    with pytest.raises(ModelError, match=r"observation space is Discrete\(108\), not the product"):
+    with pytest.raises(ModelError, match=r"observation space is Discrete\(108\), the environment.s own: it observes"):
         agent_policy(plain, task.machine, StateLabels.of(task.mdp), env=office_env())
     model = sb3.DQN("MlpPolicy", product(task), policy_kwargs={"net_arch": [4]}, seed=0)
     other = RewardMachine.from_transitions({("u0", "x"): ("u1", 1.0)}, ["x", "y"], nodes=["u0", "u1", "u2"])
@@ -406,16 +409,264 @@ def test_sb3_reward_like_pays_the_learned_machine_as_the_truth(office):
         assert isomorphic(paid, truth, rewards=True) and paid.delta_r.sum() == truth.delta_r.sum()
 
 
-def test_sb3_reproduce_deep_rl_quick_draws_the_five_curves(tmp_path):
-    from rmtk.experiments import Options, run
+def test_sb3_reproduce_deep_rl_reports_the_five_curves_and_the_machine_learned_back(tmp_path, monkeypatch):
+    """The quick run's report at a still smaller size (its training: 300 steps a curve, a tiny
+    network; the quick run itself is measured by `rmtk reproduce deep-rl --quick`)."""
+    import tempfile
 
-    report = run("deep-rl", Options(quick=True, figure_dir=tmp_path))
+    from rmtk.experiments import Options, run
+    from rmtk.experiments.deep_rl import SETTINGS, _config
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    small = {"steps": 300, "every": 100, "episodes": 200, "hidden": 8}
+    report = run("deep-rl", Options(quick=True, figure_dir=tmp_path, overrides=small))
     caption, header, rows = report.tables[0]
     learned = dict(zip(header, rows[0]))
+    assert "300 steps" in caption and "200 episodes" in caption
     assert learned["draws"] == 0 and learned["active machines"] >= 1  # exact: no sampled draw
+    assert learned["evaluations"] >= 108 * 3  # the product table's batched pass is counted
     caption, header, rows = report.tables[1]
+    assert caption.startswith("DQN (1 run, greedy evaluation every 100 steps")
+    assert header == ["agent", "steps to 90%", "per run", "best", "final", "s (median)"]
     assert [r[0] for r in rows] == ["true, CRM", "true, no CRM", "learned, CRM", "learned, no CRM", "no machine"]
-    assert all(0.0 <= r[3] <= 1.0 for r in rows)
+    assert all(0.0 <= r[4] <= r[3] <= 1.0 for r in rows)
+    finding = report.notes[0]
+    assert finding.startswith("finding: the machine learned back actively is ") and "plain DQN" in finding
     assert (tmp_path / "deep_rl.png").read_bytes()[:4] == b"\x89PNG"
+    assert not list(tmp_path.glob("SB3-*"))  # five training runs, no log folder
+    # --quick trains the full run's network (a smaller one trains no agent within its budget)
+    quick, full = Options(quick=True, settings=SETTINGS), Options(settings=SETTINGS)
+    assert _config(quick) == _config(full) and quick.get("steps") >= 6_000
     with pytest.raises(Exception, match="setting task: expected one of coffee, patrol"):
         run("deep-rl", Options(quick=True, overrides={"task": "mail"}))
+
+
+def test_sb3_learn_back_finds_the_truth_of_a_trained_agent_and_flags_a_greedy_recording(office):
+    """The quick run's second half on an agent trained to the end (the scripted expert's
+    Q-values set in the network): actively the truth with no draw; passively, its greedy
+    episodes show one action a history, which the notes say."""
+    from rmtk.experiments.deep_rl import learn_back
+
+    task = office.tasks["coffee"]
+    model = hand_set_dqn(task, product(task))
+    row, machine, notes = learn_back(task, model, episodes=300, epsilon=EPSILON, alpha=0.05, seed=0)
+    assert row["active = truth"] == "yes" and row["draws"] == 0 and row["negatives"] > 0
+    assert isomorphic(machine, task.machine, rewards=False) and not notes
+    row, machine, notes = learn_back(task, model, episodes=300, epsilon=0.0, alpha=0.05, seed=0)
+    assert not notes  # greedy, but its tied actions share the greedy mass: not one action a history
+    row, machine, notes = learn_back(task, tiny_dqn(product(task)), episodes=300, epsilon=0.0, alpha=0.05, seed=0)
+    assert row["passive nodes"] == 1 and row["negatives"] == 0  # an untrained greedy agent's loops
+    assert len(notes) == 1 and "every recorded history shows a single action" in notes[0]
+    assert "here they never do" in notes[0]
+
+
+def four_nodes() -> RewardMachine:
+    """A 4-node machine over the Office World's letters: coffee, then mail, then the office."""
+    office_letters = dsl.load("models/office.rm").tasks["coffee"].machine.alphabet
+    return RewardMachine.from_transitions(
+        {("u0", "f"): "u1", ("u1", "e"): "u2", ("u2", "g"): ("done", 1.0)},
+        office_letters,
+        nodes=["u0", "u1", "u2", "done"],
+        name="four",
+    )
+
+
+def tiny_dqn(env):
+    return sb3.DQN("MlpPolicy", env, policy_kwargs={"net_arch": [4]}, seed=0, device="cpu")
+
+
+def test_sb3_agent_policy_refuses_an_agent_trained_with_another_number_of_nodes(office):
+    task = office.tasks["coffee"]
+    labels = StateLabels.of(task.mdp)
+    four = tiny_dqn(RewardMachineEnv(office_env(max_steps=20), four_nodes(), labels, observation="flat"))
+    three = tiny_dqn(product(task))
+    vec = MdpVectorEnv(task.mdp, 4, max_steps=10)
+    # without env=: the StateLabels say the world has 108 states (432 = 108 x 4 is also 144 x 3)
+    with pytest.raises(ModelError, match=r"Discrete\(432\): the product of the environment's Discrete\(108\) with 4 "):
+        agent_policy(four, task.machine, labels)
+    with pytest.raises(ModelError, match=r"with 3 nodes, and the machine has 4; give the machine the agent was"):
+        agent_policy(three, four_nodes(), labels, env=vec)
+
+    # a labeler that does not say the states: the agent's Discrete(324) alone does not split into nodes
+    def plain(obs, info):
+        return labels(obs)
+
+    with pytest.raises(ModelError, match=r"only if the environment has 81 states.*give env="):
+        agent_policy(three, four_nodes(), plain)
+    assert agent_policy(three, task.machine, plain, env=vec).encoding.inner == gymnasium.spaces.Discrete(108)
+
+
+def test_sb3_agent_policy_refuses_the_product_environment_with_rmtks_error(office):
+    task = office.tasks["coffee"]
+    labels = StateLabels.of(task.mdp)
+    three = tiny_dqn(product(task))
+    with pytest.raises(ModelError, match="already the product of an environment with a machine"):
+        agent_policy(three, task.machine, labels, env=product(task))
+    # recorded on the product (no env= given): its labels do not cover its observations
+    with pytest.raises(
+        Exception, match=r"labels 108 states \(StateLabels\), and the environment observes Discrete\(324"
+    ):
+        collect(product(task), agent_policy(three, task.machine, labels), labels, Identity(), 2, seed=0)
+
+
+class StepLine(Line):
+    """Line with three discrete moves: left, stay, right."""
+
+    action_space = gymnasium.spaces.Discrete(3)
+
+    def step(self, action):
+        return super().step(np.array([float(action) - 1.0], np.float32))
+
+
+def test_sb3_agent_policy_checks_box_observations_and_the_action_space():
+    from gymnasium.wrappers import TimeLimit
+
+    env = RewardMachineEnv(TimeLimit(StepLine(), 10), a_then_b(), line_labels, observation="flat")
+    ppo = sb3.PPO("MlpPolicy", env, policy_kwargs={"net_arch": [4]}, n_steps=32, batch_size=32, seed=0, device="cpu")
+    two = RewardMachine.from_transitions({("u0", "a"): ("u1", 1.0)}, ["a", "b", "i"], nodes=["u0", "u1"], name="two")
+    bins = Bins(0.0, 1.0, 10)
+    # the agent's Box(4,) is 1 number with 3 nodes, or 2 numbers with 2: the observations say which
+    policy = agent_policy(ppo, two, line_labels)
+    with pytest.raises(Exception, match=r"observations have 1 number each.*are of 2 \(a product with 3 nodes\)"):
+        collect(TimeLimit(StepLine(), 10), policy, line_labels, bins, 2, seed=0, propositions=["a", "b", "i"])
+    with pytest.raises(
+        ModelError, match=r"Box.*: the product of the environment's Box.*with 3 nodes, and the machine has 2"
+    ):
+        agent_policy(ppo, two, line_labels, env=StepLine())
+    # the right machine records, one batched call per step for a vector environment's copies
+    vec = gymnasium.vector.SyncVectorEnv([lambda: TimeLimit(StepLine(), 10)] * 3)
+    rec = collect(
+        vec,
+        agent_policy(ppo, a_then_b(), line_labels, env=vec),
+        line_labels,
+        bins,
+        6,
+        seed=0,
+        propositions=["a", "b", "i"],
+    )
+    assert rec.episodes == 6 and rec.n_actions == 3
+    # a continuous-action agent: collect records Discrete actions, said before a step is played
+    sac = sb3.SAC("MlpPolicy", RewardMachineEnv(Line(), a_then_b(), line_labels, observation="flat"), seed=0)
+    with pytest.raises(
+        ModelError,
+        match=r"acts in Box\(-1.0, 1.0, \(1,\), float32\), and collect records the environment's Discrete\(3\)",
+    ):
+        agent_policy(sac, a_then_b(), line_labels, env=vec)
+    # a discrete agent with other actions than the environment's
+    task = dsl.load("models/office.rm").tasks["coffee"]
+
+    class ThreeMoves:  # the Office World's cells, three actions
+        observation_space = gymnasium.spaces.Discrete(108)
+        action_space = gymnasium.spaces.Discrete(3)
+
+    with pytest.raises(
+        ModelError, match=r"acts in Discrete\(4\), and the environment in Discrete\(3\): expected Discrete\(3"
+    ):
+        agent_policy(tiny_dqn(product(task)), task.machine, StateLabels.of(task.mdp), env=ThreeMoves())
+
+
+def test_sb3_training_leaves_no_log_folder_in_the_temporary_directory(tmp_path, monkeypatch, capsys):
+    import tempfile
+
+    from rmtk.experiments._dqn import DQNConfig, train_dqn
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # a private temporary directory
+    monkeypatch.delenv("SB3_LOGDIR", raising=False)  # Stable-Baselines3's default (tests/conftest.py sets one)
+    task = dsl.load("models/office.rm").tasks["coffee"]
+    plain = sb3.PPO("MlpPolicy", product(task), n_steps=32, batch_size=32, policy_kwargs={"net_arch": [4]}, seed=0)
+    plain.learn(32)
+    assert len(list(tmp_path.glob("SB3-*"))) == 1  # Stable-Baselines3's own logger: one empty folder a run
+    config = DQNConfig(hidden=(4,), learning_starts=20, explore=50, buffer_size=500, batch_size=8)
+    curve, model = train_dqn(
+        task.machine, task.machine, StateLabels.of(task.mdp), use_crm=True, seed=0, steps=100, every=50, config=config
+    )
+    assert curve.steps == (50, 100) and model.num_timesteps == 100
+    loud = no_log_folder(sb3.PPO("MlpPolicy", product(task), n_steps=32, batch_size=32, verbose=1, seed=0))
+    loud.learn(32)
+    assert "total_timesteps" in capsys.readouterr().out  # a verbose model still logs to standard output
+    assert len(list(tmp_path.glob("SB3-*"))) == 1  # the rmtk-trained runs added none
+
+
+def test_sb3_a_greedy_agents_recording_says_why_it_shows_no_negative_example(office):
+    """A greedy agent in a deterministic world is seen along its own paths only: its recording
+    shows one action a history, and the result says so when no negative example came of it."""
+    import io
+
+    from rmtk import ConfidenceMiner, EmpiricalPTP, Learner
+    from rmtk.encoders import SimplestEncoder
+    from rmtk.report import report_demos
+
+    task = office.tasks["coffee"]
+    labels = StateLabels.of(task.mdp)
+    model = tiny_dqn(product(task))  # untrained: no ties among its Q-values
+    found = {}
+    for epsilon in (0.0, EPSILON):
+        envs = MdpVectorEnv(task.mdp, 50, max_steps=20)
+        policy = agent_policy(sb3_agent(model, epsilon=epsilon), task.machine, labels, env=envs)
+        rec = collect(envs, policy, labels, Identity(), 500, seed=0)
+        learner = Learner(EmpiricalPTP(rec), miner=ConfidenceMiner(0.05), encoder=SimplestEncoder(), irl=None)
+        found[epsilon] = learner.fit(rec.space)
+    greedy = found[0.0]
+    assert greedy.n_nodes == 1 and len(greedy.negatives) == 0
+    assert (greedy.ptp.counts > 0).sum(axis=1).max() == 1  # one action at every recorded history
+    text = str(greedy.summary())  # the summary as text, not a repr
+    assert text.splitlines()[0] == "survivors: 1 machine with 1 node"
+    assert "every recorded history shows a single action (a deterministic policy" in text
+    assert "here they never do; record it with exploration" in text
+    out = io.StringIO()
+    report_demos(greedy, out=out)
+    assert out.getvalue().startswith("# demonstrations: 0 negative examples at alpha 0.05\n# every recorded history")
+    exploring = found[EPSILON]
+    assert (exploring.ptp.counts > 0).sum(axis=1).max() > 1
+    assert "single action" not in str(exploring.summary())
+
+
+def test_sb3_learning_from_an_agents_recording_judges_against_the_agent(office):
+    """fit(task) on an agent's recording: the verdicts compare with the agent recorded (its
+    exact distribution, carried by the recording), not with the task's soft-optimal policy."""
+    import warnings
+
+    from rmtk import ConfidenceMiner, EmpiricalPTP, Learner
+    from rmtk.encoders import SimplestEncoder
+    from rmtk.exact import SoftOptimal
+    from rmtk.rl import PredictAgent
+
+    task = office.tasks["coffee"]
+    labels = StateLabels.of(task.mdp)
+    model = tiny_dqn(product(task))  # untrained: its greedy action ignores its node
+    with torch.no_grad():
+        q = model.q_net(torch.arange(108 * 3)).numpy().reshape(108, 3, 4)
+    assert (q.argmax(axis=2) == q[:, :1].argmax(axis=2)).all()  # the same action at every node of a cell
+
+    def learn(agent, **kw):
+        envs = MdpVectorEnv(task.mdp, 50, max_steps=20)
+        rec = collect(envs, agent_policy(agent, task.machine, labels, env=envs), labels, Identity(), 500, seed=0)
+        ptp = EmpiricalPTP(rec, **kw)
+        return Learner(ptp, miner=ConfidenceMiner(0.05), encoder=SimplestEncoder(), irl=None, max_nodes=3).fit(task)
+
+    agent = sb3_agent(model, epsilon=EPSILON)
+    judged = learn(agent)
+    assert judged.n_nodes == 1 and judged.verdicts[0].consistent  # the agent has one node's behaviour
+    soft = learn(agent, expert=SoftOptimal())  # asked for: the task's soft-optimal policy uses its nodes
+    assert not soft.verdicts[0].consistent
+    # an agent that only samples: its classes are not known, so no verdict (and a warning says why)
+    sampled = PredictAgent(agent.sample, agent.observation_space, agent.action_space)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        blind = learn(sampled)
+    assert blind.verdicts is None
+    assert any(
+        "no verdicts against the recorded agent (AgentPolicy): its policy classes" in str(w.message) for w in caught
+    )
+
+
+def test_sb3_agent_expert_points_a_gymnasium_environment_to_its_labeled_mdp(office):
+    from rmtk.errors import RmtkError
+
+    task = office.tasks["coffee"]
+    model = tiny_dqn(product(task))
+    env = gymnasium.make("CliffWalking-v1")
+    with pytest.raises(RmtkError, match=r"mdp is a Gymnasium environment \(CliffWalking-v1\).*tabular_mdp\(env"):
+        AgentExpert(model, env, task.machine)
+    with pytest.raises(RmtkError, match=r"estimate_mdp\(recording\).*rmtk.Task\(mdp, machine\)"):
+        AgentExpert(model, office_env(), task.machine)

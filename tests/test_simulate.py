@@ -264,3 +264,20 @@ def test_row_sampler_frequencies():
     draws = sampler.sample(np.zeros(m, dtype=np.intp), rng.random(m))
     counts = np.bincount(draws, minlength=4)
     assert np.all(_within(counts, np.full(4, m), p))
+
+
+def test_rewards_of_one_step_trajectories_are_refused_before_any_draw():
+    """A step's reward is paid on the next state's label: one-step trajectories record no known
+    reward, which loading refuses; simulating them with rewards says so at once."""
+    import pytest
+
+    from rmtk import dsl
+    from rmtk.errors import DataError
+    from rmtk.simulate import simulate
+
+    task = dsl.load_model("patrol").tasks["patrol"]
+    with pytest.raises(DataError, match="horizon of at least 2"):
+        simulate(task, 5, 1, seed=0, rewards=True)
+    one = simulate(task, 1, 1, seed=0)
+    assert one.summary() == "1 trajectory of 1 step (1 step)"
+    assert simulate(task, 3, 2, seed=0, rewards=True).summary() == "3 trajectories of 2 steps (6 steps, with rewards)"

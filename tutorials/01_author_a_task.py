@@ -8,28 +8,34 @@ objects it becomes, print it back canonically (an exact round trip), see what an
 message looks like, and meet the ``gridworld`` generator.
 
 Run it with ``python tutorials/01_author_a_task.py [OUTPUT_DIR]``. The only file it
-writes (``fetch.rm``) goes to OUTPUT_DIR (default: a fresh temporary directory).
+writes (``fetch.rm``) goes to OUTPUT_DIR (default: a temporary directory, removed at exit).
 """
 
+import atexit
 import sys
 import tempfile
 from pathlib import Path
 
 from rmtk import dsl
 from rmtk.errors import DslError
+from rmtk.io.draw import draw_machine
 
 
 def output_dir() -> Path:
-    """The first command-line argument, else a fresh temporary directory."""
+    """The first command-line argument, else a temporary directory removed at exit."""
     if len(sys.argv) > 1:
         out = Path(sys.argv[1])
         out.mkdir(parents=True, exist_ok=True)
+        print(f"output directory: {out}")
         return out
-    return Path(tempfile.mkdtemp(prefix="rmtk-tutorial-01-"))
+    temporary = tempfile.TemporaryDirectory(prefix="rmtk-tutorial-01-")
+    atexit.register(temporary.cleanup)
+    print("output directory: a temporary one, removed at exit (give one as the first argument)")
+    return Path(temporary.name)
 
 
 OUT = output_dir()
-print(f"output directory: {OUT}\n")
+print()
 
 # %% 1. The task as text
 # A "fetch" task on a four-state corridor: the agent starts at home (H), picks up a parcel
@@ -122,6 +128,11 @@ print(machine.delta_u)
 print("delta_r:")
 print(machine.delta_r)
 print("non-stuttering (repeating a letter never moves it again):", machine.is_non_stuttering())
+
+# A picture (`rmtk.io.draw.draw_machine`, a matplotlib Figure; given a path it saves the
+# file too): one edge per (source, target, reward) group, labelled with its letters and its
+# reward when not 0: the `A | B` guard is one edge, the `else` of u1 a loop paying -0.1.
+picture = draw_machine(machine, title="the fetch machine, as written")
 
 # %% 5. Print it back: the round trip
 # `dsl.dumps` writes canonical text: explicit `propositions` and `nodes` lines, successors

@@ -9,9 +9,10 @@ then learn with MaxSAT: the negative examples are now statistical (the confidenc
 the paper's eq. 18-19), so some could be wrong, and MaxSAT may drop the fewest of them.
 
 Run it with ``python tutorials/03_learn_from_demonstrations.py [OUTPUT_DIR]``; the
-demonstrations are written to OUTPUT_DIR (default: a fresh temporary directory).
+demonstrations are written to OUTPUT_DIR (default: a temporary directory, removed at exit).
 """
 
+import atexit
 import sys
 import tempfile
 from pathlib import Path
@@ -22,16 +23,20 @@ from rmtk.simulate import simulate
 
 
 def output_dir() -> Path:
-    """The first command-line argument, else a fresh temporary directory."""
+    """The first command-line argument, else a temporary directory removed at exit."""
     if len(sys.argv) > 1:
         out = Path(sys.argv[1])
         out.mkdir(parents=True, exist_ok=True)
+        print(f"output directory: {out}")
         return out
-    return Path(tempfile.mkdtemp(prefix="rmtk-tutorial-03-"))
+    temporary = tempfile.TemporaryDirectory(prefix="rmtk-tutorial-03-")
+    atexit.register(temporary.cleanup)
+    print("output directory: a temporary one, removed at exit (give one as the first argument)")
+    return Path(temporary.name)
 
 
 OUT = output_dir()
-print(f"output directory: {OUT}\n")
+print()
 
 # %% 1. The task
 # A block world with three blocks and three piles. The expert must build the stack st1

@@ -22,8 +22,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from matplotlib.figure import Figure
 
 from rmtk import dsl
+from rmtk.io.draw import draw_machine
 from rmtk.planning import task_policy
 from rmtk.rewards.recovery import check, describe, reward_fit, sparsest
 
@@ -83,6 +85,12 @@ print("\n== sparsest(reward_fit(task))")
 print(describe(best))
 print("\nequal to the true rewards:", bool(np.allclose(best.delta_r, machine.delta_r, atol=1e-9)))
 print(dsl.dumps(best.machine))
+
+# Both fits drawn (`draw_machine` into the Axes of one Figure): the minimum-norm one pays
+# something on nearly every transition, the sparsest only on completing the round.
+pictures = Figure(figsize=(11, 5), layout="constrained")
+for ax, shown, name in zip(pictures.subplots(1, 2), (fit, best), ("minimum-norm fit", "sparsest fit")):
+    draw_machine(shown.machine, ax=ax, title=name)
 
 # %% 4. The re-planning check
 # Every fit re-plans with the rewards it found and compares with the input policy on the

@@ -8,9 +8,10 @@ the text format of the ``reward_machines`` research code (Toro Icarte et al.), w
 both writes and reads (safely: the file is parsed, never evaluated).
 
 Run it with ``python tutorials/06_draw.py [OUTPUT_DIR]``; every picture and text file goes
-to OUTPUT_DIR (default: a fresh temporary directory).
+to OUTPUT_DIR (default: a temporary directory, removed at exit).
 """
 
+import atexit
 import sys
 import tempfile
 from pathlib import Path
@@ -27,12 +28,16 @@ from rmtk.planning import task_policy
 
 
 def output_dir() -> Path:
-    """The first command-line argument, else a fresh temporary directory."""
+    """The first command-line argument, else a temporary directory removed at exit."""
     if len(sys.argv) > 1:
         out = Path(sys.argv[1])
         out.mkdir(parents=True, exist_ok=True)
+        print(f"output directory: {out}")
         return out
-    return Path(tempfile.mkdtemp(prefix="rmtk-tutorial-06-"))
+    temporary = tempfile.TemporaryDirectory(prefix="rmtk-tutorial-06-")
+    atexit.register(temporary.cleanup)
+    print("output directory: a temporary one, removed at exit (give one as the first argument)")
+    return Path(temporary.name)
 
 
 def wrote(path: Path) -> None:
@@ -40,7 +45,7 @@ def wrote(path: Path) -> None:
 
 
 OUT = output_dir()
-print(f"output directory: {OUT}\n")
+print()
 
 task = dsl.load_model("patrol.rm").tasks["patrol"]
 machine, rooms = task.machine, task.mdp
@@ -58,28 +63,30 @@ draw_machine(machine, OUT / "patrol.svg", show_defaults=False, title="patrol, de
 wrote(OUT / "patrol.svg")
 draw_grid(rooms, OUT / "rooms.png")
 wrote(OUT / "rooms.png")
+try:  # only grid worlds have a map
+    draw_grid(dsl.load_model("stack.rm").mdps["blocks"])
+except ModelError as err:
+    print(f"draw_grid on a block world: {type(err).__name__}: {err}")
 
+# %% 2. A machine and its map in one figure
 # `draw_grid(rewards=...)` writes a number in each cell: a value per proposition, or one per
 # state (states are the free cells, column by column), e.g. the expert's soft value
 # V(s, u3) when only room D is left to visit (shifted so that the best cell shows 0).
 # With `ax=` both functions draw into your own matplotlib Axes, so a machine and its map
 # can share a figure (no pyplot: safe without a display).
+print("\n== a machine and its map")
 V = task_policy(task).V[:, machine.node_index("u3")]
-fig = Figure(figsize=(10, 4.5))
+fig = Figure(figsize=(8, 3.8))
 left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.3, 1]})
 draw_machine(machine, ax=left, title="the patrol machine")
 # draw_machine sets both axis limits on an Axes it is given; keep them (and matplotlib quiet
 # about "ignoring fixed x limits") by letting the box, not the limits, adjust to the aspect.
 left.set_aspect("equal", adjustable="box")
 draw_grid(rooms, ax=right, rewards=V - V.max(), title="V(s, u3) - max: in u3, room D pays")
-fig.savefig(OUT / "patrol_and_rooms.png", dpi=100)
+fig.savefig(OUT / "patrol_and_rooms.png", dpi=125)
 wrote(OUT / "patrol_and_rooms.png")
-try:  # only grid worlds have a map
-    draw_grid(dsl.load_model("stack.rm").mdps["blocks"])
-except ModelError as err:
-    print(f"draw_grid on a block world: {type(err).__name__}: {err}")
 
-# %% 2. DOT text
+# %% 3. DOT text
 # `rmtk.io.dot`: one edge per (source, target, reward) group, deterministic order; render it with
 # Graphviz (`dot -Tpng patrol.dot -o patrol.png`) if you have it.
 print("\n== DOT")
@@ -88,7 +95,7 @@ dot = to_dot(machine, title="patrol")
 print(dot, end="")
 wrote(OUT / "patrol.dot")
 
-# %% 3. networkx
+# %% 4. networkx
 # A MultiDiGraph with one edge per (node, letter), keyed by the letter, carrying `letter`
 # and `reward`: handy for graph algorithms, e.g. the shortest word from the start to the
 # paying transition.
@@ -101,7 +108,7 @@ print("shortest path u0 -> u3:", " -> ".join(path), "reading", " ".join(letters)
 paying = [(u, v, d["letter"], d["reward"]) for u, v, d in g.edges(data=True) if d["reward"] != 0]
 print("paying edges:", paying)
 
-# %% 4. The reward_machines text format
+# %% 5. The reward_machines text format
 # Line 1: initial node; line 2: terminal nodes; then one line per pair of nodes:
 # (u1, u2, 'formula', ConstantRewardFunction(r)). `rmtk.io.rmtext.write_rm_text` writes one
 # (rewards exact), and `read_rm_text` reads a path or the text itself back into a RewardMachine.

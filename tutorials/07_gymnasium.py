@@ -13,7 +13,7 @@ What you provide: the environment, a *labeler* (observation → one proposition)
 *discretiser* (observation → state index; here ``Bins``), and a policy to record.
 
 Run it with ``python tutorials/07_gymnasium.py [OUTPUT_DIR]`` (it writes nothing; the
-argument is accepted like in the other tutorials). Needs ``pip install 'rmtk[gym]'``.
+argument is accepted like in the other tutorials). Needs ``pip install '.[gym]'``.
 """
 
 import sys

@@ -11,7 +11,7 @@ Gymnasium's ``check_env``. Last, the same model estimated from recorded episodes
 (``rmtk.gym.estimate_mdp``), for environments that do not publish ``P``.
 
 Run it with ``python tutorials/08_frozenlake.py [OUTPUT_DIR]`` (it writes nothing; the
-argument is accepted like in the other tutorials). Needs ``pip install 'rmtk[gym]'``.
+argument is accepted like in the other tutorials). Needs ``pip install '.[gym]'``.
 """
 
 import sys

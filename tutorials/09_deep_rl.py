@@ -11,10 +11,11 @@ then train fresh agents with the learned machine, the true one and none, and dra
 learning curves in one figure.
 
 Run it with ``python tutorials/09_deep_rl.py [OUTPUT_DIR]``; the figure ``deep_rl.png`` goes
-to OUTPUT_DIR (default: a fresh temporary directory). Needs ``pip install 'rmtk[rl]'``
+to OUTPUT_DIR (default: a temporary directory, removed at exit). Needs ``pip install '.[rl]'``
 (Stable-Baselines3, with torch). It trains four small agents: about a minute on one core.
 """
 
+import atexit
 import sys
 import tempfile
 from pathlib import Path
@@ -31,20 +32,23 @@ from rmtk.encoders import SimplestEncoder
 from rmtk.envs.office import MAP, officeworld
 from rmtk.gym import Identity, RewardMachineEnv, StateLabels, collect, office_env
 from rmtk.gym.mdp_env import MdpVectorEnv
-from rmtk.rl import AgentExpert, GreedyRollouts, agent_policy, crm, hide_node, q_table, sb3_agent
+from rmtk.rl import AgentExpert, GreedyRollouts, agent_policy, crm, hide_node, no_log_folder, q_table, sb3_agent
 
 
 def output_dir() -> Path:
-    """The first command-line argument, else a fresh temporary directory."""
+    """The first command-line argument, else a temporary directory removed at exit."""
     if len(sys.argv) > 1:
         out = Path(sys.argv[1])
         out.mkdir(parents=True, exist_ok=True)
+        print(f"output directory: {out}")
         return out
-    return Path(tempfile.mkdtemp(prefix="rmtk-tutorial-09-"))
+    temporary = tempfile.TemporaryDirectory(prefix="rmtk-tutorial-09-")
+    atexit.register(temporary.cleanup)
+    print("output directory: a temporary one, removed at exit (give one as the first argument)")
+    return Path(temporary.name)
 
 
 OUT = output_dir()
-print(f"output directory: {OUT}")
 torch.set_num_threads(1)  # small networks: one thread is fastest, and leaves the other cores free
 
 # %% 1. The task and the product environment
@@ -104,7 +108,7 @@ def train(machine, *, use_crm=True, node=True, seed=0):
     env = product(machine, node)
     measure = Measure(GreedyRollouts.of(officeworld(start=STARTS), machine, truth, 100, node=node))
     model = DQN("MlpPolicy", env, seed=seed, **DQN_SETTINGS, **(crm(env) if use_crm else {}))
-    model.learn(STEPS, callback=measure)
+    no_log_folder(model).learn(STEPS, callback=measure)
     return model, np.array(measure.curve)
 
 

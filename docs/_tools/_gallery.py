@@ -7,6 +7,8 @@ After each cell this scraper saves
   there) that it has not shown yet, and
 - every PNG or SVG file the tutorial wrote in its output directory (its global ``OUT``) since
   the previous cell.
+A Figure the tutorial saved into that directory is shown once, as its file: the scraper
+notes which figures ``Figure.savefig`` wrote there (:func:`reset` installs the note).
 Both come from running the tutorial at build time; nothing is read from the repository.
 """
 
@@ -16,13 +18,40 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-_shown: dict[str, Any] = {"figures": [], "files": set()}
+_shown: dict[str, Any] = {"figures": [], "files": set(), "saved": []}
+
+
+def _note_saves() -> None:
+    """Make ``Figure.savefig`` note each figure it writes to a file path (once per process)."""
+    from matplotlib.figure import Figure
+
+    if getattr(Figure.savefig, "_notes_saves", False):
+        return
+    savefig = Figure.savefig
+
+    def noting(self, fname, *args, **kwargs):
+        if isinstance(fname, (str, Path)):
+            _shown["saved"].append((self, Path(fname).resolve()))
+        return savefig(self, fname, *args, **kwargs)
+
+    noting._notes_saves = True  # type: ignore[attr-defined]
+    Figure.savefig = noting  # type: ignore[method-assign]
 
 
 def reset(gallery_conf: dict, fname: str) -> None:
     """Forget what the previous tutorial showed (called before each tutorial)."""
+    _note_saves()
     _shown["figures"] = []
     _shown["files"] = set()
+    _shown["saved"] = []
+
+
+def _saved_into(fig, out: Any) -> bool:
+    """Whether the tutorial saved ``fig`` into its output directory (then its file shows it)."""
+    if not isinstance(out, Path):
+        return False
+    folder = out.resolve()
+    return any(f is fig and folder in path.parents for f, path in _shown["saved"])
 
 
 def _figures(namespace: dict) -> list:
@@ -54,6 +83,9 @@ def rmtk_figures(block, block_vars: dict, gallery_conf: dict, **kwargs) -> str:
     paths = block_vars["image_path_iterator"]
     saved = []
     for fig in _figures(namespace):
+        if _saved_into(fig, namespace.get("OUT")):
+            _shown["figures"].append(fig)  # shown by its file
+            continue
         path = Path(next(paths))
         fig.savefig(path, dpi=100)
         _shown["figures"].append(fig)
@@ -63,3 +95,14 @@ def rmtk_figures(block, block_vars: dict, gallery_conf: dict, **kwargs) -> str:
         shutil.copyfile(file, path)
         saved.append(str(path))
     return figure_rst(saved, gallery_conf["src_dir"])
+
+
+def with_note(rst: str, note: str) -> str:
+    """A generated gallery page with ``note`` as a note right under its title."""
+    lines = rst.split("\n")
+    for i in range(1, len(lines)):
+        title, underline = lines[i - 1].strip(), lines[i]
+        if title and underline and set(underline) == {"="} and len(underline) >= len(title):
+            body = ["", ".. note::", "", *(f"   {ln}" for ln in note.splitlines()), ""]
+            return "\n".join(lines[: i + 1] + body + lines[i + 1 :])
+    raise ValueError("a gallery page without a title")

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..capabilities import Capabilities
 from ..errors import RmtkError
+from ..machine import RewardMachine
 from ..mdp import LabeledMDP
 from ..space import Space
 from ..task import Task
@@ -142,6 +143,12 @@ class ExpertCapabilities(Capabilities):
         policy: verdicts against the task compare with it. ``None`` (the default): unknown, so
         no verdicts (a guess could be wrong) and a warning says why."""
         return None
+
+    def evaluations_beside(self) -> int:
+        """Policy evaluations the expert has spent beside its answers, so far (an agent's whole
+        product table, made once for the exact check and the verdicts): a run's
+        ``evaluations`` count those it caused. Default: 0."""
+        return 0
 
     def product_oracle(self, limit: int = 1):
         """The expert's product policy as an oracle (:class:`~rmtk.sat.lazy.ProductOracle`): an
@@ -250,25 +257,27 @@ class _Product:
     task: Task
     pi: np.ndarray
     compressed: bool
+    machine: RewardMachine
 
     @classmethod
     def of(cls, task: Task, source, compressed: bool) -> _Product:
-        if compressed and not task.machine.is_non_stuttering():
+        machine = task.require_machine("asking the task's expert (its policy is computed from the machine)")
+        if compressed and not machine.is_non_stuttering():
             raise QueryError(
-                f"the expert's memory (machine {task.machine.name!r}) stutters: a compressed history "
+                f"the expert's memory (machine {machine.name!r}) stutters: a compressed history "
                 "does not determine its node; ask with uncompressed words (compress=False)"
             )
         from ..exact import policy_source
 
         pi = np.asarray(policy_source(source).policy(task), dtype=float)
-        return cls(task, pi, compressed)
+        return cls(task, pi, compressed, machine)
 
     def node(self, word) -> int:
         """The expert's node after reading ``word`` from its initial node."""
         letter = self.task.letter_of_proposition
-        u = self.task.machine.initial
+        u = self.machine.initial
         for k in word:
-            u = int(self.task.machine.delta_u[u, letter[k]])
+            u = int(self.machine.delta_u[u, letter[k]])
         return u
 
     def rollouts(
@@ -279,7 +288,7 @@ class _Product:
         by its (word, state)."""
         mdp, task = self.task.mdp, self.task
         T, A, lab = mdp.kernel, mdp.n_actions, mdp.labels
-        letter, delta = task.letter_of_proposition, task.machine.delta_u
+        letter, delta = task.letter_of_proposition, self.machine.delta_u
         found: dict[tuple[tuple[int, ...], int], int] = {}
         rows: list[np.ndarray] = []
         ends = []
@@ -288,7 +297,7 @@ class _Product:
             if word is None:
                 s = int(rng.choice(mdp.n_states, p=mdp.initial))
                 w = (int(lab[s]),)
-                u = int(delta[task.machine.initial, letter[lab[s]]])
+                u = int(delta[self.machine.initial, letter[lab[s]]])
             else:
                 s, w, u = int(state), tuple(word), (self.node(word) if node is None else node)
             for t in range(k):
@@ -401,7 +410,7 @@ class TaskExpert(_ProductExpert):
         from ..equivalence import policy_class_table
         from ..sat.lazy import ProductOracle
 
-        machine = self.task.machine
+        machine = self._product.machine
         return ProductOracle(
             self.mdp,
             machine.delta_u[:, self.task.letter_of_proposition],

@@ -25,7 +25,7 @@ from ..negatives import NegativePairs
 from ..sat.encoding import Problem
 from ..sat.lazy import TrieOracle
 from ..sat.search import SearchResult
-from .result import plural
+from ..words import plural
 from .sampling import Query, ask_together
 
 

@@ -342,15 +342,16 @@ class Knowledge:
         if not self._asked:
             return prune_counts(table, min_count)
         A, S = table.n_actions, table.n_states
-        pair = table.keys // A
-        uniq, inv = np.unique(pair, return_inverse=True)
-        total = np.bincount(inv, weights=table.counts, minlength=len(uniq))
+        pair = table.keys // A  # sorted: a pair begins wherever it changes (no sort of the keys)
+        start = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]]) if len(pair) else np.zeros(0, np.int64)
+        state = pair[start] % S
+        del pair
+        total = np.add.reduceat(table.counts, start) if len(start) else np.zeros(0, np.int64)
         states = np.unique([s for _, s in self._asked])
-        keep_pair = (total >= min_count) | np.isin(uniq % S, states)
-        state = uniq % S
+        keep_pair = (total >= min_count) | np.isin(state, states)
         kept_states, per_state = np.unique(state[keep_pair], return_counts=True)
         keep_pair &= np.isin(state, kept_states[per_state >= 2])
-        keep = keep_pair[inv]
+        keep = np.repeat(keep_pair, np.diff(np.r_[start, len(table.keys)]))
         return CountTable(table.trie, table.keys[keep], table.counts[keep], S, A, table.n_letters, table.n_trajectories)
 
     def class_of(self, word, state: int) -> int | None:

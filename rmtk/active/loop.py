@@ -229,6 +229,7 @@ class ActiveLearner:
             else None,
         )
         asker = Asker(expert, caps, self.budget, deadline)
+        beside = caps.evaluations_beside()
         setting = Setting(mdp, knowledge, self.encoder, max_nodes, self.max_solutions, caps.exact, deadline, rec)
         inquiry = self.strategy.start(setting)
         try:
@@ -249,7 +250,7 @@ class ActiveLearner:
             asker.queries,
             asker.steps,
             len(knowledge),
-            asker.evaluations,
+            asker.evaluations + caps.evaluations_beside() - beside,
             None if caps.exact else knowledge.table,
             separation,
             draws=asker.draws,
@@ -285,7 +286,7 @@ class ActiveLearner:
             ptp=ptp,
             oracle=oracle,
         )
-        if task is not None:
+        if task is not None and task.machine is not None:  # a truth to judge against
             result = attrs.evolve(result, truth=task.machine)
             if result.machines:
                 result = self._judge(task, result, caps, name, rec, deadline)

@@ -105,62 +105,81 @@ class MostEvidence:
         return order[: self.most].tolist()
 
 
-def _rows(table: CountTable, wanted: np.ndarray) -> np.ndarray:
-    """``(len(wanted), A)`` action counts of the (word, state) pair keys ``wanted`` (sorted unique)."""
-    A = table.n_actions
-    pair = table.keys // A
-    at = np.searchsorted(wanted, pair)
-    hit = (at < len(wanted)) & (wanted[np.minimum(at, len(wanted) - 1)] == pair)
-    rows = np.zeros((len(wanted), A), np.int32)
-    np.add.at(rows, (at[hit], table.keys[hit] % A), table.counts[hit])
-    return rows
+#: Triples whose two words' counts are compared at a time (a block's arrays are a few times
+#: this many rows of actions, whatever the number of triples).
+TRIPLE_BLOCK = 1 << 14
 
 
 @attrs.frozen
 class _Disagreements:
     """Every recorded triple the machines disagree on (:func:`rmtk.ptp.disagreements`, the
     most visited word standing for each signature): pair indices ``i``, ``j`` into the table's
-    distinct (word, state) ``pairs`` (with their ``visits``) and the ``(triples, machines)``
-    ``split``."""
+    distinct (word, state) pairs (with their ``visits``; the keys of pair p are
+    ``table.keys[start[p]:start[p + 1]]``), the column ``which`` of each in the ``(machines,
+    distinct splits)`` matrix ``splits``."""
 
-    pairs: np.ndarray
     visits: np.ndarray
+    start: np.ndarray
     i: np.ndarray
     j: np.ndarray
-    split: np.ndarray
+    which: np.ndarray
+    splits: np.ndarray
 
     @classmethod
     def of(cls, table: CountTable, deltas: list[np.ndarray]) -> _Disagreements:
         A, S = table.n_actions, table.n_states
-        pairs, inv = np.unique(table.keys // A, return_inverse=True)
-        visits = np.bincount(inv.ravel(), weights=table.counts, minlength=len(pairs)).astype(np.int64)
-        d = disagreements(table.trie, pairs // S, pairs % S, -visits, deltas)
-        return cls(pairs, visits, d.i, d.j, d.split.T)
+        pair = table.keys // A  # sorted: a pair begins wherever it changes
+        start = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1], True]) if len(pair) else np.zeros(1, np.int64)
+        pairs = pair[start[:-1]]
+        del pair
+        visits = np.add.reduceat(table.counts, start[:-1]) if len(pairs) else np.zeros(0, np.int64)
+        start = start.astype(np.int32 if len(table.keys) < 2**31 else np.int64)
+        # the pairs' words, states and ranks in 32 bits where they fit (the same order)
+        node = (pairs // S).astype(np.int32 if table.trie.n_nodes < 2**31 else np.int64)
+        state = (pairs % S).astype(np.int32 if S < 2**31 else np.int64)
+        del pairs
+        rank = -visits.astype(np.int32) if len(visits) and visits.max() < 2**31 else -visits
+        d = disagreements(table.trie, node, state, rank, deltas)
+        return cls(visits.astype(np.int64), start, d.i, d.j, d.which, d.splits)
 
-    def tv(self, table: CountTable, i: np.ndarray, j: np.ndarray, chunk: int = 1_000_000) -> np.ndarray:
+    def pairs(self, table: CountTable, p: np.ndarray) -> np.ndarray:
+        """The (word, state) pair keys ``node·S + state`` of pairs ``p``."""
+        return table.keys[self.start[p]] // table.n_actions
+
+    def rows(self, table: CountTable, p: np.ndarray) -> np.ndarray:
+        """``(len(p), A)`` action counts of the pairs ``p`` (as floats)."""
+        lo, n = self.start[p], self.start[np.asarray(p) + 1] - self.start[p]
+        at = np.repeat(lo - np.cumsum(n) + n, n) + np.arange(n.sum())
+        out = np.zeros((len(p), table.n_actions))
+        out[np.repeat(np.arange(len(p)), n), table.keys[at] % table.n_actions] = table.counts[at]
+        return out
+
+    def tv(self, table: CountTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         """Empirical total variation between the actions of pairs ``i`` and ``j``."""
-        used = np.unique(np.concatenate([i, j]))
-        counts = _rows(table, self.pairs[used])
         out = np.empty(len(i))
-        for lo in range(0, len(i), chunk):
-            a = counts[np.searchsorted(used, i[lo : lo + chunk])].astype(float)
-            b = counts[np.searchsorted(used, j[lo : lo + chunk])].astype(float)
-            out[lo : lo + chunk] = 0.5 * np.abs(a / a.sum(1, keepdims=True) - b / b.sum(1, keepdims=True)).sum(1)
+        for lo in range(0, len(i), TRIPLE_BLOCK):
+            a, b = self.rows(table, i[lo : lo + TRIPLE_BLOCK]), self.rows(table, j[lo : lo + TRIPLE_BLOCK])
+            out[lo : lo + TRIPLE_BLOCK] = 0.5 * np.abs(a / a.sum(1, keepdims=True) - b / b.sum(1, keepdims=True)).sum(1)
         return out
 
 
-def _decided(table: CountTable, d: _Disagreements, i, j, samples: int, test: Sequential):
-    """Which comparisons of pairs ``i``, ``j`` are settled (decided by ``test`` or both words at
-    ``samples`` visits), their counts' comparison and the rows. The comparison only: the
-    draws a finer resolution would take are not needed to choose (and cost a search per pair)."""
-    if not len(i):
-        return np.zeros(0, bool), None, None, None
-    used = np.unique(np.concatenate([i, j]))
-    counts = _rows(table, d.pairs[used]).astype(float)
-    a, b = counts[np.searchsorted(used, i)], counts[np.searchsorted(used, j)]
-    c = test.compare(a, b)
-    capped = np.minimum(d.visits[i], d.visits[j]) >= samples
-    return capped | np.asarray(c.separated) | ties.at_most(np.asarray(c.resolution), test.epsilon), c, a, b
+def _decided(table: CountTable, d: _Disagreements, samples: int, test: Sequential, resolution: bool = False):
+    """Which triples of ``d`` are settled (decided by ``test`` or both words at ``samples``
+    visits) and each one's margin under the test (and, with ``resolution``, its resolution), a
+    block of triples at a time. The comparison only: the draws a finer resolution would take
+    are not needed to choose (and cost a search per pair)."""
+    n = len(d.i)
+    done, margin, res = np.zeros(n, bool), np.empty(n), np.empty(n if resolution else 0)
+    for lo in range(0, n, TRIPLE_BLOCK):
+        i, j = d.i[lo : lo + TRIPLE_BLOCK], d.j[lo : lo + TRIPLE_BLOCK]
+        c = test.compare(d.rows(table, i), d.rows(table, j))
+        capped = np.minimum(d.visits[i], d.visits[j]) >= samples
+        r = np.asarray(c.resolution, dtype=float)
+        done[lo : lo + TRIPLE_BLOCK] = capped | np.asarray(c.separated) | ties.at_most(r, test.epsilon)
+        margin[lo : lo + TRIPLE_BLOCK] = np.asarray(c.margin, dtype=float)
+        if resolution:
+            res[lo : lo + TRIPLE_BLOCK] = r
+    return done, margin, res
 
 
 def candidate_triples(
@@ -168,38 +187,57 @@ def candidate_triples(
 ) -> Triples:
     """The recorded (word, word, state) triples the machines ``deltas`` disagree on (see
     :class:`Triples`): per split, the unsettled triple with the most evidence of a difference
-    (then the cheapest), ``test`` deciding (default: :class:`~rmtk.statistics.Sequential` with
-    :class:`~rmtk.anytime.Adaptive`), ``samples`` the cap. A split with ``tries`` settled
-    triples is dropped: the expert acted alike after its two words at that many states."""
+    (then the cheapest, then the first), ``test`` deciding (default:
+    :class:`~rmtk.statistics.Sequential` with :class:`~rmtk.anytime.Adaptive`), ``samples`` the
+    cap. A split with ``tries`` settled triples is dropped: the expert acted alike after its two
+    words at that many states. Memory: a few numbers per triple, whatever the machines."""
     test = test if test is not None else Sequential(bound=Adaptive())
     k, S = len(deltas), table.n_states
     d = _Disagreements.of(table, deltas)
     if not len(d.i):
         return Triples.empty(k)
-    _, cls = np.unique(np.packbits(d.split, axis=1), axis=0, return_inverse=True)
-    cls = cls.reshape(-1)
-    done, comparison, rows_i, rows_j = _decided(table, d, d.i, d.j, samples, test)
-    settled = np.bincount(cls[done], minlength=cls.max() + 1)
+    cls = d.which  # one class per distinct split
+    done, margin, _ = _decided(table, d, samples, test)
+    settled = np.bincount(cls[done], minlength=int(cls.max()) + 1)
     live = ~done & (settled[cls] < tries)
-    i, j, split, cls = d.i[live], d.j[live], d.split[live], cls[live]
-    if not len(i):
+    del done
+    if not live.any():
         return Triples.empty(k)
-    tv = d.tv(table, i, j)
+    n = 0  # the live triples' margins, negated, moved to the front in place a block at a time
+    for lo in range(0, len(live), TRIPLE_BLOCK):
+        m = -margin[lo : lo + TRIPLE_BLOCK][live[lo : lo + TRIPLE_BLOCK]]
+        margin[n : n + len(m)] = m
+        n += len(m)
+    against = margin[:n]
+    del margin
+    # a split's pick has the most evidence (ranked within the tolerance over every live triple,
+    # rmtk.ties), then the least cost, then comes first: only its triples of that rank compete
+    rank = ties.ranks(against)
+    of = cls[live]
+    top = np.full(len(settled), np.iinfo(np.int64).max)
+    np.minimum.at(top, of, rank)
+    best = rank == top[of]
+    del rank, of
+    live[live] = best  # the candidates left, among every triple
+    chosen = np.flatnonzero(live)
+    evidence = -against[best]
+    del against
+    i, j, cls = d.i[chosen], d.j[chosen], cls[chosen]
     n_i, n_j = d.visits[i], d.visits[j]
-    evidence = np.asarray(comparison.margin, dtype=float)[live]
     cost = np.maximum(0, samples - n_i) + np.maximum(0, samples - n_j)
-    best = ties.lexsort((cost, -evidence, cls))
-    pick = best[np.r_[True, cls[best][1:] != cls[best][:-1]]]
+    order = np.lexsort((cost, cls))  # within a split every candidate left has its best rank
+    pick = order[np.r_[True, cls[order][1:] != cls[order][:-1]]]
     i, j = i[pick], j[pick]
+    p, q = d.pairs(table, i), d.pairs(table, j)
     return Triples(
-        d.pairs[i] // S,
-        d.pairs[j] // S,
-        d.pairs[i] % S,
+        p // S,
+        q // S,
+        p % S,
         d.visits[i],
         d.visits[j],
-        tv[pick],
+        d.tv(table, i, j),
         evidence[pick],
-        split[pick].T.copy(),
+        d.splits[:, cls[pick]],
         settled[cls[pick]],
     )
 
@@ -257,15 +295,15 @@ def separation(table: CountTable, deltas: list[np.ndarray], samples: int, test: 
     if k <= 1:
         return Separation(k, 0, 0, 0, 0.0, samples, 1.0, test.alpha)
     d = _Disagreements.of(table, deltas)
-    done, comparison, _, _ = _decided(table, d, d.i, d.j, samples, test)
-    tv = d.tv(table, d.i[done], d.j[done]) if done.any() else np.zeros(0)
-    res = np.asarray(comparison.resolution, dtype=float)[done] if comparison is not None else np.zeros(0)
-    covered = np.zeros((k, k), dtype=bool)
-    for col in np.unique(d.split, axis=0):
-        covered |= col[:, None] != col[None, :]
+    done, _, res = _decided(table, d, samples, test, resolution=True)
+    tv = d.tv(table, d.i[done], d.j[done])
+    res = res[done]
+    # two machines are told apart by some triple unless they split every triple alike: unless
+    # their rows of the distinct splits are equal
+    _, group = np.unique(d.splits, axis=0, return_counts=True) if d.splits.shape[1] else (None, np.array([k]))
     return Separation(
         k,
-        int(np.triu(covered, 1).sum()),
+        k * (k - 1) // 2 - int((group * (group - 1) // 2).sum()),
         len(d.i),
         int(done.sum()),
         float(tv.max()) if len(tv) else 0.0,

@@ -13,13 +13,8 @@ import attrs
 import numpy as np
 
 from ..learner import LearnResult
+from ..words import plural
 from .questions import Query
-
-
-def plural(n: int, one: str, many: str | None = None) -> str:
-    """``n`` and the noun, singular for one (``1 query``, ``2 queries``, ``12,400 draws``)."""
-    return f"{n:,} {one if n == 1 else (many or one + 's')}"
-
 
 #: Words of the bounds that can end a run (the ``exhausted`` of an :class:`ActiveResult`).
 ENDED_BY = {
@@ -169,9 +164,11 @@ class ActiveResult:
     survivors (``result.search.complete`` is ``False`` when more survive than were listed), the
     log of ``rounds``, why it ``stopped`` and, when a bound ended it, which (``exhausted``: a
     key of :data:`ENDED_BY`; the survivors are those so far), the expert ``queries``, ``steps``
-    and ``evaluations`` spent, the (word, state) pairs ``known``, the final count ``table`` of an
-    expert that is run (``None`` for an exact one), and what the strategy says of the survivors
-    (``separation``, :class:`~rmtk.active.recorded.Separation` when asking at recorded triples).
+    and ``evaluations`` spent (policy evaluations: one per exact answer, and those an expert
+    spent beside its answers, such as an agent's batched product table), the (word, state)
+    pairs ``known``, the final count ``table`` of an expert that is run (``None`` for an exact
+    one), and what the strategy says of the survivors (``separation``,
+    :class:`~rmtk.active.recorded.Separation` when asking at recorded triples).
     ``draws``: policy draws (``steps`` are environment steps: resets and restores, replayed and
     asked steps); ``coverage``: what the last sampled equivalence check covered (a
     :class:`~rmtk.active.conformance.SuiteCoverage` or a :class:`~rmtk.active.checks.Coverage`),
@@ -209,9 +206,18 @@ class ActiveResult:
         judged with (:class:`~rmtk.statistics.MergeResolution`)."""
         if not self.sampled or i >= len(self.result.machines):
             return None
-        every = self.merges(i)
+        machine = self.result.machines[i]
+        return self.resolution_of(self._over_propositions(machine), machine.initial)
+
+    def resolution_of(self, delta: np.ndarray, initial: int = 0):
+        """:meth:`resolution` of the machine ``delta`` over the asked MDP's propositions (e.g. a
+        labeling and machine learned from the questions, read over states): ``None`` for an exact
+        expert."""
+        if not self.sampled:
+            return None
+        every = self.merges_of(delta, initial)
         if not every:
-            return self.result.resolution(i)
+            return self.result.resolution_of(delta) if initial == 0 else None
         merged = [c for c in every if not (c.optional and c.status == "open")]
         extra = [c.upper for c in every if c.optional and c.status == "open"]
         res = np.array([c.upper for c in merged])
@@ -238,11 +244,18 @@ class ActiveResult:
         if i >= len(self.result.machines):
             return []
         machine = self.result.machines[i]
+        return self.merges_of(self._over_propositions(machine), machine.initial)
+
+    def _over_propositions(self, machine) -> np.ndarray:
+        """``machine``'s transitions with the asked MDP's propositions as columns."""
         letter = np.array([machine.alphabet.index(p) for p in self.result.mdp.propositions])
-        delta = machine.delta_u[:, letter]
+        return machine.delta_u[:, letter]
+
+    def merges_of(self, delta: np.ndarray, initial: int = 0) -> list:
+        """:meth:`merges` of the machine ``delta`` over the asked MDP's propositions."""
 
         def final(word) -> int:
-            u = machine.initial
+            u = initial
             for k in word:
                 u = int(delta[u, k])
             return u

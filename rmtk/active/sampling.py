@@ -287,8 +287,8 @@ def sample(
         # this level's batches, each history once with the most draws any comparison wants
         # there; the comparisons with the most evidence of a difference first (the margin in
         # units of the interval's width: a fresh one scores -1, one sampled long and still alike
-        # stays near it, one showing a difference rises towards 0; docs/design.md section
-        # 14.1), the two histories of one together or not at all
+        # stays near it, one showing a difference rises towards 0; docs/design/14-sampled-experts.md,
+        # section 14.1), the two histories of one together or not at all
         evidence = need.margin / np.maximum(need.upper - need.lower, 1e-9)
         order = [i for i in ties.lexsort((np.arange(len(live)), -evidence)).tolist() if is_open[i]]
         order = order[: max(1, int(np.ceil(focus * len(order))))]

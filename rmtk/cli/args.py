@@ -94,8 +94,11 @@ def learner_from_args(args, task: Task | None = None, mode: str | None = None):
         from ..data import format_of, load
 
         data = args.demos  # a Parquet dataset is counted partition by partition, never loaded whole
+        noisy_labels = getattr(args, "label_noise", None) is not None
+        if noisy_labels and format_of(args.demos) == "parquet":
+            raise RmtkError(f"{args.demos}: --label-noise reads recorded labels from .csv and .npz files")
         if format_of(args.demos) != "parquet":
-            data = load(args.demos, task.mdp)
+            data = load(args.demos, task.mdp, labels="keep" if noisy_labels else "check")
             progress.note(f"loaded {args.demos}: {data.summary()}")
         from ..empirical import EmpiricalPTP  # counting's modules, imported with data to count
 
@@ -227,7 +230,8 @@ def _add_engine_options(parser, what: str) -> None:
     parser.add_argument(
         "--engine",
         choices=ENGINES,
-        help=f"where the {what} runs: this process (default, local) or a Dask cluster (pip install 'rmtk[dask]')",
+        help=f"where the {what} runs: this process (default, local) or a Dask cluster "
+        "(pip install '.[dask]' in rmtk's checkout)",
     )
     parser.add_argument(
         "--scheduler", metavar="ADDRESS", help="with --engine dask: a running scheduler (tcp://host:8786)"
@@ -325,6 +329,7 @@ class LearnPlan:
     png: str | None = None
     force: bool = False
     default_draws: int | None = None
+    label_noise: object = None
 
 
 def plan_learn(args, task: Task, mode: str) -> LearnPlan:
@@ -359,4 +364,19 @@ def plan_learn(args, task: Task, mode: str) -> LearnPlan:
         return LearnPlan(mode, task, asking, expert, view, labels, **outputs)
     learner = learner_from_args(args, task, mode)
     labels = label_learner_from_args(args, learner) if mode in LABELS else None
+    if getattr(args, "label_noise", None) is not None:
+        outputs["label_noise"] = noisy_labels_from_args(args, learner, task)
     return LearnPlan(mode, task, labels or learner, None, None, labels, **outputs)
+
+
+def noisy_labels_from_args(args, learner, task: Task):
+    """The :class:`~rmtk.label_noise.learner.NoisyLabels` of ``--label-noise auto|RATES`` around
+    the command line's ``learner``."""
+    from ..label_noise.learner import NoisyLabels
+    from ..label_noise.model import LabelNoise, plain_letter
+
+    spec = args.label_noise
+    noise = None
+    if spec != "auto":
+        noise = LabelNoise.from_text(spec, task.mdp.propositions, plain=plain_letter(task.mdp))
+    return NoisyLabels(learner, noise=noise)

@@ -206,6 +206,17 @@ LEARN_FLAGS = (
         "it treats recorded rewards as noisy: weighted MaxSAT over the reward observations",
     ),
     Flag(
+        "--label-noise",
+        "label_noise",
+        frozenset({"demos", "rewards", "both"}),
+        "it reads the labels the demonstrations recorded as a detector's that errs (docs/guide/15-noisy-labels.md)",
+        lambda args, mode: (
+            "cannot go with --noisy or --tolerance: the doubtful labels are chosen against rewards read exactly"
+            if args.noisy or args.tolerance is not None
+            else None
+        ),
+    ),
+    Flag(
         "--tolerance",
         "tolerance",
         REWARDS,

@@ -103,6 +103,7 @@ def run_plan(plan):
     from .flags import ASKING, LABELS
 
     comparison = None
+    lines: list[str] = []
     if plan.mode in ASKING:
         started = time.monotonic()
         active = plan.learner.fit(plan.view, plan.expert)
@@ -112,6 +113,11 @@ def run_plan(plan):
             result = active.result
         else:
             result = _labels_left(plan, time.monotonic() - started).fit_questions(active, plan.task)
+    elif plan.label_noise is not None:  # the labels as believed, then the learner on them
+        noisy = plan.label_noise.fit(plan.task)
+        _say_stopped()
+        result = noisy.result
+        lines = noisy.lines()
     elif plan.mode == "both":  # each evidence alone beside both: which split what
         from ..traces.compare import compare_evidence
 
@@ -135,7 +141,11 @@ def run_plan(plan):
         if comparison is not None:
             evidence = ["which evidence decided what (each evidence alone, same limits):"]
             evidence += [f"  {line}" for line in comparison.lines()]
+        for line in lines:
+            print(f"# {line}")
         report(plan.task, result, count_pairs=plan.count_pairs, explain=plan.explain, asked=asked, evidence=evidence)
+    if result.n_nodes is None and result.search.complete:  # proved none: said on stderr too, whatever -q says
+        print(f"rmtk: no machine found: {result.search.message}", file=sys.stderr)
     return None if result.n_nodes is None else result
 
 
@@ -168,7 +178,7 @@ def _kind(expert) -> str:
 
 
 def _active_header(plan, active) -> None:
-    from ..active.result import plural
+    from ..words import plural
     from .flags import LABELS
 
     if plan.mode in LABELS:

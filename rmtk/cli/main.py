@@ -24,7 +24,6 @@ from .args import (
     RESOLUTION_HELP,
     _add_engine_options,
     _depth,
-    _engine_from_args,
     _epsilon,
     _positive_float,
     _positive_int,
@@ -33,7 +32,8 @@ from .args import (
     _seed,
     tolerance,
 )
-from .learn import cmd_learn, load_task, writable
+from .learn import cmd_learn, writable
+from .simulate import cmd_simulate
 
 
 def _pick(doc: dsl.RmFile, name: str | None):
@@ -46,14 +46,14 @@ def _pick_machine(doc: dsl.RmFile, name: str | None) -> RewardMachine:
     if name is not None:
         obj = doc.get(name)
         if isinstance(obj, Task):
-            return obj.machine
+            return obj.require_machine("drawing its machine")
         if isinstance(obj, RewardMachine):
             return obj
         raise RmtkError(f"{name!r} is an mdp; name a machine or a task to draw a machine")
     if len(doc.machines) == 1:
         return next(iter(doc.machines.values()))
     if len(doc.tasks) == 1:
-        return next(iter(doc.tasks.values())).machine
+        return next(iter(doc.tasks.values())).require_machine("drawing its machine")
     raise RmtkError(f"the file holds several machines ({', '.join(doc.machines)}); name the one to show")
 
 
@@ -115,80 +115,13 @@ def _to_json(obj):
         return {
             "name": obj.name,
             "mdp": obj.mdp.name,
-            "machine": obj.machine.name,
+            "machine": None if obj.machine is None else obj.machine.name,
             "gamma": obj.discount,
             "lambda": obj.lam,
             "depth": obj.depth,
             "max_nodes": obj.max_nodes,
         }
     return obj.to_dict()
-
-
-def cmd_simulate(args) -> int:
-    """Sample demonstrations from a task's soft-optimal product policy (or the uniform one, or
-    an ε-mixture), with the machine's rewards when asked."""
-    from ..data import format_of, save
-    from ..progress import Progress, StderrProgress
-    from ..simulate import simulate, simulate_dataset, simulate_sharded
-
-    task = load_task(args.file, args.task)
-    fmt = format_of(args.output, args.format)
-    engine = _engine_from_args(args)
-    if args.partition_size is not None and fmt != "parquet":
-        raise UsageError("--partition-size applies to Parquet output (--format parquet)")
-    from .sizes import check_simulate_sizes
-
-    check_simulate_sizes(args, fmt == "parquet")
-    if args.reward_noise is not None and not args.rewards:
-        raise UsageError("--reward-noise applies with --rewards: there are no rewards to make noisy")
-    if args.reward_noise is not None and fmt == "parquet":
-        raise UsageError("--reward-noise applies to .npz and .csv output, not to a Parquet dataset")
-    if args.lam is not None and args.policy == "uniform":
-        raise RmtkError("--lambda sets the soft-optimal policy's temperature; it does not apply with --policy uniform")
-    drawn = {
-        "policy": "uniform" if args.policy == "uniform" else None,
-        "epsilon": args.epsilon or 0.0,
-        "rewards": args.rewards,
-    }
-    if args.lam is not None:
-        import attrs
-
-        task = attrs.evolve(task, lam=args.lam)
-    progress = Progress() if args.quiet else StderrProgress()
-    if fmt == "parquet":  # streamed: one partition per shard, written where it was simulated
-        w = simulate_dataset(
-            task,
-            args.n,
-            args.horizon,
-            args.output,
-            seed=args.seed,
-            partition_size=args.partition_size,
-            overwrite=args.force,
-            engine=engine,
-            progress=progress,
-            **drawn,
-        )
-        print(
-            f"wrote {args.output}: {w.trajectories} trajectories ({w.steps} steps) in {w.files} Parquet "
-            f"file{'s' if w.files != 1 else ''}, {w.bytes / 2**20:.1f} MiB, seed {args.seed}",
-            file=sys.stderr,
-        )
-        return 0
-    out = writable(Path(args.output), args.force)
-    if args.engine in (None, "local"):
-        demos = simulate(task, args.n, args.horizon, seed=args.seed, progress=progress, **drawn)
-    else:
-        demos = simulate_sharded(task, args.n, args.horizon, seed=args.seed, engine=engine, progress=progress, **drawn)
-    if args.reward_noise is not None:
-        demos = _noisy(demos, task, *args.reward_noise, seed=args.seed + 1)
-    save(demos, out, task.mdp, overwrite=args.force, format=fmt)
-    noise = (
-        ""
-        if args.reward_noise is None
-        else ", reward noise {}:{:g} (seed {})".format(*args.reward_noise, args.seed + 1)
-    )
-    print(f"wrote {out}: {demos.summary()}, seed {args.seed}{noise}", file=sys.stderr)
-    return 0
 
 
 def _reward_noise(text: str) -> tuple[str, float]:
@@ -207,17 +140,6 @@ def _reward_noise(text: str) -> tuple[str, float]:
     if kind == "uniform" and not (0 <= value < math.inf):
         raise argparse.ArgumentTypeError(f"uniform:W needs a finite W >= 0, got {level}")
     return kind, value
-
-
-def _noisy(demos, task, kind: str, level: float, *, seed: int):
-    """``demos`` with the noise of ``--reward-noise`` (rmtk/traces/noise.py)."""
-    import numpy as np
-
-    from ..traces.noise import replaced_rewards, uniform_noise
-
-    if kind == "uniform":
-        return uniform_noise(demos, level, seed=seed)
-    return replaced_rewards(demos, np.unique(task.machine.delta_r), level, seed=seed)
 
 
 def cmd_reproduce(args) -> int:
@@ -250,6 +172,7 @@ def cmd_reproduce(args) -> int:
         overrides=overrides,
         force=args.force,
         progress=Progress() if args.quiet else StderrProgress(),
+        max_memory=args.max_memory,
     )
     status = 0
     for name in names:
@@ -347,6 +270,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --from rewards|both: each recorded reward lies within ±DELTA of the machine's output "
         "(continuous noise, e.g. the Mining task's 1 ± 0.1); 'auto' estimates DELTA; the report gives the "
         "outputs and the noise half-width's interval (docs/guide/11-learning-from-rewards.md)",
+    )
+    ln.add_argument(
+        "--label-noise",
+        metavar="auto|RATES",
+        help="with --demos: the labels were recorded by a detector that errs (they may disagree with the model's): "
+        "'auto' estimates the noise, RATES states it ('0.1': each label wrong with probability 0.1; "
+        "'miss=M,false-alarm=F[,plain=o]' a detector's rates, per event as miss.p=M); the report gives the noise "
+        "with its interval and the labels believed wrong (docs/guide/15-noisy-labels.md)",
     )
     ln.add_argument(
         "--simplest",
@@ -489,6 +420,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --rewards: noisy rewards, 'replace:E' (each reward another of the machine's values with "
         "probability E) or 'uniform:W' (each paid reward plus a uniform draw from [-W, W]); seed --seed + 1",
     )
+    sm.add_argument(
+        "--label-noise",
+        metavar="RATES",
+        help="write labels recorded by a detector that errs: 'P' (each label replaced by another letter with "
+        "probability P), or 'miss=M,false-alarm=F[,plain=o]' (per event: miss.p=M, false-alarm.p=F); seed --seed + 2",
+    )
     sm.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
     sm.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     sm.set_defaults(func=cmd_simulate)
@@ -517,6 +454,14 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--figures", metavar="DIR", help="directory for the figures (default: .)")
     rp.add_argument("--no-figures", action="store_true", help="write no figure")
     rp.add_argument("--force", action="store_true", help="overwrite existing figures")
+    rp.add_argument(
+        "--max-memory",
+        type=_positive_float,
+        default=2.0,
+        metavar="GB",
+        help="the memory a run may be estimated to need (GB, default 2): the estimate is said before the run "
+        "starts, and a larger run is refused unless this is raised",
+    )
     rp.add_argument("-q", "--quiet", action="store_true")
     rp.set_defaults(func=cmd_reproduce)
     return p

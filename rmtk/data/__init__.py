@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 
 from ..errors import DataError
-from ._files import _check_writable
+from ._files import _check_writable, _read_error
 from .csv_io import CSV_COLUMNS, load_csv, save_csv
 from .demonstrations import PAD, Demonstrations, validate
-from .npz_io import load_npz, save_npz
+from .npz_io import load_npz, open_npz, save_npz
 
 #: Supported file extensions → format name (a Parquet dataset is a directory).
 FORMATS = {".csv": "CSV", ".npz": "NPZ", ".parquet": "Parquet"}
@@ -46,7 +46,8 @@ def format_of(path, format: str | None = None) -> str:
 def holds_rewards(path) -> bool:
     """Whether the demonstrations at ``path`` have rewards (a ``reward`` column; an NPZ
     ``rewards`` array), read from the header or footers only; ``False`` for a path that does
-    not exist or cannot be read as its format (loading it says why)."""
+    not exist. A file that cannot be read as its format is the :class:`DataError` loading it
+    gives (:func:`load`), whatever is asked of it."""
     if not os.path.exists(path):
         return False
     fmt = format_of(path)
@@ -54,33 +55,36 @@ def holds_rewards(path) -> bool:
         from .parquet_dataset import ParquetDataset
 
         return "reward" in ParquetDataset.open(path).columns
-    try:
-        if fmt == "csv":
-            with open(path, encoding="utf-8", errors="replace") as f:
-                return "reward" in (c.strip() for c in f.readline().split(","))
-        import numpy as np
+    if fmt == "csv":
+        try:
+            with open(path, encoding="utf-8-sig", errors="replace") as f:  # the first non-blank line
+                header = next((line for line in f if line.strip()), "")
+        except OSError as e:
+            raise _read_error(str(path), e) from None
+        return "reward" in (c.strip().lower() for c in header.split(","))
+    with open_npz(path) as z:
+        return "rewards" in z.files
 
-        with np.load(path, allow_pickle=False) as z:
-            return "rewards" in z.files
-    except (OSError, ValueError):
-        return False
 
-
-def load(path, mdp) -> Demonstrations:
+def load(path, mdp, *, labels: str = "check") -> Demonstrations:
     """Load demonstrations by extension (``.csv``, ``.npz``; a directory or ``.parquet`` is a
-    Parquet dataset) and validate them against ``mdp``."""
+    Parquet dataset) and validate them against ``mdp``. ``labels``: ``"check"`` (recorded labels
+    must agree with the MDP's) or ``"keep"`` (labels recorded by a detector that errs, kept as
+    ``Demonstrations.labels``: docs/design/15-label-noise.md)."""
     if not os.path.exists(path):
         raise DataError(f"{path}: no such file or directory")
     fmt = format_of(path)
     if fmt == "parquet":
         from .parquet_dataset import ParquetDataset
 
+        if labels != "check":
+            raise DataError(f"{path}: recorded labels that may disagree with the MDP are read from CSV and NPZ files")
         return ParquetDataset.open(path, mdp).load(mdp)
     if fmt == "csv":
         if mdp is None:
             raise DataError(f"{path}: reading a CSV file needs the MDP (its state, action and label names)")
-        return load_csv(path, mdp)
-    return load_npz(path, mdp)
+        return load_csv(path, mdp, labels=labels)
+    return load_npz(path, mdp, labels=labels)
 
 
 def save(

@@ -1,6 +1,6 @@
-"""Demonstrations as CSV: a header ``trajectory,step,state,action[,label][,reward]`` and one
-row per step, values as names or indices (rewards as numbers); every bad record is named by
-file and line."""
+"""Demonstrations as CSV: a header ``trajectory,step,state,action[,label][,reward]`` (and a
+detector's ``p_<proposition>`` columns) and one row per step, values as names or indices
+(rewards and probabilities as numbers); every bad record is named by file and line."""
 
 from __future__ import annotations
 
@@ -9,17 +9,20 @@ import csv
 import gc
 import itertools
 
+import attrs
 import numpy as np
 
 from ..errors import DataError
 from ._files import _check_writable, _open_write, _read_error
 from .demonstrations import PAD, Demonstrations, _show_id, validate
-from .rewards import format_rewards, parse_rewards
+from .rewards import format_rewards, parse_rewards, some_known
 
 #: The columns of a CSV file of demonstrations (``label`` and ``reward`` optional).
 CSV_COLUMNS = ("trajectory", "step", "state", "action", "label", "reward")
 _CSV_REQUIRED = CSV_COLUMNS[:4]
-_EXPECTED = f"{','.join(_CSV_REQUIRED)}[,label][,reward]"
+_EXPECTED = f"{','.join(_CSV_REQUIRED)}[,label][,reward][,p_<proposition>...]"
+#: The prefix of a detector's probability columns (``p_coffee`` for proposition ``coffee``).
+DETECTION_PREFIX = "p_"
 
 
 def save_csv(demos: Demonstrations, path, mdp, *, overwrite: bool = False, names: bool = True) -> None:
@@ -30,14 +33,15 @@ def save_csv(demos: Demonstrations, path, mdp, *, overwrite: bool = False, names
 
     Trajectories are numbered ``0..N-1``. The demonstrations are validated against ``mdp``
     first, so that the file loads back. Raises :class:`DataError` if ``path`` exists and
-    ``overwrite`` is false.
+    ``overwrite`` is false. Demonstrations with recorded labels write those (they may disagree
+    with the MDP's); with detections, one ``p_<proposition>`` column each (shortest ``repr``).
     """
     _check_writable(path, overwrite)
     validate(demos, mdp, source=str(path))
     ii, tt = np.nonzero(demos.mask())
     s = demos.states[ii, tt]
     a = demos.actions[ii, tt]
-    lab = np.asarray(mdp.labels)[s]
+    lab = np.asarray(mdp.labels)[s] if demos.labels is None else demos.labels[ii, tt]
     if names:
         s_col = np.asarray(mdp.states, dtype=object)[s].tolist()
         a_col = np.asarray(mdp.actions, dtype=object)[a].tolist()
@@ -45,11 +49,18 @@ def save_csv(demos: Demonstrations, path, mdp, *, overwrite: bool = False, names
     else:
         s_col, a_col, l_col = s.tolist(), a.tolist(), lab.tolist()
     cols = [ii.tolist(), tt.tolist(), s_col, a_col, l_col]
+    header = list(CSV_COLUMNS[:5])
     if demos.rewards is not None:
         cols.append(format_rewards(demos.rewards[ii, tt]))
+        header.append("reward")
+    if demos.detections is not None:
+        probs = demos.detections[ii, tt]
+        for k, name in enumerate(mdp.propositions):
+            cols.append([repr(float(v)) for v in probs[:, k].tolist()])
+            header.append(DETECTION_PREFIX + name)
     with _open_write(path, overwrite, newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")
-        w.writerow(CSV_COLUMNS[: len(cols)])
+        w.writerow(header)
         w.writerows(zip(*cols))
 
 
@@ -160,7 +171,7 @@ def _lookup(values, names, kind: str, kinds: str, src: str, lines: np.ndarray) -
     return out
 
 
-def load_csv(path, mdp) -> Demonstrations:
+def load_csv(path, mdp, *, labels: str = "check") -> Demonstrations:
     """Read demonstrations from a CSV file and validate them against ``mdp``.
 
     The first (non-blank) line is a header naming the columns ``trajectory``, ``step``,
@@ -173,12 +184,62 @@ def load_csv(path, mdp) -> Demonstrations:
     sorted: they are grouped by id and ordered by ``step``, whose values must then be
     exactly ``0, 1, 2, ...`` (no gap, no duplicate). Blank lines are skipped; any other
     bad line raises :class:`DataError` naming the file and the line.
+
+    ``labels``: ``"check"`` (a ``label`` column must agree with the MDP's labels, and is then
+    dropped) or ``"keep"`` (labels recorded by a detector that errs: kept as
+    ``Demonstrations.labels``, checked only to be propositions). Columns ``p_<proposition>``
+    (one per proposition of the MDP, all or none) are a detector's probabilities, kept as
+    ``Demonstrations.detections``.
     """
+    if labels not in ("check", "keep"):
+        raise DataError(f"labels must be 'check' or 'keep', got {labels!r}")
     with _no_gc():
-        return _load_csv(path, mdp)
+        return _load_csv(path, mdp, labels == "keep")
 
 
-def _load_csv(path, mdp) -> Demonstrations:
+def _detection_columns(header: list[str], raw: list[str], mdp, src: str, line: int) -> dict[str, int]:
+    """The ``p_<proposition>`` columns of ``header``: proposition → column index (all or none)."""
+    names = {h: k for k, h in enumerate(header) if h.startswith(DETECTION_PREFIX)}
+    if not names:
+        return {}
+    props = {p.lower(): p for p in mdp.propositions}
+    out = {}
+    for h, k in names.items():
+        p = props.get(h[len(DETECTION_PREFIX) :])
+        if p is None:
+            raise DataError(
+                f"{src}:{line}: column {raw[k]!r} names no proposition of the MDP {mdp.name!r} "
+                f"({', '.join(mdp.propositions)})"
+            )
+        out[p] = k
+    missing = [p for p in mdp.propositions if p not in out]
+    if missing:
+        raise DataError(
+            f"{src}:{line}: detections need a column per proposition: missing "
+            + ", ".join(DETECTION_PREFIX + p for p in missing)
+        )
+    return out
+
+
+def _parse_probabilities(values, src: str, lines: np.ndarray, column: str) -> np.ndarray:
+    """A column of probabilities: numbers in [0, 1] (named by line when not)."""
+    try:
+        out = np.asarray(values, dtype=np.float64)
+    except ValueError:
+        out = np.full(len(values), np.nan)
+        for j, v in enumerate(values):
+            try:
+                out[j] = float(v)
+            except ValueError:
+                raise DataError(f"{src}:{lines[j]}: {column} {v!r} is not a number") from None
+    bad = np.flatnonzero(~((out >= 0) & (out <= 1)))
+    if bad.size:
+        j = int(bad[0])
+        raise DataError(f"{src}:{lines[j]}: {column} {values[j]!r} is not a probability in [0, 1]")
+    return out
+
+
+def _load_csv(path, mdp, keep_labels: bool = False) -> Demonstrations:
     src = str(path)
     rows, lines = _read_rows(path, src)
     nonblank = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
@@ -189,14 +250,15 @@ def _load_csv(path, mdp) -> Demonstrations:
     header = [h.strip().lower() for h in rows[keep[0]]]
     expected_hdr = _EXPECTED
     for k, h in enumerate(header):
-        if h not in CSV_COLUMNS:
+        if h not in CSV_COLUMNS and not h.startswith(DETECTION_PREFIX):
             hint = " (the first line must be a header: " + expected_hdr + ")" if header[0].strip().isdigit() else ""
             raise DataError(
                 f"{src}:{header_line}: unknown column {rows[keep[0]][k]!r} in the header; the columns are "
-                f"trajectory, step, state, action and optionally label, reward{hint}"
+                f"trajectory, step, state, action and optionally label, reward, p_<proposition>{hint}"
             )
         if h in header[:k]:
             raise DataError(f"{src}:{header_line}: column {h!r} appears twice in the header")
+    detected = _detection_columns(header, rows[keep[0]], mdp, src, header_line)
     missing = [c for c in _CSV_REQUIRED if c not in header]
     if missing:
         raise DataError(
@@ -223,6 +285,7 @@ def _load_csv(path, mdp) -> Demonstrations:
         cols = list(zip(*(rows[j] for j in data_idx.tolist())))
     del rows
     col = {h: cols[k] for k, h in enumerate(header)}
+    probs = {p: cols[k] for p, k in detected.items()}
     n = len(lines)
 
     # trajectory ids, in order of first appearance
@@ -254,7 +317,14 @@ def _load_csv(path, mdp) -> Demonstrations:
     actions = _lookup(col["action"], mdp.actions, "action", "an action name", src, lines)
     labels = _lookup(col["label"], mdp.propositions, "label", "a proposition", src, lines) if "label" in col else None
     rewards = parse_rewards(col["reward"], src, lines) if "reward" in col else None
-    del cols, col
+    if rewards is not None:
+        some_known(rewards, f"{src}: column 'reward'")
+    detections = None
+    if probs:
+        detections = np.stack(
+            [_parse_probabilities(probs[p], src, lines, DETECTION_PREFIX + p) for p in mdp.propositions], axis=1
+        )
+    del cols, col, probs
 
     # group by trajectory, order by step; steps must be 0, 1, 2, ...
     order = np.lexsort((step, traj))  # stable: equal steps keep file order
@@ -288,12 +358,18 @@ def _load_csv(path, mdp) -> Demonstrations:
     if rewards is not None:
         R2 = np.full((N, T), np.nan)
         R2[g, k] = rewards[order]
-    demos = Demonstrations(S2, A2, counts, rewards=R2)
+    D2 = None
+    if detections is not None:
+        D2 = np.full((N, T, detections.shape[1]), np.nan, dtype=np.float32)
+        D2[g, k] = detections[order]
     lab2 = None
     if labels is not None:
         lab2 = np.full((N, T), -1, dtype=np.int64)
         lab2[g, k] = labels[order]
-    validate(demos, mdp, labels=lab2, source=src, trajectory_ids=id_names, lines=L2)
+    demos = Demonstrations(S2, A2, counts, rewards=R2, detections=D2)
+    validate(demos, mdp, labels=lab2, source=src, trajectory_ids=id_names, lines=L2, agree=not keep_labels)
+    if keep_labels and lab2 is not None:
+        demos = attrs.evolve(demos, labels=lab2)
     return demos
 
 

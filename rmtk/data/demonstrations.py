@@ -3,7 +3,7 @@ validation against an MDP.
 
 A :class:`Demonstrations` holds ``N`` trajectories as two ``(N, T)`` integer arrays padded
 with −1 after each trajectory's length: at step ``t`` the expert is in ``states[i, t]`` and
-takes ``actions[i, t]``; the label word of step ``t`` is ``L(s_0) ... L(s_t)`` (docs/design.md,
+takes ``actions[i, t]``; the label word of step ``t`` is ``L(s_0) ... L(s_t)`` (docs/design/02-conventions.md,
 "The prefix convention"). Labels are not stored: they are the MDP's; a file may carry them and
 they are then checked against the MDP's labeling.
 
@@ -12,6 +12,10 @@ Optionally, ``rewards`` holds what each step's action earned, as in RL logs of
 state ``s_{t+1}``, so it is evidence on (word ``L(s_0) … L(s_t)``, next letter
 ``L(s_{t+1})``); the last step's reward is used only where the next state is known, and NaN
 means unknown (:mod:`rmtk.data.rewards` has the whole convention).
+
+Labels recorded by a detector that errs (docs/design/15-label-noise.md) are kept when the data are
+read for it: ``labels`` holds the recorded letter of every step (which may disagree with the
+MDP's), ``detections`` a detector's probability of each proposition at every step.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import numpy as np
 
 from .._arrays import array_eq, frozen_array
 from ..errors import DataError
+from ..words import plural
 from .rewards import first_infinite, nan_array_eq
 
 PAD = -1
@@ -41,6 +46,32 @@ def _int_array(dtype):
         return a
 
     return convert
+
+
+def _labels(value):
+    if value is None:
+        return None
+    arr = np.array(value, copy=True)
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise DataError(f"recorded labels must be integer proposition indices, got dtype {arr.dtype}")
+    arr = arr.astype(np.int32)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    arr.setflags(write=False)
+    return arr
+
+
+def _detections(value):
+    if value is None:
+        return None
+    try:
+        arr = np.array(value, dtype=np.float32, copy=True)
+    except (TypeError, ValueError):
+        raise DataError("detections must be probabilities (an (N, T, K) float array, nan after each end)") from None
+    if arr.ndim == 2:
+        arr = arr[None, :, :]
+    arr.setflags(write=False)
+    return arr
 
 
 def _rewards(value):
@@ -70,6 +101,11 @@ class Demonstrations:
             row's state), so it is evidence on (label word up to step ``t``, label of step
             ``t + 1``). The last step's reward (no next row) is kept but used only where
             the next state is known; NaN is "unknown" anywhere; ±∞ is refused.
+        labels: ``(N, T)`` int32 recorded labels (−1 after each end), or None: the labels are
+            the MDP's. Kept only for data read as recorded by a detector that errs; they may
+            disagree with the MDP's.
+        detections: ``(N, T, K)`` float32: a detector's probability of each proposition at each
+            step (NaN after each end), or None.
     """
 
     states: np.ndarray = attrs.field(converter=_int_array(np.int32), eq=array_eq, repr=False)
@@ -77,6 +113,10 @@ class Demonstrations:
     lengths: np.ndarray = attrs.field(converter=frozen_array(np.int64), eq=array_eq, repr=False)
     rewards: np.ndarray | None = attrs.field(
         default=None, converter=_rewards, eq=attrs.cmp_using(eq=nan_array_eq), repr=False, kw_only=True
+    )
+    labels: np.ndarray | None = attrs.field(default=None, converter=_labels, eq=array_eq, repr=False, kw_only=True)
+    detections: np.ndarray | None = attrs.field(
+        default=None, converter=_detections, eq=attrs.cmp_using(eq=nan_array_eq), repr=False, kw_only=True
     )
 
     def __attrs_post_init__(self) -> None:
@@ -105,6 +145,8 @@ class Demonstrations:
                 )
         if self.rewards is not None:
             self._check_rewards(inside, full)
+        if self.labels is not None or self.detections is not None:
+            self._check_recorded(inside)
 
     def _check_rewards(self, inside: np.ndarray, full: bool) -> None:
         r = self.rewards
@@ -119,7 +161,32 @@ class Demonstrations:
             after = ~inside & ~np.isnan(r)
             if after.any():
                 i, t = np.argwhere(after)[0]
-                raise DataError(f"trajectory {i}, step {t}: reward after the trajectory's end (it must be nan)")
+                raise DataError(
+                    f"trajectory {i}, step {t}: reward after the trajectory's end (length {self.lengths[i]}; it "
+                    "must be nan)"
+                )
+
+    def _check_recorded(self, inside: np.ndarray) -> None:
+        shape = self.states.shape
+        if self.labels is not None:
+            if self.labels.shape != shape:
+                raise DataError(f"recorded labels {self.labels.shape} and states {shape} differ in shape")
+            bad = inside & (self.labels < 0)
+            if bad.any():
+                i, t = np.argwhere(bad)[0]
+                raise DataError(
+                    f"trajectory {i}, step {t}: missing recorded label (negative index {self.labels[i, t]})"
+                )
+        if self.detections is not None:
+            d = self.detections
+            if d.ndim != 3 or d.shape[:2] != shape:
+                raise DataError(f"detections {d.shape} do not match the states {shape} (expected (N, T, K))")
+            bad = inside & ~np.all((d >= 0) & (d <= 1), axis=2)
+            if bad.any():
+                i, t = np.argwhere(bad)[0]
+                raise DataError(
+                    f"trajectory {i}, step {t}: detections {d[i, t].tolist()} are not probabilities in [0, 1]"
+                )
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -181,7 +248,16 @@ class Demonstrations:
         lengths = self.lengths[index]
         T = int(lengths.max()) if len(lengths) else 1
         rewards = None if self.rewards is None else self.rewards[index, :T]
-        return Demonstrations(self.states[index, :T], self.actions[index, :T], lengths, rewards=rewards)
+        labels = None if self.labels is None else self.labels[index, :T]
+        detections = None if self.detections is None else self.detections[index, :T]
+        return Demonstrations(
+            self.states[index, :T],
+            self.actions[index, :T],
+            lengths,
+            rewards=rewards,
+            labels=labels,
+            detections=detections,
+        )
 
     def chunks(self, size: int) -> Iterator[Demonstrations]:
         """Consecutive blocks of at most ``size`` trajectories."""
@@ -203,7 +279,17 @@ class Demonstrations:
         lo, hi = int(self.lengths.min()), int(self.lengths.max())
         span = f"{lo}" if lo == hi else f"{lo}-{hi}"
         rewards = "" if self.rewards is None else ", with rewards"
-        return f"{self.n_trajectories} trajectories of {span} steps ({self.n_steps} steps{rewards})"
+        recorded = (
+            ", with a detector's probabilities"
+            if self.detections is not None
+            else ", with recorded labels"
+            if self.labels is not None
+            else ""
+        )
+        return (
+            f"{plural(self.n_trajectories, 'trajectory', 'trajectories')} of {span} step{'s' if hi != 1 else ''} "
+            f"({plural(self.n_steps, 'step')}{rewards}{recorded})"
+        )
 
 
 # ====================================================================== validation
@@ -245,6 +331,7 @@ def validate(
     trajectory_ids=None,
     lines=None,
     rows=None,
+    agree: bool = True,
 ) -> None:
     """Check ``demos`` against ``mdp``; raise :class:`DataError` on the first bad step.
 
@@ -253,7 +340,9 @@ def validate(
     step, ``P(s_{t+1} | s_t, a_t) > 0`` (all steps at once with one ``np.searchsorted`` over
     the MDP's sparse transitions); and, when ``labels`` (an
     ``(N, T)`` array of proposition indices, −1 padded) is given, ``labels[i, t]`` equals
-    the MDP's label of ``states[i, t]``.
+    the MDP's label of ``states[i, t]`` (with ``agree=False``, labels recorded by a detector that
+    errs: only in range). The demonstrations' own recorded labels are range-checked, and their
+    detections must have one column per proposition.
 
     The error names the first bad record in (trajectory, step) order and says how many
     more steps are bad. A bad transition is reported at the step whose action fails.
@@ -276,6 +365,12 @@ def validate(
 
     bad_label_range = np.zeros((N, T), dtype=bool)
     bad_label = np.zeros((N, T), dtype=bool)
+    if demos.detections is not None and demos.detections.shape[2] != P:
+        raise DataError(
+            f"{source}: detections have {demos.detections.shape[2]} columns; the MDP {mdp.name!r} has {P} propositions"
+        )
+    if labels is None and demos.labels is not None:
+        labels, agree = demos.labels, False
     if labels is not None:
         labels = np.asarray(labels)
         if labels.shape != (N, T):
@@ -287,7 +382,7 @@ def validate(
         ok = inside & ~bad_state & ~bad_label_range
         expected = np.full((N, T), -1, dtype=np.int64)
         expected[ok] = mdp.labels[states[ok]]
-        bad_label = ok & (labels != expected)
+        bad_label = ok & (labels != expected) if agree else bad_label
 
     # the first state: one the start distribution μ0 can draw
     bad_start = np.zeros((N, T), dtype=bool)
@@ -363,4 +458,6 @@ def validate(
         )
     if more:
         what += f"; {more} more bad step{'s' if more > 1 else ''} after this one"
+    if bad_label[i, t]:
+        what += " (labels recorded by a detector that errs are read with labels='keep': rmtk learn --label-noise)"
     raise DataError(f"{head}: {what}")

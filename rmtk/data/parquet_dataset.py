@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import DataError
 from .demonstrations import PAD, Demonstrations, _show_id, out_of_range, validate
 from .parquet_io import PARQUET_COLUMNS, pyarrow
-from .rewards import first_infinite
+from .rewards import first_infinite, some_known
 
 _REQUIRED = PARQUET_COLUMNS[:4]
 _INDEX_MAX = np.iinfo(np.int32).max
@@ -272,6 +272,8 @@ class ParquetDataset:
             if rewards is not None:
                 rewards[lo : lo + len(d), : d.horizon] = d.rewards
             lo += len(d)
+        if rewards is not None:
+            some_known(rewards, f"{self.path}: column 'reward'")
         return Demonstrations(states, actions, np.concatenate([d.lengths for d in pieces]), rewards=rewards)
 
 

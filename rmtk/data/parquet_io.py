@@ -1,9 +1,9 @@
-"""Demonstrations as Apache Parquet: a directory of partition files (``pip install 'rmtk[dask]'``
+"""Demonstrations as Apache Parquet: a directory of partition files (``pip install '.[dask]'``
 for pyarrow). This module is the format and the writing side; :mod:`rmtk.data.parquet_dataset`
 reads.
 
 One row per step, like CSV, in columns of the narrowest unsigned integer type that holds
-the values (docs/design.md, "Beyond one machine"):
+the values (docs/design/10-parquet-and-engines.md):
 
 ==============  ==========================================================================
 ``trajectory``  the trajectory's id (rmtk writes 0..N−1; any integers are read)
@@ -56,9 +56,7 @@ def pyarrow():
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        raise RmtkError(
-            "Parquet demonstrations need pyarrow: pip install 'rmtk[dask]' (from a checkout: pip install '.[dask]')"
-        ) from None
+        raise RmtkError("Parquet demonstrations need pyarrow: from rmtk's checkout, pip install '.[dask]'") from None
     return pa, pq
 
 

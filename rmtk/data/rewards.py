@@ -4,7 +4,7 @@
 
 The convention is that of RL logs of ``(s, a, r, s')``: the reward of row ``t`` of a
 trajectory is what its action earned, paid by the reward machine on the label of the next
-row's state. With the prefix convention (docs/design.md, "The prefix convention"), the
+row's state. With the prefix convention (docs/design/02-conventions.md, "The prefix convention"), the
 machine is in ``u_t = δ_u*(u_I, L(s_0) … L(s_t))`` at row ``t`` and
 
     r_t = δ_r(u_t, L(s_{t+1})),
@@ -52,6 +52,17 @@ def first_infinite(values: np.ndarray) -> int | None:
     """The index of the first ±∞ in a float array (None when there is none)."""
     bad = np.isinf(values)
     return int(np.argmax(bad)) if bad.any() else None
+
+
+def some_known(rewards: np.ndarray, where: str) -> None:
+    """Refuse a reward column that exists but records nothing: every value unknown (empty,
+    null or NaN). Kept, it would read as "with rewards" and teach a machine from none;
+    ``where`` names the file and the column."""
+    if not (~np.isnan(rewards)).any():
+        raise DataError(
+            f"{where} holds no reward: every value is unknown (empty, null or nan); record the rewards, or drop "
+            "the column to learn from the policy alone"
+        )
 
 
 def parse_rewards(values, src: str, lines: np.ndarray) -> np.ndarray:

@@ -9,7 +9,7 @@ from typing import NoReturn
 import numpy as np
 
 from .._arrays import Csr
-from ..errors import ModelError
+from ..errors import Location, ModelError
 from ..machine import RewardMachine
 from ..mdp import PROB_TOL, LabeledMDP
 from ..task import EVERY_DEPTH, Task, depth_beyond
@@ -327,7 +327,9 @@ TASK_SETTINGS = ("mdp", "machine", "gamma", "lambda", "depth", "max_nodes")
 
 
 def build_task(block: S.Block, ctx: Context, mdps: dict, machines: dict) -> Task:
-    """``task NAME { mdp M; machine R; gamma g; lambda l; depth d; max_nodes n }``."""
+    """``task NAME { mdp M; machine R; gamma g; lambda l; depth d; max_nodes n }``; ``machine``
+    may be left out when it is not known (learning from rewards or demonstrations needs none):
+    the task then remembers where it was written, for the error of what needs one."""
     where = f"task '{block.name}'"
     kw: dict = {}
     refs: dict[str, S.Setting] = {}
@@ -357,11 +359,11 @@ def build_task(block: S.Block, ctx: Context, mdps: dict, machines: dict) -> Task
                 ctx.fail(f"{where}: {beyond}", v)
         else:
             kw["lam" if key == "lambda" else key] = ctx.number(v, key)
-    for key in ("mdp", "machine"):
-        if key not in kw:
-            ctx.fail(f"{where} names no {key}; write '{key} NAME'", block.name)
+    if "mdp" not in kw:
+        ctx.fail(f"{where} names no mdp; write 'mdp NAME'", block.name)
+    pos = block.name.pos
     try:
-        return Task(name=str(block.name), **kw)
+        return Task(name=str(block.name), **kw, origin=Location(ctx.file, pos.line, pos.column))
     except ModelError as err:
         _model_error(ctx, err, block.name)
 

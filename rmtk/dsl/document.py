@@ -24,7 +24,7 @@ class RmFile:
 
     @classmethod
     def of(cls, *objects: Model) -> RmFile:
-        """A file holding ``objects``; a task brings its MDP and machine along."""
+        """A file holding ``objects``; a task brings its MDP and machine (if any) along."""
         mdps: dict[str, LabeledMDP] = {}
         machines: dict[str, RewardMachine] = {}
         tasks: dict[str, Task] = {}
@@ -38,7 +38,8 @@ class RmFile:
         for obj in objects:
             if isinstance(obj, Task):
                 put(mdps, obj.mdp, "mdp")
-                put(machines, obj.machine, "machine")
+                if obj.machine is not None:
+                    put(machines, obj.machine, "machine")
                 put(tasks, obj, "task")
             elif isinstance(obj, LabeledMDP):
                 put(mdps, obj, "mdp")

@@ -129,7 +129,9 @@ def mdp_block(mdp: LabeledMDP) -> str:
 
 
 def task_block(task: Task) -> str:
-    lines = [f"mdp {fmt_ident(task.mdp.name)}", f"machine {fmt_ident(task.machine.name)}"]
+    lines = [f"mdp {fmt_ident(task.mdp.name)}"]
+    if task.machine is not None:  # a task without one leaves the line out, as it was written
+        lines.append(f"machine {fmt_ident(task.machine.name)}")
     if task.gamma is not None:
         lines.append(f"gamma {fmt_number(task.gamma)}")
     lines.append(f"lambda {fmt_number(task.lam)}")

@@ -4,7 +4,7 @@
   :class:`~rmtk.engines.local.LocalEngine` (this process) and
   :func:`~rmtk.engines.local.as_engine`;
 * :mod:`rmtk.engines.dask`: :class:`~rmtk.engines.dask.DaskEngine`, on a Dask cluster
-  (``pip install 'rmtk[dask]'``; imported only when asked for);
+  (``pip install '.[dask]'``; imported only when asked for);
 * :mod:`rmtk.engines.cluster`: reaching and starting Dask clusters with bounded waits;
 * :mod:`rmtk.engines.shards`: work split into seeded shards and the one order of their reduce.
 """

@@ -1,5 +1,5 @@
 """The Dask cluster a run uses: a local one started for it, or a running scheduler checked
-before it is trusted (``pip install 'rmtk[dask]'``; imported only by the Dask engine).
+before it is trusted (``pip install '.[dask]'``; imported only by the Dask engine).
 
 * :func:`scheduler_address` validates the form of an address (``tcp://host:port``, a bare
   ``host:port``, ``tls://host:port``) before anything connects.

@@ -1,5 +1,5 @@
 """The Dask engine: the map over items and the tree reduce of :mod:`rmtk.engines.local` on a
-``dask.distributed`` cluster (``pip install 'rmtk[dask]'``).
+``dask.distributed`` cluster (``pip install '.[dask]'``).
 
 The job goes to the cluster as a task of its own that returns it, and each item becomes one
 task (``job(item)``) depending on it: the workers fetch the job as any task's input, and a
@@ -59,9 +59,7 @@ def _dask():
     try:
         import distributed
     except ImportError:
-        raise RmtkError(
-            "the Dask engine needs dask.distributed: pip install 'rmtk[dask]' (from a checkout: pip install '.[dask]')"
-        ) from None
+        raise RmtkError("the Dask engine needs dask.distributed: from rmtk's checkout, pip install '.[dask]'") from None
     return distributed
 
 

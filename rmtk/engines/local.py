@@ -9,7 +9,7 @@ order, so they build the same merges and return the same result.
 
 * :class:`LocalEngine` (the default): in this process, one item after another; memory holds
   one item's work and ``log2(n)`` partial results.
-* :class:`~rmtk.engines.dask.DaskEngine`: on a Dask cluster (``pip install 'rmtk[dask]'``);
+* :class:`~rmtk.engines.dask.DaskEngine`: on a Dask cluster (``pip install '.[dask]'``);
   a local cluster of worker processes or a scheduler's address. Imported only when asked
   for, so ``import rmtk`` never imports Dask.
 

@@ -3,20 +3,35 @@
 Every experiment module defines ``SETTINGS`` (its :class:`Setting` s, overridable with
 ``--set KEY=VALUE``), ``FIGURE`` (the file name of its figure, if it draws one) and
 ``run(opts) -> Report``: our numbers beside the paper's, notes that explain any difference,
-and figures. Modules are imported only when their experiment runs.
+and figures. One whose memory grows with its settings also defines ``memory(opts) ->
+MemoryEstimate``: the estimate is said before the run starts, and a run estimated above
+``opts.max_memory`` (``--max-memory``, default 2 GB) is refused unless the user raises it.
+Modules are imported only when their experiment runs.
 """
 
 from __future__ import annotations
 
 import importlib
+import math
 import time
 from pathlib import Path
 
 import attrs
 
 from .. import output
-from ..errors import RmtkError
-from ._report import COUNT, LEVEL, POSITIVE, PROBABILITY, Domain, Options, Report, Setting
+from ..errors import RmtkError, UsageError
+from ._report import (
+    COUNT,
+    LEVEL,
+    MAX_MEMORY,
+    POSITIVE,
+    PROBABILITY,
+    Domain,
+    MemoryEstimate,
+    Options,
+    Report,
+    Setting,
+)
 
 
 @attrs.frozen
@@ -143,6 +158,22 @@ def check_overrides(names, overrides: dict) -> None:
         )
 
 
+def check_memory(name: str, module, opts: Options) -> MemoryEstimate | None:
+    """Say the memory estimate of a run of ``module`` (if it gives one) and refuse it, before
+    any work, when it is above ``opts.max_memory``: a larger run is the user's choice."""
+    estimate = getattr(module, "memory", None)
+    if estimate is None:
+        return None
+    need = estimate(opts)
+    opts.say(f"{name}: {need}; the limit is {opts.max_memory:g} GB (--max-memory)")
+    if need.gb > opts.max_memory:
+        raise UsageError(
+            f"{name}: {need}, above the limit of {opts.max_memory:g} GB. A run this large is your choice: "
+            f"pass --max-memory {math.ceil(need.gb * 1.25)} (Options(max_memory=...)) to run it, or make it smaller"
+        )
+    return need
+
+
 def run(name: str, opts: Options | None = None) -> Report:
     """Run experiment ``name`` with ``opts`` (overrides that are not its settings are ignored
     when several experiments share one set of options: see :func:`check_overrides`)."""
@@ -156,6 +187,7 @@ def run(name: str, opts: Options | None = None) -> Report:
         opts.get(key)  # a badly typed value fails here, before any work
     if getattr(module, "FIGURE", None) and opts.figure_dir is not None:
         output.check(Path(opts.figure_dir) / module.FIGURE, overwrite=opts.force)  # before the work, not after it
+    check_memory(name, module, opts)
     t0 = time.perf_counter()
     report = module.run(opts)
     if not report.seconds:
@@ -167,13 +199,16 @@ __all__ = [
     "COUNT",
     "EXPERIMENTS",
     "LEVEL",
+    "MAX_MEMORY",
     "POSITIVE",
     "PROBABILITY",
     "Domain",
     "Experiment",
+    "MemoryEstimate",
     "Options",
     "Report",
     "Setting",
+    "check_memory",
     "check_overrides",
     "experiment",
     "run",

@@ -198,10 +198,8 @@ def train_dqn(
         from stable_baselines3 import DQN
         from stable_baselines3.common.callbacks import BaseCallback
     except ImportError:
-        raise RmtkError(
-            "deep RL needs Stable-Baselines3 and torch: pip install 'rmtk[rl]' (from a checkout: pip install '.[rl]')"
-        ) from None
-    from ..rl import crm, q_table
+        raise RmtkError("deep RL needs Stable-Baselines3 and torch: pip install '.[rl]' in rmtk's checkout") from None
+    from ..rl import crm, no_log_folder, q_table
 
     if use_crm and not node:
         raise RmtkError("CRM needs the node in the observation")
@@ -221,7 +219,7 @@ def train_dqn(
             return stop is None or ok[-1] < stop
 
     replay = crm(env, n_steps=config.n_steps, gamma=config.gamma) if use_crm else {"n_steps": config.n_steps}
-    model = DQN("MlpPolicy", env, seed=seed, device="cpu", **config.kwargs(steps), **replay)
+    model = no_log_folder(DQN("MlpPolicy", env, seed=seed, device="cpu", **config.kwargs(steps), **replay))
     t0 = time.perf_counter()
     model.learn(steps, callback=Evaluate())
     return Curve(tuple(at), tuple(ok), time.perf_counter() - t0), model

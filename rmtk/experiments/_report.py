@@ -70,6 +70,24 @@ class Setting:
         return value
 
 
+@attrs.frozen
+class MemoryEstimate:
+    """What a run will need at its peak, said before it starts: ``gb``, the largest resident
+    memory of any one of its processes (GB of 2^30 bytes), and ``detail``, what that is made of
+    and what it grows with. An estimate from measured runs (docs/benchmarks), not a bound."""
+
+    gb: float
+    detail: str
+
+    def __str__(self) -> str:
+        return f"memory estimate: about {self.gb:.1f} GB at the peak ({self.detail})"
+
+
+#: The memory a run may be estimated to need without the user asking for more (GB): every
+#: shipped experiment's default run stays below it.
+MAX_MEMORY = 2.0
+
+
 @attrs.define
 class Report:
     """An experiment's outcome: titled tables (header + rows), notes, written figures."""
@@ -129,8 +147,10 @@ def _convert(value, default, key: str):
 @attrs.frozen
 class Options:
     """Settings of a run: ``quick`` (small version), ``seed``, ``figure_dir`` (``None``: no
-    figures), ``force`` (overwrite figures), ``progress`` (notes go to its ``note`` hook)
-    and ``overrides`` of the experiment's settings (``--set KEY=VALUE``)."""
+    figures), ``force`` (overwrite figures), ``progress`` (notes go to its ``note`` hook),
+    ``overrides`` of the experiment's settings (``--set KEY=VALUE``) and ``max_memory``, the
+    GB a run may be estimated to need (:class:`MemoryEstimate`; a larger one is refused before
+    it starts)."""
 
     quick: bool = False
     seed: int = 0
@@ -139,6 +159,12 @@ class Options:
     overrides: dict = attrs.field(factory=dict)
     force: bool = False
     settings: dict = attrs.field(factory=dict, repr=False)
+    max_memory: float = attrs.field(default=MAX_MEMORY)
+
+    @max_memory.validator
+    def _check_memory(self, attribute, value):
+        if not (isinstance(value, (int, float)) and value > 0 and value == value):
+            raise RmtkError(f"Options(max_memory={value!r}): a number of GB above 0 expected")
 
     def say(self, msg: str) -> None:
         self.progress.note(msg)

@@ -16,7 +16,7 @@ Every run is bounded: a time limit (the learners' ``time_limit``, the active loo
 flagged, and so is a run that went on past its limit (the limits are checked between phases,
 not inside each). ``--quick`` learns on a walled crop of the map (rows 24–33, columns 18–37:
 200 cells with a, b and c; runs start in any cell, the agent's is outside it) so that CI runs
-every capability in seconds; the whole map is the benchmark's (docs/benchmarks.md).
+every capability in seconds; the whole map is the benchmark's (docs/benchmarks/18-craft-world.md).
 """
 
 from __future__ import annotations

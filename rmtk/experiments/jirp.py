@@ -8,7 +8,7 @@ when ``patience`` episodes in a row raise no counterexample (the machine stopped
 the episode budget is spent (flagged).
 
 The environment is the task: its MDP, and its machine paying the rewards (the prefix
-convention of docs/design.md: action ``a_t`` earns ``δ_r(u_t, L(s_{t+1}))``); an episode ends
+convention of docs/design/02-conventions.md: action ``a_t`` earns ``δ_r(u_t, L(s_{t+1}))``); an episode ends
 when the machine enters its end node (:func:`rmtk.traces.explorers.end_nodes`), as in the Office World.
 Every draw comes from one seeded generator: the same seed gives the same rounds.
 """

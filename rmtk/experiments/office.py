@@ -311,9 +311,7 @@ def run(opts: Options) -> Report:
     try:
         import gymnasium  # noqa: F401
     except ImportError:  # only gymnasium: an import error of rmtk itself must show
-        raise RmtkError(
-            "the office experiment needs gymnasium: pip install 'rmtk[gym]' (from a checkout: pip install '.[gym]')"
-        ) from None
+        raise RmtkError("the office experiment needs gymnasium: pip install '.[gym]' in rmtk's checkout") from None
     from .. import dsl
 
     doc = dsl.load_model("office")

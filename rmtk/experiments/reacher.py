@@ -5,7 +5,7 @@ expert as a policy: ``rmtk/gym/reacher.py``) into an empirical prefix tree polic
 confidence-bound negative examples for several α, and solve weighted MaxSAT at n = 4 nodes
 (the paper's u_max) with unit weights.
 
-Needs ``gymnasium[mujoco]`` (``pip install 'rmtk[reacher]'``).
+Needs ``gymnasium[mujoco]`` (``pip install '.[reacher]'`` in rmtk's checkout).
 
 Only (word, cell) pairs seen at least ``2·(log(2^25 − 2) − log α)`` times at a cell where at
 least two such pairs exist can ever yield a negative example (:class:`ConfidenceMiner`
@@ -33,7 +33,7 @@ from ..machine import RewardMachine, isomorphic
 from ..negatives import ConfidenceMiner
 from ..progress import Progress
 from ..sat.encoding import Problem
-from ._report import COUNT, Domain, Options, Report, Setting
+from ._report import COUNT, Domain, MemoryEstimate, Options, Report, Setting
 from .reacher_report import PAPER as PAPER
 from .reacher_report import report
 
@@ -49,7 +49,7 @@ SETTINGS = {
     "workers": Setting(
         2,
         "processes recording the episodes: a local Dask cluster when above 1 "
-        "(pip install 'rmtk[dask]'), this process alone when 1",
+        "(pip install '.[dask]' in rmtk's checkout), this process alone when 1",
         domain=COUNT,
     ),
     "integrator": Setting(
@@ -60,7 +60,8 @@ SETTINGS = {
     "expert": Setting(
         "scripted",
         "scripted (the control law of rmtk/envs/reacher.py) or agent (the PPO agent trained on the product with "
-        "the true machine by benchmarks/train_reacher_agent.py, shipped with rmtk; pip install 'rmtk[rl,reacher]')",
+        "the true machine by benchmarks/train_reacher_agent.py, shipped with rmtk; "
+        "pip install '.[rl,reacher]' in rmtk's checkout)",
         domain=Domain(choices=("scripted", "agent")),
     ),
     "agent": Setting("", "with expert=agent: the agent's Stable-Baselines3 PPO file (default: the shipped one)"),
@@ -76,8 +77,7 @@ SETTINGS = {
     ),
     "max_solutions": Setting(
         1000,
-        "optimal machines enumerated (MaxSAT, the active loop's survivors); the active loop's memory grows with it "
-        "times the recorded triples: with the agent's 10^4 trajectories, 100 took 8.8 GB, 1000 more than 19 GB",
+        "optimal machines enumerated (MaxSAT, the active loop's survivors)",
         domain=COUNT,
     ),
     "samples": Setting(
@@ -89,6 +89,35 @@ SETTINGS = {
         "trajectories the confidence bound asks for",
     ),
 }
+
+
+#: GB at the peak of each process of a reacher run, measured (docs/benchmarks/10-reacher.md,
+#: benchmarks/memory.py): what every run holds (the interpreter, MuJoCo, for the agent torch and
+#: Stable-Baselines3) and what 10^5 trajectories add, by expert and phase. The recording grows
+#: with the distinct (word, cell, action) keys, the active loop with the recorded triples; the
+#: machines enumerated add little (one bit per machine and distinct split, rmtk.ptp).
+MEMORY = {
+    "scripted": {"base": 0.3, "record": 0.13, "passive": 0.06, "active": 0.4, "exact": 0.0},
+    "agent": {"base": 0.6, "record": 0.4, "passive": 0.25, "active": 1.0, "exact": 16.0},
+}
+
+
+def memory(opts: Options) -> MemoryEstimate:
+    """The largest process's peak (:data:`MEMORY`): the main process (which records too with
+    one worker), or the worker that merges the recording's last two halves."""
+    per = MEMORY[opts.get("expert")]
+    n = opts.get("trajectories") / 1e5
+    phase = "active" if opts.get("active") else "exact" if opts.get("exact") else "passive"
+    main = per["base"] + n * (per["passive"] + (per[phase] if phase != "passive" else 0.0))
+    worker = per["base"] + n * per["record"] if opts.get("workers") > 1 else 0.0
+    if not worker:  # the main process records too
+        main = max(main, per["base"] + n * per["record"])
+    where = f"main process {main:.1f} GB" + (f", a recording worker {worker:.1f} GB" if worker else "")
+    return MemoryEstimate(
+        max(main, worker),
+        f"{where}; {opts.get('trajectories'):,} trajectories of the {opts.get('expert')} expert, {phase}; "
+        "it grows with the trajectories",
+    )
 
 
 def solution_machine(delta_u: np.ndarray, alphabet) -> RewardMachine:
@@ -256,6 +285,7 @@ def simulate_and_learn(
             engine=_engine(client, workers),
             name="reacher",
             progress=_Ticks(say, t_start),
+            moves=False,  # they feed a transition model (rmtk.gym.tabular), which nothing here estimates
         )
         generated = time.perf_counter() - t_start
         say(
@@ -485,7 +515,7 @@ def run(opts: Options) -> Report:
         import mujoco  # noqa: F401
     except ImportError:  # only these two: an import error of rmtk itself must show
         raise RmtkError(
-            "the reacher experiment needs gymnasium with MuJoCo: pip install 'rmtk[reacher]' "
+            "the reacher experiment needs gymnasium with MuJoCo: pip install '.[reacher]' in rmtk's checkout "
             "(from a checkout: pip install '.[reacher]')"
         ) from None
     expert, agent = opts.get("expert"), opts.get("agent") or None

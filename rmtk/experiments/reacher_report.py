@@ -216,8 +216,8 @@ def _active_report(rep: Report, res) -> None:
     if act.explanation is not None:
         rep.notes.append(
             "rmtk.explain on the machines the active run leaves (its rare triples are planned with a lower "
-            "confidence bound of their difference, docs/design.md section 14; see the separation note above for "
-            f"what the settled triples show):\n{act.explanation}"
+            "confidence bound of their difference, docs/design/14-sampled-experts.md; see the separation note "
+            f"above for what the settled triples show):\n{act.explanation}"
         )
 
 

@@ -85,9 +85,9 @@ def run(opts: Options) -> Report:
         "the expert earns 10 per completed patrol (the paper's footnote); with the shipped reward 1 the soft-optimal "
         "expert is nearly uniform and the data carry almost no negative examples.",
         "the paper reports 1112 negative examples; it counts pairs per state with the double counting described in "
-        "docs/benchmarks.md, rmtk counts distinct word pairs.",
+        "docs/benchmarks/02-conventions.md, section 2.5; rmtk counts distinct word pairs.",
         "D-IRL and F-IRL are stationary discounted MaxCausalEnt IRL on state one-hot / label one-hot features "
-        "(l2 1e-2); their returns depend on how sharp the expert is (docs/benchmarks.md, 'Sensitivity').",
+        "(l2 1e-2); their returns depend on how sharp the expert is (docs/benchmarks/07-sensitivity.md).",
     ]
     report.seconds = time.perf_counter() - t0
     return report

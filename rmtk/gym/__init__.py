@@ -1,4 +1,4 @@
-"""rmtk and Gymnasium (the optional extra ``pip install 'rmtk[gym]'``; docs/gym.md).
+"""rmtk and Gymnasium (the optional extra ``pip install '.[gym]'``; docs/gym.md).
 
 * **Record** what a policy does in any Gymnasium environment, straight into empirical prefix
   tree counts: :func:`collect` with a labeler (:class:`StateLabels`, :class:`InfoLabel`, any
@@ -9,7 +9,9 @@
   :func:`estimate_mdp` (a maximum-likelihood model of recorded steps).
 * **Use** a machine in RL: :class:`RewardMachineEnv` (the product environment),
   :class:`RewardMachineVectorEnv` (the product of a vector environment, batched CRM),
-  :func:`counterfactual_experiences` (CRM), :class:`QLearning`.
+  :func:`counterfactual_experiences` (CRM), :class:`QLearning`; through a detector that errs,
+  ``RewardMachineEnv(observation="belief", detector=...)`` with :class:`SimulatedDetector` and
+  :class:`BeliefQLearning` (docs/design/15-label-noise.md).
 * **Ask** an expert acting in an environment (active learning, :class:`rmtk.active.loop.ActiveLearner`):
   :class:`GymExpert` (restores or replays a history, any single environment whose observations
   are the states of a labeled MDP), :class:`ReplayExpert` (at the histories of episodes recorded
@@ -22,6 +24,8 @@ The core package never imports Gymnasium; this one does.
 """
 
 from ..exact import shortest_path_table
+from ..label_noise.filter import Detector
+from .belief import BeliefQLearning, SimulatedDetector
 from .collect import SHARD, CollectJob, collect, collect_shard
 from .discretize import Bins, Identity
 from .experts import GymExpert, ReplayExpert
@@ -72,4 +76,7 @@ __all__ = [
     "register",
     "GymExpert",
     "ReplayExpert",
+    "BeliefQLearning",
+    "Detector",
+    "SimulatedDetector",
 ]

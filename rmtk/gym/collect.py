@@ -8,7 +8,9 @@ recordings merge. So a collection is a map over shards and a reduce, run by an e
 (:mod:`rmtk.engines`): in this process, or on Dask workers (``engine="dask"`` or a
 ``DaskEngine`` of a number of workers, a scheduler or a client). The recording is put in
 canonical numbering: the same seed and shard size give an equal recording whatever the engine
-and the number of workers. Only one shard's steps are held in memory per worker.
+and the number of workers. Only one shard's steps are held in memory per worker. A
+recording made with a :class:`~rmtk.gym.NodePolicy` carries it as its ``source``: what
+verdicts against a task compare with (:class:`~rmtk.gym.policies.RecordedPolicy`).
 
 A vector environment plays ``num_envs`` episodes at a time (a *wave*: every copy is reset
 together, and a copy's steps after its episode ended are ignored), so the labeler, the
@@ -31,6 +33,7 @@ from ..engines.shards import Shard, plan_shards
 from ..errors import RmtkError
 from ..progress import Progress, as_progress
 from .play import Setup, make_env, play_shard
+from .policies import NodePolicy, RecordedPolicy
 from .recording import Recording
 
 #: Episodes per shard when not given (rounded up to whole waves of a vector environment).
@@ -62,7 +65,7 @@ def collect_shard(
     try:
         setup = Setup.of(made, labeler, discretizer, propositions, n_states, name)
         job = CollectJob(made, policy, setup, int(max_steps), compress, _rewards(rewards))
-        return job.play(int(episodes), seed, int(first))
+        return recorded_with(job.play(int(episodes), seed, int(first)), policy)
     finally:
         if owned:
             made.close()
@@ -80,6 +83,7 @@ class CollectJob:
     max_steps: int
     compress: bool
     rewards: object = None
+    moves: bool = True
 
     def __call__(self, shard: Shard) -> Recording:
         return self.play(shard.size, shard.spawned_seed(), shard.start)
@@ -89,7 +93,16 @@ class CollectJob:
         made, owned = make_env(self.env)
         try:
             return play_shard(
-                self.setup, made, self.policy, episodes, seed, first, self.max_steps, self.compress, self.rewards
+                self.setup,
+                made,
+                self.policy,
+                episodes,
+                seed,
+                first,
+                self.max_steps,
+                self.compress,
+                self.rewards,
+                self.moves,
             )
         finally:
             if owned:
@@ -117,6 +130,7 @@ def collect(
     workers: int | None = None,
     scheduler: str | None = None,
     client=None,
+    moves: bool = True,
 ) -> Recording:
     """Run ``policy`` for ``episodes`` episodes of ``env`` and count them into the empirical
     prefix tree policy; the result goes to :class:`~rmtk.empirical.EmpiricalPTP` as it is.
@@ -149,6 +163,9 @@ def collect(
             labeled; in a vector environment only in the NEXT_STEP autoreset mode). None
             (the default): no rewards.
         progress: hears ``count(done, episodes, "episodes")`` as shards finish.
+        moves: count the distinct ``(state, action, next state)`` moves (the recording's
+            ``moves``, the data of :func:`rmtk.gym.tabular.estimate_mdp`); ``False`` leaves them
+            out, for learning that needs no transition model (they can double the recording).
         workers, scheduler, client: deprecated (they go in rmtk 0.3.0): the previous version's
             Dask cluster, now ``engine=DaskEngine(workers=..., scheduler=..., client=...)``.
     """
@@ -172,7 +189,9 @@ def collect(
         if not local and owned:
             made.close()
             owned = False
-        job = CollectJob(made if local else env, policy, setup, int(max_steps), compress, _rewards(rewards))
+        job = CollectJob(
+            made if local else env, policy, setup, int(max_steps), compress, _rewards(rewards), bool(moves)
+        )
         rec = runner.map_reduce(
             job,
             plan,
@@ -182,10 +201,18 @@ def collect(
             what="episodes",
             progress=progress,
         )
-        return rec.canonical()
+        return recorded_with(rec.canonical(), policy)
     finally:
         if owned:
             made.close()
+
+
+def recorded_with(rec: Recording, policy) -> Recording:
+    """``rec`` with its ``source``: the policy it was recorded with, when that is a
+    :class:`~rmtk.gym.NodePolicy` (verdicts then compare with it, :class:`RecordedPolicy`)."""
+    if not isinstance(policy, NodePolicy):
+        return rec
+    return attrs.evolve(rec, source=RecordedPolicy(policy, policy.source_name()))
 
 
 def _rewards(rewards):

@@ -147,19 +147,10 @@ class GymExpert(ExpertCapabilities):
 
     # -- what it declares -----------------------------------------------------------------------
     def expert_classes(self, task):
-        """The policy classes of the policy's table on ``task``, when the policy was made from
-        one (:meth:`~rmtk.gym.NodePolicy.from_table`) for the task's own machine; else ``None``
-        (its choices are a function: no verdicts)."""
-        from ..exact import NodePolicyTable
-
-        table, m = self.policy.table, self.policy.machine
-        same = (
-            table is not None
-            and m.alphabet == task.machine.alphabet
-            and m.initial == task.machine.initial
-            and np.array_equal(m.delta_u, task.machine.delta_u)
-        )
-        return NodePolicyTable(table).class_table(task) if same else None
+        """The policy classes of the policy on ``task`` (:meth:`~rmtk.gym.NodePolicy.expert_classes`:
+        a table's, or an exact agent's, for the task's own machine); else ``None`` (its
+        choices are a function: no verdicts)."""
+        return self.policy.expert_classes(task)
 
     # -- what a question costs ----------------------------------------------------------------
     def act_steps(self, word, state, m: int) -> int:

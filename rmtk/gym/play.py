@@ -16,7 +16,7 @@ from ..empirical import count_chunk
 from ..errors import DataError, RmtkError
 from ..space import Space
 from .discretize import Identity
-from .labels import Alphabet, check_labeler
+from .labels import Alphabet, StateLabels, check_labeler
 from .policies import Context
 from .recording import Recording, of_table, sum_rows
 from .step_rewards import batch_rewards, step_reward
@@ -96,6 +96,16 @@ class Setup:
             raise RmtkError(
                 f"collect counts discrete actions; the action space is {act_space} (wrap the environment "
                 "so that its actions are Discrete)"
+            )
+        if (
+            isinstance(labeler, StateLabels)
+            and isinstance(obs_space, gymnasium.spaces.Discrete)
+            and int(obs_space.start) + int(obs_space.n) > len(labeler.labels)
+        ):
+            raise RmtkError(
+                f"the labeler labels {len(labeler.labels)} states (StateLabels), and the environment observes "
+                f"{obs_space}: some observations have no label (a product with a reward machine observes its "
+                "nodes too: record the bare environment)"
             )
         if n_states is None:
             size = getattr(discretizer, "size", None)
@@ -332,11 +342,21 @@ def _where(episode: int, t: int) -> str:
 
 # ---------------------------------------------------------------------- one shard
 def play_shard(
-    setup: Setup, env, policy, episodes: int, seed, first: int, max_steps: int, compress: bool, rewards=None
+    setup: Setup,
+    env,
+    policy,
+    episodes: int,
+    seed,
+    first: int,
+    max_steps: int,
+    compress: bool,
+    rewards=None,
+    moves: bool = True,
 ) -> Recording:
     """Play and count ``episodes`` episodes; the environment's resets and the policy's
     generator come from two children of ``seed`` (the same seed, the same data). ``rewards``:
-    None (not recorded), True (the environment's) or a function (see :func:`~rmtk.gym.collect`)."""
+    None (not recorded), True (the environment's) or a function (see :func:`~rmtk.gym.collect`);
+    ``moves``: count the ``(s, a, s')`` moves too."""
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     env_seq, policy_seq = (np.random.SeedSequence(seq.entropy, spawn_key=tuple(seq.spawn_key) + (k,)) for k in (0, 1))
     rng = np.random.default_rng(policy_seq)
@@ -366,7 +386,10 @@ def play_shard(
         )
     demos = Demonstrations(states, actions, lengths, rewards=paid)
     table = count_chunk(setup.space(), demos, compress=compress, labels=labels, final_labels=final_labels)
-    moves, move_counts = count_moves(states, actions, lengths, finals)
+    if moves:
+        moves, move_counts = count_moves(states, actions, lengths, finals)
+    else:
+        moves, move_counts = np.zeros((0, 3), np.int64), np.zeros(0, np.int64)
     starts, start_counts = np.unique(states[lengths > 0, 0], return_counts=True)
     return of_table(
         table,

@@ -5,10 +5,16 @@ e.g. the scripted expert of :func:`rmtk.exact.shortest_path_table`.
 A policy is any callable ``policy(obs, ctx) -> action``; with a vector environment ``obs``
 is the batch and the policy returns one action per environment. Every random draw it makes
 should come from ``ctx.rng``: collect seeds it per shard, so the same seed gives the same data.
+
+A :class:`NodePolicy` also says what verdicts against a task compare with
+(:meth:`NodePolicy.expert_classes`); a recording made with it carries it
+(:class:`RecordedPolicy`, the recording's ``source``), so that learning from the recording
+judges its machines against the policy recorded, not against the task's soft-optimal policy.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -45,6 +51,15 @@ class Context(NamedTuple):
     label: np.ndarray
     propositions: tuple[str, ...]
     rng: np.random.Generator
+
+
+def same_machine(a: RewardMachine, b: RewardMachine | None) -> bool:
+    """Whether ``a`` and ``b`` are the same machine model, node for node: same alphabet, initial
+    node and transitions (a policy driven by ``a`` then has a policy at every node of ``b``);
+    ``False`` when ``b`` is missing (a task that names no machine)."""
+    return (
+        b is not None and a.alphabet == b.alphabet and a.initial == b.initial and np.array_equal(a.delta_u, b.delta_u)
+    )
 
 
 @attrs.define
@@ -86,6 +101,24 @@ class NodePolicy:
             return draw(cdf[nodes, states], rng)
 
         return cls(machine, choose, table)
+
+    def expert_classes(self, task) -> np.ndarray | None:
+        """``(S, n)`` policy classes of this policy on ``task``'s product, what verdicts against
+        the task compare with: those of its :meth:`from_table` table (its rows normalised, as
+        drawn) when ``task``'s machine is the one driving its node and the table has the task's
+        states and actions; ``None`` otherwise (a function's choices are not known)."""
+        from ..equivalence import policy_class_table
+
+        table = self.table
+        if table is None or not same_machine(self.machine, task.machine):
+            return None
+        if table.shape[1:] != (task.mdp.n_states, task.mdp.n_actions):
+            return None
+        return policy_class_table((table / table.sum(axis=2, keepdims=True)).transpose(1, 0, 2))
+
+    def source_name(self) -> str:
+        """What verdicts against its classes are said to be against."""
+        return "the recorded policy's table" if self.table is not None else "the recorded policy"
 
     def letters(self, propositions: tuple[str, ...]) -> np.ndarray:
         """Machine letter index of each proposition index."""
@@ -132,3 +165,33 @@ class NodePolicy:
             if live.any():
                 actions[live] = np.asarray(self.choose(state[live], self._node[live], ctx.rng))
         return actions if np.ndim(ctx.state) else actions[0]
+
+
+@attrs.frozen
+class RecordedPolicy:
+    """The policy a recording was made with (a :class:`NodePolicy`), as the source of a count
+    table (:attr:`rmtk.empirical.CountTable.source`): its policy classes on a task are what
+    :class:`~rmtk.empirical.EmpiricalPTP`'s verdicts compare with by default. Where it has none
+    (a function's choices, an agent that only samples, another machine than the task's), there
+    are no verdicts, and a warning says why."""
+
+    policy: NodePolicy = attrs.field(repr=False)
+    name: str = "the recorded policy"
+
+    def class_table(self, task) -> np.ndarray | None:
+        table = self.policy.expert_classes(task)
+        if table is None:
+            warnings.warn(
+                f"no verdicts against {self.name} ({type(self.policy).__name__}): its policy classes on task "
+                f"{task.name!r} are not known (only a table's or an exact agent's are, and only for the machine "
+                "driving its node); EmpiricalPTP(recording, expert=SoftOptimal()) judges against the task's "
+                "soft-optimal policy instead",
+                UserWarning,
+                stacklevel=2,
+            )
+        return table
+
+    def prefix_tree_policy(self, task, tree):
+        from ..errors import RmtkError
+
+        raise RmtkError(f"{self.name} gives its policy classes only, not a prefix tree policy")

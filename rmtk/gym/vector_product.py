@@ -262,9 +262,9 @@ class RewardMachineVectorEnv(VectorWrapper):
     # ------------------------------------------------------------------ CRM
     def counterfactual_experiences(self, obs, actions, next_obs, info) -> Transitions:
         """Batched CRM: the experiences of every non-terminal node of every copy that made a
-        transition in one :meth:`step` (not its reset), copy by copy, nodes in index order.
+        transition in one ``step`` (not its reset), copy by copy, nodes in index order.
         ``obs`` and ``next_obs`` are product observations (their nodes are ignored), ``info``
-        is what :meth:`step` returned."""
+        is what ``step`` returned."""
         moved = np.flatnonzero(~np.asarray(info["rm_reset"], dtype=bool))
         tables, m = self.tables, len(self.tables.node)
         k = np.asarray(info["rm_letter"])[moved]

@@ -8,6 +8,13 @@ moves it (without reward), and a step into an observation labelled ℓ moves nod
 δ_u(u, ℓ) and pays δ_r(u, ℓ). An episode terminates at a *terminal* node: by default the
 absorbing nodes whose every transition is a 0-reward self-loop (nothing can happen there any
 more), such as the ``terminal`` node of the RM literature's files.
+
+With ``observation="belief"`` the agent sees the labels through a detector that errs
+(docs/design/15-label-noise.md): the world's labels still move the world's machine, pay its
+rewards and end its episodes, but the observation carries a distribution over the nodes that a
+:class:`~rmtk.label_noise.filter.NodeTracker` keeps from the detections (the Bayes filter, or the
+naive most likely label), and CRM weighs each letter as the tracker says
+(:meth:`RewardMachineEnv.belief_experiences`).
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from ..errors import DataError, ModelError
 from ..machine import RewardMachine
 from .labels import check_labeler, one_name_hint, quoted
 
-OBSERVATIONS = ("dict", "flat")
+OBSERVATIONS = ("dict", "flat", "belief")
 TERMINAL = ("absorbing", "loops")
 
 
@@ -66,6 +73,8 @@ def product_space(inner: spaces.Space, n_nodes: int, observation: str) -> spaces
         raise ModelError(f"observation must be one of {', '.join(map(repr, OBSERVATIONS))}, not {observation!r}")
     if observation == "dict":
         return spaces.Dict({"obs": inner, "node": spaces.Discrete(n_nodes)})
+    if observation == "belief":
+        return spaces.Dict({"obs": inner, "belief": spaces.Box(0.0, 1.0, (n_nodes,), dtype=np.float64)})
     if isinstance(inner, spaces.Discrete):
         return spaces.Discrete(int(inner.n) * n_nodes)
     if isinstance(inner, spaces.Box):
@@ -87,6 +96,19 @@ class Experiences:
     next_node: np.ndarray
     reward: np.ndarray
     terminated: np.ndarray
+
+
+@attrs.frozen
+class BeliefExperiences:
+    """CRM from a detection: one row per non-terminal node ``node[i]`` and letter the tracker
+    weighs, moving to ``next_node[i]`` and earning ``reward[i]`` (ending the episode when
+    ``terminated[i]``) with probability ``weight[i]``; a node's weights sum to 1."""
+
+    node: np.ndarray
+    next_node: np.ndarray
+    reward: np.ndarray
+    terminated: np.ndarray
+    weight: np.ndarray
 
 
 @attrs.frozen
@@ -137,14 +159,23 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
             :class:`~rmtk.gym.RewardMachineVectorEnv`).
         machine: the reward machine; its alphabet holds every label ``labeler`` returns.
         labeler: ``labeler(obs, info) -> proposition name``.
-        observation: ``"dict"`` (``{"obs": …, "node": Discrete(n)}``) or ``"flat"``
+        observation: ``"dict"`` (``{"obs": …, "node": Discrete(n)}``), ``"flat"``
             (``Discrete(S·n)`` index ``obs·n + node`` for a ``Discrete(S)`` environment, the
-            observation with a one-hot node appended for a ``Box``).
+            observation with a one-hot node appended for a ``Box``) or ``"belief"``
+            (``{"obs": …, "belief": Box(0, 1, (n,))}``: the labels seen through ``detector``).
         env_reward: add the environment's own reward to the machine's.
         terminal: the terminal nodes (see :func:`terminal_nodes`).
+        detector: with ``observation="belief"``: a
+            :class:`~rmtk.label_noise.filter.Detector`, ``detector(obs, info)`` → the probability of each
+            letter of the machine's alphabet (e.g. :class:`~rmtk.gym.belief.SimulatedDetector`).
+        tracker: with ``observation="belief"``: the
+            :class:`~rmtk.label_noise.filter.NodeTracker` (default the Bayes filter;
+            :class:`~rmtk.label_noise.filter.MostLikelyLabel` for the naive use).
 
     ``info`` gets ``rm_node`` (index), ``rm_label``, ``rm_reward`` (the machine's part) and
-    ``env_reward``, ``env_terminated``. The constructor's arguments are recorded, so
+    ``env_reward``, ``env_terminated``; with a belief also ``rm_detection`` (the detector's
+    probabilities) and ``rm_belief``: ``rm_node`` and ``rm_label`` are then the world's, which an
+    agent under noise does not see. The constructor's arguments are recorded, so
     ``gymnasium.make(env.spec)`` rebuilds the product of a ``gymnasium.make`` environment.
     """
 
@@ -157,6 +188,8 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         observation: str = "dict",
         env_reward: bool = False,
         terminal="absorbing",
+        detector=None,
+        tracker=None,
     ):
         if isinstance(env, VectorEnv):
             raise ModelError(
@@ -164,7 +197,14 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
                 "RewardMachineVectorEnv(envs, machine, labeler) (rmtk.gym), which also gives batched CRM"
             )
         gymnasium.utils.RecordConstructorArgs.__init__(
-            self, machine=machine, labeler=labeler, observation=observation, env_reward=env_reward, terminal=terminal
+            self,
+            machine=machine,
+            labeler=labeler,
+            observation=observation,
+            env_reward=env_reward,
+            terminal=terminal,
+            detector=detector,
+            tracker=tracker,
         )
         super().__init__(env)
         self.machine, self.labeler, self.mode = check_machine(machine), labeler, observation
@@ -183,8 +223,9 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         self._terminal = self.terminal.tolist()
         self.node: int | None = None
         self.episode, self._steps = -1, 0
-        self._obs = None
+        self._obs: object = None
         self._last: tuple | None = None
+        self.detector, self.tracker, self.belief = _belief_strategies(machine, observation, detector, tracker)
 
     # ------------------------------------------------------------------ encoding
     def encode(self, obs, node: int):
@@ -192,6 +233,10 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         inner = self.env.observation_space
         if self.mode == "dict":
             return {"obs": obs, "node": int(node)}
+        if self.mode == "belief":
+            belief = np.zeros(self.machine.n_nodes)
+            belief[int(node)] = 1.0
+            return {"obs": obs, "belief": belief}
         if isinstance(inner, spaces.Discrete):
             return int(obs - inner.start) * self.machine.n_nodes + int(node)
         onehot = np.zeros(self.machine.n_nodes, dtype=inner.dtype)
@@ -203,6 +248,8 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         inner = self.env.observation_space
         if self.mode == "dict":
             return obs["obs"], int(obs["node"])
+        if self.mode == "belief":
+            return obs["obs"], int(np.argmax(obs["belief"]))
         if isinstance(inner, spaces.Discrete):
             s, u = divmod(int(obs), self.machine.n_nodes)
             return s + int(inner.start), u
@@ -227,6 +274,12 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         self.episode, self._steps, self._last = self.episode + 1, 0, None
         label, k = self._letter(obs, info)
         self.node = int(self.machine.delta_u[self.machine.initial, k])
+        if self.tracker is not None:
+            self.detector.reset(seed)
+            q = self.detector(obs, info)
+            self.belief = self.tracker.start(q)
+            self._obs = {"obs": obs, "belief": self.belief}
+            return self._obs, dict(info, rm_node=self.node, rm_label=label, rm_detection=q, rm_belief=self.belief)
         self._obs = self.encode(obs, self.node)
         return self._obs, dict(info, rm_node=self.node, rm_label=label)
 
@@ -245,14 +298,26 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
             info, rm_node=v, rm_label=label, rm_reward=rm_reward, env_reward=env_reward, env_terminated=env_terminated
         )
         before = self._obs
-        self._obs = int(obs - self._flat_start) * self._flat_n + v if self._flat_n else self.encode(obs, v)
+        if self.tracker is not None:
+            q = self.detector(obs, info)
+            self.belief = self.tracker.step(self.belief, q)
+            info.update(rm_detection=q, rm_belief=self.belief, rm_ended=bool(self._terminal[v]))
+            self._obs = {"obs": obs, "belief": self.belief}
+        else:
+            self._obs = int(obs - self._flat_start) * self._flat_n + v if self._flat_n else self.encode(obs, v)
         self._last = (before, action, self._obs, info)
         return self._obs, reward, env_terminated or self._terminal[v], truncated, info
 
     def counterfactual_experiences(self, obs, action, next_obs, info) -> list[tuple]:
         """CRM: ``(obs, action, reward, next_obs, terminated)`` for every non-terminal node,
         from one step: ``obs`` and ``next_obs`` are product observations (their node is
-        ignored), ``info`` is what :meth:`step` returned."""
+        ignored), ``info`` is what ``step`` returned. With a belief the letter is not known:
+        :meth:`belief_experiences`."""
+        if self.tracker is not None:
+            raise ModelError(
+                "with observation='belief' the step's letter is not known: its counterfactual experiences are "
+                "belief_experiences(info), each letter weighed by the tracker"
+            )
         rows = self.tables.rows[self._letters[info["rm_label"]]]
         extra = info.get("env_reward", 0.0) if self.add_env_reward else 0.0
         ended = info.get("env_terminated", False)
@@ -265,13 +330,59 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         before, after = self.decode(obs)[0], self.decode(next_obs)[0]
         return [(self.encode(before, u), action, r + extra, self.encode(after, v), t or ended) for u, v, r, t in rows]
 
+    def belief_experiences(self, info) -> BeliefExperiences:
+        """CRM from a detection (``observation="belief"``): for every non-terminal node and every
+        letter the tracker weighs (:meth:`~rmtk.label_noise.filter.NodeTracker.letters` of
+        ``info["rm_detection"]``: the detection itself for the Bayes filter, the most likely
+        letter for the naive use), the node it leads to, its reward and whether it ends, with
+        that weight. A learner that takes the weighted mean of the rows' targets per node makes
+        the expected CRM update under the detection (:class:`~rmtk.gym.belief.BeliefQLearning`).
+        A step that ends the world's episode (its machine at a terminal node, or the environment
+        terminating) ends every row: the agent sees the episode end, and nothing follows it there."""
+        if self.tracker is None:
+            raise ModelError("belief_experiences needs observation='belief' (a detector and a tracker)")
+        w = np.asarray(self.tracker.letters(info["rm_detection"]), dtype=np.float64)
+        ks = np.flatnonzero(w > 0)
+        tab = self.tables
+        extra = info.get("env_reward", 0.0) if self.add_env_reward else 0.0
+        ended = bool(info.get("env_terminated", False)) or bool(info.get("rm_ended", False))
+        L = len(tab.node)
+        return BeliefExperiences(
+            np.tile(tab.node, len(ks)),
+            tab.next_node[ks].ravel(),
+            tab.reward[ks].ravel() + extra,
+            tab.ends[ks].ravel() | ended,
+            np.repeat(w[ks], L),
+        )
+
     def last_experiences(self) -> list[tuple]:
-        """CRM of the last :meth:`step` (empty after a reset): the route to CRM when the
+        """CRM of the last ``step`` (empty after a reset): the route to CRM when the
         wrapper is applied inside a vector environment, ``envs.call("last_experiences")``."""
         return [] if self._last is None else self.counterfactual_experiences(*self._last)
 
 
+def _belief_strategies(machine: RewardMachine, observation: str, detector, tracker):
+    """The detector, tracker and first belief of ``observation="belief"`` (``None`` otherwise),
+    checked: a detector is needed there and nowhere else."""
+    if observation != "belief":
+        if detector is not None or tracker is not None:
+            raise ModelError("detector and tracker apply with observation='belief'")
+        return None, None, None
+    from ..label_noise.filter import BayesFilter, Detector, NodeTracker
+
+    if not isinstance(detector, Detector):
+        raise ModelError(
+            "observation='belief' needs a detector: detector(obs, info) -> the probability of each letter of the "
+            "machine's alphabet, with reset(seed) (e.g. rmtk.gym.belief.SimulatedDetector)"
+        )
+    tracker = BayesFilter(machine) if tracker is None else tracker
+    if not isinstance(tracker, NodeTracker):
+        raise ModelError(f"tracker must be a NodeTracker (start, step, letters), not {type(tracker).__name__}")
+    return detector, tracker, np.full(machine.n_nodes, 1.0 / machine.n_nodes)
+
+
 __all__ = [
+    "BeliefExperiences",
     "CrmTables",
     "Experiences",
     "RewardMachineEnv",

@@ -9,7 +9,9 @@ comparison goes through :mod:`rmtk.statistics` with the bound of recorded data
   first pair rests on (:func:`rmtk.statistics.merge_resolution`: the weakest merge, the median,
   the firmest) — stated with every result learned from demonstrations;
 * :func:`closest_merges`: the pairs of histories a learned pair puts in one node that came
-  closest to being told apart, with the visits each would need (what to record next).
+  closest to being told apart, with the visits each would need (what to record next);
+* :class:`AskedEvidence`: the same statement for pairs learned from a sampled expert's answers
+  to an active loop, from what its comparisons resolved.
 """
 
 from __future__ import annotations
@@ -55,6 +57,58 @@ class SampleEvidence:
         if self.negatives == 0:
             head += "; the data held no negative example: nothing the samples show tells two histories apart"
         return [head] + ([f"pair 1: {self.merges}"] if self.merges is not None else [])
+
+
+@attrs.frozen
+class AskedEvidence:
+    """What the questions to a sampled expert could resolve, for pairs learned from an active
+    loop's answers (:meth:`~rmtk.labels.learner.LabelLearner.fit_questions`): the label-given
+    path's statement (:meth:`rmtk.active.result.ActiveResult.resolution`), made of the first pair.
+
+    Attributes:
+        negatives: negative examples the answers held (two histories the expert acts
+            differently after, at level ``alpha``).
+        alpha: the level of the tests.
+        comparisons: comparisons of two histories the expert was asked.
+        ended: what stopped the questions before the loop stopped by itself (``None``: it did).
+        merges: what the comparisons resolved behind the first pair's merges
+            (:class:`~rmtk.active.result.Resolved`, or the counts' resolution; ``None``: no pair).
+    """
+
+    negatives: int
+    alpha: float
+    comparisons: int
+    ended: str | None = None
+    merges: object = None
+
+    def lines(self) -> list[str]:
+        """The statement, as text lines (what was resolved, never the wording of a proof)."""
+        head = (
+            f"from the sampled expert's answers: {self.negatives} negative example{'s' if self.negatives != 1 else ''}"
+            f" at level {self.alpha:g}; {self.comparisons:,} comparison{'s' if self.comparisons != 1 else ''} of two "
+            "histories asked"
+        )
+        if self.ended is not None:
+            head += f"; the questions stopped early ({self.ended}): more would resolve more"
+        if self.negatives == 0:
+            head += "; no negative example: nothing the answers show tells two histories apart"
+        return [head] + ([f"pair 1: {self.merges}"] if self.merges is not None else [])
+
+
+def asked_evidence(active, delta: np.ndarray | None) -> AskedEvidence | None:
+    """The evidence of an active loop's answers (an :class:`~rmtk.active.result.ActiveResult`; ``None``
+    for an exact expert, whose answers prove); ``delta``: the first pair's machine over states."""
+    if not active.sampled:
+        return None
+    negatives = active.result.negatives
+    merges = None if delta is None else active.resolution_of(delta)
+    return AskedEvidence(
+        0 if negatives is None else len(negatives),
+        float(active.alpha),
+        len(active.compared),
+        active.ended if active.flagged else None,
+        merges,
+    )
 
 
 def sample_evidence(ptp: PrefixTreePolicy | None, negatives, delta: np.ndarray | None) -> SampleEvidence | None:

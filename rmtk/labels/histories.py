@@ -1,6 +1,5 @@
 """State-only data: the expert's behaviour keyed by *state histories* instead of label words,
-for learning the labeling function together with the machine (docs/design.md, "Learning the
-labels").
+for learning the labeling function together with the machine (docs/design/13-learning-labels.md)..
 
 When the labels are unknown, the only thing a history of the expert shows is its sequence of
 states. rmtk reuses the whole prefix-tree machinery for it by viewing an MDP as its *state
@@ -60,7 +59,7 @@ def state_machine(task: Task) -> RewardMachine:
     likewise."""
     if not isinstance(task, Task):
         raise RmtkError(f"state_machine needs an rmtk.Task, not {type(task).__name__} {task!r}")
-    m, mdp = task.machine, task.mdp
+    m, mdp = task.require_machine("its machine read over states (the expert's memory)"), task.mdp
     letters = task.letter_of_proposition[mdp.labels]
     return RewardMachine(
         nodes=m.nodes,
@@ -73,7 +72,8 @@ def state_machine(task: Task) -> RewardMachine:
 
 
 def state_task(task: Task) -> Task:
-    """The task on its state view: same expert, histories keyed by state sequences."""
+    """The task on its state view: same expert, histories keyed by state sequences (no machine
+    when the task has none; where it was written kept, for errors)."""
     if not isinstance(task, Task):
         raise RmtkError(
             f"state_task needs an rmtk.Task (the MDP and its machine), not {type(task).__name__} {task!r}"
@@ -81,12 +81,13 @@ def state_task(task: Task) -> Task:
         )
     return Task(
         state_mdp(task.mdp),
-        state_machine(task),
+        None if task.machine is None else state_machine(task),
         gamma=task.gamma,
         lam=task.lam,
         depth=task.depth,
         max_nodes=task.max_nodes,
         name=task.name,
+        origin=task.origin,
     )
 
 

@@ -37,7 +37,7 @@ from ..space import Space
 from ..task import Task
 from ..validators import BOUND_WHY, MAX_NODES, implements, node_count, optional_positive_int, optional_seconds
 from .encoding import MAX_CLAUSES, estimated_clauses
-from .evidence import sample_evidence
+from .evidence import asked_evidence, sample_evidence
 from .freedom import free_states
 from .histories import StateHistoryPTP, is_state_view, state_mdp
 from .knowledge import knowledge, known_labels, proposition_names, shared_groups
@@ -200,7 +200,8 @@ class LabelLearner:
         res = self.search.search(problem, mdp.n_states, reach, know, limits)
         rec.stage("search", time.perf_counter() - t0)
         view = StateHistoryPTP(ExactPTP(None))
-        result = self._finish(task, mdp, res, named, reach, oracle, view, deadline, rec, t0, None)
+        evidence = asked_evidence(active, res.solutions[0].state_machine() if res.solutions else None)
+        result = self._finish(task, mdp, res, named, reach, oracle, view, deadline, rec, t0, evidence)
         return result if stop is None else attrs.evolve(result, unfinished=(stop, *result.unfinished))
 
     # -------------------------------------------------------------------------------- steps
@@ -246,7 +247,7 @@ class LabelLearner:
         how = PairSearchCapabilities.of(self.search)
         judged = survives = size = None
         unseen = 0
-        if task is not None:  # the verdicts first: cheap, and what a reader looks at
+        if task is not None and task.machine is not None:  # the verdicts first: cheap, what a reader looks at
             t = time.perf_counter()
             judged, size = verdicts(task, ptp.expert_classes(task), res.solutions, reach, deadline, how.non_stuttering)
             survives = truth_survives(task, checker, reach, size, (res.n_nodes, res.n_props), deadline)

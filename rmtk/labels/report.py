@@ -127,11 +127,9 @@ def label_report(task: Task, result: LabelLearnResult, *, out=None, explain: boo
                 f"# {result.unseen} states the MDP reaches are on no history: their labels are not learned, so no "
                 "pair equals the truth (whether the truth survives is read on the states the histories reach)"
             )
-        if not result.truth_is_smaller_or_equal:
-            w(
-                "# the truth is not the smallest answer: the expert's behaviour is matched by fewer nodes or "
-                "propositions"
-            )
+        larger = result.truth_size_line()
+        if larger is not None:
+            w(f"# {larger}")
     if explain and len(result.solutions) > 1:
         for line in result.explain():
             w(f"# {line}")

@@ -12,7 +12,7 @@ from ..machine import RewardMachine
 from ..mdp import LabeledMDP
 from ..ptp import PrefixTreePolicy
 from ..space import Space
-from .evidence import SampleEvidence, closest_merges
+from .evidence import AskedEvidence, SampleEvidence, closest_merges
 from .knowledge import state_names
 from .pairs import LabelSolution
 from .search import LabelSearchResult
@@ -80,7 +80,8 @@ class LabelLearnResult:
         unseen: states the MDP reaches that no history passes through (their labels are not
             learned, and no pair is then equal to the truth).
         unfinished: the steps a limit stopped, in words (empty when every step finished).
-        evidence: what sampled data could resolve (``None`` for an exact expert).
+        evidence: what sampled data (demonstrations, or a sampled expert's answers) could
+            resolve (``None`` for an exact expert).
         timings: seconds per stage.
         ptp: the tree of state histories counted from demonstrations (``None`` otherwise), for
             :meth:`explain`.
@@ -94,7 +95,7 @@ class LabelLearnResult:
     truth_survives: bool | None = None
     unseen: int = 0
     unfinished: tuple[str, ...] = ()
-    evidence: SampleEvidence | None = None
+    evidence: SampleEvidence | AskedEvidence | None = None
     timings: dict = attrs.field(factory=dict)
     ptp: PrefixTreePolicy | None = attrs.field(default=None, eq=False, repr=False)
 
@@ -171,7 +172,7 @@ class LabelLearnResult:
         """What the counted data resolved behind pair ``i``'s merges (a
         :class:`~rmtk.statistics.MergeResolution`: the weakest merge the answer rests on, the
         negative examples it rests on), or ``None`` for an exact expert, which proves its answer."""
-        if self.ptp is None or self.evidence is None or i >= len(self.solutions):
+        if self.ptp is None or not isinstance(self.evidence, SampleEvidence) or i >= len(self.solutions):
             return None
         from ..statistics import FIXED, merge_resolution
 
@@ -187,6 +188,22 @@ class LabelLearnResult:
             return None
         return self.truth_size <= (self.n_nodes, self.n_props)
 
+    def truth_size_line(self) -> str | None:
+        """What a truth larger than the pairs found means (``None``: it is not larger, or no
+        truth): from an exact expert, that fewer nodes or propositions match its behaviour (a
+        proof); from sampled data, only that the samples did not show what needs its size."""
+        if self.truth_is_smaller_or_equal is not False:
+            return None
+        if self.evidence is None:
+            return (
+                "the truth is not the smallest answer: the expert's behaviour is matched by fewer nodes or propositions"
+            )
+        n, k = self.truth_size or (0, 0)
+        return (
+            f"the truth ({n} nodes, {k} propositions) is larger than the pairs found: what the samples resolved "
+            "(above) does not show what would need its other nodes or propositions; more samples may"
+        )
+
     def explain(self, limit: int = 10) -> list[str]:
         """What would separate the survivors, as text lines. From sampled data first what the
         samples could resolve, and the pairs of histories the first pair merges that came
@@ -200,7 +217,7 @@ class LabelLearnResult:
         out = list(self.evidence.lines()) if self.evidence is not None else []
         sols = self.solutions
         names = state_names(self.mdp)
-        if self.ptp is not None and self.evidence is not None and sols:
+        if self.ptp is not None and isinstance(self.evidence, SampleEvidence) and sols:
             close = closest_merges(self.ptp, sols[0].state_machine(), self.evidence.alpha, limit=min(limit, 5))
             if close:
                 out.append("histories the first pair merges that came closest to being told apart:")

@@ -46,7 +46,7 @@ def truth_pair(task: Task, reach: np.ndarray, non_stuttering: bool = True) -> tu
     """The truth as a (labeling, machine) pair on ``reach``: labels numbered densely (−1 off
     ``reach``), the machine over them, and its determined transitions (exercised by some
     history, or forced by non-stuttering: :func:`rmtk.labels.pairs.determined`)."""
-    mdp, m = task.mdp, task.machine
+    mdp, m = task.mdp, task.require_machine("verdicts against the truth")
     used_props = np.unique(mdp.labels[reach])
     dense = np.full(mdp.n_propositions, -1, np.int64)
     dense[used_props] = np.arange(len(used_props))
@@ -101,7 +101,11 @@ def verdicts(
             out += [None] * len(chunk)
             continue
         checks = consistency_many(
-            st.mdp, true_D, expert_classes, [s.state_machine() for s in chunk], true_initial=task.machine.initial
+            st.mdp,
+            true_D,
+            expert_classes,
+            [s.state_machine() for s in chunk],
+            true_initial=task.require_machine("verdicts against the truth").initial,
         )
         for s, v in zip(chunk, checks):
             pairs = set(zip(t_lab[reach].tolist(), s.labels[reach].tolist()))

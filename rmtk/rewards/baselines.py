@@ -10,7 +10,7 @@ Entropy IRL (Ziebart, Bagnell and Dey 2010) with a *static* reward on MDP states
 Conventions
 -----------
 **Reward.** ``r(s, a, s') = θ·φ(s')``: the reward is received on *entering* ``s'``, as the
-machine's ``δ_r(u, L(s'))`` is (docs/design.md, "The prefix convention"). The start state earns nothing.
+machine's ``δ_r(u, L(s'))`` is (docs/design/02-conventions.md, "The prefix convention"). The start state earns nothing.
 
 **Model.** With entropy weight ``λ``, the soft Bellman equations on the MDP's states are::
 

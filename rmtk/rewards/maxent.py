@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 class IRLCapabilities(Capabilities):
     """What a MaxEntIRL strategy can do beyond ``fit``, with the defaults of one that does not
-    say (docs/design.md, "Strategies"): rmtk's reward strategies inherit it; a user's may."""
+    say (docs/design/05-strategies.md): rmtk's reward strategies inherit it; a user's may."""
 
     __slots__ = ()
 

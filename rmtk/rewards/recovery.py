@@ -455,7 +455,7 @@ def reward_fit(
     """
     if isinstance(target, Task):
         task, mdp = target, target.mdp
-        machine = task.machine if machine is None else machine
+        machine = task.require_machine("recovering its rewards without a machine given") if machine is None else machine
         gamma = task.discount if gamma is None else gamma
         lam = task.lam if lam is None else lam
     else:

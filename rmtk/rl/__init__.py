@@ -1,4 +1,4 @@
-"""rmtk and deep RL agents (the optional extra ``pip install 'rmtk[rl]'``: Stable-Baselines3,
+"""rmtk and deep RL agents (the optional extra ``pip install '.[rl]'`` in rmtk's checkout: Stable-Baselines3,
 with torch; docs/guide/12-deep-rl.md).
 
 * **Agents** nobody here wrote, behind one protocol (:class:`Agent`: samples actions at product
@@ -15,6 +15,8 @@ with torch; docs/guide/12-deep-rl.md).
 * **Measure it**: :class:`GreedyRollouts` (the exact success rate of a Q-table's greedy policy
   on a deterministic labeled MDP), :func:`q_table` (a DQN's Q-values at every observation),
   :func:`hide_node` (the product without its node: training with no machine).
+* **Train quietly**: :func:`no_log_folder` (Stable-Baselines3's logger without the empty folder
+  it leaves in the temporary directory at every ``learn``).
 
 Importing this package imports neither torch nor Stable-Baselines3: they are imported when a
 model is adapted or a buffer made.
@@ -26,7 +28,7 @@ from .encoding import ProductEncoding
 from .expert import AgentExpert
 from .greedy import GreedyRollouts, hide_node, q_table
 from .policy import AgentPolicy, agent_policy
-from .sb3 import as_agent, sb3_agent
+from .sb3 import as_agent, no_log_folder, sb3_agent
 
 __all__ = [
     "Agent",
@@ -45,6 +47,7 @@ __all__ = [
     "crm",
     "greedy",
     "hide_node",
+    "no_log_folder",
     "q_table",
     "sb3_agent",
 ]

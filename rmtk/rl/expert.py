@@ -9,8 +9,9 @@ reaches on the word (the machine only drives the agent; the learner never sees i
 * An agent that gives its distribution (discrete actions, :class:`~rmtk.rl.agents.AgentCapabilities`
   ``exact``: a DQN's ε-greedy Q-values, a PPO's softmax) answers exactly: one forward pass per
   question, no draw, no environment step. On a labeled MDP it also offers the exact product
-  oracle (its product policy at every (state, node), one batched forward pass), so the default
-  check of the active loop is exact.
+  oracle (its product policy at every (state, node), one batched forward pass of ``S · n``
+  evaluations, which a run's ``evaluations`` count), so the default check of the active loop
+  is exact.
 * An agent with continuous actions is sampled: ``m`` actions drawn at the history in one
   forward pass, each binned by ``actions`` (a :class:`~rmtk.gym.Bins` over the action box, the
   actions of the labeled MDP being its bins), and the answer is counts, judged with their
@@ -33,6 +34,7 @@ from ..active.experts import Draws, ExpertCapabilities, Observations, QueryError
 from ..errors import ModelError, RmtkError
 from ..gym.discretize import Bins
 from ..gym.mdp_env import _Sampler
+from ..gym.policies import same_machine
 from ..machine import RewardMachine
 from ..mdp import LabeledMDP
 from ..space import Space
@@ -45,8 +47,20 @@ from .sb3 import as_agent
 
 
 def _mdp(instance, attribute, value) -> None:
-    if not isinstance(value, (LabeledMDP, Space)):
-        raise RmtkError(f"AgentExpert: mdp must be a LabeledMDP or a Space, not {type(value).__name__}")
+    if isinstance(value, (LabeledMDP, Space)):
+        return
+    import gymnasium
+
+    if isinstance(value, (gymnasium.Env, gymnasium.vector.VectorEnv)):
+        name = getattr(getattr(value, "spec", None), "id", None) or type(value).__name__
+        raise RmtkError(
+            f"AgentExpert: mdp is a Gymnasium environment ({name}); it takes the environment's labeled MDP: "
+            "rmtk.gym.tabular_mdp(env, labeler) for a tabular one (its env.unwrapped.P), or "
+            "rmtk.gym.estimate_mdp(recording) from episodes recorded with rmtk.gym.collect; "
+            "ActiveLearner().fit(rmtk.Task(mdp, machine), expert) then judges against the machine "
+            "(docs/guide/12-deep-rl.md)"
+        )
+    raise RmtkError(f"AgentExpert: mdp must be a LabeledMDP or a Space, not {type(value).__name__}")
 
 
 @attrs.define
@@ -79,6 +93,7 @@ class AgentExpert(ExpertCapabilities):
     _letters: np.ndarray = attrs.field(init=False, repr=False)
     _draws: Draws = attrs.field(init=False, repr=False)
     _table: np.ndarray | None = attrs.field(default=None, init=False, repr=False)
+    _beside: int = attrs.field(default=0, init=False, repr=False)
 
     def __attrs_post_init__(self):
         self.agent = as_agent(self.agent)
@@ -193,7 +208,12 @@ class AgentExpert(ExpertCapabilities):
             S, n = self.mdp.n_states, self.machine.n_nodes
             states, nodes = np.repeat(np.arange(S), n), np.tile(np.arange(n), S)
             self._table = self._caps.probabilities(self._obs(states, nodes)).reshape(S, n, -1)
+            self._beside += S * n
         return self._table
+
+    def evaluations_beside(self) -> int:
+        """The product table's ``S · n`` evaluations (one batched forward pass), once made."""
+        return self._beside
 
     def product_oracle(self, limit: int = 1):
         """The agent's product policy as an exact equivalence oracle (see
@@ -216,18 +236,11 @@ class AgentExpert(ExpertCapabilities):
     def expert_classes(self, task: Task) -> np.ndarray | None:
         """The policy classes of the agent's product policy on ``task`` when the task's machine
         is the one driving the agent (the verdicts' truth); else ``None``."""
-        tm = task.machine
-        same = (
-            self.equivalence
-            and tm.alphabet == self.machine.alphabet
-            and tm.initial == self.machine.initial
-            and np.array_equal(tm.delta_u, self.machine.delta_u)
-        )
-        if not same:
+        if not (self.equivalence and same_machine(self.machine, task.machine)):
             return None
-        from ..exact import NodePolicyTable
+        from ..equivalence import policy_class_table
 
-        return NodePolicyTable(self.table().transpose(1, 0, 2)).class_table(task)
+        return policy_class_table(self.table())
 
 
 __all__ = ["AgentExpert"]

@@ -12,6 +12,9 @@
 
 A forward pass takes the whole batch (one call for a vector environment's copies). torch and
 stable_baselines3 are imported when a model is adapted, never by ``import rmtk.rl``.
+
+:func:`no_log_folder` gives a model the logger Stable-Baselines3 would make, without the empty
+``SB3-<date>`` folder it otherwise leaves in the temporary directory at every ``learn``.
 """
 
 from __future__ import annotations
@@ -26,10 +29,7 @@ from gymnasium import spaces
 from ..errors import ModelError, RmtkError
 from .agents import Agent, PredictAgent, ProbabilityAgent, QValueAgent
 
-MISSING = (
-    "Stable-Baselines3 is not installed: pip install 'rmtk[rl]' (from a checkout: pip install '.[rl]'; "
-    "stable-baselines3, with torch)"
-)
+MISSING = "Stable-Baselines3 is not installed: pip install '.[rl]' in rmtk's checkout (stable-baselines3, with torch)"
 
 
 def _require():
@@ -109,6 +109,23 @@ class SB3Predict:
         return np.asarray(actions)
 
 
+def no_log_folder(model):
+    """``model`` (a Stable-Baselines3 model), its logger set: to standard output when it is
+    verbose, nowhere else. Without a logger set, Stable-Baselines3 makes one at every ``learn``
+    in a new folder ``SB3-<date>`` of the temporary directory, even when it writes nothing
+    there; a model logging to TensorBoard (``tensorboard_log``) keeps its own."""
+    sb3 = _require()
+    if not isinstance(model, sb3.common.base_class.BaseAlgorithm):
+        raise RmtkError(f"no_log_folder takes a Stable-Baselines3 model, not {type(model).__name__}")
+    if model.tensorboard_log is None:
+        import sys
+
+        from stable_baselines3.common.logger import HumanOutputFormat, Logger
+
+        model.set_logger(Logger(None, [HumanOutputFormat(sys.stdout)] if model.verbose >= 1 else []))
+    return model
+
+
 def sb3_agent(model, *, epsilon: float = 0.0, deterministic: bool = False) -> Agent:
     """The :class:`~rmtk.rl.agents.Agent` of a Stable-Baselines3 model (see the module
     docstring). ``epsilon``: a DQN's exploration rate (0: greedy); ``deterministic``: a
@@ -149,4 +166,4 @@ def as_agent(agent, **kwargs) -> Agent:
     )
 
 
-__all__ = ["MISSING", "SB3Predict", "SB3Probabilities", "SB3QValues", "as_agent", "sb3_agent"]
+__all__ = ["MISSING", "SB3Predict", "SB3Probabilities", "SB3QValues", "as_agent", "no_log_folder", "sb3_agent"]

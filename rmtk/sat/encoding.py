@@ -1,5 +1,5 @@
 """SAT encoding of "a machine with n nodes consistent with the prefix tree policy"
-(paper section 3.1), in a form linear in the prefix tree (docs/design.md, "The SAT encoding").
+(paper section 3.1), in a form linear in the prefix tree (docs/design/03-sat-encoding.md).
 
 Variables (packed ids, see :class:`VarPool`):
 

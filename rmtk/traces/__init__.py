@@ -9,6 +9,9 @@ side, beside the negative examples (:mod:`rmtk.negatives`) that the policy side 
 - :mod:`rmtk.traces.evidence`: the :class:`RewardEvidence` strategy a :class:`~rmtk.Learner`
   takes (:class:`TraceRewards`), the answer's decoded rewards and the noise estimate;
 - :mod:`rmtk.traces.compare`: which evidence (policy, rewards) decided which node pair;
+- :mod:`rmtk.traces.verdicts`: whether a machine learned from rewards pays what the true one pays;
+- :mod:`rmtk.traces.unexplained`: why no machine pays the recorded rewards (a contradiction, by
+  word and step, or the bound);
 - :mod:`rmtk.traces.tolerance`: rewards within a tolerance of the machine's outputs
   (:class:`TolerantRewards`: continuous noise, the noise level as a :class:`NoiseWidth`);
 - :mod:`rmtk.traces.explorers`: explorers that record reward traces (:func:`explore`).

@@ -51,19 +51,29 @@ def merged_pairs(answer: np.ndarray, other: np.ndarray, trie: Trie) -> set[tuple
 
 @attrs.frozen
 class PairVerdict:
-    """One node pair of the answer: in how many survivors of each evidence alone it is merged."""
+    """One node pair of the answer: in how many survivors of each evidence alone it is merged,
+    and in how many of the other survivors of both together (``merged_by_both`` of
+    ``both_survivors``, the answer among them): a pair some survivor of both merges is split by
+    no evidence, only by the answer's choice among them."""
 
     pair: tuple[int, int]
     merged_by_rewards: int
     merged_by_policy: int
     rewards_survivors: int
     policy_survivors: int
+    merged_by_both: int = 0
+    both_survivors: int = 1
 
     def say(self, names) -> str:
         a, b = names[self.pair[0]], names[self.pair[1]]
         rew = _alone("rewards alone", "merge", "split", self.merged_by_rewards, self.rewards_survivors)
         pol = _alone("the policy alone", "merges", "splits", self.merged_by_policy, self.policy_survivors)
-        if self.merged_by_rewards == 0 and self.merged_by_policy == 0:
+        if self.merged_by_both:
+            who = (
+                f"split by no evidence: both together merge them in {self.merged_by_both} of the "
+                f"{self.both_survivors} machines listed"
+            )
+        elif self.merged_by_rewards == 0 and self.merged_by_policy == 0:
             who = "split by either evidence alone"
         elif self.merged_by_rewards == 0:
             who = "split by the rewards"
@@ -110,7 +120,8 @@ def compare_evidence(learner: Learner, target) -> EvidenceComparison:
     """Learn from both evidences of ``learner`` and from each alone (same limits), and compare:
     a node pair of the answer (the first machine from both) is *merged* by an evidence alone
     in each of its survivors that sends a word ending in one and a word ending in the other
-    (among the words that evidence holds) to one node; computed, not inferred."""
+    (among the words that evidence holds) to one node, and by both together in each other
+    survivor of both that does so (then no evidence splits it); computed, not inferred."""
     if learner.ptp is None or learner.rewards is None:
         raise ValueError("compare_evidence needs a learner with both a ptp strategy and reward evidence")
     both = learner.fit(target)
@@ -119,10 +130,10 @@ def compare_evidence(learner: Learner, target) -> EvidenceComparison:
     pairs: list[PairVerdict] = []
     if both.machines:
         answer = both.solutions[0].delta_u
-        r_trie = alone_r.rewards.trie if isinstance(alone_r.rewards, RewardTraces) else alone_r.tree.trie
-        p_trie = alone_p.tree.trie
+        r_trie, p_trie, b_trie = (_trie(r) for r in (alone_r, alone_p, both))
         r_merged = [merged_pairs(answer, s.delta_u, r_trie) for s in alone_r.solutions]
         p_merged = [merged_pairs(answer, s.delta_u, p_trie) for s in alone_p.solutions]
+        b_merged = [merged_pairs(answer, s.delta_u, b_trie) for s in both.solutions[1:]]
         n = len(answer)
         for a in range(n):
             for b in range(a + 1, n):
@@ -133,6 +144,13 @@ def compare_evidence(learner: Learner, target) -> EvidenceComparison:
                         sum((a, b) in m for m in p_merged),
                         len(r_merged),
                         len(p_merged),
+                        sum((a, b) in m for m in b_merged),
+                        len(both.solutions),
                     )
                 )
     return EvidenceComparison(both, alone_r, alone_p, tuple(pairs))
+
+
+def _trie(result: LearnResult) -> Trie:
+    """The words a result was searched on: its reward traces' (which extend a prefix tree's), or its tree's."""
+    return result.rewards.trie if isinstance(result.rewards, RewardTraces) else result.tree.trie

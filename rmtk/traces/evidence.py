@@ -3,7 +3,7 @@ label words, beside the negative examples of the expert's policy (rmtk/negatives
 
 A *reward trace* is a label word ``L(s_0) … L(s_T)`` and the rewards the steps earned: the
 reward of step ``t`` is what its action earned, paid by the machine on the label of the next
-state (docs/design.md, "The prefix convention"): ``r_t = δ_r(u_t, L(s_{t+1}))`` with
+state (docs/design/02-conventions.md, "The prefix convention"): ``r_t = δ_r(u_t, L(s_{t+1}))`` with
 ``u_t = δ*(u_I, L(s_0) … L(s_t))``. So each step is one *observation*: "the word so far,
 followed by the letter ``L(s_{t+1})``, pays ``r_t``", a constraint on where the word ends
 (the run variables of the SAT encoding) and on that node's reward on that letter. The last
@@ -183,9 +183,16 @@ class NoiseEstimate:
     def __str__(self) -> str:
         pct = round(100 * self.confidence)
         return (
-            f"noise {self.rate:.4f} ({self.disagreements} of {self.steps} observed steps disagree; "
-            f"{pct}% interval {self.low:.4f} to {self.high:.4f})"
+            f"noise {share(self.rate)} ({self.disagreements} of {self.steps} observed steps disagree; "
+            f"{pct}% interval {share(self.low)} to {share(self.high)})"
         )
+
+
+def share(x: float) -> str:
+    """A share as text with the digits that show it: four decimals from 0.001 up (and 0 itself),
+    else two significant digits in scientific notation (an interval of 0 to 0.0000095 is not
+    "0.0000 to 0.0000")."""
+    return f"{x:.4f}" if x == 0 or abs(x) >= 1e-3 else f"{x:.1e}"
 
 
 def noise_interval(disagreements: int, steps: int, confidence: float = 0.95) -> NoiseEstimate:

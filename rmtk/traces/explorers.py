@@ -15,8 +15,8 @@ actions:
   kernel and labels) but not the machine, so it visits the propositions in every order.
 
 Trajectories are drawn from ``seed`` (:func:`rmtk.simulate.simulate` for the expert) and the
-rewards are the task's machine's, paid on the label of the next state (docs/design.md, "The
-prefix convention").
+rewards are the task's machine's, paid on the label of the next state (docs/design/02-conventions.md,
+"The prefix convention").
 Episodes end, as in the Office and Craft Worlds of the literature, when the machine enters an
 absorbing node that pays nothing (its end node): the step that enters it is recorded with its
 reward, nothing after it. With ``noise`` each recorded reward is replaced, with that
@@ -40,7 +40,7 @@ from .noise import replace_values
 
 def end_nodes(task: Task) -> np.ndarray:
     """The machine's nodes that every letter keeps in place with reward 0."""
-    m = task.machine
+    m = task.require_machine("its end nodes")
     stay = np.all(m.delta_u == np.arange(m.n_nodes)[:, None], axis=1)
     return np.flatnonzero(stay & np.all(m.delta_r == 0, axis=1))
 
@@ -158,7 +158,7 @@ def explore(
         raise ModelError(f"epsilon and noise must lie in [0, 1], got {epsilon} and {noise}")
     if explorer is not None and epsilon != 1.0:
         raise ModelError("epsilon is the default explorer's: give it to the explorer (RandomSubgoals(epsilon=...))")
-    m = task.machine
+    m = task.require_machine("exploring with its rewards (the machine pays them)")
     demos = (explorer or ExpertMix(epsilon)).trajectories(task, n, horizon, seed)
     u = rollout_nodes(task, demos).astype(np.int64)
     letters = task.mdp.labels[demos.states].astype(np.int64)

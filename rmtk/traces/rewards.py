@@ -19,6 +19,7 @@ engine, chunk or partition size.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import attrs
@@ -170,7 +171,8 @@ def reward_traces(
             (ignored when ``data`` is one).
         progress: hears the counting.
 
-    Raises :class:`~rmtk.errors.DataError` when the data have no rewards.
+    Raises :class:`~rmtk.errors.DataError` when the data have no rewards, or none that is
+    evidence (every one unknown, or on a last step).
     """
     from ..progress import as_progress
 
@@ -189,4 +191,22 @@ def reward_traces(
         )
     )
     table = strategy.counts(mdp, as_progress(progress))
-    return RewardTraces.of(table, mdp.propositions)
+    traces = RewardTraces.of(table, mdp.propositions)
+    if not traces.n_observations:
+        raise DataError(
+            f"{_source(strategy.data)} hold{'s' if _is_path(strategy.data) else ''} no reward a machine pays: every "
+            "recorded reward is unknown (empty, null or nan) or on a trajectory's last step, whose next label is not "
+            "known; record the rewards of steps with a next step"
+        )
+    return traces
+
+
+def _is_path(data) -> bool:
+    return isinstance(data, (str, os.PathLike))
+
+
+def _source(data) -> str:
+    """How a message names the data: its path and column, or what it is."""
+    if _is_path(data):
+        return f"{data}: the 'reward' column"
+    return "the demonstrations' rewards"

@@ -1,0 +1,460 @@
+"""Benchmark: labels from a detector that errs (docs/benchmarks/24-label-noise.md,
+docs/design/15-label-noise.md).
+
+A detector of confidence ``c`` records each label right with probability ``c`` and replaces it
+otherwise by another letter drawn uniformly (``LabelNoise.uniform(props, 1 − c)``, what
+``rmtk simulate --label-noise 1-c`` writes; Prob-IRM's range is c = 0.9 to 0.99).
+
+1. **The paper's setting** (``paper``): Office coffee, 10⁴ demonstrations of 40 steps of the
+   scripted shortest-path expert (ε = 0.1, starting in every cell), 10 % of the labels flipped.
+   Rows: the noise-free data with ``SimplestEncoder`` (the same-run reference) and ``SatEncoder``;
+   the flipped labels read as they are (what rmtk did before) with both; ``NoisyLabels`` around
+   both. Each row is a fresh process; CPU s is the fit's ``time.process_time`` (median of
+   ``--repeat``), ``process`` the child's whole CPU (``os.wait4``). Target: the truth alone at no
+   more than 3× the noise-free CPU.
+2. **Episodes needed** (``grid``): for each task (Office coffee and patrol, Craft t1-t4,
+   CliffWalking patrol), each evidence (``rewards``: the rewards of explorer traces, JIRP's
+   setting; ``demos``: the expert's demonstrations, the paper's) and each confidence (1 = the
+   noise-free reference, 0.99, 0.95, 0.9, 0.8), the episodes double from the start until the
+   answer is the truth alone at ``n`` and ``2n`` (or the budget); reported: ``n``, the fit's CPU
+   there, whether the estimated flip rate's 95 % interval holds ``1 − c``, and the doubtful states.
+   *The truth alone*: from rewards, benchmarks/rewards.py's check (one machine, complete, the truth
+   up to renaming on what the traces exercise, judged on the world's labels); from demonstrations,
+   one machine, complete, policy-equivalent to the expert at every depth. One process per cell,
+   ``--cpu-limit`` CPU seconds each.
+3. **Belief against the naive use** (``belief``): Office coffee and mail with their true
+   machines, tabular Q-learning with CRM through a detector of confidence 0.9 and 0.8 (and 1,
+   exact labels: the same-run reference)
+   (``BeliefQLearning``: the Bayes filter vs the most likely label), ``--runs`` seeds of
+   ``--steps`` steps each; the success rate of 50 greedy episodes per run (the world's machine
+   pays within 100 steps), one process per cell.
+
+    PYTHONPATH=. python benchmarks/label_noise.py --sections paper grid belief --markdown
+    PYTHONPATH=. python benchmarks/label_noise.py --quick          # small sizes (a smoke test)
+    PYTHONPATH=. python benchmarks/label_noise.py --sections grid --tasks coffee t1 --levels 1 0.9
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from _table import render  # the script's folder is on sys.path
+
+ROOT = Path(__file__).resolve().parent.parent
+MARK = "@@label-noise@@ "
+TASKS = ("coffee", "patrol", "t1", "t2", "t3", "t4", "cliff")
+LEVELS = (1.0, 0.99, 0.95, 0.9, 0.8)
+#: world: demonstrations (start, budget, horizon); rewards (start, budget, explorer ε, horizon)
+WORLDS = {
+    "office": dict(demos=(500, 16_000, 40), rewards=(100, 6400, 1.0, 100)),
+    "craft": dict(demos=(250, 8000, 150), rewards=(100, 3200, 0.3, 300)),
+    "cliff": dict(demos=(100, 3200, 60), rewards=(100, 3200, 0.3, 100)),
+}
+#: tasks whose rewards come from the random-subgoal explorer (the ε-greedy expert's traces never
+#: identify them: docs/benchmarks/rewards.md)
+SUBGOALS = ("patrol", "cliff")
+
+
+def world_of(name: str) -> str:
+    return "cliff" if name == "cliff" else "craft" if name.startswith("t") else "office"
+
+
+# ---------------------------------------------------------------------- tasks and data
+def cliff_task():
+    """CliffWalking-v1 (Gymnasium's 4 x 12 grid; the cliff along the bottom row sends back to the
+    start) as a labeled MDP whose episodes start in every cell but the cliff and the goal (as the
+    Office World's demonstrations do: one start cell shows each node only along one route), and
+    a patrol: the top-left corner a, then the top-right corner b, then the goal g, reward 1 (``o``
+    elsewhere)."""
+    import gymnasium
+
+    from rmtk.gym import StateLabels, tabular_mdp
+    from rmtk.machine import RewardMachine
+    from rmtk.task import Task
+
+    env = gymnasium.make("CliffWalking-v1")
+    marks = {0: 0, 11: 1, 47: 2}  # a, b, g
+    labels = StateLabels("a b g o", [marks.get(s, 3) for s in range(48)])
+    starts = np.array([s not in range(37, 48) for s in range(48)], dtype=float)  # every cell but the cliff, the goal
+    mdp = tabular_mdp(env, labels, initial=starts / starts.sum(), gamma=0.95, name="cliff")
+    machine = RewardMachine.from_transitions(
+        {("u0", "a"): "u1", ("u1", "b"): "u2", ("u2", "g"): ("end", 1.0)},
+        mdp.propositions,
+        nodes=["u0", "u1", "u2", "end"],
+    )
+    return Task(mdp, machine, lam=0.05, max_nodes=4, name="cliff")
+
+
+def load(name: str):
+    if name == "cliff":
+        return cliff_task()
+    from rmtk import dsl
+
+    return dsl.load_model("craft" if name.startswith("t") else "office").tasks[name]
+
+
+def true_labels(task, demos) -> np.ndarray:
+    inside = demos.mask()
+    return np.where(inside, task.mdp.labels[np.where(inside, demos.states, 0)], -1)
+
+
+def recorded(task, demos, confidence: float, seed: int):
+    """``demos`` with the labels a detector of ``confidence`` records (uniform replacement)."""
+    from rmtk.label_noise import LabelNoise
+    from rmtk.label_noise.evidence import recorded_by
+
+    noise = LabelNoise.uniform(task.mdp.propositions, round(1.0 - confidence, 12))
+    return recorded_by(noise, demos, task.mdp, seed=seed)
+
+
+def demonstrations(task, n: int, seed: int):
+    """``n`` episodes of the scripted shortest-path expert (ε = 0.1) and its table."""
+    from rmtk.exact import shortest_path_table
+    from rmtk.simulate import simulate
+
+    table = shortest_path_table(task, 0.1)
+    horizon = WORLDS[world_of(task.name)]["demos"][2]
+    return simulate(task, n, horizon, seed=seed, policy=table.transpose(1, 0, 2)), table
+
+
+def reward_traces(name: str, task, n: int, seed: int):
+    """``n`` explorer traces with the machine's rewards (benchmarks/rewards.py's explorers)."""
+    from rmtk.traces.explorers import RandomSubgoals, explore
+
+    _, _, eps, horizon = WORLDS[world_of(name)]["rewards"]
+    if name in SUBGOALS:
+        avoid = ("n",) if world_of(name) == "office" else ()  # the Office World's decorations end the task
+        return explore(task, n, horizon, seed=seed, explorer=RandomSubgoals(epsilon=0.1, avoid=avoid))
+    return explore(task, n, horizon, seed=seed, epsilon=eps)
+
+
+def learner(task, data, evidence: str, encoder=None, table=None, labels=None):
+    """rmtk's learner of ``evidence`` on ``data`` (``labels``: read these per-step labels as
+    they are, instead of the MDP's)."""
+    from rmtk import ConfidenceMiner, EmpiricalPTP, Learner, NodePolicyTable
+    from rmtk.encoders import SimplestEncoder
+    from rmtk.traces.evidence import TraceRewards
+
+    if evidence == "rewards":
+        return Learner(
+            ptp=None,
+            rewards=TraceRewards(EmpiricalPTP(data, labels=labels)),
+            encoder=encoder or SimplestEncoder(),
+            irl=None,
+        )
+    return Learner(
+        EmpiricalPTP(data, expert=NodePolicyTable(table), labels=labels),
+        miner=ConfidenceMiner(0.05),
+        encoder=encoder or SimplestEncoder(negatives="pairs"),
+        irl=None,
+        max_nodes=task.max_nodes,
+    )
+
+
+def truth_alone(task, data, evidence: str, r) -> bool:
+    if len(r.machines) != 1 or not r.search.complete:
+        return False
+    if evidence == "rewards":
+        import rewards as rw  # benchmarks/rewards.py: the truth on what the traces exercise
+
+        return rw.agrees(task, data, r.solutions[0].delta_u, r.machines[0].delta_r) and rw.exercised(task, data)[0]
+    return bool(r.verdicts) and r.verdicts[0].consistent
+
+
+def fit(task, data, evidence: str, confidence: float, table=None, encoder=None, as_recorded: bool = False):
+    """One fit and its CPU seconds: noise-free (``confidence`` 1), the labels read as recorded,
+    or ``NoisyLabels`` (estimated noise)."""
+    from rmtk.label_noise import NoisyLabels
+
+    t0 = time.process_time()
+    if confidence >= 1.0:
+        r, noisy = learner(task, data, evidence, encoder, table).fit(task), None
+    elif as_recorded:
+        r, noisy = learner(task, data, evidence, encoder, table, labels=data.labels).fit(task), None
+    else:
+        noisy = NoisyLabels(learner(task, data, evidence, encoder, table)).fit(task)
+        r = noisy.result
+    return r, noisy, time.process_time() - t0
+
+
+# ---------------------------------------------------------------------- the children
+def one_paper(row: str, seed: int, n: int, repeat: int) -> dict:
+    from rmtk.encoders import SatEncoder, SimplestEncoder
+
+    task = load("coffee")
+    demos, table = demonstrations(task, n, seed)
+    noisy = recorded(task, demos, 0.9, seed + 1)
+    kind, encoder_name = row.split(":")
+    encoder = SimplestEncoder(negatives="pairs") if encoder_name == "simplest" else SatEncoder(negatives="pairs")
+    data = demos if kind == "clean" else noisy
+    confidence = 1.0 if kind == "clean" else 0.9
+    cpus, out = [], None
+    for _ in range(repeat):
+        r, res, cpu = fit(task, data, "demos", confidence, table, encoder, as_recorded=kind == "recorded")
+        cpus.append(cpu)
+        out = (r, res)
+    r, res = out
+    record = dict(
+        row=row,
+        cpu=statistics.median(cpus),
+        nodes=r.n_nodes,
+        machines=len(r.machines),
+        more=not r.search.complete,
+        alone=truth_alone(task, demos, "demos", r),
+        consistent=sum(bool(v.consistent) for v in (r.verdicts or ())),
+    )
+    if res is not None:
+        m = res.estimate.measure.flips
+        found, flipped = res.corrections().pairs(), _flips(task, noisy)
+        record.update(
+            rate=m.value,
+            low=m.low,
+            high=m.high,
+            corrections=len(found),
+            flips=len(flipped),
+            right=len(found & flipped),
+        )
+    return record
+
+
+def _flips(task, data) -> set:
+    wrong = (data.labels != true_labels(task, data)) & data.mask()
+    return set(zip(*(a.tolist() for a in np.nonzero(wrong))))
+
+
+def one_grid(name: str, evidence: str, confidence: float, seed: int, budget_scale: float) -> dict:
+    task = load(name)
+    world = WORLDS[world_of(name)][evidence]
+    start, budget = world[0], int(world[1] * budget_scale)
+    n, hits, first, log = start, 0, None, []
+    while n <= budget:
+        if evidence == "rewards":
+            clean, table = reward_traces(name, task, n, seed), None
+        else:
+            clean, table = demonstrations(task, n, seed)
+        data = clean if confidence >= 1.0 else recorded(task, clean, confidence, seed + 1)
+        r, res, cpu = fit(task, data, evidence, confidence, table)
+        ok = truth_alone(task, clean, evidence, r)
+        cell = dict(n=n, ok=ok, cpu=round(cpu, 3), nodes=r.n_nodes, machines=len(r.machines))
+        if res is not None:
+            m = res.estimate.measure.flips
+            cell.update(low=m.low, high=m.high, covers=m.covers(1.0 - confidence), doubtful=res.choices.n_states)
+        log.append(cell)
+        if ok:
+            first = first or cell
+            hits += 1
+            if hits == 2:
+                break
+        else:
+            first, hits = None, 0
+        n *= 2
+    return dict(task=name, evidence=evidence, confidence=confidence, found=first if hits == 2 else None, log=log)
+
+
+def one_belief(name: str, confidence: float, tracker: str, runs: int, steps: int) -> dict:
+    from rmtk.gym import BeliefQLearning, RewardMachineEnv, SimulatedDetector, StateLabels, office_env
+    from rmtk.label_noise import LabelNoise
+    from rmtk.label_noise.filter import BayesFilter, MostLikelyLabel
+
+    task = load(name)
+    machine = task.machine
+    labeler = StateLabels.of(office_env().mdp)
+    noise = LabelNoise.uniform(machine.alphabet, round(1.0 - confidence, 12))
+    kind = BayesFilter if tracker == "belief" else MostLikelyLabel
+    agent = BeliefQLearning(alpha=0.1, gamma=0.9, epsilon=0.1, q_init=0.5)
+
+    def env(seed):
+        detector = SimulatedDetector(labeler, machine, noise, seed=seed)
+        return RewardMachineEnv(
+            office_env(max_steps=100), machine, labeler, observation="belief", detector=detector, tracker=kind(machine)
+        )
+
+    rates = []
+    t0 = time.process_time()
+    for run in range(runs):
+        q, _ = agent.train(env(run), steps, seed=run)
+        check = env(1000 + run)
+        rates.append(float(np.mean([agent.episode(check, q, seed=e, max_steps=100) > 0 for e in range(50)])))
+    return dict(
+        task=name,
+        confidence=confidence,
+        tracker=tracker,
+        rate=float(np.mean(rates)),
+        rates=rates,
+        cpu=time.process_time() - t0,
+    )
+
+
+# ---------------------------------------------------------------------- the parent
+def child(args: list[str], cpu_limit: float | None) -> dict | None:
+    """Run this script with ``--one ARGS`` in a fresh interpreter, at most ``cpu_limit`` CPU
+    seconds: its record (``None`` when the limit stopped it or it failed)."""
+    import resource
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(Path(__file__).parent)] + [env.get("PYTHONPATH", "")])
+
+    def limit():
+        if cpu_limit is not None:
+            resource.setrlimit(resource.RLIMIT_CPU, (int(cpu_limit), int(cpu_limit) + 5))
+
+    proc = subprocess.run(
+        [sys.executable, __file__, "--one", *args], env=env, stdout=subprocess.PIPE, text=True, preexec_fn=limit
+    )
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(MARK)]
+    return json.loads(lines[-1][len(MARK) :]) if lines else None
+
+
+def children_cpu() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def measured(args: list[str], cpu_limit: float | None) -> tuple[dict | None, float]:
+    before = children_cpu()
+    record = child(args, cpu_limit)
+    return record, children_cpu() - before
+
+
+def paper(opts) -> str:
+    rows = []
+    for row in ("clean:simplest", "clean:sat", "recorded:sat", "recorded:simplest", "noisy:simplest", "noisy:sat"):
+        rec, cpu = measured(["paper", row, str(opts.seed), str(opts.paper_n), str(opts.repeat)], opts.cpu_limit)
+        if rec is None:
+            rows.append(dict(row=row, cpu="stopped"))
+            continue
+        rec["process"] = round(cpu, 2)
+        rows.append(rec)
+        print(f"paper {row}: {rec}", file=sys.stderr, flush=True)
+    base = next(r["cpu"] for r in rows if r["row"] == "clean:simplest")
+    table = []
+    for r in rows:
+        if "nodes" not in r:
+            table.append({"labels, encoder": r["row"], "fit cpu s": r["cpu"]})
+            continue
+        interval = f"{r['rate']:.4f} [{r['low']:.4f}, {r['high']:.4f}]" if "rate" in r else "-"
+        table.append(
+            {
+                "labels, encoder": r["row"].replace(":", ", "),
+                "nodes": r["nodes"],
+                "machines": f"{r['machines']}{'+' if r['more'] else ''}",
+                "truth alone": "yes" if r["alone"] else "no",
+                "fit cpu s": f"{r['cpu']:.2f}",
+                "× noise-free": f"{r['cpu'] / base:.2f}",
+                "process cpu s": r["process"],
+                "flip rate [95 %]": interval,
+                "corrections right / found / flips": (
+                    f"{r['right']} / {r['corrections']} / {r['flips']}" if "rate" in r else "-"
+                ),
+            }
+        )
+    return render(table, opts.markdown, frozenset({"labels, encoder"}))
+
+
+def grid(opts) -> str:
+    table = []
+    for name in opts.tasks:
+        for evidence in opts.evidence:
+            reference = None
+            for c in opts.levels:
+                args = ["grid", name, evidence, repr(c), str(opts.seed), repr(opts.budget_scale)]
+                rec, cpu = measured(args, opts.cpu_limit)
+                if rec is None:
+                    table.append(dict(task=name, evidence=evidence, confidence=c, episodes="stopped (cpu limit)"))
+                    continue
+                print(f"grid {name} {evidence} {c}: {json.dumps(rec['log'])}", file=sys.stderr, flush=True)
+                found = rec["found"]
+                last = rec["log"][-1] if rec["log"] else {}
+                at = found or last
+                if c >= 1.0:
+                    reference = found["n"] if found else None
+                table.append(
+                    {
+                        "task": name,
+                        "evidence": evidence,
+                        "confidence": c,
+                        "episodes": found["n"] if found else f"> {last.get('n', '-')}",
+                        "× noise-free": (f"{found['n'] / reference:g}" if found and reference else "-"),
+                        "fit cpu s": at.get("cpu", "-"),
+                        "flip rate 95 % interval": (
+                            f"[{at['low']:.4f}, {at['high']:.4f}] {'holds' if at['covers'] else 'misses'} {1 - c:g}"
+                            if "low" in at
+                            else "-"
+                        ),
+                        "doubtful states": at.get("doubtful", "-"),
+                        "process cpu s": round(cpu, 1),
+                    }
+                )
+    return render(table, opts.markdown, frozenset({"task", "evidence"}))
+
+
+def belief(opts) -> str:
+    table = []
+    for name in ("coffee", "mail"):
+        for c in opts.belief_levels:
+            row = {"task": name, "confidence": c}
+            for tracker in ("belief", "naive") if c < 1.0 else ("belief",):  # exact labels: the two are one
+                args = ["belief", name, repr(c), tracker, str(opts.runs), str(opts.steps)]
+                rec, cpu = measured(args, opts.cpu_limit)
+                row[f"{tracker} success"] = "stopped" if rec is None else f"{rec['rate']:.3f}"
+                row[f"{tracker} cpu s"] = round(cpu, 1)
+                print(f"belief {name} {c} {tracker}: {rec}", file=sys.stderr, flush=True)
+            if c >= 1.0:
+                row["naive success"], row["naive cpu s"] = "(the same)", "-"
+            table.append(row)
+    return render(table, opts.markdown, frozenset({"task"}))
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--one":
+        kind, rest = argv[1], argv[2:]
+        if kind == "paper":
+            rec = one_paper(rest[0], int(rest[1]), int(rest[2]), int(rest[3]))
+        elif kind == "grid":
+            rec = one_grid(rest[0], rest[1], float(rest[2]), int(rest[3]), float(rest[4]))
+        else:
+            rec = one_belief(rest[0], float(rest[1]), rest[2], int(rest[3]), int(rest[4]))
+        print(MARK + json.dumps(rec), flush=True)
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sections", nargs="+", default=["paper", "grid", "belief"], choices=("paper", "grid", "belief"))
+    ap.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
+    ap.add_argument("--evidence", nargs="+", default=["rewards", "demos"], choices=("rewards", "demos"))
+    ap.add_argument("--levels", nargs="+", type=float, default=list(LEVELS))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--paper-n", type=int, default=10_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--budget-scale", type=float, default=1.0, help="scale the episode budgets of the grid")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument(
+        "--belief-levels", nargs="+", type=float, default=[1.0, 0.9, 0.8], help="detector confidences of the belief"
+    )
+    ap.add_argument("--steps", type=int, default=30_000)
+    ap.add_argument("--cpu-limit", type=float, default=600.0, help="CPU seconds of each child")
+    ap.add_argument("--quick", action="store_true", help="small sizes: a smoke test")
+    ap.add_argument("--markdown", action="store_true")
+    opts = ap.parse_args(argv)
+    if opts.quick:
+        opts.paper_n, opts.repeat, opts.budget_scale, opts.runs, opts.steps = 2000, 1, 0.125, 1, 5000
+        opts.tasks, opts.levels = ["coffee", "t1"], [1.0, 0.9]
+    started = time.time()
+    for section in opts.sections:
+        text = {"paper": paper, "grid": grid, "belief": belief}[section](opts)
+        print(f"\n## {section}\n\n{text}", flush=True)
+    print(f"\n{time.time() - started:.0f} s wall, {children_cpu():.0f} CPU s in the children", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
