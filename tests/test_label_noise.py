@@ -280,11 +280,9 @@ def test_label_noise_detector_probabilities_weigh_the_labels(rooms):
 PATROL = str(MODELS / "patrol.rm")
 
 
-def test_label_noise_cli_simulates_and_learns(tmp_path, rooms, capsys):
-    out = str(tmp_path / "walks.csv")
-    argv = ["simulate", PATROL, "-n", "300", "-T", "30", "--seed", "1", "-o", out, "-q", "--rewards"]
-    assert main([*argv, "--policy", "uniform", "--label-noise", "0.1"]) == 0
-    assert "label noise: each label wrong with probability 0.1 (seed 3)" in capsys.readouterr().err
+def cli_learns_the_patrol(out: str, rooms, capsys) -> str:
+    """``rmtk learn`` on the noisy walks at ``out``: refused as they are; with ``--label-noise
+    auto`` the patrol, the flip rate's interval holding 0.1. The report."""
     assert main(["learn", PATROL, "--demos", out, "--from", "rewards", "-q"]) == 1
     assert "labels recorded by a detector that errs are read with labels='keep'" in capsys.readouterr().err
     assert main(["learn", PATROL, "--demos", out, "--from", "rewards", "-q", "--label-noise", "auto"]) == 0
@@ -295,6 +293,15 @@ def test_label_noise_cli_simulates_and_learns(tmp_path, rooms, capsys):
     assert "# corrections: " in text and "recorded labels believed wrong" in text
     (m,) = dsl.loads(text).machines.values()
     assert isomorphic(m, rooms.machine, rewards=True)
+    return text
+
+
+def test_label_noise_cli_simulates_and_learns(tmp_path, rooms, capsys):
+    out = str(tmp_path / "walks.csv")
+    argv = ["simulate", PATROL, "-n", "300", "-T", "30", "--seed", "1", "-o", out, "-q", "--rewards"]
+    assert main([*argv, "--policy", "uniform", "--label-noise", "0.1"]) == 0
+    assert "label noise: each label wrong with probability 0.1 (seed 3)" in capsys.readouterr().err
+    cli_learns_the_patrol(out, rooms, capsys)
     assert main(["learn", PATROL, "--demos", out, "--from", "rewards", "-q", "--label-noise", "0.1"]) == 0
     assert "# noise stated: label noise: each label wrong with probability 0.1" in capsys.readouterr().out
 

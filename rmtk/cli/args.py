@@ -95,8 +95,6 @@ def learner_from_args(args, task: Task | None = None, mode: str | None = None):
 
         data = args.demos  # a Parquet dataset is counted partition by partition, never loaded whole
         noisy_labels = getattr(args, "label_noise", None) is not None
-        if noisy_labels and format_of(args.demos) == "parquet":
-            raise RmtkError(f"{args.demos}: --label-noise reads recorded labels from .csv and .npz files")
         if format_of(args.demos) != "parquet":
             data = load(args.demos, task.mdp, labels="keep" if noisy_labels else "check")
             progress.note(f"loaded {args.demos}: {data.summary()}")

@@ -125,8 +125,9 @@ class NoisyLabels:
         timings["total"] = time.perf_counter() - t0
         return NoisyLabelResult(result, est, choices, chosen, letters, data, mdp, timings)
 
-    def _data(self, mdp) -> tuple[EmpiricalPTP, Demonstrations]:
-        """The learner's demonstrations strategy and its data, in memory with their recorded labels."""
+    def _data(self, mdp) -> tuple[EmpiricalPTP, Any]:
+        """The learner's demonstrations strategy and its data with their recorded labels: in memory,
+        or a Parquet dataset (:class:`~rmtk.data.parquet_dataset.ParquetDataset`) read as recorded."""
         ptp: object = self.learner.ptp
         if not isinstance(ptp, EmpiricalPTP) and isinstance(self.learner.rewards, REWARD_EVIDENCE):
             ptp = self.learner.rewards.data
@@ -136,18 +137,27 @@ class NoisyLabels:
                 "EmpiricalPTP (or reward evidence counted by one) over Demonstrations or a .csv/.npz file"
             )
         data: Any = ptp.data
+        from ..data.parquet_dataset import ParquetDataset
+
         if isinstance(data, (str, os.PathLike)):
             from ..data import format_of, load
 
             if format_of(data) == "parquet":
+                data = ParquetDataset.open(data, mdp, labels="keep")
+            else:
+                data = load(data, mdp, labels="keep")
+        if isinstance(data, ParquetDataset):  # read partition by partition, on the learner's engine
+            data = data.reading("keep")
+            if not data.recorded:
                 raise RmtkError(
-                    f"{data}: recorded labels that may disagree with the MDP are read from CSV or NPZ files"
+                    f"{data.path}: the dataset has no label column nor a detector's p_<proposition> columns: "
+                    "there is no noise to learn under"
                 )
-            data = load(data, mdp, labels="keep")
+            return ptp, data
         if not isinstance(data, Demonstrations):
             raise RmtkError(
-                f"learning under label noise reads the data three times (labels, choice, counts): give Demonstrations "
-                f"or a file, not {type(data).__name__}"
+                f"learning under label noise reads the data three times (labels, choice, counts): give Demonstrations, "
+                f"a file or a Parquet dataset, not {type(data).__name__}"
             )
         if data.labels is None and data.detections is None and ptp.labels is not None:
             data = attrs.evolve(data, labels=ptp.labels)  # the recorded labels given to the counting
@@ -193,9 +203,11 @@ def _remaining(deadline: Deadline) -> float | None:
     return None if left is None else max(left, 1e-3)
 
 
-def _fresh(learner: Learner, data: Demonstrations, ptp: EmpiricalPTP, time_limit) -> Learner:
+def _fresh(learner: Learner, data, ptp: EmpiricalPTP, time_limit) -> Learner:
     """``learner`` with strategies that count ``data`` afresh (their counts are kept per MDP size,
     and each stage reads another labeling of the same MDP)."""
+    if not isinstance(data, Demonstrations):  # a Parquet dataset: its words read on the MDP's labels
+        data = data.reading("ignore")
     counting = attrs.evolve(ptp, data=data, labels=None)  # the believed labels are the MDP's
     changes: dict = {"time_limit": time_limit}
     if learner.ptp is not None:
@@ -229,7 +241,8 @@ class NoisyLabelResult:
         choices: the doubtful states and their candidate letters.
         chosen: what choosing their letters found (``None`` when no state was doubtful).
         labels: ``(S,)`` the letter of each state as finally believed.
-        data: the demonstrations learned from.
+        data: the demonstrations learned from (:class:`~rmtk.data.Demonstrations`, or a Parquet
+            dataset read partition by partition).
         mdp: the MDP as given (its labels are the model's, not read by the search).
         timings: seconds per step.
     """
@@ -239,7 +252,7 @@ class NoisyLabelResult:
     choices: Choices
     chosen: Chosen | None
     labels: np.ndarray = attrs.field(repr=False)
-    data: Demonstrations = attrs.field(repr=False)
+    data: Any = attrs.field(repr=False)
     mdp: LabeledMDP = attrs.field(repr=False)
     timings: dict = attrs.field(factory=dict)
 
@@ -253,7 +266,7 @@ class NoisyLabelResult:
 
     def corrections(self) -> Corrections:
         """The recorded labels believed wrong, by trajectory and step (:mod:`rmtk.label_noise.corrections`)."""
-        return corrections(self.data, self.labels, self.estimate.beliefs)
+        return corrections(self.data, self.labels, self.estimate.beliefs, mdp=self.mdp)
 
     def relabeled(self) -> np.ndarray:
         """The states whose believed letter differs from the MDP's own label (a check when the
