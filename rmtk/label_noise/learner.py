@@ -46,6 +46,7 @@ from .encoding import Choices
 from .estimate import Estimate, estimate
 from .evidence import DOUBT, count_evidence
 from .model import LabelNoise
+from .models import MODELS, NoiseModel
 from .search import ChoosingEncoder, SimplestChoosingEncoder, chosen_letters
 
 #: The reward evidence strategies whose data :class:`NoisyLabels` reads and counts afresh.
@@ -59,6 +60,12 @@ CHOICE_SOLUTIONS = 10
 def _noise(instance, attribute, value) -> None:
     if value is not None and not isinstance(value, LabelNoise):
         raise RmtkError(f"noise must be a LabelNoise or None (estimated), not {type(value).__name__}")
+
+
+def _models(instance, attribute, value) -> None:
+    bad = [m for m in value if not isinstance(m, NoiseModel)]
+    if not value or bad:
+        raise RmtkError(f"models must be NoiseModels (e.g. UniformModel(), DetectorModel()), got {list(value)!r}")
 
 
 def _doubt(instance, attribute, value) -> None:
@@ -76,15 +83,18 @@ class NoisyLabels:
             or a detector's probabilities (:class:`~rmtk.data.Demonstrations` ``labels`` or
             ``detections``; a path is loaded with ``labels="keep"``).
         noise: the detector's :class:`~rmtk.label_noise.model.LabelNoise`, or ``None``: estimated
-            from the data (uniform noise, the rate the data show). Unused for a detector's
-            probabilities, which are their own likelihoods.
+            from the data, the model of ``models`` of smallest BIC (:mod:`rmtk.label_noise.models`).
+            Unused for a detector's probabilities, which are their own likelihoods.
         doubt: a state's letter is decided by its labels when no rival letter is more than
             ``doubt`` times as likely; otherwise it is chosen with the machine.
+        models: the noise models compared when the noise is estimated
+            (:class:`~rmtk.label_noise.models.NoiseModel`; default: the uniform one and a detector's).
     """
 
     learner: Learner = attrs.field(validator=implements("a learner", "fit"))
     noise: LabelNoise | None = attrs.field(default=None, validator=_noise)
     doubt: float = attrs.field(default=DOUBT, validator=_doubt)
+    models: tuple = attrs.field(default=MODELS, converter=tuple, validator=_models)
 
     def fit(self, target: Task | LabeledMDP) -> NoisyLabelResult:
         """Learn from ``target`` (a :class:`~rmtk.task.Task`, whose machine serves the verdicts
@@ -104,7 +114,7 @@ class NoisyLabels:
                 f"the noise is stated over {list(noise.propositions)}; the MDP {mdp.name!r} has "
                 f"{list(mdp.propositions)}"
             )
-        est = estimate(evidence, mdp.propositions, noise, doubt=self.doubt, fallback=mdp.labels)
+        est = estimate(evidence, mdp.propositions, noise, doubt=self.doubt, fallback=mdp.labels, models=self.models)
         progress.note(est.measure.line())
         timings = {"labels": time.perf_counter() - t0}
         choices = Choices.of(est.beliefs)
@@ -276,7 +286,10 @@ class NoisyLabelResult:
     def lines(self, shown: int = 5) -> list[str]:
         """The report's lines about the labels."""
         est = self.estimate
-        out = est.measure.lines()
+        sel = est.selection
+        rates = sel.rates() if sel is not None else ()
+        # the measured rates per proposition, unless the chosen model states its own per event
+        out = est.measure.lines() if len(rates) <= 1 else [est.measure.line()]
         if est.given:
             out.append(
                 f"noise stated: {est.noise}"
@@ -284,6 +297,8 @@ class NoisyLabelResult:
                 else "the detector's probabilities weigh the labels"
             )
         else:
+            if sel is not None:  # the model's rates, unless they restate the measured flip rate
+                out += sel.lines()[: 1 if [r for _, r in rates] == [est.measure.flips] else None]
             out.append(f"noise estimated: {est.noise}")
         b = est.beliefs
         visited = int((b.visits > 0).sum())
