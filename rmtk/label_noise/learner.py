@@ -108,12 +108,7 @@ class NoisyLabels:
         ptp, data = self._data(mdp)
         progress = self.learner.progress
         evidence = count_evidence(mdp, data, chunk=ptp.chunk, engine=ptp.engine, progress=progress)
-        noise = self.noise
-        if noise is not None and noise.propositions != mdp.propositions:
-            raise RmtkError(
-                f"the noise is stated over {list(noise.propositions)}; the MDP {mdp.name!r} has "
-                f"{list(mdp.propositions)}"
-            )
+        noise = stated(self.noise, mdp)
         est = estimate(evidence, mdp.propositions, noise, doubt=self.doubt, fallback=mdp.labels, models=self.models)
         progress.note(est.measure.line())
         timings = {"labels": time.perf_counter() - t0}
@@ -206,6 +201,15 @@ class NoisyLabels:
             return Chosen(None, result, None)
         options = sorted({tuple(chosen_letters(choices, s.dropped).tolist()) for s in result.solutions})
         return Chosen(np.asarray(options[0], np.int64), result, len(options))
+
+
+def stated(noise: LabelNoise | None, mdp) -> LabelNoise | None:
+    """``noise``, checked to be stated over ``mdp``'s propositions."""
+    if noise is not None and noise.propositions != mdp.propositions:
+        raise RmtkError(
+            f"the noise is stated over {list(noise.propositions)}; the MDP {mdp.name!r} has {list(mdp.propositions)}"
+        )
+    return noise
 
 
 def _remaining(deadline: Deadline) -> float | None:
