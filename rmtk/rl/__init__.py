@@ -10,7 +10,8 @@ with torch; docs/guide/12-deep-rl.md).
   :class:`~rmtk.active.loop.ActiveLearner`: exact distributions, one forward pass a question).
 * **Train an agent with a machine**: :func:`crm` (counterfactual experiences in an off-policy
   algorithm's replay buffer, the class :func:`~rmtk.rl.crm.counterfactual_replay_buffer`
-  makes); on-policy
+  makes; from a detector's belief, ``observation="belief"``, the buffer of
+  :mod:`rmtk.rl.belief_crm`); on-policy
   algorithms (PPO, A2C) train on :class:`~rmtk.gym.RewardMachineEnv` as it is.
 * **Measure it**: :class:`GreedyRollouts` (the exact success rate of a Q-table's greedy policy
   on a deterministic labeled MDP), :func:`q_table` (a DQN's Q-values at every observation),
