@@ -36,7 +36,7 @@ from gymnasium import spaces
 from ..errors import ModelError, RmtkError
 from ..gym.wrapper import CrmTables
 from ..machine import RewardMachine
-from .crm import product_attributes
+from .encoding import product_attributes
 from .sb3 import _require
 
 

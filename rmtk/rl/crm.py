@@ -30,28 +30,9 @@ import numpy as np
 from ..errors import ModelError, RmtkError
 from ..gym.wrapper import CrmTables
 from ..machine import RewardMachine
-from .encoding import ProductEncoding
+from .belief_crm import belief_crm, belief_space
+from .encoding import ProductEncoding, product_attributes
 from .sb3 import _require
-
-
-def product_attributes(env, names: tuple[str, ...]) -> tuple:
-    """The attributes ``names`` of the :class:`~rmtk.gym.RewardMachineEnv` that ``env`` is, wraps
-    (e.g. a ``Monitor``) or holds (a Stable-Baselines3 vector environment: its first copy's)."""
-    if hasattr(env, "get_attr") and hasattr(env, "num_envs"):  # an SB3 VecEnv
-
-        def get(name):
-            return env.get_attr(name, [0])[0]
-    elif hasattr(env, "get_wrapper_attr"):
-        get = env.get_wrapper_attr
-    else:
-        raise RmtkError(f"crm needs the product environment (a RewardMachineEnv), not {type(env).__name__}")
-    try:
-        return tuple(get(n) for n in names)
-    except AttributeError:
-        raise RmtkError(
-            f"{type(env).__name__} is not a RewardMachineEnv (nor wraps one): CRM needs the machine of the "
-            "product; wrap the environment in rmtk.gym.RewardMachineEnv(env, machine, labeler)"
-        ) from None
 
 
 @attrs.frozen
@@ -217,8 +198,6 @@ def crm(env, *, n_steps: int = 1, gamma: float | None = None, seed: int = 0) -> 
     buffer class is given). A belief product (``observation="belief"``) gets the experiences of
     a detection instead (:mod:`rmtk.rl.belief_crm`, ``seed`` its letters' draws; one-step
     returns; ``DQN("MultiInputPolicy", env, **crm(env))``)."""
-    from .belief_crm import belief_crm, belief_space
-
     if belief_space(getattr(env, "observation_space", None)):
         if n_steps != 1:
             raise RmtkError("n-step returns with CRM from a belief are not offered: each step's letter is drawn")
