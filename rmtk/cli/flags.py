@@ -111,8 +111,6 @@ def _depth(args, mode: str) -> str | None:
 
 
 def _label_noise(args, mode: str) -> str | None:
-    if args.noisy or args.tolerance is not None:
-        return "cannot go with --noisy or --tolerance: the doubtful labels are chosen against rewards read exactly"
     if mode in ASKING and not args.demos:
         return (
             "needs --demos with --active: the noise is learned from the labels the demonstrations recorded (the "

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..data import Demonstrations
 from ..empirical import EmpiricalPTP
-from ..encoders import EncoderCapabilities, SatEncoder, SimplestEncoder
+from ..encoders import EncoderCapabilities, NoisyRewardEncoder, SatEncoder, SimplestEncoder
 from ..errors import RmtkError
 from ..learner import Learner
 from ..limits import Deadline
@@ -186,6 +186,14 @@ class NoisyLabels:
         labels[choices.states] = K + np.arange(choices.n_states)
         view = attrs.evolve(mdp, labels=labels, propositions=names)
         base = self.learner.encoder
+        if isinstance(base, NoisyRewardEncoder):
+            raise RmtkError(
+                f"{choices.n_states} state(s) stay doubtful after their labels, and their letters are chosen with the "
+                "machine by weighted MaxSAT over rewards read exactly; rewards weighed as noisy (NoisyRewardEncoder, "
+                "--noisy) would be a second objective this search does not combine: give data that visit those "
+                "states more often (their labels then decide them), or rewards read exactly or within a tolerance "
+                "(--tolerance)"
+            )
         kind = SimplestChoosingEncoder if isinstance(base, SimplestEncoder) else ChoosingEncoder
         breaking = base.symmetry_breaking if isinstance(base, SatEncoder) else True
         stutter = EncoderCapabilities.of(base).non_stuttering
