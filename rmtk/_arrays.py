@@ -8,8 +8,6 @@ that want it.
 
 from __future__ import annotations
 
-import hashlib
-
 import attrs
 import numpy as np
 
@@ -49,6 +47,8 @@ def _readonly(value) -> np.ndarray:
 
 def digest(*arrays) -> str:
     """A stable hash of some arrays (for caching and ``__hash__``)."""
+    import hashlib  # here: its OpenSSL module costs start-up time, and few runs digest arrays
+
     h = hashlib.blake2b(digest_size=16)
     for a in arrays:
         a = np.ascontiguousarray(a)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
@@ -46,16 +47,17 @@ from .ptp import PTP, PrefixTree, PrefixTreePolicy, PTPCapabilities, Trie
 from .result import LearnResult
 from .rewards.maxent import IRLCapabilities, MaxEntIRL
 from .sat.encoding import Problem
-from .sat.lazy import Oracle, TrieOracle
 from .sat.search import SearchResult
 from .space import Space
 from .summary import Phases
 from .task import Task
-from .traces.compare import with_rewards
 from .traces.evidence import RewardEvidence
 from .traces.unexplained import none_paid
 from .traces.verdicts import judge_rewards
 from .validators import BOUND_WHY, MAX_NODES, implements, node_count, optional_positive_int, optional_seconds
+
+if TYPE_CHECKING:
+    from .sat.lazy import Oracle
 
 __all__ = [
     "Learner",
@@ -214,6 +216,8 @@ class Learner:
             else:
                 rec.stage("mine", time.perf_counter() - t, pairs=len(negatives))
             if lazy:
+                from .sat.lazy import TrieOracle  # the lazy search's modules, imported when it runs
+
                 oracle = TrieOracle(ptp.trie, negatives, depth=ptp.tree.depth)
         traces = None
         if self.rewards is not None:
@@ -279,6 +283,8 @@ class Learner:
         if task is not None and task.machine is not None:  # a truth to judge against
             result = self._judge(task, result, source, encoder, rec, phases)
         if traces is not None:  # the rewards are the observed ones: no IRL
+            from .traces.compare import with_rewards  # reward traces' modules, imported when learning from them
+
             result = with_rewards(result, traces)
         elif self.irl is not None and result.machines:
             if isinstance(mdp, Space):
@@ -345,6 +351,8 @@ class Learner:
             truth=task.machine if task is not None else None,
             max_solutions=listed,
         )
+        from .traces.compare import with_rewards
+
         result = with_rewards(result, traces)
         if task is not None and task.machine is not None and result.machines and phases.starts("verdict"):
             t = time.perf_counter()

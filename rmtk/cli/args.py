@@ -81,7 +81,7 @@ def learner_from_args(args, task: Task | None = None, mode: str | None = None):
     (:func:`rmtk.cli.flags.learn_mode`; ``None``: read from ``args``). Learning from the
     rewards of demonstrations, the policy and the rewards are counted once, by one
     :class:`~rmtk.empirical.EmpiricalPTP` (:class:`~rmtk.traces.evidence.TraceRewards` of it)."""
-    from ..learner import EmpiricalPTP, ExactMiner, ExactPTP, Learner
+    from ..learner import ExactMiner, ExactPTP, Learner
     from ..negatives import ConfidenceMiner
     from ..rewards.maxent import MaxEntIRL
     from .flags import REWARDS, mode_of
@@ -98,6 +98,8 @@ def learner_from_args(args, task: Task | None = None, mode: str | None = None):
         if format_of(args.demos) != "parquet":
             data = load(args.demos, task.mdp, labels="keep" if noisy_labels else "check")
             progress.note(f"loaded {args.demos}: {data.summary()}")
+        from ..empirical import EmpiricalPTP  # counting's modules, imported with data to count
+
         ptp = EmpiricalPTP(data, depth=args.depth, compress=compress, engine=engine)
         miner = ConfidenceMiner(alpha=0.05 if args.alpha is None else args.alpha)
     else:

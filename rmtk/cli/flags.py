@@ -218,7 +218,7 @@ LEARN_FLAGS = (
         "--label-noise",
         "label_noise",
         frozenset({"demos", "rewards", "both", "active", "active-simulated"}),
-        "it reads the labels the demonstrations recorded as a detector's that errs (docs/guide/14-noisy-labels.md)",
+        "it reads the labels the demonstrations recorded as a detector's that errs (docs/guide/15-noisy-labels.md)",
         _label_noise,
     ),
     Flag(

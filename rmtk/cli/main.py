@@ -277,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --demos: the labels were recorded by a detector that errs (they may disagree with the model's): "
         "'auto' estimates the noise, RATES states it ('0.1': each label wrong with probability 0.1; "
         "'miss=M,false-alarm=F[,plain=o]' a detector's rates, per event as miss.p=M); the report gives the noise "
-        "with its interval and the labels believed wrong (docs/guide/14-noisy-labels.md)",
+        "with its interval and the labels believed wrong (docs/guide/15-noisy-labels.md)",
     )
     ln.add_argument(
         "--simplest",
