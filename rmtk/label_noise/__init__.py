@@ -11,6 +11,9 @@ recorded labels say about each state's letter, learning a machine under them, an
   under label noise; the letters of doubtful states chosen by weighted MaxSAT
   (:mod:`rmtk.label_noise.encoding`, :mod:`rmtk.label_noise.search`); the corrections
   (:mod:`rmtk.label_noise.corrections`).
+* Using a machine: the belief over its nodes (:mod:`rmtk.label_noise.filter`; in
+  ``RewardMachineEnv(observation="belief")``), and for the online learner each state's letter
+  believed from every detection there (:class:`~rmtk.label_noise.online.StateBeliefLabels`).
 """
 
 from .corrections import Corrections, corrections
