@@ -1,9 +1,12 @@
 """Stress test of stopped runs: ``rmtk learn`` learning the labels of the Office World's
 patrol by asking (``--learn-labels --active``) and of the Craft World's t10
-(``--learn-labels``), and on ``stack_avoid`` with ``--demos`` (300,000 trajectories,
-up to 100,000 machines of 6 nodes listed), each stopped ``--repeat`` times by SIGINT and by SIGTERM at a random
-moment (seeded) once it is in its work (a progress line shows it), under an optional load of
-busy processes, once or with a second signal ``--double`` seconds later (Ctrl-C pressed twice).
+(``--learn-labels``), on ``stack_avoid`` with ``--demos`` (300,000 trajectories,
+up to 100,000 machines of 6 nodes listed), and on the Office World's coffee from 2,000 uniform
+walks of 100 steps with noisy rewards (``--from rewards --noisy``: weighted MaxSAT, whose
+single oracle calls last minutes), each stopped ``--repeat`` times by SIGINT and by SIGTERM at
+a random moment (seeded) once it is in its work (a progress line shows it), under an optional
+load of busy processes, once or with a second signal ``--double`` seconds later (Ctrl-C
+pressed twice).
 
 Every run must end with exit status 130 (SIGINT) or 143 (SIGTERM) — never a signal's own exit
 (a segmentation fault is -11) — within ``--bound`` seconds of the last signal, with ``rmtk:
@@ -54,6 +57,17 @@ CASES = {
         ["learn", "models/stack_avoid.rm", "--demos", "{demos}", "--nodes", "6", "--max-solutions", "100000"]
         + ["--no-rewards"],
         "solutions enumerated",
+    ),
+    # a weighted MaxSAT search whose single oracle calls last minutes (docs/benchmarks/rewards.md)
+    "noisy": (["learn", "models/office.rm", "coffee", "--demos", "{noisy}", "--from", "rewards", "--noisy"], "words"),
+}
+#: The data of the cases: file name, and the ``rmtk simulate`` arguments that write it.
+DATA = {
+    "demos": ("stack_avoid.npz", ["models/stack_avoid.rm", "-n", "300000", "-T", "20", "--seed", "1"]),
+    "noisy": (
+        "coffee_noisy.npz",
+        ["models/office.rm", "coffee", "-n", "2000", "-T", "100", "--seed", "0", "--policy", "uniform", "--rewards"]
+        + ["--reward-noise", "replace:0.05"],
     ),
 }
 SIGNALS = {"SIGINT": (signal.SIGINT, 130, "interrupted"), "SIGTERM": (signal.SIGTERM, 143, "terminated")}
@@ -164,22 +178,22 @@ def main(argv=None) -> int:
     rng = random.Random(opts.seed)
     rows, failures = [], 0
     with tempfile.TemporaryDirectory(prefix="rmtk-interrupts-") as tmp:
-        demos = Path(tmp) / "stack_avoid.npz"
-        if "demos" in opts.cases:
-            subprocess.run(
-                [sys.executable, "-m", "rmtk", "simulate", "models/stack_avoid.rm", "-n", "300000", "-T", "20"]
-                + ["--seed", "1", "-o", str(demos), "-q"],
-                cwd=CHECKOUT,
-                env=_env(),
-                check=True,
-            )
+        files = {key: Path(tmp) / name for key, (name, _) in DATA.items()}
+        for key, (_, words) in DATA.items():
+            if key in opts.cases:
+                subprocess.run(
+                    [sys.executable, "-m", "rmtk", "simulate", *words, "-o", str(files[key]), "-q"],
+                    cwd=CHECKOUT,
+                    env=_env(),
+                    check=True,
+                )
         out = Path(tmp) / "out"
         out.mkdir()
         load = burners(opts.load)
         try:
             for case in opts.cases:
                 words, marker = CASES[case]
-                argv_case = [w.format(demos=demos) for w in words]
+                argv_case = [w.format(**files) for w in words]
                 for name in opts.signals:
                     sig, status, message = SIGNALS[name]
                     runs = []

@@ -18,7 +18,7 @@ timing every call. With ``--repeat R`` the whole search (every size) runs ``R`` 
 same traces. It prints one JSON line after ``@@jirp``: the size found, the transitions
 ``[p, label, q, reward]`` (``-1`` the terminal state), the seconds per size of the first run,
 and the median over the runs of the wall seconds (``total``) and of the CPU seconds (``cpu``:
-this process's, and for S-JIRP also its solver's, a child process).
+this process's, and for S-JIRP also its solver's, a child process; each run's in ``cpus``).
 """
 
 from __future__ import annotations
@@ -99,6 +99,7 @@ def main(argv=None) -> int:
         seconds=seconds,
         total=statistics.median(r[0] for r in runs),
         cpu=statistics.median(r[1] for r in runs),
+        cpus=[r[1] for r in runs],
         runs=len(runs),
         same=all(r[3:] == runs[0][3:] for r in runs),
         import_seconds=t_import,

@@ -11,9 +11,8 @@ A :class:`LabelLearner` learns the labeling function with the machine, from stat
 (docs/design/13-learning-labels.md).
 """
 
-import importlib
-
 from . import _deprecated
+from ._lazy import lazy_exports
 from .errors import DataError, DslError, DslMeaningError, DslSyntaxError, ModelError, RmtkError
 from .machine import RewardMachine, isomorphic
 from .mdp import GeneratorCall, LabeledMDP
@@ -47,17 +46,7 @@ _LAZY = {
     "ExpertWalks": "active.checks",
 }
 
-
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'rmtk' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 __version__ = "0.2.0"

@@ -42,6 +42,7 @@ from .capabilities import Capabilities
 from .errors import RmtkError
 from .limits import SearchLimits
 from .negatives import NegativePairs, PolicyClasses
+from .sat import grown
 from .sat.encoding import (
     Formula,
     Problem,
@@ -58,7 +59,6 @@ from .sat.encoding import (
     symmetry_breaking_bfs,
 )
 from .sat.fewest import fewest_search
-from .sat.lazy import lazy_search
 from .sat.search import SearchResult, maxsat_search, search
 from .sat.solver import DEFAULT_SOLVER, check_solver_field
 from .validators import one_of
@@ -168,6 +168,8 @@ class SatEncoder(EncoderCapabilities):
         """The smallest size of ``limits`` and all its solutions. A problem with an oracle is
         searched lazily (:func:`rmtk.sat.lazy.lazy_search`)."""
         if problem.oracle is not None:
+            from .sat.lazy import lazy_search  # imported when a lazy search runs
+
             return lazy_search(
                 self.structure,
                 problem,
@@ -182,7 +184,15 @@ class SatEncoder(EncoderCapabilities):
 
     def smallest(self, problem: Problem, limits: SearchLimits, *, decide_only: bool = False) -> SearchResult:
         """The smallest size of ``limits`` and all its solutions, or with ``decide_only`` the
-        size alone (no lazy search: a problem with an oracle goes to :meth:`search`)."""
+        size alone (no lazy search: a problem with an oracle goes to :meth:`search`). From
+        reward traces alone on a large trie, searched on a sample of the words grown by
+        counterexamples (:mod:`rmtk.sat.grown`): the same answer."""
+        if not decide_only and grown.applies(problem):
+            return grown.grown_search(self._smallest, problem, limits)
+        return self._smallest(problem, limits, decide_only=decide_only)
+
+    def _smallest(self, problem: Problem, limits: SearchLimits, *, decide_only: bool = False) -> SearchResult:
+        """:meth:`smallest` on every word of the problem's trie."""
         ns = self.non_stuttering
         res = search(self.encode, problem, limits, solver=self.solver, non_stuttering=ns, decide_only=decide_only)
         return none_found(res, problem)
@@ -314,6 +324,12 @@ class SimplestEncoder(SatEncoder):
                 "SimplestEncoder weighs a finite set of transitions on a built prefix tree: lazy and "
                 "every-depth learning need SatEncoder"
             )
+        if grown.applies(problem):  # reward traces alone on a large trie: on a sample of its words
+            return grown.grown_search(self._simplest, problem, limits)
+        return self._simplest(problem, limits)
+
+    def _simplest(self, problem: Problem, limits: SearchLimits) -> SearchResult:
+        """:meth:`search` on every word of the problem's trie."""
         res = fewest_search(
             self.encode, self.moves, problem, limits, solver=self.solver, non_stuttering=self.non_stuttering
         )

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
@@ -46,16 +47,15 @@ from .ptp import PTP, PrefixTree, PrefixTreePolicy, PTPCapabilities, Trie
 from .result import LearnResult
 from .rewards.maxent import IRLCapabilities, MaxEntIRL
 from .sat.encoding import Problem
-from .sat.lazy import Oracle, TrieOracle
 from .sat.search import SearchResult
 from .space import Space
 from .summary import Phases
 from .task import Task
-from .traces.compare import with_rewards
 from .traces.evidence import RewardEvidence
-from .traces.unexplained import none_paid
-from .traces.verdicts import judge_rewards
 from .validators import BOUND_WHY, MAX_NODES, implements, node_count, optional_positive_int, optional_seconds
+
+if TYPE_CHECKING:
+    from .sat.lazy import Oracle
 
 __all__ = [
     "Learner",
@@ -214,6 +214,8 @@ class Learner:
             else:
                 rec.stage("mine", time.perf_counter() - t, pairs=len(negatives))
             if lazy:
+                from .sat.lazy import TrieOracle  # the lazy search's modules, imported when it runs
+
                 oracle = TrieOracle(ptp.trie, negatives, depth=ptp.tree.depth)
         traces = None
         if self.rewards is not None:
@@ -248,6 +250,8 @@ class Learner:
         if res.n_nodes is None and res.complete and self.nodes is None and res.tried:  # the bound may be why
             res = attrs.evolve(res, message=res.message + node_bound_note(max_nodes, self.max_nodes, task))
         if traces is not None:  # rewards that contradict each other are said so, by word and step
+            from .traces.unexplained import none_paid  # imported where reward traces are learned from
+
             res = none_paid(res, traces, limits, self.rewards, mdp, policy=True)
         if oracle is not None and res.lazy is None:
             raise RmtkError(
@@ -279,6 +283,8 @@ class Learner:
         if task is not None and task.machine is not None:  # a truth to judge against
             result = self._judge(task, result, source, encoder, rec, phases)
         if traces is not None:  # the rewards are the observed ones: no IRL
+            from .traces.compare import with_rewards  # reward traces' modules, imported when learning from them
+
             result = with_rewards(result, traces)
         elif self.irl is not None and result.machines:
             if isinstance(mdp, Space):
@@ -328,6 +334,9 @@ class Learner:
             progress=rec,
         )
         phases.starts("search")
+        from .traces.unexplained import none_paid
+        from .traces.verdicts import judge_rewards
+
         res = none_paid(self.encoder.search(problem, limits), traces, limits, self.rewards, mdp, policy=False)
         phases.after_search(res, listed)
         timings = rec.timings
@@ -345,6 +354,8 @@ class Learner:
             truth=task.machine if task is not None else None,
             max_solutions=listed,
         )
+        from .traces.compare import with_rewards
+
         result = with_rewards(result, traces)
         if task is not None and task.machine is not None and result.machines and phases.starts("verdict"):
             t = time.perf_counter()

@@ -26,3 +26,21 @@ def test_import_alone_is_cheap_and_acyclic(module):
     proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, check=False, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_learning_a_model_imports_no_counting_or_lazy_search_modules():
+    """``rmtk learn models/patrol.rm`` (an exact prefix tree policy, no data) imports neither the
+    counting of demonstrations and reward traces nor the lazy search nor the margin LP: they are
+    imported where used, which keeps the command's start-up (benchmarks/startup.py)."""
+    unused = ("rmtk.empirical", "rmtk.data", "rmtk.traces.rewards", "rmtk.traces.explorers", "rmtk.sat.lazy")
+    unused += ("rmtk.rewards.margin", "numpy.ma")  # numpy.ma: np.unique imports it (rmtk._arrays.unique)
+    probe = (
+        "import contextlib, io, sys\n"
+        "from rmtk.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['learn', 'models/patrol.rm', '-q'])\n"
+        f"print(sorted(m for m in {unused!r} if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, check=False, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"

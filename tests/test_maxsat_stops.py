@@ -104,3 +104,31 @@ def test_a_stop_request_ends_a_noisy_search_without_a_time_limit():
     text = io.StringIO()
     report(coffee, result, out=text)  # the size the stop left undecided, whatever stopped it
     assert "# SAT: nodes tried 3: undecided;" in text.getvalue()
+
+
+def pigeonhole(holes: int) -> list[list[int]]:
+    """holes + 1 pigeons in ``holes`` holes: unsatisfiable, and hard for a CDCL solver."""
+    v = lambda p, h: p * holes + h + 1  # noqa: E731
+    clauses = [[v(p, h) for h in range(holes)] for p in range(holes + 1)]
+    for h in range(holes):
+        clauses += [[-v(p, h), -v(q, h)] for p in range(holes + 1) for q in range(p + 1, holes + 1)]
+    return clauses
+
+
+@pytest.mark.parametrize("backend", ["cadical153", "glucose4", "minisat22"])
+def test_a_stop_ends_rc2_inside_one_oracle_call(backend):
+    """One oracle call that needs tens of thousands of conflicts (the pigeonhole formula as the
+    hard part): a deadline that expires after the call has started stops it within the call,
+    after a few slices of conflicts, not when it ends (RC2's calls used to run whole, and on
+    CaDiCaL nothing stopped them: the same compute ran to its end, 'decided')."""
+    wcnf = WCNF()
+    wcnf.extend(pigeonhole(8))
+    wcnf.append([1], weight=1)
+    with rc2_class(False)(wcnf, solver=backend) as rc2:  # never expiring: decided, no model
+        assert maxsat_compute(rc2, _ExpiresLater(10**9)) == (None, True)
+        whole = rc2.oracle.accum_stats()["conflicts"]
+    with rc2_class(False)(wcnf, solver=backend) as rc2:
+        model, decided = maxsat_compute(rc2, _ExpiresLater(4))  # compute, the call, two slices
+        spent = rc2.oracle.accum_stats()["conflicts"]
+    assert model is None and not decided
+    assert 0 < spent < whole / 4, (spent, whole)

@@ -9,7 +9,20 @@
 * :mod:`rmtk.engines.shards`: work split into seeded shards and the one order of their reduce.
 """
 
-from .local import ENGINES, Engine, LocalEngine, as_engine
-from .shards import Shard, TreeReducer, plan_shards
+from .._lazy import lazy_exports
+
+#: Imported on first use: the command line reads the engines' names alone on every run.
+_LAZY = {
+    "ENGINES": "local",
+    "Engine": "local",
+    "LocalEngine": "local",
+    "as_engine": "local",
+    "Shard": "shards",
+    "TreeReducer": "shards",
+    "plan_shards": "shards",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
+
 
 __all__ = ["Engine", "LocalEngine", "as_engine", "ENGINES", "Shard", "TreeReducer", "plan_shards"]

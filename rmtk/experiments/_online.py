@@ -265,9 +265,8 @@ def train(
 
     from ..gym import RewardMachineEnv
     from ..rl import crm
-    from ..rl.online.learner import _quiet_logger
     from ..rl.online.tasks import MachinePays
-    from ..rl.sb3 import one_thread
+    from ..rl.sb3 import one_thread, quiet_logger
 
     if arm == "true":
         env = RewardMachineEnv(t.base(), t.truth, t.labels, observation="flat")
@@ -287,7 +286,7 @@ def train(
             return record(self.num_timesteps, check.rate(q_table(self.model)))
 
     model = DQN("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **kwargs, **extra)
-    model.set_logger(_quiet_logger())
+    model.set_logger(quiet_logger())
     with one_thread():
         model.learn(steps, callback=Evaluate())
     return Run(

@@ -13,7 +13,13 @@
 * :mod:`rmtk.rewards.baselines`: the paper's IRL baselines (D-IRL, F-IRL).
 """
 
-from .margin import MarginIRL
-from .maxent import MaxEntIRL
+from .._lazy import lazy_exports
+
+#: Imported on first use: a learner reads :mod:`rmtk.rewards.maxent` alone, and the margin LP
+#: brings the product search's modules with it.
+_LAZY = {"MarginIRL": "margin", "MaxEntIRL": "maxent"}
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
+
 
 __all__ = ["MaxEntIRL", "MarginIRL"]

@@ -10,7 +10,8 @@ with torch; docs/guide/12-deep-rl.md).
   :class:`~rmtk.active.loop.ActiveLearner`: exact distributions, one forward pass a question).
 * **Train an agent with a machine**: :func:`crm` (counterfactual experiences in an off-policy
   algorithm's replay buffer, the class :func:`~rmtk.rl.crm.counterfactual_replay_buffer`
-  makes); on-policy
+  makes; from a detector's belief, ``observation="belief"``, the buffer of
+  :mod:`rmtk.rl.belief_crm`); on-policy
   algorithms (PPO, A2C) train on :class:`~rmtk.gym.RewardMachineEnv` as it is.
 * **Learn the machine while the agent trains** (JIRP's loop, :mod:`rmtk.rl.online`):
   :class:`OnlineLearner` on an environment that pays a non-Markovian reward and a labeler; for a

@@ -28,7 +28,7 @@ from ..errors import RmtkError
 from ..limits import SearchLimits
 from ..ptp import Trie
 from .encoding import Formula, Problem, VarPool, decode_transitions
-from .solver import DEFAULT_SOLVER, maxsat_backend, maxsat_compute, open_solver, rc2_class, solve
+from .solver import DEFAULT_SOLVER, maxsat_compute, open_solver, rc2_class, solve
 
 #: An encoder's clause builder, giving the formula of ``problem`` for ``n`` nodes.
 Encode = Callable[[Problem, int], Formula]
@@ -79,10 +79,6 @@ class SearchResult:
     @property
     def raw_count(self) -> int:
         return sum(s.raw_count for s in self.solutions)
-
-
-def _join(*parts: str) -> str:
-    return "; ".join(p for p in parts if p)
 
 
 def used_transitions(trie: Trie, delta_u: np.ndarray, initial: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -387,14 +383,13 @@ def maxsat_search(
     wcnf = weighted_cnf(formula.hard, relax, weights)
     t1 = time.perf_counter()
     uniform = len(set(weights.tolist())) <= 1
-    backend, note = maxsat_backend(solver, deadline)
     found: dict[tuple, Solution] = {}
     complete = True
     more: bool | None = None
     # exclusive soft groups (noisy rewards): RC2 finds them first and exhausts each core, 60-150x
     # faster on Office coffee's noisy traces (benchmarks/rewards.py --noise); the optima are the same
     options = dict(adapt=True, exhaust=True) if formula.exclusive_softs else {}
-    with rc2_class(stratified=not uniform)(wcnf, solver=backend, **options) as rc2:
+    with rc2_class(stratified=not uniform)(wcnf, solver=solver, **options) as rc2:
         model, decided = maxsat_compute(rc2, deadline)
         t2 = time.perf_counter()
         if not decided:
@@ -408,7 +403,7 @@ def maxsat_search(
                 t1 - t0,
                 t2 - t1,
                 0.0,
-                _join(stopped_while(deadline, f"optimising at {nodes} nodes"), note),
+                stopped_while(deadline, f"optimising at {nodes} nodes"),
             )
         if model is None:
             return SearchResult(
@@ -455,7 +450,7 @@ def maxsat_search(
         t1 - t0,
         t2 - t1,
         t3 - t2,
-        _join(_stopped(complete, limits, more), note),
+        _stopped(complete, limits, more),
         cost=int(best),
         more=more,
     )

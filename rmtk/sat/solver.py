@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from pysat.solvers import Solver, SolverNames
 
@@ -107,9 +108,16 @@ def pysat_sigint_off():
         ps.MainThread.check = saved  # type: ignore[method-assign]
 
 
+class Expiring(Protocol):
+    """What a sliced call asks between slices: a :class:`~rmtk.limits.Deadline`, or anything
+    else that says whether the call must stop."""
+
+    def expired(self) -> bool: ...
+
+
 def solve(
     solver: Solver,
-    deadline: Deadline = NEVER,
+    deadline: Expiring = NEVER,
     assumptions: Sequence[int] = (),
     conflicts: int | None = None,
     first: int = FIRST_SLICE,
@@ -154,41 +162,34 @@ def next_slice(budget: int, propagations: int, first: int = FIRST_SLICE) -> int:
     return budget
 
 
-#: Backends whose calls cannot be interrupted from another thread (``interrupt``): MaxSAT's
-#: RC2 runs whole calls, so under a time limit it runs on :data:`INTERRUPTIBLE` instead.
+#: Backends whose calls cannot be interrupted from another thread (``interrupt``). RC2 no longer
+#: needs it (its oracle calls run in slices, :func:`rc2_class`); kept for code that asks.
 NOT_INTERRUPTIBLE = frozenset({"cadical103", "cadical153", "cadical195", "cadical300"})
-#: The backend RC2 runs on under a time limit when the one asked for cannot be interrupted.
+#: Formerly the backend RC2 ran on under a time limit in place of one in
+#: :data:`NOT_INTERRUPTIBLE`; every backend is stopped in slices now, and none is replaced.
 INTERRUPTIBLE = "glucose4"
 
 
-def maxsat_backend(name: str, deadline: Deadline) -> tuple[str, str]:
-    """The backend RC2 runs on, and a note when it is not ``name``: a call that cannot be
-    interrupted is replaced by :data:`INTERRUPTIBLE` under a time limit."""
-    check_solver(name)
-    if deadline.at is not None and name in NOT_INTERRUPTIBLE:
-        return INTERRUPTIBLE, (
-            f"solver {INTERRUPTIBLE} used instead of {name}, which cannot be interrupted, to honour the time limit"
-        )
-    return name, ""
-
-
 class _Stopped(Exception):
-    """Raised inside an interrupted RC2 at a step between oracle calls."""
+    """Raised inside a stopped RC2: its deadline expired during or between oracle calls."""
 
 
 @functools.cache  # one class per kind, not one per search
 def rc2_class(stratified: bool):
-    """pysat's ``RC2`` or ``RC2Stratified``, made to end a ``compute`` once interrupted or once
-    its ``deadline`` expired.
+    """pysat's ``RC2`` or ``RC2Stratified``, made to end a ``compute`` within about a second of
+    its ``deadline`` expiring (a time limit, or a stop requested by SIGINT or SIGTERM), on
+    every backend.
 
-    An interrupt stops only the oracle call under way, and RC2 clears it for the next one;
-    between calls RC2 runs long pure-Python steps (a stratified level's hardening over every
-    clause, once per distinct weight: with weights from evidence counts, hundreds of levels).
-    These subclasses check the interrupt and the deadline (a time limit, or a stop requested
-    by SIGINT or SIGTERM) at each level and before each core is processed, so a time limit
-    holds and a stopped run ends after the oracle call under way, even on a backend that
-    cannot be interrupted (:func:`maxsat_compute`). The checks read a flag and the clock: a
-    run that is not stopped makes the same calls."""
+    Its oracle calls run as :func:`solve` runs a call, in slices of conflicts with the deadline
+    checked between them, so that a stop does not wait for one long call to end (a noisy-reward
+    search's single call took two minutes: docs/benchmarks/rewards.md); the calls of its core
+    minimisation, bounded by RC2's own conflict budget, run whole. Between calls RC2 runs
+    pure-Python steps (a stratified level's hardening over every clause, once per distinct
+    weight: with weights from evidence counts, hundreds of levels), so the deadline is also
+    checked at each level and before each core is processed, and :meth:`interrupt` (another
+    thread's stop) is honoured at the next of these checks. The slices are sized by the
+    solver's work, never by the clock, so a run that is not stopped makes the same calls
+    with the same results whatever the load."""
     from pysat.examples.rc2 import RC2, RC2Stratified
 
     base = RC2Stratified if stratified else RC2
@@ -196,6 +197,7 @@ def rc2_class(stratified: bool):
     class Stoppable(base):  # type: ignore[valid-type, misc]
         stopped = False
         deadline = NEVER
+        bounded = False  # inside RC2's core minimisation, whose calls have RC2's own budget
 
         def check(self):
             if self.stopped or self.deadline.expired():
@@ -203,11 +205,25 @@ def rc2_class(stratified: bool):
 
         def interrupt(self):
             self.stopped = True
-            super().interrupt()
 
         def clear_interrupt(self):
             self.stopped = False
-            super().clear_interrupt()
+
+        def _call_oracle(self, assumptions=(), expect_interrupt=False):
+            self.check()
+            if self.bounded:
+                return super()._call_oracle(list(assumptions), expect_interrupt)
+            result = solve(self.oracle, _Either(self), assumptions)
+            if result is None:
+                raise _Stopped
+            return result
+
+        def minimize_core(self):
+            self.bounded = True
+            try:
+                return super().minimize_core()
+            finally:
+                self.bounded = False
 
         def compute_(self):
             self.check()
@@ -227,48 +243,30 @@ def rc2_class(stratified: bool):
     return Stoppable
 
 
+class _Either:
+    """The deadline of a sliced oracle call: an RC2's deadline, or its :meth:`interrupt`."""
+
+    def __init__(self, rc2):
+        self.rc2 = rc2
+
+    def expired(self) -> bool:
+        return self.rc2.stopped or self.rc2.deadline.expired()
+
+
 def maxsat_compute(rc2, deadline: Deadline = NEVER):
     """One ``rc2.compute()`` (a MaxSAT optimum, ``None`` if the hard clauses are
-    unsatisfiable), interrupted when ``deadline`` expires where the backend allows it.
+    unsatisfiable) of an :func:`rc2_class` instance, stopped when ``deadline`` expires.
     Returns ``(model, decided)``: ``decided`` is false when the deadline stopped the call."""
-    import threading
-
     if deadline.expired():
         return None, False
-    if isinstance(rc2, (rc2_class(True), rc2_class(False))):
-        rc2.deadline = deadline  # checked between oracle calls
-    interruptible = rc2.solver not in NOT_INTERRUPTIBLE
-    if not interruptible:  # stopped between oracle calls only
-        try:
-            with pysat_sigint_off():
-                return rc2.compute(), True
-        except _Stopped:
-            return None, False
-    done = threading.Event()
-    fired: list[bool] = []
-
-    def watch():  # RC2 calls its oracle many times per compute, and each call clears the
-        # interrupt: once expired, interrupt again until compute returns
-        while not done.wait(0.05 if fired else 0.1):
-            if fired or deadline.expired():
-                fired.append(True)
-                rc2.interrupt()
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    stopped = False
+    rc2.deadline = deadline
     try:
         with pysat_sigint_off():
-            model = rc2.compute(expect_interrupt=True)
-    except _Stopped:  # a rc2_class instance, stopped between oracle calls
-        model, stopped = None, True
-    finally:
-        done.set()
-        watcher.join()
-        rc2.clear_interrupt()
-    if stopped or (fired and model is None):
+            return rc2.compute(), True
+    except _Stopped:
         return None, False
-    return model, True
+    finally:
+        rc2.clear_interrupt()
 
 
 def __getattr__(name: str):

@@ -19,19 +19,36 @@ side, beside the negative examples (:mod:`rmtk.negatives`) that the policy side 
 docs/design/rewards-evidence.md gives the method; docs/guide/11-learning-from-rewards.md the use.
 """
 
-from .compare import EvidenceComparison, PairVerdict, compare_evidence
-from .evidence import (
-    DecodedRewards,
-    NoiseEstimate,
-    RewardEvidence,
-    TraceRewards,
-    decode_rewards,
-    noise_interval,
-)
-from .explorers import ExpertMix, Explorer, RandomSubgoals, end_nodes, explore
-from .noise import replaced_rewards, uniform_noise
-from .rewards import RewardTraces, reward_traces
-from .tolerance import NoiseWidth, TolerantRewards, fit_tolerance
+from .._lazy import lazy_exports
+
+#: Names imported from their modules on first use: ``import rmtk.traces.evidence`` (what a
+#: :class:`~rmtk.Learner` reads) then costs one module, not the package's seven.
+_LAZY = {
+    "EvidenceComparison": "compare",
+    "PairVerdict": "compare",
+    "compare_evidence": "compare",
+    "DecodedRewards": "evidence",
+    "NoiseEstimate": "evidence",
+    "RewardEvidence": "evidence",
+    "TraceRewards": "evidence",
+    "decode_rewards": "evidence",
+    "noise_interval": "evidence",
+    "ExpertMix": "explorers",
+    "Explorer": "explorers",
+    "RandomSubgoals": "explorers",
+    "end_nodes": "explorers",
+    "explore": "explorers",
+    "replaced_rewards": "noise",
+    "uniform_noise": "noise",
+    "RewardTraces": "rewards",
+    "reward_traces": "rewards",
+    "NoiseWidth": "tolerance",
+    "TolerantRewards": "tolerance",
+    "fit_tolerance": "tolerance",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
+
 
 __all__ = [
     "DecodedRewards",

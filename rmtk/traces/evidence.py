@@ -24,16 +24,17 @@ step's reward is used only where the next label is known; NaN marks a reward not
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import attrs
 import numpy as np
 
 from .._arrays import array_eq, bool_array, float_array
-from ..empirical import EmpiricalPTP
 from ..errors import ModelError
 from ..ptp import Trie, TrieBuilder
-from .rewards import RewardTraces, reward_traces
+
+if TYPE_CHECKING:  # imported where used: a learner reads this module, rarely counts traces here
+    from .rewards import RewardTraces
 
 
 def observed_part(traces: RewardTraces) -> RewardTraces:
@@ -96,11 +97,16 @@ class TraceRewards:
     data: object
 
     def compressed(self) -> bool | None:
+        from ..empirical import EmpiricalPTP
+        from .rewards import RewardTraces
+
         if isinstance(self.data, RewardTraces):
             return self.data.trie.compressed
         return self.data.compress if isinstance(self.data, EmpiricalPTP) else None
 
     def observe(self, target, trie: Trie | None, *, compress: bool = True) -> RewardTraces:
+        from .rewards import RewardTraces, reward_traces
+
         traces = self.data
         if not isinstance(traces, RewardTraces):
             traces = reward_traces(traces, target, compress=compress)

@@ -134,8 +134,8 @@ def write(learner, path: Path, *, overwrite: bool = False) -> Path:
 
 def read(learner, path: Path) -> None:
     """Restore the run saved at ``path`` into a fresh ``learner`` made with the same settings."""
+    from ..sb3 import quiet_logger
     from .buffer import online_replay
-    from .learner import _quiet_logger
 
     try:
         z = zipfile.ZipFile(path)
@@ -189,7 +189,7 @@ def read(learner, path: Path) -> None:
                 env.walker.restore(dict(saved))
         buffer = online_replay(env) if learner.off_policy else {}  # set on the model before it makes its buffer
         model = learner.algorithm.load(io.BytesIO(z.read("model.zip")), env=env, device="cpu", **buffer)
-        model.set_logger(_quiet_logger())
+        model.set_logger(quiet_logger())
         if learner.off_policy and "buffer.npz" in names:
             with np.load(io.BytesIO(z.read("buffer.npz"))) as saved:
                 model.replay_buffer.restore(dict(saved))

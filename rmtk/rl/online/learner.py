@@ -36,7 +36,7 @@ from gymnasium import spaces
 from ...errors import ModelError, RmtkError
 from ...limits import clear_stop, request_stop, stop_requested
 from ...progress import Progress
-from ..sb3 import _require
+from ..sb3 import _require, quiet_logger
 from .exploration import Exploration, ExplorationCapabilities, SubgoalExploration
 from .inference import Inference
 from .loop import LoopSettings
@@ -69,13 +69,6 @@ ACTIONS = {
     "PPO": (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary),
     "A2C": (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary),
 }
-
-
-def _quiet_logger():
-    """A logger that writes nowhere (no ``SB3-<date>`` folder in the temporary directory)."""
-    from stable_baselines3.common.logger import Logger
-
-    return Logger(folder=None, output_formats=[])
 
 
 def check_algorithm(algorithm, action_space, exploration: Exploration) -> bool:
@@ -215,7 +208,7 @@ class OnlineLearner:
         kwargs = self._kwargs(total)
         kwargs.setdefault("device", "cpu")
         model = self.algorithm(self.policy, self.env, seed=self.seed, verbose=0, **kwargs)
-        model.set_logger(_quiet_logger())
+        model.set_logger(quiet_logger())
         return model
 
     # ------------------------------------------------------------------ training
