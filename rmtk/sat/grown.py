@@ -96,6 +96,9 @@ def grown_search(
             return _answer(res, unsat, limits, times, None)
         res = search(Problem(part.trie, problem.n_letters, rewards=part), inner)
         times += (res.time_encode, res.time_solve, res.time_enumerate)
+        if res.n_nodes is not None and res.cost is not None:
+            # more words only remove machines: the sample's fewest moving transitions bound the next
+            inner = inner.evolve(fewest_floor=(res.n_nodes, res.cost))
         unsat += [n for n, sat in res.tried if sat is False and n not in unsat]
         if res.n_nodes is None:  # no machine up to the bound on the sample, so none on all; or stopped
             return _answer(res, unsat, limits, times, listed)
