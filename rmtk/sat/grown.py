@@ -31,7 +31,7 @@ from ..progress import Progress
 from .encoding import Problem
 from .search import SearchResult, stopped_while, used_transitions
 
-#: Observations of the first sample: those of the shortest words (a handful of the traces'
+#: Observations in the first sample, those of the shortest words (a handful of the traces'
 #: rows decide most machines; counterexamples add the rest).
 FIRST_SAMPLE = 200
 #: Below this many trie nodes the whole trie is searched at once (the sample saves nothing).
