@@ -29,7 +29,14 @@ otherwise by another letter drawn uniformly (``LabelNoise.uniform(props, 1 − c
    ``--steps`` steps each; the success rate of 50 greedy episodes per run (the world's machine
    pays within 100 steps), one process per cell.
 
-    PYTHONPATH=. python benchmarks/label_noise.py --sections paper grid belief --markdown
+4. **The noise model and its intervals** (``coverage``): Office coffee, 300 uniform walks of 40
+   steps per seed, the labels recorded through a uniform noise or a detector's (``--seeds``
+   seeds, each its own walks and draws); ``estimate`` with ``auto`` (the uniform model against a
+   detector's, by BIC): how often each model is chosen, how often every state's letter is
+   believed right, and how often each reported 95 % interval holds its true rate. CPU: the fit of
+   ``auto`` beside the uniform model's alone (the same-run reference), in one process.
+
+    PYTHONPATH=. python benchmarks/label_noise.py --sections paper grid belief coverage --markdown
     PYTHONPATH=. python benchmarks/label_noise.py --quick          # small sizes (a smoke test)
     PYTHONPATH=. python benchmarks/label_noise.py --sections grid --tasks coffee t1 --levels 1 0.9
 """
@@ -293,6 +300,172 @@ def one_belief(name: str, confidence: float, tracker: str, runs: int, steps: int
     )
 
 
+def one_deep(arm: str, confidence: float, seed: int, steps: int, every: int, episodes: int) -> dict:
+    """Office coffee, DQN (rmtk.experiments._online's coffee settings), until 90 % greedy success:
+    ``true`` the true machine, exact labels, the flat product (CRM); ``belief``/``naive`` the true
+    machine through a detector of ``confidence``, the belief observation (rmtk/rl/belief_crm.py;
+    the Bayes filter or the most likely label), judged on ``episodes`` greedy episodes (seeded
+    resets and detector draws) in which the world's machine pays within the horizon;
+    ``true-state``/``online`` the true machine (CRM) or the online learner (rmtk.rl.online) on the
+    letters each state is believed to carry from every detection there (StateBeliefLabels),
+    judged exactly from every start state (GreedyRollouts; the agent's node follows the believed
+    letters, the world's machine the true ones; a state never visited reads its true letter)."""
+    import torch
+
+    from rmtk.experiments._online import _slots
+    from rmtk.experiments._online import task as online_task
+    from rmtk.gym import RewardMachineEnv, SimulatedDetector
+    from rmtk.label_noise import LabelNoise
+    from rmtk.label_noise.filter import BayesFilter, MostLikelyLabel
+    from rmtk.label_noise.online import StateBeliefLabels
+    from rmtk.rl import GreedyRollouts, crm, q_table
+    from rmtk.rl.sb3 import _require, one_thread, quiet_logger
+
+    torch.set_num_threads(1)
+    sb3 = _require()
+    t = online_task("coffee")
+    m = t.truth
+    noise = LabelNoise.uniform(m.alphabet, round(1.0 - confidence, 12))
+    at: list[int] = []
+    ok: list[float] = []
+    S = t.mdp.n_states
+    exact = GreedyRollouts.of(t.mdp, m, m, t.horizon)
+    true_letters = exact.letters[1]
+
+    def record(n: int, rate: float) -> bool:
+        at.append(n)
+        ok.append(rate)
+        return rate < 0.9
+
+    def believed(labels: StateBeliefLabels, h) -> GreedyRollouts:
+        got = labels.letters()
+        mine = np.array([h.letter_index(m.alphabet[k if k >= 0 else true_letters[s]]) for s, k in enumerate(got)])
+        return GreedyRollouts(h, m, t.horizon, True, exact.succ, np.array([mine, true_letters]), exact.starts)
+
+    t0 = time.process_time()
+    swaps: list[int] = []
+    verdict = ""
+    if arm in ("online", "true-state"):
+        labels = StateBeliefLabels(SimulatedDetector(t.labels, m, noise, seed=seed), m.alphabet, S)
+    if arm == "online":
+        from rmtk.rl.online import OnlineLearner, against_truth
+
+        learner = OnlineLearner(
+            t.paying(seed), labels, sb3.DQN, seed=seed, max_nodes=t.max_nodes, **t.settings.kwargs(steps)
+        )
+
+        def online_rate(model) -> float:
+            h = learner.env.machine
+            rate = believed(labels, h).rate(_slots(q_table(model), S, learner.env.max_nodes, h.n_nodes))
+            record(model.num_timesteps, rate)
+            return rate
+
+        learner.learn(steps, evaluate=online_rate, evaluate_every=every, target=0.9)
+        swaps = [s.step for s in learner.hypotheses[1:]]
+        verdict = str(against_truth(learner.machine, m, learner.traces))
+    else:
+        if arm == "true":
+            train = RewardMachineEnv(t.base(), m, t.labels, observation="flat")
+        elif arm == "true-state":
+            train = RewardMachineEnv(t.base(), m, labels, observation="flat")
+        else:
+            tracker = (BayesFilter if arm == "belief" else MostLikelyLabel)(m)
+
+            def env(s):
+                detector = SimulatedDetector(t.labels, m, noise, seed=s)
+                return RewardMachineEnv(t.base(), m, t.labels, observation="belief", detector=detector, tracker=tracker)
+
+            train, check = env(seed), env(10_000 + seed)
+
+        def sampled(model) -> float:
+            wins = 0
+            for e in range(episodes):
+                obs, _ = check.reset(seed=100_000 * (seed + 1) + e)
+                for _ in range(t.horizon):
+                    obs, _, term, trunc, info = check.step(model.predict(obs, deterministic=True)[0])
+                    if info.get("rm_reward", 0.0) > 0 or term or trunc:
+                        break
+                wins += info.get("rm_reward", 0.0) > 0
+            return wins / episodes
+
+        def rate(model) -> float:
+            if arm == "true":
+                return exact.rate(q_table(model))
+            if arm == "true-state":
+                return believed(labels, m).rate(q_table(model))
+            return sampled(model)
+
+        class Evaluate(sb3.common.callbacks.BaseCallback):
+            def _on_step(self) -> bool:
+                return bool(self.num_timesteps % every) or record(self.num_timesteps, rate(self.model))
+
+        policy = "MultiInputPolicy" if arm in ("belief", "naive") else "MlpPolicy"
+        extra = crm(train, seed=seed) if arm in ("belief", "naive") else crm(train)
+        model = sb3.DQN(policy, train, seed=seed, device="cpu", verbose=0, **t.settings.kwargs(steps), **extra)
+        model.set_logger(quiet_logger())
+        with one_thread():
+            model.learn(steps, callback=Evaluate())
+    reached = next((s for s, r in zip(at, ok) if r >= 0.9), None)
+    cpu = time.process_time() - t0
+    return dict(
+        arm=arm,
+        confidence=confidence,
+        seed=seed,
+        reached=reached,
+        steps=at,
+        success=ok,
+        cpu=cpu,
+        swaps=swaps,
+        verdict=verdict,
+    )
+
+
+#: the noises of the coverage section: name -> (kind, rates), true rates by the names the report gives
+NOISES = {
+    "uniform 0.1": ("uniform", 0.1),
+    "uniform 0.2": ("uniform", 0.2),
+    "detector miss 0.1, false alarm 0.02": ("detector", (0.1, 0.02)),
+    "detector miss 0.6, false alarm 0.01": ("detector", (0.6, 0.01)),
+}
+
+
+def one_coverage(name: str, seeds: int) -> dict:
+    """``seeds`` seeded simulations of the noise ``name``: the model chosen, the letters, and how
+    often each reported interval holds its true rate."""
+    from rmtk.label_noise import LabelNoise, UniformModel, count_evidence, estimate
+    from rmtk.label_noise.evidence import recorded_by
+    from rmtk.simulate import simulate
+
+    task = load("coffee")
+    mdp = task.mdp
+    kind, rates = NOISES[name]
+    if kind == "uniform":
+        noise = LabelNoise.uniform(mdp.propositions, rates)
+    else:
+        noise = LabelNoise.detector(mdp.propositions, "i", miss=rates[0], false_alarm=rates[1])
+    chosen: dict = {}
+    right, held, intervals, cpu, reference = 0, 0, 0, 0.0, 0.0
+    for seed in range(seeds):
+        walks = simulate(task, 300, 40, seed=1000 + seed, policy="uniform")
+        evidence = count_evidence(mdp, recorded_by(noise, walks, mdp, seed=seed))
+        t0 = time.process_time()
+        est = estimate(evidence, mdp.propositions)
+        t1 = time.process_time()
+        estimate(evidence, mdp.propositions, models=(UniformModel(),))
+        cpu, reference = cpu + t1 - t0, reference + time.process_time() - t1
+        model = est.selection.best.model.describe(mdp.propositions)
+        chosen[model] = chosen.get(model, 0) + 1
+        right += bool(np.array_equal(est.beliefs.letter, mdp.labels))
+        for label, rate in est.selection.rates():
+            truth = rates if kind == "uniform" else rates[0] if label.endswith("miss") else rates[1]
+            if model.startswith(kind):  # the rates of the true model's family
+                held += rate.covers(truth)
+                intervals += 1
+    return dict(
+        noise=name, seeds=seeds, chosen=chosen, right=right, held=held, intervals=intervals, cpu=cpu, ref=reference
+    )
+
+
 # ---------------------------------------------------------------------- the parent
 def child(args: list[str], cpu_limit: float | None) -> dict | None:
     """Run this script with ``--one ARGS`` in a fresh interpreter, at most ``cpu_limit`` CPU
@@ -415,6 +588,71 @@ def belief(opts) -> str:
     return render(table, opts.markdown, frozenset({"task"}))
 
 
+#: the agents of the deep section (one_deep)
+DEEP_ARMS = {
+    "true": "true machine, exact labels",
+    "belief": "true machine, Bayes filter (belief observation)",
+    "naive": "true machine, most likely label (belief observation)",
+    "true-state": "true machine, each state's believed letter",
+    "online": "online learner, each state's believed letter",
+}
+
+
+def deep(opts) -> str:
+    """The reference arms of the online target: steps to 90 % greedy success, per seed."""
+    table = []
+    arms = [(a, 1.0) for a in opts.deep_arms if a == "true"]
+    arms += [(a, c) for c in opts.deep_levels for a in opts.deep_arms if a != "true"]
+    for arm, c in arms:
+        recs, cpus = [], []
+        for seed in range(opts.deep_seeds):
+            args = ["deep", arm, repr(c), str(seed), str(opts.deep_steps), str(opts.deep_every), "50"]
+            rec, cpu = measured(args, opts.cpu_limit)
+            print(f"deep {arm} {c} {seed}: {rec}", file=sys.stderr, flush=True)
+            recs.append(rec)
+            cpus.append(cpu)
+        reached = [r["reached"] if r and r["reached"] is not None else None for r in recs]
+        known = sorted(x for x in reached if x is not None)
+        median = statistics.median(known) if len(known) * 2 > len(reached) else None
+        table.append(
+            {
+                "agent": DEEP_ARMS[arm],
+                "confidence": c,
+                "steps to 90 % (median)": f"{median:,.0f}" if median is not None else f">{opts.deep_steps:,}",
+                "per seed": ", ".join("-" if x is None else f"{x:,}" for x in reached),
+                "best success (per seed)": ", ".join(
+                    "stopped" if r is None else f"{max(r['success'] or [0]):.2f}" for r in recs
+                ),
+                "cpu s (per seed)": ", ".join(f"{x:.0f}" for x in cpus),
+                "final machine (online)": "; ".join(r["verdict"] for r in recs if r and r.get("verdict")) or "-",
+            }
+        )
+    return render(table, opts.markdown, frozenset({"agent"}))
+
+
+def coverage(opts) -> str:
+    table = []
+    for name in NOISES:
+        rec, cpu = measured(["coverage", name, str(opts.seeds)], opts.cpu_limit)
+        print(f"coverage {name}: {rec}", file=sys.stderr, flush=True)
+        if rec is None:
+            table.append({"noise": name, "model chosen": "stopped"})
+            continue
+        table.append(
+            {
+                "noise": name,
+                "model chosen (of seeds)": ", ".join(f"{m} {k}" for m, k in sorted(rec["chosen"].items())),
+                "every letter right": f"{rec['right']} / {rec['seeds']}",
+                "intervals holding the truth": f"{rec['held']} / {rec['intervals']}"
+                + (f" ({rec['held'] / rec['intervals']:.3f})" if rec["intervals"] else ""),
+                "auto cpu s per fit": f"{rec['cpu'] / rec['seeds']:.4f}",
+                "uniform alone cpu s": f"{rec['ref'] / rec['seeds']:.4f}",
+                "process cpu s": round(cpu, 1),
+            }
+        )
+    return render(table, opts.markdown, frozenset({"noise"}))
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--one":
@@ -423,12 +661,18 @@ def main(argv=None) -> int:
             rec = one_paper(rest[0], int(rest[1]), int(rest[2]), int(rest[3]))
         elif kind == "grid":
             rec = one_grid(rest[0], rest[1], float(rest[2]), int(rest[3]), float(rest[4]))
+        elif kind == "coverage":
+            rec = one_coverage(rest[0], int(rest[1]))
+        elif kind == "deep":
+            rec = one_deep(rest[0], float(rest[1]), int(rest[2]), int(rest[3]), int(rest[4]), int(rest[5]))
         else:
             rec = one_belief(rest[0], float(rest[1]), rest[2], int(rest[3]), int(rest[4]))
         print(MARK + json.dumps(rec), flush=True)
         return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sections", nargs="+", default=["paper", "grid", "belief"], choices=("paper", "grid", "belief"))
+    sections = ("paper", "grid", "belief", "coverage", "deep")
+    ap.add_argument("--sections", nargs="+", default=list(sections), choices=sections)
+    ap.add_argument("--seeds", type=int, default=40, help="seeds of the coverage section")
     ap.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
     ap.add_argument("--evidence", nargs="+", default=["rewards", "demos"], choices=("rewards", "demos"))
     ap.add_argument("--levels", nargs="+", type=float, default=list(LEVELS))
@@ -441,16 +685,21 @@ def main(argv=None) -> int:
         "--belief-levels", nargs="+", type=float, default=[1.0, 0.9, 0.8], help="detector confidences of the belief"
     )
     ap.add_argument("--steps", type=int, default=30_000)
+    ap.add_argument("--deep-levels", nargs="+", type=float, default=[0.9], help="detector confidences of deep")
+    ap.add_argument("--deep-seeds", type=int, default=3)
+    ap.add_argument("--deep-arms", nargs="+", default=list(DEEP_ARMS), choices=tuple(DEEP_ARMS))
+    ap.add_argument("--deep-steps", type=int, default=60_000)
+    ap.add_argument("--deep-every", type=int, default=2_000)
     ap.add_argument("--cpu-limit", type=float, default=600.0, help="CPU seconds of each child")
     ap.add_argument("--quick", action="store_true", help="small sizes: a smoke test")
     ap.add_argument("--markdown", action="store_true")
     opts = ap.parse_args(argv)
     if opts.quick:
         opts.paper_n, opts.repeat, opts.budget_scale, opts.runs, opts.steps = 2000, 1, 0.125, 1, 5000
-        opts.tasks, opts.levels = ["coffee", "t1"], [1.0, 0.9]
+        opts.tasks, opts.levels, opts.seeds = ["coffee", "t1"], [1.0, 0.9], 3
     started = time.time()
     for section in opts.sections:
-        text = {"paper": paper, "grid": grid, "belief": belief}[section](opts)
+        text = {"paper": paper, "grid": grid, "belief": belief, "coverage": coverage, "deep": deep}[section](opts)
         print(f"\n## {section}\n\n{text}", flush=True)
     print(f"\n{time.time() - started:.0f} s wall, {children_cpu():.0f} CPU s in the children", flush=True)
     return 0

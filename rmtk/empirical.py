@@ -430,15 +430,15 @@ class EmpiricalPTP(PTPCapabilities):
     Args:
         data: :class:`~rmtk.data.Demonstrations`; a path (a Parquet dataset directory —
             read one partition at a time, never whole — or a ``.npz``/``.csv`` file, loaded
-            and validated against the MDP); a :class:`CountTable` already counted (used as
+            and validated against the MDP) or a :class:`~rmtk.data.parquet_dataset.ParquetDataset` opened (its
+            labels read as it says); a :class:`CountTable` already counted (used as
             it is); or an iterable of chunks (:class:`Demonstrations` or ``(demos, labels)``
             pairs) counted as they come. A one-shot iterable is counted on the first
             :meth:`build`; the counts are kept for later builds.
         depth: count only the first ``depth`` steps of each trajectory (default: all).
         compress: key the trie by non-stuttering compressed words.
         chunk: trajectories counted at once (memory ∝ chunk · steps).
-        labels: per-step proposition indices overriding the MDP's labels (with
-            :class:`Demonstrations` data only; see :func:`count_chunk`).
+        labels: per-step letters overriding the MDP's labels (:class:`Demonstrations` only, :func:`count_chunk`).
         total: number of trajectories a stream holds, for progress (optional).
         expert: the policy the demonstrations came from, when the target is a task: used
             for the false positive rate and the verdicts only (default: a count table's ``source``,
@@ -451,9 +451,8 @@ class EmpiricalPTP(PTPCapabilities):
     Capabilities (:class:`~rmtk.ptp.PTPCapabilities`): ``compress`` as set; the expert's
     policy classes from ``expert``; no oracle, no learning at every depth.
 
-    The engine is a setting, not a strategy: it changes where the map and the reduce run,
-    never the prefix tree policy they produce (the table is put in canonical order,
-    :func:`canonical_counts`).
+    The engine is a setting, not a strategy: it changes where the map and the reduce run, never
+    the prefix tree policy they produce (the table is put in canonical order, :func:`canonical_counts`).
     """
 
     data: Any
@@ -505,14 +504,14 @@ class EmpiricalPTP(PTPCapabilities):
         key = (mdp.n_states, mdp.n_actions, mdp.n_propositions)
         if key in self._counted:
             return self._counted[key], None
-        if isinstance(data, (str, os.PathLike)):
+        if not isinstance(data, Demonstrations):
+            from .data.parquet_dataset import ParquetDataset
             from .data.parquet_io import is_dataset_path
 
-            if is_dataset_path(data):
-                from .data.parquet_dataset import ParquetDataset
-
-                dataset = ParquetDataset.open(data, mdp)
-                progress.note(f"counting {data}: {dataset.summary()} on the {self.engine}")
+            path = isinstance(data, (str, os.PathLike))
+            if isinstance(data, ParquetDataset) or path and is_dataset_path(data):
+                dataset = data if isinstance(data, ParquetDataset) else ParquetDataset.open(data, mdp)
+                progress.note(f"counting {dataset.path}: {dataset.summary()} on the {self.engine}")
                 part = count_dataset(
                     self.engine,
                     mdp,
@@ -531,9 +530,10 @@ class EmpiricalPTP(PTPCapabilities):
                     )
                 self._counted[key] = part.table
                 return part.table, None
-            from .data import load
+            if path:
+                from .data import load
 
-            data = load(data, mdp)
+                data = load(data, mdp)
         if self._counted and not isinstance(data, Demonstrations):
             raise DataError(
                 "this stream of demonstrations was already counted on an MDP of another size; "

@@ -324,7 +324,9 @@ class SimulationJob:
     to the shard (:meth:`~rmtk.engines.shards.Shard.jumped_rng`), so the data do not depend on the
     shard size nor on the number of workers. Returns the :class:`Demonstrations`, or, with
     ``directory`` and ``schema``, writes them as Parquet partition ``shard.index`` there and
-    returns a :class:`Written`. Picklable: it is what an engine sends to its workers."""
+    returns a :class:`Written`. With ``label_noise`` (a
+    :class:`~rmtk.label_noise.model.LabelNoise`), the labels a detector records are drawn too, from
+    ``(noise_seed, shard.index)``. Picklable: it is what an engine sends to its workers."""
 
     task: Task
     policy: np.ndarray = attrs.field(eq=False, repr=False)
@@ -333,11 +335,17 @@ class SimulationJob:
     schema: object = None
     directory: str | None = None
     rewards: bool = False
+    label_noise: object = None
+    noise_seed: int = 0
 
     def __call__(self, shard: Shard):
         sampler = _Sampler(self.task, self.policy)
         rng = shard.jumped_rng(2 * self.horizon)
         demos = sampler.draw(rng, shard.size, self.horizon, self.chunk, rewards=self.rewards)
+        if self.label_noise is not None:
+            from .label_noise.evidence import recorded_by
+
+            demos = recorded_by(self.label_noise, demos, self.task.mdp, seed=(self.noise_seed, shard.index))
         if self.directory is None:
             return demos
         from .data.parquet_io import partition_file
@@ -398,6 +406,8 @@ def simulate_dataset(
     epsilon: float = 0.0,
     rewards: bool = False,
     labels: bool = False,
+    label_noise=None,
+    noise_seed: int = 0,
     overwrite: bool = False,
     engine="local",
     progress: Progress | None = None,
@@ -406,7 +416,9 @@ def simulate_dataset(
     shard of ``partition_size`` trajectories per file, written by whichever worker simulated
     it, so no process ever holds more than one partition (10⁷ trajectories need no more
     memory than 10⁵). The data are those of ``simulate(task, n, horizon, seed=seed)`` (with
-    the same ``policy``, ``epsilon`` and ``rewards``: a reward column). The
+    the same ``policy``, ``epsilon`` and ``rewards``: a reward column). With ``label_noise``
+    (a :class:`~rmtk.label_noise.model.LabelNoise`) the label column holds what a detector
+    records, each partition's draws from ``(noise_seed, partition index)``. The
     dataset appears at ``path`` only once every partition is written; an existing one is
     replaced only with ``overwrite``. With a Dask cluster, ``path`` must be on a filesystem
     the workers share."""
@@ -415,7 +427,13 @@ def simulate_dataset(
     partition_size = PARTITION_SIZE if partition_size is None else partition_size
     n, horizon, partition_size = check_sizes(n, horizon, partition_size, rewards=rewards)
     schema = PartitionSchema.of(
-        task.mdp, horizon=horizon, n_trajectories=n, partition_size=partition_size, labels=labels, rewards=rewards
+        task.mdp,
+        horizon=horizon,
+        n_trajectories=n,
+        partition_size=partition_size,
+        labels=labels,
+        rewards=rewards,
+        recorded=label_noise is not None,
     )
     pi = _policy_table(task, policy, epsilon)
     with Staging(path, overwrite) as staging:
@@ -427,6 +445,8 @@ def simulate_dataset(
             schema=schema,
             directory=str(staging.tmp),
             rewards=rewards,
+            label_noise=label_noise,
+            noise_seed=int(noise_seed),
         )
         written = as_engine(engine).map_reduce(
             job,

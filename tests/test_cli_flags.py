@@ -52,7 +52,7 @@ SAMPLE = {
     "--maxsat": ([], ["--maxsat"]),
     "--noisy": ([], ["--noisy"]),
     "--tolerance": ([], ["--tolerance", "0.1"]),
-    "--label-noise": ([], ["--label-noise", "auto"]),
+    "--label-noise": (["--demos", "{rdemos}"], ["--label-noise", "auto"]),  # with --active: the labels --demos recorded
     "--simplest": ([], ["--simplest"]),
     "--weights": (["--maxsat"], ["--weights", "evidence"]),
     "--budget-queries": ([], ["--budget-queries", "3"]),
@@ -132,7 +132,7 @@ def test_every_flag_in_every_mode_is_used_or_refused(mode, demos, rdemos, tmp_pa
             assert _plan(base_q + words) != _plan(base_q), f"{option} is dropped in mode {mode}"
             continue
         if mode in flag.modes:
-            extra = _args(needs, demos, tmp_path)
+            extra = _args(needs, demos, tmp_path, rdemos)
             assert _plan(base + extra + words) != _plan(base + extra), f"{option} is silently dropped in mode {mode}"
             used.append(option)
         else:
@@ -151,6 +151,7 @@ def test_flags_that_need_another_say_which():
         ("--force",): "--force needs --dot or --png",
         ("--active", "--seed", "2"): "--seed needs --walks, --walk-length or --expert simulated",
         ("--active", "--budget-steps", "9"): "--budget-steps needs --walks, --walk-length or --expert simulated",
+        ("--active", "--label-noise", "auto"): "--label-noise needs --demos with --active: the noise is learned from",
         ("--learn-labels", "--active", "--walks", "2", "--seed", "2"): None,
         ("--demos", "x.npz", "--scheduler", "tcp://h:1"): "--scheduler needs --engine dask: it connects",
         ("--maxsat", "--negatives", "lazy"): "--negatives does not apply with --maxsat",

@@ -262,6 +262,31 @@ def test_label_noise_a_doubtful_letter_is_chosen_with_the_machine():
     assert as_recorded.fit(task).n_nodes is None
 
 
+def test_label_noise_a_doubtful_letter_is_chosen_under_rewards_within_a_tolerance():
+    """The corridor's rewards off by up to 0.04: within ±0.05 the same choice of the a cell's
+    letter; weighed as noisy (NoisyRewardEncoder) the choice is refused, the reason said."""
+    from rmtk.encoders import NoisyRewardEncoder
+    from rmtk.traces.tolerance import TolerantRewards
+
+    task, demos = corridor()
+    mdp = task.mdp
+    labels = mdp.labels[demos.states].copy()
+    labels[0, 1] = labels[1, 1] = mdp.propositions.index("o")
+    jitter = np.resize([0.03, -0.02, 0.04, -0.04, 0.01, -0.03], demos.rewards.shape)
+    noisy = attrs.evolve(demos, labels=labels, rewards=demos.rewards + jitter)
+    noise = LabelNoise.uniform(mdp.propositions, 0.2)
+    within = TolerantRewards(EmpiricalPTP(noisy), delta=0.05)
+    learner = Learner(ptp=None, rewards=within, encoder=SatEncoder(), irl=None, max_nodes=3)
+    res = NoisyLabels(learner, noise=noise).fit(task)
+    assert res.labels[mdp.state_index("r0c1")] == mdp.propositions.index("a")
+    assert res.corrections().pairs() == {(0, 1), (1, 1)}
+    (m,) = res.machines
+    assert abs(m.reward(m.step(m.nodes[0], "a"), "b") - 1.0) <= 0.05 and m.reward(m.nodes[0], "b") == 0.0
+    weighed = attrs.evolve(learner, rewards=TraceRewards(EmpiricalPTP(noisy)), encoder=NoisyRewardEncoder())
+    with pytest.raises(RmtkError, match=r"state\(s\) stay doubtful .* --noisy\) would be a second objective"):
+        NoisyLabels(weighed, noise=noise).fit(task)
+
+
 def test_label_noise_detector_probabilities_weigh_the_labels(rooms):
     """A detector's probabilities instead of hard labels: the same beliefs and machine."""
     mdp = rooms.mdp
@@ -280,11 +305,9 @@ def test_label_noise_detector_probabilities_weigh_the_labels(rooms):
 PATROL = str(MODELS / "patrol.rm")
 
 
-def test_label_noise_cli_simulates_and_learns(tmp_path, rooms, capsys):
-    out = str(tmp_path / "walks.csv")
-    argv = ["simulate", PATROL, "-n", "300", "-T", "30", "--seed", "1", "-o", out, "-q", "--rewards"]
-    assert main([*argv, "--policy", "uniform", "--label-noise", "0.1"]) == 0
-    assert "label noise: each label wrong with probability 0.1 (seed 3)" in capsys.readouterr().err
+def cli_learns_the_patrol(out: str, rooms, capsys) -> str:
+    """``rmtk learn`` on the noisy walks at ``out``: refused as they are; with ``--label-noise
+    auto`` the patrol, the flip rate's interval holding 0.1. The report."""
     assert main(["learn", PATROL, "--demos", out, "--from", "rewards", "-q"]) == 1
     assert "labels recorded by a detector that errs are read with labels='keep'" in capsys.readouterr().err
     assert main(["learn", PATROL, "--demos", out, "--from", "rewards", "-q", "--label-noise", "auto"]) == 0
@@ -295,8 +318,59 @@ def test_label_noise_cli_simulates_and_learns(tmp_path, rooms, capsys):
     assert "# corrections: " in text and "recorded labels believed wrong" in text
     (m,) = dsl.loads(text).machines.values()
     assert isomorphic(m, rooms.machine, rewards=True)
+    return text
+
+
+def test_label_noise_cli_simulates_and_learns(tmp_path, rooms, capsys):
+    out = str(tmp_path / "walks.csv")
+    argv = ["simulate", PATROL, "-n", "300", "-T", "30", "--seed", "1", "-o", out, "-q", "--rewards"]
+    assert main([*argv, "--policy", "uniform", "--label-noise", "0.1"]) == 0
+    assert "label noise: each label wrong with probability 0.1 (seed 3)" in capsys.readouterr().err
+    cli_learns_the_patrol(out, rooms, capsys)
     assert main(["learn", PATROL, "--demos", out, "--from", "rewards", "-q", "--label-noise", "0.1"]) == 0
     assert "# noise stated: label noise: each label wrong with probability 0.1" in capsys.readouterr().out
+
+
+def simulated(tmp_path, *flags: str, name: str = "w.csv") -> str:
+    """``rmtk simulate`` of the patrol, 300 trajectories of 30 steps with rewards and labels at
+    confidence 0.9, and ``flags``: the file."""
+    out = str(tmp_path / name)
+    argv = ["simulate", PATROL, "-n", "300", "-T", "30", "--seed", "1", "-o", out, "-q", "--rewards"]
+    assert main([*argv, "--label-noise", "0.1", *flags]) == 0
+    return out
+
+
+@pytest.mark.parametrize(
+    ("simulate_flags", "learn_flags", "says"),
+    [
+        (
+            ["--policy", "uniform", "--reward-noise", "uniform:0.1"],
+            ["--from", "rewards", "--tolerance", "auto"],
+            ("# rewards within ±", "outputs 0 (8613 steps, ±0), 0.9996 (87 steps, ±0.0995)"),
+        ),
+        (
+            ["--policy", "uniform", "--reward-noise", "replace:0.02"],
+            ["--from", "rewards", "--noisy"],
+            ("# MaxSAT: the optimum calls 189 observed step(s) noisy",),
+        ),
+        ([], ["--from", "both"], ("# empirical prefix tree: ", "# reward traces: ")),
+    ],
+    ids=["tolerance", "noisy", "both"],
+)
+def test_label_noise_cli_with_noisy_rewards_or_both_evidences(
+    tmp_path, rooms, capsys, simulate_flags, learn_flags, says
+):
+    """--label-noise with rewards within a tolerance, rewards weighed as noisy, or the policy and
+    the rewards both: the patrol, the noise's interval holding 0.1."""
+    out = simulated(tmp_path, *simulate_flags)
+    capsys.readouterr()
+    assert main(["learn", PATROL, "--demos", out, "-q", "--label-noise", "auto", *learn_flags]) == 0
+    text = capsys.readouterr().out
+    line = next(x for x in text.splitlines() if x.startswith("# label noise: "))
+    low, high = (float(v) for v in line.split("interval ")[1].split(")")[0].split(" to "))
+    assert low <= 0.1 <= high and all(x in text for x in says)
+    (m,) = dsl.loads(text).machines.values()
+    assert isomorphic(m, rooms.machine, rewards=False) and "isomorphic to the true machine 'patrol'" in text
 
 
 def test_label_noise_cli_refuses_what_does_not_apply(tmp_path, capsys):
@@ -305,8 +379,5 @@ def test_label_noise_cli_refuses_what_does_not_apply(tmp_path, capsys):
     out = str(tmp_path / "w.csv")
     few = ["simulate", PATROL, "-n", "5", "-T", "5", "--seed", "1", "-o", out, "-q", "--force"]
     assert main([*few, "--rewards", "--label-noise", "0.1"]) == 0
-    argv = ["learn", PATROL, "--demos", out, "--from", "rewards", "-q", "--label-noise", "auto", "--noisy"]
-    assert main(argv) == 2
-    assert "--label-noise cannot go with --noisy or --tolerance" in capsys.readouterr().err
     assert main([*few, "--label-noise", "x=1"]) == 1
     assert "unknown key 'x'" in capsys.readouterr().err

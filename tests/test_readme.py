@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_readme_python_blocks_run(tmp_path, monkeypatch):
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
-    assert len(blocks) == 2  # the tour of the Python API; Stable-Baselines3 (below)
+    assert len(blocks) == 3  # the tour of the Python API; Stable-Baselines3 and the online loop (below)
     blocks = blocks[:1]
     monkeypatch.chdir(tmp_path)  # anywhere: the blocks load the shipped models by name (dsl.load_model)
     namespace: dict = {}
@@ -31,6 +31,19 @@ def test_readme_sb3_block_runs(tmp_path, monkeypatch):
     namespace: dict = {}
     exec(compile(block, "README.md", "exec"), namespace)
     assert namespace["run"].draws == 0
+
+
+def test_readme_online_block_runs(tmp_path, monkeypatch):
+    """The README's online block (the machine learned while DQN trains), where the rl extra is installed."""
+    pytest.importorskip("stable_baselines3", reason="needs the rl extra: pip install '.[rl]'")
+    import torch
+
+    torch.set_num_threads(1)
+    block = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)[2]
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert namespace["learner"].final.swaps == 4
 
 
 def test_docs_python_blocks_run(capsys):

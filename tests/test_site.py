@@ -103,6 +103,7 @@ SLOW = {
     "--data": "needs the mice data, which rmtk does not ship",
     "reproduce office": "trains agents for a minute; the site build runs it for its picture",
     "reproduce sensitivity": "runs for half a minute; the site build runs it for its picture",
+    "reproduce online": "trains four agents for 4,000 steps each; tests/test_online_sb3.py runs two for 1,500",
     "models/craft.rm": "the Craft World at every depth takes minutes",
 }
 
@@ -148,7 +149,7 @@ def test_the_readme_is_a_front_page():
     assert "# Run the main job (learn the patrol machine from the expert's exact policy)\n" in text
     assert "\n    pip install . && rmtk learn models/patrol.rm --png patrol.png --force\n" in text
     assert "# Run the tests\n    pip install '.[test]' && python -m pytest -q\n" in text
-    assert len(_blocks(ROOT / "README.md", "python")) == 2  # the tour; a deep RL agent (the rl extra)
+    assert len(_blocks(ROOT / "README.md", "python")) == 3  # the tour; a deep RL agent; the online loop (rl extra)
     assert text.count("![") == 1 and "(docs/images/patrol.svg)" in text
 
 

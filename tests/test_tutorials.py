@@ -140,11 +140,26 @@ EXPECTED = {
         ],
         ["deep_rl.png"],
     ),
+    "10_online.py": (
+        [
+            re.compile(r"step \d+ \(episode \d+\): after .* then c, the hypothesis paid 0, the environment 1"),
+            "against the truth: isomorphic to the true machine",
+            "  u2 -> end on c reward 1\n",
+            re.compile(r"online, subgoals +greedy success at \d+ steps"),
+            "online, ε-greedy  greedy success not within 4000 steps",
+            "resumed: 4500 steps",
+            "the same machine: True",
+        ],
+        ["online.png", "cliff.rm", "cliff_online.zip"],
+    ),
 }
 #: Tutorials that need an extra: (module to find, what to install); skipped without it.
-EXTRAS = {"09_deep_rl.py": ("stable_baselines3", "pip install '.[rl]'")}
+EXTRAS = {
+    "09_deep_rl.py": ("stable_baselines3", "pip install '.[rl]'"),
+    "10_online.py": ("stable_baselines3", "pip install '.[rl]'"),
+}
 #: Tutorials that take longer than a few seconds (they train agents): their time limit.
-TIMEOUTS = {"09_deep_rl.py": 600}
+TIMEOUTS = {"09_deep_rl.py": 600, "10_online.py": 900}
 
 
 def _env(**extra) -> dict:

@@ -95,8 +95,6 @@ def learner_from_args(args, task: Task | None = None, mode: str | None = None):
 
         data = args.demos  # a Parquet dataset is counted partition by partition, never loaded whole
         noisy_labels = getattr(args, "label_noise", None) is not None
-        if noisy_labels and format_of(args.demos) == "parquet":
-            raise RmtkError(f"{args.demos}: --label-noise reads recorded labels from .csv and .npz files")
         if format_of(args.demos) != "parquet":
             data = load(args.demos, task.mdp, labels="keep" if noisy_labels else "check")
             progress.note(f"loaded {args.demos}: {data.summary()}")
@@ -269,7 +267,8 @@ def active_from_args(args, task: Task):
     if args.demos:
         from ..data import format_of, load
 
-        data = args.demos if format_of(args.demos) == "parquet" else load(args.demos, task.mdp)
+        keep = "keep" if getattr(args, "label_noise", None) is not None else "check"  # a detector's labels
+        data = args.demos if format_of(args.demos) == "parquet" else load(args.demos, task.mdp, labels=keep)
     make = TaskExpert if expert_kind == "exact" else SimulatedExpert
     expert = make(task, source=args.policy or "soft-optimal", seed=args.seed or 0, recorded=data)
     budget = Budget(
@@ -361,6 +360,10 @@ def plan_learn(args, task: Task, mode: str) -> LearnPlan:
             asking = attrs.evolve(asking, budget=attrs.evolve(asking.budget, draws=LABELS_SAMPLED_DRAWS))
         if labels is not None and not expert.exact and args.max_solutions is None:
             labels = attrs.evolve(labels, max_solutions=LABELS_ACTIVE_SOLUTIONS)  # sampled answers leave many pairs
+        if getattr(args, "label_noise", None) is not None:
+            from ..label_noise.active import NoisyActive
+
+            outputs["label_noise"] = NoisyActive(asking, noise=label_noise_of(args, task))
         return LearnPlan(mode, task, asking, expert, view, labels, **outputs)
     learner = learner_from_args(args, task, mode)
     labels = label_learner_from_args(args, learner) if mode in LABELS else None
@@ -373,10 +376,15 @@ def noisy_labels_from_args(args, learner, task: Task):
     """The :class:`~rmtk.label_noise.learner.NoisyLabels` of ``--label-noise auto|RATES`` around
     the command line's ``learner``."""
     from ..label_noise.learner import NoisyLabels
+
+    return NoisyLabels(learner, noise=label_noise_of(args, task))
+
+
+def label_noise_of(args, task: Task):
+    """The :class:`~rmtk.label_noise.model.LabelNoise` ``--label-noise RATES`` states (``None``
+    for ``auto``: estimated)."""
     from ..label_noise.model import LabelNoise, plain_letter
 
-    spec = args.label_noise
-    noise = None
-    if spec != "auto":
-        noise = LabelNoise.from_text(spec, task.mdp.propositions, plain=plain_letter(task.mdp))
-    return NoisyLabels(learner, noise=noise)
+    if args.label_noise == "auto":
+        return None
+    return LabelNoise.from_text(args.label_noise, task.mdp.propositions, plain=plain_letter(task.mdp))

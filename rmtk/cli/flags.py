@@ -110,6 +110,15 @@ def _depth(args, mode: str) -> str | None:
     return None
 
 
+def _label_noise(args, mode: str) -> str | None:
+    if mode in ASKING and not args.demos:
+        return (
+            "needs --demos with --active: the noise is learned from the labels the demonstrations recorded (the "
+            "expert's answers are actions, which carry no labels)"
+        )
+    return None
+
+
 @attrs.frozen
 class Flag:
     """A flag of ``rmtk learn``: its spelling, the argparse ``dest``, the ``modes`` it applies
@@ -208,13 +217,9 @@ LEARN_FLAGS = (
     Flag(
         "--label-noise",
         "label_noise",
-        frozenset({"demos", "rewards", "both"}),
+        frozenset({"demos", "rewards", "both", "active", "active-simulated"}),
         "it reads the labels the demonstrations recorded as a detector's that errs (docs/guide/15-noisy-labels.md)",
-        lambda args, mode: (
-            "cannot go with --noisy or --tolerance: the doubtful labels are chosen against rewards read exactly"
-            if args.noisy or args.tolerance is not None
-            else None
-        ),
+        _label_noise,
     ),
     Flag(
         "--tolerance",

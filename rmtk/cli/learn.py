@@ -106,7 +106,11 @@ def run_plan(plan):
     lines: list[str] = []
     if plan.mode in ASKING:
         started = time.monotonic()
-        active = plan.learner.fit(plan.view, plan.expert)
+        if plan.label_noise is not None:  # the letters believed from --demos, then the loop on them
+            noisy = plan.label_noise.fit(plan.view, plan.expert)
+            active, lines = noisy.active, noisy.lines()
+        else:
+            active = plan.learner.fit(plan.view, plan.expert)
         _say_stopped()
         _active_header(plan, active)
         if plan.labels is None:

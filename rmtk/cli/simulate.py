@@ -33,8 +33,6 @@ def cmd_simulate(args) -> int:
         raise UsageError("--reward-noise applies with --rewards: there are no rewards to make noisy")
     if args.reward_noise is not None and fmt == "parquet":
         raise UsageError("--reward-noise applies to .npz and .csv output, not to a Parquet dataset")
-    if args.label_noise is not None and fmt == "parquet":
-        raise UsageError("--label-noise applies to .npz and .csv output, not to a Parquet dataset")
     label_noise = None
     if args.label_noise is not None:
         from ..label_noise.model import LabelNoise, plain_letter
@@ -63,11 +61,14 @@ def cmd_simulate(args) -> int:
             overwrite=args.force,
             engine=engine,
             progress=progress,
+            label_noise=label_noise,
+            noise_seed=args.seed + 2,
             **drawn,
         )
+        noisy = "" if label_noise is None else f", {label_noise} (seed {args.seed + 2} and each partition's index)"
         print(
             f"wrote {args.output}: {w.trajectories} trajectories ({w.steps} steps) in {w.files} Parquet "
-            f"file{'s' if w.files != 1 else ''}, {w.bytes / 2**20:.1f} MiB, seed {args.seed}",
+            f"file{'s' if w.files != 1 else ''}, {w.bytes / 2**20:.1f} MiB, seed {args.seed}{noisy}",
             file=sys.stderr,
         )
         return 0

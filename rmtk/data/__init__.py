@@ -77,9 +77,9 @@ def load(path, mdp, *, labels: str = "check") -> Demonstrations:
     if fmt == "parquet":
         from .parquet_dataset import ParquetDataset
 
-        if labels != "check":
-            raise DataError(f"{path}: recorded labels that may disagree with the MDP are read from CSV and NPZ files")
-        return ParquetDataset.open(path, mdp).load(mdp)
+        if labels not in ("check", "keep"):
+            raise DataError(f"labels must be 'check' or 'keep', got {labels!r}")
+        return ParquetDataset.open(path, mdp, labels=labels).load(mdp)
     if fmt == "csv":
         if mdp is None:
             raise DataError(f"{path}: reading a CSV file needs the MDP (its state, action and label names)")

@@ -10,6 +10,13 @@ of them, so that a counting job holds one chunk of padded arrays at a time.
 
 Every message names the file and, for a bad record, its row (counted from 0, as pyarrow and
 pandas number rows) with the trajectory id and step; the checks are vectorised.
+
+A dataset is read with one of three ways of reading its labels (``labels``): ``"check"`` (a label
+column must agree with the MDP's), ``"keep"`` (the labels a detector that errs recorded, kept as
+``Demonstrations.labels``; docs/design/15-label-noise.md) or ``"ignore"`` (neither the label nor a
+detector's ``p_<proposition>`` columns are read: the words are the MDP's labels, as a learner
+counting on the MDP as the labels are believed needs). A detector's columns are read with the
+first two, as ``Demonstrations.detections``.
 """
 
 from __future__ import annotations
@@ -21,60 +28,21 @@ import attrs
 import numpy as np
 
 from ..errors import DataError
-from .demonstrations import PAD, Demonstrations, _show_id, out_of_range, validate
-from .parquet_io import PARQUET_COLUMNS, pyarrow
-from .rewards import first_infinite, some_known
+from .demonstrations import PAD, Demonstrations, _show_id
+from .parquet_io import pyarrow
+from .parquet_partition import (
+    LABEL_MODES,
+    PartitionData,
+    _check_columns,
+    _check_detections,
+    _check_mdp,
+    _detection,
+    _meta,
+    _read_failure,
+)
+from .rewards import some_known
 
-_REQUIRED = PARQUET_COLUMNS[:4]
-_INDEX_MAX = np.iinfo(np.int32).max
-
-
-def _read_failure(src: str, e: Exception) -> DataError:
-    if isinstance(e, FileNotFoundError):
-        return DataError(f"{src}: no such file")
-    return DataError(f"{src}: not a readable Parquet file ({e})")
-
-
-def _check_columns(schema, src: str) -> tuple[str, ...]:
-    pa, _ = pyarrow()
-    names = list(schema.names)
-    for name in names:
-        if name not in PARQUET_COLUMNS:
-            raise DataError(
-                f"{src}: unknown column {name!r}; the columns are trajectory, step, state, action and "
-                "optionally label, reward"
-            )
-        if names.count(name) > 1:
-            raise DataError(f"{src}: column {name!r} appears twice")
-        kind = schema.field(name).type
-        if name == "reward":
-            if not (pa.types.is_floating(kind) or pa.types.is_integer(kind)):
-                raise DataError(f"{src}: column 'reward' has type {kind}, expected numbers")
-        elif not pa.types.is_integer(kind):
-            raise DataError(f"{src}: column {name!r} has type {kind}, expected integers")
-    missing = [c for c in _REQUIRED if c not in names]
-    if missing:
-        raise DataError(
-            f"{src}: missing column{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))} "
-            f"(the file has: {', '.join(names) or 'none'})"
-        )
-    return tuple(names)
-
-
-def _meta(schema) -> dict[str, str]:
-    raw = schema.metadata or {}
-    return {k.decode(): v.decode(errors="replace") for k, v in raw.items() if k.startswith(b"rmtk.")}
-
-
-def _check_mdp(meta: dict, mdp, src: str) -> None:
-    if mdp is None or "rmtk.states" not in meta:
-        return
-    name, S, A = meta.get("rmtk.mdp", ""), meta.get("rmtk.states"), meta.get("rmtk.actions")
-    if (S, A) != (str(mdp.n_states), str(mdp.n_actions)) or (name and mdp.name and name != mdp.name):
-        raise DataError(
-            f"{src}: written for the MDP {name!r} ({S} states, {A} actions); the MDP given is "
-            f"{mdp.name!r} ({mdp.n_states} states, {mdp.n_actions} actions)"
-        )
+__all__ = ["ParquetDataset", "Partition", "check_disjoint"]  # PartitionData: rmtk.data.parquet_partition
 
 
 @attrs.frozen
@@ -169,13 +137,17 @@ class ParquetDataset:
     partitions: tuple[Partition, ...]
     columns: tuple[str, ...]
     metadata: dict = attrs.field(eq=False, repr=False)
+    labels: str = attrs.field(default="check", kw_only=True)
 
     @classmethod
-    def open(cls, path, mdp=None) -> ParquetDataset:
+    def open(cls, path, mdp=None, *, labels: str = "check") -> ParquetDataset:
         """Find the partitions (``*.parquet`` in a directory, in name order; names starting
         with ``.`` or ``_`` are not partitions) and check every footer: columns, integer
-        types, one schema for all, the MDP of the metadata against ``mdp`` (when given), and
-        no partition missing when the files say ``k/n``."""
+        types, one schema for all, the MDP of the metadata against ``mdp`` (when given), a
+        detector's columns against its propositions, and no partition missing when the files
+        say ``k/n``. ``labels``: how the label column is read (module docstring)."""
+        if labels not in LABEL_MODES:
+            raise DataError(f"labels must be one of {', '.join(map(repr, LABEL_MODES))}, got {labels!r}")
         _, pq = pyarrow()
         p = Path(path)
         if not p.exists():
@@ -198,6 +170,7 @@ class ParquetDataset:
             except Exception as e:  # pyarrow raises OSError or ArrowInvalid subclasses
                 raise _read_failure(src, e) from None
             _check_columns(schema, src)
+            _check_detections(schema.names, mdp, src)
             info = _meta(schema)
             _check_mdp(info, mdp, src)
             if first is None:
@@ -209,7 +182,24 @@ class ParquetDataset:
         if p.is_dir():
             _check_complete(str(path), files, places)
             _check_ids_tile(parts)
-        return cls(str(path), tuple(parts), tuple(first[1].names), first[2])
+        return cls(str(path), tuple(parts), tuple(first[1].names), first[2], labels=labels)
+
+    def reading(self, labels: str) -> ParquetDataset:
+        """The same dataset, its labels read as ``labels`` says (module docstring)."""
+        if labels not in LABEL_MODES:
+            raise DataError(f"labels must be one of {', '.join(map(repr, LABEL_MODES))}, got {labels!r}")
+        return attrs.evolve(self, labels=labels)
+
+    @property
+    def recorded(self) -> bool:
+        """Whether reading gives a detector's recorded labels or probabilities."""
+        return self.labels == "keep" and ("label" in self.columns or any(map(_detection, self.columns)))
+
+    def read_columns(self) -> tuple[str, ...]:
+        """The columns reading takes (without the label and detection columns when ignored)."""
+        if self.labels != "ignore":
+            return self.columns
+        return tuple(c for c in self.columns if c != "label" and not _detection(c))
 
     @property
     def n_rows(self) -> int:
@@ -232,7 +222,7 @@ class ParquetDataset:
     def read(self, partition: Partition | int, mdp=None) -> PartitionData:
         """Read one partition and group its rows into trajectories (steps checked)."""
         part = self.partitions[partition] if isinstance(partition, (int, np.integer)) else partition
-        data = PartitionData.read(part.path, self.columns, mdp, among=len(self.partitions))
+        data = PartitionData.read(part.path, self.read_columns(), mdp, among=len(self.partitions), labels=self.labels)
         part.check(data)
         return data
 
@@ -262,31 +252,30 @@ class ParquetDataset:
         if not pieces:
             raise DataError(f"{self.path}: no trajectories (every partition is empty)")
         T = max(d.horizon for d in pieces)
-        states = np.full((sum(len(d) for d in pieces), T), PAD, dtype=np.int32)
-        actions = states.copy()
-        rewards = None if pieces[0].rewards is None else np.full(states.shape, np.nan)
+        shape = (sum(len(d) for d in pieces), T)
+        first = pieces[0]
+        arrays = {"states": np.full(shape, PAD, dtype=np.int32), "actions": np.full(shape, PAD, dtype=np.int32)}
+        if first.rewards is not None:
+            arrays["rewards"] = np.full(shape, np.nan)
+        if first.labels is not None:
+            arrays["labels"] = np.full(shape, PAD, dtype=np.int32)
+        if first.detections is not None:
+            arrays["detections"] = np.full((*shape, first.detections.shape[2]), np.nan, dtype=np.float32)
         lo = 0
         for d in pieces:
-            states[lo : lo + len(d), : d.horizon] = d.states
-            actions[lo : lo + len(d), : d.horizon] = d.actions
-            if rewards is not None:
-                rewards[lo : lo + len(d), : d.horizon] = d.rewards
+            for name, out in arrays.items():
+                out[lo : lo + len(d), : d.horizon] = getattr(d, name)
             lo += len(d)
-        if rewards is not None:
-            some_known(rewards, f"{self.path}: column 'reward'")
-        return Demonstrations(states, actions, np.concatenate([d.lengths for d in pieces]), rewards=rewards)
+        if "rewards" in arrays:
+            some_known(arrays["rewards"], f"{self.path}: column 'reward'")
+        lengths = np.concatenate([d.lengths for d in pieces])
+        return Demonstrations(
+            arrays.pop("states"), arrays.pop("actions"), lengths, **{k: arrays.get(k) for k in _OPTIONAL}
+        )
 
 
-def _reward_column(column, path: str) -> np.ndarray:
-    """A ``reward`` column as float64, null as NaN (unknown); an infinite value is refused by row."""
-    pa, _ = pyarrow()
-    values = np.array(column.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
-    if column.null_count:
-        values[column.is_null().to_numpy(zero_copy_only=False)] = np.nan
-    row = first_infinite(values)
-    if row is not None:
-        raise DataError(f"{path}: row {row}: reward {values[row]} is infinite; a reward is a finite number or null/nan")
-    return values
+#: The optional arrays of :class:`Demonstrations` a dataset may hold.
+_OPTIONAL = ("rewards", "labels", "detections")
 
 
 def _same_schema(first, other) -> None:
@@ -368,166 +357,3 @@ def check_disjoint(ids_per_partition) -> None:
             f"{ids_per_partition[b][0].path}: trajectory {_show_id(tid)} also has rows in "
             f"{ids_per_partition[a][0].path}; a trajectory's rows must all be in one file"
         )
-
-
-class _Rows:
-    """Row numbers of the records (trajectory i, step t) of a partition, for messages."""
-
-    def __init__(self, starts: np.ndarray, order: np.ndarray | None):
-        self.starts, self.order = starts, order
-
-    def __getitem__(self, it) -> int:
-        i, t = it
-        p = int(self.starts[i]) + int(t)
-        return p if self.order is None else int(self.order[p])
-
-
-@attrs.define
-class PartitionData:
-    """One partition's rows grouped into trajectories (in order of first appearance, steps
-    checked to be 0, 1, 2, …): ``ids``, ``starts`` (first sorted row of each; one more entry
-    at the end) and the sorted ``columns``; ``order`` maps sorted rows to file rows (None
-    when the file is already sorted, as rmtk writes it)."""
-
-    source: str
-    ids: np.ndarray
-    starts: np.ndarray
-    order: np.ndarray | None
-    columns: dict
-
-    @property
-    def n_trajectories(self) -> int:
-        return len(self.ids)
-
-    def row(self, i: int) -> int:
-        """The file row of the first step of trajectory ``i``."""
-        p = int(self.starts[i])
-        return p if self.order is None else int(self.order[p])
-
-    @classmethod
-    def read(cls, path: str, expected: tuple[str, ...] | None = None, mdp=None, among: int = 1) -> PartitionData:
-        """Read the file ``path`` (one of ``among`` partitions)."""
-        _, pq = pyarrow()
-        try:
-            table = pq.read_table(path)
-        except Exception as e:
-            raise _read_failure(path, e) from None
-        names = _check_columns(table.schema, path)
-        if expected is not None and names != tuple(expected):
-            raise DataError(f"{path}: its columns changed since the dataset was opened: {', '.join(names)}")
-        _check_mdp(_meta(table.schema), mdp, path)
-        cols = {}
-        for name in names:
-            column = table.column(name)
-            if name == "reward":  # null: unknown
-                cols[name] = _reward_column(column, path)
-                continue
-            if column.null_count:
-                row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
-                raise DataError(f"{path}: row {row}: missing {name} (null)")
-            cols[name] = column.to_numpy()
-        del table
-        data = cls._group(path, cols, among)
-        if mdp is not None:
-            data._check_ranges(mdp)
-        return data
-
-    @classmethod
-    def _group(cls, src: str, cols: dict, among: int = 1) -> PartitionData:
-        ids, steps = cols.pop("trajectory"), cols.pop("step")
-        if ids.dtype == np.uint64 and ids.size and ids.max() > np.iinfo(np.int64).max:
-            raise DataError(
-                f"{src}: row {int(np.argmax(ids))}: trajectory id {ids.max()} is too large (at most 2^63-1)"
-            )
-        ids = ids.astype(np.int64, copy=False)
-        n = len(ids)
-        if n == 0:
-            return cls(src, ids[:0], np.zeros(1, np.int64), None, cols)
-        change = np.flatnonzero(ids[1:] != ids[:-1]) + 1
-        if np.all(ids[change] > ids[change - 1]):  # ids sorted: each trajectory's rows together
-            starts = np.concatenate(([0], change, [n]))
-            lengths = np.diff(starts)
-            T = int(lengths.max())
-            if (lengths == T).all():
-                ok = (steps.reshape(-1, T) == np.arange(T)).all()
-            else:
-                ok = np.array_equal(steps, np.arange(n) - np.repeat(starts[:-1], lengths))
-            if ok:
-                return cls(src, ids[starts[:-1]], starts, None, cols)
-        # general case: group by id in order of first appearance, sort each group by step
-        uniq, first, inv = np.unique(ids, return_index=True, return_inverse=True)
-        rank = np.empty(len(uniq), dtype=np.int64)
-        rank[np.argsort(first, kind="stable")] = np.arange(len(uniq))
-        group = rank[inv.ravel()]
-        signed = steps.astype(np.int64)
-        order = np.lexsort((signed, group))
-        g, k = group[order], signed[order]
-        counts = np.bincount(group, minlength=len(uniq))
-        starts = np.concatenate(([0], np.cumsum(counts)))
-        expect = np.arange(n) - starts[g]
-        wrong = np.flatnonzero(k != expect)
-        if wrong.size:
-            p = int(wrong[0])
-            tid = _show_id(ids[order[p]])
-            if p > 0 and g[p - 1] == g[p] and k[p - 1] == k[p]:
-                msg = f"trajectory {tid}: step {k[p]} appears twice (also on row {int(order[p - 1])})"
-            elif expect[p] == 0:
-                msg = f"trajectory {tid} starts at step {k[p]}; steps count from 0"
-                if among > 1 and k[p] > 0:
-                    msg += " (if its first steps are in another file: a trajectory's rows must all be in one file)"
-            else:
-                msg = f"trajectory {tid}: step {k[p]} follows step {k[p - 1]}; step {expect[p]} is missing"
-            raise DataError(f"{src}: row {int(order[p])}: {msg}")
-        first_rows = np.sort(first)
-        return cls(src, ids[first_rows], starts, order, {c: v[order] for c, v in cols.items()})
-
-    def _check_ranges(self, mdp) -> None:
-        """Indices in range, before they are narrowed to the int32 of :class:`Demonstrations`."""
-        bounds = {"state": mdp.n_states, "action": mdp.n_actions, "label": mdp.n_propositions}
-        for name, column in self.columns.items():
-            if name == "reward":
-                continue
-            bad = (column >= bounds[name]) if column.dtype.kind == "u" else ((column < 0) | (column >= bounds[name]))
-            if bad.any():
-                p = int(np.argmax(bad))
-                i = int(np.searchsorted(self.starts, p, side="right") - 1)
-                t = p - int(self.starts[i])
-                row = p if self.order is None else int(self.order[p])
-                raise DataError(
-                    f"{self.source}: row {row}: trajectory {_show_id(self.ids[i])}, step {t}: "
-                    + out_of_range(name, int(column[p]), mdp)
-                )
-
-    def demonstrations(self, mdp, lo: int, hi: int) -> Demonstrations:
-        """Trajectories ``lo .. hi − 1`` of the partition, validated against ``mdp`` (when given)."""
-        hi = min(hi, self.n_trajectories)
-        starts = self.starts[lo : hi + 1]
-        a, b = int(starts[0]), int(starts[-1])
-        lengths = np.diff(starts)
-        if mdp is None:  # no ranges checked: refuse what int32 cannot hold
-            for name, column in self.columns.items():
-                if name != "reward" and column[a:b].size and int(column[a:b].max()) > _INDEX_MAX:
-                    raise DataError(f"{self.source}: {name} index {int(column[a:b].max())} is too large")
-        T = int(lengths.max())
-        arrays = {}
-        for name, column in self.columns.items():
-            part = column[a:b]
-            dtype, pad = (np.float64, np.nan) if name == "reward" else (np.int32, PAD)
-            if (lengths == T).all():
-                arrays[name] = part.reshape(-1, T).astype(dtype)
-            else:
-                out = np.full((hi - lo, T), pad, dtype=dtype)
-                rows = np.repeat(np.arange(hi - lo), lengths)
-                out[rows, np.arange(b - a) - np.repeat(starts[:-1] - a, lengths)] = part
-                arrays[name] = out
-        demos = Demonstrations(arrays["state"], arrays["action"], lengths, rewards=arrays.get("reward"))
-        if mdp is not None:
-            validate(
-                demos,
-                mdp,
-                labels=arrays.get("label"),
-                source=self.source,
-                trajectory_ids=self.ids[lo:hi],
-                rows=_Rows(starts, self.order),
-            )
-        return demos

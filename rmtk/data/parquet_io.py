@@ -10,9 +10,13 @@ the values (docs/design/10-parquet-and-engines.md):
 ``step``        0, 1, 2, … within the trajectory
 ``state``       state index (0..S−1)
 ``action``      action index (0..A−1)
-``label``       optional: proposition index of the state, checked against the MDP's
+``label``       optional: proposition index of the state, checked against the MDP's (or,
+                for demonstrations with recorded labels, the label a detector recorded,
+                which may disagree: read with ``labels="keep"``)
 ``reward``      optional: float64, what the step's action earned (paid on the next row's
                 label; null or NaN when unknown; :mod:`rmtk.data.rewards`)
+``p_<prop>``    optional, all or none: float32, a detector's probability of each proposition
+                at the step (docs/design/15-label-noise.md), as CSV's ``p_<proposition>``
 ==============  ==========================================================================
 
 The schema metadata names the MDP (``rmtk.mdp``, ``rmtk.states``, ``rmtk.actions``,
@@ -40,9 +44,11 @@ import numpy as np
 from .. import output
 from .._arrays import whole_number
 from ..errors import DataError, RmtkError
+from .csv_io import DETECTION_PREFIX
 from .demonstrations import Demonstrations, validate
 
-#: Columns of a Parquet dataset (``label`` and ``reward`` optional).
+#: Columns of a Parquet dataset (``label`` and ``reward`` optional; beside them, a detector's
+#: ``p_<proposition>`` columns, :data:`~rmtk.data.csv_io.DETECTION_PREFIX`).
 PARQUET_COLUMNS = ("trajectory", "step", "state", "action", "label", "reward")
 #: Trajectories per partition file written by default.
 PARTITION_SIZE = 500_000
@@ -94,6 +100,8 @@ class PartitionSchema:
     n_partitions: int = attrs.field(validator=whole_number("the number of partitions", error=DataError))
     labels: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
     rewards: bool = False
+    recorded: bool = False
+    detections: tuple[str, ...] = ()
 
     @classmethod
     def of(
@@ -105,10 +113,14 @@ class PartitionSchema:
         partition_size: int,
         labels: bool = False,
         rewards: bool = False,
+        recorded: bool = False,
+        detections: bool = False,
     ):
         """The schema of ``n_trajectories`` trajectories of up to ``horizon`` steps on ``mdp`` in
-        partitions of ``partition_size`` (``labels``: write the label column; ``rewards``: the
-        reward column, from the demonstrations' rewards)."""
+        partitions of ``partition_size`` (``labels``: write the label column, the MDP's labels;
+        ``rewards``: the reward column, from the demonstrations' rewards; ``recorded``: the label
+        column, from the demonstrations' recorded labels; ``detections``: a ``p_<proposition>``
+        column per proposition, from their detections)."""
         whole_number("partition_size", error=DataError)(partition_size)
         return cls(
             str(getattr(mdp, "name", "") or ""),
@@ -118,8 +130,10 @@ class PartitionSchema:
             horizon,
             n_trajectories,
             -(-n_trajectories // partition_size),
-            np.asarray(mdp.labels) if labels else None,
+            np.asarray(mdp.labels) if labels and not recorded else None,
             rewards,
+            recorded,
+            tuple(DETECTION_PREFIX + str(p) for p in mdp.propositions) if detections else (),
         )
 
     def dtypes(self) -> dict[str, np.dtype]:
@@ -129,10 +143,12 @@ class PartitionSchema:
             "state": narrow_uint(self.n_states - 1),
             "action": narrow_uint(self.n_actions - 1),
         }
-        if self.labels is not None:
+        if self.labels is not None or self.recorded:
             out["label"] = narrow_uint(self.n_propositions - 1)
         if self.rewards:
             out["reward"] = np.dtype(np.float64)
+        for name in self.detections:
+            out[name] = np.dtype(np.float32)
         return out
 
     def metadata(self, index: int, n_trajectories: int, first_id: int, n_steps: int) -> dict[str, str]:
@@ -159,37 +175,41 @@ class PartitionSchema:
                 f"fit the dataset's {self.n_trajectories} trajectories of up to {self.horizon} steps"
             )
         types = self.dtypes()
-        if self.rewards and demos.rewards is None:
-            raise DataError(
-                f"partition {index}: the dataset has a reward column, but these demonstrations have no rewards"
-            )
-        rewards = None
+        for name, given, wanted in (
+            ("a reward column", demos.rewards, self.rewards),
+            ("recorded labels", demos.labels, self.recorded),
+            ("detections", demos.detections, bool(self.detections)),
+        ):
+            if wanted and given is None:
+                raise DataError(f"partition {index}: the dataset has {name}, but these demonstrations have none")
         if bool((demos.lengths == T).all()):  # no padding: the rows are the arrays in order
             ids = np.repeat(np.arange(first_id, first_id + N, dtype=types["trajectory"]), T)
             steps = np.tile(np.arange(T, dtype=types["step"]), N)
-            states, actions = demos.states.ravel(), demos.actions.ravel()
-            if self.rewards:
-                rewards = demos.rewards.ravel()
+            rows = lambda a: a.reshape(N * T, *a.shape[2:])  # noqa: E731
         else:
             ii, tt = np.nonzero(demos.mask())
             ids = (ii + first_id).astype(types["trajectory"])
             steps = tt.astype(types["step"])
-            states, actions = demos.states[ii, tt], demos.actions[ii, tt]
-            if self.rewards:
-                rewards = demos.rewards[ii, tt]
+            rows = lambda a: a[ii, tt]  # noqa: E731
+        states, actions = rows(demos.states), rows(demos.actions)
         columns = {
             "trajectory": ids,
             "step": steps,
             "state": states.astype(types["state"]),
             "action": actions.astype(types["action"]),
         }
-        if self.labels is not None:
+        if self.recorded:
+            columns["label"] = rows(demos.labels).astype(types["label"])
+        elif self.labels is not None:
             columns["label"] = self.labels[states].astype(types["label"])
-        if rewards is not None:
-            columns["reward"] = rewards
+        if self.rewards:
+            columns["reward"] = rows(demos.rewards)
+        if self.detections:
+            probs = rows(demos.detections)
+            columns.update({name: probs[:, k].astype(np.float32) for k, name in enumerate(self.detections)})
         table = pa.table({k: pa.array(v) for k, v in columns.items()})
         table = table.replace_schema_metadata(self.metadata(index, N, first_id, len(ids)))
-        small = [c for c in columns if c not in ("trajectory", "reward")]
+        small = [c for c in columns if c not in ("trajectory", "reward") and c not in self.detections]
         with output.replacing(path, error=DataError) as f:
             pq.write_table(
                 table,
@@ -291,7 +311,9 @@ def save_parquet(
     """Write ``demos`` as a Parquet dataset directory at ``path``: ``partition_size``
     trajectories per file, trajectory ids 0..N−1, the label column when ``labels``, and the
     reward column when ``demos`` have rewards (NaN for an unknown one). The demonstrations
-    are validated against ``mdp`` first. Returns the number of files."""
+    are validated against ``mdp`` first. Demonstrations with recorded labels write those as the
+    label column (they may disagree with the MDP's); with detections, a ``p_<proposition>``
+    column each. Returns the number of files."""
     if mdp is None:
         raise DataError(f"{path}: writing Parquet needs the MDP (its size and name go in the schema)")
     schema = PartitionSchema.of(
@@ -301,6 +323,8 @@ def save_parquet(
         partition_size=partition_size,
         labels=labels,
         rewards=demos.rewards is not None,
+        recorded=demos.labels is not None,
+        detections=demos.detections is not None,
     )
     pyarrow()
     with Staging(path, overwrite) as staging:

@@ -132,6 +132,15 @@ EXPERIMENTS: dict[str, Experiment] = {
             "deep_rl",
             extra="rl",
         ),
+        Experiment(
+            "online",
+            "Xu et al.'s JIRP loop with a deep RL agent (beyond the paper)",
+            "the reward machine learned while a DQN agent (Stable-Baselines3) trains on an environment that pays "
+            "a non-Markovian reward (CliffWalking's patrol, Office, Craft): subgoal vs ε-greedy exploration, "
+            "beside the true machine and none",
+            "online",
+            extra="rl",
+        ),
     )
 }
 

@@ -66,9 +66,37 @@ class Corrections:
         return f"{head}, the most likely first: {listed}{more}"
 
 
-def corrections(data: Demonstrations, labels: np.ndarray, beliefs: LabelBeliefs) -> Corrections:
+def corrections(data, labels: np.ndarray, beliefs: LabelBeliefs, *, mdp=None, chunk: int = 250_000) -> Corrections:
     """The steps of ``data`` whose recorded label differs from ``labels`` (the believed letter of
-    each state), most likely first."""
+    each state), most likely first. ``data``: :class:`~rmtk.data.Demonstrations` (a correction's
+    trajectory is its index), or a :class:`~rmtk.data.parquet_dataset.ParquetDataset` read with its
+    recorded labels on ``mdp``, partition by partition (a correction's trajectory is its id in the
+    files)."""
+    if isinstance(data, Demonstrations):
+        return _sorted(_found(data, labels, beliefs))
+    dataset = data.reading("keep")
+    found, steps = [], 0
+    for part in dataset.partitions:
+        read = dataset.read(part, mdp)
+        for lo in range(0, read.n_trajectories, chunk):
+            c = _found(read.demonstrations(mdp, lo, lo + chunk), labels, beliefs)
+            found.append(attrs.evolve(c, trajectory=read.ids[lo + c.trajectory]))
+            steps += c.steps
+    columns = {f: np.concatenate([getattr(c, f) for c in found]) if found else np.zeros(0) for f in _COLUMNS}
+    return _sorted(Corrections(**columns, steps=steps))
+
+
+_COLUMNS = ("trajectory", "step", "state", "recorded", "believed", "margin")
+
+
+def _sorted(c: Corrections) -> Corrections:
+    """``c`` most certain first (the margin to 10⁻⁶ nats), then by trajectory and step."""
+    order = np.lexsort((c.step, c.trajectory, -np.round(c.margin, 6)))
+    return Corrections(**{f: getattr(c, f)[order] for f in _COLUMNS}, steps=c.steps)
+
+
+def _found(data: Demonstrations, labels: np.ndarray, beliefs: LabelBeliefs) -> Corrections:
+    """The corrections of ``data``, in step order."""
     letters, _ = step_letters(data, beliefs.log_post.shape[1])
     labels = np.asarray(labels, np.int64)
     inside = letters >= 0
@@ -81,5 +109,4 @@ def corrections(data: Demonstrations, labels: np.ndarray, beliefs: LabelBeliefs)
     with np.errstate(invalid="ignore"):
         margin = lp[s, bel] - lp[s, rec]
     margin = np.where(np.isfinite(margin), margin, np.inf)
-    order = np.lexsort((tt, ii, -np.round(margin, 6)))
-    return Corrections(ii[order], tt[order], s[order], rec[order], bel[order], margin[order], int(inside.sum()))
+    return Corrections(ii, tt, s, rec, bel, margin, int(inside.sum()))

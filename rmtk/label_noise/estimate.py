@@ -11,11 +11,13 @@ Clopper-Pearson intervals:
 * per proposition, its *miss* rate (a step at a state of that letter recorded as another) and
   its *false-alarm* rate (a step at a state of another letter recorded as it).
 
-:func:`estimate` fits a noise model to the data alone (``auto``): the uniform one
+:func:`estimate` fits a noise model to the data alone (``auto``): first the uniform one
 (:meth:`~rmtk.label_noise.model.LabelNoise.uniform`) whose rate is the flip rate, found by
 alternating the beliefs and the rate from the plurality of each state's labels until the beliefs
 stop changing (the most likely letter under uniform noise is the plurality whatever the rate below
-(K−1)/K, so this settles at once unless ties are broken differently).
+(K−1)/K, so this settles at once unless ties are broken differently); then, from those letters,
+every model of ``models`` (the uniform one and a detector's) by classification maximum likelihood,
+the one of smallest BIC kept (:mod:`rmtk.label_noise.models`).
 """
 
 from __future__ import annotations
@@ -26,53 +28,14 @@ import numpy as np
 from ..errors import DataError
 from .evidence import DOUBT, LabelBeliefs, StateEvidence
 from .model import LabelNoise
+from .models import MODELS, Selection, select
+from .rates import CONFIDENCE, Rate, clopper_pearson  # noqa: F401 (their home before rmtk/label_noise/rates.py)
+
+__all__ = ["MIN_VISITS", "NoiseMeasure", "measure", "Estimate", "estimate"]
 
 #: States visited fewer times than this are left out of the rates (their letter is the
 #: plurality of too few draws to say which recorded ones were wrong).
 MIN_VISITS = 10
-
-#: The confidence of the intervals.
-CONFIDENCE = 0.95
-
-
-def clopper_pearson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """The two-sided Clopper-Pearson interval of a rate seen ``k`` times in ``n`` (beta
-    quantiles by ``scipy.special.betaincinv``)."""
-    from scipy.special import betaincinv  # type: ignore[import-untyped]
-
-    a = 1 - confidence
-    if n <= 0:
-        return 0.0, 1.0
-    low = 0.0 if k <= 0 else float(betaincinv(k, n - k + 1, a / 2))
-    high = 1.0 if k >= n else float(betaincinv(k + 1, n - k, 1 - a / 2))
-    return low, high
-
-
-@attrs.frozen
-class Rate:
-    """A rate seen ``k`` times in ``n``, with its interval at ``confidence``."""
-
-    k: int
-    n: int
-    low: float
-    high: float
-    confidence: float = CONFIDENCE
-
-    @classmethod
-    def of(cls, k: int, n: int, confidence: float = CONFIDENCE) -> Rate:
-        low, high = clopper_pearson(int(k), int(n), confidence)
-        return cls(int(k), int(n), low, high, confidence)
-
-    @property
-    def value(self) -> float:
-        return self.k / self.n if self.n else 0.0
-
-    def covers(self, p: float) -> bool:
-        """Whether ``p`` lies in the interval."""
-        return self.low <= p <= self.high
-
-    def __str__(self) -> str:
-        return f"{self.value:.4f} ({round(100 * self.confidence)}% interval {self.low:.4f} to {self.high:.4f})"
 
 
 @attrs.frozen
@@ -138,13 +101,14 @@ def measure(beliefs: LabelBeliefs, evidence: StateEvidence, *, min_visits: int =
 
 @attrs.frozen
 class Estimate:
-    """The noise model fitted to the data (``noise``), the beliefs under it, and what the
-    data show (``measure``)."""
+    """The noise model fitted to the data (``noise``), the beliefs under it, what the data show
+    (``measure``) and, when estimated, the models compared (``selection``)."""
 
     noise: LabelNoise | None
     beliefs: LabelBeliefs
     measure: NoiseMeasure
     given: bool = False
+    selection: Selection | None = None
 
 
 def estimate(
@@ -155,9 +119,10 @@ def estimate(
     doubt: float = DOUBT,
     fallback=None,
     min_visits: int = MIN_VISITS,
+    models=MODELS,
 ) -> Estimate:
     """The beliefs about each state's letter and the noise: under ``noise`` when given; else the
-    uniform noise whose rate the data show (module docstring). A detector's probabilities need
+    model of ``models`` the data show by BIC (module docstring). A detector's probabilities need
     no noise model: the beliefs are theirs, and the measure says how often their most likely
     letter was wrong."""
     props = tuple(propositions)
@@ -186,9 +151,12 @@ def estimate(
             f"the recorded labels disagree with their states' most common label {m.flips.value:.0%} of the time: "
             "too noisy to tell the letters apart"
         )
-    fitted = LabelNoise.uniform(props, rate)
-    beliefs = LabelBeliefs.of(evidence, fitted, doubt=doubt, fallback=fallback)
-    return Estimate(fitted, beliefs, _named(measure(beliefs, evidence, min_visits=min_visits), props))
+    visits = evidence.visits
+    read = visits >= min_visits if (visits >= min_visits).any() else visits > 0
+    chosen = select(models, evidence.counts[read], props, beliefs.letter[read])
+    beliefs = LabelBeliefs.of(evidence, chosen.noise, doubt=doubt, fallback=fallback)
+    m = _named(measure(beliefs, evidence, min_visits=min_visits), props)
+    return Estimate(chosen.noise, beliefs, m, selection=chosen)
 
 
 def _named(m: NoiseMeasure, props: tuple[str, ...]) -> NoiseMeasure:

@@ -25,6 +25,7 @@ import numpy as np
 
 from .._arrays import array_eq, float_array, int_array
 from ..data import Demonstrations
+from ..data.csv_io import DETECTION_PREFIX
 from ..engines.local import Engine, as_engine
 from ..errors import DataError, ModelError
 from ..progress import Progress, as_progress
@@ -119,13 +120,28 @@ def recorded_by(noise: LabelNoise, demos: Demonstrations, mdp, *, seed) -> Demon
 
 @attrs.frozen
 class StateEvidenceJob:
-    """The map: the :class:`StateEvidence` of one chunk of demonstrations (picklable, so any
-    engine runs it)."""
+    """The map: the :class:`StateEvidence` of one chunk of demonstrations, or of one partition of
+    a Parquet ``dataset`` read with its recorded labels on ``mdp`` (picklable, so any engine
+    runs it)."""
 
     n_states: int
     n_letters: int
+    dataset: Any = None
+    mdp: Any = attrs.field(default=None, eq=False, repr=False)
+    chunk: int = 250_000
 
-    def __call__(self, demos: Demonstrations) -> StateEvidence:
+    def __call__(self, item) -> StateEvidence:
+        if self.dataset is None:
+            return self.count(item)
+        data = self.dataset.read(item, self.mdp)
+        S, K = self.n_states, self.n_letters
+        detected = any(c.startswith(DETECTION_PREFIX) for c in self.dataset.columns)
+        out = StateEvidence(np.zeros((S, K), np.int64), np.zeros((S, K)) if detected else None, 0)
+        for lo in range(0, data.n_trajectories, self.chunk):
+            out = out + self.count(data.demonstrations(self.mdp, lo, lo + self.chunk))
+        return out
+
+    def count(self, demos: Demonstrations) -> StateEvidence:
         S, K = self.n_states, self.n_letters
         letters, logs = step_letters(demos, K)
         inside = letters >= 0
@@ -141,24 +157,39 @@ class StateEvidenceJob:
 
 def count_evidence(
     mdp,
-    data: Demonstrations | Iterable[Demonstrations],
+    data: Demonstrations | Iterable[Demonstrations] | Any,
     *,
     chunk: int = 250_000,
     engine: str | Engine = "local",
     progress: Progress | None = None,
 ) -> StateEvidence:
     """The :class:`StateEvidence` of ``data`` (demonstrations with recorded labels or
-    detections, or a stream of such chunks) on ``mdp``'s states, counted on ``engine``."""
+    detections, a stream of such chunks, or a :class:`~rmtk.data.parquet_dataset.ParquetDataset`
+    read partition by partition) on ``mdp``'s states, counted on ``engine``."""
+    from ..data.parquet_dataset import ParquetDataset
+
+    job = StateEvidenceJob(mdp.n_states, mdp.n_propositions)
+    progress = as_progress(progress)
+    if isinstance(data, ParquetDataset):
+        dataset = data.reading("keep")
+        return as_engine(engine).map_reduce(
+            attrs.evolve(job, dataset=dataset, mdp=mdp, chunk=chunk),
+            dataset.partitions,
+            reduce=lambda a, b: a + b,
+            total=len(dataset.partitions),
+            what="partitions read for their labels",
+            progress=progress,
+        )
     chunks: Any = data.chunks(chunk) if isinstance(data, Demonstrations) else data
     total = data.n_trajectories if isinstance(data, Demonstrations) else None
     return as_engine(engine).map_reduce(
-        StateEvidenceJob(mdp.n_states, mdp.n_propositions),
+        job,
         chunks,
         reduce=lambda a, b: a + b,
         sizes=lambda c: c.n_trajectories,
         total=total,
         what="trajectories read for their labels",
-        progress=as_progress(progress),
+        progress=progress,
     )
 
 

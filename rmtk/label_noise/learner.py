@@ -30,7 +30,7 @@ import numpy as np
 
 from ..data import Demonstrations
 from ..empirical import EmpiricalPTP
-from ..encoders import EncoderCapabilities, SatEncoder, SimplestEncoder
+from ..encoders import EncoderCapabilities, NoisyRewardEncoder, SatEncoder, SimplestEncoder
 from ..errors import RmtkError
 from ..learner import Learner
 from ..limits import Deadline
@@ -46,6 +46,7 @@ from .encoding import Choices
 from .estimate import Estimate, estimate
 from .evidence import DOUBT, count_evidence
 from .model import LabelNoise
+from .models import MODELS, NoiseModel
 from .search import ChoosingEncoder, SimplestChoosingEncoder, chosen_letters
 
 #: The reward evidence strategies whose data :class:`NoisyLabels` reads and counts afresh.
@@ -59,6 +60,12 @@ CHOICE_SOLUTIONS = 10
 def _noise(instance, attribute, value) -> None:
     if value is not None and not isinstance(value, LabelNoise):
         raise RmtkError(f"noise must be a LabelNoise or None (estimated), not {type(value).__name__}")
+
+
+def _models(instance, attribute, value) -> None:
+    bad = [m for m in value if not isinstance(m, NoiseModel)]
+    if not value or bad:
+        raise RmtkError(f"models must be NoiseModels (e.g. UniformModel(), DetectorModel()), got {list(value)!r}")
 
 
 def _doubt(instance, attribute, value) -> None:
@@ -76,15 +83,18 @@ class NoisyLabels:
             or a detector's probabilities (:class:`~rmtk.data.Demonstrations` ``labels`` or
             ``detections``; a path is loaded with ``labels="keep"``).
         noise: the detector's :class:`~rmtk.label_noise.model.LabelNoise`, or ``None``: estimated
-            from the data (uniform noise, the rate the data show). Unused for a detector's
-            probabilities, which are their own likelihoods.
+            from the data, the model of ``models`` of smallest BIC (:mod:`rmtk.label_noise.models`).
+            Unused for a detector's probabilities, which are their own likelihoods.
         doubt: a state's letter is decided by its labels when no rival letter is more than
             ``doubt`` times as likely; otherwise it is chosen with the machine.
+        models: the noise models compared when the noise is estimated
+            (:class:`~rmtk.label_noise.models.NoiseModel`; default: the uniform one and a detector's).
     """
 
     learner: Learner = attrs.field(validator=implements("a learner", "fit"))
     noise: LabelNoise | None = attrs.field(default=None, validator=_noise)
     doubt: float = attrs.field(default=DOUBT, validator=_doubt)
+    models: tuple = attrs.field(default=MODELS, converter=tuple, validator=_models)
 
     def fit(self, target: Task | LabeledMDP) -> NoisyLabelResult:
         """Learn from ``target`` (a :class:`~rmtk.task.Task`, whose machine serves the verdicts
@@ -98,13 +108,8 @@ class NoisyLabels:
         ptp, data = self._data(mdp)
         progress = self.learner.progress
         evidence = count_evidence(mdp, data, chunk=ptp.chunk, engine=ptp.engine, progress=progress)
-        noise = self.noise
-        if noise is not None and noise.propositions != mdp.propositions:
-            raise RmtkError(
-                f"the noise is stated over {list(noise.propositions)}; the MDP {mdp.name!r} has "
-                f"{list(mdp.propositions)}"
-            )
-        est = estimate(evidence, mdp.propositions, noise, doubt=self.doubt, fallback=mdp.labels)
+        noise = stated(self.noise, mdp)
+        est = estimate(evidence, mdp.propositions, noise, doubt=self.doubt, fallback=mdp.labels, models=self.models)
         progress.note(est.measure.line())
         timings = {"labels": time.perf_counter() - t0}
         choices = Choices.of(est.beliefs)
@@ -125,8 +130,9 @@ class NoisyLabels:
         timings["total"] = time.perf_counter() - t0
         return NoisyLabelResult(result, est, choices, chosen, letters, data, mdp, timings)
 
-    def _data(self, mdp) -> tuple[EmpiricalPTP, Demonstrations]:
-        """The learner's demonstrations strategy and its data, in memory with their recorded labels."""
+    def _data(self, mdp) -> tuple[EmpiricalPTP, Any]:
+        """The learner's demonstrations strategy and its data with their recorded labels: in memory,
+        or a Parquet dataset (:class:`~rmtk.data.parquet_dataset.ParquetDataset`) read as recorded."""
         ptp: object = self.learner.ptp
         if not isinstance(ptp, EmpiricalPTP) and isinstance(self.learner.rewards, REWARD_EVIDENCE):
             ptp = self.learner.rewards.data
@@ -136,18 +142,27 @@ class NoisyLabels:
                 "EmpiricalPTP (or reward evidence counted by one) over Demonstrations or a .csv/.npz file"
             )
         data: Any = ptp.data
+        from ..data.parquet_dataset import ParquetDataset
+
         if isinstance(data, (str, os.PathLike)):
             from ..data import format_of, load
 
             if format_of(data) == "parquet":
+                data = ParquetDataset.open(data, mdp, labels="keep")
+            else:
+                data = load(data, mdp, labels="keep")
+        if isinstance(data, ParquetDataset):  # read partition by partition, on the learner's engine
+            data = data.reading("keep")
+            if not data.recorded:
                 raise RmtkError(
-                    f"{data}: recorded labels that may disagree with the MDP are read from CSV or NPZ files"
+                    f"{data.path}: the dataset has no label column nor a detector's p_<proposition> columns: "
+                    "there is no noise to learn under"
                 )
-            data = load(data, mdp, labels="keep")
+            return ptp, data
         if not isinstance(data, Demonstrations):
             raise RmtkError(
-                f"learning under label noise reads the data three times (labels, choice, counts): give Demonstrations "
-                f"or a file, not {type(data).__name__}"
+                f"learning under label noise reads the data three times (labels, choice, counts): give Demonstrations, "
+                f"a file or a Parquet dataset, not {type(data).__name__}"
             )
         if data.labels is None and data.detections is None and ptp.labels is not None:
             data = attrs.evolve(data, labels=ptp.labels)  # the recorded labels given to the counting
@@ -171,6 +186,14 @@ class NoisyLabels:
         labels[choices.states] = K + np.arange(choices.n_states)
         view = attrs.evolve(mdp, labels=labels, propositions=names)
         base = self.learner.encoder
+        if isinstance(base, NoisyRewardEncoder):
+            raise RmtkError(
+                f"{choices.n_states} state(s) stay doubtful after their labels, and their letters are chosen with the "
+                "machine by weighted MaxSAT over rewards read exactly; rewards weighed as noisy (NoisyRewardEncoder, "
+                "--noisy) would be a second objective this search does not combine: give data that visit those "
+                "states more often (their labels then decide them), or rewards read exactly or within a tolerance "
+                "(--tolerance)"
+            )
         kind = SimplestChoosingEncoder if isinstance(base, SimplestEncoder) else ChoosingEncoder
         breaking = base.symmetry_breaking if isinstance(base, SatEncoder) else True
         stutter = EncoderCapabilities.of(base).non_stuttering
@@ -188,14 +211,25 @@ class NoisyLabels:
         return Chosen(np.asarray(options[0], np.int64), result, len(options))
 
 
+def stated(noise: LabelNoise | None, mdp) -> LabelNoise | None:
+    """``noise``, checked to be stated over ``mdp``'s propositions."""
+    if noise is not None and noise.propositions != mdp.propositions:
+        raise RmtkError(
+            f"the noise is stated over {list(noise.propositions)}; the MDP {mdp.name!r} has {list(mdp.propositions)}"
+        )
+    return noise
+
+
 def _remaining(deadline: Deadline) -> float | None:
     left = deadline.remaining()
     return None if left is None else max(left, 1e-3)
 
 
-def _fresh(learner: Learner, data: Demonstrations, ptp: EmpiricalPTP, time_limit) -> Learner:
+def _fresh(learner: Learner, data, ptp: EmpiricalPTP, time_limit) -> Learner:
     """``learner`` with strategies that count ``data`` afresh (their counts are kept per MDP size,
     and each stage reads another labeling of the same MDP)."""
+    if not isinstance(data, Demonstrations):  # a Parquet dataset: its words read on the MDP's labels
+        data = data.reading("ignore")
     counting = attrs.evolve(ptp, data=data, labels=None)  # the believed labels are the MDP's
     changes: dict = {"time_limit": time_limit}
     if learner.ptp is not None:
@@ -229,7 +263,8 @@ class NoisyLabelResult:
         choices: the doubtful states and their candidate letters.
         chosen: what choosing their letters found (``None`` when no state was doubtful).
         labels: ``(S,)`` the letter of each state as finally believed.
-        data: the demonstrations learned from.
+        data: the demonstrations learned from (:class:`~rmtk.data.Demonstrations`, or a Parquet
+            dataset read partition by partition).
         mdp: the MDP as given (its labels are the model's, not read by the search).
         timings: seconds per step.
     """
@@ -239,7 +274,7 @@ class NoisyLabelResult:
     choices: Choices
     chosen: Chosen | None
     labels: np.ndarray = attrs.field(repr=False)
-    data: Demonstrations = attrs.field(repr=False)
+    data: Any = attrs.field(repr=False)
     mdp: LabeledMDP = attrs.field(repr=False)
     timings: dict = attrs.field(factory=dict)
 
@@ -253,7 +288,7 @@ class NoisyLabelResult:
 
     def corrections(self) -> Corrections:
         """The recorded labels believed wrong, by trajectory and step (:mod:`rmtk.label_noise.corrections`)."""
-        return corrections(self.data, self.labels, self.estimate.beliefs)
+        return corrections(self.data, self.labels, self.estimate.beliefs, mdp=self.mdp)
 
     def relabeled(self) -> np.ndarray:
         """The states whose believed letter differs from the MDP's own label (a check when the
@@ -263,7 +298,10 @@ class NoisyLabelResult:
     def lines(self, shown: int = 5) -> list[str]:
         """The report's lines about the labels."""
         est = self.estimate
-        out = est.measure.lines()
+        sel = est.selection
+        rates = sel.rates() if sel is not None else ()
+        # the measured rates per proposition, unless the chosen model states its own per event
+        out = est.measure.lines() if len(rates) <= 1 else [est.measure.line()]
         if est.given:
             out.append(
                 f"noise stated: {est.noise}"
@@ -271,6 +309,8 @@ class NoisyLabelResult:
                 else "the detector's probabilities weigh the labels"
             )
         else:
+            if sel is not None:  # the model's rates, unless they restate the measured flip rate
+                out += sel.lines()[: 1 if [r for _, r in rates] == [est.measure.flips] else None]
             out.append(f"noise estimated: {est.noise}")
         b = est.beliefs
         visited = int((b.visits > 0).sum())

@@ -10,8 +10,13 @@ with torch; docs/guide/12-deep-rl.md).
   :class:`~rmtk.active.loop.ActiveLearner`: exact distributions, one forward pass a question).
 * **Train an agent with a machine**: :func:`crm` (counterfactual experiences in an off-policy
   algorithm's replay buffer, the class :func:`~rmtk.rl.crm.counterfactual_replay_buffer`
-  makes); on-policy
+  makes; from a detector's belief, ``observation="belief"``, the buffer of
+  :mod:`rmtk.rl.belief_crm`); on-policy
   algorithms (PPO, A2C) train on :class:`~rmtk.gym.RewardMachineEnv` as it is.
+* **Learn the machine while the agent trains** (JIRP's loop, :mod:`rmtk.rl.online`):
+  :class:`OnlineLearner` on an environment that pays a non-Markovian reward and a labeler; for a
+  training loop of one's own, :class:`OnlineEnv`, :func:`online_replay` and
+  :func:`OnlineMachineCallback`.
 * **Measure it**: :class:`GreedyRollouts` (the exact success rate of a Q-table's greedy policy
   on a deterministic labeled MDP), :func:`q_table` (a DQN's Q-values at every observation),
   :func:`hide_node` (the product without its node: training with no machine).
@@ -27,6 +32,7 @@ from .crm import Counterfactuals, counterfactual_replay_buffer, crm
 from .encoding import ProductEncoding
 from .expert import AgentExpert
 from .greedy import GreedyRollouts, hide_node, q_table
+from .online import OnlineEnv, OnlineLearner, OnlineMachineCallback, online_replay
 from .policy import AgentPolicy, agent_policy
 from .sb3 import as_agent, no_log_folder, sb3_agent
 
@@ -37,6 +43,9 @@ __all__ = [
     "AgentPolicy",
     "Counterfactuals",
     "GreedyRollouts",
+    "OnlineEnv",
+    "OnlineLearner",
+    "OnlineMachineCallback",
     "PredictAgent",
     "ProbabilityAgent",
     "ProductEncoding",
@@ -48,6 +57,7 @@ __all__ = [
     "greedy",
     "hide_node",
     "no_log_folder",
+    "online_replay",
     "q_table",
     "sb3_agent",
 ]

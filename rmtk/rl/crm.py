@@ -30,7 +30,8 @@ import numpy as np
 from ..errors import ModelError, RmtkError
 from ..gym.wrapper import CrmTables
 from ..machine import RewardMachine
-from .encoding import ProductEncoding
+from .belief_crm import belief_crm, belief_space
+from .encoding import ProductEncoding, product_attributes
 from .sb3 import _require
 
 
@@ -48,26 +49,12 @@ class Counterfactuals:
     def of(cls, env) -> Counterfactuals:
         """From a :class:`~rmtk.gym.RewardMachineEnv` (possibly wrapped, e.g. in a ``Monitor``) or
         a Stable-Baselines3 vector environment of them."""
-        if hasattr(env, "get_attr") and hasattr(env, "num_envs"):  # an SB3 VecEnv
-
-            def get(name):
-                return env.get_attr(name, [0])[0]
-        elif hasattr(env, "get_wrapper_attr"):
-            get = env.get_wrapper_attr
-        else:
-            raise RmtkError(f"crm needs the product environment (a RewardMachineEnv), not {type(env).__name__}")
-        try:
-            machine, terminal, mode, extra = (get(n) for n in ("machine", "terminal", "mode", "add_env_reward"))
-        except AttributeError:
-            raise RmtkError(
-                f"{type(env).__name__} is not a RewardMachineEnv (nor wraps one): CRM needs the machine of the "
-                "product; wrap the environment in rmtk.gym.RewardMachineEnv(env, machine, labeler)"
-            ) from None
+        machine, terminal, mode, extra = product_attributes(env, ("machine", "terminal", "mode", "add_env_reward"))
         encoding = ProductEncoding.of(env.observation_space, machine.n_nodes, what="the environment")
         if mode != "flat" or encoding.mode != "flat":
             raise ModelError(
                 "CRM in a Stable-Baselines3 replay buffer needs RewardMachineEnv(..., observation='flat') "
-                "(a Discrete or Box product observation)"
+                "(a Discrete or Box product observation), or observation='belief' through rmtk.rl.crm(env)"
             )
         return cls(machine, CrmTables.of(machine, np.asarray(terminal, dtype=bool)), encoding, bool(extra))
 
@@ -203,12 +190,18 @@ def counterfactual_replay_buffer() -> type:
     return _BUFFER[0]
 
 
-def crm(env, *, n_steps: int = 1, gamma: float | None = None) -> dict:
+def crm(env, *, n_steps: int = 1, gamma: float | None = None, seed: int = 0) -> dict:
     """The keyword arguments that make a Stable-Baselines3 off-policy algorithm learn from the
     counterfactual experiences of ``env``'s machine: ``DQN("MlpPolicy", env, **crm(env))``.
     ``n_steps`` > 1: ``n_steps``-step returns along each node's counterfactual run (pass the
     algorithm's own discount as ``gamma``; the algorithm's ``n_steps`` is not read when a
-    buffer class is given)."""
+    buffer class is given). A belief product (``observation="belief"``) gets the experiences of
+    a detection instead (:mod:`rmtk.rl.belief_crm`, ``seed`` its letters' draws; one-step
+    returns; ``DQN("MultiInputPolicy", env, **crm(env))``)."""
+    if belief_space(getattr(env, "observation_space", None)):
+        if n_steps != 1:
+            raise RmtkError("n-step returns with CRM from a belief are not offered: each step's letter is drawn")
+        return belief_crm(env, seed=seed)
     kwargs: dict = {"counterfactuals": Counterfactuals.of(env)}
     if n_steps != 1:
         kwargs.update(n_steps=n_steps, gamma=gamma)

@@ -16,7 +16,7 @@ import attrs
 import numpy as np
 from gymnasium import spaces
 
-from ..errors import ModelError
+from ..errors import ModelError, RmtkError
 from ..gym.wrapper import product_space
 from ..summary import node_count
 
@@ -156,4 +156,24 @@ class ProductEncoding:
         return np.asarray(obs).reshape(len(obs), -1)[:, : -self.n_nodes]
 
 
-__all__ = ["ProductEncoding"]
+def product_attributes(env, names: tuple[str, ...]) -> tuple:
+    """The attributes ``names`` of the :class:`~rmtk.gym.RewardMachineEnv` that ``env`` is, wraps
+    (e.g. a ``Monitor``) or holds (a Stable-Baselines3 vector environment: its first copy's)."""
+    if hasattr(env, "get_attr") and hasattr(env, "num_envs"):  # an SB3 VecEnv
+
+        def get(name):
+            return env.get_attr(name, [0])[0]
+    elif hasattr(env, "get_wrapper_attr"):
+        get = env.get_wrapper_attr
+    else:
+        raise RmtkError(f"crm needs the product environment (a RewardMachineEnv), not {type(env).__name__}")
+    try:
+        return tuple(get(n) for n in names)
+    except AttributeError:
+        raise RmtkError(
+            f"{type(env).__name__} is not a RewardMachineEnv (nor wraps one): CRM needs the machine of the "
+            "product; wrap the environment in rmtk.gym.RewardMachineEnv(env, machine, labeler)"
+        ) from None
+
+
+__all__ = ["ProductEncoding", "product_attributes"]

@@ -109,6 +109,13 @@ class SB3Predict:
         return np.asarray(actions)
 
 
+def quiet_logger():
+    """A logger that writes nowhere (no ``SB3-<date>`` folder in the temporary directory)."""
+    from stable_baselines3.common.logger import Logger
+
+    return Logger(folder=None, output_formats=[])
+
+
 def no_log_folder(model):
     """``model`` (a Stable-Baselines3 model), its logger set: to standard output when it is
     verbose, nowhere else. Without a logger set, Stable-Baselines3 makes one at every ``learn``

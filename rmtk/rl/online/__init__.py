@@ -1,0 +1,61 @@
+"""Learn the reward machine while a deep RL agent trains (docs/guide/14-online.md): the loop of
+JIRP (Xu et al., ICAPS 2020) with a Stable-Baselines3 agent on a user's Gymnasium environment.
+
+* :class:`OnlineLearner` (:mod:`~rmtk.rl.online.learner`): ``OnlineLearner(env, labeler, DQN,
+  seed=0).learn(steps)``; its ``.machine``, ``.model``, ``.env``, ``.hypotheses``, ``.final``.
+* For a training loop of one's own: :class:`OnlineEnv` (the product with the current hypothesis,
+  where counterexamples are found and machines inferred), :func:`online_replay` (an off-policy
+  algorithm's counterfactual replay buffer of the current hypothesis) and
+  :func:`OnlineMachineCallback` (progress, stops, checkpoints).
+* Strategies: :class:`SubgoalExploration` / :class:`AgentExploration` (who acts while the machine
+  shows itself), :class:`ExactRewards` / :class:`TolerantRewards` / :class:`ReplacedRewards`
+  (when the hypothesis is shown wrong, how the next machine is inferred),
+  :class:`KeepCounterexamples` (which traces are kept).
+* What the run says: :class:`Swap` (the history), :class:`FinalMachine`, and
+  :func:`against_truth` when the true machine is known.
+
+Importing this package imports neither torch nor Stable-Baselines3: the buffer, the callback and
+the learner's model import them when made.
+"""
+
+from .buffer import online_replay, online_replay_buffer
+from .callback import OnlineMachineCallback, progress_line
+from .env import OnlineEnv
+from .exploration import AgentExploration, Exploration, ExplorationCapabilities, SubgoalExploration
+from .hypothesis import Hypothesis
+from .inference import ExactRewards, Inference, InferenceCapabilities, Inferred, ReplacedRewards, TolerantRewards
+from .learner import OnlineLearner
+from .loop import LoopSettings, MarkovianRewardError, NodeBoundError, OnlineLoop, Swap
+from .traces import KeepCounterexamples, Trace, TraceKeeping
+from .verdict import FinalMachine, Verdict, against_truth
+
+__all__ = [
+    "AgentExploration",
+    "ExactRewards",
+    "Exploration",
+    "ExplorationCapabilities",
+    "FinalMachine",
+    "Hypothesis",
+    "Inference",
+    "InferenceCapabilities",
+    "Inferred",
+    "KeepCounterexamples",
+    "LoopSettings",
+    "MarkovianRewardError",
+    "NodeBoundError",
+    "OnlineEnv",
+    "OnlineLearner",
+    "OnlineLoop",
+    "OnlineMachineCallback",
+    "ReplacedRewards",
+    "SubgoalExploration",
+    "Swap",
+    "TolerantRewards",
+    "Trace",
+    "TraceKeeping",
+    "Verdict",
+    "against_truth",
+    "online_replay",
+    "online_replay_buffer",
+    "progress_line",
+]
