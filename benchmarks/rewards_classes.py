@@ -12,7 +12,9 @@ same traces (docs/benchmarks/rewards.md, "Two machine classes").
 The traces are those of the rows of docs/benchmarks/rewards.md, sections 1 and 4 (:data:`ROWS`:
 the explorer and the episodes found there, seed 0). Each rmtk fit (the whole ``Learner.fit``:
 counting the traces, the search, the listing) runs ``--repeat`` times in this process, after a
-first fit not timed; JIRP's whole search over the sizes (``sat_hyp`` of the public repository
+first fit not timed, on the task without its machine (the inference alone, as JIRP's: a fit
+given the true machine also judges each answer against it, ``rmtk.traces.verdicts``); JIRP's
+whole search over the sizes (``sat_hyp`` of the public repository
 corazza/stochastic-reward-machines, run by benchmarks/rewards_jirp.py in its own environment)
 ``--repeat`` times in one child, limited to ``--jirp-limit`` CPU seconds a run. Reported: CPU
 seconds, medians and the range over the runs; the ratio JIRP / rmtk of the medians and its
@@ -35,6 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import attrs
 from _table import render  # the script's folder is on sys.path
 from rewards import agrees, jirp_machine, jirp_traces, load, numpy_import_seconds, run_limited, traces
 
@@ -65,9 +68,10 @@ def rmtk_fits(task, demos, non_stuttering: bool, repeat: int):
     from rmtk.traces.evidence import TraceRewards
 
     encoder = SimplestEncoder(non_stuttering=non_stuttering)
+    blind = attrs.evolve(task, machine=None)  # the inference alone: no verdict against the truth
 
     def fit():
-        return Learner(ptp=None, rewards=TraceRewards(demos), encoder=encoder).fit(task)
+        return Learner(ptp=None, rewards=TraceRewards(demos), encoder=encoder).fit(blind)
 
     fit()
     cpu = []

@@ -325,14 +325,20 @@ class SimplestEncoder(SatEncoder):
                 "every-depth learning need SatEncoder"
             )
         if grown.applies(problem):  # reward traces alone on a large trie: on a sample of its words
-            return grown.grown_search(self._simplest, problem, limits)
-        return self._simplest(problem, limits)
+            res = grown.grown_search(self._fewest, problem, limits)
+        else:
+            res = self._fewest(problem, limits)
+        return self._simplest(res, problem)
 
-    def _simplest(self, problem: Problem, limits: SearchLimits) -> SearchResult:
-        """:meth:`search` on every word of the problem's trie."""
-        res = fewest_search(
+    def _fewest(self, problem: Problem, limits: SearchLimits) -> SearchResult:
+        """The search on every word of the problem's trie; its ``cost``: the fewest moving
+        transitions (a sample's bounds the next sample's, ``SearchLimits.fewest_floor``)."""
+        return fewest_search(
             self.encode, self.moves, problem, limits, solver=self.solver, non_stuttering=self.non_stuttering
         )
+
+    def _simplest(self, res: SearchResult, problem: Problem) -> SearchResult:
+        """``res`` as :meth:`search` says it: no negative example dropped, the moving count in words."""
         if res.n_nodes is None:
             return none_found(res, problem)
         solutions = tuple(attrs.evolve(s, dropped=()) for s in res.solutions)

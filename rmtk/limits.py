@@ -115,7 +115,10 @@ def _progress(instance, attribute, value) -> None:
 class SearchLimits:
     """What bounds a search: the sizes tried (exactly ``nodes``, or ``min_nodes`` to
     ``max_nodes``), at most ``max_solutions`` machines listed (``None``: all), the run's
-    ``deadline``, and the ``progress`` hooks to report to."""
+    ``deadline``, and the ``progress`` hooks to report to. ``fewest_floor`` (nodes, count): a
+    lower bound, proved on a part of the same problem's evidence, on the fewest moving
+    transitions of a machine of that size (:func:`rmtk.sat.fewest.fewest_true` starts there;
+    it bounds the search, never changes its answer)."""
 
     max_nodes: int = attrs.field(default=4, validator=_optional_count)
     min_nodes: int = attrs.field(default=1, validator=_optional_count)
@@ -123,6 +126,7 @@ class SearchLimits:
     max_solutions: int | None = attrs.field(default=None, validator=_optional_count)
     deadline: Deadline = attrs.field(default=NEVER, validator=_deadline)
     progress: Progress = attrs.field(factory=Progress, validator=_progress)
+    fewest_floor: tuple[int, int] | None = None
 
     def __attrs_post_init__(self):
         if self.nodes is None and self.min_nodes > self.max_nodes:

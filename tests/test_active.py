@@ -206,6 +206,7 @@ def test_learn_active_on_the_command_line(capsys):
     assert "--no-rewards does not apply to active learning" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # tens of seconds: CI runs it apart (setup.cfg)
 def test_reproduce_active_quick(tmp_path):
     from rmtk.experiments import Options, run
 

@@ -49,15 +49,34 @@ def test_the_sample_gives_the_whole_answer(problems, monkeypatch, kind, listed):
     rounds = []
     for name, compress, problem in problems:
         encoder = kind(non_stuttering=compress)
-        whole = encoder._simplest if kind is SimplestEncoder else encoder._smallest
+        whole = encoder._fewest if kind is SimplestEncoder else encoder._smallest
         limits = SearchLimits(max_nodes=5, max_solutions=listed)
 
-        def counted(sub, lim, whole=whole):
+        floors: list = []
+
+        def counted(sub, lim, whole=whole, floors=floors):
             rounds.append(sub.trie.n_nodes)
+            floors.append(lim.fewest_floor)
             return whole(sub, lim)
 
         assert answer(grown.grown_search(counted, problem, limits)) == answer(whole(problem, limits)), (name, compress)
+        assert floors[0] is None
+        if kind is SimplestEncoder:  # each round starts from the last sample's fewest moving transitions
+            assert all(f is not None for f in floors[1:]), (name, compress)
     assert len(rounds) > 2 * len(problems)  # the samples grew: more than one round per problem
+
+
+def test_a_valid_floor_leaves_the_fewest_moving_transitions(problems):
+    """``SearchLimits.fewest_floor`` at any lower bound (none, below, at the optimum) gives the
+    same machines and count; at another size it is not read."""
+    for name, compress, problem in problems:
+        encoder = SimplestEncoder(non_stuttering=compress)
+        limits = SearchLimits(max_nodes=5)
+        plain = encoder._fewest(problem, limits)
+        n, best = plain.n_nodes, plain.cost
+        for floor in {(n, 1), (n, max(best - 1, 1)), (n, best), (n + 1, best + 3)}:
+            res = encoder._fewest(problem, limits.evolve(fewest_floor=floor))
+            assert answer(res) == answer(plain), (name, compress, floor)
 
 
 def test_a_large_trie_is_searched_on_a_sample(problems, monkeypatch):
@@ -80,5 +99,5 @@ def test_giving_up_on_the_sample_searches_the_whole_trie(problems, monkeypatch):
     for _, compress, problem in problems:
         encoder = SimplestEncoder(non_stuttering=compress)
         limits = SearchLimits(max_nodes=5)
-        whole = answer(encoder._simplest(problem, limits))
-        assert answer(grown.grown_search(encoder._simplest, problem, limits)) == whole
+        whole = answer(encoder._fewest(problem, limits))
+        assert answer(grown.grown_search(encoder._fewest, problem, limits)) == whole

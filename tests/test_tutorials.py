@@ -188,7 +188,13 @@ def test_every_tutorial_is_checked():
         assert f"({script.name})" in readme, f"{script.name} is not listed in tutorials/README.md"
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
+#: Tutorials of tens of seconds: in the slow set that CI runs apart (setup.cfg).
+SLOW = {"07_gymnasium.py"}
+
+
+@pytest.mark.parametrize(
+    "script", [pytest.param(s, marks=pytest.mark.slow) if s.name in SLOW else s for s in SCRIPTS], ids=lambda p: p.stem
+)
 def test_tutorial_runs(script, tmp_path):
     if script.name in EXTRAS and importlib.util.find_spec(EXTRAS[script.name][0]) is None:
         pytest.skip(f"{script.name} needs {EXTRAS[script.name][0]}: {EXTRAS[script.name][1]}")

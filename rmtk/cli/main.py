@@ -186,7 +186,15 @@ def cmd_reproduce(args) -> int:
     return status
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: Subcommands whose run needs neither ``reproduce``'s options nor its list of experiments.
+WITHOUT_EXPERIMENTS = ("check", "show", "learn", "simulate")
+REPRODUCE_HELP = "run one of the paper's experiments (ours beside the paper's numbers)"
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``rmtk`` command's parser. ``command``: the subcommand asked for, when known; one
+    of :data:`WITHOUT_EXPERIMENTS` leaves ``reproduce`` bare, so its experiments' modules are
+    not imported (the start-up of ``rmtk learn``, docs/benchmarks/25-start-up.md)."""
     p = argparse.ArgumentParser(prog="rmtk", description=__doc__.splitlines()[0])
     from .. import __version__
 
@@ -430,14 +438,13 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     sm.set_defaults(func=cmd_simulate)
 
+    if command in WITHOUT_EXPERIMENTS:
+        sub.add_parser("reproduce", help=REPRODUCE_HELP)
+        return p
     from ..experiments import EXPERIMENTS
 
     listing = "; ".join(f"{e.name} ({e.paper}): {e.what}" for e in EXPERIMENTS.values())
-    rp = sub.add_parser(
-        "reproduce",
-        help="run one of the paper's experiments (ours beside the paper's numbers)",
-        description=f"Experiments: {listing}.",
-    )
+    rp = sub.add_parser("reproduce", help=REPRODUCE_HELP, description=f"Experiments: {listing}.")
     rp.add_argument(
         "name",
         choices=sorted(EXPERIMENTS) + ["all"],
@@ -473,7 +480,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     (:mod:`rmtk.cli.stopping`)."""
     status = 0
     with stopping.installed(program=argv is None) as stops:  # from here on, no signal is Python's own
-        args = build_parser().parse_args(argv)
+        given = sys.argv[1:] if argv is None else list(argv)
+        args = build_parser(given[0] if given else None).parse_args(argv)
         if stops is not None:
             stops.time_limit = getattr(args, "time_limit", None)
         try:

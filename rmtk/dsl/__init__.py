@@ -28,7 +28,7 @@ def loads(text: str, *, file: str = "<string>") -> RmFile:
 
 
 def load(path: str | os.PathLike) -> RmFile:
-    """Parse a `.rm` file (its answer is cached per user: :func:`rmtk.dsl.cache.parsed`)."""
+    """Parse a `.rm` file (its answer is cached per user: ``rmtk/dsl/cache.py``)."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")

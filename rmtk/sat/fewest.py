@@ -56,7 +56,8 @@ def fewest_search(
         t1 = time.perf_counter()
         relax = np.asarray(weighed.relax, np.int64)
         sat = solve(sat_solver, limits.deadline)
-        best = fewest_true(sat_solver, relax, weighed.pool.top, limits.deadline) if sat else None
+        floor = limits.fewest_floor[1] if limits.fewest_floor and limits.fewest_floor[0] == n else 0
+        best = fewest_true(sat_solver, relax, weighed.pool.top, limits.deadline, floor) if sat else None
         found.update(formula=weighed, best=best, encode=t1 - t0, solve=time.perf_counter() - t1)
         if best is None:
             return
@@ -111,10 +112,13 @@ class Fewest:
     bound: list[list[int]]
 
 
-def fewest_true(solver, relax: np.ndarray, top: int, deadline) -> Fewest | None:
+def fewest_true(solver, relax: np.ndarray, top: int, deadline, floor: int = 0) -> Fewest | None:
     """The fewest of ``relax`` true in a model of ``solver`` (which has just found one), by
     asking for one fewer until none (an incremental totalizer over ``relax``, numbered past
-    ``top``, added to ``solver``); ``None`` when ``deadline`` stopped it."""
+    ``top``, added to ``solver``); ``None`` when ``deadline`` stopped it. ``floor``: a lower
+    bound known to hold (the optimum of a sample of the same evidence, where the machines
+    satisfy fewer clauses): asked for first, so that a sample's optimum that still holds costs
+    one call, and never gone below (the same count, without proving the step under it)."""
     from pysat.card import ITotalizer
 
     def count() -> int:
@@ -128,7 +132,13 @@ def fewest_true(solver, relax: np.ndarray, top: int, deadline) -> Fewest | None:
     tot = ITotalizer(lits=relax.tolist(), ubound=best + 1, top_id=top)  # rhs[j]: at least j + 1 true
     for clause in tot.cnf.clauses:
         solver.add_clause(clause)
-    while best > 0:
+    low = floor if 0 < floor <= best else 0  # no model has fewer true
+    if 0 < low < best:  # the sample's optimum first: when it holds (often), one call ends the descent
+        sat = solve(solver, deadline, assumptions=[-tot.rhs[low]])
+        if sat is None:
+            return None
+        best, low = (count(), low) if sat else (best, low + 1)
+    while best > low:
         sat = solve(solver, deadline, assumptions=[-tot.rhs[best - 1]])
         if sat is None:
             return None

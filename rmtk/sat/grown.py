@@ -31,7 +31,7 @@ from ..progress import Progress
 from .encoding import Problem
 from .search import SearchResult, stopped_while, used_transitions
 
-#: Observations of the first sample: those of the shortest words (a handful of the traces'
+#: Observations in the first sample, those of the shortest words (a handful of the traces'
 #: rows decide most machines; counterexamples add the rest).
 FIRST_SAMPLE = 200
 #: Below this many trie nodes the whole trie is searched at once (the sample saves nothing).
@@ -96,6 +96,9 @@ def grown_search(
             return _answer(res, unsat, limits, times, None)
         res = search(Problem(part.trie, problem.n_letters, rewards=part), inner)
         times += (res.time_encode, res.time_solve, res.time_enumerate)
+        if res.n_nodes is not None and res.cost is not None:
+            # more words only remove machines: the sample's fewest moving transitions bound the next
+            inner = inner.evolve(fewest_floor=(res.n_nodes, res.cost))
         unsat += [n for n, sat in res.tried if sat is False and n not in unsat]
         if res.n_nodes is None:  # no machine up to the bound on the sample, so none on all; or stopped
             return _answer(res, unsat, limits, times, listed)

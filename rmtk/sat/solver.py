@@ -186,7 +186,7 @@ def rc2_class(stratified: bool):
     minimisation, bounded by RC2's own conflict budget, run whole. Between calls RC2 runs
     pure-Python steps (a stratified level's hardening over every clause, once per distinct
     weight: with weights from evidence counts, hundreds of levels), so the deadline is also
-    checked at each level and before each core is processed, and :meth:`interrupt` (another
+    checked at each level and before each core is processed, and ``interrupt()`` (another
     thread's stop) is honoured at the next of these checks. The slices are sized by the
     solver's work, never by the clock, so a run that is not stopped makes the same calls
     with the same results whatever the load."""
