@@ -126,7 +126,7 @@ def test_online_progress_lines_and_no_logger_folder(monkeypatch, tmp_path):
     run, _ = learner(progress=lines, report_every=500)
     run.learn(1_000)
     assert len(lines.lines) == 2 and lines.lines[1].startswith("online: 1,000 steps, ")
-    assert "success" in lines.lines[1] and "node(s)" in lines.lines[1] and "swap(s)" in lines.lines[1]
+    assert "success" in lines.lines[1] and " node" in lines.lines[1] and " swap" in lines.lines[1]
     assert not [p for p in os.listdir(tmp_path) if p.startswith("SB3-")]
 
 

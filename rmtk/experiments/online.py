@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import RmtkError
 from ..limits import stop_requested
+from ..words import plural
 from ._online import ARM_NAMES, ARMS, TASKS
 from ._report import COUNT, Domain, Options, Report, Setting
 from .deep_rl import median_steps
@@ -77,7 +78,7 @@ def run(opts: Options) -> Report:
             opts.say(
                 f"online {t.name}: {ARM_NAMES[arm]}, run {r + 1}/{n}: "
                 + (f"90% at {reached} steps" if reached else f"not 90% within {steps} steps")
-                + (f", {len(one.swaps)} swap(s)" if arm.startswith("online") else "")
+                + (f", {plural(len(one.swaps), 'swap')}" if arm.startswith("online") else "")
             )
             stopped = stop_requested()
             if stopped:
@@ -87,7 +88,8 @@ def run(opts: Options) -> Report:
     )
     if stopped:
         rep.notes.append(
-            f"stopped ({stopped}) after {sum(len(v) for v in runs.values())} run(s): the agents and runs after it "
+            f"stopped ({stopped}) after {plural(sum(len(v) for v in runs.values()), 'run')}: "
+            "the agents and runs after it "
             "did not train; the table holds the runs made, the last one cut short"
         )
     rows = []
@@ -109,8 +111,8 @@ def run(opts: Options) -> Report:
         )
     rep.tables.append(
         (
-            f"DQN, {n} run(s) per agent, the greedy policy evaluated every {every} steps from the task's "
-            f"{len(np.flatnonzero(np.asarray(t.mdp.initial) > 0))} start state(s): median steps to 90% success "
+            f"DQN, {plural(n, 'run')} per agent, the greedy policy evaluated every {every} steps from the task's "
+            f"{plural(len(np.flatnonzero(np.asarray(t.mdp.initial) > 0)), 'start state')}: median steps to 90% success "
             f"('>{steps}': not within the budget), per run, final success (mean), swaps per run, inference CPU "
             "share, CPU s (median)",
             ["agent", "steps to 90%", "per run", "final", "swaps", "inference", "CPU s"],
@@ -166,7 +168,7 @@ def _draw(fig, runs, t, n: int) -> None:
     ax.set_ylabel("success rate of the greedy policy")
     ax.set_ylim(-0.03, 1.03)
     ax.legend(loc="center right")
-    ax.set_title(f"{t.name}: DQN learning its machine online, mean of {n} run(s)")
+    ax.set_title(f"{t.name}: DQN learning its machine online, mean of {plural(n, 'run')}")
 
 
 __all__ = ["FIGURE", "SETTINGS", "run"]

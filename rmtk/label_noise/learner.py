@@ -41,6 +41,7 @@ from ..task import Task
 from ..traces.evidence import TraceRewards
 from ..traces.tolerance import TolerantRewards
 from ..validators import implements
+from ..words import plural
 from .corrections import Corrections, corrections
 from .encoding import Choices
 from .estimate import Estimate, estimate
@@ -188,7 +189,7 @@ class NoisyLabels:
         base = self.learner.encoder
         if isinstance(base, NoisyRewardEncoder):
             raise RmtkError(
-                f"{choices.n_states} state(s) stay doubtful after their labels, and their letters are chosen with the "
+                f"doubtful after their labels: {plural(choices.n_states, 'state')}, whose letters are chosen with the "
                 "machine by weighted MaxSAT over rewards read exactly; rewards weighed as noisy (NoisyRewardEncoder, "
                 "--noisy) would be a second objective this search does not combine: give data that visit those "
                 "states more often (their labels then decide them), or rewards read exactly or within a tolerance "

@@ -25,6 +25,7 @@ from typing import Any
 from ...errors import RmtkError
 from ...limits import stop_requested
 from ...progress import Progress
+from ...words import plural
 from ..sb3 import _require
 
 
@@ -35,7 +36,7 @@ def progress_line(env, steps: int) -> str:
     success = "-" if ok is None else f"{ok:.2f}"
     return (
         f"online: {steps:,} steps, {loop.episodes:,} episodes, success {success} (last {len(loop.recent)} "
-        f"agent-led episodes), machine {loop.machine.n_nodes} node(s), {loop.swaps} swap(s), "
+        f"agent-led episodes), machine {plural(loop.machine.n_nodes, 'node')}, {plural(loop.swaps, 'swap')}, "
         f"inference {loop.inference_cpu:.1f} s CPU"
     )
 

@@ -39,6 +39,7 @@ import attrs
 from ...capabilities import Capabilities
 from ...errors import ModelError
 from ...machine import RewardMachine
+from ...words import plural
 from .traces import Trace, reward_traces_of
 
 
@@ -206,7 +207,9 @@ class ReplacedRewards(InferenceCapabilities):
                 continue
             decoded = result.decoded[0]
             bound = noise_bound(decoded.steps, self.epsilon, self.confidence)
-            message = f"{n} node(s): {decoded.disagreements} of {decoded.steps} steps noisy, noise explains {bound}"
+            message = (
+                f"{plural(n, 'node')}: {decoded.disagreements} of {decoded.steps} steps noisy, noise explains {bound}"
+            )
             if decoded.disagreements <= bound:
                 machine = attrs.evolve(result.machines[0], name="hypothesis")
                 return Inferred(machine, time.process_time() - t0, len(traces), observed.n_observations, message)

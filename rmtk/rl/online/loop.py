@@ -17,6 +17,7 @@ import numpy as np
 
 from ...errors import DataError, ModelError, RmtkError
 from ...machine import RewardMachine
+from ...words import plural
 from .hypothesis import Hypothesis, aligned, ending, trivial, with_end
 from .inference import ExactRewards, Inference, InferenceCapabilities
 from .traces import KeepCounterexamples, Trace, TraceKeeping
@@ -57,10 +58,10 @@ class Swap:
             return (
                 f"step {self.step} (episode {self.episode}): the kept traces disagree with the hypothesis on "
                 f"{self.disagreeing} of {self.observed} steps, more than the noise explains -> "
-                f"{self.machine.n_nodes} node(s) from {self.traces} traces, {self.cpu:.2f} s CPU"
+                f"{plural(self.machine.n_nodes, 'node')} from {plural(self.traces, 'trace')}, {self.cpu:.2f} s CPU"
             )
         if self.counterexample is None:
-            return f"step {self.step}: the first hypothesis, {self.machine.n_nodes} node(s)"
+            return f"step {self.step}: the first hypothesis, {plural(self.machine.n_nodes, 'node')}"
         assert self.position is not None, "a counterexample has its position"
         word = [propositions[k] for k in self.counterexample.letters[: self.position + 1]]
         tail = " ".join(word[-6:])
@@ -74,7 +75,7 @@ class Swap:
             what = "the episode went on where the hypothesis had ended it"
         return (
             f"step {self.step} (episode {self.episode}): after {more}{tail} then {letter}, {what} -> "
-            f"{self.machine.n_nodes} node(s) from {self.traces} traces, {self.cpu:.2f} s CPU"
+            f"{plural(self.machine.n_nodes, 'node')} from {plural(self.traces, 'trace')}, {self.cpu:.2f} s CPU"
         )
 
 

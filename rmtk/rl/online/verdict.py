@@ -20,6 +20,7 @@ import attrs
 import numpy as np
 
 from ...machine import RewardMachine, isomorphic
+from ...words import plural
 from .hypothesis import Hypothesis
 from .traces import Trace
 
@@ -56,7 +57,7 @@ class FinalMachine:
             if free
             else "every (node, letter) pair exercised"
         )
-        return f"{self.machine.n_nodes} node(s), {self.swaps} swap(s), {flag}; {pairs}"
+        return f"{plural(self.machine.n_nodes, 'node')}, {plural(self.swaps, 'swap')}, {flag}; {pairs}"
 
 
 @attrs.frozen
