@@ -1,5 +1,5 @@
 """Benchmark: the reward machine learned while a DQN agent trains (rmtk.rl.online, the extra
-rmtk[rl]), against the targets of docs/benchmarks/online.md.
+rl, ``pip install '.[rl]'``), against the targets of docs/benchmarks/online.md.
 
 For each task (``--tasks``: ``cliff`` CliffWalking's patrol a → b → c, ``coffee`` and ``patrol``
 of the Office World, ``craft-t1`` and ``craft-t2`` of the Craft World) and each agent (``--arms``:

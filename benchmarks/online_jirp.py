@@ -10,18 +10,20 @@ numpy, python-sat, IPython, z3-solver), e.g. in a separate virtual environment::
     /tmp/srm-venv/bin/python benchmarks/online_jirp.py --src /tmp/srm/src --env Office-v0 --rm-id 0 \\
         --steps 300000 --seed 0
 
-What it does in place of the repository's ``run.py`` (which imports TensorFlow and OpenAI
-Baselines for its deep agents): the environment as ``run.py --alg=jirp --rm_hidden --rm_id=K``
-builds it (``gym.make``, the repository's ``RewardMachineHidden`` with γ 0.9, seeded), then
-``learn(env, seed=..., total_timesteps=..., gamma=0.9, results_path=...)`` with the function's
-defaults for everything else (learning rate 0.1, ε 0.1, Q initialised to 1). Two stand-ins of
-ours: a ``baselines.logger`` that prints (the loop only reports through it), and, to know its final
+What it does in place of the repository's ``run.py`` (which imports TensorFlow and OpenAI Baselines
+for its deep agents): the environment as ``run.py --alg=jirp --rm_hidden --rm_id=K`` builds it
+(``gym.make``, the repository's ``RewardMachineHidden`` with γ 0.9, seeded), then ``learn(env,
+seed=..., total_timesteps=..., gamma=0.9, results_path=...)`` with the function's defaults for
+everything else (learning rate 0.1, ε 0.1, Q initialised to 1). Two stand-ins of ours: a
+``baselines.logger`` that prints nothing (the loop only reports through it), and, to know its final
 machine, a record of the machine the loop passes to its results object at each re-inference (its
-results file stores an empty dict instead). It prints one JSON line after ``@@jirp``: the steps
-of each re-inference with the machine's size and transitions, the mean reward of the last 100
-episodes every 100 steps (the loop's own measure), the first step where it reaches ``--level``,
-and the process CPU seconds; a SIGTERM (e.g. ``timeout``) ends the loop and prints what it reached,
-flagged ``stopped``.
+results file stores an empty dict instead). On a world with exact rewards (the Office and Craft
+Worlds) the two attributes the loop reads and only the repository's noisy environments declare are
+supplied (``supply_exact``: exact rewards, no slip), and the record says so. It prints one JSON
+line after ``@@jirp``: the steps of each re-inference with the machine's size and transitions, the
+mean reward of the last 100 episodes every 100 steps (the loop's own measure), the first step where
+it reaches ``--level``, and the process CPU seconds; a SIGTERM (e.g. ``timeout``) ends the loop and
+prints what it reached, flagged ``stopped``.
 """
 
 from __future__ import annotations
@@ -48,6 +50,28 @@ def stand_in_logger() -> None:
     logger.get_dir = lambda: None
     baselines.logger = logger
     sys.modules["baselines"], sys.modules["baselines.logger"] = baselines, logger
+
+
+def supply_exact(env) -> dict:
+    """The attributes the loop reads that an environment with exact rewards lacks, supplied.
+
+    ``learn`` reads the noise level from the hidden machine (``epsilon_cont``, set only by a noisy
+    reward function) or else from the environment (``noise_epsilon``), and ``slip_prob`` from the
+    environment: only the repository's Mining, Harvest and garden environments declare them, so
+    on the Office and Craft Worlds it stops with an AttributeError. Supplied here, only where
+    missing: ``noise_epsilon`` 0.0 (the loop's own branch for exact rewards: exact inference) and
+    ``slip_prob`` 0.0 (the worlds are deterministic; the loop only records it)."""
+    supplied = {}
+    rm_epsilon = getattr(getattr(env, "current_rm", None), "epsilon_cont", None)
+    for name in ("noise_epsilon", "slip_prob"):
+        if name == "noise_epsilon" and rm_epsilon is not None:
+            continue
+        try:
+            getattr(env, name)
+        except AttributeError:
+            setattr(env, name, 0.0)
+            supplied[name] = 0.0
+    return supplied
 
 
 def main() -> int:
@@ -91,6 +115,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, stop)
     env = RewardMachineHidden(gym.make(args.env), 0.9, 0.9, args.rm_id)
     env.seed(args.seed)
+    supplied = supply_exact(env)
     results = os.path.join(tempfile.mkdtemp(prefix="jirp-"), "results.json")
     t0 = time.process_time()
     stopped = None
@@ -102,6 +127,7 @@ def main() -> int:
     reached = next((step for step, reward in curve if reward >= args.level), None)
     record = {
         "stopped": stopped,
+        "supplied": supplied,
         "env": args.env,
         "rm_id": args.rm_id,
         "seed": args.seed,

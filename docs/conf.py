@@ -36,10 +36,8 @@ myst_enable_extensions = ["colon_fence", "deflist"]
 #: Tutorials that need an extra beyond the docs build's: the module that tells whether it is
 #: installed, and what installs it. Without it the tutorial is shown with its code, not run (no
 #: output, no figure), and its page says so under its title.
-NEEDS_EXTRA = {
-    "09_deep_rl.py": ("stable_baselines3", "Stable-Baselines3 and torch (``pip install '.[rl]'``)"),
-    "10_online.py": ("stable_baselines3", "Stable-Baselines3 and torch (``pip install '.[rl]'``)"),
-}
+_RL = ("stable_baselines3", "Stable-Baselines3 and torch (``pip install '.[rl]'``)")
+NEEDS_EXTRA = {"09_deep_rl.py": _RL, "10_online.py": _RL}
 
 
 def _not_run() -> dict[str, str]:

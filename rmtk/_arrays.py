@@ -60,6 +60,21 @@ def digest(*arrays) -> str:
 array_eq = attrs.cmp_using(eq=np.array_equal)
 
 
+def unique(a) -> np.ndarray:
+    """``np.unique(a)``: the sorted distinct values of the flattened array. Integers and
+    booleans are sorted and compared here: numpy 2.3's ``np.unique`` imports ``numpy.ma`` on
+    its first call (some 8 ms of every command's start-up, ``docs/benchmarks/25-start-up.md``);
+    other kinds (floats and their NaNs) go to ``np.unique``."""
+    a = np.asarray(a)
+    if a.dtype.kind not in "biu":
+        return np.unique(a)
+    a = np.sort(a, axis=None)
+    keep = np.empty(a.shape, dtype=bool)
+    keep[:1] = True
+    np.not_equal(a[1:], a[:-1], out=keep[1:])
+    return a[keep]
+
+
 def whole_number(what: str, minimum: int = 1, *, optional: bool = False, error=ValueError):
     """attrs validator (also callable as ``check(value)``): an integer ≥ ``minimum`` (or None
     when ``optional``), else ``error("<what> must be a whole number of at least …")``."""

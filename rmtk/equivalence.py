@@ -27,6 +27,7 @@ import attrs
 import numpy as np
 
 from . import ties
+from ._arrays import unique
 from .limits import NEVER
 from .mdp import LabeledMDP
 from .negatives import POLICY_TOL
@@ -151,7 +152,7 @@ def sync_product(
     total = mdp.n_states * na * nb
     starts = mdp.start_states
     inits = np.atleast_1d(np.asarray(init_b, np.int64))
-    first = np.unique(
+    first = unique(
         ((starts * na + delta_a[init_a, lab[starts]]) * nb)[:, None] + delta_b[inits[None, :], lab[starts][:, None]]
     )
     codes, depths, parents = [first], [np.ones(len(first), np.int64)], [np.full(len(first), -1, np.int64)]

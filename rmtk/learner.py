@@ -52,8 +52,6 @@ from .space import Space
 from .summary import Phases
 from .task import Task
 from .traces.evidence import RewardEvidence
-from .traces.unexplained import none_paid
-from .traces.verdicts import judge_rewards
 from .validators import BOUND_WHY, MAX_NODES, implements, node_count, optional_positive_int, optional_seconds
 
 if TYPE_CHECKING:
@@ -252,6 +250,8 @@ class Learner:
         if res.n_nodes is None and res.complete and self.nodes is None and res.tried:  # the bound may be why
             res = attrs.evolve(res, message=res.message + node_bound_note(max_nodes, self.max_nodes, task))
         if traces is not None:  # rewards that contradict each other are said so, by word and step
+            from .traces.unexplained import none_paid  # imported where reward traces are learned from
+
             res = none_paid(res, traces, limits, self.rewards, mdp, policy=True)
         if oracle is not None and res.lazy is None:
             raise RmtkError(
@@ -334,6 +334,9 @@ class Learner:
             progress=rec,
         )
         phases.starts("search")
+        from .traces.unexplained import none_paid
+        from .traces.verdicts import judge_rewards
+
         res = none_paid(self.encoder.search(problem, limits), traces, limits, self.rewards, mdp, policy=False)
         phases.after_search(res, listed)
         timings = rec.timings

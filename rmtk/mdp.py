@@ -19,7 +19,7 @@ import attrs
 import numpy as np
 
 from . import ties
-from ._arrays import Csr, array_eq, as_csr, float_array, int_array
+from ._arrays import Csr, array_eq, as_csr, float_array, int_array, unique
 from .axes import order_hint
 from .errors import ModelError
 
@@ -242,7 +242,7 @@ class LabeledMDP:
         """Boolean ``S×S`` CSR: ``[s, s']`` iff some action moves ``s`` to ``s'``."""
         S, A = self.n_states, self.n_actions
         T = self.kernel
-        codes = np.unique(T.row_ids() // A * S + T.indices)
+        codes = unique(T.row_ids() // A * S + T.indices)
         return Csr._from_sorted(np.ones(len(codes), dtype=bool), codes // S, codes % S, (S, S))
 
     def indifferent(self) -> np.ndarray:

@@ -20,7 +20,7 @@ import attrs
 import numpy as np
 
 from . import ties
-from ._arrays import array_eq, float_array, int_array
+from ._arrays import array_eq, float_array, int_array, unique
 from .errors import ModelError
 from .ptp import PrefixTreePolicy
 
@@ -95,7 +95,7 @@ class PolicyClasses:
                     keys.append(lo * (1 << 32) + hi)
         if not keys:
             return np.empty((0, 2), dtype=np.int64)
-        k = np.unique(np.concatenate(keys))
+        k = unique(np.concatenate(keys))
         return np.stack([k >> 32, k & ((1 << 32) - 1)], axis=1)
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 import sys
 import time
@@ -62,7 +61,7 @@ def check_directory(path, *, error=RmtkError) -> Path:
     be made there (a probe file is created and removed)."""
     p = Path(path)
     parent = _directory_of(p, error)
-    probe = parent / f".{p.name}.{secrets.token_hex(4)}.probe"
+    probe = parent / f".{p.name}.{os.urandom(4).hex()}.probe"
     try:
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     except OSError as e:
@@ -178,7 +177,7 @@ def replacing(
         return
     target = os.path.realpath(p)
     directory, name = os.path.split(target)
-    tmp = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
+    tmp = os.path.join(directory, f".{name}.{os.urandom(4).hex()}.tmp")
     try:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
         fd = os.open(tmp, flags, 0o666)  # the umask applies, as for open()

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import attrs
 import numpy as np
 
-from ._arrays import array_eq, float_array, int_array
+from ._arrays import array_eq, float_array, int_array, unique
 from .capabilities import Capabilities
 from .errors import ModelError, RmtkError
 from .mdp import LabeledMDP
@@ -286,7 +286,7 @@ def build_prefix_tree(mdp: LabeledMDP, depth: int, *, compress: bool = True, sta
     children_of = grow.children
 
     nodes = children_of(np.zeros(len(starts), dtype=np.int64), labels[starts])
-    frontier = np.unique(nodes * S + starts)
+    frontier = unique(nodes * S + starts)
     seen = frontier
     for level in range(2, depth + 1):
         if level > MAX_TREE_LEVELS:
@@ -305,11 +305,11 @@ def build_prefix_tree(mdp: LabeledMDP, depth: int, *, compress: bool = True, sta
         child[stay] = par[stay]
         if (~stay).any():
             child[~stay] = children_of(par[~stay], lab[~stay])
-        keys = np.unique(child * S + nxt)
+        keys = unique(child * S + nxt)
         keys = keys[~np.isin(keys, seen, assume_unique=True)]
         if len(keys) == 0:
             break
-        seen = np.union1d(seen, keys)
+        seen = unique(np.concatenate((seen, keys)))
         if len(seen) > MAX_TREE_PAIRS:
             raise _too_large(mdp, depth, level, len(seen))
         frontier = keys

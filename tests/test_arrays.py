@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from rmtk import LabeledMDP, dsl
-from rmtk._arrays import Csr, as_csr
+from rmtk._arrays import Csr, as_csr, unique
 from rmtk.product import task_product
 
 
@@ -94,3 +94,18 @@ def test_models_keep_a_scipy_view(models_dir):
     succ = mdp.successor_matrix()
     assert succ.data.dtype == bool
     assert np.array_equal(succ.toarray(), (T.toarray().reshape(16, 4, 16).sum(1) > 0))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_unique_is_numpys(seed):
+    """rmtk's unique (which spares numpy.ma's import) gives np.unique's values and dtype."""
+    rng = np.random.default_rng(seed)
+    for a in (
+        rng.integers(-5, 5, 40),
+        rng.integers(0, 3, (4, 6)).astype(np.int32),
+        rng.integers(0, 2, 9).astype(bool),
+        np.array([], np.int64),
+        np.array([1.0, np.nan, 1.0, np.nan]),
+    ):
+        got, want = unique(a), np.unique(a)
+        assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)

@@ -10,6 +10,7 @@ import pytest
 
 from rmtk import dsl
 from rmtk.dsl import cache, parser
+from rmtk.errors import DslSyntaxError
 
 ROOT = Path(__file__).resolve().parents[1]
 PATROL = (ROOT / "models" / "patrol.rm").read_text()
@@ -111,3 +112,81 @@ def test_writing_a_parser_file_prunes_old_ones(builds, tmp_path):
     assert len(kept) == cache.KEEP and cache_path().name in kept
     assert set(kept) - {cache_path().name} == {f.name for f in old[-(cache.KEEP - 1) :]}  # the newest old ones stay
     assert other.exists()
+
+
+@pytest.fixture
+def parses(tmp_path, monkeypatch):
+    """Parsed files cached in ``tmp_path/rmtk``; yields the list of texts actually parsed."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    done = []
+    real = dsl.loads
+    monkeypatch.setattr(dsl, "loads", lambda text, file="<string>": done.append(text) or real(text, file=file))
+    return done
+
+
+def parsed_files(tmp_path):
+    return sorted((tmp_path / "rmtk").glob("file-*.pickle"))
+
+
+def test_a_loaded_file_is_parsed_once_then_read_back(parses, tmp_path):
+    model = tmp_path / "patrol.rm"
+    model.write_text(PATROL)
+    first = dsl.load(model)
+    assert len(parses) == 1 and len(parsed_files(tmp_path)) == 1
+    again = dsl.load(model)
+    assert again == first and len(parses) == 1  # the saved answer, not a second parse
+    assert again == dsl.loads(PATROL, file=str(model))
+    if hasattr(os, "getuid"):
+        assert parsed_files(tmp_path)[0].stat().st_mode & 0o777 == 0o600
+
+
+def test_an_edited_file_or_another_name_is_parsed_again(parses, tmp_path):
+    model = tmp_path / "patrol.rm"
+    model.write_text(PATROL)
+    dsl.load(model)
+    model.write_text(PATROL.replace("patrol", "watch"))
+    assert "watch" in dsl.load(model).tasks and len(parses) == 2
+    copy = tmp_path / "copy.rm"
+    copy.write_text(PATROL.replace("patrol", "watch"))
+    dsl.load(copy)
+    assert len(parses) == 3  # errors name the file: its name is part of what is cached
+
+
+def test_a_cached_answer_under_another_key_is_not_used(parses, tmp_path):
+    """The file name only indexes: a file holding another text's answer (a CRC collision,
+    or a foreign or stale file) is parsed again and replaced."""
+    model = tmp_path / "patrol.rm"
+    model.write_text(PATROL)
+    dsl.load(model)
+    (cached,) = parsed_files(tmp_path)
+    other = parser.parse_text("machine m { alphabet A; u0 -> u1 on A }")
+    cached.write_bytes(pickle.dumps((("x", "y", ()), other)))
+    cached.chmod(0o600)
+    assert dsl.load(model).tasks["patrol"].machine.n_nodes == 4 and len(parses) == 2
+    assert dsl.load(model).tasks["patrol"].machine.n_nodes == 4 and len(parses) == 2
+
+
+def test_a_file_that_does_not_parse_is_not_cached(parses, tmp_path):
+    bad = tmp_path / "bad.rm"
+    bad.write_text("machine m {\n")
+    for _ in range(2):
+        with pytest.raises(DslSyntaxError):
+            dsl.load(bad)
+    assert len(parses) == 2 and parsed_files(tmp_path) == []
+
+
+def test_learning_a_cached_file_does_not_import_lark(tmp_path):
+    code = (
+        "import sys, contextlib, io; from rmtk.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['learn', 'models/patrol.rm', '-q'])\n"
+        "print('lark' in sys.modules)"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+
+    def run():
+        return subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+        )
+
+    assert [run().stdout.split(), run().stdout.split()] == [["True"], ["False"]]

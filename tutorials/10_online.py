@@ -11,7 +11,7 @@ the true machine. Then we save the run, resume it, and read what the final machi
 
 Run it with ``python tutorials/10_online.py [OUTPUT_DIR]``; the figure ``online.png``, the machine
 ``cliff.rm`` and the run's archive ``cliff_online.zip`` go to OUTPUT_DIR (default: a fresh
-temporary directory). Needs ``pip install 'rmtk[rl]'`` (Stable-Baselines3, with torch). It trains
+temporary directory). Needs ``pip install '.[rl]'`` (Stable-Baselines3, with torch). It trains
 three agents for 4,000 steps each: about half a CPU minute.
 """
 

@@ -28,7 +28,7 @@ def loads(text: str, *, file: str = "<string>") -> RmFile:
 
 
 def load(path: str | os.PathLike) -> RmFile:
-    """Parse a `.rm` file."""
+    """Parse a `.rm` file (its answer is cached per user: :func:`rmtk.dsl.cache.parsed`)."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -38,7 +38,9 @@ def load(path: str | os.PathLike) -> RmFile:
         raise RmtkError(f"{p}: is a directory, not an .rm file") from None
     except UnicodeDecodeError as err:
         raise RmtkError(f"{p}: not UTF-8 text ({err.reason} at byte {err.start})") from None
-    return loads(text, file=str(path))
+    from .cache import parsed
+
+    return parsed(text, str(path), lambda text, file: loads(text, file=file))
 
 
 def load_model(name: str) -> RmFile:

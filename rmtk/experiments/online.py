@@ -1,5 +1,5 @@
 """Learning the reward machine while a deep RL agent trains (docs/guide/14-online.md; the extra
-rmtk[rl]): on a task whose environment pays a non-Markovian reward, a DQN agent trained by
+rl, ``pip install '.[rl]'``): on a task whose environment pays a non-Markovian reward, a DQN agent trained by
 :class:`rmtk.rl.online.OnlineLearner` (JIRP's loop: counterexample episodes, the machine inferred
 from the rewards, swapped in without starting over), with subgoal exploration and with the
 agent's own ε-greedy exploration, beside DQN given the true machine (with CRM) and DQN given

@@ -55,7 +55,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from .._arrays import Csr, array_eq, frozen_array
+from .._arrays import Csr, array_eq, frozen_array, unique
 from ..errors import ModelError
 from ..machine import RewardMachine
 from ..mdp import LabeledMDP
@@ -262,8 +262,8 @@ def build_system(
     u = u_src[ii][which]
     rflat = u * K + lp[s2]
     succ = s2 * n + nxt[u, s2]
-    reward_cols = np.unique(rflat)
-    v_codes = np.unique(np.concatenate([src, succ]))
+    reward_cols = unique(rflat)
+    v_codes = unique(np.concatenate([src, succ]))
     nr = len(reward_cols)
     rows = np.concatenate([which, which, np.arange(E)])
     cols = np.concatenate(
@@ -284,7 +284,7 @@ def shaping_directions(machine: RewardMachine, system: _System, gamma: float) ->
     ``V(s, u')`` gets ``−[u' = u]``. Each lies in the null space of the system."""
     n, K = machine.n_nodes, len(machine.alphabet)
     v_nodes = system.v_codes % n
-    nodes = np.unique(v_nodes)
+    nodes = unique(v_nodes)
     ru, rk = system.reward_cols // K, system.reward_cols % K
     rtarget = machine.delta_u[ru, rk]
     G = np.zeros((system.n_reward + len(system.v_codes), len(nodes)))

@@ -43,6 +43,7 @@ import numpy as np
 from pysat.card import CardEnc, EncType
 from pysat.formula import IDPool
 
+from .._arrays import unique
 from ..negatives import NegativePairs, PolicyClasses
 from ..ptp import Trie
 
@@ -212,7 +213,7 @@ def negative_classes(pool: VarPool, classes: PolicyClasses, *, amo_pairwise_max:
     relevant = per_state[classes.class_state] >= 2  # classes sharing their state with another
     keep = relevant[classes.pair_class]
     p, c = classes.pair_node[keep], classes.pair_class[keep]
-    pc = np.unique(p * max(classes.n_classes, 1) + c)
+    pc = unique(p * max(classes.n_classes, 1) + c)
     p, c = pc // max(classes.n_classes, 1), pc % max(classes.n_classes, 1)
     i = np.arange(n)
     out = _rows(np.stack([-pool.x(p[:, None], i[None, :]), pool.y(c[:, None], i[None, :])], axis=-1).reshape(-1, 2))
