@@ -36,7 +36,16 @@ otherwise by another letter drawn uniformly (``LabelNoise.uniform(props, 1 − c
    believed right, and how often each reported 95 % interval holds its true rate. CPU: the fit of
    ``auto`` beside the uniform model's alone (the same-run reference), in one process.
 
+5. **Deep agents and the online learner** (``deep``): Office coffee with a Stable-Baselines3
+   DQN (rmtk reproduce online's coffee settings), the steps to 90 % greedy success (evaluated
+   every ``--deep-every`` steps, at most ``--deep-steps``, ``--deep-seeds`` seeds): the true
+   machine with exact labels (the same-run reference), through a detector of each
+   ``--deep-levels`` confidence with the belief observation (the Bayes filter, the most likely
+   label), on each state's believed letter (``StateBeliefLabels``), and the online learner on
+   those letters (``--deep-arms`` picks some). One process per run.
+
     PYTHONPATH=. python benchmarks/label_noise.py --sections paper grid belief coverage --markdown
+    PYTHONPATH=. python benchmarks/label_noise.py --sections deep --deep-levels 0.9 --markdown
     PYTHONPATH=. python benchmarks/label_noise.py --quick          # small sizes (a smoke test)
     PYTHONPATH=. python benchmarks/label_noise.py --sections grid --tasks coffee t1 --levels 1 0.9
 """
