@@ -283,7 +283,7 @@ def test_label_noise_a_doubtful_letter_is_chosen_under_rewards_within_a_toleranc
     (m,) = res.machines
     assert abs(m.reward(m.step(m.nodes[0], "a"), "b") - 1.0) <= 0.05 and m.reward(m.nodes[0], "b") == 0.0
     weighed = attrs.evolve(learner, rewards=TraceRewards(EmpiricalPTP(noisy)), encoder=NoisyRewardEncoder())
-    with pytest.raises(RmtkError, match=r"doubtful after their labels: \d+ states?, .* --noisy\) would be a second objective"):
+    with pytest.raises(RmtkError, match=r"doubtful after their labels: \d+ states?, .* would be a second objective"):
         NoisyLabels(weighed, noise=noise).fit(task)
 
 
