@@ -82,6 +82,7 @@ def test_the_exact_check_keeps_a_query_budget(tmp_path, capsys, queries):
     assert spent <= queries
 
 
+@pytest.mark.slow  # about ten CPU seconds: CI runs it apart (setup.cfg)
 def test_budgets_hold_on_random_instances():
     """Small budgets of queries and steps, exact and run experts, exact and sampled checks:
     never a question or a step more than allowed."""

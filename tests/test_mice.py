@@ -59,6 +59,7 @@ def synthetic(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow  # about ten CPU seconds: CI runs it apart (setup.cfg)
 def test_mice_pipeline_on_synthetic_trajectories(synthetic, tmp_path):
     report = run("mice", Options(figure_dir=tmp_path, overrides={"data": str(synthetic)}))
     learned = learned_machine(report)

@@ -12,6 +12,7 @@ def rows(report, i):
     return [dict(zip(header, r)) for r in data]
 
 
+@pytest.mark.slow  # about ten CPU seconds: CI runs it apart (setup.cfg)
 def test_office_quick(tmp_path):
     report = run("office", Options(quick=True, figure_dir=tmp_path))
     learning = rows(report, 0)

@@ -107,6 +107,7 @@ def test_candidates_are_one_per_split_and_settled_triples_drop_out():
     assert len(order) == min(3, len(tri)) and tri.evidence[order[0]] == tri.evidence.max()
 
 
+@pytest.mark.slow  # about ten CPU seconds: CI runs it apart (setup.cfg)
 def test_a_budget_that_runs_out_returns_the_survivors_so_far_flagged():
     task, source = greedy_task("patrol_hallway")
     table = recording(task, source)

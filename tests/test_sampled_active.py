@@ -126,6 +126,7 @@ def test_budgets_count_draws_and_environment_steps_apart():
             Budget(**kw)
 
 
+@pytest.mark.slow  # about ten CPU seconds: CI runs it apart (setup.cfg)
 def test_a_soft_expert_learned_alone_says_what_was_resolved_not_a_proof():
     """The 3 × 3 corner grid at λ 0.5 (nodes 0.38 to 0.66 apart at most): the loop's defaults
     end by themselves with the true machine alone; the stop reason says what the conformance

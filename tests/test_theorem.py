@@ -189,7 +189,11 @@ def sufficient_depths(inst: Instance, max_depth: int | None = None) -> tuple[int
 SEEDS = range(20)
 
 
-@pytest.mark.parametrize("mode,source_kind", FAMILIES)
+@pytest.mark.parametrize(
+    "mode,source_kind",
+    # the stuttering class with soft-optimal sources: about ten CPU seconds, CI runs it apart (setup.cfg)
+    [pytest.param(*f, marks=pytest.mark.slow) if f == ("stuttering", "soft-optimal") else f for f in FAMILIES],
+)
 def test_theorem_1_on_random_instances(mode, source_kind):
     for seed in SEEDS:
         inst = random_instance(seed, mode, source_kind)
