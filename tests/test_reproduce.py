@@ -15,6 +15,7 @@ def figdir(tmp_path_factory):
     return tmp_path_factory.mktemp("figures")
 
 
+@pytest.mark.slow  # several CPU seconds: CI runs it apart (setup.cfg)
 def test_sensitivity_learned_machines_beat_irl(figdir):
     report = run("sensitivity", Options(quick=True, figure_dir=figdir))
     r = rows(report)
@@ -27,6 +28,7 @@ def test_sensitivity_learned_machines_beat_irl(figdir):
     assert (figdir / "sensitivity.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow  # several CPU seconds: CI runs it apart (setup.cfg)
 def test_transfer_learned_machines_beat_irl(figdir):
     report = run("transfer", Options(quick=True, figure_dir=figdir))
     r = rows(report)

@@ -33,6 +33,7 @@ def _asking(task, seed: int, epsilon: float, budget: Budget | None = None):
     return Asker(expert, caps, budget or Budget()), knowledge
 
 
+@pytest.mark.slow  # several CPU seconds: CI runs it apart (setup.cfg)
 def test_the_loops_bound_is_right_in_1_minus_alpha_of_sequential_runs():
     """With the loop's bound (Adaptive), looking after every batch: at a true difference just
     above ε, "resolved" (no difference ≥ ε) is wrong and said in at most α of seeded runs; at

@@ -165,6 +165,7 @@ def test_sequential_sampling_stops_early_on_clear_differences_and_keeps_going_on
     assert status == "budget" and spent <= 500
 
 
+@pytest.mark.slow  # several CPU seconds: CI runs it apart (setup.cfg)
 def test_sequential_decisions_are_right_in_1_minus_alpha_of_runs():
     """At a true difference above ε, "resolved" (alike to ε) is wrong: at most α of runs say it;
     at zero difference, "separated" is wrong: at most α of runs say it."""
