@@ -20,30 +20,27 @@ def test_readme_python_blocks_run(tmp_path, monkeypatch):
     assert namespace["result"].distinct_count == 1 and (tmp_path / "patrol.png").exists()
 
 
-def test_readme_sb3_block_runs(tmp_path, monkeypatch):
-    """The README's deep RL block, where the rl extra is installed."""
+#: The README's Python blocks that need the rl extra: their index, and what each must leave.
+RL_BLOCKS = {
+    "sb3": (1, lambda ns: ns["run"].draws == 0),  # an SB3 agent learned back actively
+    "online": (2, lambda ns: ns["learner"].final.swaps == 4),  # the machine learned while DQN trains
+}
+
+
+@pytest.mark.parametrize("name", list(RL_BLOCKS))
+def test_readme_rl_block_runs(name, tmp_path, monkeypatch):
+    """The README's deep RL blocks (an SB3 agent as an expert; the online learner), where the rl
+    extra is installed."""
     pytest.importorskip("stable_baselines3", reason="needs the rl extra: pip install '.[rl]'")
     import torch
 
     torch.set_num_threads(1)
-    block = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)[1]
+    index, check = RL_BLOCKS[name]
+    block = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)[index]
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
     exec(compile(block, "README.md", "exec"), namespace)
-    assert namespace["run"].draws == 0
-
-
-def test_readme_online_block_runs(tmp_path, monkeypatch):
-    """The README's online block (the machine learned while DQN trains), where the rl extra is installed."""
-    pytest.importorskip("stable_baselines3", reason="needs the rl extra: pip install '.[rl]'")
-    import torch
-
-    torch.set_num_threads(1)
-    block = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)[2]
-    monkeypatch.chdir(tmp_path)
-    namespace: dict = {}
-    exec(compile(block, "README.md", "exec"), namespace)
-    assert namespace["learner"].final.swaps == 4
+    assert check(namespace)
 
 
 def test_docs_python_blocks_run(capsys):
