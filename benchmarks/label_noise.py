@@ -354,13 +354,22 @@ def one_deep(arm: str, confidence: float, seed: int, steps: int, every: int, epi
     t0 = time.process_time()
     swaps: list[int] = []
     verdict = ""
-    if arm in ("online", "true-state"):
+    inference_cpu = 0.0
+    if arm in ("online", "online-believed", "true-state"):
         labels = StateBeliefLabels(SimulatedDetector(t.labels, m, noise, seed=seed), m.alphabet, S)
-    if arm == "online":
+    if arm in ("online", "online-believed"):
         from rmtk.rl.online import OnlineLearner, against_truth
+        from rmtk.rl.online.labels import BelievedLabels
 
+        inference = BelievedLabels(labels) if arm == "online-believed" else None
         learner = OnlineLearner(
-            t.paying(seed), labels, sb3.DQN, seed=seed, max_nodes=t.max_nodes, **t.settings.kwargs(steps)
+            t.paying(seed),
+            labels,
+            sb3.DQN,
+            seed=seed,
+            max_nodes=t.max_nodes,
+            inference=inference,
+            **t.settings.kwargs(steps),
         )
 
         def online_rate(model) -> float:
@@ -371,6 +380,7 @@ def one_deep(arm: str, confidence: float, seed: int, steps: int, every: int, epi
 
         learner.learn(steps, evaluate=online_rate, evaluate_every=every, target=0.9)
         swaps = [s.step for s in learner.hypotheses[1:]]
+        inference_cpu = learner.env.loop.inference_cpu
         verdict = str(against_truth(learner.machine, m, learner.traces))
     else:
         if arm == "true":
@@ -426,6 +436,7 @@ def one_deep(arm: str, confidence: float, seed: int, steps: int, every: int, epi
         cpu=cpu,
         swaps=swaps,
         verdict=verdict,
+        inference_cpu=inference_cpu,
     )
 
 
@@ -582,7 +593,7 @@ def grid(opts) -> str:
 
 def belief(opts) -> str:
     table = []
-    for name in ("coffee", "mail"):
+    for name in opts.belief_tasks:
         for c in opts.belief_levels:
             row = {"task": name, "confidence": c}
             for tracker in ("belief", "naive") if c < 1.0 else ("belief",):  # exact labels: the two are one
@@ -597,6 +608,10 @@ def belief(opts) -> str:
     return render(table, opts.markdown, frozenset({"task"}))
 
 
+#: the Office World tasks the belief section can run (their true machines, given)
+BELIEF_TASKS = ("coffee", "mail", "patrol", "coffee_mail")
+
+
 #: the agents of the deep section (one_deep)
 DEEP_ARMS = {
     "true": "true machine, exact labels",
@@ -604,6 +619,7 @@ DEEP_ARMS = {
     "naive": "true machine, most likely label (belief observation)",
     "true-state": "true machine, each state's believed letter",
     "online": "online learner, each state's believed letter",
+    "online-believed": "online learner, traces read anew, doubtful letters chosen (BelievedLabels)",
 }
 
 
@@ -692,6 +708,9 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument(
         "--belief-levels", nargs="+", type=float, default=[1.0, 0.9, 0.8], help="detector confidences of the belief"
+    )
+    ap.add_argument(
+        "--belief-tasks", nargs="+", default=["coffee", "mail"], choices=BELIEF_TASKS, help="Office tasks of belief"
     )
     ap.add_argument("--steps", type=int, default=30_000)
     ap.add_argument("--deep-levels", nargs="+", type=float, default=[0.9], help="detector confidences of deep")

@@ -58,3 +58,91 @@ def test_label_noise_online_dqn_reads_every_visited_cliff_state_right():
     assert visited.sum() >= 30 and np.array_equal(got[visited], true[visited])
     assert labels.visits.sum() == 2_000 + run.env.episode + 1  # one detection a step and a reset
     assert len(run.hypotheses) >= 2 and run.machine.n_nodes >= 2  # counterexamples found, machines inferred
+
+
+PROPS = ["a", "b", "o"]
+
+
+class Reads:
+    """A detector of confidence 0.9 over ``PROPS`` that reads each state's visits as scripted."""
+
+    def __init__(self, script):
+        self.script = {s: list(v) for s, v in script.items()}
+
+    def __call__(self, obs, info):
+        q = np.full(3, 0.05)
+        q[PROPS.index(self.script[int(obs)].pop(0))] = 0.9
+        return q
+
+
+def _loop(inference_of, reads):
+    """``b`` pays 1 after ``a``; episode 0 visits states o, b (unpaid), episode 1 o, a, b (paid),
+    the a state's first visit read ``o`` (the reading the labeler believes then)."""
+    pytest.importorskip("gymnasium", reason="rmtk.rl needs gymnasium (pip install '.[gym]')")
+    from rmtk.rl.online import LoopSettings, OnlineLoop, Trace
+
+    labels = StateBeliefLabels(Reads(reads), PROPS, 3)
+    loop = OnlineLoop(PROPS, LoopSettings(max_nodes=3, inference=inference_of(labels)))
+    for episode, (states, rewards) in enumerate([([0, 2], [0]), ([0, 1, 2], [0, 1])]):
+        letters = [PROPS.index(labels(s, {})) for s in states]
+        loop.finished(Trace(letters, rewards, episode, 10 * episode, states=states))
+    return loop, labels
+
+
+def test_label_noise_online_believed_labels_pay_for_a_wrong_reading():
+    from rmtk.rl.online import ExactRewards, NodeBoundError
+    from rmtk.rl.online.labels import BelievedLabels
+
+    reads = {0: "oooo", 1: "oaaa", 2: "bbbb"}
+    with pytest.raises(NodeBoundError, match="contradict each other"):  # kept as read: o b unpaid, o o b paid
+        _loop(lambda labels: ExactRewards(), reads)
+    loop, labels = _loop(BelievedLabels, reads)
+    # the a state read once as o is in doubt (o 18 times as likely as a): the machine reads it a,
+    # at log 18 nats, rather than no machine at all
+    assert [t.letters.tolist() for t in loop.kept] == [[2, 1], [2, 0, 1]]
+    assert labels.letters().tolist() == [2, 2, 1]  # the labeler itself still believes o there
+    assert loop.machine.n_nodes == 2 and all(t.disagreement(loop.hypothesis) is None for t in loop.kept)
+    assert loop.hypothesis.reward[loop.machine.final(["o", "a"]), 1] == 1  # b after a pays 1
+    assert loop.swaps == 1 and loop.history[-1].paid == 1.0
+
+
+def test_label_noise_online_believed_labels_reread_kept_traces():
+    from rmtk.rl.online import Trace
+    from rmtk.rl.online.labels import BelievedLabels
+
+    loop, labels = _loop(BelievedLabels, {0: "oooo", 1: "oaaa", 2: "bbbb"})
+    inference = loop.settings.inference
+    first = Trace([2, 2, 1], [0, 1], states=[0, 1, 2])  # as read at the time
+    assert inference.reread(first).letters.tolist() == [2, 2, 1]  # one detection: o is the likelier
+    labels(1, {}), labels(1, {})  # two more visits read a
+    assert inference.reread(first).letters.tolist() == [2, 0, 1]
+    with pytest.raises(ModelError, match="has no states"):
+        inference.reread(Trace([0, 1], [0]))
+    with pytest.raises(ModelError, match="must be the run's StateBeliefLabels"):
+        BelievedLabels(object())
+    with pytest.raises(ModelError, match="2 states for 3 letters"):
+        Trace([0, 1, 2], [0, 0], states=[0, 1])
+
+
+def test_label_noise_online_dqn_believed_labels_end_with_the_true_machine():
+    pytest.importorskip("stable_baselines3", reason="stable-baselines3 is not installed (pip install '.[rl]')")
+    from rmtk.gym import SimulatedDetector
+    from rmtk.label_noise import LabelNoise
+    from rmtk.rl.online import OnlineLearner, against_truth
+    from rmtk.rl.online.labels import BelievedLabels
+    from rmtk.rl.online.tasks import cliff_patrol
+
+    env, truth_labels, truth = cliff_patrol()
+    tiny = dict(policy_kwargs={"net_arch": [8]}, batch_size=32, learning_starts=100, buffer_size=5_000)
+
+    def run(believed: bool):
+        detector = SimulatedDetector(truth_labels, truth, LabelNoise.uniform(truth.alphabet, 0.1), seed=0)
+        labels = StateBeliefLabels(detector, truth.alphabet, env.observation_space.n)
+        inference = BelievedLabels(labels) if believed else None
+        return OnlineLearner(env, labels, seed=0, max_nodes=4, inference=inference, **tiny).learn(2_000)
+
+    kept = run(False)  # the traces kept as read: a b read at a plain cell forces a second node
+    assert not against_truth(kept.machine, truth, kept.traces).same
+    believed = run(True)
+    assert str(against_truth(believed.machine, truth, believed.traces)) == "isomorphic to the true machine"
+    assert all(t.states is not None and len(t.states) == len(t.letters) for t in believed.traces)

@@ -64,9 +64,11 @@ class Choices:
             raise ModelError(f"choices: a candidate letter outside 0..{self.n_letters - 1}")
 
     @classmethod
-    def of(cls, beliefs) -> Choices:
-        """The doubtful states of :class:`~rmtk.label_noise.evidence.LabelBeliefs` and their candidates."""
-        states = np.flatnonzero(beliefs.doubtful)
+    def of(cls, beliefs, among: np.ndarray | None = None) -> Choices:
+        """The doubtful states of :class:`~rmtk.label_noise.evidence.LabelBeliefs` (those of the
+        mask ``among`` alone, when given) and their candidates."""
+        doubtful = beliefs.doubtful if among is None else beliefs.doubtful & np.asarray(among, bool)
+        states = np.flatnonzero(doubtful)
         letters = [beliefs.candidates(int(s)) for s in states]
         costs = [beliefs.costs(int(s)) for s in states]
         start = np.concatenate([[0], np.cumsum([len(x) for x in letters])]).astype(np.int64)

@@ -9,8 +9,10 @@ observation space, the sum over its visits of the log-probability of each letter
 probabilities, calibrated, the letters alike a priori) and returns the state's most likely letter
 (:func:`rmtk.ties.argbest`: the first of equals). A state's first visits may be read wrong; the
 more it is visited, the surer its letter, and the loop's later traces read the truth. A trace
-kept with a letter read wrong stays kept: an inference that weighs reward observations as
-possibly wrong (:class:`~rmtk.rl.online.ReplacedRewards`) lets the later traces outvote it.
+kept with a letter read wrong is read again at each inference by
+:class:`~rmtk.rl.online.labels.BelievedLabels` (from its states, through the detections piled
+up since), which also lets the machine choose the letter of a state the detections still leave
+in doubt, at the cost of its log-likelihood.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy as np
 
 from .. import ties
 from ..errors import ModelError
+from .evidence import DOUBT, LabelBeliefs, StateEvidence
 
 #: The smallest probability a detection gives a letter, in the log-evidence (a sure detector's 0
 #: would make one wrong visit outweigh every other).
@@ -47,8 +50,8 @@ class StateBeliefLabels:
             raise ModelError(f"n_states must be at least 1, got {n_states!r}")
         #: ``(n_states, letters)``: the summed log-probabilities of each letter at each state
         self.evidence = np.zeros((int(n_states), len(self.propositions)))
-        #: ``(n_states,)``: the detections recorded at each state
-        self.visits = np.zeros(int(n_states), dtype=np.int64)
+        #: ``(n_states, letters)``: how often each letter was a detection's most likely one at each state
+        self.counts = np.zeros((int(n_states), len(self.propositions)), dtype=np.int64)
 
     def _state(self, obs) -> int:
         s = int(np.asarray(obs).reshape(-1)[0]) if np.ndim(obs) else int(obs)
@@ -62,8 +65,19 @@ class StateBeliefLabels:
         if q.shape != (len(self.propositions),) or not np.all(np.isfinite(q)) or q.min() < 0 or q.sum() <= 0:
             raise ModelError(f"a detection is {len(self.propositions)} non-negative probabilities; got {q.tolist()}")
         self.evidence[s] += np.log(np.maximum(q / q.sum(), FLOOR))
-        self.visits[s] += 1
+        self.counts[s, int(np.argmax(q))] += 1  # integers of one detection: no tie by noise
         return self.propositions[int(ties.argbest(self.evidence[s]))]
+
+    @property
+    def visits(self) -> np.ndarray:
+        """``(n_states,)``: the detections recorded at each state."""
+        return self.counts.sum(axis=1)
+
+    def beliefs(self, doubt: float = DOUBT) -> LabelBeliefs:
+        """Every state's letter as the detections so far say it, with the states they leave in
+        ``doubt`` (:class:`~rmtk.label_noise.evidence.LabelBeliefs`: a rival letter more than
+        ``doubt`` times as likely as the most likely one)."""
+        return LabelBeliefs.of(StateEvidence(self.counts, self.evidence.copy()), None, doubt=doubt)
 
     def letters(self) -> np.ndarray:
         """Each state's believed letter index (``-1``: never visited)."""

@@ -50,7 +50,17 @@ def _traces_arrays(traces) -> dict:
         "counterexample": np.array([t.counterexample for t in traces], bool),
         "explored": np.array([t.explored for t in traces], bool),
         "terminated": np.array([t.terminated for t in traces], bool),
+        "states": _states_of(traces, letters.shape),
     }
+
+
+def _states_of(traces, shape) -> np.ndarray:
+    """The traces' states padded as their letters (−1 past each end, and for a trace without)."""
+    out = np.full(shape, -1, np.int64)
+    for i, t in enumerate(traces):
+        if t.states is not None:
+            out[i, : len(t.states)] = t.states
+    return out
 
 
 def _traces_of(arrays) -> list[Trace]:
@@ -65,9 +75,18 @@ def _traces_of(arrays) -> list[Trace]:
                 bool(arrays["counterexample"][i]),
                 bool(arrays["explored"][i]),
                 bool(arrays["terminated"][i]),
+                _trace_states(arrays, i, n),
             )
         )
     return out
+
+
+def _trace_states(arrays, i: int, n: int) -> np.ndarray | None:
+    """A trace's states (``None`` for one without, or from an archive that saved none)."""
+    if "states" not in arrays.files:
+        return None
+    states = arrays["states"][i, :n]
+    return None if n and states[0] < 0 else states
 
 
 def write(learner, path: Path, *, overwrite: bool = False) -> Path:

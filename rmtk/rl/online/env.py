@@ -109,6 +109,7 @@ class OnlineEnv(gymnasium.Wrapper):
         self.episode, self.steps, self.total_steps = -1, 0, 0
         self._letters: list[int] = []
         self._rewards: list[float] = []
+        self._states: list[int] | None = [] if isinstance(env.observation_space, gymnasium.spaces.Discrete) else None
         self._obs: Any = None
         self.led = False
 
@@ -145,6 +146,8 @@ class OnlineEnv(gymnasium.Wrapper):
         self.episode, self.steps = self.episode + 1, 0
         k = self._letter(obs, info)
         self._letters, self._rewards = [k], []
+        if self._states is not None:
+            self._states = [int(obs)]
         self.node = self.hypothesis.start(k)
         self._obs = obs
         self.led = bool(
@@ -171,6 +174,8 @@ class OnlineEnv(gymnasium.Wrapper):
             self.walker.observe(self._obs, int(action), obs, k, v)
         self._letters.append(k)
         self._rewards.append(env_reward)
+        if self._states is not None:
+            self._states.append(int(obs))
         self._obs, self.node = obs, v
         info = dict(
             info,
@@ -185,7 +190,13 @@ class OnlineEnv(gymnasium.Wrapper):
         out = self.encode(obs, v)
         if terminated or truncated:
             trace = Trace(
-                self._letters, self._rewards, self.episode, self.total_steps, explored=self.led, terminated=terminated
+                self._letters,
+                self._rewards,
+                self.episode,
+                self.total_steps,
+                explored=self.led,
+                terminated=terminated,
+                states=self._states,
             )
             if self.loop.finished(trace) is not None:
                 self.node = self._node_after(self._letters)

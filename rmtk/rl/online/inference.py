@@ -11,6 +11,10 @@ The Inference strategy says when a trace disagrees and how the next hypothesis i
   continuous noise of the stochastic-reward-machine paper's Mining task); a trace disagrees where
   a reward is more than ``delta`` from the output;
   :class:`~rmtk.traces.tolerance.TolerantRewards` reduces it to exact evidence;
+* :class:`~rmtk.rl.online.labels.BelievedLabels`: exact rewards, the letters from a detector
+  that errs (:class:`~rmtk.label_noise.online.StateBeliefLabels`), read anew from the states at
+  each inference, a doubtful state's letter chosen with the machine at the cost of its
+  log-likelihood (weighted MaxSAT, :mod:`rmtk.label_noise.search`);
 * :class:`ReplacedRewards`: each reward is, with probability at most ``epsilon``, another value
   than the machine's (:func:`rmtk.traces.noise.replaced_rewards`). No single episode shows the
   hypothesis wrong, so this strategy is *statistical* (:class:`InferenceCapabilities`): the loop
@@ -57,6 +61,9 @@ class Inferred:
     message: str = ""
     complete: bool = True
     stopped: str | None = None
+    #: the traces as the machine was inferred on them, when the strategy reads their letters
+    #: anew (:attr:`InferenceCapabilities.rereads`); the loop keeps these in their stead
+    read: tuple[Trace, ...] | None = attrs.field(default=None, eq=False, repr=False)
 
 
 class InferenceCapabilities(Capabilities):
@@ -75,6 +82,16 @@ class InferenceCapabilities(Capabilities):
         (statistical strategies). Default: never."""
         return False
 
+    #: Whether the letters of a trace are read anew from its states as the labeler learns more
+    #: (labels through a detector that errs); then the loop asks :meth:`reread` for each finished
+    #: trace before judging it, and keeps the traces an inference returns (``Inferred.read``).
+    #: Default ``False``.
+    rereads: bool = False
+
+    def reread(self, trace: Trace) -> Trace:
+        """``trace`` with its letters as they are believed now. Default: as recorded."""
+        return trace
+
 
 @runtime_checkable
 class Inference(Protocol):
@@ -91,13 +108,14 @@ class Inference(Protocol):
         """The smallest machine of at most ``max_nodes`` nodes that pays what ``traces`` were paid."""
 
 
-def _fit(evidence, encoder, propositions, time_limit: float | None, **sizes):
+def _fit(evidence, encoder, propositions, time_limit: float | None, solutions: int = 1, **sizes):
     from ...learner import Learner
     from ...space import Space
 
-    return Learner(ptp=None, rewards=evidence, encoder=encoder, max_solutions=1, time_limit=time_limit, **sizes).fit(
-        Space(1, 1, tuple(propositions), name="labels")
+    learner = Learner(
+        ptp=None, rewards=evidence, encoder=encoder, max_solutions=solutions, time_limit=time_limit, **sizes
     )
+    return learner.fit(Space(1, 1, tuple(propositions), name="labels"))
 
 
 def _learn(evidence, traces: Sequence[Trace], propositions, max_nodes: int, time_limit: float | None) -> Inferred:

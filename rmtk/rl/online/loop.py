@@ -191,6 +191,8 @@ class OnlineLoop:
             return None
         if self.capabilities.statistical:
             return self._statistical(trace)
+        if self.capabilities.rereads:
+            trace = self.capabilities.reread(trace)
         at = trace.disagreement(self.hypothesis, s.inference.tolerance)
         trace = attrs.evolve(trace, counterexample=at is not None)
         if at is None:
@@ -203,12 +205,14 @@ class OnlineLoop:
         if not any(t is trace for t in self.kept):
             raise RmtkError(f"the trace keeping strategy {type(s.keeping).__name__} dropped a counterexample")
         expected = float(trace.expected(self.hypothesis)[at])
+        position = next(i for i, t in enumerate(self.kept) if t is trace)
         found = self._infer(
             trace, "every reward of the", "or the rewards depend on something the labeler does not report"
         )
         if found is None:
             return None
         new, cpu = found
+        trace = self.kept[position]  # as the inference read it
         if trace.disagreement(new, s.inference.tolerance) is not None:
             raise RmtkError(f"the inferred machine does not pay what counterexample episode {trace.episode} was paid")
         paid = float(trace.rewards[at])
@@ -220,11 +224,17 @@ class OnlineLoop:
         """The next hypothesis from the kept traces and the inference's CPU seconds (``None``: the
         inference was stopped, and the run with it); a node bound too small raises."""
         s = self.settings
+        if self.capabilities.rereads:
+            self.kept = tuple(self.capabilities.reread(t) for t in self.kept)
         inferred = s.inference.infer(self.kept, self.propositions, s.max_nodes, s.time_limit)
         self.inference_cpu += inferred.cpu
         if inferred.stopped is not None:
             self.stopped = f"inference at step {trace.step} {inferred.stopped}"
             return None
+        if inferred.read is not None:
+            if len(inferred.read) != len(self.kept):
+                raise RmtkError(f"the inference read {len(inferred.read)} traces of the {len(self.kept)} kept")
+            self.kept = tuple(inferred.read)
         if inferred.machine is None:
             raise NodeBoundError(
                 f"no reward machine of at most max_nodes={s.max_nodes} nodes pays {pays} {len(self.kept)} traces "

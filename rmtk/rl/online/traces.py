@@ -32,10 +32,18 @@ def _letters(value) -> np.ndarray:
     return out
 
 
+def _states(value) -> np.ndarray | None:
+    return None if value is None else _letters(value)
+
+
 def _rewards(value) -> np.ndarray:
     out = np.asarray(value, dtype=np.float64).reshape(-1)
     out.flags.writeable = False
     return out
+
+
+def _same(a, b) -> bool:
+    return (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
 
 
 @attrs.frozen
@@ -44,7 +52,9 @@ class Trace:
     ``rewards`` (``T``: what each step earned), the ``episode`` number, the environment ``step``
     it ended at, whether it was a ``counterexample`` to the hypothesis of its time, whether
     the explorer led it (``explored``) and whether the environment ended it (``terminated``; not
-    a time limit)."""
+    a time limit). ``states``: the ``T + 1`` observations' indices on a ``Discrete`` observation
+    space (``None`` elsewhere), so that letters read through a detector that errs can be read
+    again as the detections pile up (:class:`~rmtk.rl.online.labels.BelievedLabels`)."""
 
     letters: np.ndarray = attrs.field(converter=_letters, eq=array_eq)
     rewards: np.ndarray = attrs.field(converter=_rewards, eq=array_eq)
@@ -53,12 +63,18 @@ class Trace:
     counterexample: bool = False
     explored: bool = False
     terminated: bool = False
+    states: np.ndarray | None = attrs.field(default=None, converter=_states, eq=attrs.cmp_using(eq=_same))
 
     def __attrs_post_init__(self):
         if len(self.letters) != len(self.rewards) + 1:
             raise ModelError(
                 f"trace of episode {self.episode}: {len(self.letters)} letters for {len(self.rewards)} rewards "
                 "(a trace has one letter more than rewards: the reset observation's)"
+            )
+        if self.states is not None and len(self.states) != len(self.letters):
+            raise ModelError(
+                f"trace of episode {self.episode}: {len(self.states)} states for {len(self.letters)} letters "
+                "(one state per letter)"
             )
 
     @property
