@@ -9,7 +9,9 @@ JIRP (Xu et al., ICAPS 2020) with a Stable-Baselines3 agent on a user's Gymnasiu
   :func:`OnlineMachineCallback` (progress, stops, checkpoints).
 * Strategies: :class:`SubgoalExploration` / :class:`AgentExploration` (who acts while the machine
   shows itself), :class:`ExactRewards` / :class:`~rmtk.rl.online.inference.TolerantRewards` / :class:`ReplacedRewards`
-  (when the hypothesis is shown wrong, how the next machine is inferred),
+  (when the hypothesis is shown wrong, how the next machine is inferred; :class:`BelievedLabels`
+  when the labels come through a detector that errs, read by
+  :class:`~rmtk.label_noise.online.StateBeliefLabels`),
   :class:`KeepCounterexamples` (which traces are kept).
 * What the run says: :class:`Swap` (the history), :class:`FinalMachine`, and
   :func:`against_truth` when the true machine is known.
@@ -24,6 +26,7 @@ from .env import OnlineEnv
 from .exploration import AgentExploration, Exploration, ExplorationCapabilities, SubgoalExploration
 from .hypothesis import Hypothesis
 from .inference import ExactRewards, Inference, InferenceCapabilities, Inferred, ReplacedRewards, TolerantRewards
+from .labels import BelievedLabels
 from .learner import OnlineLearner
 from .loop import LoopSettings, MarkovianRewardError, NodeBoundError, OnlineLoop, Swap
 from .traces import KeepCounterexamples, Trace, TraceKeeping
@@ -31,6 +34,7 @@ from .verdict import FinalMachine, Verdict, against_truth
 
 __all__ = [
     "AgentExploration",
+    "BelievedLabels",
     "ExactRewards",
     "Exploration",
     "ExplorationCapabilities",

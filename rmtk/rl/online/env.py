@@ -12,7 +12,8 @@ reset observation's label moves it unpaid, a step into an observation labelled �
 ``δ_r(u, ℓ)``); the episode ends when the environment ends it, never at a node of the
 hypothesis, so that what the hypothesis got wrong keeps showing.
 
-Each step records the label and the environment's own reward; when the episode ends, the trace
+Each step records the label and the environment's own reward (and, on a ``Discrete`` observation
+space, the observation's index: the trace's ``states``); when the episode ends, the trace
 goes to the loop (:meth:`~rmtk.rl.online.loop.OnlineLoop.finished`), which may swap in a new
 hypothesis before the next reset. ``info`` carries ``rm_node`` (the slot), ``rm_label``,
 ``rm_letter`` (its index), ``env_reward``, ``env_terminated`` and ``rm_action`` (the action
