@@ -107,15 +107,26 @@ def test_label_noise_online_believed_labels_pay_for_a_wrong_reading():
 
 
 def test_label_noise_online_believed_labels_reread_kept_traces():
-    from rmtk.rl.online import Trace
+    from rmtk.rl.online import Swap, Trace
     from rmtk.rl.online.labels import BelievedLabels
 
-    loop, labels = _loop(BelievedLabels, {0: "oooo", 1: "oaaa", 2: "bbbb"})
+    loop, labels = _loop(BelievedLabels, {0: "oooo", 1: "o" + "a" * 8, 2: "bbbb"})
     inference = loop.settings.inference
     first = Trace([2, 2, 1], [0, 1], states=[0, 1, 2])  # as read at the time
     assert inference.reread(first).letters.tolist() == [2, 2, 1]  # one detection: o is the likelier
+    assert not inference.stale([first])  # the a state is in doubt: its letter is the machine's to choose
     labels(1, {}), labels(1, {})  # two more visits read a
     assert inference.reread(first).letters.tolist() == [2, 0, 1]
+    assert labels.beliefs().doubtful[1] and not inference.stale([first])  # a 18² times as likely as o: doubtful
+    for _ in range(5):
+        labels(1, {})  # seven visits read a: a rival within 10⁻⁶ no longer
+    assert not labels.beliefs().doubtful[1] and inference.stale([first])  # decided a, the trace holds o
+    assert not inference.stale(loop.kept)  # the kept trace holds the a chosen at the inference
+    line = Swap(loop.machine, 50, 4, cpu=0.1, traces=2, reread=True).line(PROPS)
+    assert line == (
+        "step 50 (episode 4): the labels now decide a letter the kept traces were read with otherwise; "
+        "read anew -> 2 nodes from 2 traces, 0.10 s CPU"
+    )
     with pytest.raises(ModelError, match="has no states"):
         inference.reread(Trace([0, 1], [0]))
     with pytest.raises(ModelError, match="must be the run's StateBeliefLabels"):

@@ -92,6 +92,12 @@ class InferenceCapabilities(Capabilities):
         """``trace`` with its letters as they are believed now. Default: as recorded."""
         return trace
 
+    def stale(self, traces: Sequence[Trace]) -> bool:
+        """Whether the labels now decide some letter of ``traces`` (the kept ones) otherwise
+        than they hold it; the loop then infers again from them read anew, though no episode
+        disagrees (a machine shaped by a wrong reading explains it still). Default: never."""
+        return False
+
 
 @runtime_checkable
 class Inference(Protocol):

@@ -8,7 +8,9 @@ a machine that explains the wrong letter. This strategy keeps the states of each
 (:attr:`~rmtk.rl.online.traces.Trace.states`) and, at each inference:
 
 1. reads every kept trace anew through the detections piled up since
-   (:meth:`BelievedLabels.reread`; the loop also rereads each finished trace before judging it);
+   (:meth:`BelievedLabels.reread`; the loop also rereads each finished trace before judging it,
+   and infers again, without a counterexample, when the detections come to decide a state's
+   letter otherwise than a kept trace holds it: :meth:`BelievedLabels.stale`);
 2. takes, among the states these traces visit, those the detections leave in doubt (a rival
    letter more than ``doubt`` times as likely, :class:`~rmtk.label_noise.evidence.LabelBeliefs`)
    and gives each a placeholder letter of its own;
@@ -93,6 +95,18 @@ class BelievedLabels(InferenceCapabilities):
         now = believed[states]
         now = np.where(now >= 0, now, trace.letters)
         return trace if np.array_equal(now, trace.letters) else attrs.evolve(trace, letters=now)
+
+    def stale(self, traces: Sequence[Trace]) -> bool:
+        """Whether a state the detections now decide (no rival within ``doubt``) carries another
+        letter in some kept trace than the one decided (a reading, or a choice, since disproved)."""
+        beliefs = self.labels.beliefs(self.doubt)
+        decided = (beliefs.visits > 0) & ~beliefs.doubtful
+        for t in traces:
+            s = self._states(t)
+            here = decided[s]
+            if np.any(beliefs.letter[s][here] != t.letters[here]):
+                return True
+        return False
 
     def infer(
         self, traces: Sequence[Trace], propositions: Sequence[str], max_nodes: int, time_limit: float | None

@@ -51,9 +51,16 @@ class Swap:
     traces: int = 0
     disagreeing: int | None = None
     observed: int | None = None
+    reread: bool = False
 
     def line(self, propositions: Sequence[str]) -> str:
         """One line: where the counterexample was and what the new hypothesis is."""
+        if self.reread:
+            return (
+                f"step {self.step} (episode {self.episode}): the labels now decide a letter the kept traces were "
+                f"read with otherwise; read anew -> {plural(self.machine.n_nodes, 'node')} from "
+                f"{plural(self.traces, 'trace')}, {self.cpu:.2f} s CPU"
+            )
         if self.disagreeing is not None:
             return (
                 f"step {self.step} (episode {self.episode}): the kept traces disagree with the hypothesis on "
@@ -201,6 +208,8 @@ class OnlineLoop:
         self._mark(trace)
         if at is None:
             self._markovian()
+            if self.capabilities.rereads and self.capabilities.stale(self.kept):
+                return self._read_anew(trace)
             return self._ended(trace)
         if not any(t is trace for t in self.kept):
             raise RmtkError(f"the trace keeping strategy {type(s.keeping).__name__} dropped a counterexample")
@@ -242,6 +251,25 @@ class OnlineLoop:
             )
         machine = aligned(inferred.machine, self.machine, [t.letters for t in self.kept])
         return Hypothesis.of(with_end(machine, self.kept, s.max_nodes)), inferred.cpu
+
+    def _read_anew(self, trace: Trace) -> Hypothesis | None:
+        """The labels now decide a letter otherwise than the kept traces hold it
+        (:meth:`InferenceCapabilities.stale`): infer from the traces read anew, and take the
+        machine when it differs (recorded as a swap without counterexample)."""
+        found = self._infer(
+            trace, "every reward of the", "or the rewards depend on something the labeler does not report"
+        )
+        if found is None:
+            return None
+        new, cpu = found
+        wrong = [t.episode for t in self.kept if t.disagreement(new, self.settings.inference.tolerance) is not None]
+        if wrong:
+            raise RmtkError(f"the inferred machine does not pay what kept episode {wrong[0]} was paid")
+        if new.machine == self.machine:
+            return None
+        return self._adopt(
+            new, Swap(new.machine, trace.step, trace.episode, cpu=cpu, traces=len(self.kept), reread=True)
+        )
 
     def _statistical(self, trace: Trace) -> Hypothesis | None:
         """An episode under a statistical inference (noisy rewards): kept as any other; the
