@@ -280,9 +280,22 @@ def one_belief(name: str, confidence: float, tracker: str, runs: int, steps: int
     from rmtk.label_noise import LabelNoise
     from rmtk.label_noise.filter import BayesFilter, MostLikelyLabel
 
-    task = load(name)
-    machine = task.machine
-    labeler = StateLabels.of(office_env().mdp)
+    if name == "cliff":  # the patrol of rmtk.rl.online.tasks (a, b, then g; no failing letter)
+        import gymnasium
+
+        from rmtk.rl.online.tasks import cliff_labels, cliff_machine
+
+        machine, labeler = cliff_machine(), cliff_labels()
+
+        def world():
+            return gymnasium.make("CliffWalking-v1", max_episode_steps=100)
+    else:
+        machine = load(name).machine
+        labeler = StateLabels.of(office_env().mdp)
+
+        def world():
+            return office_env(max_steps=100)
+
     noise = LabelNoise.uniform(machine.alphabet, round(1.0 - confidence, 12))
     kind = BayesFilter if tracker == "belief" else MostLikelyLabel
     agent = BeliefQLearning(alpha=0.1, gamma=0.9, epsilon=0.1, q_init=0.5)
@@ -290,7 +303,7 @@ def one_belief(name: str, confidence: float, tracker: str, runs: int, steps: int
     def env(seed):
         detector = SimulatedDetector(labeler, machine, noise, seed=seed)
         return RewardMachineEnv(
-            office_env(max_steps=100), machine, labeler, observation="belief", detector=detector, tracker=kind(machine)
+            world(), machine, labeler, observation="belief", detector=detector, tracker=kind(machine)
         )
 
     rates = []
@@ -608,8 +621,9 @@ def belief(opts) -> str:
     return render(table, opts.markdown, frozenset({"task"}))
 
 
-#: the Office World tasks the belief section can run (their true machines, given)
-BELIEF_TASKS = ("coffee", "mail", "patrol", "coffee_mail")
+#: the tasks the belief section can run (their true machines, given): the Office World's and
+#: CliffWalking's patrol (rmtk.rl.online.tasks)
+BELIEF_TASKS = ("coffee", "mail", "patrol", "coffee_mail", "cliff")
 
 
 #: the agents of the deep section (one_deep)
