@@ -157,3 +157,23 @@ def test_label_noise_online_dqn_believed_labels_end_with_the_true_machine():
     believed = run(True)
     assert str(against_truth(believed.machine, truth, believed.traces)) == "isomorphic to the true machine"
     assert all(t.states is not None and len(t.states) == len(t.letters) for t in believed.traces)
+
+
+def test_label_noise_online_a_false_alarm_at_reset_does_not_end_the_start():
+    """A detector's false alarm at a reset (a letter that elsewhere ended an episode) whose episode
+    went on: the start is not sent to the end node, and the loop goes on (it raised before: the
+    inferred machine ended the episode at its reset)."""
+    pytest.importorskip("gymnasium", reason="rmtk.rl needs gymnasium (pip install '.[gym]')")
+    from rmtk.rl.online import ExactRewards, LoopSettings, OnlineLoop, Trace
+    from rmtk.rl.online.hypothesis import ending, trivial
+
+    ended = Trace([2, 2, 1], [0, 0], episode=0, step=2, terminated=True)  # o o b: b ended it
+    went_on = Trace([1, 2, 2], [0, 0], episode=1, step=4)  # b read at the reset, then on
+    assert ending(trivial(PROPS), [ended])[0, 1]
+    assert not ending(trivial(PROPS), [ended, went_on])[0, 1]
+    loop = OnlineLoop(PROPS, LoopSettings(max_nodes=3, inference=ExactRewards()))
+    loop.finished(ended)
+    assert loop.hypothesis.terminal[loop.hypothesis.next[0, 1]]  # b ends episodes (JIRP's inference)
+    loop.finished(went_on)
+    assert not loop.hypothesis.terminal[loop.hypothesis.start(1)]
+    assert all(t.disagreement(loop.hypothesis) is None for t in loop.kept)

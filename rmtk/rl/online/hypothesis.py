@@ -110,7 +110,10 @@ def aligned(new: RewardMachine, old: RewardMachine, words: Sequence[np.ndarray])
 
 def ending(machine: RewardMachine, traces) -> np.ndarray:
     """``(n, K)``: the (node, letter) transitions some step of ``traces`` took and every such
-    step ended its episode (the environment terminated it; a time limit does not count)."""
+    step ended its episode (the environment terminated it; a time limit does not count). The
+    reset observation's move from the initial node counts as taken and not ending (the episode
+    went on): a label read at a reset that elsewhere ends episodes (a detector's false alarm)
+    does not send the start to the end node."""
     h = Hypothesis.of(machine)
     n, K = machine.delta_u.shape
     seen = np.zeros((n, K), np.int64)
@@ -120,6 +123,7 @@ def ending(machine: RewardMachine, traces) -> np.ndarray:
             continue
         u, k = h.runs(t.letters), t.letters[1:]
         np.add.at(seen, (u, k), 1)
+        seen[machine.initial, t.letters[0]] += 1
         if t.terminated:
             last[u[-1], k[-1]] += 1
     return (seen > 0) & (last == seen)

@@ -5,7 +5,7 @@ The labeler :class:`~rmtk.label_noise.online.StateBeliefLabels` reads each step'
 state's most likely one from every detection there so far, so an early visit may be read wrong,
 and the trace it lands in is kept with that wrong letter. Kept as recorded, such a trace forces
 a machine that explains the wrong letter. This strategy keeps the states of each trace
-(:attr:`~rmtk.rl.online.traces.Trace.states`) and, at each inference:
+(``Trace.states``) and, at each inference:
 
 1. reads every kept trace anew through the detections piled up since
    (:meth:`BelievedLabels.reread`; the loop also rereads each finished trace before judging it,
