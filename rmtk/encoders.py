@@ -48,6 +48,7 @@ from .sat.encoding import (
     Problem,
     VarPool,
     determinism,
+    edge_runs,
     full_specification,
     negative_classes,
     negative_pairs,
@@ -132,11 +133,16 @@ class SatEncoder(EncoderCapabilities):
         pool sized for the problem's policy classes."""
         classes = problem.negatives if isinstance(problem.negatives, PolicyClasses) else None
         pool = VarPool(n, problem.n_letters, problem.trie.n_nodes, classes.n_classes if classes is not None else 0)
+        return self.machine_with(pool, prefix_runs(pool, problem.trie), symmetry_breaking)
+
+    def machine_with(self, pool: VarPool, runs: list[list[int]], symmetry_breaking: bool | None = None) -> Formula:
+        """Determinism and full specification (eq. 2, 3), the words' ``runs`` (their clauses,
+        over ``pool``), non-stuttering (eq. 7) and BFS symmetry breaking."""
         clauses = determinism(pool) + full_specification(pool)  # eq. 2, 3
-        clauses += prefix_runs(pool, problem.trie)  # runs of the words on the machine
+        clauses += runs  # runs of the words on the machine
         if self.non_stuttering:
             clauses += non_stuttering(pool)  # eq. 7
-        if (self.symmetry_breaking if symmetry_breaking is None else symmetry_breaking) and n > 1:
+        if (self.symmetry_breaking if symmetry_breaking is None else symmetry_breaking) and pool.n > 1:
             clauses += symmetry_breaking_bfs(pool)
         return Formula(pool, clauses)
 
@@ -302,6 +308,18 @@ class SimplestEncoder(SatEncoder):
     10⁴ demonstrations: a quarter less; docs/benchmarks/rewards.md)."""
 
     default_solver: ClassVar[str] = "minisat22"
+
+    def encode(self, problem: Problem, n: int) -> Formula:
+        """As :meth:`SatEncoder.encode`; reward traces alone are encoded on their words folded
+        (:mod:`rmtk.sat.folded`: its run variables are the folded graph's nodes, not the
+        trie's): fewer clauses, the same machines, listed in their canonical order."""
+        if problem.rewards is None or problem.negatives is not None or problem.oracle is not None:
+            return super().encode(problem, n)
+        words = problem.folded()
+        pool = VarPool(n, problem.n_letters, words.n_nodes, 0)
+        formula = self.machine_with(pool, edge_runs(pool, words.edge_parent, words.edge_letter, words.edge_child))
+        formula.hard += reward_outputs(pool, words)
+        return formula
 
     def moves(self, problem: Problem, n: int, hard: Formula | None = None) -> Formula:
         """The hard formula at ``n`` nodes (``hard``, when given: ``encode(problem, n)`` made

@@ -49,6 +49,7 @@ from ..ptp import Trie
 
 if TYPE_CHECKING:
     from ..traces.rewards import RewardTraces
+    from .folded import Folded
 
 #: Clauses, each a list of DIMACS literals (variable numbers, negative when negated).
 Clauses = list[list[int]]
@@ -80,6 +81,16 @@ class Problem:
                 pairs = neg.distinct_pairs()
             self._pairs["pairs"] = pairs
         return self._pairs["pairs"]
+
+    def folded(self) -> Folded:
+        """The reward traces' words folded where the machines stay the same
+        (:func:`rmtk.sat.folded.fold`), computed once."""
+        if "folded" not in self._pairs:
+            from .folded import fold
+
+            assert self.rewards is not None, "folding reward traces"
+            self._pairs["folded"] = fold(self.rewards)
+        return self._pairs["folded"]
 
     def lower_bound(self) -> int:
         """Nodes needed at least: the largest number of policy classes at one state (1 for pairs)."""
@@ -189,9 +200,14 @@ def full_specification(pool: VarPool) -> Clauses:
 
 def prefix_runs(pool: VarPool, trie: Trie) -> Clauses:
     """x[root, 0], and x[p,i] ∧ t[i,k,j] → x[c,j] for every trie edge p —k→ c."""
-    n = pool.n
     par, kid = trie.children()
-    k = trie.letter[kid]
+    return edge_runs(pool, par, trie.letter[kid], kid)
+
+
+def edge_runs(pool: VarPool, par: np.ndarray, k: np.ndarray, kid: np.ndarray) -> Clauses:
+    """x[0, 0], and x[p,i] ∧ t[i,k,j] → x[c,j] for every edge p —k→ c of a trie, or of a
+    graph of words (:class:`rmtk.sat.folded.Folded`) whose node 0 is the empty word."""
+    n = pool.n
     i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
     i, j = i.ravel(), j.ravel()
     cl = np.stack(
@@ -241,7 +257,7 @@ def negative_pairs(pool: VarPool, pairs: np.ndarray) -> Clauses:
     return _rows(np.stack([-pool.x(pairs[:, :1], i), -pool.x(pairs[:, 1:], i)], axis=-1).reshape(-1, 2))
 
 
-def _reward_vars(pool: VarPool, obs: RewardTraces) -> tuple[np.ndarray, np.ndarray, Clauses]:
+def _reward_vars(pool: VarPool, obs: RewardTraces | Folded) -> tuple[np.ndarray, np.ndarray, Clauses]:
     """o[i,k,v] (node i pays value v on letter k) as an ``(n, K, R)`` array of ids (0 where no
     observation has letter k and value v), each row's value index, and at most one value per
     (node, letter)."""
@@ -259,7 +275,7 @@ def _reward_vars(pool: VarPool, obs: RewardTraces) -> tuple[np.ndarray, np.ndarr
     return o, value.astype(np.int64), out
 
 
-def reward_outputs(pool: VarPool, obs: RewardTraces) -> Clauses:
+def reward_outputs(pool: VarPool, obs: RewardTraces | Folded) -> Clauses:
     """Reward traces, exactly: for every observation (trie node p, letter k, value v) and node
     i, ¬x[p,i] ∨ o[i,k,v]; and each (node, letter) pays at most one value."""
     o, value, out = _reward_vars(pool, obs)
