@@ -317,7 +317,8 @@ class SimplestEncoder(SatEncoder):
             return super().encode(problem, n)
         words = problem.folded()
         pool = VarPool(n, problem.n_letters, words.n_nodes, 0)
-        formula = self.machine_with(pool, edge_runs(pool, words.edge_parent, words.edge_letter, words.edge_child))
+        runs = edge_runs(pool, words.edge_parent, words.edge_letter, words.edge_child, words.edge_power)
+        formula = self.machine_with(pool, runs)
         formula.hard += reward_outputs(pool, words)
         return formula
 
@@ -342,7 +343,7 @@ class SimplestEncoder(SatEncoder):
                 "SimplestEncoder weighs a finite set of transitions on a built prefix tree: lazy and "
                 "every-depth learning need SatEncoder"
             )
-        if grown.applies(problem):  # reward traces alone on a large trie: on a sample of its words
+        if grown.applies(problem, folded=True):  # reward traces alone, many words: on a sample of them
             res = grown.grown_search(self._fewest, problem, limits)
         else:
             res = self._fewest(problem, limits)

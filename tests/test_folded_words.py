@@ -12,7 +12,7 @@ from rmtk import dsl
 from rmtk.encoders import SimplestEncoder
 from rmtk.limits import SearchLimits
 from rmtk.sat.encoding import Problem, reward_outputs
-from rmtk.sat.folded import deciding_rows, fold
+from rmtk.sat.folded import contract_runs, deciding_rows, fold
 from rmtk.sat.search import canonical_partial
 from rmtk.traces.evidence import observed_part
 from rmtk.traces.explorers import RandomSubgoals, explore
@@ -45,6 +45,8 @@ def paid_by_a_random_machine(obs, seed: int):
             targets = np.unique(delta[:, k])
             delta[targets, k] = targets
     pays = rng.choice([0.0, 0.0, 1.0, 2.0], (n, K))
+    if seed % 2:  # the commonest letter (of nothing) pays 0 everywhere: its runs contract over raw words
+        pays[:, np.bincount(obs.letter).argmax()] = 0.0
     node = obs.trie.run(delta, 0)
     return attrs.evolve(obs, value=pays[node[obs.node], obs.letter])
 
@@ -62,7 +64,7 @@ def instances():
     for i, (task, demos) in enumerate(zip(tasks, walks)):
         for compress in (True, False):
             words = reward_traces(demos, task.mdp, compress=compress)
-            for seed in range(6):
+            for seed in range(8):
                 obs = observed_part(paid_by_a_random_machine(words, 10 * i + seed))
                 yield f"{task.name}-{seed}", compress, Problem(obs.trie, task.mdp.n_propositions, rewards=obs)
 
@@ -134,3 +136,37 @@ def test_a_letter_paid_one_value_decides_nothing():
         paid = np.unique(obs.value[obs.letter == k])
         assert keep[obs.letter == k].all() == (len(paid) > 1)
         assert not keep[obs.letter == k].any() or len(paid) > 1
+
+
+def observed(words, delta: np.ndarray) -> set:
+    """The (machine node, letter, value) the rows of a graph of words observe under the
+    transitions ``delta``: each graph node's machine nodes propagated along its edges (an edge
+    of power s applies δ_k 2^s times) until nothing changes."""
+    reach = np.zeros((words.n_nodes, delta.shape[0]), bool)
+    reach[0, 0] = True
+    edges = list(zip(words.edge_parent.tolist(), words.edge_letter.tolist(), words.edge_child.tolist()))
+    for _ in range(words.n_nodes):
+        before = reach.copy()
+        for (p, k, c), s in zip(edges, words.edge_power.tolist()):
+            f = delta[:, k]
+            for _ in range(s):
+                f = f[f]
+            reach[c, f[np.flatnonzero(reach[p])]] = True
+        if np.array_equal(before, reach):
+            break
+    return {(u, k, v) for p, k, v in zip(words.node, words.letter, words.value) for u in np.flatnonzero(reach[p])}
+
+
+def test_contracted_runs_observe_what_the_folded_words_do(problems):
+    contracted = 0
+    rng = np.random.default_rng(0)
+    for name, compress, problem in problems:
+        if compress:
+            continue
+        words = fold(problem.rewards)
+        runs = contract_runs(words)
+        contracted += words.n_nodes - runs.n_nodes
+        for _ in range(5):
+            delta = rng.integers(0, 3, (3, problem.n_letters))
+            assert observed(runs, delta) == observed(words, delta), name
+    assert contracted > 0

@@ -50,4 +50,4 @@ def test_the_loop_ends_reward_equivalent_to_the_truth(model, name, rounds):
 def test_reproduce_jirp_quick(capsys):
     assert main(["reproduce", "jirp", "--quick", "-q", "--no-figures", "--set", "tasks=patrol:patrol"]) == 0
     out = capsys.readouterr().out
-    assert "patrol:patrol       505" in out and "u3 -> u0 on D reward 1" in out
+    assert "patrol:patrol       514" in out and "u3 -> u0 on D reward 1" in out

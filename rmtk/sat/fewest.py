@@ -138,11 +138,10 @@ def fewest_true(solver, relax: np.ndarray, top: int, deadline, floor: int = 0) -
         if sat is None:
             return None
         best, low = (count(), low) if sat else (best, low + 1)
-    while best > low:
-        sat = solve(solver, deadline, assumptions=[-tot.rhs[best - 1]])
+    while best > low:  # halve the gap: at most the middle count asked for
+        mid = (low + best - 1) // 2
+        sat = solve(solver, deadline, assumptions=[-tot.rhs[mid]])
         if sat is None:
             return None
-        if not sat:
-            break
-        best = count()
+        best, low = (count(), low) if sat else (best, mid + 1)
     return Fewest(best, [[-tot.rhs[best]]])
