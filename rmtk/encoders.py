@@ -317,6 +317,8 @@ class SimplestEncoder(SatEncoder):
             return super().encode(problem, n)
         words = problem.folded()
         pool = VarPool(n, problem.n_letters, words.n_nodes, 0)
+        if n == 1 and len(words.node):  # one node pays one value a letter; a deciding letter was paid two
+            return Formula(pool, [[int(pool.x(0, 0))], [-int(pool.x(0, 0))]])
         runs = edge_runs(pool, words.edge_parent, words.edge_letter, words.edge_child, words.edge_power)
         formula = self.machine_with(pool, runs)
         formula.hard += reward_outputs(pool, words)
