@@ -89,15 +89,21 @@ def fold(obs: RewardTraces) -> Folded:
     edges: dict[int, list] = {}
     classes: dict[tuple, int] = {}
     cls = [-1] * trie.n_nodes
+    futures = {p: (tuple(r), ()) for p, r in rows.items()}
+    none = ((), ())
     for p in needed[np.argsort(-trie.length[needed], kind="stable")].tolist():
-        below = edges.get(p)
-        future = (
-            tuple(rows.get(p, ())),
-            () if below is None else tuple(sorted(below)) if len(below) > 1 else (below[0],),
-        )
+        below = edges.pop(p, None)
+        if below is None:
+            future = futures.get(p, none)
+        else:
+            future = (futures[p][0] if p in futures else (), tuple(sorted(below)) if len(below) > 1 else below[0])
         c = cls[p] = classes.setdefault(future, len(classes))
         if p:
-            edges.setdefault(parent[p], []).append((letters[p], c))
+            up = parent[p]
+            if up in edges:
+                edges[up].append((letters[p], c))
+            else:
+                edges[up] = [(letters[p], c)]
     cls = np.array(cls, np.int64)
     # renumbered from the root (alone in its class: no other word has so long a future)
     n = len(classes)
