@@ -109,7 +109,9 @@ def jirp_runs(args, task, demos, max_states: int) -> dict:
 
 
 def spread(values) -> str:
-    return f"{statistics.median(values):.3f} ({min(values):.3f}–{max(values):.3f})"
+    """The median and the range, to four decimals under 0.1 s (the small rows' few ms)."""
+    places = 4 if max(values) < 0.1 else 3
+    return f"{statistics.median(values):.{places}f} ({min(values):.{places}f}–{max(values):.{places}f})"
 
 
 def ratio(peer, own) -> str:
