@@ -170,3 +170,33 @@ def test_contracted_runs_observe_what_the_folded_words_do(problems):
             delta = rng.integers(0, 3, (3, problem.n_letters))
             assert observed(runs, delta) == observed(words, delta), name
     assert contracted > 0
+
+
+def test_letter_powers_are_the_powers_of_the_transitions():
+    """Given every transition (units), the power variables are forced to δ_k^(2^s): their one
+    model holds those and only those."""
+    from pysat.solvers import Solver
+
+    from rmtk.sat.encoding import VarPool, determinism, full_specification, letter_powers
+
+    rng = np.random.default_rng(1)
+    for n in (2, 3, 4):
+        pool = VarPool(n, 3, 1, 0)
+        step, clauses = letter_powers(pool, np.array([0, 2, 2]), np.array([3, 1, 2]))
+        delta = rng.integers(0, n, (n, 3))
+        units = [[int(pool.t(i, k, delta[i, k]))] for i in range(n) for k in range(3)]
+        with Solver(
+            name="minisat22", bootstrap_with=determinism(pool) + full_specification(pool) + clauses + units
+        ) as s:
+            assert s.solve()
+            model = set(s.get_model())
+            for k, top in ((0, 3), (2, 2)):
+                f = delta[:, k]
+                for p in range(1, top + 1):
+                    f = f[f]
+                    want = {int(step[k, p, i, f[i]]) for i in range(n)}
+                    assert all(v in model for v in want)
+                    others = {int(v) for v in step[k, p].ravel()} - want
+                    assert not any(v in model for v in others)
+                    assert not s.solve(assumptions=[int(step[k, p, 0, (f[0] + 1) % n])])
+            assert not step[1, 1:].any()  # letter 1 has no power above 0
