@@ -302,7 +302,7 @@ class SimplestEncoder(SatEncoder):
     the same on every backend.
 
     Its backend is MiniSat 2.2 unless ``solver`` says otherwise: its searches are many small
-    incremental calls (a size at a time, then one fewer moving transition at a time, then one
+    incremental calls (a size at a time, then a bound on the moving transitions at a time, then one
     machine at a time), where MiniSat loads clauses faster and finishes sooner than CaDiCaL
     (Craft t9 from 400 episodes of rewards: about half the CPU; the Office World's tasks from
     10⁴ demonstrations: a quarter less; docs/benchmarks/rewards.md)."""
