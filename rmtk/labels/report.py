@@ -3,7 +3,7 @@ with the learned labels (a grid world keeps its generator form, its map carrying
 propositions; any other MDP is written explicitly with ``label`` lines), its machine and a task
 binding them, with the search and the verdicts as ``#`` comment lines, so that the output loads
 back with :func:`rmtk.dsl.loads` (what ``rmtk learn --learn-labels`` prints). The report of
-machines learned with the labels given is :mod:`rmtk.learner.report`."""
+machines learned with the labels given is ``rmtk.learner.report``."""
 
 from __future__ import annotations
 
