@@ -64,7 +64,7 @@ CLASSES = {"rmtk": True, "JIRP's": False}  # class: non_stuttering
 def rmtk_fits(task, demos, non_stuttering: bool, repeat: int):
     """CPU seconds of ``repeat`` fits (after one not timed) and the last result."""
     from rmtk import Learner
-    from rmtk.encoders import SimplestEncoder
+    from rmtk.sat.encoders import SimplestEncoder
     from rmtk.traces.evidence import TraceRewards
 
     encoder = SimplestEncoder(non_stuttering=non_stuttering)

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from rmtk import dsl
-from rmtk.encoders import SimplestEncoder
 from rmtk.limits import SearchLimits
+from rmtk.sat.encoders import SimplestEncoder
 from rmtk.sat.encoding import Problem, reward_outputs
 from rmtk.sat.folded import contract_runs, deciding_rows, fold
 from rmtk.sat.search import canonical_partial

@@ -6,9 +6,9 @@ counts, the same flags, on both machine classes and both encoders, listings cut 
 import pytest
 
 from rmtk import dsl
-from rmtk.encoders import SatEncoder, SimplestEncoder
 from rmtk.limits import SearchLimits
 from rmtk.sat import grown
+from rmtk.sat.encoders import SatEncoder, SimplestEncoder
 from rmtk.sat.encoding import Problem
 from rmtk.sat.search import canonical_partial
 from rmtk.traces.evidence import observed_part

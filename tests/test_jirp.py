@@ -8,7 +8,7 @@ import pytest
 from rmtk import dsl
 from rmtk.cli.main import main
 from rmtk.experiments.jirp import learn_while_exploring
-from rmtk.machine import isomorphic
+from rmtk.machine.model import isomorphic
 from rmtk.traces.rewards import reward_traces
 
 

@@ -30,7 +30,7 @@ Constraint families, one generator each (grep for the name):
 
 Clauses are built as numpy arrays (fixed width per family) and handed over as lists; the
 formula is never built by expanding matrix products. :class:`Problem` is what is encoded,
-:class:`Formula` what an encoder produces for n nodes (:mod:`rmtk.encoders` composes them).
+:class:`Formula` what an encoder produces for n nodes (:mod:`rmtk.sat.encoders` composes them).
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ from pysat.card import CardEnc, EncType
 from pysat.formula import IDPool
 
 from .._arrays import unique
-from ..negatives import NegativePairs, PolicyClasses
-from ..ptp import Trie
+from ..negatives.miners import NegativePairs, PolicyClasses
+from ..ptp.tree import Trie
 
 if TYPE_CHECKING:
     from ..traces.rewards import RewardTraces

@@ -15,7 +15,7 @@ it lists is checked on every observation by running the whole trie (numpy, no so
 When every machine listed passes both checks, the answer is the whole trie's, the same
 machines with the same counts: a size with no machine on the sample has none on more words;
 a machine that pays every observation on its size is a smallest one; and the machines
-(fewest moving transitions, for :class:`~rmtk.encoders.SimplestEncoder`) of the whole trie
+(fewest moving transitions, for :class:`~rmtk.sat.encoders.SimplestEncoder`) of the whole trie
 are among the sample's, each one of them, since their used transitions are the same.
 """
 

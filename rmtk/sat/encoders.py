@@ -1,4 +1,4 @@
-"""The SatEncoder strategies of the :class:`~rmtk.learner.Learner`: from the prefix tree and
+"""The SatEncoder strategies of the :class:`~rmtk.learner.pipeline.Learner`: from the prefix tree and
 its negative examples to learned machine models (paper sections 3.1-3.2 and 5.2).
 
 An encoder has two methods, and that is the whole interface a user's encoder implements:
@@ -37,13 +37,13 @@ from typing import ClassVar
 import attrs
 import numpy as np
 
-from . import _deprecated
-from .capabilities import Capabilities
-from .errors import RmtkError
-from .limits import SearchLimits
-from .negatives import NegativePairs, PolicyClasses
-from .sat import grown
-from .sat.encoding import (
+from ..errors import RmtkError
+from ..learner.capabilities import Capabilities
+from ..limits import SearchLimits
+from ..negatives.miners import NegativePairs, PolicyClasses
+from ..validators import one_of
+from . import grown
+from .encoding import (
     Formula,
     Problem,
     VarPool,
@@ -59,10 +59,9 @@ from .sat.encoding import (
     soft_reward_outputs,
     symmetry_breaking_bfs,
 )
-from .sat.fewest import fewest_search
-from .sat.search import SearchResult, maxsat_search, search
-from .sat.solver import DEFAULT_SOLVER, check_solver_field
-from .validators import one_of
+from .fewest import fewest_search
+from .search import SearchResult, maxsat_search, search
+from .solver import DEFAULT_SOLVER, check_solver_field
 
 NEGATIVE_MODES = ("classes", "pairs", "lazy")
 WEIGHT_MODES = ("unit", "evidence")
@@ -72,7 +71,7 @@ class EncoderCapabilities(Capabilities):
     """What a SatEncoder strategy can do beyond ``encode`` and ``search``, with the defaults of
     one that does not say (docs/design/05-strategies.md). rmtk's encoders inherit it; so may a
     user's. An encoder that does not inherit it is read with these defaults for whatever it does
-    not define (:meth:`~rmtk.capabilities.Capabilities.of`)."""
+    not define (:meth:`~rmtk.learner.capabilities.Capabilities.of`)."""
 
     __slots__ = ()
 
@@ -174,7 +173,7 @@ class SatEncoder(EncoderCapabilities):
         """The smallest size of ``limits`` and all its solutions. A problem with an oracle is
         searched lazily (:func:`rmtk.sat.lazy.lazy_search`)."""
         if problem.oracle is not None:
-            from .sat.lazy import lazy_search  # imported when a lazy search runs
+            from .lazy import lazy_search  # imported when a lazy search runs
 
             return lazy_search(
                 self.structure,
@@ -295,7 +294,7 @@ def moving_transitions(formula: Formula, n: int, n_letters: int) -> np.ndarray:
 # -- SimplestEncoder: the smallest machines in which the fewest letters move a node ------
 @attrs.frozen
 class SimplestEncoder(SatEncoder):
-    """Hard negatives, the smallest ``n`` (as :class:`~rmtk.encoders.SatEncoder`), then only
+    """Hard negatives, the smallest ``n`` (as :class:`~rmtk.sat.encoders.SatEncoder`), then only
     the machines with the fewest transitions that leave their node (``SearchResult.message``
     says how many; their ``cost`` is ``None``: no negative example is dropped), listed in
     their canonical order (:func:`rmtk.sat.fewest.canonical_order`), so a complete listing is
@@ -427,8 +426,3 @@ class SimplestNoisyRewardEncoder(NoisyRewardEncoder):
         return attrs.evolve(
             res, solutions=solutions, cost=noisy, message="; ".join(m for m in (message, res.message) if m)
         )
-
-
-def __getattr__(name: str):
-    """Names of the previous version that moved (rmtk/_deprecated.py), with a warning."""
-    return _deprecated.moved(__name__, name)
