@@ -19,7 +19,7 @@ a machine that explains the wrong letter. This strategy keeps the states of each
    its log-likelihood ratio (:class:`~rmtk.label_noise.search.SimplestChoosingEncoder`, weighted
    MaxSAT over the reward evidence, as offline in :mod:`rmtk.label_noise.learner`);
 4. reads the traces with the letters chosen and infers on them with exact rewards
-   (:class:`~rmtk.encoders.SimplestEncoder`): the machine, and the traces the loop keeps.
+   (:class:`~rmtk.sat.encoders.SimplestEncoder`): the machine, and the traces the loop keeps.
 
 A wrong reading is then paid for rather than forced: while a state is in doubt the machine may
 disbelieve its letter when that spares a node, and once the detections decide it every kept
