@@ -106,6 +106,7 @@ class BranchAndBound:
         self.best = np.iinfo(np.int64).max
         self.machine: np.ndarray | None = None  # the best found (-1: a transition no word uses)
         self.open: list[list[int]] = []  # bounds of the subtrees not yet searched, per depth
+        self.path: list[int] = []  # bounds of the nodes being searched, root first
 
     def _successors(self) -> np.ndarray:
         """``(2^n, K)``: the possible nodes after a letter, from a set of possible nodes."""
@@ -208,20 +209,26 @@ class BranchAndBound:
             self.best = incumbent
         try:
             self._node(*self.evaluate())
-        except Stop:
+        except (Stop, KeyboardInterrupt):  # the budget, or SIGINT: what was found, flagged
             return False
         return True
 
     def lower_bound(self) -> int:
         """A proven lower bound on the least noise: the best found, or less where a subtree
         not searched may hold less."""
-        return min([self.best] + [b for level in self.open for b in level])
+        return min([self.best] + [b for level in self.open for b in level] + self.path[-1:])
 
     def _node(self, bound: int, W: np.ndarray, outputs: np.ndarray) -> None:
+        self.path.append(bound)  # left in place when a stop unwinds: its subtree is not searched
+        self._visit(bound, W, outputs)
+        self.path.pop()
+
+    def _visit(self, bound: int, W: np.ndarray, outputs: np.ndarray) -> None:
         self.nodes += 1
         if self.budget is not None and self.nodes > self.budget:
-            self.open.append([bound])
             raise Stop
+        if self.nodes % 1000 == 0:
+            print(f"  {self.nodes} search nodes, best {self.best}, lower bound {self.lower_bound()}", flush=True)
         if bound >= self.best:  # the optimum's value is wanted, not every machine at it
             return
         if W.max() == 0:  # every run decided: the bound is the machine's noise
@@ -312,7 +319,8 @@ def main() -> None:
         found = "a machine found" if bb.machine is not None else "the incumbent given"
         print(f"optimum {bb.best} noisy steps ({found}), proven")
     else:
-        print(f"stopped by the budget: best found {bb.best}, proven lower bound {bb.lower_bound()}")
+        found = bb.best if bb.machine is not None else f"none below {bb.best}"
+        print(f"stopped (budget or SIGINT): best found {found}, proven lower bound {bb.lower_bound()}")
     print(f"{bb.nodes} search nodes, {cpu:.1f} CPU s (numpy import in a child: {numpy_import_cpu():.2f} CPU s)")
 
 
