@@ -266,8 +266,8 @@ def check_case(case: int) -> list[tuple[int, int]]:
     """Small noisy case ``case`` (an Office task, 30 + 10·case random walks of 30 steps): per size
     2 and 3, (NoisyRewardEncoder's optimum by weighted MaxSAT, this search's)."""
     from rmtk import dsl
-    from rmtk.encoders import NoisyRewardEncoder
     from rmtk.limits import SearchLimits
+    from rmtk.sat.encoders import NoisyRewardEncoder
     from rmtk.sat.encoding import Problem
     from rmtk.traces.evidence import TraceRewards
     from rmtk.traces.explorers import explore
