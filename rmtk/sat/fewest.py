@@ -125,11 +125,13 @@ class Fewest:
 def fewest_true(solver, relax: np.ndarray, top: int, deadline, floor: int = 0) -> Fewest | None:
     """The fewest of ``relax`` true in a model of ``solver`` (which has just found one), by
     asking for at most the middle of what is known until the two bounds meet (an incremental
-    totalizer over ``relax``, numbered past ``top``, added to ``solver``); ``None`` when
-    ``deadline`` stopped it. ``floor``: a lower
-    bound known to hold (the optimum of a sample of the same evidence, where the machines
-    satisfy fewer clauses): asked for first, so that a sample's optimum that still holds costs
-    one call, and never gone below (the same count, without proving the step under it)."""
+    totalizer over ``relax``, numbered past ``top``, added to ``solver``), or, once such a call
+    has spent :data:`DESCENT_CONFLICTS` undecided, for at most the lower bound, one more at a
+    time until a model has that few (the same count); ``None`` when ``deadline`` stopped it.
+    ``floor``: a lower bound known to hold (the optimum of a sample of the same evidence, where
+    the machines satisfy fewer clauses): asked for first, so that a sample's optimum that still
+    holds costs one call, and never gone below (the same count, without proving the step under
+    it)."""
     from pysat.card import ITotalizer
 
     def count() -> int:
