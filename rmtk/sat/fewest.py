@@ -110,6 +110,8 @@ def canonical_order(solutions) -> tuple[Solution, ...]:
 #: JIRP's class: 81,000 conflicts, 4.3 s, to find one moving on 8 transitions of 6 nodes; the
 #: seven refutations and the machine moving on 7 from below, 2.5 s). Counted in conflicts, not
 #: seconds, so the path, and the machines a cut listing keeps, are the same under any load.
+#: Fewer (2,000) would reach calls of smaller searches and change which machines their cut
+#: listings keep (t9 in JIRP's class, docs/benchmarks/rewards.md, "Two machine classes").
 DESCENT_CONFLICTS = 10_000
 
 
