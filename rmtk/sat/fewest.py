@@ -103,15 +103,15 @@ def canonical_order(solutions) -> tuple[Solution, ...]:
     return tuple(sorted(solutions, key=lambda s: canonical_partial(s.delta_u, s.used)[0]))
 
 
-#: The conflicts a call of :func:`fewest_true` asking for fewer than the lower bound may spend
-#: before the descent turns to climbing: at most the lower bound asked for, one more at a time
-#: until a machine has that few. Calls under the lower bound are refutations the solver's
-#: learnt clauses make quick, where a machine with few moves can be hard to find (Craft t7 in
-#: JIRP's class: 81,000 conflicts, 4.3 s, to find one moving on 8 transitions of 6 nodes; the
-#: seven refutations and the machine moving on 7 from below, 2.5 s). Counted in conflicts, not
-#: seconds, so the path, and the machines a cut listing keeps, are the same under any load.
-#: Fewer (2,000) would reach calls of smaller searches and change which machines their cut
-#: listings keep (t9 in JIRP's class, docs/benchmarks/rewards.md, "Two machine classes").
+#: The conflicts a call of :func:`fewest_true` asking for at most the middle of its bounds may
+#: spend undecided before the descent turns to climbing: at most the lower bound asked for, one
+#: more at a time until a machine has that few. Those calls are refutations (but the last) that
+#: the solver's learnt clauses make quick, where a machine with few moves can be hard to find
+#: (Craft t7 in JIRP's class: 81,000 conflicts, 4.3 s, to find one moving on 8 transitions of 6
+#: nodes; the seven refutations and the machine moving on 7 from below, 2.5 s). Counted in
+#: conflicts, not seconds, so the path, and the machines a cut listing keeps, are the same under
+#: any load. Fewer (2,000) would reach calls of smaller searches and change which machines their
+#: cut listings keep (t9 in JIRP's class, docs/benchmarks/rewards.md, "Two machine classes").
 DESCENT_CONFLICTS = 10_000
 
 
