@@ -51,7 +51,7 @@ def _reads(task) -> int:
     """(state, memory node) pairs the expert's product reaches: what every-depth learning reads."""
     import numpy as np
 
-    from rmtk.equivalence import sync_product
+    from rmtk.machine.equivalence import sync_product
 
     true = task.machine.delta_u[:, task.letter_of_proposition]
     prod = sync_product(task.mdp, true, np.zeros((1, true.shape[1]), np.int64), init_a=task.machine.initial)
@@ -60,7 +60,7 @@ def _reads(task) -> int:
 
 def one(name: str, mode: str) -> dict:
     from rmtk.active import ActiveLearner, TaskExpert
-    from rmtk.learner import ExactPTP, Learner
+    from rmtk.learner.pipeline import ExactPTP, Learner
 
     task = _task(name)
     c0, t0 = time.process_time(), time.perf_counter()

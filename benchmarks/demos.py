@@ -4,9 +4,9 @@ One table row per (task, N): N trajectories of T = 20 steps on ``models/stack.rm
 ``stack``) and ``models/stack_avoid.rm`` (task ``stack_avoid``), for N = 10^3 … 10^6. The
 stages and what each row reports:
 
-* ``sim_s`` — :func:`rmtk.simulate.simulate` ``(task, N, 20, seed)``; it includes solving the
+* ``sim_s`` — :func:`rmtk.product.simulate.simulate` ``(task, N, 20, seed)``; it includes solving the
   soft Bellman equations for the expert's policy (milliseconds, once per call);
-* ``count_s`` — :func:`rmtk.empirical.empirical_policy`: counting the demonstrations into the
+* ``count_s`` — :func:`rmtk.ptp.empirical.empirical_policy`: counting the demonstrations into the
   empirical prefix tree policy; ``pairs`` its (word, state) pairs, ``trie`` its label words
   (trie nodes incl. the root);
 * ``mine_s`` — ``ConfidenceMiner(alpha=0.05).mine``: negative word pairs by the Weissman
@@ -48,7 +48,7 @@ count ≤ 5 s with peak allocation ≤ 2 GB (2048 MiB); mine + MaxSAT ≤ 15 s.
 **The Craft World** (``--craft``): every task of ``models/craft.rm`` (or ``--model FILE``), run as
 a new user would, one process each: ``rmtk simulate`` writes N = 10^4 episodes of 150 steps
 (``--craft-n``, ``--craft-horizon``), then ``rmtk learn FILE TASK --demos DATA`` with the
-command line's defaults (at most :data:`rmtk.learner.DEMOS_MAX_SOLUTIONS` machines listed,
+command line's defaults (at most :data:`rmtk.learner.pipeline.DEMOS_MAX_SOLUTIONS` machines listed,
 their verdicts and rewards) and, as the same-run reference, the exact label-given run
 ``rmtk learn FILE TASK`` (every depth). Each process is measured by ``os.wait4``: CPU seconds
 (user + system) and peak RSS. The row also reads the report: nodes, machines printed, the
@@ -114,12 +114,12 @@ def load_task(name: str, lam: float | None):
 def run_stages(task, n: int, seed: int, clock, out: dict | None = None) -> dict:
     """Run simulate → count → mine → MaxSAT; ``clock`` wraps each stage and returns its
     measurement (seconds or peak bytes). Returns the measurements and the outcome."""
-    from rmtk.empirical import empirical_policy
-    from rmtk.encoders import MaxSatEncoder
     from rmtk.limits import SearchLimits
-    from rmtk.negatives import ConfidenceMiner
+    from rmtk.negatives.miners import ConfidenceMiner
+    from rmtk.product.simulate import simulate
+    from rmtk.ptp.empirical import empirical_policy
+    from rmtk.sat.encoders import MaxSatEncoder
     from rmtk.sat.encoding import Problem
-    from rmtk.simulate import simulate
 
     m = {}
     demos, m["sim"] = clock(lambda: simulate(task, n, HORIZON, seed=seed))
@@ -231,7 +231,7 @@ def row(rec: dict) -> dict:
 CRAFT_TASKS = tuple(f"t{i}" for i in range(1, 11))
 CRAFT_MAX_CPU_S = 120.0
 CRAFT_MAX_RSS_MB = 1024.0
-CRAFT_LISTED = 10  # rmtk.learner.DEMOS_MAX_SOLUTIONS, the command line's default
+CRAFT_LISTED = 10  # rmtk.learner.pipeline.DEMOS_MAX_SOLUTIONS, the command line's default
 
 
 def measured(cmd: list[str], out: Path) -> dict:

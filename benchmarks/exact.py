@@ -44,8 +44,8 @@ from pathlib import Path
 from _table import render  # the script's folder is on sys.path
 
 from rmtk import dsl
-from rmtk.encoders import SatEncoder
-from rmtk.learner import ExactPTP, Learner
+from rmtk.learner.pipeline import ExactPTP, Learner
+from rmtk.sat.encoders import SatEncoder
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 PAIRS_LIMIT = 5e6

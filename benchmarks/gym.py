@@ -57,10 +57,10 @@ def best(fn, repeat: int) -> tuple[float, object]:
 
 def office(repeat: int) -> tuple[list[dict], bool]:
     from rmtk import ConfidenceMiner, EmpiricalPTP, ExactPTP, Learner, NodePolicyTable, dsl
-    from rmtk.encoders import SimplestEncoder
-    from rmtk.exact import shortest_path_table
     from rmtk.gym import Identity, MdpVectorEnv, NodePolicy, StateLabels, collect
+    from rmtk.ptp.exact import shortest_path_table
     from rmtk.rewards.margin import MarginIRL
+    from rmtk.sat.encoders import SimplestEncoder
 
     doc = dsl.load_model("office")
     patrol = dsl.load_model("patrol").tasks["patrol"]

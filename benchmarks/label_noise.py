@@ -93,7 +93,7 @@ def cliff_task():
     import gymnasium
 
     from rmtk.gym import StateLabels, tabular_mdp
-    from rmtk.machine import RewardMachine
+    from rmtk.machine.model import RewardMachine
     from rmtk.task import Task
 
     env = gymnasium.make("CliffWalking-v1")
@@ -133,8 +133,8 @@ def recorded(task, demos, confidence: float, seed: int):
 
 def demonstrations(task, n: int, seed: int):
     """``n`` episodes of the scripted shortest-path expert (ε = 0.1) and its table."""
-    from rmtk.exact import shortest_path_table
-    from rmtk.simulate import simulate
+    from rmtk.product.simulate import simulate
+    from rmtk.ptp.exact import shortest_path_table
 
     table = shortest_path_table(task, 0.1)
     horizon = WORLDS[world_of(task.name)]["demos"][2]
@@ -156,7 +156,7 @@ def learner(task, data, evidence: str, encoder=None, table=None, labels=None):
     """rmtk's learner of ``evidence`` on ``data`` (``labels``: read these per-step labels as
     they are, instead of the MDP's)."""
     from rmtk import ConfidenceMiner, EmpiricalPTP, Learner, NodePolicyTable
-    from rmtk.encoders import SimplestEncoder
+    from rmtk.sat.encoders import SimplestEncoder
     from rmtk.traces.evidence import TraceRewards
 
     if evidence == "rewards":
@@ -203,7 +203,7 @@ def fit(task, data, evidence: str, confidence: float, table=None, encoder=None, 
 
 # ---------------------------------------------------------------------- the children
 def one_paper(row: str, seed: int, n: int, repeat: int) -> dict:
-    from rmtk.encoders import SatEncoder, SimplestEncoder
+    from rmtk.sat.encoders import SatEncoder, SimplestEncoder
 
     task = load("coffee")
     demos, table = demonstrations(task, n, seed)
@@ -443,7 +443,7 @@ def one_coverage(name: str, seeds: int) -> dict:
     often each reported interval holds its true rate."""
     from rmtk.label_noise import LabelNoise, UniformModel, count_evidence, estimate
     from rmtk.label_noise.evidence import recorded_by
-    from rmtk.simulate import simulate
+    from rmtk.product.simulate import simulate
 
     task = load("coffee")
     mdp = task.mdp

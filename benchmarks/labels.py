@@ -60,7 +60,7 @@ def one(name: str, mode: str, trace: str = "0") -> dict:
 
     from rmtk import dsl
     from rmtk.labels import LabelLearner
-    from rmtk.learner import ExactPTP, Learner
+    from rmtk.learner.pipeline import ExactPTP, Learner
 
     model, task_name, _, _, limit, _ = ROWS[name]
     task = dsl.load(MODELS / f"{model}.rm").tasks[task_name]

@@ -139,7 +139,7 @@ def run(delta_u: np.ndarray, initial: int, letters: np.ndarray, lengths: np.ndar
 def exercised(task, demos) -> tuple[bool, list[str]]:
     """Whether the traces exercise every non-end node of the truth, each move between non-end
     nodes and each reward the truth pays (the truth's letters); the ones missing."""
-    from rmtk.simulate import rollout_nodes
+    from rmtk.product.simulate import rollout_nodes
     from rmtk.traces.explorers import end_nodes
 
     m = task.machine
@@ -181,7 +181,7 @@ def agrees(task, demos, delta_u, delta_r, initial: int = 0, *, rtol: float = 1e-
     steps: a one-to-one node map onto the truth's non-end nodes, and the truth's reward paid on
     every observed step (``np.allclose`` with ``rtol``, ``atol``: within a tolerance for noisy
     rewards, benchmarks/rewards_mining.py)."""
-    from rmtk.simulate import rollout_nodes
+    from rmtk.product.simulate import rollout_nodes
     from rmtk.traces.explorers import end_nodes
 
     m = task.machine
@@ -204,7 +204,7 @@ def learn(task, demos, *, noisy: bool = False, plain: bool = False, nodes: int |
     machine (``plain``: ``SatEncoder``, up to :data:`PLAIN_LISTED`) or, ``noisy``, the simplest
     of the least noisy at ``nodes`` nodes."""
     from rmtk import Learner
-    from rmtk.encoders import SatEncoder, SimplestEncoder, SimplestNoisyRewardEncoder
+    from rmtk.sat.encoders import SatEncoder, SimplestEncoder, SimplestNoisyRewardEncoder
     from rmtk.traces.evidence import TraceRewards
 
     encoder = SimplestNoisyRewardEncoder() if noisy else SatEncoder() if plain else SimplestEncoder()
@@ -271,7 +271,7 @@ def jirp_traces(task, demos, other: str) -> list:
     step. rmtk's machine also reads the start state's label (docs/design/02-conventions.md,
     "The prefix convention"), so it is given as a first step with reward 0 (no task pays on its first letter).
     ``truncated``: the episode stopped at the horizon, not at the machine's end."""
-    from rmtk.simulate import rollout_nodes
+    from rmtk.product.simulate import rollout_nodes
     from rmtk.traces.explorers import end_nodes
 
     names = [("" if p == other else p) for p in task.mdp.propositions]

@@ -64,7 +64,7 @@ CLASSES = {"rmtk": True, "JIRP's": False}  # class: non_stuttering
 def rmtk_fits(task, demos, non_stuttering: bool, repeat: int):
     """CPU seconds of ``repeat`` fits (after one not timed) and the last result."""
     from rmtk import Learner
-    from rmtk.encoders import SimplestEncoder
+    from rmtk.sat.encoders import SimplestEncoder
     from rmtk.traces.evidence import TraceRewards
 
     encoder = SimplestEncoder(non_stuttering=non_stuttering)
@@ -109,7 +109,9 @@ def jirp_runs(args, task, demos, max_states: int) -> dict:
 
 
 def spread(values) -> str:
-    return f"{statistics.median(values):.3f} ({min(values):.3f}–{max(values):.3f})"
+    """The median and the range, to four decimals under 0.1 s (the small rows' few ms)."""
+    places = 4 if max(values) < 0.1 else 3
+    return f"{statistics.median(values):.{places}f} ({min(values):.{places}f}–{max(values):.{places}f})"
 
 
 def ratio(peer, own) -> str:

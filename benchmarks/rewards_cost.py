@@ -27,11 +27,11 @@ from _table import render  # the script's folder is on sys.path
 
 from rmtk import dsl
 from rmtk._threads import single_blas
-from rmtk.empirical import EmpiricalPTP
-from rmtk.learner import Learner
+from rmtk.learner.pipeline import Learner
+from rmtk.product.simulate import simulate
+from rmtk.ptp.empirical import EmpiricalPTP
 from rmtk.rewards.maxent import MaxEntIRL
 from rmtk.rewards.recovery import reward_fit
-from rmtk.simulate import simulate
 
 
 def _timed(f):

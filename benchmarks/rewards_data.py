@@ -6,7 +6,7 @@ trajectories of T steps (default 50,000 × 20 = 10⁶ rows), saved as CSV, NPZ a
 dataset (4 partitions) with and without the reward column. Per format: the file size, the
 best of ``--repeat`` wall times of :func:`rmtk.data.load` (read + validate) with and without
 rewards, and their ratio. Then, on the in-memory demonstrations: the count of the empirical
-prefix tree policy (:class:`rmtk.empirical.EmpiricalPTP`) with and without rewards, and
+prefix tree policy (:class:`rmtk.ptp.empirical.EmpiricalPTP`) with and without rewards, and
 :func:`rmtk.traces.rewards.reward_traces` (which counts too).
 
     PYTHONPATH=. python benchmarks/rewards_data.py
@@ -24,8 +24,8 @@ from pathlib import Path
 
 from rmtk import dsl
 from rmtk.data import load, save
-from rmtk.empirical import EmpiricalPTP
-from rmtk.simulate import simulate
+from rmtk.product.simulate import simulate
+from rmtk.ptp.empirical import EmpiricalPTP
 from rmtk.traces.rewards import reward_traces
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -82,7 +82,7 @@ def agrees_within(task, demos, delta_u, delta_r, fit=None) -> bool:
 
 def learn(task, demos, delta):
     from rmtk import Learner
-    from rmtk.encoders import SimplestEncoder
+    from rmtk.sat.encoders import SimplestEncoder
     from rmtk.traces import TolerantRewards
 
     t0 = time.perf_counter()

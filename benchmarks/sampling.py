@@ -60,7 +60,7 @@ def _numpy_import() -> float:
 
 
 def bounds(markdown: bool) -> None:
-    from rmtk.statistics import Mixture, Weissman, compare, draws_to_resolve
+    from rmtk.negatives.statistics import Mixture, Weissman, compare, draws_to_resolve
 
     rows = []
     for A in (4, 25):
@@ -92,9 +92,9 @@ def explain(markdown: bool) -> None:
     from test_explain import _corner_grid
 
     from rmtk import EmpiricalPTP, Learner
-    from rmtk.explain import _state_groups, growth_factors, rare_triples
-    from rmtk.planning import task_policy
-    from rmtk.simulate import simulate
+    from rmtk.learner.explain import _state_groups, growth_factors, rare_triples
+    from rmtk.product.planning import task_policy
+    from rmtk.product.simulate import simulate
 
     rows = []
     for size, lam, n in ((5, 0.5, 3000), (6, 0.5, 10_000), (7, 0.3, 3000), (7, 0.5, 10_000), (8, 0.3, 10_000)):
@@ -155,8 +155,8 @@ def explain(markdown: bool) -> None:
 def suites(markdown: bool) -> None:
     from rmtk import dsl
     from rmtk.active.conformance import Configurations, ConformanceSuite
-    from rmtk.equivalence import policy_class_table
-    from rmtk.exact import SoftOptimal
+    from rmtk.machine.equivalence import policy_class_table
+    from rmtk.ptp.exact import SoftOptimal
 
     rows = []
     for model, name in (("patrol", "patrol"), ("stack", "stack"), ("stack_avoid", "stack_avoid")):
@@ -205,7 +205,7 @@ def corner_grid(size: int, lam: float):
 
     from rmtk import RewardMachine, Task
     from rmtk.gym import NodePolicy, tabular_mdp
-    from rmtk.planning import task_policy
+    from rmtk.product.planning import task_policy
 
     S = size * size
     moves = [(-1, 0), (1, 0), (0, -1), (0, 1)]
@@ -276,7 +276,7 @@ def soft(markdown: bool) -> int:
     from rmtk import EmpiricalPTP, Learner
     from rmtk.active import ActiveLearner, Budget
     from rmtk.gym.experts import GymExpert
-    from rmtk.simulate import simulate
+    from rmtk.product.simulate import simulate
 
     rows, failed = [], []
     for name, size, lam, eps, budget in SOFT:
@@ -342,7 +342,7 @@ def sharp(markdown: bool, resolution: float | None = None) -> int:
     from rmtk import dsl
     from rmtk.active import ActiveLearner, ExpertWalks, SimulatedExpert
     from rmtk.gym.experts import GymExpert
-    from rmtk.simulate import simulate
+    from rmtk.product.simulate import simulate
 
     rows = []
     kw = {} if resolution is None else {"resolution": resolution}

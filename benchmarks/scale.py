@@ -5,7 +5,7 @@ For each N (default 10^6 and 10^7 trajectories of T = 20 steps on the block worl
 ``stack`` of ``models/stack.rm`` with the expert sharpened to λ = 0.05 as in
 ``benchmarks/demos.py``):
 
-* ``write`` rows — :func:`rmtk.simulate.simulate_dataset` straight to Parquet partitions of
+* ``write`` rows — :func:`rmtk.product.simulate.simulate_dataset` straight to Parquet partitions of
   ``--partition-size`` trajectories, once on the local engine and once on a local Dask cluster
   of 2 workers; ``same`` says whether the two datasets are byte-identical (the seed fixes the
   data whatever the engine);
@@ -116,7 +116,7 @@ def one(stage: str, workers: int, n: int, path: str, partition_size: int) -> dic
     import numpy as np
 
     from rmtk import EmpiricalPTP
-    from rmtk.simulate import simulate_dataset
+    from rmtk.product.simulate import simulate_dataset
 
     task = load_task()
     engine, client, cluster, start = engine_session(workers)

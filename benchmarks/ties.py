@@ -11,9 +11,9 @@ configuration the child reports:
   Office World's ``coffee_mail`` (the raw floats: they are expected to differ, which shows the
   configuration changes the arithmetic);
 * ``argmax``: the greedy experts by ``np.argmax`` (the former rule: may differ);
-* ``greedy``, ``shortest``, ``classes``: the greedy experts by :func:`rmtk.exact.greedy_table`,
-  the shortest-path experts (:func:`rmtk.exact.shortest_path_table`) and the policy classes
-  at depth 6 (:class:`rmtk.negatives.ExactMiner`): by rmtk's tie rule (docs/design/02-conventions.md), they must
+* ``greedy``, ``shortest``, ``classes``: the greedy experts by :func:`rmtk.ptp.exact.greedy_table`,
+  the shortest-path experts (:func:`rmtk.ptp.exact.shortest_path_table`) and the policy classes
+  at depth 6 (:class:`rmtk.negatives.miners.ExactMiner`): by rmtk's tie rule (docs/design/02-conventions.md), they must
   not differ;
 * ``learned``: the machines learned from the greedy expert of ``stack_avoid`` (exact prefix
   tree of depth 4);
@@ -66,12 +66,12 @@ def child() -> dict[str, str]:
     from rmtk import Learner, dsl
     from rmtk.active.experts import SimulatedExpert
     from rmtk.active.recorded import RecordedActiveLearner
-    from rmtk.empirical import count_chunk
-    from rmtk.exact import ExactPTP, NodePolicyTable, greedy_table, shortest_path_table
-    from rmtk.negatives import ExactMiner
-    from rmtk.planning import task_policy
+    from rmtk.negatives.miners import ExactMiner
+    from rmtk.product.planning import task_policy
+    from rmtk.product.simulate import simulate
     from rmtk.progress import Progress
-    from rmtk.simulate import simulate
+    from rmtk.ptp.empirical import count_chunk
+    from rmtk.ptp.exact import ExactPTP, NodePolicyTable, greedy_table, shortest_path_table
 
     def digest(*arrays) -> str:
         h = hashlib.sha256()

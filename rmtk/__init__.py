@@ -14,27 +14,27 @@ A :class:`LabelLearner` learns the labeling function with the machine, from stat
 from . import _deprecated
 from ._lazy import lazy_exports
 from .errors import DataError, DslError, DslMeaningError, DslSyntaxError, ModelError, RmtkError
-from .machine import RewardMachine, isomorphic
-from .mdp import GeneratorCall, LabeledMDP
+from .machine.model import RewardMachine, isomorphic
+from .mdp.model import GeneratorCall, LabeledMDP
 from .progress import Progress, StderrProgress
 from .task import Task
 
 #: Names imported from their modules on first use, so that ``import rmtk`` stays cheap.
 _LAZY = {
-    "PTP": "ptp",
-    "ExactPTP": "exact",
-    "SoftOptimal": "exact",
-    "DistinctPerNode": "exact",
-    "NodePolicyTable": "exact",
-    "EmpiricalPTP": "empirical",
-    "NegativeExampleMiner": "negatives",
-    "ExactMiner": "negatives",
-    "ConfidenceMiner": "negatives",
-    "SatEncoder": "encoders",
-    "MaxSatEncoder": "encoders",
+    "PTP": "ptp.tree",
+    "ExactPTP": "ptp.exact",
+    "SoftOptimal": "ptp.exact",
+    "DistinctPerNode": "ptp.exact",
+    "NodePolicyTable": "ptp.exact",
+    "EmpiricalPTP": "ptp.empirical",
+    "NegativeExampleMiner": "negatives.miners",
+    "ExactMiner": "negatives.miners",
+    "ConfidenceMiner": "negatives.miners",
+    "SatEncoder": "sat.encoders",
+    "MaxSatEncoder": "sat.encoders",
     "MaxEntIRL": "rewards.maxent",
-    "Learner": "learner",
-    "LearnResult": "learner",
+    "Learner": "learner.pipeline",
+    "LearnResult": "learner.result",
     "LabelLearner": "labels.learner",
     "ActiveLearner": "active.loop",
     "Budget": "active.asking",

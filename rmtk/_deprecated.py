@@ -10,7 +10,7 @@ version policy). They go away in :data:`REMOVED_IN`.
   import, never with ``import rmtk``.
 * :data:`NAMES`: an old name → its new home, for names that left their module (read through
   the stand-ins, and through the module ``__getattr__`` of the modules that still exist:
-  :mod:`rmtk.active`, :mod:`rmtk.cli`, :mod:`rmtk.encoders`). A name whose call changed shape
+  :mod:`rmtk.active`, :mod:`rmtk.cli`). A name whose call changed shape
   is served by an adapter below that translates the old call into the new API.
 * :data:`GONE`: old names with no new home, refused with what replaces them.
 
@@ -60,8 +60,8 @@ MODULES: dict[str, str] = {
     "rmtk.draw": "rmtk.io.draw",
     "rmtk.display": "rmtk.io.display",
     "rmtk.cli_args": "rmtk.cli.args",
-    "rmtk.shortest": "rmtk.exact",
-    "rmtk.simplest": "rmtk.encoders",
+    "rmtk.shortest": "rmtk.ptp.exact",
+    "rmtk.simplest": "rmtk.sat.encoders",
     "rmtk.gym.expert": "rmtk.gym.experts",
     "rmtk.gym.replay": "rmtk.gym.experts",
     "rmtk.gym.reacher_expert": "rmtk.gym.reacher",
@@ -70,6 +70,38 @@ MODULES: dict[str, str] = {
     "rmtk.reward_learning": "rmtk.traces.compare",
     "rmtk.explore": "rmtk.traces.explorers",
 }
+
+#: The version the module paths of :data:`FOLDERS` go away in: they moved one minor version
+#: after the others (0.3: the top-level concept modules into their folders,
+#: docs/design/00-map.md), so they keep working through 0.3.
+FOLDERS_REMOVED_IN = "0.4.0"
+
+#: Old module path → new module path, for the modules that moved into concept folders in 0.3
+#: (part of :data:`MODULES`).
+FOLDERS: dict[str, str] = {
+    "rmtk.equivalence": "rmtk.machine.equivalence",
+    "rmtk.space": "rmtk.mdp.space",
+    "rmtk.planning": "rmtk.product.planning",
+    "rmtk.simulate": "rmtk.product.simulate",
+    "rmtk.exact": "rmtk.ptp.exact",
+    "rmtk.empirical": "rmtk.ptp.empirical",
+    "rmtk.anytime": "rmtk.negatives.anytime",
+    "rmtk.statistics": "rmtk.negatives.statistics",
+    "rmtk.encoders": "rmtk.sat.encoders",
+    "rmtk.result": "rmtk.learner.result",
+    "rmtk.report": "rmtk.learner.report",
+    "rmtk.summary": "rmtk.learner.summary",
+    "rmtk.explain": "rmtk.learner.explain",
+    "rmtk.capabilities": "rmtk.learner.capabilities",
+    "rmtk.evaluation": "rmtk.learner.evaluation",
+}
+MODULES.update(FOLDERS)
+
+
+def removed_in(old: str) -> str:
+    """The version an old module path or name goes away in."""
+    return FOLDERS_REMOVED_IN if old in FOLDERS else REMOVED_IN
+
 
 _ADAPTER = "rmtk._deprecated"
 
@@ -85,7 +117,7 @@ NAMES: dict[str, tuple[str, str, str]] = {
     },
     "rmtk.cli.cmd_learn": ("rmtk.cli.learn", "cmd_learn", "rmtk.cli.learn.cmd_learn"),
     # names that left the module of their old path
-    "rmtk.survivors.POLICY_TOL": ("rmtk.negatives", "POLICY_TOL", "rmtk.negatives.POLICY_TOL"),
+    "rmtk.survivors.POLICY_TOL": ("rmtk.negatives.miners", "POLICY_TOL", "rmtk.negatives.miners.POLICY_TOL"),
     **{
         f"rmtk.queries.{n}": ("rmtk.active.checks", n, f"rmtk.active.checks.{n}")
         for n in ("EquivalenceCheck", "ProductCheck", "ExpertWalks")
@@ -181,7 +213,7 @@ def warn_once(old: str, new: str, stacklevel: int = 4) -> None:
         return
     _warned.add(old)
     warnings.warn(
-        f"{old} is deprecated and will be removed in rmtk {REMOVED_IN}: use {new}",
+        f"{old} is deprecated and will be removed in rmtk {removed_in(old)}: use {new}",
         DeprecationWarning,
         stacklevel=stacklevel,
     )
@@ -232,7 +264,7 @@ class _OldPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module) -> None:
         new = MODULES[module.__name__]
         importlib.import_module(new)  # an extra's error (no gymnasium, no dask) is raised here, as the new path's
-        module.__doc__ = f"Deprecated alias of {new} (goes away in rmtk {REMOVED_IN})."
+        module.__doc__ = f"Deprecated alias of {new} (goes away in rmtk {removed_in(module.__name__)})."
         warn_once(module.__name__, new, stacklevel=3)  # the import machinery's frames are skipped
 
 
@@ -386,7 +418,7 @@ class RecordedActiveLearner:
 
     def fit(self, table: Any, expert: Any) -> Any:
         """Learn from the recorded count ``table`` and ``expert``'s answers."""
-        if not isinstance(table, _new("rmtk.empirical.CountTable")):
+        if not isinstance(table, _new("rmtk.ptp.empirical.CountTable")):
             raise _new("rmtk.errors.RmtkError")(
                 f"a recorded active learner starts from a count table, not {type(table).__name__}"
             )

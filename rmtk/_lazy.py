@@ -7,18 +7,24 @@ import importlib
 import sys
 
 
-def lazy_exports(package: str, table: dict[str, str]):
+def lazy_exports(package: str, table: dict[str, str], fallback: str | None = None):
     """The ``__getattr__`` and ``__dir__`` of ``package`` for the names of ``table`` (name →
-    module relative to the package): a name is imported on first use, then kept."""
+    module relative to the package): a name is imported on first use, then kept. With
+    ``fallback`` (a module relative to the package), any other name is read from that module:
+    a module that became a folder keeps every name it had (``rmtk.machine.RewardMachine``)."""
 
     def __getattr__(name: str):
-        if name in table:
-            value = getattr(importlib.import_module(f".{table[name]}", package), name)
-            setattr(sys.modules[package], name, value)
-            return value
+        module = table.get(name, fallback.lstrip(".") if fallback and not name.startswith("__") else None)
+        if module is not None:
+            source = importlib.import_module(f".{module}", package)
+            if hasattr(source, name):
+                value = getattr(source, name)
+                setattr(sys.modules[package], name, value)
+                return value
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     def __dir__():
-        return sorted(set(vars(sys.modules[package])) | set(table))
+        extra = dir(importlib.import_module(fallback, package)) if fallback else []
+        return sorted(set(vars(sys.modules[package])) | set(table) | set(extra))
 
     return __getattr__, __dir__

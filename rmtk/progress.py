@@ -128,7 +128,7 @@ class StderrProgress(Progress):
 
 class Recorder(Progress):
     """Forwards every hook to ``inner`` and keeps the seconds of each finished stage
-    (the :class:`~rmtk.learner.Learner` builds its ``timings`` this way)."""
+    (the :class:`~rmtk.learner.pipeline.Learner` builds its ``timings`` this way)."""
 
     def __init__(self, inner: Progress | None = None):
         self.inner = inner if inner is not None else Progress()

@@ -7,9 +7,9 @@ import attrs
 import numpy as np
 
 from .errors import Location, ModelError
-from .machine import RewardMachine
-from .mdp import LabeledMDP
-from .ptp import MAX_TREE_LEVELS
+from .machine.model import RewardMachine
+from .mdp.model import LabeledMDP
+from .ptp.tree import MAX_TREE_LEVELS
 
 
 def _opt_float(v):
@@ -26,7 +26,7 @@ EVERY_DEPTH = "inf"
 
 def depth_beyond(depth) -> str | None:
     """Why a whole-number ``depth`` is refused before any work (``None``: it is not): no
-    prefix tree is built past :data:`~rmtk.ptp.MAX_TREE_LEVELS` levels, so a deeper one could
+    prefix tree is built past :data:`~rmtk.ptp.tree.MAX_TREE_LEVELS` levels, so a deeper one could
     only be refused after building that far."""
     if isinstance(depth, (int, np.integer)) and depth > MAX_TREE_LEVELS:
         return (

@@ -19,7 +19,7 @@ values are decided by a documented order, never by the noise.
 * :func:`at_most` and :func:`alike`: the tolerant comparisons behind them, for code that
   compares two values or two rows directly.
 
-The tolerance :data:`TOL` is the policy tolerance (``rmtk.negatives.POLICY_TOL`` is this
+The tolerance :data:`TOL` is the policy tolerance (``rmtk.negatives.miners.POLICY_TOL`` is this
 value): absolute for numbers of magnitude at most 1 (probabilities), relative to the larger
 magnitude above that (values, distances), i.e. ``|a − b| ≤ TOL·max(1, |a|, |b|)``; for
 :func:`classes` and :func:`alike`, which compare probability rows, it is absolute. The

@@ -10,13 +10,13 @@ import itertools
 import numpy as np
 
 from rmtk import ExactPTP, RewardMachine, SatEncoder, Task
-from rmtk.exact import NodePolicyTable
 from rmtk.labels import LabelLearner
 from rmtk.labels.histories import state_task
 from rmtk.labels.pairs import mdp_reachable
 from rmtk.limits import SearchLimits
-from rmtk.mdp import LabeledMDP
-from rmtk.ptp import Trie
+from rmtk.mdp.model import LabeledMDP
+from rmtk.ptp.exact import NodePolicyTable
+from rmtk.ptp.tree import Trie
 from rmtk.sat.encoding import Problem
 from rmtk.sat.lazy import Counterexample
 from rmtk.sat.search import canonical_partial

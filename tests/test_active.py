@@ -25,12 +25,12 @@ from rmtk.active.experts import (
 from rmtk.active.loop import ActiveLearner, Budget, default_check
 from rmtk.active.questions import QuestionStrategy, SplitMostPairs
 from rmtk.cli.main import main
-from rmtk.empirical import EmpiricalPTP
 from rmtk.errors import RmtkError
-from rmtk.machine import RewardMachine
-from rmtk.negatives import ConfidenceMiner
-from rmtk.planning import task_policy
-from rmtk.simulate import simulate
+from rmtk.machine.model import RewardMachine
+from rmtk.negatives.miners import ConfidenceMiner
+from rmtk.product.planning import task_policy
+from rmtk.product.simulate import simulate
+from rmtk.ptp.empirical import EmpiricalPTP
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 SHIPPED = ["patrol", "patrol_hallway", "stack", "stack_avoid"]

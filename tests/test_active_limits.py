@@ -336,9 +336,9 @@ def test_a_gymnasium_recording_with_propositions_in_another_order_is_named():
     from rmtk.gym import Recording
 
     task = task_of("patrol")
-    from rmtk.empirical import count_chunk
     from rmtk.gym.recording import of_table
-    from rmtk.simulate import simulate
+    from rmtk.product.simulate import simulate
+    from rmtk.ptp.empirical import count_chunk
 
     counts = count_chunk(task.mdp, simulate(task, 20, 10, seed=0))
     props = tuple(task.mdp.propositions)

@@ -1,4 +1,4 @@
-"""The anytime-valid intervals of rmtk.anytime.Binomial, computed with the beta-binomial
+"""The anytime-valid intervals of rmtk.negatives.anytime.Binomial, computed with the beta-binomial
 mixture's p-free part once per bisection and both ends bisected together, are bit for bit the
 intervals of the plain definition: one bisection per end, the log ratio evaluated whole at
 every step (the reference below, as the module stated it before)."""
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.special import betaln
 
-from rmtk.anytime import _ROUNDS, _TINY, Binomial
+from rmtk.negatives.anytime import _ROUNDS, _TINY, Binomial
 
 
 def log_ratio(prior, s, n, p):

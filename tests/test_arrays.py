@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from rmtk import LabeledMDP, dsl
 from rmtk._arrays import Csr, as_csr, unique
-from rmtk.product import task_product
+from rmtk.product.model import task_product
 
 
 def scipy_canonical(mat) -> sp.csr_array:

@@ -50,8 +50,8 @@ def test_fit_questions_of_something_else_than_an_active_result(patrol, active):
 @pytest.fixture(scope="module")
 def office():
     pytest.importorskip("gymnasium")
-    from rmtk.exact import shortest_path_table
     from rmtk.gym import NodePolicy
+    from rmtk.ptp.exact import shortest_path_table
 
     task = dsl.load_model("office").tasks["coffee"]
     policy = NodePolicy.from_table(task.machine, shortest_path_table(task, 0.1))

@@ -8,8 +8,9 @@ import pytest
 
 from rmtk import LabeledMDP, ModelError, RewardMachine, Task, dsl
 from rmtk.data import Demonstrations
-from rmtk.evaluation import log_likelihood, sample_demonstrations
-from rmtk.planning import soft_bellman, task_policy
+from rmtk.learner.evaluation import log_likelihood, sample_demonstrations
+from rmtk.product.planning import soft_bellman, task_policy
+from rmtk.product.simulate import simulate
 from rmtk.rewards.baselines import (
     IRLFit,
     MaxCausalEntObjective,
@@ -21,7 +22,6 @@ from rmtk.rewards.baselines import (
     soft_policy,
     uniform_policy,
 )
-from rmtk.simulate import simulate
 
 GOAL_REWARD = 2.0
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from rmtk import ExactPTP, Learner, SatEncoder, dsl
-from rmtk.machine import isomorphic
-from rmtk.simulate import simulate
+from rmtk.machine.model import isomorphic
+from rmtk.product.simulate import simulate
 from rmtk.traces.evidence import TraceRewards
 
 FILE = Path(__file__).resolve().parent / "both_evidence.rm"

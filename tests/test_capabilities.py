@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from rmtk import ExactPTP, Learner, NodePolicyTable, SatEncoder, dsl
-from rmtk.capabilities import Capabilities
-from rmtk.encoders import EncoderCapabilities
 from rmtk.errors import RmtkError
-from rmtk.ptp import PTPCapabilities
+from rmtk.learner.capabilities import Capabilities
+from rmtk.ptp.tree import PTPCapabilities
+from rmtk.sat.encoders import EncoderCapabilities
 
 
 @pytest.fixture(scope="module")
@@ -189,8 +189,8 @@ def test_verdicts_need_the_experts_policy_classes(patrol):
 
     r = Learner(Declared(), irl=None).fit(patrol)
     assert r.n_nodes == 1 and r.verdicts[0].consistent  # right: the uniform expert needs one node
-    from rmtk.exact import SoftOptimal
-    from rmtk.learner import verdicts_of
+    from rmtk.learner.pipeline import verdicts_of
+    from rmtk.ptp.exact import SoftOptimal
 
     (guess,), _ = verdicts_of(patrol, SoftOptimal().class_table(patrol), r.machines, r.solutions, True)
     assert not guess.consistent  # what the soft-optimal guess would have said

@@ -10,7 +10,7 @@ import pytest
 from rmtk import dsl
 from rmtk.cli.main import main
 from rmtk.data import holds_rewards, save
-from rmtk.machine import isomorphic
+from rmtk.machine.model import isomorphic
 from rmtk.traces.explorers import explore
 
 MODELS = Path(__file__).resolve().parents[1] / "models"

@@ -1,6 +1,6 @@
 """Before any work: every size typed is checked against what it allocates
 (rmtk/cli/sizes.py), every output path is checked (rmtk/output.py), and the report of an active
-run says what was done (rmtk/report.py)."""
+run says what was done (rmtk/learner/report.py)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ import pytest
 
 from rmtk.cli import stopping
 from rmtk.cli.main import main
-from rmtk.learner import Learner
+from rmtk.learner.pipeline import Learner
 from rmtk.limits import NEVER, clear_stop, stop_requested
 from rmtk.sat.solver import open_solver
 

@@ -202,8 +202,8 @@ def test_the_suite_asks_behind_a_long_label_word():
     """Patrol with a 1-node hypothesis: the truth's node after A B C sits behind a three-letter
     word; the suite for k = 3 asks there and finds the expert acting differently."""
     patrol = dsl.load_model("patrol").tasks["patrol"]
-    from rmtk.equivalence import policy_class_table
-    from rmtk.exact import SoftOptimal
+    from rmtk.machine.equivalence import policy_class_table
+    from rmtk.ptp.exact import SoftOptimal
 
     table = policy_class_table(SoftOptimal().policy(patrol))
     mdp = patrol.mdp

@@ -1,16 +1,17 @@
-"""count_chunk takes the steps a block at a time (rmtk.empirical.COUNT_BLOCK_CELLS) and calls the
+"""count_chunk takes the steps a block at a time (rmtk.ptp.empirical.COUNT_BLOCK_CELLS) and calls the
 trie builder only on the steps where some word grows (by sorted arrays, or by a dictionary where
-few words grow a step: rmtk.ptp.ARRAY_EVENTS): the same count table, trie ids included, as
+few words grow a step: rmtk.ptp.tree.ARRAY_EVENTS): the same count table, trie ids included, as
 counting one step at a time (the reference below), for every block size."""
 
 import attrs
 import numpy as np
 import pytest
 
-from rmtk import empirical, ptp
 from rmtk.data import Demonstrations
-from rmtk.empirical import count_chunk
-from rmtk.ptp import TrieBuilder
+from rmtk.ptp import empirical
+from rmtk.ptp import tree as ptp
+from rmtk.ptp.empirical import count_chunk
+from rmtk.ptp.tree import TrieBuilder
 
 
 @attrs.frozen

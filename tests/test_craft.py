@@ -14,7 +14,7 @@ import pytest
 from rmtk import ModelError, dsl
 from rmtk.envs.craft import craftworld
 from rmtk.experiments import Options, run
-from rmtk.learner import ExactPTP, Learner
+from rmtk.learner.pipeline import ExactPTP, Learner
 from rmtk.task import EVERY_DEPTH
 
 ROOT = Path(__file__).resolve().parents[1]

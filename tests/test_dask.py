@@ -15,12 +15,12 @@ from rmtk import ConfidenceMiner, EmpiricalPTP, Learner, MaxSatEncoder, dsl
 from rmtk.cli.main import main
 from rmtk.data import load, save
 from rmtk.data.parquet_dataset import ParquetDataset
-from rmtk.empirical import CountJob, canonical_counts, merge_partial
 from rmtk.engines.dask import DaskEngine, WorkError
 from rmtk.engines.local import LocalEngine
 from rmtk.errors import DataError
+from rmtk.product.simulate import simulate, simulate_dataset, simulate_sharded
 from rmtk.progress import Progress
-from rmtk.simulate import simulate, simulate_dataset, simulate_sharded
+from rmtk.ptp.empirical import CountJob, canonical_counts, merge_partial
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 
@@ -218,13 +218,13 @@ class RandomEpisodes:
         states = np.where(inside, rng.integers(0, self.mdp.n_states, size=(shard.size, T)), -1)
         actions = np.where(inside, rng.integers(0, self.mdp.n_actions, size=(shard.size, T)), -1)
         from rmtk.data import Demonstrations
-        from rmtk.empirical import count_chunk
+        from rmtk.ptp.empirical import count_chunk
 
         return count_chunk(self.mdp, Demonstrations(states, actions, lengths)), int(lengths.sum())
 
 
 def merge_episodes(a, b):
-    from rmtk.empirical import merge_counts
+    from rmtk.ptp.empirical import merge_counts
 
     return merge_counts(a[0], b[0]), a[1] + b[1]
 

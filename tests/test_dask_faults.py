@@ -37,10 +37,10 @@ from rmtk import EmpiricalPTP, RmtkError, dsl
 from rmtk.cli.main import main
 from rmtk.data import save
 from rmtk.data.parquet_dataset import ParquetDataset
-from rmtk.empirical import CountJob, canonical_counts, merge_partial
 from rmtk.engines.dask import PHASES, DaskEngine, WorkError
 from rmtk.errors import DataError
-from rmtk.simulate import simulate
+from rmtk.product.simulate import simulate
+from rmtk.ptp.empirical import CountJob, canonical_counts, merge_partial
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "models" / "stack_avoid.rm"

@@ -10,7 +10,7 @@ from grid_data import make_grid, raises, three_walks, walk
 
 from rmtk.data import Demonstrations, load, load_csv, load_npz, save, save_csv, save_npz, validate
 from rmtk.envs import gridworld, labyrinth
-from rmtk.mdp import LabeledMDP
+from rmtk.mdp.model import LabeledMDP
 
 MICE = Path("/work/shared/data")
 

@@ -12,18 +12,19 @@ import numpy as np
 import pytest
 
 from rmtk import dsl
-from rmtk.encoders import MaxSatEncoder
-from rmtk.equivalence import Fillings, consistency
-from rmtk.exact import SoftOptimal
-from rmtk.learner import DEMOS_MAX_SOLUTIONS, EmpiricalPTP, ExactPTP, Learner, LearnResult
+from rmtk.learner.pipeline import DEMOS_MAX_SOLUTIONS, ExactPTP, Learner, LearnResult
+from rmtk.learner.report import report
 from rmtk.limits import Deadline, clear_stop, request_stop
-from rmtk.mdp import LabeledMDP
-from rmtk.negatives import ConfidenceMiner, NegativePairs
+from rmtk.machine.equivalence import Fillings, consistency
+from rmtk.mdp.model import LabeledMDP
+from rmtk.negatives.miners import ConfidenceMiner, NegativePairs
+from rmtk.product.simulate import simulate
 from rmtk.progress import Progress
-from rmtk.report import report
+from rmtk.ptp.empirical import EmpiricalPTP
+from rmtk.ptp.exact import SoftOptimal
 from rmtk.rewards.margin import MarginIRL
 from rmtk.rewards.maxent import MaxEntIRL
-from rmtk.simulate import simulate
+from rmtk.sat.encoders import MaxSatEncoder
 
 
 @pytest.fixture(scope="module")

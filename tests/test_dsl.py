@@ -253,7 +253,7 @@ def test_a_task_may_leave_its_machine_out_until_something_needs_it():
     assert str(err.value) == (
         "x.rm:11:6: task 't' names no machine, and simulating its expert needs one: add a line 'machine NAME' to it"
     )
-    from rmtk.simulate import simulate
+    from rmtk.product.simulate import simulate
 
     with pytest.raises(RmtkError, match=r"^x\.rm:11:6: task 't' names no machine, and simulating its expert"):
         simulate(task, 2, 2, seed=0)

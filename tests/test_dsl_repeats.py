@@ -8,8 +8,8 @@ import pytest
 from rmtk import dsl
 from rmtk.cli.main import main
 from rmtk.errors import DslMeaningError, RmtkError
-from rmtk.mdp import LabeledMDP
-from rmtk.ptp import MAX_TREE_LEVELS, build_prefix_tree
+from rmtk.mdp.model import LabeledMDP
+from rmtk.ptp.tree import MAX_TREE_LEVELS, build_prefix_tree
 
 MDP = """mdp m {{
   states s t

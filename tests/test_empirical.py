@@ -8,8 +8,8 @@ import pytest
 
 from rmtk import dsl
 from rmtk.data import Demonstrations
-from rmtk.empirical import count_chunk, count_stream, empirical_policy, merge_counts, to_policy
 from rmtk.progress import Progress
+from rmtk.ptp.empirical import count_chunk, count_stream, empirical_policy, merge_counts, to_policy
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 
@@ -110,9 +110,9 @@ def test_counting_stops_at_the_deadline_between_partitions(stack, tmp_path):
     """A Parquet dataset is counted partition by partition: once the deadline passes no
     partition is started, and what was counted is the count of the partitions read."""
     from rmtk.data import save
-    from rmtk.empirical import EmpiricalPTP
     from rmtk.limits import Deadline, clear_stop, request_stop
     from rmtk.progress import Progress
+    from rmtk.ptp.empirical import EmpiricalPTP
 
     class StopAfterOne(Progress):
         def count(self, done, total, what="trajectories"):

@@ -10,13 +10,13 @@ import pytest
 
 from rmtk import EmpiricalPTP, dsl
 from rmtk.data import save
-from rmtk.empirical import canonical_counts, count_chunk, merge_counts, to_policy
 from rmtk.engines.dask import DaskEngine
 from rmtk.engines.local import LocalEngine, as_engine
 from rmtk.engines.shards import TreeReducer, plan_shards
 from rmtk.errors import RmtkError
+from rmtk.product.simulate import simulate, simulate_dataset, simulate_sharded
 from rmtk.progress import Progress
-from rmtk.simulate import simulate, simulate_dataset, simulate_sharded
+from rmtk.ptp.empirical import canonical_counts, count_chunk, merge_counts, to_policy
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 

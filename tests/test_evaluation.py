@@ -1,4 +1,4 @@
-"""Evaluation metrics (rmtk.evaluation): log-likelihood against a slow per-step reference,
+"""Evaluation metrics (rmtk.learner.evaluation): log-likelihood against a slow per-step reference,
 rollouts and returns scored by a second machine, seeding."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 from rmtk import LabeledMDP, ModelError, RewardMachine, dsl
 from rmtk.data import Demonstrations
-from rmtk.evaluation import (
+from rmtk.learner.evaluation import (
     average_log_likelihood,
     average_return,
     log_likelihood,
@@ -17,9 +17,9 @@ from rmtk.evaluation import (
     rollout_returns,
     sample_demonstrations,
 )
-from rmtk.planning import task_policy
+from rmtk.product.planning import task_policy
+from rmtk.product.simulate import rollout_nodes, simulate
 from rmtk.rewards.baselines import uniform_policy
-from rmtk.simulate import rollout_nodes, simulate
 
 NEXT, BACK = 0, 1
 

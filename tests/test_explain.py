@@ -14,10 +14,10 @@ import pytest
 from rmtk import EmpiricalPTP, ExactPTP, Learner, MaxSatEncoder, SoftOptimal, dsl
 from rmtk.cli.main import main
 from rmtk.errors import RmtkError
-from rmtk.explain import growth_factors
-from rmtk.negatives import ConfidenceMiner
-from rmtk.ptp import PrefixTree, PrefixTreePolicy, TrieBuilder
-from rmtk.simulate import simulate
+from rmtk.learner.explain import growth_factors
+from rmtk.negatives.miners import ConfidenceMiner
+from rmtk.product.simulate import simulate
+from rmtk.ptp.tree import PrefixTree, PrefixTreePolicy, TrieBuilder
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 
@@ -204,7 +204,7 @@ def test_tables_experiment_explains_its_survivors_at_1000_demonstrations():
 def test_without_a_model_witnesses_come_from_the_data(stack_avoid):
     """An environment known only through its data (a Space): the cover's witnesses are
     (word, word, state) triples of the demonstrations, each checked on the machines."""
-    from rmtk.space import Space
+    from rmtk.mdp.space import Space
 
     demos = simulate(stack_avoid, 1000, 20, seed=0)
     mdp = stack_avoid.mdp

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from rmtk import Learner, dsl
-from rmtk.encoders import SimplestEncoder
 from rmtk.errors import ModelError
-from rmtk.simulate import rollout_nodes
+from rmtk.product.simulate import rollout_nodes
+from rmtk.sat.encoders import SimplestEncoder
 from rmtk.traces.evidence import TraceRewards
 from rmtk.traces.explorers import RandomSubgoals, explore
 

@@ -1,4 +1,4 @@
-"""Family-wise negative examples of a sampled run (rmtk.anytime.FamilyWise,
+"""Family-wise negative examples of a sampled run (rmtk.negatives.anytime.FamilyWise,
 rmtk.active.family; docs/design/14-sampled-experts.md, section 14.1)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rmtk.active import ActiveLearner, Budget, ExpertWalks
-from rmtk.anytime import Adaptive, FamilyWise, row_weights
+from rmtk.negatives.anytime import Adaptive, FamilyWise, row_weights
 
 gymnasium = pytest.importorskip("gymnasium")
 
@@ -94,8 +94,8 @@ def test_a_history_is_ranked_by_its_first_answer_and_judged_on_its_answers_alone
     from rmtk.active import ExpertCapabilities, SimulatedExpert
     from rmtk.active.asking import Asker
     from rmtk.active.knowledge import Knowledge
-    from rmtk.simulate import simulate
-    from rmtk.statistics import Sequential
+    from rmtk.negatives.statistics import Sequential
+    from rmtk.product.simulate import simulate
 
     task = dsl.load_model("stack_avoid").tasks["stack_avoid"]
     demos = simulate(task, 200, 20, seed=0)

@@ -6,9 +6,9 @@ counts, the same flags, on both machine classes and both encoders, listings cut 
 import pytest
 
 from rmtk import dsl
-from rmtk.encoders import SatEncoder, SimplestEncoder
 from rmtk.limits import SearchLimits
 from rmtk.sat import grown
+from rmtk.sat.encoders import SatEncoder, SimplestEncoder
 from rmtk.sat.encoding import Problem
 from rmtk.sat.search import canonical_partial
 from rmtk.traces.evidence import observed_part
@@ -80,8 +80,10 @@ def test_a_valid_floor_leaves_the_fewest_moving_transitions(problems):
 
 
 def test_a_large_trie_is_searched_on_a_sample(problems, monkeypatch):
-    """Past ``SMALL_TRIE`` words, the encoders' own search goes through the sample."""
+    """Past ``SMALL_TRIE`` words (``SMALL_FOLDED`` folded ones for SimplestEncoder, which
+    encodes them folded), the encoders' own search goes through the sample."""
     monkeypatch.setattr(grown, "SMALL_TRIE", 1)
+    monkeypatch.setattr(grown, "SMALL_FOLDED", 1)
     calls = []
     real = grown.grown_search
     monkeypatch.setattr(grown, "grown_search", lambda *a: calls.append(1) or real(*a))
@@ -89,6 +91,11 @@ def test_a_large_trie_is_searched_on_a_sample(problems, monkeypatch):
     SimplestEncoder().search(problem, SearchLimits(max_nodes=5))
     SatEncoder().search(problem, SearchLimits(max_nodes=5, max_solutions=3))
     assert len(calls) == 2
+    monkeypatch.setattr(grown, "SMALL_FOLDED", problem.folded().n_nodes + 1)
+    SimplestEncoder().search(problem, SearchLimits(max_nodes=5))
+    assert len(calls) == 2  # its folded words are fewer: every word at once
+    SatEncoder().search(problem, SearchLimits(max_nodes=5, max_solutions=3))
+    assert len(calls) == 3
 
 
 def test_giving_up_on_the_sample_searches_the_whole_trie(problems, monkeypatch):

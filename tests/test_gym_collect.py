@@ -13,11 +13,8 @@ from gymnasium import spaces
 
 from rmtk import ConfidenceMiner, DataError, EmpiricalPTP, Learner, RmtkError, dsl, isomorphic
 from rmtk.data import Demonstrations
-from rmtk.empirical import canonical_counts, count_chunk, to_policy
-from rmtk.encoders import SimplestEncoder
 from rmtk.engines.dask import DaskEngine
 from rmtk.engines.shards import plan_shards
-from rmtk.exact import shortest_path_table
 from rmtk.gym import (
     Bins,
     Identity,
@@ -31,6 +28,9 @@ from rmtk.gym import (
     collect_shard,
     office_env,
 )
+from rmtk.ptp.empirical import canonical_counts, count_chunk, to_policy
+from rmtk.ptp.exact import shortest_path_table
+from rmtk.sat.encoders import SimplestEncoder
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,7 +54,7 @@ def uniform(obs, ctx):
 
 
 def test_import_rmtk_does_not_import_gymnasium():
-    code = "import sys, rmtk, rmtk.learner, rmtk.empirical, rmtk.envs; print('gymnasium' in sys.modules)"
+    code = "import sys, rmtk, rmtk.learner, rmtk.ptp.empirical, rmtk.envs; print('gymnasium' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -146,7 +146,7 @@ def test_learning_from_a_recording(coffee):
     assert len(res.machines) == 1
     assert isomorphic(res.machines[0], coffee.machine.with_alphabet_order(mdp.propositions), rewards=False)
     # the recording carries its policy: verdicts against the task compare with the table recorded
-    from rmtk.exact import NodePolicyTable
+    from rmtk.ptp.exact import NodePolicyTable
 
     expected = NodePolicyTable(table).class_table(coffee)
     np.testing.assert_array_equal(EmpiricalPTP(rec).expert_classes(coffee), expected)

@@ -16,7 +16,7 @@ from rmtk.active.experts import QueryError, realisable
 from rmtk.active.loop import ActiveLearner
 from rmtk.gym import MdpEnv, NodePolicy
 from rmtk.gym.experts import GymExpert
-from rmtk.planning import task_policy
+from rmtk.product.planning import task_policy
 
 PROPS = ["i", "a", "h", "g"]
 
@@ -134,7 +134,7 @@ def test_bad_environments_are_clear_errors():
 
 def test_office_histories_are_replayed_state_by_state():
     from rmtk import dsl
-    from rmtk.exact import shortest_path_table
+    from rmtk.ptp.exact import shortest_path_table
 
     task = dsl.load_model("office").tasks["patrol"]
     mdp = task.mdp

@@ -18,7 +18,7 @@ from rmtk.data.rewards import round_rewards
 from rmtk.engines.dask import DaskEngine
 from rmtk.errors import DataError
 from rmtk.gym import Identity, collect
-from rmtk.simulate import simulate
+from rmtk.product.simulate import simulate
 from rmtk.traces.rewards import reward_traces
 
 MODELS = Path(__file__).resolve().parents[1] / "models"

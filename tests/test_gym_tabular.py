@@ -124,8 +124,8 @@ def test_labels_read_from_the_recording_and_unvisited_states():
 
 def test_axis_orders_mixed_up_are_named():
     from rmtk import dsl
-    from rmtk.exact import NodePolicyTable
     from rmtk.gym import NodePolicy
+    from rmtk.ptp.exact import NodePolicyTable
 
     lake = tabular_mdp(gymnasium.make("FrozenLake-v1"), lake_labeler)
     P = lake.P  # P[a, s, s'] (4, 16, 16)
@@ -224,7 +224,7 @@ def test_a_labeler_of_one_argument_is_refused_where_it_is_given():
     """A labeler is called ``labeler(obs, info)``; one of one argument is named at once, by the
     model, the wrappers and ``collect``, not by a TypeError deep inside a run."""
     from rmtk.gym import RewardMachineEnv
-    from rmtk.machine import RewardMachine
+    from rmtk.machine.model import RewardMachine
 
     env = gymnasium.make("FrozenLake-v1", is_slippery=False)
 

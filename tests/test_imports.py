@@ -32,7 +32,7 @@ def test_learning_a_model_imports_no_counting_or_lazy_search_modules():
     """``rmtk learn models/patrol.rm`` (an exact prefix tree policy, no data) imports neither the
     counting of demonstrations and reward traces nor the lazy search nor the margin LP: they are
     imported where used, which keeps the command's start-up (benchmarks/startup.py)."""
-    unused = ("rmtk.empirical", "rmtk.data", "rmtk.traces.rewards", "rmtk.traces.explorers", "rmtk.sat.lazy")
+    unused = ("rmtk.ptp.empirical", "rmtk.data", "rmtk.traces.rewards", "rmtk.traces.explorers", "rmtk.sat.lazy")
     unused += ("rmtk.rewards.margin", "numpy.ma", "rmtk.experiments")  # numpy.ma: np.unique imports it
     probe = (
         "import contextlib, io, sys\n"

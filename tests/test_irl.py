@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from rmtk import LabeledMDP, ModelError, RewardMachine, dsl
-from rmtk.learner import ExactPTP, Learner, SoftOptimal
-from rmtk.planning import soft_bellman, task_policy
-from rmtk.product import product, task_product
-from rmtk.ptp import PrefixTree, PrefixTreePolicy, Trie, build_prefix_tree
+from rmtk.learner.pipeline import ExactPTP, Learner, SoftOptimal
+from rmtk.product.model import product, task_product
+from rmtk.product.planning import soft_bellman, task_policy
+from rmtk.ptp.tree import PrefixTree, PrefixTreePolicy, Trie, build_prefix_tree
 from rmtk.rewards.recovery import check, coverage, describe, learned_product_policy, recover_rewards, reward_fit
 
 TASKS = [("patrol.rm", "patrol"), ("stack.rm", "stack")]
@@ -201,7 +201,7 @@ def test_lsqr_path_where_the_values_cannot_be_eliminated(models_dir, monkeypatch
     real = spla.splu
 
     def singular(matrix, **options):
-        if options:  # the planner's policy evaluations (rmtk/planning.py) name their ordering
+        if options:  # the planner's policy evaluations (rmtk/product/planning.py) name their ordering
             return real(matrix, **options)
         raise RuntimeError("Factor is exactly singular")
 

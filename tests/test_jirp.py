@@ -8,7 +8,7 @@ import pytest
 from rmtk import dsl
 from rmtk.cli.main import main
 from rmtk.experiments.jirp import learn_while_exploring
-from rmtk.machine import isomorphic
+from rmtk.machine.model import isomorphic
 from rmtk.traces.rewards import reward_traces
 
 
@@ -33,7 +33,7 @@ def reward_equivalent_on_episodes(x, task):
     return traces
 
 
-@pytest.mark.parametrize(("model", "name", "rounds"), [("office", "coffee", 2), ("patrol", "patrol", 5)])
+@pytest.mark.parametrize(("model", "name", "rounds"), [("office", "coffee", 2), ("patrol", "patrol", 4)])
 def test_the_loop_ends_reward_equivalent_to_the_truth(model, name, rounds):
     task, x = explore(model, name)
     assert x.converged and len(x.rounds) == rounds
@@ -50,4 +50,4 @@ def test_the_loop_ends_reward_equivalent_to_the_truth(model, name, rounds):
 def test_reproduce_jirp_quick(capsys):
     assert main(["reproduce", "jirp", "--quick", "-q", "--no-figures", "--set", "tasks=patrol:patrol"]) == 0
     out = capsys.readouterr().out
-    assert "patrol:patrol       509" in out and "u3 -> u0 on D reward 1" in out
+    assert "patrol:patrol       514" in out and "u3 -> u0 on D reward 1" in out

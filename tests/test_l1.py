@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rmtk import dsl
-from rmtk.planning import task_policy
+from rmtk.product.planning import task_policy
 from rmtk.rewards import l1
 from rmtk.rewards.l1 import l1_fit, lp_l1, sparse_l1, vertex_l1
 from rmtk.rewards.recovery import check, reward_fit, sparsest
@@ -147,7 +147,7 @@ def _absorbing_end_task(loop_reward: float, lam: float = 0.1):
     """A corridor of 5 cells ``o a o b g``, start on the left; the machine u0 -g-> u1 pays 1,
     u1 absorbing (its loops pay ``loop_reward``)."""
     from rmtk.envs import gridworld
-    from rmtk.machine import RewardMachine
+    from rmtk.machine.model import RewardMachine
     from rmtk.task import Task
 
     mdp = gridworld(["o a o b g"], slip=0.0, start=[(0, 0)], gamma=0.9)

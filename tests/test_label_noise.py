@@ -14,15 +14,15 @@ import pytest
 from rmtk import ConfidenceMiner, EmpiricalPTP, Learner, NodePolicyTable, dsl
 from rmtk.cli.main import main
 from rmtk.data import Demonstrations, load, save
-from rmtk.encoders import SatEncoder, SimplestEncoder
 from rmtk.envs import gridworld
 from rmtk.errors import DataError, ModelError, RmtkError
-from rmtk.exact import shortest_path_table
 from rmtk.label_noise import LabelNoise, NoisyLabels, count_evidence, estimate
 from rmtk.label_noise.evidence import recorded_by
-from rmtk.machine import RewardMachine, isomorphic
+from rmtk.machine.model import RewardMachine, isomorphic
+from rmtk.product.simulate import simulate
 from rmtk.progress import Progress
-from rmtk.simulate import simulate
+from rmtk.ptp.exact import shortest_path_table
+from rmtk.sat.encoders import SatEncoder, SimplestEncoder
 from rmtk.task import Task
 from rmtk.traces.evidence import TraceRewards
 
@@ -265,7 +265,7 @@ def test_label_noise_a_doubtful_letter_is_chosen_with_the_machine():
 def test_label_noise_a_doubtful_letter_is_chosen_under_rewards_within_a_tolerance():
     """The corridor's rewards off by up to 0.04: within ±0.05 the same choice of the a cell's
     letter; weighed as noisy (NoisyRewardEncoder) the choice is refused, the reason said."""
-    from rmtk.encoders import NoisyRewardEncoder
+    from rmtk.sat.encoders import NoisyRewardEncoder
     from rmtk.traces.tolerance import TolerantRewards
 
     task, demos = corridor()

@@ -17,8 +17,8 @@ from rmtk.errors import RmtkError
 from rmtk.label_noise import LabelNoise
 from rmtk.label_noise.active import NoisyActive
 from rmtk.label_noise.evidence import recorded_by
-from rmtk.simulate import simulate
-from rmtk.space import Space
+from rmtk.mdp.space import Space
+from rmtk.product.simulate import simulate
 
 PATROL = str(Path(__file__).resolve().parents[1] / "models" / "patrol.rm")
 

@@ -10,7 +10,7 @@ import pytest
 from rmtk.errors import ModelError
 from rmtk.label_noise import LabelNoise
 from rmtk.label_noise.filter import BayesFilter, MostLikelyLabel, NoisyDetector
-from rmtk.machine import RewardMachine
+from rmtk.machine.model import RewardMachine
 
 gymnasium = pytest.importorskip("gymnasium")
 

@@ -11,11 +11,11 @@ import pytest
 
 from rmtk import EmpiricalPTP, Learner, dsl
 from rmtk.cli.main import main
-from rmtk.encoders import SimplestEncoder
 from rmtk.errors import RmtkError
 from rmtk.label_noise import DetectorModel, LabelNoise, NoisyLabels, UniformModel, count_evidence, estimate
 from rmtk.label_noise.evidence import recorded_by
-from rmtk.simulate import simulate
+from rmtk.product.simulate import simulate
+from rmtk.sat.encoders import SimplestEncoder
 from rmtk.traces.evidence import TraceRewards
 
 OFFICE = Path(__file__).resolve().parents[1] / "models" / "office.rm"

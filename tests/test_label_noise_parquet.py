@@ -17,8 +17,8 @@ from rmtk.data import load, save
 from rmtk.errors import DataError
 from rmtk.label_noise import LabelNoise, NoisyLabels, count_evidence
 from rmtk.label_noise.evidence import recorded_by
-from rmtk.machine import isomorphic
-from rmtk.simulate import simulate
+from rmtk.machine.model import isomorphic
+from rmtk.product.simulate import simulate
 from rmtk.traces.evidence import TraceRewards
 
 pytest.importorskip("pyarrow")
@@ -131,7 +131,7 @@ def test_label_noise_parquet_doubtful_letters_are_chosen_as_in_memory(tmp_path):
     the words counted from the dataset on the MDP with a placeholder letter."""
     from test_label_noise import corridor
 
-    from rmtk.encoders import SatEncoder
+    from rmtk.sat.encoders import SatEncoder
 
     task, demos = corridor()
     mdp = task.mdp

@@ -14,7 +14,7 @@ from rmtk.envs import gridworld  # noqa: E402
 from rmtk.errors import ModelError, RmtkError  # noqa: E402
 from rmtk.gym import MdpEnv, RewardMachineEnv, SimulatedDetector, StateLabels  # noqa: E402
 from rmtk.label_noise import LabelNoise  # noqa: E402
-from rmtk.machine import RewardMachine  # noqa: E402
+from rmtk.machine.model import RewardMachine  # noqa: E402
 from rmtk.rl import crm, no_log_folder  # noqa: E402
 from rmtk.rl.belief_crm import BeliefCounterfactuals  # noqa: E402
 

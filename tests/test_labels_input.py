@@ -87,7 +87,7 @@ def test_sizes_are_checked_against_what_they_allocate(patrol, capsys):
 
 def test_bad_data_and_mismatched_strategies(patrol):
     from rmtk.data.demonstrations import Demonstrations
-    from rmtk.empirical import EmpiricalPTP
+    from rmtk.ptp.empirical import EmpiricalPTP
 
     demos = Demonstrations.from_lists([[(0, 0), (3, 1)], [(2, 0), (20, 1)]])
     with pytest.raises(DataError, match="trajectory 1, step 1: state index 20 .* 16 states"):

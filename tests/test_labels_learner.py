@@ -13,7 +13,7 @@ from rmtk.labels import LabelLearner, StateHistoryPTP, state_task
 from rmtk.labels.histories import state_machine
 from rmtk.labels.pairs import mdp_reachable
 from rmtk.labels.verdicts import truth_pair
-from rmtk.negatives import ConfidenceMiner
+from rmtk.negatives.miners import ConfidenceMiner
 from rmtk.progress import Progress
 from rmtk.sat.lazy import TrieOracle
 
@@ -51,7 +51,7 @@ def test_partial_knowledge_and_given_k():
 def test_free_states_are_the_relabellings_that_keep_the_expert():
     """A state is free in a pair exactly when relabelling it alone keeps the pair consistent at
     every depth (checked one relabelling at a time against the product, independently)."""
-    from rmtk.equivalence import consistency
+    from rmtk.machine.equivalence import consistency
 
     hits = 0
     for seed in range(12):
@@ -80,7 +80,7 @@ def test_free_states_are_the_relabellings_that_keep_the_expert():
 
 
 def _table(table):
-    from rmtk.exact import NodePolicyTable
+    from rmtk.ptp.exact import NodePolicyTable
 
     return NodePolicyTable(table)
 
@@ -89,8 +89,8 @@ def test_demonstrations_without_labels():
     """From demonstrations, histories are state sequences: the learned pairs reproduce the
     empirical negatives (checked against the data's own oracle), and the result says what the
     samples could resolve."""
-    from rmtk.empirical import EmpiricalPTP
-    from rmtk.simulate import simulate
+    from rmtk.product.simulate import simulate
+    from rmtk.ptp.empirical import EmpiricalPTP
 
     task, table = random_task(7)
     table = np.where(table > 0.5, 0.95, 0.05)  # a decisive expert: one preferred action per (node, state)
@@ -150,8 +150,8 @@ def test_collect_without_a_labeler_records_state_histories():
     import attrs
 
     pytest.importorskip("gymnasium")
-    from rmtk.empirical import EmpiricalPTP
     from rmtk.gym import Identity, MdpVectorEnv, NodePolicy, collect
+    from rmtk.ptp.empirical import EmpiricalPTP
 
     task, table = random_task(7)
     expert_policy = NodePolicy.from_table(task.machine, np.where(table > 0.5, 0.95, 0.05))
@@ -179,7 +179,7 @@ def test_collect_without_a_labeler_records_state_histories():
 def test_exact_state_history_policy_is_the_product_policy():
     """Every state path of at most 3 states (runs of one state collapsed) is a word of the state
     tree, with the expert's distribution at (its last state, the true node after its labels)."""
-    from rmtk.planning import task_policy
+    from rmtk.product.planning import task_policy
 
     task, _ = random_task(11)
     ptp = StateHistoryPTP(ExactPTP(3)).state_tree(task, Progress())
@@ -211,8 +211,8 @@ def test_patrol_demonstrations_keep_the_truth_among_the_survivors():
     too few negatives (a 2-node pair suffices), and the truth is then no survivor."""
     import attrs
 
-    from rmtk.empirical import EmpiricalPTP
-    from rmtk.simulate import simulate
+    from rmtk.product.simulate import simulate
+    from rmtk.ptp.empirical import EmpiricalPTP
 
     task = dsl.load_model("patrol").tasks["patrol"]
     task = attrs.evolve(task, machine=task.machine.with_rewards(task.machine.delta_r * 10.0))
@@ -236,8 +236,8 @@ def test_survivors_of_patrol_demonstrations_are_summarised():
     remains."""
     import attrs
 
-    from rmtk.empirical import EmpiricalPTP
-    from rmtk.simulate import simulate
+    from rmtk.product.simulate import simulate
+    from rmtk.ptp.empirical import EmpiricalPTP
 
     task = dsl.load_model("patrol").tasks["patrol"]
     task = attrs.evolve(task, machine=task.machine.with_rewards(task.machine.delta_r * 10.0))
@@ -300,15 +300,15 @@ def test_labels_from_an_expert_asked_actively():
 def test_a_soft_expert_s_demonstrations_say_what_they_could_resolve(tmp_path, capsys):
     """State-only demonstrations of a soft expert (patrol, λ 5): one node and one proposition
     explain them, and the result says that the data held no negative example, what the merges
-    the pair rests on resolved (rmtk.statistics), and which merged histories came closest to
+    the pair rests on resolved (rmtk.negatives.statistics), and which merged histories came closest to
     being told apart (each below the test's threshold), never a bare answer."""
     import attrs
 
     from rmtk.cli.main import main
     from rmtk.data import save
-    from rmtk.empirical import EmpiricalPTP
     from rmtk.labels.evidence import closest_merges
-    from rmtk.simulate import simulate
+    from rmtk.product.simulate import simulate
+    from rmtk.ptp.empirical import EmpiricalPTP
 
     task = attrs.evolve(dsl.load_model("patrol").tasks["patrol"], lam=5.0)
     demos = simulate(task, 10_000, 10, seed=0)

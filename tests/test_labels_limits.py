@@ -61,8 +61,8 @@ def test_demonstrations_with_a_time_limit_return_in_time_flagged():
     """State-only demonstrations of a soft expert, enough for many survivors: with a time limit
     the whole fit (search, enumeration, free states, verdicts) returns within it and a little,
     and says what it did not finish."""
-    from rmtk.empirical import EmpiricalPTP
-    from rmtk.simulate import simulate
+    from rmtk.product.simulate import simulate
+    from rmtk.ptp.empirical import EmpiricalPTP
 
     task = dsl.load_model("patrol").tasks["patrol"]
     task = attrs.evolve(task, machine=task.machine.with_rewards(task.machine.delta_r * 10.0))

@@ -11,13 +11,13 @@ import pytest
 from label_instances import LabelWordOracle, brute_force, expert, labelings, learn, pair_key, random_task
 
 from rmtk import ExactPTP, Learner, SatEncoder, dsl
-from rmtk.equivalence import consistency
-from rmtk.exact import NodePolicyTable
 from rmtk.labels import LabelLearner, SmallestPairs
 from rmtk.labels.histories import StateHistoryPTP, state_machine, state_mdp, state_task
 from rmtk.labels.pairs import LabelKnowledge, mdp_reachable
 from rmtk.limits import SearchLimits
-from rmtk.ptp import Trie
+from rmtk.machine.equivalence import consistency
+from rmtk.ptp.exact import NodePolicyTable
+from rmtk.ptp.tree import Trie
 from rmtk.sat.encoding import Problem
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from rmtk import RewardMachine, Task, dsl
 from rmtk.labels import LabelLearner
-from rmtk.mdp import LabeledMDP
+from rmtk.mdp.model import LabeledMDP
 
 REPRODUCER = """
 mdp m {
@@ -163,9 +163,9 @@ def questions_avoiding(task: Task, cell: str, depth: int):
 
     from rmtk import ExactPTP
     from rmtk.labels import StateHistoryPTP, state_task
-    from rmtk.negatives import ExactMiner, PolicyClasses
+    from rmtk.negatives.miners import ExactMiner, PolicyClasses
     from rmtk.progress import Progress
-    from rmtk.ptp import Trie
+    from rmtk.ptp.tree import Trie
     from rmtk.sat.lazy import TrieOracle
 
     ptp = StateHistoryPTP(ExactPTP(depth)).state_tree(task, Progress())

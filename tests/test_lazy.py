@@ -12,11 +12,11 @@ import pytest
 from test_theorem import FAMILIES, completions, random_instance
 
 from rmtk import EmpiricalPTP, ExactPTP, LabeledMDP, Learner, MaxSatEncoder, RewardMachine, SatEncoder, Task, dsl
-from rmtk.encoders import SatEncoder as Enc
-from rmtk.equivalence import Fillings, consistency, distinguish, sync_product
 from rmtk.errors import RmtkError
-from rmtk.exact import NodePolicyTable
-from rmtk.simulate import simulate
+from rmtk.machine.equivalence import Fillings, consistency, distinguish, sync_product
+from rmtk.product.simulate import simulate
+from rmtk.ptp.exact import NodePolicyTable
+from rmtk.sat.encoders import SatEncoder as Enc
 
 SHIPPED = [
     ("patrol", 6, 4, None),
@@ -159,7 +159,7 @@ def test_bounded_product_and_witness_words():
 
 
 def test_stacked_verdicts_equal_one_search_per_machine():
-    from rmtk.equivalence import consistency_many
+    from rmtk.machine.equivalence import consistency_many
 
     compared = 0
     for seed in range(40):
@@ -225,7 +225,7 @@ def test_pinned_lazy_search_gives_the_machines_of_bfs_symmetry_breaking():
     import functools
 
     from rmtk.limits import SearchLimits
-    from rmtk.ptp import Trie
+    from rmtk.ptp.tree import Trie
     from rmtk.sat.encoding import Problem
     from rmtk.sat.lazy import lazy_search
 

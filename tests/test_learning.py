@@ -10,11 +10,11 @@ from pysat.solvers import Solver
 
 from rmtk import RewardMachine, dsl, isomorphic
 from rmtk.cli.main import main
-from rmtk.encoders import MaxSatEncoder, SatEncoder
-from rmtk.equivalence import consistency
-from rmtk.learner import DistinctPerNode, ExactPTP, Learner, NodePolicyTable, SoftOptimal
-from rmtk.negatives import policy_classes
-from rmtk.ptp import build_prefix_tree
+from rmtk.learner.pipeline import DistinctPerNode, ExactPTP, Learner, NodePolicyTable, SoftOptimal
+from rmtk.machine.equivalence import consistency
+from rmtk.negatives.miners import policy_classes
+from rmtk.ptp.tree import build_prefix_tree
+from rmtk.sat.encoders import MaxSatEncoder, SatEncoder
 from rmtk.sat.encoding import (
     Problem,
     VarPool,
@@ -329,7 +329,7 @@ def test_time_limit_with_cadical_and_maxsat():
     """A time limit keeps CaDiCaL (its calls run in slices of conflicts, the deadline checked
     between them), MaxSAT's RC2 too: its oracle calls run in slices as well (it used to switch to
     Glucose 4, whose whole calls pysat can interrupt, and say so)."""
-    from rmtk.simulate import simulate
+    from rmtk.product.simulate import simulate
 
     t = task("stack_avoid")
     r = Learner(ExactPTP(8), nodes=4, max_nodes=4, time_limit=30.0).fit(t)

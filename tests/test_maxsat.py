@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from rmtk import dsl, isomorphic
-from rmtk.encoders import MaxSatEncoder, SatEncoder
-from rmtk.learner import DistinctPerNode, Learner
+from rmtk.learner.pipeline import DistinctPerNode, Learner
 from rmtk.limits import SearchLimits
-from rmtk.negatives import ConfidenceMiner, NegativePairs, log_weissman_constant, policy_classes
-from rmtk.ptp import PrefixTree, PrefixTreePolicy, Trie, build_prefix_tree
+from rmtk.negatives.miners import ConfidenceMiner, NegativePairs, log_weissman_constant, policy_classes
+from rmtk.ptp.tree import PrefixTree, PrefixTreePolicy, Trie, build_prefix_tree
+from rmtk.sat.encoders import MaxSatEncoder, SatEncoder
 from rmtk.sat.encoding import Problem
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
@@ -109,7 +109,7 @@ def test_maxsat_drops_injected_false_positives():
     assert res.cost <= len(fake)
     truth = task.machine.with_rewards(np.zeros((4, 4)))
     machines = [dsl.loads(dsl.dumps(truth)).machines["patrol"]]
-    from rmtk.machine import RewardMachine
+    from rmtk.machine.model import RewardMachine
 
     learned = [
         RewardMachine(nodes=range(4), alphabet="ABCD", delta_u=s.delta_u, delta_r=np.zeros((4, 4)))
@@ -127,7 +127,7 @@ def test_maxsat_drops_injected_false_positives():
 def test_learner_on_demonstrations_with_truth():
     import attrs
 
-    from rmtk.simulate import simulate
+    from rmtk.product.simulate import simulate
 
     task = attrs.evolve(dsl.load(MODELS / "stack.rm").tasks["stack"], lam=0.05)
     demos = simulate(task, 3000, 20, seed=1)
@@ -145,7 +145,7 @@ def test_learner_on_demonstrations_with_truth():
 def test_dropped_policy_classes_are_the_pairs_the_machine_merges():
     """MaxSAT on exact policy classes drops word pairs (the classes read as pairs): ``dropped``
     names them, and at the optimum they are exactly the negative examples the machine violates."""
-    from rmtk.learner import ExactPTP
+    from rmtk.learner.pipeline import ExactPTP
 
     task = dsl.load(MODELS / "stack.rm").tasks["stack"]
     r = Learner(ExactPTP(depth=6), nodes=2, max_nodes=2, encoder=MaxSatEncoder(), irl=None, max_solutions=1).fit(task)
@@ -160,7 +160,7 @@ def test_dropped_policy_classes_are_the_pairs_the_machine_merges():
 
 
 def test_unsat_message_suggests_maxsat():
-    from rmtk.simulate import simulate
+    from rmtk.product.simulate import simulate
 
     task = dsl.load(MODELS / "stack_avoid.rm").tasks["stack_avoid"]
     demos = simulate(task, 500, 20, seed=0)

@@ -14,11 +14,11 @@ import pytest
 from pysat.formula import WCNF
 
 from rmtk import Learner, dsl
-from rmtk.encoders import NoisyRewardEncoder
+from rmtk.learner.report import report
 from rmtk.limits import clear_stop, request_stop
-from rmtk.report import report
+from rmtk.product.simulate import simulate
+from rmtk.sat.encoders import NoisyRewardEncoder
 from rmtk.sat.solver import _Stopped, maxsat_compute, rc2_class
-from rmtk.simulate import simulate
 from rmtk.traces import TraceRewards, replaced_rewards
 
 

@@ -92,11 +92,11 @@ def test_a_recording_without_moves_has_the_same_counts():
 
 
 def test_answers_merge_into_the_sorted_keys_as_a_sort_of_both_would():
-    """rmtk.empirical.merge_counts (each batch of the expert's answers joining the knowledge)
-    inserts the few new keys into the sorted ones (rmtk._keys): the keys and counts of sorting
+    """rmtk.ptp.empirical.merge_counts (each batch of the expert's answers joining the knowledge)
+    inserts the few new keys into the sorted ones (rmtk.ptp._keys): the keys and counts of sorting
     both; keys not sorted are left to the sort."""
-    from rmtk._keys import merge_sorted
-    from rmtk.empirical import _aggregate
+    from rmtk.ptp._keys import merge_sorted
+    from rmtk.ptp.empirical import _aggregate
 
     rng = np.random.default_rng(0)
     for _ in range(300):

@@ -10,7 +10,7 @@ from rmtk.data import Demonstrations, load, save
 from rmtk.dsl import load_model as model
 from rmtk.errors import DataError
 from rmtk.experiments import Options, run
-from rmtk.simulate import simulate
+from rmtk.product.simulate import simulate
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "mice_water_restricted.npz"
 WATER = RewardMachine.from_transitions({("u0", "w"): "u1"}, ["h", "i", "w"])

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rmtk import Learner, dsl
-from rmtk.encoders import SimplestNoisyRewardEncoder
+from rmtk.sat.encoders import SimplestNoisyRewardEncoder
 from rmtk.sat.encoding import Formula, Problem
 from rmtk.traces.evidence import TraceRewards
 from rmtk.traces.explorers import explore

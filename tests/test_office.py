@@ -137,7 +137,7 @@ def test_models_are_the_literature_machines(doc, name):
 
 @pytest.mark.parametrize("name", ["coffee", "patrol"])
 def test_every_depth_learning_recovers_the_task(doc, name):
-    from rmtk.exact import shortest_path_table
+    from rmtk.ptp.exact import shortest_path_table
 
     task = doc.tasks[name]
     table = shortest_path_table(task, 0.1)

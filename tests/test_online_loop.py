@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("gymnasium", reason="rmtk.rl needs gymnasium (pip install '.[gym]')")
 
 from rmtk.errors import DataError, ModelError  # noqa: E402
-from rmtk.machine import RewardMachine  # noqa: E402
+from rmtk.machine.model import RewardMachine  # noqa: E402
 from rmtk.rl.online import (  # noqa: E402
     KeepCounterexamples,
     LoopSettings,

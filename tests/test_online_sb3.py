@@ -193,7 +193,7 @@ def test_online_ppo_and_sac_train_on_the_product():
     assert ppo.steps == 128
     import gymnasium
 
-    from rmtk.machine import RewardMachine
+    from rmtk.machine.model import RewardMachine
     from rmtk.rl.online.tasks import MachinePays
 
     def upright(obs, info):

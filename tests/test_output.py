@@ -123,7 +123,7 @@ def interrupt_mid_write(monkeypatch):
 def _writers():
     from rmtk.data import save
     from rmtk.io import draw
-    from rmtk.simulate import simulate
+    from rmtk.product.simulate import simulate
 
     task = dsl.load(MODELS / "stack.rm").tasks["stack"]
     demos = simulate(task, 50, 5, seed=0)

@@ -151,7 +151,7 @@ def test_staging_commits_atomically(tmp_path):
 
 def test_import_rmtk_imports_neither_pyarrow_nor_dask():
     probe = (
-        "import sys, rmtk, rmtk.data, rmtk.empirical, rmtk.engines.local, rmtk.simulate, rmtk.cli.main; "
+        "import sys, rmtk, rmtk.data, rmtk.ptp.empirical, rmtk.engines.local, rmtk.product.simulate, rmtk.cli.main; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'pyarrow', 'dask', 'distributed'}))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
@@ -325,7 +325,7 @@ def test_cli_simulate_parquet_locally_and_learn_as_from_npz(tmp_path, capsys):
 
     from rmtk import dsl
     from rmtk.cli.main import main
-    from rmtk.simulate import simulate
+    from rmtk.product.simulate import simulate
 
     model = str(Path(__file__).resolve().parents[1] / "models" / "stack_avoid.rm")
     task = dsl.load(model).tasks["stack_avoid"]
@@ -368,7 +368,7 @@ def shrunk_dataset(tmp_path, stack, keep, drop_keys=(), shift=0):
     """100 trajectories of 10 steps in 2 partitions of 50; partition 1 rewritten with its first
     ``keep`` rows (the metadata kept, as pyarrow keeps it), without the metadata ``drop_keys``,
     and its trajectory ids shifted by ``shift``."""
-    from rmtk.simulate import simulate_dataset
+    from rmtk.product.simulate import simulate_dataset
 
     d = tmp_path / "d.parquet"
     simulate_dataset(stack, 100, 10, d, seed=0, partition_size=50)
@@ -435,7 +435,7 @@ def test_a_partition_holding_less_than_its_metadata_records_is_refused(tmp_path,
 def test_a_partition_of_another_dataset_is_refused(tmp_path, stack):
     """Whole files whose id ranges do not follow one another (a file of another dataset of the
     same shape dropped in) are refused when the dataset is opened."""
-    from rmtk.simulate import simulate_dataset
+    from rmtk.product.simulate import simulate_dataset
 
     d = tmp_path / "d.parquet"
     simulate_dataset(stack, 100, 10, d, seed=0, partition_size=50)

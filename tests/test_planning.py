@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import rmtk.planning as planning
+import rmtk.product.planning as planning
 from rmtk import LabeledMDP, ModelError, RewardMachine, Task
-from rmtk.planning import PlanningError, SoftPolicy, soft_bellman, task_policy
-from rmtk.product import Product, letter_map, product, task_product
+from rmtk.product.model import Product, letter_map, product, task_product
+from rmtk.product.planning import PlanningError, SoftPolicy, soft_bellman, task_policy
 
 DOWN, RIGHT, UP, LEFT = range(4)
 

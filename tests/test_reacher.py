@@ -11,13 +11,13 @@ import pytest
 
 from rmtk import dsl
 from rmtk.data import Demonstrations
-from rmtk.empirical import count_chunk, count_stream, empirical_policy, to_policy
 from rmtk.engines.dask import DaskEngine
 from rmtk.envs import reacher as R
 from rmtk.errors import DataError, RmtkError
 from rmtk.gym import collect
 from rmtk.gym.reacher import ReacherLabels, joint_state, reacher_bins, reacher_expert
-from rmtk.space import Space
+from rmtk.mdp.space import Space
+from rmtk.ptp.empirical import count_chunk, count_stream, empirical_policy, to_policy
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 

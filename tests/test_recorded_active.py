@@ -14,15 +14,15 @@ from rmtk.active.asking import Budget
 from rmtk.active.experts import RecordedExpert, SimulatedExpert, TaskExpert
 from rmtk.active.loop import ActiveLearner
 from rmtk.active.recorded import AtRecordedTriples, MostEvidence, Triples, candidate_triples
-from rmtk.empirical import CountTable, count_chunk, prune_counts, to_policy
-from rmtk.encoders import MaxSatEncoder
 from rmtk.errors import RmtkError
-from rmtk.exact import NodePolicyTable, greedy_table
 from rmtk.limits import SearchLimits
-from rmtk.negatives import ConfidenceMiner
-from rmtk.planning import task_policy
+from rmtk.negatives.miners import ConfidenceMiner
+from rmtk.product.planning import task_policy
+from rmtk.product.simulate import simulate
+from rmtk.ptp.empirical import CountTable, count_chunk, prune_counts, to_policy
+from rmtk.ptp.exact import NodePolicyTable, greedy_table
+from rmtk.sat.encoders import MaxSatEncoder
 from rmtk.sat.encoding import Problem
-from rmtk.simulate import simulate
 
 ALPHA = 1e-3
 

@@ -10,9 +10,9 @@ import pytest
 
 from rmtk import dsl
 from rmtk.active.experts import QueryError
-from rmtk.exact import shortest_path_table
 from rmtk.gym import NodePolicy, office_env
 from rmtk.gym.experts import ReplayExpert, record, replay
+from rmtk.ptp.exact import shortest_path_table
 
 
 def office(task_name="coffee"):

@@ -17,9 +17,9 @@ from rmtk import dsl
 from rmtk.cli.main import main
 from rmtk.data import Demonstrations, load, load_csv, load_npz, save
 from rmtk.data.rewards import round_rewards
-from rmtk.empirical import EmpiricalPTP
 from rmtk.errors import DataError, ModelError
-from rmtk.simulate import simulate, simulate_dataset, simulate_sharded
+from rmtk.product.simulate import simulate, simulate_dataset, simulate_sharded
+from rmtk.ptp.empirical import EmpiricalPTP
 from rmtk.traces.rewards import RewardTraces, reward_traces
 
 MODELS = Path(__file__).resolve().parents[1] / "models"

@@ -6,9 +6,9 @@ import pytest
 
 from rmtk import Learner, dsl
 from rmtk.data import Demonstrations
-from rmtk.encoders import SimplestEncoder, SimplestNoisyRewardEncoder
 from rmtk.errors import RmtkError
-from rmtk.mdp import LabeledMDP
+from rmtk.mdp.model import LabeledMDP
+from rmtk.sat.encoders import SimplestEncoder, SimplestNoisyRewardEncoder
 from rmtk.traces.evidence import TraceRewards, noise_interval
 from rmtk.traces.explorers import explore
 from rmtk.traces.rewards import reward_traces

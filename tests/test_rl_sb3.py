@@ -17,10 +17,10 @@ from rmtk import RewardMachine, dsl, isomorphic  # noqa: E402
 from rmtk.active.experts import TaskExpert  # noqa: E402
 from rmtk.active.loop import ActiveLearner  # noqa: E402
 from rmtk.errors import ModelError  # noqa: E402
-from rmtk.exact import NodePolicyTable, shortest_path_table  # noqa: E402
 from rmtk.gym import Bins, Identity, NodePolicy, RewardMachineEnv, StateLabels, collect, office_env  # noqa: E402
 from rmtk.gym.mdp_env import MdpVectorEnv  # noqa: E402
-from rmtk.planning import task_policy  # noqa: E402
+from rmtk.product.planning import task_policy  # noqa: E402
+from rmtk.ptp.exact import NodePolicyTable, shortest_path_table  # noqa: E402
 from rmtk.rl import AgentExpert, agent_policy, crm, no_log_folder, sb3_agent  # noqa: E402
 
 EPSILON = 0.1
@@ -253,7 +253,7 @@ def test_sb3_sac_learns_from_counterfactual_experiences_of_a_continuous_product(
     np.testing.assert_array_equal(first, agent.sample(obs, np.random.default_rng(7)))
     assert first.shape == (5, 1)
     # the expert of a continuous agent: m actions drawn at the history in one pass, binned, counted
-    from rmtk.space import Space
+    from rmtk.mdp.space import Space
 
     def cells(states):  # cell centres of 10 cells over [0, 1]
         return ((np.asarray(states) + 0.5) / 10).astype(np.float32)[:, None]
@@ -593,8 +593,8 @@ def test_sb3_a_greedy_agents_recording_says_why_it_shows_no_negative_example(off
     import io
 
     from rmtk import ConfidenceMiner, EmpiricalPTP, Learner
-    from rmtk.encoders import SimplestEncoder
-    from rmtk.report import report_demos
+    from rmtk.learner.report import report_demos
+    from rmtk.sat.encoders import SimplestEncoder
 
     task = office.tasks["coffee"]
     labels = StateLabels.of(task.mdp)
@@ -627,9 +627,9 @@ def test_sb3_learning_from_an_agents_recording_judges_against_the_agent(office):
     import warnings
 
     from rmtk import ConfidenceMiner, EmpiricalPTP, Learner
-    from rmtk.encoders import SimplestEncoder
-    from rmtk.exact import SoftOptimal
+    from rmtk.ptp.exact import SoftOptimal
     from rmtk.rl import PredictAgent
+    from rmtk.sat.encoders import SimplestEncoder
 
     task = office.tasks["coffee"]
     labels = StateLabels.of(task.mdp)

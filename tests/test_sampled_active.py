@@ -1,5 +1,5 @@
 """Questions to an expert that is run, sampled sequentially (rmtk/active/sampling.py, the loop's
-anytime-valid bound rmtk/anytime.py, docs/design/14-sampled-experts.md): early stops on clear
+anytime-valid bound rmtk/negatives/anytime.py, docs/design/14-sampled-experts.md): early stops on clear
 differences, long runs on faint ones, resolutions that hold in simulation, answers that say
 what they rest on, budgets that count draws and environment steps apart."""
 
@@ -15,9 +15,9 @@ from rmtk.active.asking import Asker
 from rmtk.active.experts import ExpertCapabilities
 from rmtk.active.knowledge import Knowledge
 from rmtk.active.sampling import Query, sample
-from rmtk.anytime import Adaptive
-from rmtk.planning import task_policy
-from rmtk.statistics import Sequential
+from rmtk.negatives.anytime import Adaptive
+from rmtk.negatives.statistics import Sequential
+from rmtk.product.planning import task_policy
 
 # compressed words of the corner grid: i = 0, a = 1, b = 2, g = 3 (tests/test_explain.py)
 NODE0 = (0,)  # nothing yet
@@ -238,7 +238,7 @@ def test_transition_tests_reuse_what_recorded_data_already_decide():
     their shortest words (the choice when nothing is known); every comparison is decided."""
     from rmtk import dsl
     from rmtk.active.questions import SplitMostPairs
-    from rmtk.simulate import simulate
+    from rmtk.product.simulate import simulate
 
     task = dsl.load_model("stack_avoid").tasks["stack_avoid"]
     demos = simulate(task, 1000, 20, seed=0)
@@ -286,7 +286,7 @@ def test_the_resolution_rests_on_the_settled_comparisons_and_names_open_options_
     merges rest on: the headline resolution is read on the comparisons the loop settled, and
     the open options are named apart with what they resolved."""
     from rmtk import dsl
-    from rmtk.simulate import simulate
+    from rmtk.product.simulate import simulate
 
     task = dsl.load_model("stack_avoid").tasks["stack_avoid"]
     demos = simulate(task, 1000, 20, seed=0)

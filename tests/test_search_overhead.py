@@ -10,8 +10,8 @@ import pytest
 from pysat.formula import WCNF
 
 from rmtk import Learner, dsl
-from rmtk.encoders import SatEncoder, SimplestEncoder
 from rmtk.limits import SearchLimits
+from rmtk.sat.encoders import SatEncoder, SimplestEncoder
 from rmtk.sat.encoding import Problem
 from rmtk.sat.fewest import canonical_order
 from rmtk.sat.search import canonical_partial, maxsat_search, weighted_cnf

@@ -17,13 +17,13 @@ from rmtk import (
     dsl,
     isomorphic,
 )
-from rmtk.empirical import count_stream
-from rmtk.encoders import SimplestEncoder
-from rmtk.exact import shortest_path_table
+from rmtk.mdp.space import Space
+from rmtk.product.simulate import simulate
 from rmtk.progress import Progress
+from rmtk.ptp.empirical import count_stream
+from rmtk.ptp.exact import shortest_path_table
 from rmtk.rewards.margin import MarginIRL
-from rmtk.simulate import simulate
-from rmtk.space import Space
+from rmtk.sat.encoders import SimplestEncoder
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 
@@ -135,7 +135,7 @@ def test_margin_irl_on_counts_agrees_with_exact(coffee_counts):
 def test_report_prints_margin_fits(office):
     import io
 
-    from rmtk.report import report
+    from rmtk.learner.report import report
 
     task = office.tasks["coffee"]
     res = Learner(

@@ -1,4 +1,4 @@
-"""Simulation of demonstrations (rmtk.simulate): reproducibility, feasibility, the first-label
+"""Simulation of demonstrations (rmtk.product.simulate): reproducibility, feasibility, the first-label
 convention and the sampled frequencies against the policy and the MDP kernel."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 from rmtk import LabeledMDP, RewardMachine, Task, dsl
 from rmtk.data import Demonstrations
 from rmtk.errors import DataError, ModelError
-from rmtk.planning import task_policy
+from rmtk.product.planning import task_policy
+from rmtk.product.simulate import RowSampler, node_table, rollout_nodes, sample_categorical, simulate
 from rmtk.progress import Progress
-from rmtk.simulate import RowSampler, node_table, rollout_nodes, sample_categorical, simulate
 
 
 # ---------------------------------------------------------------------------- fixtures
@@ -273,7 +273,7 @@ def test_rewards_of_one_step_trajectories_are_refused_before_any_draw():
 
     from rmtk import dsl
     from rmtk.errors import DataError
-    from rmtk.simulate import simulate
+    from rmtk.product.simulate import simulate
 
     task = dsl.load_model("patrol").tasks["patrol"]
     with pytest.raises(DataError, match="horizon of at least 2"):

@@ -1,4 +1,4 @@
-"""Which machines split each recorded triple (rmtk.ptp.disagreements, read by the recorded active
+"""Which machines split each recorded triple (rmtk.ptp.tree.disagreements, read by the recorded active
 loop, rmtk/active/recorded.py): kept once per distinct split, never as a machines × triples
 table. The answer is the dense table's, entry for entry; the memory stays below that table."""
 
@@ -9,10 +9,10 @@ import tracemalloc
 import numpy as np
 
 from rmtk.active.recorded import candidate_triples, separation
-from rmtk.anytime import Adaptive
-from rmtk.empirical import CountTable
-from rmtk.ptp import Trie, disagreements
-from rmtk.statistics import Sequential
+from rmtk.negatives.anytime import Adaptive
+from rmtk.negatives.statistics import Sequential
+from rmtk.ptp.empirical import CountTable
+from rmtk.ptp.tree import Trie, disagreements
 
 
 def random_trie(rng, n_nodes: int, n_letters: int) -> Trie:
@@ -50,7 +50,7 @@ def case(seed: int = 0, n_pairs: int = 8000):
 
 def dense(trie, node, state, rank, deltas):
     """The reference: the machines × trie nodes matrix of final nodes and the machines ×
-    triples table of splits, as the rule of rmtk.ptp.disagreements states it."""
+    triples table of splits, as the rule of rmtk.ptp.tree.disagreements states it."""
     finals = np.stack([trie.run(d, 0) for d in deltas])
     _, sig = np.unique(finals.T, axis=0, return_inverse=True)
     sig = sig.reshape(-1)[node]

@@ -1,4 +1,4 @@
-"""Comparisons of two sampled action distributions (rmtk/statistics.py): the resolution a
+"""Comparisons of two sampled action distributions (rmtk/negatives/statistics.py): the resolution a
 comparison claims is detected in at least 1 − α of seeded simulated runs, equal distributions
 are declared separated in at most α of runs even when the test looks after every draw, and
 sequential sampling stops early on clear differences and keeps going on faint ones."""
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from rmtk.errors import ModelError
-from rmtk.statistics import (
+from rmtk.negatives.statistics import (
     Mixture,
     Sequential,
     Weissman,
@@ -197,7 +197,7 @@ def test_merge_resolution_of_a_passive_result_against_a_brute_force(tmp_path, ca
     from rmtk import EmpiricalPTP, Learner, dsl
     from rmtk.cli.main import main
     from rmtk.data import save
-    from rmtk.simulate import simulate
+    from rmtk.product.simulate import simulate
 
     patrol = dsl.load_model("patrol").tasks["patrol"]
     demos = simulate(patrol, 3000, 20, seed=1)

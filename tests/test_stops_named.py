@@ -107,7 +107,7 @@ def test_labels_from_a_stopped_loop_are_flagged_with_its_stop():
 def test_an_expert_with_nothing_recorded_is_refused_not_answered():
     from rmtk.active.experts import RecordedExpert
     from rmtk.active.loop import ActiveLearner
-    from rmtk.simulate import simulate
+    from rmtk.product.simulate import simulate
 
     t = patrol()
     with pytest.raises(RmtkError, match="RecordedExpert answers no queries and its recording holds no"):

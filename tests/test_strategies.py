@@ -25,8 +25,8 @@ from rmtk import (
 )
 from rmtk.cli.main import main
 from rmtk.errors import RmtkError
-from rmtk.negatives import PolicyClasses
-from rmtk.simulate import simulate
+from rmtk.negatives.miners import PolicyClasses
+from rmtk.product.simulate import simulate
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 
@@ -245,7 +245,7 @@ def test_cli_rejects_bad_numbers_and_settings(capsys):
 def test_report_counts_distinct_pairs_only_when_cheap_or_asked(patrol, monkeypatch):
     import io
 
-    from rmtk import report as rep
+    from rmtk.learner import report as rep
 
     r = Learner(irl=None).fit(patrol)
     monkeypatch.setattr(rep, "PAIR_COUNT_LIMIT", 1000)  # patrol depth 6 has 1386 per-state pairs
@@ -260,7 +260,7 @@ def test_report_counts_distinct_pairs_only_when_cheap_or_asked(patrol, monkeypat
 def test_report_says_when_rewards_cover_some_machines(stack_avoid):
     import io
 
-    from rmtk.report import report
+    from rmtk.learner.report import report
 
     r = Learner(ExactPTP(8), nodes=4, irl=MaxEntIRL(limit=2)).fit(stack_avoid)
     assert len(r.reward_fits) == 2 and r.distinct_count == 65

@@ -28,11 +28,11 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from rmtk.encoders import SatEncoder
-from rmtk.equivalence import consistency
-from rmtk.learner import ExactPTP, Learner, LearnResult, NodePolicyTable, SoftOptimal
-from rmtk.machine import RewardMachine
-from rmtk.mdp import LabeledMDP
+from rmtk.learner.pipeline import ExactPTP, Learner, LearnResult, NodePolicyTable, SoftOptimal
+from rmtk.machine.equivalence import consistency
+from rmtk.machine.model import RewardMachine
+from rmtk.mdp.model import LabeledMDP
+from rmtk.sat.encoders import SatEncoder
 from rmtk.task import Task
 
 U_MAX = 2

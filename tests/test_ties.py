@@ -13,13 +13,13 @@ import pytest
 from rmtk import Learner, dsl, ties
 from rmtk.active.recorded import MostEvidence, Triples
 from rmtk.envs import reacher as R
-from rmtk.equivalence import policy_class_table
-from rmtk.exact import ExactPTP, NodePolicyTable, greedy_table, shortest_path_table
 from rmtk.io.dot import edge_groups
-from rmtk.machine import RewardMachine
-from rmtk.negatives import POLICY_TOL, ExactMiner
-from rmtk.planning import task_policy
+from rmtk.machine.equivalence import policy_class_table
+from rmtk.machine.model import RewardMachine
+from rmtk.negatives.miners import POLICY_TOL, ExactMiner
+from rmtk.product.planning import task_policy
 from rmtk.progress import Progress
+from rmtk.ptp.exact import ExactPTP, NodePolicyTable, greedy_table, shortest_path_table
 
 SEEDS = range(5)
 NOISE = 1e-12

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from rmtk import Learner, dsl
-from rmtk.encoders import SimplestEncoder
 from rmtk.errors import DataError, ModelError
-from rmtk.ptp import Trie
-from rmtk.simulate import rollout_nodes
+from rmtk.product.simulate import rollout_nodes
+from rmtk.ptp.tree import Trie
+from rmtk.sat.encoders import SimplestEncoder
 from rmtk.traces import (
     NoiseWidth,
     RandomSubgoals,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rmtk import ConfidenceMiner, EmpiricalPTP, Learner, MaxSatEncoder, data, dsl
 from rmtk.io.draw import draw_machine
-from rmtk.simulate import simulate
+from rmtk.product.simulate import simulate
 
 
 def output_dir() -> Path:

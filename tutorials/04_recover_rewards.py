@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 
 from rmtk import dsl
 from rmtk.io.draw import draw_machine
-from rmtk.planning import task_policy
+from rmtk.product.planning import task_policy
 from rmtk.rewards.recovery import check, describe, reward_fit, sparsest
 
 # Like every tutorial this one accepts an output directory as its first argument, but it

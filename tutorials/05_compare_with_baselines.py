@@ -21,12 +21,12 @@ import attrs
 import numpy as np
 
 from rmtk import EmpiricalPTP, Learner, MaxSatEncoder, dsl
-from rmtk.evaluation import average_log_likelihood, average_return, log_likelihood
 from rmtk.io.draw import draw_machine
-from rmtk.planning import soft_bellman, task_policy
+from rmtk.learner.evaluation import average_log_likelihood, average_return, log_likelihood
+from rmtk.product.planning import soft_bellman, task_policy
+from rmtk.product.simulate import simulate
 from rmtk.rewards.baselines import d_irl, f_irl, uniform_policy
 from rmtk.rewards.recovery import learned_product_policy
-from rmtk.simulate import simulate
 
 # Like every tutorial this one accepts an output directory as its first argument, but it
 # writes no file, so it neither creates nor uses one.

@@ -24,7 +24,7 @@ from rmtk.errors import DataError, ModelError
 from rmtk.io.dot import to_dot, to_networkx
 from rmtk.io.draw import draw_grid, draw_machine
 from rmtk.io.rmtext import read_rm_text, write_rm_text
-from rmtk.planning import task_policy
+from rmtk.product.planning import task_policy
 
 
 def output_dir() -> Path:

@@ -24,9 +24,9 @@ import numpy as np
 from gymnasium import spaces
 
 from rmtk import ConfidenceMiner, EmpiricalPTP, Learner, dsl, isomorphic
-from rmtk.encoders import SimplestEncoder
 from rmtk.gym import Bins, NodePolicy, QLearning, RewardMachineEnv, collect, greedy_episode
 from rmtk.io.draw import draw_machine
+from rmtk.sat.encoders import SimplestEncoder
 
 OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else None  # accepted, not used: nothing is written
 

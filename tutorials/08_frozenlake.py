@@ -32,7 +32,7 @@ from rmtk.gym import (
     tabular_mdp,
 )
 from rmtk.io.draw import draw_machine
-from rmtk.planning import soft_bellman
+from rmtk.product.planning import soft_bellman
 
 OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else None  # accepted, not used: nothing is written
 

@@ -28,11 +28,11 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from rmtk import ConfidenceMiner, EmpiricalPTP, Learner, dsl, isomorphic
 from rmtk.active.loop import ActiveLearner
-from rmtk.encoders import SimplestEncoder
 from rmtk.envs.office import MAP, officeworld
 from rmtk.gym import Identity, RewardMachineEnv, StateLabels, collect, office_env
 from rmtk.gym.mdp_env import MdpVectorEnv
 from rmtk.rl import AgentExpert, GreedyRollouts, agent_policy, crm, hide_node, no_log_folder, q_table, sb3_agent
+from rmtk.sat.encoders import SimplestEncoder
 
 
 def output_dir() -> Path:

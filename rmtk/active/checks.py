@@ -24,8 +24,8 @@ from typing import Protocol, runtime_checkable
 import attrs
 import numpy as np
 
-from ..capabilities import Capabilities
 from ..errors import RmtkError
+from ..learner.capabilities import Capabilities
 from ..validators import positive_int, unit_interval
 from .experts import Observations
 

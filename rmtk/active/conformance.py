@@ -54,7 +54,7 @@ import attrs
 import numpy as np
 
 from ..errors import RmtkError
-from ..mdp import LabeledMDP
+from ..mdp.model import LabeledMDP
 from ..validators import positive_int, unit_interval, whole
 from .checks import CheckCapabilities
 from .sampling import Compared, Query, sample

@@ -38,11 +38,11 @@ from typing import Protocol, runtime_checkable
 import attrs
 import numpy as np
 
-from ..capabilities import Capabilities
 from ..errors import RmtkError
-from ..machine import RewardMachine
-from ..mdp import LabeledMDP
-from ..space import Space
+from ..learner.capabilities import Capabilities
+from ..machine.model import RewardMachine
+from ..mdp.model import LabeledMDP
+from ..mdp.space import Space
 from ..task import Task
 from ..validators import whole
 
@@ -82,7 +82,7 @@ class Observations:
 @runtime_checkable
 class Expert(Protocol):
     """Answers queries about its behaviour (see the module docstring). ``mdp``: the
-    environment (states, actions, propositions; a :class:`~rmtk.space.Space` for one known only
+    environment (states, actions, propositions; a :class:`~rmtk.mdp.space.Space` for one known only
     through data, as the reacher's :class:`~rmtk.gym.reacher.ReacherExpert`). What else it can do
     it declares through :class:`ExpertCapabilities`."""
 
@@ -103,7 +103,7 @@ class Expert(Protocol):
 class ExpertCapabilities(Capabilities):
     """What an expert can do beyond :class:`Expert`'s methods, with the safe defaults of one
     that does not say (docs/design/12-active-learning.md). rmtk's experts inherit it; a user's may, or
-    stay structural and be read with these defaults (:meth:`~rmtk.capabilities.Capabilities.of`)."""
+    stay structural and be read with these defaults (:meth:`~rmtk.learner.capabilities.Capabilities.of`)."""
 
     __slots__ = ()
 
@@ -267,7 +267,7 @@ class _Product:
                 f"the expert's memory (machine {machine.name!r}) stutters: a compressed history "
                 "does not determine its node; ask with uncompressed words (compress=False)"
             )
-        from ..exact import policy_source
+        from ..ptp.exact import policy_source
 
         pi = np.asarray(policy_source(source).policy(task), dtype=float)
         return cls(task, pi, compressed, machine)
@@ -381,7 +381,7 @@ class _ProductExpert(ExpertCapabilities):
 
     def expert_classes(self, task: Task) -> np.ndarray:
         """The policy classes of this expert's ``source`` on ``task`` (the verdicts' truth)."""
-        from ..exact import policy_source
+        from ..ptp.exact import policy_source
 
         return policy_source(self.source).class_table(task)
 
@@ -389,7 +389,7 @@ class _ProductExpert(ExpertCapabilities):
 @attrs.define
 class TaskExpert(_ProductExpert):
     """The exact expert of a task: its product policy (``source``: ``"soft-optimal"``,
-    ``"distinct"`` or a policy source such as :class:`~rmtk.exact.NodePolicyTable`) at any
+    ``"distinct"`` or a policy source such as :class:`~rmtk.ptp.exact.NodePolicyTable`) at any
     history, one evaluation per (history, state) asked. Its extensions are runs of that
     policy and show the actions drawn (counts); the learner asks :meth:`~rmtk.active.experts.Expert.act` where it wants
     the distribution. It offers the exact product oracle (:meth:`product_oracle`)."""
@@ -407,7 +407,7 @@ class TaskExpert(_ProductExpert):
         memory and, per (state, memory node), its policy class. A candidate is checked on the
         synchronised product at every depth; a counterexample is two histories the expert
         acts differently after that the candidate merges (an exact equivalence query)."""
-        from ..equivalence import policy_class_table
+        from ..machine.equivalence import policy_class_table
         from ..sat.lazy import ProductOracle
 
         machine = self._product.machine
@@ -448,7 +448,7 @@ def _mdp(instance, attribute, value) -> None:
 @attrs.define
 class RecordedExpert(ExpertCapabilities):
     """Recorded data only (demonstrations, a path, or a count table; see
-    :class:`~rmtk.empirical.EmpiricalPTP`): learning from it asks nothing, so passive learning
+    :class:`~rmtk.ptp.empirical.EmpiricalPTP`): learning from it asks nothing, so passive learning
     runs through the active loop and stops after its first round."""
 
     mdp: LabeledMDP | Space = attrs.field(validator=_mdp)

@@ -3,7 +3,7 @@
 Every comparison of an expert that is run holds at level α on its own, as in the paper; a run
 compares thousands of pairs of histories, so a few of its negative examples may be false, and
 one false negative example can add a node or exclude the truth. :func:`judge` reads each
-negative example again with :class:`~rmtk.anytime.FamilyWise`, whose level is spent per
+negative example again with :class:`~rmtk.negatives.anytime.FamilyWise`, whose level is spent per
 history, so that every negative example it calls *firm* holds together with all the others
 with probability at least 1 − α. It then searches the smallest machines with the firm negative
 examples alone (and those between recorded histories, which follow the paper's per-pair rule,
@@ -17,11 +17,11 @@ import attrs
 import numpy as np
 
 from .. import ties
-from ..anytime import FamilyWise
-from ..encoders import SatEncoder
-from ..learner import LearnResult
+from ..learner.pipeline import LearnResult
 from ..limits import NEVER, Deadline, SearchLimits
-from ..negatives import NegativePairs
+from ..negatives.anytime import FamilyWise
+from ..negatives.miners import NegativePairs
+from ..sat.encoders import SatEncoder
 from ..sat.encoding import Problem
 from ..sat.lazy import TrieOracle
 from ..sat.search import SearchResult
@@ -134,7 +134,7 @@ def _firm_search(knowledge, ptp, negatives, keep, result, encoder, max_nodes, de
 
 
 def _search(result) -> SearchResult:
-    """The search of a :class:`~rmtk.result.LearnResult`, or the :class:`SearchResult` itself."""
+    """The search of a :class:`~rmtk.learner.result.LearnResult`, or the :class:`SearchResult` itself."""
     return result.search if isinstance(result, LearnResult) else result
 
 
@@ -183,7 +183,7 @@ def judge(
     max_nodes: int,
     deadline: Deadline = NEVER,
 ) -> Firmness | None:
-    """The :class:`Firmness` of ``result`` (a :class:`~rmtk.result.LearnResult` or
+    """The :class:`Firmness` of ``result`` (a :class:`~rmtk.learner.result.LearnResult` or
     :class:`~rmtk.sat.search.SearchResult` of a sampled run, from ``ptp`` and its
     ``negatives``; ``None`` when there are none to judge)."""
     if ptp is None or negatives is None or knowledge.test is None:
@@ -243,8 +243,8 @@ class Confirmed:
 
 def confirm(asker, knowledge, comparisons, *, growth: float = 1.5) -> Confirmed:
     """Sample ``comparisons`` ``(word, partner, state)`` (each a negative example at level α
-    each) until :class:`~rmtk.anytime.FamilyWise` separates it, the run's own test no longer
-    separates it, or the budget ends: batches as :class:`~rmtk.statistics.Sequential` grows them
+    each) until :class:`~rmtk.negatives.anytime.FamilyWise` separates it, the run's own test no longer
+    separates it, or the budget ends: batches as :class:`~rmtk.negatives.statistics.Sequential` grows them
     (the less visited side by ``growth``, at least to the test's first batch; the other follows)."""
     test = FamilyWise(alpha=knowledge.alpha, bound=knowledge.test.bound)
     live = list(comparisons)

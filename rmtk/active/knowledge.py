@@ -3,13 +3,13 @@
 :class:`Knowledge` holds every answer the expert gave (and the recorded data): for an exact
 expert the action distribution of each (word, state) asked, grouped into policy classes
 whose ids never change; for an expert that can only be run, action counts on a trie (the
-recorded counts with the answers merged in, :func:`rmtk.empirical.merge_counts`). Either way
+recorded counts with the answers merged in, :func:`rmtk.ptp.empirical.merge_counts`). Either way
 it is a partial prefix tree policy, and a :class:`~rmtk.sat.lazy.TrieOracle` over it checks
 candidate machines. Counts that the learner gathered while looking at them (an expert that
-answers questions) are judged with an anytime-valid test (:class:`~rmtk.anytime.AnytimeMiner`,
-the run's :class:`~rmtk.statistics.Sequential` test), which stays valid however the questions
+answers questions) are judged with an anytime-valid test (:class:`~rmtk.negatives.anytime.AnytimeMiner`,
+the run's :class:`~rmtk.negatives.statistics.Sequential` test), which stays valid however the questions
 were chosen; recorded data alone with the paper's fixed-sample bound
-(:class:`~rmtk.negatives.ConfidenceMiner`), as passive learning does. It also remembers the
+(:class:`~rmtk.negatives.miners.ConfidenceMiner`), as passive learning does. It also remembers the
 order in which histories were first asked and their answers apart from recorded counts, which
 the family-wise test ranks and reads (:mod:`rmtk.active.family`).
 """
@@ -19,13 +19,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ties
-from ..anytime import Adaptive, AnytimeMiner
-from ..empirical import CountTable, EmpiricalPTP, merge_counts, prune_counts, to_policy
 from ..errors import RmtkError
-from ..negatives import POLICY_TOL, ConfidenceMiner, NegativePairs, PolicyClasses
-from ..ptp import PrefixTree, PrefixTreePolicy, Trie
+from ..negatives.anytime import Adaptive, AnytimeMiner
+from ..negatives.miners import POLICY_TOL, ConfidenceMiner, NegativePairs, PolicyClasses
+from ..negatives.statistics import CountBound, Sequential
+from ..ptp.empirical import CountTable, EmpiricalPTP, merge_counts, prune_counts, to_policy
+from ..ptp.tree import PrefixTree, PrefixTreePolicy, Trie
 from ..sat.lazy import TrieOracle
-from ..statistics import CountBound, Sequential
 from .experts import Observations
 from .recordings import check_counts, check_recording
 
@@ -72,7 +72,7 @@ class Knowledge:
     """Answers of the expert as a partial prefix tree policy (see the module docstring).
 
     ``exact``: answers are distributions (classes compared with ``tol``), else counts: with a
-    ``test`` (the run's :class:`~rmtk.statistics.Sequential`, for counts gathered while
+    ``test`` (the run's :class:`~rmtk.negatives.statistics.Sequential`, for counts gathered while
     looking) negative examples are the pairs its anytime-valid bound separates at its level;
     without one, those the paper's fixed-sample bound separates at level ``alpha`` (recorded
     data only)."""
@@ -95,7 +95,8 @@ class Knowledge:
             bound = test.bound if isinstance(test.bound, CountBound) else None
             if not isinstance(bound, Adaptive):
                 raise RmtkError(
-                    f"the knowledge mines counts gathered while looking with rmtk.anytime.Adaptive; the test's bound "
+                    f"the knowledge mines counts gathered while looking with rmtk.negatives.anytime.Adaptive; "
+                    f"the test's bound "
                     f"is {type(test.bound).__name__}"
                 )
             self.alpha = test.alpha
@@ -126,7 +127,7 @@ class Knowledge:
         #: verdicts hold for one version: rmtk.active.cycles)
         self.version = 0
         #: histories answered (counts the loop chose), each with its place in the order of first
-        #: asking (the family-wise level of its row: rmtk.anytime.FamilyWise)
+        #: asking (the family-wise level of its row: rmtk.negatives.anytime.FamilyWise)
         self._asked: dict[tuple[tuple[int, ...], int], int] = {}
         #: the action counts of the answers alone at each history asked
         self._drawn: dict[tuple[tuple[int, ...], int], np.ndarray] = {}
@@ -157,7 +158,7 @@ class Knowledge:
 
     def _children(self) -> dict:
         """``(parent, letter) -> node`` of the table's trie, grown with it: merging answers keeps
-        every node's id and appends the new ones (rmtk.empirical.merge_counts), so only those
+        every node's id and appends the new ones (rmtk.ptp.empirical.merge_counts), so only those
         are filed; rebuilt whole if the nodes already filed changed."""
         t = self.table.trie
         if t is self._child_trie:  # the table has not changed since
@@ -295,7 +296,7 @@ class Knowledge:
     def places(self, histories) -> tuple[np.ndarray, np.ndarray]:
         """The place of each (word, state) history in the order of first asking (−1: never
         asked) and the action counts of its answers alone, without recorded counts (those were
-        seen before it was first asked: rmtk.anytime.FamilyWise ranks the answers only)."""
+        seen before it was first asked: rmtk.negatives.anytime.FamilyWise ranks the answers only)."""
         keys = [(tuple(int(k) for k in w), int(s)) for w, s in histories]
         zero = np.zeros(self.mdp.n_actions, np.int64)
         place = np.array([self._asked.get(k, -1) for k in keys], dtype=np.int64)

@@ -21,7 +21,7 @@ request or ``max_rounds`` ends the run (the survivors so far, flagged). Every qu
 through one :class:`~rmtk.active.asking.Asker`, so no bound is exceeded. The loop reads what the
 expert, the strategy and the check declare (their capabilities), never probes them; it learns
 from the expert's answers only, and verdicts against a task's machine are computed afterwards,
-as the :class:`~rmtk.learner.Learner` does.
+as the :class:`~rmtk.learner.pipeline.Learner` does.
 """
 
 from __future__ import annotations
@@ -32,18 +32,18 @@ from typing import Protocol, runtime_checkable
 import attrs
 import numpy as np
 
-from ..anytime import Adaptive
-from ..encoders import EncoderCapabilities, SatEncoder
 from ..errors import RmtkError
-from ..learner import LearnResult, expert_class_table, machines_of, verdicts_of
+from ..learner.pipeline import LearnResult, expert_class_table, machines_of, verdicts_of
 from ..limits import NEVER, Deadline, max_nodes_or_default
-from ..mdp import LabeledMDP
-from ..negatives import NegativePairs, PolicyClasses
+from ..mdp.model import LabeledMDP
+from ..mdp.space import Space
+from ..negatives.anytime import Adaptive
+from ..negatives.miners import NegativePairs, PolicyClasses
+from ..negatives.statistics import Sequential
 from ..progress import Progress, Recorder, as_progress
-from ..ptp import PrefixTree, Trie
+from ..ptp.tree import PrefixTree, Trie
+from ..sat.encoders import EncoderCapabilities, SatEncoder
 from ..sat.search import SearchResult
-from ..space import Space
-from ..statistics import Sequential
 from ..task import Task
 from ..validators import (
     BOUND_WHY,
@@ -87,9 +87,7 @@ class RewardRecovery(Protocol):
 
 def _encoder(instance, attribute, value) -> None:
     if value is not None and not isinstance(value, SatEncoder):
-        raise RmtkError(
-            f"encoder={value!r} is not a rmtk.encoders.SatEncoder: the loop's searches use its clauses or its search"
-        )
+        raise RmtkError(f"encoder={value!r} is not a SatEncoder: the loop's searches use its clauses or search")
 
 
 def _budget(instance, attribute, value) -> None:
@@ -125,7 +123,7 @@ class ActiveLearner:
             :class:`~rmtk.active.checks.ProductCheck` for an expert that offers its product
             oracle, else :class:`~rmtk.active.checks.ExpertWalks`).
         encoder: the SAT side (default: the strategy's: a lazy
-            :class:`~rmtk.encoders.SatEncoder` on the product, weighted MaxSAT at recorded triples).
+            :class:`~rmtk.sat.encoders.SatEncoder` on the product, weighted MaxSAT at recorded triples).
         budget: what may be spent (:class:`~rmtk.active.asking.Budget`); never exceeded.
         max_nodes: bound u_max (default: the task's, else 4).
         max_solutions: the survivors listed at the end, at most (``None``: all); beyond it the
@@ -135,7 +133,7 @@ class ActiveLearner:
         max_rounds: a bound on the rounds whatever the budget (the survivors are then
             returned, flagged ``exhausted="rounds"``).
         alpha: level of the tests of counts: negative examples from counts (the paper's eq. 18-19
-            for recorded data alone; the anytime-valid bound of :mod:`rmtk.anytime` for counts the
+            for recorded data alone; the anytime-valid bound of :mod:`rmtk.negatives.anytime` for counts the
             loop gathered while looking, docs/design/14-sampled-experts.md), and of what a resolution
             promises.
         resolution: the target resolution of questions to an expert that is run: two histories
@@ -178,7 +176,7 @@ class ActiveLearner:
         self, target: Task | LabeledMDP | Space, expert: Expert, *, data=None, deadline: Deadline | None = None
     ) -> ActiveResult:
         """Learn from ``expert`` on ``target``'s environment (a :class:`~rmtk.task.Task`, a
-        :class:`~rmtk.mdp.LabeledMDP`, or a :class:`~rmtk.space.Space` without a model), starting
+        :class:`~rmtk.mdp.model.LabeledMDP`, or a :class:`~rmtk.mdp.space.Space` without a model), starting
         from ``data`` (demonstrations, a path, a count table or a recording; default: the
         expert's recorded data, if any). A task target is used for the bound u_max and for
         verdicts after learning, never by the loop. ``deadline``: the run's
@@ -309,7 +307,7 @@ class ActiveLearner:
         self, task: Task, result: LearnResult, caps, name: str, rec: Recorder, deadline: Deadline
     ) -> LearnResult:
         """Verdicts against ``task`` from the policy classes the expert declares; without them,
-        a warning and none (as the :class:`~rmtk.learner.Learner`)."""
+        a warning and none (as the :class:`~rmtk.learner.pipeline.Learner`)."""
         if deadline.expired():
             rec.note(f"no verdicts: {deadline.reason()} before they were computed")
             return result

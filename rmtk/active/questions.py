@@ -22,8 +22,8 @@ up to ``rivals`` more machines from the lazy search on solvers kept between roun
 (:class:`~rmtk.active.survivors.Survivors`: the rivals are its next models, each checked against
 what is known), and as candidate questions the witnesses of their pairs (every group of the
 synchronised product of the MDP with two of them where one merges two words and the other splits
-them, :func:`rmtk.equivalence.clash_pairs`) and, from counted data, the recorded triples they
-disagree on (:func:`rmtk.ptp.disagreements`). It picks, greedily, the candidate separating
+them, :func:`rmtk.machine.equivalence.clash_pairs`) and, from counted data, the recorded triples they
+disagree on (:func:`rmtk.ptp.tree.disagreements`). It picks, greedily, the candidate separating
 the most open pairs per unit of cost, until every pair is covered, and asks both histories of
 each pick where not enough is known. Memory and time per round depend on ``rivals``, never on
 how many machines survive. :class:`~rmtk.active.recorded.AtRecordedTriples` asks only at
@@ -45,18 +45,18 @@ import attrs
 import numpy as np
 
 from .. import ties
-from ..capabilities import Capabilities
-from ..encoders import SatEncoder
-from ..equivalence import clash_pairs, compressed, exercised, sync_product
 from ..errors import RmtkError
-from ..explain import separated
+from ..learner.capabilities import Capabilities
+from ..learner.explain import separated
 from ..limits import NEVER, Deadline
-from ..mdp import LabeledMDP
+from ..machine.equivalence import clash_pairs, compressed, exercised, sync_product
+from ..mdp.model import LabeledMDP
+from ..mdp.space import Space
 from ..progress import Progress
-from ..ptp import disagreements
+from ..ptp.tree import disagreements
+from ..sat.encoders import SatEncoder
 from ..sat.encoding import VarPool
 from ..sat.search import SearchResult, canonical_partial, record
-from ..space import Space
 from ..validators import positive_int, unit_interval, whole
 from .knowledge import Knowledge
 from .reuse import Counted
@@ -82,7 +82,7 @@ KINDS = ("split", "free", "tests", "alternatives")
 @attrs.frozen
 class Setting:
     """What a question strategy is told when a run starts: the environment (``mdp``: a
-    :class:`~rmtk.mdp.LabeledMDP`, or a :class:`~rmtk.space.Space` without a model), what is
+    :class:`~rmtk.mdp.model.LabeledMDP`, or a :class:`~rmtk.mdp.space.Space` without a model), what is
     known (``knowledge``, which the loop grows with every answer), the ``encoder`` (``None``:
     the strategy's default), the node bound, ``max_solutions`` (the survivors listed at the end),
     whether the expert's answers are ``exact``, the run's ``deadline`` and ``progress``."""
@@ -181,7 +181,7 @@ class StrategyCapabilities(Capabilities):
     #: Default: ``("split",)``.
     kinds: tuple[str, ...] = ("split",)
 
-    #: It needs a transition model (a :class:`~rmtk.mdp.LabeledMDP`: synchronised products);
+    #: It needs a transition model (a :class:`~rmtk.mdp.model.LabeledMDP`: synchronised products);
     #: ``False``: it asks at recorded histories only. Default: ``True``.
     needs_model: bool = True
 
@@ -502,7 +502,7 @@ class SplitMostPairs(StrategyCapabilities):
 def _telling(mdp, knowledge) -> np.ndarray:
     """``(S,)`` bool: the states where a question can tell reward machines apart. From an
     expert that is run, not the states where every action leads to the same place
-    (:meth:`~rmtk.mdp.LabeledMDP.indifferent`): every machine's soft-optimal policy acts alike
+    (:meth:`~rmtk.mdp.model.LabeledMDP.indifferent`): every machine's soft-optimal policy acts alike
     there under all its nodes, so two machines cannot disagree on what the expert does there,
     and a sampled comparison could only spend draws to find it alike (docs/design/14-sampled-experts.md, section
     14.1). An exact expert is asked everywhere: its answer costs one evaluation."""
@@ -526,7 +526,7 @@ class _Pairs:
         if not isinstance(encoder, SatEncoder):
             raise RmtkError(
                 f"encoder={encoder!r}: {type(strategy).__name__} adds counterexamples to the structure clauses "
-                "of a rmtk.encoders.SatEncoder (or a subclass) between rounds"
+                "of a rmtk.sat.encoders.SatEncoder (or a subclass) between rounds"
             )
         self.s, self.setting, self.knowledge, self.mdp = strategy, setting, setting.knowledge, setting.mdp
         self._search = Survivors(

@@ -7,16 +7,16 @@ cells have no labeled MDP).
 Each round of the loop (:class:`~rmtk.active.loop.ActiveLearner`):
 
 1. the count table is cut to the (word, state) pairs that can yield a negative example
-   (:func:`~rmtk.empirical.prune_counts`), negative examples are mined with the confidence bound
-   (:class:`~rmtk.negatives.ConfidenceMiner`) and the optimal machines enumerated by the encoder
-   (default :class:`~rmtk.encoders.MaxSatEncoder`, weighted MaxSAT) at the node bound, at most
+   (:func:`~rmtk.ptp.empirical.prune_counts`), negative examples are mined with the confidence bound
+   (:class:`~rmtk.negatives.miners.ConfidenceMiner`) and the optimal machines enumerated by the encoder
+   (default :class:`~rmtk.sat.encoders.MaxSatEncoder`, weighted MaxSAT) at the node bound, at most
    ``max_solutions`` of them;
 2. the candidates are the recorded (word, word, state) triples the survivors disagree on (some
    send the two words to one node, others to two) that are not yet *settled*: their comparison
-   with the run's sequential test (:class:`~rmtk.statistics.Sequential`, anytime-valid) is
+   with the run's sequential test (:class:`~rmtk.negatives.statistics.Sequential`, anytime-valid) is
    neither separated nor resolved to the run's target resolution, and not both words have
    ``samples`` visits (the cap); a :class:`TripleStrategy` picks some (by default the triples
-   most likely to become negative examples: the largest :meth:`~rmtk.statistics.Sequential.evidence`);
+   most likely to become negative examples: the largest :meth:`~rmtk.negatives.statistics.Sequential.evidence`);
 3. the expert is asked after both words of each triple picked, sequentially
    (:mod:`rmtk.active.sampling`), and the answers join the counts —
 
@@ -34,16 +34,16 @@ import attrs
 import numpy as np
 
 from .. import ties
-from ..anytime import Adaptive
-from ..empirical import CountTable, to_policy
-from ..encoders import MaxSatEncoder, SatEncoder
 from ..errors import RmtkError
 from ..limits import SearchLimits
-from ..negatives import ConfidenceMiner, NegativePairs
-from ..ptp import disagreements
+from ..negatives.anytime import Adaptive
+from ..negatives.miners import ConfidenceMiner, NegativePairs
+from ..negatives.statistics import Sequential
+from ..ptp.empirical import CountTable, to_policy
+from ..ptp.tree import disagreements
+from ..sat.encoders import MaxSatEncoder, SatEncoder
 from ..sat.encoding import Problem
 from ..sat.search import SearchResult
-from ..statistics import Sequential
 from ..validators import positive_int
 from .questions import Hypotheses, Inquiry, Query, Setting, StrategyCapabilities
 from .sampling import needs
@@ -55,7 +55,7 @@ class Triples:
     survivors (which of them send the two words to different nodes): trie nodes ``p``, ``q``,
     the ``state``, the visits ``n_p``, ``n_q`` so far, the empirical total variation ``tv``
     between the two words' actions there, the ``evidence`` of a difference (the run's test's
-    signed margin, :meth:`~rmtk.statistics.Sequential.evidence`: positive once the two are
+    signed margin, :meth:`~rmtk.negatives.statistics.Sequential.evidence`: positive once the two are
     separated, the noise being the test's own bound at these counts), the
     ``(machines, triples)`` ``split`` matrix, and ``settled``: how many triples of that split
     are settled already (decided by the test, or both words at the cap)."""
@@ -112,7 +112,7 @@ TRIPLE_BLOCK = 1 << 14
 
 @attrs.frozen
 class _Disagreements:
-    """Every recorded triple the machines disagree on (:func:`rmtk.ptp.disagreements`, the
+    """Every recorded triple the machines disagree on (:func:`rmtk.ptp.tree.disagreements`, the
     most visited word standing for each signature): pair indices ``i``, ``j`` into the table's
     distinct (word, state) pairs (with their ``visits``; the keys of pair p are
     ``table.keys[start[p]:start[p + 1]]``), the column ``which`` of each in the ``(machines,
@@ -188,7 +188,7 @@ def candidate_triples(
     """The recorded (word, word, state) triples the machines ``deltas`` disagree on (see
     :class:`Triples`): per split, the unsettled triple with the most evidence of a difference
     (then the cheapest, then the first), ``test`` deciding (default:
-    :class:`~rmtk.statistics.Sequential` with :class:`~rmtk.anytime.Adaptive`), ``samples`` the
+    :class:`~rmtk.negatives.statistics.Sequential` with :class:`~rmtk.negatives.anytime.Adaptive`), ``samples`` the
     cap. A split with ``tries`` settled triples is dropped: the expert acted alike after its two
     words at that many states. Memory: a few numbers per triple, whatever the machines."""
     test = test if test is not None else Sequential(bound=Adaptive())
@@ -288,8 +288,9 @@ class Separation:
 
 
 def separation(table: CountTable, deltas: list[np.ndarray], samples: int, test: Sequential | None = None) -> Separation:
-    """:class:`Separation` of the machines ``deltas`` by the triples of ``table`` (``test``:
-    the run's, default :class:`~rmtk.statistics.Sequential` with :class:`~rmtk.anytime.Adaptive`)."""
+    """:class:`Separation` of the machines ``deltas`` by the triples of ``table`` (``test``: the
+    run's, default :class:`~rmtk.negatives.statistics.Sequential` with
+    :class:`~rmtk.negatives.anytime.Adaptive`)."""
     test = test if test is not None else Sequential(bound=Adaptive())
     k = len(deltas)
     if k <= 1:
@@ -368,7 +369,9 @@ class _Recorded:
             )
         encoder = setting.encoder if setting.encoder is not None else MaxSatEncoder()
         if not isinstance(encoder, SatEncoder):
-            raise RmtkError(f"encoder={encoder!r} is not a rmtk.encoders.SatEncoder (its search is what a round runs)")
+            raise RmtkError(
+                f"encoder={encoder!r} is not a rmtk.sat.encoders.SatEncoder (its search is what a round runs)"
+            )
         self.s, self.setting, self.knowledge, self.encoder = strategy, setting, know, encoder
         self.min_count = ConfidenceMiner(know.alpha).min_count(know.table.n_actions)  # recorded pairs' least
         self._last: tuple | None = None

@@ -7,9 +7,9 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from ..empirical import CountTable
 from ..errors import RmtkError
-from ..mdp import LabeledMDP
+from ..mdp.model import LabeledMDP
+from ..ptp.empirical import CountTable
 
 __all__ = ["check_counts", "check_recording", "recorded_only"]
 

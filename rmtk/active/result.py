@@ -12,7 +12,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from ..learner import LearnResult
+from ..learner.pipeline import LearnResult
 from ..words import plural
 from .questions import Query
 
@@ -160,7 +160,7 @@ class Resolved:
 
 @attrs.frozen
 class ActiveResult:
-    """What :meth:`ActiveLearner.fit` found: the :class:`~rmtk.result.LearnResult` of the
+    """What :meth:`ActiveLearner.fit` found: the :class:`~rmtk.learner.result.LearnResult` of the
     survivors (``result.search.complete`` is ``False`` when more survive than were listed), the
     log of ``rounds``, why it ``stopped`` and, when a bound ended it, which (``exhausted``: a
     key of :data:`ENDED_BY`; the survivors are those so far), the expert ``queries``, ``steps``
@@ -203,7 +203,7 @@ class ActiveResult:
         """What resolved machine ``i``'s merges (``None`` for an exact expert, whose answer is a
         proof): from the comparisons the expert was asked (:class:`Resolved`, the weakest merge
         the answer rests on), else from the counts behind each merge, with the bound they were
-        judged with (:class:`~rmtk.statistics.MergeResolution`)."""
+        judged with (:class:`~rmtk.negatives.statistics.MergeResolution`)."""
         if not self.sampled or i >= len(self.result.machines):
             return None
         machine = self.result.machines[i]

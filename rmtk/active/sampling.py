@@ -3,8 +3,8 @@
 A question to an expert that is run compares two histories at one state (a witness: the
 hypotheses merge them or split them; a transition test; a conformance history and its
 representative). Instead of a fixed number of draws, each comparison is sampled in batches with
-the run's anytime-valid test (:class:`~rmtk.statistics.Sequential` with
-:class:`~rmtk.anytime.Adaptive`) until it is *separated* (the expert acts differently: a
+the run's anytime-valid test (:class:`~rmtk.negatives.statistics.Sequential` with
+:class:`~rmtk.negatives.anytime.Adaptive`) until it is *separated* (the expert acts differently: a
 negative example), *resolved* (no difference as large as the target resolution, at level α),
 *capped* (the question's most draws at both histories), or the budget ends:
 
@@ -27,7 +27,7 @@ import attrs
 import numpy as np
 
 from .. import ties
-from ..statistics import Sequential
+from ..negatives.statistics import Sequential
 
 
 @attrs.frozen
@@ -192,7 +192,7 @@ def _lagging_batch(test, rows1, rows2, a, b, rounds: int = 10):
 
 
 def draws_to_decide(test, rows1, rows2, *, most: int = 64) -> np.ndarray:
-    """The policy draws the sequential ``test`` (:class:`~rmtk.statistics.Sequential`) spends on
+    """The policy draws the sequential ``test`` (:class:`~rmtk.negatives.statistics.Sequential`) spends on
     comparisons of count rows ``rows1``, ``rows2`` (``(k, A)``) until it resolves them, if the
     two sides act alike (the costliest outcome: a difference is separated sooner): an estimate
     for choosing among comparisons, with the test's own batches (the less visited side raised

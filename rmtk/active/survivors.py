@@ -18,10 +18,10 @@ import time
 import attrs
 import numpy as np
 
-from ..encoders import SatEncoder
 from ..limits import NEVER, Deadline
-from ..negatives import NegativePairs
-from ..ptp import Trie
+from ..negatives.miners import NegativePairs
+from ..ptp.tree import Trie
+from ..sat.encoders import SatEncoder
 from ..sat.encoding import Problem, decode_transitions
 from ..sat.lazy import LazyFormula
 from ..sat.search import SearchResult, canonical_partial, record, stopped_while

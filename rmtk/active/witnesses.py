@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ties
-from ..mdp import LabeledMDP
+from ..mdp.model import LabeledMDP
 
 __all__ = ["label_distances", "change_distance", "nearest", "nearest_change"]
 
@@ -70,7 +70,7 @@ def nearest_change(found, states, cls, depth, delta, near) -> list[tuple[int, in
     two nodes again), then by length. Where no such label is near, the two nodes' futures
     agree for longer, and a discounted expert acts alike there for longer too: a difference
     between them shows first near those labels (docs/design/14-sampled-experts.md, section 14.1). Ties keep the
-    shortest-first order of :func:`rmtk.equivalence.clash_pairs`."""
+    shortest-first order of :func:`rmtk.machine.equivalence.clash_pairs`."""
     if not found:
         return []
     x, y = np.array(found, dtype=np.int64).T

@@ -1,4 +1,4 @@
-"""From command-line flags to the objects of the Python API: the :class:`~rmtk.learner.Learner`
+"""From command-line flags to the objects of the Python API: the :class:`~rmtk.learner.pipeline.Learner`
 of ``rmtk learn``, the :class:`~rmtk.active.loop.ActiveLearner` and expert of ``learn --active``,
 the engine of ``--engine``, and the argparse types of the flags (numbers with their bounds)."""
 
@@ -76,13 +76,13 @@ _epsilon = _number(float, "a number", lambda v: 0 <= v <= 1, "in [0, 1]")
 
 
 def learner_from_args(args, task: Task | None = None, mode: str | None = None):
-    """The :class:`~rmtk.learner.Learner` the command-line options describe (the same
+    """The :class:`~rmtk.learner.pipeline.Learner` the command-line options describe (the same
     strategies a Python user composes). The flags were checked against the ``mode`` first
     (:func:`rmtk.cli.flags.learn_mode`; ``None``: read from ``args``). Learning from the
     rewards of demonstrations, the policy and the rewards are counted once, by one
-    :class:`~rmtk.empirical.EmpiricalPTP` (:class:`~rmtk.traces.evidence.TraceRewards` of it)."""
-    from ..learner import ExactMiner, ExactPTP, Learner
-    from ..negatives import ConfidenceMiner
+    :class:`~rmtk.ptp.empirical.EmpiricalPTP` (:class:`~rmtk.traces.evidence.TraceRewards` of it)."""
+    from ..learner.pipeline import ExactMiner, ExactPTP, Learner
+    from ..negatives.miners import ConfidenceMiner
     from ..rewards.maxent import MaxEntIRL
     from .flags import REWARDS, mode_of
 
@@ -98,7 +98,7 @@ def learner_from_args(args, task: Task | None = None, mode: str | None = None):
         if format_of(args.demos) != "parquet":
             data = load(args.demos, task.mdp, labels="keep" if noisy_labels else "check")
             progress.note(f"loaded {args.demos}: {data.summary()}")
-        from ..empirical import EmpiricalPTP  # counting's modules, imported with data to count
+        from ..ptp.empirical import EmpiricalPTP  # counting's modules, imported with data to count
 
         ptp = EmpiricalPTP(data, depth=args.depth, compress=compress, engine=engine)
         miner = ConfidenceMiner(alpha=0.05 if args.alpha is None else args.alpha)
@@ -137,7 +137,7 @@ def learner_from_args(args, task: Task | None = None, mode: str | None = None):
 def _encoder_from_args(args):
     """The encoder of ``--maxsat``/``--weights``, ``--noisy``, ``--simplest``, ``--negatives``
     and the search options."""
-    from ..encoders import (
+    from ..sat.encoders import (
         MaxSatEncoder,
         NoisyRewardEncoder,
         SatEncoder,
@@ -164,9 +164,9 @@ def label_learner_from_args(args, learner=None):
     :class:`~rmtk.labels.search.SmallestPairs` with the command line's solver and constraints."""
     import attrs
 
-    from ..exact import ExactPTP
     from ..labels.learner import LabelLearner
     from ..labels.search import SmallestPairs
+    from ..ptp.exact import ExactPTP
     from ..sat.solver import DEFAULT_SOLVER
 
     search = SmallestPairs(
@@ -259,7 +259,7 @@ def active_from_args(args, task: Task):
     from ..active.experts import SimulatedExpert, TaskExpert
     from ..active.loop import RESOLUTION, ActiveLearner
     from ..active.questions import SplitMostPairs
-    from ..encoders import SatEncoder
+    from ..sat.encoders import SatEncoder
     from ..sat.solver import DEFAULT_SOLVER
 
     expert_kind = args.expert or ("simulated" if args.demos else "exact")
@@ -311,7 +311,7 @@ LABELS_SAMPLED_DRAWS = 500_000
 class LearnPlan:
     """What ``rmtk learn`` runs, built from its flags before any work: the ``mode``
     (:data:`rmtk.cli.flags.MODES`), the ``task`` (at ``--lambda``'s temperature), the
-    ``learner`` (a :class:`~rmtk.learner.Learner`, or an :class:`~rmtk.active.loop.ActiveLearner`
+    ``learner`` (a :class:`~rmtk.learner.pipeline.Learner`, or an :class:`~rmtk.active.loop.ActiveLearner`
     with its ``expert``, asked on ``view``: the task, or its state view when learning the
     labels), the ``labels`` learner (:class:`~rmtk.labels.learner.LabelLearner`: the plan's
     learner itself, or what learns from the active loop's questions) and what to print and write."""

@@ -136,7 +136,7 @@ def run_plan(plan):
 
         label_report(plan.task, result, explain=plan.explain)
     else:
-        from ..report import report
+        from ..learner.report import report
 
         asked = None
         if plan.mode in ASKING:

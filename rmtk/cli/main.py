@@ -16,8 +16,8 @@ from pathlib import Path
 from .. import dsl
 from ..errors import DslError, RmtkError, UsageError
 from ..limits import stop_requested
-from ..machine import RewardMachine
-from ..mdp import LabeledMDP
+from ..machine.model import RewardMachine
+from ..mdp.model import LabeledMDP
 from ..task import Task
 from . import stopping
 from .args import (

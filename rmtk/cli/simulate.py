@@ -15,11 +15,11 @@ def cmd_simulate(args) -> int:
     """Sample demonstrations from a task's soft-optimal product policy (or the uniform one, or
     an ε-mixture), with the machine's rewards when asked."""
     from ..data import format_of, save
+    from ..product.simulate import simulate, simulate_dataset, simulate_sharded
     from ..progress import Progress, StderrProgress
-    from ..simulate import simulate, simulate_dataset, simulate_sharded
 
     task = load_task(args.file, args.task)
-    from ..simulate import SIMULATING
+    from ..product.simulate import SIMULATING
 
     task.require_machine(SIMULATING)  # before any file is opened
     fmt = format_of(args.output, args.format)

@@ -1,6 +1,6 @@
 """Rewards in demonstrations: the convention, the checks of a ``reward`` column, and
 :class:`RewardCounts`, the observed rewards per (label word, next letter) that the counts
-(:mod:`rmtk.empirical`) carry beside the action counts.
+(:mod:`rmtk.ptp.empirical`) carry beside the action counts.
 
 The convention is that of RL logs of ``(s, a, r, s')``: the reward of row ``t`` of a
 trajectory is what its action earned, paid by the reward machine on the label of the next

@@ -10,8 +10,8 @@ import numpy as np
 
 from .._arrays import Csr
 from ..errors import Location, ModelError
-from ..machine import RewardMachine
-from ..mdp import PROB_TOL, LabeledMDP
+from ..machine.model import RewardMachine
+from ..mdp.model import PROB_TOL, LabeledMDP
 from ..task import EVERY_DEPTH, Task, depth_beyond
 from . import syntax as S
 from .context import Context, _unknown, _wrong_statement

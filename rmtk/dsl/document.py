@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import attrs
 
 from ..errors import RmtkError
-from ..machine import RewardMachine
-from ..mdp import LabeledMDP
+from ..machine.model import RewardMachine
+from ..mdp.model import LabeledMDP
 from ..task import Task
 
 Model = LabeledMDP | RewardMachine | Task

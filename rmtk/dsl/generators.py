@@ -63,7 +63,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ModelError
-from ..mdp import LabeledMDP
+from ..mdp.model import LabeledMDP
 from . import syntax as S
 from .context import _unknown, _wrong_statement, describe
 from .format import fmt_ident, fmt_number

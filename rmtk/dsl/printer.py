@@ -11,8 +11,8 @@ from functools import singledispatch
 
 import numpy as np
 
-from ..machine import RewardMachine
-from ..mdp import LabeledMDP
+from ..machine.model import RewardMachine
+from ..mdp.model import LabeledMDP
 from ..task import Task
 from .document import RmFile
 from .format import fmt_ident, fmt_number

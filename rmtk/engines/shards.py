@@ -52,7 +52,7 @@ class Shard:
 
     * :meth:`jumped_rng` — the root stream of ``numpy.random.default_rng(seed)`` advanced
       to this shard's first episode, for generators that read a fixed number of uniforms
-      per episode (:func:`rmtk.simulate.simulate` reads ``2·horizon``). Episode ``i`` is
+      per episode (:func:`rmtk.product.simulate.simulate` reads ``2·horizon``). Episode ``i`` is
       then the same whatever the shard size and the number of workers: the shards of a run
       concatenate to exactly the unsharded data.
     * :meth:`spawned_rng` (or :meth:`spawned_seed`) — an independent child stream per shard

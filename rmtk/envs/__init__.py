@@ -1,12 +1,12 @@
-"""Generators of the paper's environments: each returns a :class:`~rmtk.mdp.LabeledMDP`
-whose ``source`` is the normalised :class:`~rmtk.mdp.GeneratorCall`, so that
+"""Generators of the paper's environments: each returns a :class:`~rmtk.mdp.model.LabeledMDP`
+whose ``source`` is the normalised :class:`~rmtk.mdp.model.GeneratorCall`, so that
 ``GENERATORS[call.generator](**call.kwargs(), name=mdp.name) == mdp``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..mdp import LabeledMDP
+from ..mdp.model import LabeledMDP
 from .blockworld import blockworld
 from .craft import craftworld
 from .gridworld import gridworld

@@ -1,6 +1,6 @@
 """Helpers shared by the generators: argument normalisation (so that a generator call
-can be written back exactly from its :class:`~rmtk.mdp.GeneratorCall`), the alphabet, and
-assembling the :class:`~rmtk.mdp.LabeledMDP`."""
+can be written back exactly from its :class:`~rmtk.mdp.model.GeneratorCall`), the alphabet, and
+assembling the :class:`~rmtk.mdp.model.LabeledMDP`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 
 from .._arrays import Csr
 from ..errors import ModelError
-from ..mdp import GeneratorCall, LabeledMDP
+from ..mdp.model import GeneratorCall, LabeledMDP
 
 
 class Where:

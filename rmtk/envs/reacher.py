@@ -109,7 +109,7 @@ def advance(node, labels) -> np.ndarray:
 
 def true_machine():
     """``u0 -b-> u1 -y-> u2 -r-> u3``, every other letter a self-loop (rewards 0)."""
-    from ..machine import RewardMachine
+    from ..machine.model import RewardMachine
 
     return RewardMachine.from_transitions(
         {("u0", "b"): "u1", ("u1", "y"): "u2", ("u2", "r"): "u3"},

@@ -22,7 +22,7 @@ def patrol_expert(opts: Options):
     task = dsl.load_model("patrol").tasks["patrol"]
     reward = opts.get("reward")
     task = attrs.evolve(task, machine=task.machine.with_rewards(task.machine.delta_r * reward))
-    from ..simulate import simulate
+    from ..product.simulate import simulate
 
     n = opts.get("trajectories")
     return task, simulate(task, n, 10, seed=opts.seed), reward
@@ -30,15 +30,16 @@ def patrol_expert(opts: Options):
 
 def true_ptp(task, opts: Options):
     """The expert's exact prefix tree policy (depth: the task's), the input of Algorithm 3."""
-    from ..exact import ExactPTP
     from ..progress import Progress
+    from ..ptp.exact import ExactPTP
 
     return ExactPTP(opts.get("ptp_depth")).build(task, Progress())
 
 
 def learn_bounds(task, demos, opts: Options, bounds=(4, 3, 2)):
-    from ..encoders import MaxSatEncoder
-    from ..learner import EmpiricalPTP, Learner
+    from ..learner.pipeline import Learner
+    from ..ptp.empirical import EmpiricalPTP
+    from ..sat.encoders import MaxSatEncoder
 
     ptp = EmpiricalPTP(demos)  # counted once, shared by the bounds
     out = {}

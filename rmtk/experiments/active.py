@@ -39,8 +39,8 @@ def run(opts: Options) -> Report:
     from ..active.experts import SimulatedExpert, TaskExpert
     from ..active.loop import ActiveLearner
     from ..active.questions import SplitMostPairs
-    from ..empirical import EmpiricalPTP
-    from ..learner import ExactPTP, Learner
+    from ..learner.pipeline import ExactPTP, Learner
+    from ..ptp.empirical import EmpiricalPTP
 
     report = Report("active learning: questions to the expert against the full prefix tree")
     t0 = time.perf_counter()
@@ -110,7 +110,7 @@ def run(opts: Options) -> Report:
     name = "stack_avoid"
     task = dsl.load_model(name).tasks[name]
     n = opts.get("demos")
-    from ..simulate import simulate
+    from ..product.simulate import simulate
 
     opts.say(f"{name}: {n} demonstrations, passive then active")
     demos = simulate(task, n, 20, seed=opts.seed)
@@ -178,9 +178,9 @@ def _soft(report: Report, opts: Options, walks) -> None:
     from ..active.experts import SimulatedExpert
     from ..active.loop import ActiveLearner
     from ..active.questions import SplitMostPairs
-    from ..empirical import EmpiricalPTP
-    from ..learner import Learner
-    from ..simulate import simulate
+    from ..learner.pipeline import Learner
+    from ..product.simulate import simulate
+    from ..ptp.empirical import EmpiricalPTP
 
     task = dsl.load_model("patrol").tasks["patrol"]
     rows = []

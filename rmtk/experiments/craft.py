@@ -2,13 +2,13 @@
 3 to 8 nodes, the soft-optimal expert of λ 0.01, γ 0.99): every capability of rmtk on each
 task, as a user runs it, beside the exact label-given learner as the same-run reference.
 
-* ``exact``: :class:`~rmtk.learner.Learner` with :class:`~rmtk.exact.ExactPTP` at every depth
+* ``exact``: :class:`~rmtk.learner.pipeline.Learner` with :class:`~rmtk.ptp.exact.ExactPTP` at every depth
   (the reference; ``rmtk learn models/craft.rm TASK``);
 * ``active``: :class:`~rmtk.active.loop.ActiveLearner` asking the exact expert
   (:class:`~rmtk.active.experts.TaskExpert`; ``--active``);
 * ``labels``: the labels learned with the machine, nothing known
   (:class:`~rmtk.labels.learner.LabelLearner`; ``--learn-labels``);
-* ``demos``: :class:`~rmtk.empirical.EmpiricalPTP` on simulated demonstrations (``--demos``),
+* ``demos``: :class:`~rmtk.ptp.empirical.EmpiricalPTP` on simulated demonstrations (``--demos``),
   no rewards (they would be fitted per machine listed).
 
 Every run is bounded: a time limit (the learners' ``time_limit``, the active loop's
@@ -106,7 +106,7 @@ def _stopped(complete: bool, found: int, message: str, opts: Options) -> str:
 
 
 def run_exact(task, opts: Options):
-    from ..learner import ExactPTP, Learner
+    from ..learner.pipeline import ExactPTP, Learner
 
     limit = opts.get("time_limit")
     r = Learner(ExactPTP(None), irl=None, time_limit=limit, max_nodes=_max_nodes(task, opts)).fit(task)
@@ -150,9 +150,10 @@ def run_labels(task, opts: Options):
 
 
 def run_demos(task, opts: Options):
-    from ..learner import EmpiricalPTP, Learner
-    from ..negatives import ConfidenceMiner
-    from ..simulate import simulate
+    from ..learner.pipeline import Learner
+    from ..negatives.miners import ConfidenceMiner
+    from ..product.simulate import simulate
+    from ..ptp.empirical import EmpiricalPTP
 
     demos = simulate(task, opts.get("episodes"), opts.get("horizon"), seed=opts.seed)
     r = Learner(

@@ -66,17 +66,17 @@ def learn_back(
     episodes of ``length`` steps drawn from ``mdp``'s starts (default the task's; confidence
     level ``alpha``) and actively (the task's own questions); returns the table row, the
     active run's first machine and notes (a greedy agent's episodes show one action a history:
-    :func:`rmtk.summary.single_action_note`). Where the episodes leave several machines, the row
+    :func:`rmtk.learner.summary.single_action_note`). Where the episodes leave several machines, the row
     names what separates the first one that is not the truth from the truth
-    (:func:`rmtk.equivalence.distinguish`)."""
+    (:func:`rmtk.machine.equivalence.distinguish`)."""
     from .. import ConfidenceMiner, EmpiricalPTP, Learner, isomorphic
     from ..active.loop import ActiveLearner
-    from ..encoders import SimplestEncoder
-    from ..equivalence import distinguish
     from ..gym import Identity, StateLabels, collect
     from ..gym.mdp_env import MdpVectorEnv
+    from ..learner.summary import single_action, single_action_note
+    from ..machine.equivalence import distinguish
     from ..rl import AgentExpert, agent_policy, sb3_agent
-    from ..summary import single_action, single_action_note
+    from ..sat.encoders import SimplestEncoder
 
     mdp, truth = mdp or task.mdp, task.machine
     agent = sb3_agent(model, epsilon=epsilon)

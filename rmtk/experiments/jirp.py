@@ -2,7 +2,7 @@
 know the reward machine explores with tabular Q-learning on the product of the MDP and its
 current hypothesis; whenever the hypothesis pays otherwise than the environment on an
 episode, that episode is a counterexample, and the hypothesis is inferred again from every
-counterexample so far, from the rewards alone (rmtk's :class:`~rmtk.learner.Learner` with
+counterexample so far, from the rewards alone (rmtk's :class:`~rmtk.learner.pipeline.Learner` with
 :class:`~rmtk.traces.evidence.TraceRewards`, docs/design/rewards-evidence.md). The loop ends
 when ``patience`` episodes in a row raise no counterexample (the machine stopped changing) or
 the episode budget is spent (flagged).
@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import dsl, ties
 from ..data import Demonstrations
-from ..machine import RewardMachine
+from ..machine.model import RewardMachine
 from ..task import Task
 from ._report import COUNT, PROBABILITY, Options, Report, Setting
 
@@ -92,10 +92,10 @@ def _demonstrations(rows: list[tuple[list[int], list[int], list[float]]]) -> Dem
 
 def infer(task: Task, counterexamples: Demonstrations) -> RewardMachine:
     """The simplest smallest machine that pays every reward of the counterexamples (rewards
-    alone; the first of :class:`~rmtk.encoders.SimplestEncoder`'s machines), its rewards the
+    alone; the first of :class:`~rmtk.sat.encoders.SimplestEncoder`'s machines), its rewards the
     observed ones (free ones 0)."""
-    from ..encoders import SimplestEncoder
-    from ..learner import Learner
+    from ..learner.pipeline import Learner
+    from ..sat.encoders import SimplestEncoder
     from ..traces.evidence import TraceRewards
 
     result = Learner(

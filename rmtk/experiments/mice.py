@@ -36,15 +36,16 @@ def run(opts: Options) -> Report:
     import tracemalloc
 
     from ..data import load
-    from ..encoders import MaxSatEncoder
-    from ..evaluation import average_log_likelihood
     from ..io.draw import draw_labyrinth
-    from ..learner import EmpiricalPTP, Learner
-    from ..negatives import ConfidenceMiner
-    from ..planning import soft_bellman
+    from ..learner.evaluation import average_log_likelihood
+    from ..learner.pipeline import Learner
+    from ..negatives.miners import ConfidenceMiner
+    from ..product.planning import soft_bellman
+    from ..ptp.empirical import EmpiricalPTP
     from ..rewards.baselines import d_irl, f_irl, uniform_policy
     from ..rewards.maxent import MaxEntIRL
     from ..rewards.recovery import learned_product_policy
+    from ..sat.encoders import MaxSatEncoder
 
     path = opts.get("data")
     if not path:

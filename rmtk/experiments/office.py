@@ -1,6 +1,6 @@
 """The loop closed on the Office World (Toro Icarte et al.'s reward machines for RL): for each
 of its four classic tasks (models/office.rm), a scripted expert (shortest paths with
-ε-random actions, :func:`rmtk.exact.shortest_path_table`) → the machine learned at every
+ε-random actions, :func:`rmtk.ptp.exact.shortest_path_table`) → the machine learned at every
 depth from its exact policy, and from episodes recorded with :func:`rmtk.gym.collect` →
 the verdict against the true machine → rewards for the learned machine
 (:class:`~rmtk.rewards.margin.MarginIRL`) → tabular Q-learning with counterfactual experiences
@@ -81,7 +81,7 @@ class TaskResult:
 
 def label_machine(truth):
     """No machine: one node, each label paying the most the true machine pays for it."""
-    from ..machine import RewardMachine
+    from ..machine.model import RewardMachine
 
     K = len(truth.alphabet)
     return RewardMachine(
@@ -133,10 +133,10 @@ def steps_to(curve, level: float = 0.9):
 
 def run_task(task, opts: Options) -> TaskResult:
     from .. import ConfidenceMiner, EmpiricalPTP, ExactPTP, Learner, NodePolicyTable
-    from ..encoders import SimplestEncoder
-    from ..exact import shortest_path_table
     from ..gym import Identity, MdpVectorEnv, NodePolicy, StateLabels, collect
+    from ..ptp.exact import shortest_path_table
     from ..rewards.margin import MarginIRL
+    from ..sat.encoders import SimplestEncoder
 
     truth, mdp = task.machine, task.mdp
     table = shortest_path_table(task, opts.get("epsilon"))
@@ -261,7 +261,7 @@ def report(results: list[TaskResult], opts: Options) -> Report:
         f"episodes: {sum(r.data.seconds for r in results):.1f} s for all tasks (recording "
         f"{sum(r.collect_seconds for r in results):.1f} s), SimplestEncoder, confidence level {opts.get('alpha')}.",
         "expert: shortest paths to the true machine's next reward, ties split evenly, epsilon "
-        f"{opts.get('epsilon')} of uniformly random actions; uniform once the task is over (rmtk/exact.py). "
+        f"{opts.get('epsilon')} of uniformly random actions; uniform once the task is over (rmtk/ptp/exact.py). "
         f"Recorded: {opts.get('episodes')} episodes of {opts.get('horizon')} steps from every cell.",
         "rewards of the learned machines: MarginIRL (rmtk/rewards/margin.py), progress transitions paying "
         + "; ".join(f"{r.name}: {_paying(r.data.result.machines[0])}" for r in results)

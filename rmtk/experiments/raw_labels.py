@@ -38,7 +38,7 @@ def marked_grid(seed: int, side: int):
     """A ``side`` × ``side`` grid world with three marked cells a, b, c (the rest o) and the
     task "visit a, then b, then c" (reward on c), seeded."""
     from ..envs import gridworld
-    from ..machine import RewardMachine
+    from ..machine.model import RewardMachine
     from ..task import Task
 
     rng = np.random.default_rng(seed)
@@ -59,7 +59,7 @@ def run(opts: Options) -> Report:
     from .. import dsl
     from ..labels.learner import LabelLearner
     from ..labels.report import draw_labels
-    from ..learner import ExactPTP, Learner
+    from ..learner.pipeline import ExactPTP, Learner
 
     report = Report("reward machines and labels from raw state histories (exact expert, every depth)")
     tasks = []

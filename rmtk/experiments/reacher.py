@@ -25,13 +25,13 @@ from collections.abc import Callable
 import attrs
 import numpy as np
 
-from ..empirical import prune_counts, to_policy
-from ..encoders import MaxSatEncoder
 from ..errors import RmtkError, UsageError
 from ..limits import Deadline, SearchLimits
-from ..machine import RewardMachine, isomorphic
-from ..negatives import ConfidenceMiner
+from ..machine.model import RewardMachine, isomorphic
+from ..negatives.miners import ConfidenceMiner
 from ..progress import Progress
+from ..ptp.empirical import prune_counts, to_policy
+from ..sat.encoders import MaxSatEncoder
 from ..sat.encoding import Problem
 from ._report import COUNT, Domain, MemoryEstimate, Options, Report, Setting
 from .reacher_report import PAPER as PAPER
@@ -235,7 +235,7 @@ def simulate_and_learn(
     on the seed alone), and for each α mine negative examples and solve MaxSAT at ``nodes``
     nodes with unit weights, enumerating up to ``max_solutions`` optimal machines. With
     ``explain``, what would separate the machines left at the largest α
-    (:mod:`rmtk.explain`: witnesses from the data, rare pairs and the trajectories they need).
+    (:mod:`rmtk.learner.explain`: witnesses from the data, rare pairs and the trajectories they need).
 
     ``time_limit``: seconds per MaxSAT enumeration (rmtk.sat.search then runs Glucose 4, since
     pysat cannot interrupt CaDiCaL). With ``active``, the recording then goes to
@@ -336,7 +336,7 @@ def simulate_and_learn(
             )
             rows.append(row)
             if explain and alpha == alphas[0] and len(res.solutions) > 1:
-                from ..explain import Explanation, cover, rare_triples
+                from ..learner.explain import Explanation, cover, rare_triples
 
                 deltas = [sol.delta_u for sol in res.solutions]
                 say(f"reacher: alpha {alpha:g}: what would separate the {len(deltas)} machines")
@@ -396,7 +396,7 @@ def _active(rec, alpha, samples, asked, nodes, max_solutions, say) -> ActiveRun:
     from ..active.loop import ActiveLearner
     from ..active.recorded import AtRecordedTriples
     from ..envs.reacher import PROPOSITIONS, true_machine
-    from ..explain import Explanation, cover, rare_triples
+    from ..learner.explain import Explanation, cover, rare_triples
 
     t0 = time.perf_counter()
     say(f"reacher: active: asking the expert at recorded triples the survivors disagree on (alpha {alpha:g})")
@@ -443,11 +443,11 @@ def _exact(rec, true_node, agent, bins, nodes, max_solutions, time_limit, say) -
     section 3: distributions compared within :data:`rmtk.ties.TOL`) and enumerate the smallest
     machines, up to ``nodes`` nodes. The true machine drives the agent's node (as
     :class:`~rmtk.rl.AgentExpert` does) and is compared with the result afterwards."""
-    from ..encoders import SatEncoder
     from ..envs.reacher import PROPOSITIONS, true_machine
-    from ..negatives import ExactMiner
-    from ..ptp import PrefixTree, PrefixTreePolicy
+    from ..negatives.miners import ExactMiner
+    from ..ptp.tree import PrefixTree, PrefixTreePolicy
     from ..rl.reacher import reacher_agent_softmax
+    from ..sat.encoders import SatEncoder
 
     t0 = time.perf_counter()
     pair = np.unique(rec.keys // rec.n_actions)

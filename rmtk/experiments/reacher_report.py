@@ -215,7 +215,7 @@ def _active_report(rep: Report, res) -> None:
     rep.notes.append("active rounds:\n" + "\n".join(f"  {x}" for x in r.log().splitlines()))
     if act.explanation is not None:
         rep.notes.append(
-            "rmtk.explain on the machines the active run leaves (its rare triples are planned with a lower "
+            "rmtk.learner.explain on the machines the active run leaves (its rare triples are planned with a lower "
             "confidence bound of their difference, docs/design/14-sampled-experts.md; see the separation note "
             f"above for what the settled triples show):\n{act.explanation}"
         )

@@ -27,8 +27,8 @@ def run(opts: Options) -> Report:
     """Appendix D: sensitivity to u_max. 2,500 patrol trajectories of length 10; MaxSAT with
     u_max ∈ {4, 3, 2}; the learned product policy (Algorithm 3) acts for 10K rollouts of 100
     steps, scored by the true machine (reward 10 per patrol); against D-IRL and F-IRL."""
-    from ..evaluation import average_return
-    from ..planning import task_policy
+    from ..learner.evaluation import average_return
+    from ..product.planning import task_policy
     from ..rewards.baselines import d_irl, f_irl, uniform_policy
     from ..rewards.recovery import learned_product_policy
 

@@ -22,10 +22,12 @@ def run(opts: Options) -> Report:
     """Appendix B (policy optimality is not required): block world, a 2-node machine model
     whose nodes act with arbitrary stochastic policies (no reward, no planning); 50K
     trajectories of length 20 identify the machine uniquely."""
-    from ..encoders import MaxSatEncoder, SatEncoder
-    from ..learner import EmpiricalPTP, Learner, NodePolicyTable
-    from ..machine import RewardMachine, isomorphic
-    from ..simulate import simulate
+    from ..learner.pipeline import Learner
+    from ..machine.model import RewardMachine, isomorphic
+    from ..product.simulate import simulate
+    from ..ptp.empirical import EmpiricalPTP
+    from ..ptp.exact import NodePolicyTable
+    from ..sat.encoders import MaxSatEncoder, SatEncoder
     from ..task import Task
 
     t0 = time.perf_counter()

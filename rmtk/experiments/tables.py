@@ -34,9 +34,10 @@ SETTINGS = {
 def run(opts: Options) -> Report:
     """Appendix B.1: number of solutions against the number of demonstrations (length 20,
     α = 0.05, u_max = 3, solved at n = 3 like the paper), for stack and stack-avoid."""
-    from ..encoders import MaxSatEncoder
-    from ..learner import EmpiricalPTP, Learner
-    from ..simulate import simulate
+    from ..learner.pipeline import Learner
+    from ..product.simulate import simulate
+    from ..ptp.empirical import EmpiricalPTP
+    from ..sat.encoders import MaxSatEncoder
 
     report = Report("finite-data tables (paper appendix B.1.1-2): solutions vs. demonstrations, T = 20, alpha = 0.05")
     t0 = time.perf_counter()

@@ -28,11 +28,11 @@ def run(opts: Options) -> Report:
     learned product policies, are re-planned in a world with the rooms rearranged, and are
     scored by the log-likelihood of 100 trajectories of the true optimal policy there."""
     from ..envs import gridworld
-    from ..evaluation import average_log_likelihood
-    from ..planning import soft_bellman, task_policy
+    from ..learner.evaluation import average_log_likelihood
+    from ..product.planning import soft_bellman, task_policy
+    from ..product.simulate import simulate
     from ..rewards.baselines import d_irl, f_irl, soft_policy, uniform_policy
     from ..rewards.recovery import reward_fit, sparsest
-    from ..simulate import simulate
     from ..task import Task
 
     t0 = time.perf_counter()

@@ -4,7 +4,7 @@
   tree counts: :func:`collect` with a labeler (:class:`StateLabels`, :class:`InfoLabel`, any
   ``labeler(obs, info) -> str``) and a discretiser (:class:`Identity`, :class:`Bins`, any
   ``obs -> int``); it returns a :class:`Recording`, which
-  :class:`~rmtk.empirical.EmpiricalPTP` takes as it is.
+  :class:`~rmtk.ptp.empirical.EmpiricalPTP` takes as it is.
 * **Model** a tabular environment: :func:`tabular_mdp` (its ``P`` as a labeled MDP) or
   :func:`estimate_mdp` (a maximum-likelihood model of recorded steps).
 * **Use** a machine in RL: :class:`RewardMachineEnv` (the product environment),
@@ -23,8 +23,8 @@
 The core package never imports Gymnasium; this one does.
 """
 
-from ..exact import shortest_path_table
 from ..label_noise.filter import Detector
+from ..ptp.exact import shortest_path_table
 from .belief import BeliefQLearning, SimulatedDetector
 from .collect import SHARD, CollectJob, collect, collect_shard
 from .discretize import Bins, Identity

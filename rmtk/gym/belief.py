@@ -30,7 +30,7 @@ from .. import ties
 from ..errors import ModelError
 from ..label_noise.filter import NoisyDetector
 from ..label_noise.model import LabelNoise
-from ..machine import RewardMachine
+from ..machine.model import RewardMachine
 from .qlearning import QLearning
 from .wrapper import RewardMachineEnv
 

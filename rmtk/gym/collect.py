@@ -133,7 +133,7 @@ def collect(
     moves: bool = True,
 ) -> Recording:
     """Run ``policy`` for ``episodes`` episodes of ``env`` and count them into the empirical
-    prefix tree policy; the result goes to :class:`~rmtk.empirical.EmpiricalPTP` as it is.
+    prefix tree policy; the result goes to :class:`~rmtk.ptp.empirical.EmpiricalPTP` as it is.
 
     Args:
         env: a Gymnasium environment or vector environment, an environment id, or a function

@@ -47,7 +47,7 @@ from ..active.experts import (
     history_text,
 )
 from ..errors import RmtkError
-from ..mdp import LabeledMDP
+from ..mdp.model import LabeledMDP
 from ..validators import is_whole, positive_int, whole
 from .policies import NodePolicy
 

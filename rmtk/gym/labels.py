@@ -17,7 +17,7 @@ import attrs
 import numpy as np
 
 from ..errors import DataError, ModelError
-from ..mdp import LabeledMDP, _check_unique, _names
+from ..mdp.model import LabeledMDP, _check_unique, _names
 
 
 def names(value) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from ..errors import ModelError
-from ..mdp import LabeledMDP
+from ..mdp.model import LabeledMDP
 
 
 class _Sampler:

@@ -12,9 +12,9 @@ import attrs
 import numpy as np
 
 from ..data import Demonstrations
-from ..empirical import count_chunk
 from ..errors import DataError, RmtkError
-from ..space import Space
+from ..mdp.space import Space
+from ..ptp.empirical import count_chunk
 from .discretize import Identity
 from .labels import Alphabet, StateLabels, check_labeler
 from .policies import Context

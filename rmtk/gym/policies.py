@@ -1,6 +1,6 @@
 """Policies for :func:`~rmtk.gym.collect`: what the policy sees at every step
 (:class:`Context`) and a policy that follows a reward machine's node (:class:`NodePolicy`),
-e.g. the scripted expert of :func:`rmtk.exact.shortest_path_table`.
+e.g. the scripted expert of :func:`rmtk.ptp.exact.shortest_path_table`.
 
 A policy is any callable ``policy(obs, ctx) -> action``; with a vector environment ``obs``
 is the batch and the policy returns one action per environment. Every random draw it makes
@@ -23,7 +23,7 @@ import numpy as np
 
 from ..axes import order_hint
 from ..errors import ModelError
-from ..machine import RewardMachine
+from ..machine.model import RewardMachine
 
 
 def draw(cdf: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -107,7 +107,7 @@ class NodePolicy:
         the task compare with: those of its :meth:`from_table` table (its rows normalised, as
         drawn) when ``task``'s machine is the one driving its node and the table has the task's
         states and actions; ``None`` otherwise (a function's choices are not known)."""
-        from ..equivalence import policy_class_table
+        from ..machine.equivalence import policy_class_table
 
         table = self.table
         if table is None or not same_machine(self.machine, task.machine):
@@ -170,8 +170,8 @@ class NodePolicy:
 @attrs.frozen
 class RecordedPolicy:
     """The policy a recording was made with (a :class:`NodePolicy`), as the source of a count
-    table (:attr:`rmtk.empirical.CountTable.source`): its policy classes on a task are what
-    :class:`~rmtk.empirical.EmpiricalPTP`'s verdicts compare with by default. Where it has none
+    table (:attr:`rmtk.ptp.empirical.CountTable.source`): its policy classes on a task are what
+    :class:`~rmtk.ptp.empirical.EmpiricalPTP`'s verdicts compare with by default. Where it has none
     (a function's choices, an agent that only samples, another machine than the task's), there
     are no verdicts, and a warning says why."""
 

@@ -51,7 +51,7 @@ from ..envs.reacher import (
     true_machine,
 )
 from ..errors import RmtkError
-from ..space import Space
+from ..mdp.space import Space
 from ..validators import positive_int, whole
 from .discretize import Bins
 from .policies import NodePolicy

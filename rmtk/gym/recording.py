@@ -1,6 +1,6 @@
 """What :func:`~rmtk.gym.collect` returns: a :class:`Recording`, the empirical prefix tree
-counts of the episodes (a :class:`~rmtk.empirical.CountTable`, so
-:class:`~rmtk.empirical.EmpiricalPTP` takes it as it is) together with what the counts
+counts of the episodes (a :class:`~rmtk.ptp.empirical.CountTable`, so
+:class:`~rmtk.ptp.empirical.EmpiricalPTP` takes it as it is) together with what the counts
 alone do not say: the propositions in label-index order, and how the episodes went.
 
 Recordings of separate shards merge (:meth:`Recording.merge`, associative) and are put in a
@@ -14,10 +14,10 @@ import attrs
 import numpy as np
 
 from .._arrays import array_eq, frozen_array
-from ..empirical import CountTable, canonical_counts, merge_counts
 from ..errors import DataError
-from ..mdp import _names
-from ..space import Space
+from ..mdp.model import _names
+from ..mdp.space import Space
+from ..ptp.empirical import CountTable, canonical_counts, merge_counts
 from .labels import quoted
 
 
@@ -50,7 +50,7 @@ def sum_rows(rows: np.ndarray, counts: np.ndarray | None = None) -> tuple[np.nda
 @attrs.frozen
 class Recording(CountTable):
     """Action counts per (label word, state) of recorded episodes, and their bookkeeping
-    (the attributes below come besides the :class:`~rmtk.empirical.CountTable` ones).
+    (the attributes below come besides the :class:`~rmtk.ptp.empirical.CountTable` ones).
 
     Attributes:
         propositions: the alphabet; label index ``k`` is ``propositions[k]``.
@@ -99,7 +99,7 @@ class Recording(CountTable):
 
     @property
     def space(self) -> Space:
-        """What a :class:`~rmtk.learner.Learner` fits when there is no transition model."""
+        """What a :class:`~rmtk.learner.pipeline.Learner` fits when there is no transition model."""
         return Space(self.n_states, self.n_actions, self.propositions, self.name)
 
     @property
@@ -135,7 +135,7 @@ class Recording(CountTable):
 
     def canonical(self) -> Recording:
         """The same recording with its words numbered canonically
-        (:func:`rmtk.empirical.canonical_counts`)."""
+        (:func:`rmtk.ptp.empirical.canonical_counts`)."""
         return canonical_counts(self)
 
     def summary(self) -> str:
@@ -152,7 +152,7 @@ _TALLIES = ("episodes", "clipped", "terminated", "truncated", "cut")
 
 
 def _counts(table: CountTable) -> dict:
-    """The :class:`~rmtk.empirical.CountTable` fields of ``table``, by name."""
+    """The :class:`~rmtk.ptp.empirical.CountTable` fields of ``table``, by name."""
     return {f.name: getattr(table, f.name) for f in attrs.fields(CountTable)}
 
 

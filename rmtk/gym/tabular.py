@@ -29,7 +29,7 @@ import numpy as np
 
 from .._arrays import Csr
 from ..errors import ModelError
-from ..mdp import LabeledMDP
+from ..mdp.model import LabeledMDP
 from .labels import Alphabet, check_labeler, names, quoted
 from .recording import Recording
 

@@ -27,7 +27,7 @@ from gymnasium.vector import (
 from gymnasium.vector.utils import batch_space
 
 from ..errors import DataError, ModelError
-from ..machine import RewardMachine
+from ..machine.model import RewardMachine
 from .labels import check_labeler, one_name_hint, quoted
 from .mdp_env import MdpVectorEnv
 from .wrapper import CrmTables, check_machine, product_space, terminal_nodes

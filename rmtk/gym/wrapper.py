@@ -28,7 +28,7 @@ from gymnasium import spaces
 from gymnasium.vector import VectorEnv
 
 from ..errors import DataError, ModelError
-from ..machine import RewardMachine
+from ..machine.model import RewardMachine
 from .labels import check_labeler, one_name_hint, quoted
 
 OBSERVATIONS = ("dict", "flat", "belief")
@@ -36,7 +36,7 @@ TERMINAL = ("absorbing", "loops")
 
 
 def check_machine(machine) -> RewardMachine:
-    """``machine`` itself if it is a :class:`~rmtk.machine.RewardMachine`, else a clear error."""
+    """``machine`` itself if it is a :class:`~rmtk.machine.model.RewardMachine`, else a clear error."""
     if not isinstance(machine, RewardMachine):
         hint = (
             " (a name: load the machine first, e.g. rmtk.dsl.load(path).machines[name])"

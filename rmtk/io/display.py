@@ -1,8 +1,8 @@
 """What a notebook shows: a reward machine and a grid world as SVG, a learning result as HTML.
 
 Jupyter asks an object for ``_repr_svg_`` or ``_repr_html_``; those methods of
-:class:`~rmtk.machine.RewardMachine`, :class:`~rmtk.mdp.LabeledMDP` and
-:class:`~rmtk.result.LearnResult` call the functions here, which draw with :mod:`rmtk.io.draw`
+:class:`~rmtk.machine.model.RewardMachine`, :class:`~rmtk.mdp.model.LabeledMDP` and
+:class:`~rmtk.learner.result.LearnResult` call the functions here, which draw with :mod:`rmtk.io.draw`
 (matplotlib's SVG writer, no graphviz). Text stays text (``<text>`` elements, not outlines),
 so the pictures are small and a page search finds node names and letters. matplotlib is
 imported on the first picture, never by ``import rmtk`` or ``import rmtk.io.display``.
@@ -16,9 +16,9 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..learner import LearnResult
-    from ..machine import RewardMachine
-    from ..mdp import LabeledMDP
+    from ..learner.pipeline import LearnResult
+    from ..machine.model import RewardMachine
+    from ..mdp.model import LabeledMDP
 
 __all__ = ["figure_svg", "machine_svg", "mdp_svg", "result_html", "MAX_PICTURES"]
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from .. import ties
 
 if TYPE_CHECKING:  # annotations only (a machine draws itself through rmtk.io.draw, which uses this module)
-    from ..machine import RewardMachine
+    from ..machine.model import RewardMachine
 
 __all__ = ["edge_groups", "edge_label", "format_reward", "to_dot", "to_networkx"]
 

@@ -22,7 +22,7 @@ from .figures import save_figure as save_figure
 from .machine_picture import draw_machine as draw_machine
 
 if TYPE_CHECKING:  # annotations only: the models draw themselves through rmtk.io.display, which uses this module
-    from ..mdp import LabeledMDP
+    from ..mdp.model import LabeledMDP
 
 __all__ = ["draw_grid", "draw_labyrinth", "grid_cells", "proposition_colours"]
 

@@ -17,7 +17,7 @@ from .dot import edge_groups, edge_label
 from .figures import new_figure, save_picture, text_width
 
 if TYPE_CHECKING:
-    from ..machine import RewardMachine
+    from ..machine.model import RewardMachine
 
 __all__ = ["draw_machine"]
 

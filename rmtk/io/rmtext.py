@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DataError, ModelError
-from ..machine import RewardMachine
+from ..machine.model import RewardMachine
 
 __all__ = ["TERMINAL", "MAX_FORMULA_DEPTH", "FormulaError", "parse_formula", "read_rm_text", "write_rm_text"]
 

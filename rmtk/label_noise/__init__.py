@@ -7,7 +7,7 @@ recorded labels say about each state's letter, learning a machine under them, an
   labels counted state by state on any engine, and each state's most likely letter.
 * :func:`estimate` (:mod:`rmtk.label_noise.estimate`): the noise with intervals; the noise model
   chosen by BIC among :class:`UniformModel` and :class:`DetectorModel` (:mod:`rmtk.label_noise.models`).
-* :class:`NoisyLabels` (:mod:`rmtk.label_noise.learner`): a :class:`~rmtk.learner.Learner` fitted
+* :class:`NoisyLabels` (:mod:`rmtk.label_noise.learner`): a :class:`~rmtk.learner.pipeline.Learner` fitted
   under label noise; the letters of doubtful states chosen by weighted MaxSAT
   (:mod:`rmtk.label_noise.encoding`, :mod:`rmtk.label_noise.search`); the corrections
   (:mod:`rmtk.label_noise.corrections`).

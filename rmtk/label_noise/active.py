@@ -26,7 +26,7 @@ The expert's own answers are read as exact: :class:`~rmtk.active.experts.TaskExp
 the world the detector observed. An expert that reads its own labels through the same detector
 (a Gymnasium expert with a noisy labeler) returns words the learner cannot correct (a compressed
 word keeps no state per step); that is not supported, and a target known only through data (a
-:class:`~rmtk.space.Space`) has no states' letters to believe and is refused.
+:class:`~rmtk.mdp.space.Space`) has no states' letters to believe and is refused.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from ..active.loop import ActiveLearner
 from ..active.result import ActiveResult
 from ..data import Demonstrations
 from ..errors import RmtkError
-from ..mdp import LabeledMDP
+from ..mdp.model import LabeledMDP
 from ..task import Task
 from ..validators import implements
 from .encoding import Choices

@@ -24,7 +24,7 @@ import attrs
 import numpy as np
 
 from ..errors import ModelError
-from ..machine import RewardMachine
+from ..machine.model import RewardMachine
 from .model import LabelNoise
 
 

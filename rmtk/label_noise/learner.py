@@ -1,7 +1,7 @@
 """Learning a reward machine from labels recorded by a detector that errs
 (docs/design/15-label-noise.md).
 
-:class:`NoisyLabels` wraps a :class:`~rmtk.learner.Learner` (its demonstrations, policy,
+:class:`NoisyLabels` wraps a :class:`~rmtk.learner.pipeline.Learner` (its demonstrations, policy,
 rewards or both, its encoder and limits) and fits it on the MDP *as the labels are believed*:
 
 1. the recorded labels are counted state by state (:func:`~rmtk.label_noise.evidence.count_evidence`,
@@ -29,14 +29,14 @@ import attrs
 import numpy as np
 
 from ..data import Demonstrations
-from ..empirical import EmpiricalPTP
-from ..encoders import EncoderCapabilities, NoisyRewardEncoder, SatEncoder, SimplestEncoder
 from ..errors import RmtkError
-from ..learner import Learner
+from ..learner.pipeline import Learner
+from ..learner.result import LearnResult
 from ..limits import Deadline
-from ..machine import RewardMachine
-from ..mdp import LabeledMDP
-from ..result import LearnResult
+from ..machine.model import RewardMachine
+from ..mdp.model import LabeledMDP
+from ..ptp.empirical import EmpiricalPTP
+from ..sat.encoders import EncoderCapabilities, NoisyRewardEncoder, SatEncoder, SimplestEncoder
 from ..task import Task
 from ..traces.evidence import TraceRewards
 from ..traces.tolerance import TolerantRewards
@@ -79,8 +79,8 @@ class NoisyLabels:
     """Learn with ``learner`` from labels recorded by a detector that errs.
 
     Args:
-        learner: a :class:`~rmtk.learner.Learner` whose demonstrations (its
-            :class:`~rmtk.empirical.EmpiricalPTP`, or its reward evidence's) carry recorded labels
+        learner: a :class:`~rmtk.learner.pipeline.Learner` whose demonstrations (its
+            :class:`~rmtk.ptp.empirical.EmpiricalPTP`, or its reward evidence's) carry recorded labels
             or a detector's probabilities (:class:`~rmtk.data.Demonstrations` ``labels`` or
             ``detections``; a path is loaded with ``labels="keep"``).
         noise: the detector's :class:`~rmtk.label_noise.model.LabelNoise`, or ``None``: estimated
@@ -99,7 +99,7 @@ class NoisyLabels:
 
     def fit(self, target: Task | LabeledMDP) -> NoisyLabelResult:
         """Learn from ``target`` (a :class:`~rmtk.task.Task`, whose machine serves the verdicts
-        only, or a bare :class:`~rmtk.mdp.LabeledMDP`)."""
+        only, or a bare :class:`~rmtk.mdp.model.LabeledMDP`)."""
         if not isinstance(target, (Task, LabeledMDP)):
             raise RmtkError(f"NoisyLabels.fit needs a Task or a LabeledMDP, not {type(target).__name__}")
         task = target if isinstance(target, Task) else None
@@ -258,7 +258,7 @@ class NoisyLabelResult:
     """The answer of :class:`NoisyLabels`.
 
     Attributes:
-        result: the :class:`~rmtk.result.LearnResult` on the MDP as the labels are believed
+        result: the :class:`~rmtk.learner.result.LearnResult` on the MDP as the labels are believed
             (or, when no choice of letters allowed a machine, the choice's).
         estimate: the noise (given or estimated), the beliefs, what the data show.
         choices: the doubtful states and their candidate letters.

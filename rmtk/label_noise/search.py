@@ -17,10 +17,10 @@ from typing import ClassVar
 import attrs
 import numpy as np
 
-from ..encoders import SatEncoder, moving_transitions
 from ..errors import RmtkError
 from ..limits import SearchLimits
-from ..negatives import PolicyClasses
+from ..negatives.miners import PolicyClasses
+from ..sat.encoders import SatEncoder, moving_transitions
 from ..sat.encoding import (
     Formula,
     Problem,
@@ -124,7 +124,7 @@ class ChoosingEncoder(SatEncoder):
 @attrs.frozen
 class SimplestChoosingEncoder(ChoosingEncoder):
     """:class:`ChoosingEncoder`, then among the choices of least cost the machines in which the
-    fewest of the real letters move a node (as :class:`~rmtk.encoders.SimplestEncoder`).
+    fewest of the real letters move a node (as :class:`~rmtk.sat.encoders.SimplestEncoder`).
     ``SearchResult.cost`` is the choices' cost alone."""
 
     default_solver: ClassVar[str] = "minisat22"

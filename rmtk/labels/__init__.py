@@ -1,7 +1,7 @@
 """Learning the labeling function with the machine, from state histories (docs/design/13-learning-labels.md).
 
 * :mod:`rmtk.labels.learner`: :class:`~rmtk.labels.learner.LabelLearner`, beside
-  :class:`~rmtk.learner.Learner`;
+  :class:`~rmtk.learner.pipeline.Learner`;
 * :mod:`rmtk.labels.result`: what it finds, :class:`~rmtk.labels.result.LabelLearnResult`;
 * :mod:`rmtk.labels.histories`: the state view of an MDP, where every state is its own
   letter, and :class:`~rmtk.labels.histories.StateHistoryPTP`;

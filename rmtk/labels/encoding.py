@@ -45,9 +45,9 @@ from pysat.card import CardEnc, EncType
 from pysat.formula import IDPool
 from pysat.solvers import Solver
 
-from ..equivalence import sync_product
 from ..limits import NEVER, Deadline
-from ..negatives import PolicyClasses
+from ..machine.equivalence import sync_product
+from ..negatives.miners import PolicyClasses
 from ..sat.encoding import (
     Clauses,
     Problem,

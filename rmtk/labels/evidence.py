@@ -1,12 +1,12 @@
 """What sampled data could resolve, for pairs learned from demonstrations (docs/design/13-learning-labels.md and
 docs/design/14-sampled-experts.md): a result from counted data is no proof. Two state histories at a common
 state are a negative example when their action distributions differ at level α; every
-comparison goes through :mod:`rmtk.statistics` with the bound of recorded data
-(:data:`rmtk.statistics.FIXED`, the rule :class:`~rmtk.negatives.ConfidenceMiner` applies).
+comparison goes through :mod:`rmtk.negatives.statistics` with the bound of recorded data
+(:data:`rmtk.negatives.statistics.FIXED`, the rule :class:`~rmtk.negatives.miners.ConfidenceMiner` applies).
 
 * :class:`SampleEvidence`: how many negative examples the data held, how many (history, state)
   entries were seen often enough to be compared at all, and the resolution of the merges the
-  first pair rests on (:func:`rmtk.statistics.merge_resolution`: the weakest merge, the median,
+  first pair rests on (:func:`rmtk.negatives.statistics.merge_resolution`: the weakest merge, the median,
   the firmest) — stated with every result learned from demonstrations;
 * :func:`closest_merges`: the pairs of histories a learned pair puts in one node that came
   closest to being told apart, with the visits each would need (what to record next);
@@ -19,9 +19,16 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from ..negatives import ConfidenceMiner, NegativePairs
-from ..ptp import PrefixTreePolicy
-from ..statistics import FIXED, MergeResolution, compare_counts, draws_to_resolve, merge_resolution, total_variation
+from ..negatives.miners import ConfidenceMiner, NegativePairs
+from ..negatives.statistics import (
+    FIXED,
+    MergeResolution,
+    compare_counts,
+    draws_to_resolve,
+    merge_resolution,
+    total_variation,
+)
+from ..ptp.tree import PrefixTreePolicy
 
 #: Entries per state, the most visited, among which :func:`closest_merges` looks for pairs.
 MOST_VISITED = 30
@@ -38,7 +45,7 @@ class SampleEvidence:
         compared: (history, state) entries seen often enough to be compared at all.
         entries: (history, state) entries in the data.
         merges: what the data resolved behind the first pair's merges
-            (:class:`~rmtk.statistics.MergeResolution`; ``None`` without a pair).
+            (:class:`~rmtk.negatives.statistics.MergeResolution`; ``None`` without a pair).
     """
 
     negatives: int
@@ -144,7 +151,7 @@ class CloseMerge:
 def closest_merges(ptp: PrefixTreePolicy, D: np.ndarray, alpha: float, limit: int = 5) -> list[CloseMerge]:
     """The pairs of histories (among the :data:`MOST_VISITED` of each state) that the machine
     over states ``D`` sends to one node, the closest to being told apart first: the largest
-    margin of the observed difference over the test's threshold (:func:`rmtk.statistics.evidence`;
+    margin of the observed difference over the test's threshold (:func:`rmtk.negatives.statistics.evidence`;
     a pair seen a few times has a threshold too large to say anything, so it comes last whatever
     its observed difference)."""
     assert ptp.counts is not None, "evidence of sampled data needs counts"

@@ -9,8 +9,8 @@ state sequence, so
 * :func:`state_mdp` is the MDP with identity labels;
 * :func:`state_task` is the task seen the same way: the true machine over the state alphabet,
   ``δ_S(u, s) = δ(u, L(s))`` (same product, same expert policy);
-* :class:`StateHistoryPTP` wraps a PTP strategy (:class:`~rmtk.exact.ExactPTP` for the exact
-  expert, :class:`~rmtk.empirical.EmpiricalPTP` for demonstrations) and builds its prefix tree
+* :class:`StateHistoryPTP` wraps a PTP strategy (:class:`~rmtk.ptp.exact.ExactPTP` for the exact
+  expert, :class:`~rmtk.ptp.empirical.EmpiricalPTP` for demonstrations) and builds its prefix tree
   policy on the state view: a trie keyed by state sequences.
 
 Compression: with unknown labels nothing collapses two *different* consecutive states, but a
@@ -25,11 +25,11 @@ import attrs
 import numpy as np
 
 from ..errors import DataError, RmtkError
-from ..machine import RewardMachine
-from ..mdp import LabeledMDP
+from ..machine.model import RewardMachine
+from ..mdp.model import LabeledMDP
+from ..mdp.space import Space
 from ..progress import Progress
-from ..ptp import PrefixTreePolicy, PTPCapabilities
-from ..space import Space
+from ..ptp.tree import PrefixTreePolicy, PTPCapabilities
 from ..task import Task
 
 _STATE_VIEWS: dict[int, tuple[LabeledMDP, LabeledMDP]] = {}
@@ -92,7 +92,7 @@ def state_task(task: Task) -> Task:
 
 
 def state_target(target):
-    """The state view of a task or an MDP; a :class:`~rmtk.space.Space` recorded with one
+    """The state view of a task or an MDP; a :class:`~rmtk.mdp.space.Space` recorded with one
     proposition per state (``collect(..., labeler=None)``) is one already."""
     if isinstance(target, Task):
         return state_task(target)
@@ -124,7 +124,7 @@ class StateHistoryPTP(PTPCapabilities):
     :class:`~rmtk.labels.learner.LabelLearner` learns from). Its prefix tree policy is keyed by
     state sequences (the trie's letters are state indices); its capabilities are ``inner``'s,
     read on the state view. Its words are no label words: ``build`` and ``oracle``, what a
-    label-given :class:`~rmtk.learner.Learner` would call, refuse with an error that says so;
+    label-given :class:`~rmtk.learner.pipeline.Learner` would call, refuse with an error that says so;
     the label learner calls :meth:`state_tree` and :meth:`state_oracle`."""
 
     inner: object = attrs.field(validator=_a_ptp)
@@ -174,7 +174,7 @@ class StateHistoryPTP(PTPCapabilities):
         classes = self._inner.expert_classes(state_task(task))
         if classes is not None:
             return classes
-        from ..exact import SoftOptimal
+        from ..ptp.exact import SoftOptimal
 
         return SoftOptimal().class_table(state_task(task))
 

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from ..errors import RmtkError
-from ..mdp import LabeledMDP
-from ..space import Space
+from ..mdp.model import LabeledMDP
+from ..mdp.space import Space
 from .pairs import LabelKnowledge
 
 

@@ -23,7 +23,7 @@ import attrs
 import numpy as np
 
 from ..limits import SearchLimits
-from ..ptp import Trie
+from ..ptp.tree import Trie
 from ..sat.encoding import Problem
 from ..sat.lazy import ProductOracle
 from ..sat.solver import DEFAULT_SOLVER

@@ -1,5 +1,5 @@
 """The :class:`LabelLearner`: the labeling function learned with the machine, from state
-histories (docs/design/13-learning-labels.md). It sits beside :class:`~rmtk.learner.Learner` and
+histories (docs/design/13-learning-labels.md). It sits beside :class:`~rmtk.learner.pipeline.Learner` and
 composes the same strategies where they apply — a PTP strategy (read over state histories by
 :class:`~rmtk.labels.histories.StateHistoryPTP`) and a negative example miner — with its own
 pair search (:class:`~rmtk.labels.search.PairSearch`, default
@@ -23,17 +23,17 @@ from typing import cast
 import attrs
 import numpy as np
 
-from ..equivalence import sync_product
 from ..errors import RmtkError
-from ..exact import ExactPTP
 from ..limits import Deadline, SearchLimits, max_nodes_or_default
-from ..mdp import LabeledMDP
-from ..negatives import ConfidenceMiner, ExactMiner, NegativeExampleMiner
+from ..machine.equivalence import sync_product
+from ..mdp.model import LabeledMDP
+from ..mdp.space import Space
+from ..negatives.miners import ConfidenceMiner, ExactMiner, NegativeExampleMiner
 from ..progress import Progress, Recorder
-from ..ptp import PTP, PTPCapabilities, Trie
+from ..ptp.exact import ExactPTP
+from ..ptp.tree import PTP, PTPCapabilities, Trie
 from ..sat.encoding import Problem
 from ..sat.lazy import Oracle, TrieOracle
-from ..space import Space
 from ..task import Task
 from ..validators import BOUND_WHY, MAX_NODES, implements, node_count, optional_positive_int, optional_seconds
 from .encoding import MAX_CLAUSES, estimated_clauses
@@ -115,8 +115,8 @@ class LabelLearner:
 
     def fit(self, target: Task | LabeledMDP | Space) -> LabelLearnResult:
         """Learn from ``target``: a :class:`~rmtk.task.Task` (its labels and machine serve only for
-        the verdicts), a :class:`~rmtk.mdp.LabeledMDP` (its labels are not read) or a
-        :class:`~rmtk.space.Space` of state histories (a recording without labels)."""
+        the verdicts), a :class:`~rmtk.mdp.model.LabeledMDP` (its labels are not read) or a
+        :class:`~rmtk.mdp.space.Space` of state histories (a recording without labels)."""
         if not isinstance(target, (Task, LabeledMDP, Space)):
             raise RmtkError(
                 "learning the labels needs a Task, a LabeledMDP or a Space of state histories, not "

@@ -3,7 +3,7 @@ with the learned labels (a grid world keeps its generator form, its map carrying
 propositions; any other MDP is written explicitly with ``label`` lines), its machine and a task
 binding them, with the search and the verdicts as ``#`` comment lines, so that the output loads
 back with :func:`rmtk.dsl.loads` (what ``rmtk learn --learn-labels`` prints). The report of
-machines learned with the labels given is :mod:`rmtk.report`."""
+machines learned with the labels given is ``rmtk.learner.report``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import attrs
 import numpy as np
 
 from .. import dsl
-from ..mdp import GeneratorCall, LabeledMDP
+from ..mdp.model import GeneratorCall, LabeledMDP
 from ..task import Task
 from .result import LabelLearnResult
 

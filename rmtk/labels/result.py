@@ -8,10 +8,10 @@ import attrs
 import numpy as np
 
 from ..errors import RmtkError
-from ..machine import RewardMachine
-from ..mdp import LabeledMDP
-from ..ptp import PrefixTreePolicy
-from ..space import Space
+from ..machine.model import RewardMachine
+from ..mdp.model import LabeledMDP
+from ..mdp.space import Space
+from ..ptp.tree import PrefixTreePolicy
 from .evidence import AskedEvidence, SampleEvidence, closest_merges
 from .knowledge import state_names
 from .pairs import LabelSolution
@@ -67,7 +67,7 @@ class LabelLearnResult:
     Attributes:
         search: the search (sizes tried, the ones ruled out, counterexamples, solutions).
         mdp: the labeled MDP learned on (its labels were not used), or the
-            :class:`~rmtk.space.Space` of state histories.
+            :class:`~rmtk.mdp.space.Space` of state histories.
         propositions: names of the learned propositions (the user's named ones first).
         verdicts: per solution, against the truth (when the target is a task; ``None`` for a
             pair the time limit left unjudged).
@@ -170,11 +170,11 @@ class LabelLearnResult:
 
     def resolution(self, i: int = 0):
         """What the counted data resolved behind pair ``i``'s merges (a
-        :class:`~rmtk.statistics.MergeResolution`: the weakest merge the answer rests on, the
+        :class:`~rmtk.negatives.statistics.MergeResolution`: the weakest merge the answer rests on, the
         negative examples it rests on), or ``None`` for an exact expert, which proves its answer."""
         if self.ptp is None or not isinstance(self.evidence, SampleEvidence) or i >= len(self.solutions):
             return None
-        from ..statistics import FIXED, merge_resolution
+        from ..negatives.statistics import FIXED, merge_resolution
 
         ev = self.evidence
         return merge_resolution(
@@ -211,7 +211,7 @@ class LabelLearnResult:
         Then, for pairs of listed solutions (at most ``limit``), a shortest witness on the state
         view — a state and two state histories reaching it that one pair sends to one node and
         the other to two (observing the expert there can refute one) — or that none exists."""
-        from ..equivalence import distinguish
+        from ..machine.equivalence import distinguish
         from .histories import state_mdp
 
         out = list(self.evidence.lines()) if self.evidence is not None else []

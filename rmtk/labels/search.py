@@ -29,8 +29,8 @@ from typing import Protocol
 import attrs
 import numpy as np
 
-from ..capabilities import Capabilities
 from ..errors import RmtkError
+from ..learner.capabilities import Capabilities
 from ..limits import SearchLimits
 from ..sat.encoding import Problem
 from ..sat.lazy import OracleCapabilities, ProductOracle, TrieOracle

@@ -17,8 +17,8 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from ..equivalence import consistency_many, exercised, sync_product
 from ..limits import Deadline
+from ..machine.equivalence import consistency_many, exercised, sync_product
 from ..sat.lazy import Oracle
 from ..task import Task
 from .histories import state_machine, state_mdp, state_task

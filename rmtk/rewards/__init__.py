@@ -6,7 +6,7 @@
 * :mod:`rmtk.rewards.system`: solving that fit's system with its null space, small (dense)
   and large (the values eliminated);
 * :mod:`rmtk.rewards.maxent`: the :class:`~rmtk.rewards.maxent.MaxEntIRL` strategy of a
-  :class:`~rmtk.learner.Learner`;
+  :class:`~rmtk.learner.pipeline.Learner`;
 * :mod:`rmtk.rewards.margin`: :class:`~rmtk.rewards.margin.MarginIRL`, a margin LP for
   near-deterministic experts;
 * :mod:`rmtk.rewards.l1`: the small problems of the representative (sparsest vertex, L1);

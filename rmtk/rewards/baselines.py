@@ -63,8 +63,8 @@ import numpy as np
 from .._arrays import frozen_array
 from ..data import Demonstrations
 from ..errors import DataError, ModelError, RmtkError
-from ..mdp import LabeledMDP
-from ..planning import Grid, backward, iterate
+from ..mdp.model import LabeledMDP
+from ..product.planning import Grid, backward, iterate
 
 __all__ = [
     "IRLFit",
@@ -156,7 +156,7 @@ class IRLFit:
 
 
 # ====================================================================== soft Bellman on states
-# A reward on MDP states is the one-node case of the product planner (rmtk.planning): entry
+# A reward on MDP states is the one-node case of the product planner (rmtk.product.planning): entry
 # reward r(s'), next node 0. The grid of the MDP is built once and serves every θ.
 def _grid(mdp: LabeledMDP) -> Grid:
     return Grid(mdp.kernel, mdp.n_actions, np.zeros((mdp.n_states, 1), dtype=np.int64))

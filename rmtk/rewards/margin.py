@@ -29,8 +29,8 @@ import numpy as np
 
 from ..errors import RmtkError
 from ..limits import NEVER, Deadline
-from ..machine import RewardMachine
-from ..mdp import LabeledMDP
+from ..machine.model import RewardMachine
+from ..mdp.model import LabeledMDP
 from ..progress import Progress
 from ..sat.lazy import ProductOracle
 from .maxent import IRLCapabilities, fits_until

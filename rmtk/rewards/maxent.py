@@ -1,4 +1,4 @@
-"""The MaxEntIRL strategy of the :class:`~rmtk.learner.Learner`: rewards for the learned
+"""The MaxEntIRL strategy of the :class:`~rmtk.learner.pipeline.Learner`: rewards for the learned
 machines (paper section 3.2, end; Algorithm 3), computed with :mod:`rmtk.rewards.recovery`."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 import attrs
 import numpy as np
 
-from ..capabilities import Capabilities
 from ..errors import RmtkError
+from ..learner.capabilities import Capabilities
 from ..limits import NEVER, Deadline
-from ..machine import RewardMachine
-from ..mdp import LabeledMDP
+from ..machine.model import RewardMachine
+from ..mdp.model import LabeledMDP
 from ..progress import Progress
-from ..ptp import PrefixTreePolicy
+from ..ptp.tree import PrefixTreePolicy
 
 if TYPE_CHECKING:
     from ..sat.lazy import Oracle
@@ -126,7 +126,7 @@ class MaxEntIRL(IRLCapabilities):
         from .recovery import reward_fit, sparsest
 
         if not isinstance(ptp, PrefixTreePolicy):  # an oracle of tree-free learning (rmtk.sat.lazy.Oracle)
-            from ..product import reachable_pairs
+            from ..product.model import reachable_pairs
 
             policy, seen = ptp.product_policy(machine.delta_u)
             reach = np.zeros(seen.shape, dtype=bool)

@@ -57,11 +57,11 @@ import numpy as np
 
 from .._arrays import Csr, array_eq, frozen_array, unique
 from ..errors import ModelError
-from ..machine import RewardMachine
-from ..mdp import LabeledMDP
-from ..planning import soft_bellman, task_policy
-from ..product import gather_rows, letter_map, product
-from ..ptp import PrefixTreePolicy
+from ..machine.model import RewardMachine
+from ..mdp.model import LabeledMDP
+from ..product.model import gather_rows, letter_map, product
+from ..product.planning import soft_bellman, task_policy
+from ..ptp.tree import PrefixTreePolicy
 from ..task import Task
 from .l1 import l1_fit, sparse_l1
 from .system import Solved, identified_entries, solve_dense, solve_eliminated
@@ -315,7 +315,7 @@ def recover_rewards(
         mdp: the labeled MDP.
         machine: the machine whose rewards are recovered (its own rewards are ignored).
         policy: ``(S, n, A)`` product policy on the full grid (or a
-            :class:`~rmtk.planning.SoftPolicy`).
+            :class:`~rmtk.product.planning.SoftPolicy`).
         gamma: discount; lam: entropy weight λ.
         letter: ``letter[k]`` machine letter of MDP proposition ``k`` (default: by name).
         reachable: ``(S, n)`` bool mask of the product states whose equations are used;
@@ -447,7 +447,7 @@ def reward_fit(
             a :class:`LabeledMDP` (then ``machine``, ``source`` and ``gamma`` are required).
         machine: the machine to fit (default: the task's).
         source: a :class:`PrefixTreePolicy` (turned into a product policy by
-            :func:`learned_product_policy`), a :class:`~rmtk.planning.SoftPolicy` or an
+            :func:`learned_product_policy`), a :class:`~rmtk.product.planning.SoftPolicy` or an
             ``(S, n, A)`` array; default (task only): the task's soft-optimal policy.
         observed_only: with a prefix tree policy, use only the equations of the reachable
             product states it covers (the uniform fill-in of the others is not evidence).

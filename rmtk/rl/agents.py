@@ -29,9 +29,9 @@ import numpy as np
 from gymnasium import spaces
 
 from .. import ties
-from ..capabilities import Capabilities
 from ..errors import ModelError, RmtkError
 from ..gym.policies import draw
+from ..learner.capabilities import Capabilities
 
 
 @runtime_checkable

@@ -35,7 +35,7 @@ from gymnasium import spaces
 
 from ..errors import ModelError, RmtkError
 from ..gym.wrapper import CrmTables
-from ..machine import RewardMachine
+from ..machine.model import RewardMachine
 from .encoding import product_attributes
 from .sb3 import _require
 

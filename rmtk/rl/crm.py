@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import ModelError, RmtkError
 from ..gym.wrapper import CrmTables
-from ..machine import RewardMachine
+from ..machine.model import RewardMachine
 from .belief_crm import belief_crm, belief_space
 from .encoding import ProductEncoding, product_attributes
 from .sb3 import _require

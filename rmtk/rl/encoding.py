@@ -18,7 +18,7 @@ from gymnasium import spaces
 
 from ..errors import ModelError, RmtkError
 from ..gym.wrapper import product_space
-from ..summary import node_count
+from ..learner.summary import node_count
 
 
 def _inner(space: spaces.Space, n_nodes: int) -> tuple[spaces.Space, str] | None:

@@ -35,9 +35,9 @@ from ..errors import ModelError, RmtkError
 from ..gym.discretize import Bins
 from ..gym.mdp_env import _Sampler
 from ..gym.policies import same_machine
-from ..machine import RewardMachine
-from ..mdp import LabeledMDP
-from ..space import Space
+from ..machine.model import RewardMachine
+from ..mdp.model import LabeledMDP
+from ..mdp.space import Space
 from ..task import Task
 from ..validators import whole
 from .agents import AgentCapabilities, check_agent
@@ -70,7 +70,7 @@ class AgentExpert(ExpertCapabilities):
     Args:
         agent: an :class:`~rmtk.rl.agents.Agent` or a Stable-Baselines3 model, trained on the
             product of the environment with ``machine``.
-        mdp: the environment as a labeled MDP (or a :class:`~rmtk.space.Space`: questions at
+        mdp: the environment as a labeled MDP (or a :class:`~rmtk.mdp.space.Space`: questions at
             histories only, no extensions).
         machine: the machine driving the agent's node; it reads every proposition of ``mdp``.
         observe: state indices → a batch of environment observations (default: the indices).
@@ -220,7 +220,7 @@ class AgentExpert(ExpertCapabilities):
         :meth:`~rmtk.active.experts.TaskExpert.product_oracle`); ``None`` when sampled."""
         if not self.equivalence:
             return None
-        from ..equivalence import policy_class_table
+        from ..machine.equivalence import policy_class_table
         from ..sat.lazy import ProductOracle
 
         assert isinstance(self.mdp, LabeledMDP)
@@ -238,7 +238,7 @@ class AgentExpert(ExpertCapabilities):
         is the one driving the agent (the verdicts' truth); else ``None``."""
         if not (self.equivalence and same_machine(self.machine, task.machine)):
             return None
-        from ..equivalence import policy_class_table
+        from ..machine.equivalence import policy_class_table
 
         return policy_class_table(self.table())
 

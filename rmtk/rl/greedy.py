@@ -17,8 +17,8 @@ import numpy as np
 
 from ..errors import ModelError
 from ..gym.wrapper import terminal_nodes
-from ..machine import RewardMachine
-from ..mdp import LabeledMDP
+from ..machine.model import RewardMachine
+from ..mdp.model import LabeledMDP
 
 
 @attrs.frozen

@@ -16,7 +16,7 @@ machine's nodes; it acts in the environment's ``Discrete`` actions (what collect
 at every step, that the observations are the environment's (:meth:`ProductEncoding.encode
 <rmtk.rl.encoding.ProductEncoding.encode>`). An exact agent's policy classes are what verdicts
 against a task compare with (:meth:`AgentPolicy.expert_classes`; a recording made with this
-policy carries them to :class:`~rmtk.empirical.EmpiricalPTP`).
+policy carries them to :class:`~rmtk.ptp.empirical.EmpiricalPTP`).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from ..errors import ModelError
 from ..gym.labels import StateLabels
 from ..gym.policies import Context, NodePolicy, same_machine
 from ..gym.wrapper import check_machine
-from ..machine import RewardMachine
-from ..summary import node_count
+from ..learner.summary import node_count
+from ..machine.model import RewardMachine
 from .agents import check_agent
 from .encoding import ProductEncoding
 
@@ -65,7 +65,7 @@ class AgentPolicy(NodePolicy):
         """``(S, n)`` policy classes of the agent on ``task``'s product (its exact distribution
         at every state, seen through ``observe``, and node, one batched forward pass), when
         the agent is exact and ``task``'s machine is the one driving its node; else ``None``."""
-        from ..equivalence import policy_class_table
+        from ..machine.equivalence import policy_class_table
         from .agents import AgentCapabilities
 
         agent = self.choose.agent  # type: ignore[attr-defined]

@@ -33,7 +33,7 @@ from ..errors import ModelError, RmtkError
 from ..gym.discretize import Bins
 from ..gym.policies import NodePolicy
 from ..gym.reacher import cell_observations, reacher_bins
-from ..space import Space
+from ..mdp.space import Space
 from .agents import PredictAgent
 from .encoding import ProductEncoding
 from .expert import AgentExpert

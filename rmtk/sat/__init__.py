@@ -6,6 +6,6 @@
 * :mod:`rmtk.sat.lazy`: negatives added only when a candidate machine violates them, checked
   by an oracle.
 
-The strategies a :class:`~rmtk.learner.Learner` composes from these are in
-:mod:`rmtk.encoders`.
+The strategies a :class:`~rmtk.learner.pipeline.Learner` composes from these are in
+:mod:`rmtk.sat.encoders`.
 """

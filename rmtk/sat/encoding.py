@@ -30,7 +30,7 @@ Constraint families, one generator each (grep for the name):
 
 Clauses are built as numpy arrays (fixed width per family) and handed over as lists; the
 formula is never built by expanding matrix products. :class:`Problem` is what is encoded,
-:class:`Formula` what an encoder produces for n nodes (:mod:`rmtk.encoders` composes them).
+:class:`Formula` what an encoder produces for n nodes (:mod:`rmtk.sat.encoders` composes them).
 """
 
 from __future__ import annotations
@@ -44,11 +44,12 @@ from pysat.card import CardEnc, EncType
 from pysat.formula import IDPool
 
 from .._arrays import unique
-from ..negatives import NegativePairs, PolicyClasses
-from ..ptp import Trie
+from ..negatives.miners import NegativePairs, PolicyClasses
+from ..ptp.tree import Trie
 
 if TYPE_CHECKING:
     from ..traces.rewards import RewardTraces
+    from .folded import Folded
 
 #: Clauses, each a list of DIMACS literals (variable numbers, negative when negated).
 Clauses = list[list[int]]
@@ -80,6 +81,18 @@ class Problem:
                 pairs = neg.distinct_pairs()
             self._pairs["pairs"] = pairs
         return self._pairs["pairs"]
+
+    def folded(self) -> Folded:
+        """The reward traces' words folded where the machines stay the same
+        (:func:`rmtk.sat.folded.fold`), their runs of a letter contracted over raw words
+        (:func:`rmtk.sat.folded.contract_runs`), computed once."""
+        if "folded" not in self._pairs:
+            from .folded import contract_runs, fold
+
+            assert self.rewards is not None, "folding reward traces"
+            words = fold(self.rewards)
+            self._pairs["folded"] = words if self.rewards.trie.compressed else contract_runs(words)
+        return self._pairs["folded"]
 
     def lower_bound(self) -> int:
         """Nodes needed at least: the largest number of policy classes at one state (1 for pairs)."""
@@ -189,20 +202,53 @@ def full_specification(pool: VarPool) -> Clauses:
 
 def prefix_runs(pool: VarPool, trie: Trie) -> Clauses:
     """x[root, 0], and x[p,i] ∧ t[i,k,j] → x[c,j] for every trie edge p —k→ c."""
-    n = pool.n
     par, kid = trie.children()
-    k = trie.letter[kid]
+    return edge_runs(pool, par, trie.letter[kid], kid)
+
+
+def edge_runs(
+    pool: VarPool, par: np.ndarray, k: np.ndarray, kid: np.ndarray, power: np.ndarray | None = None
+) -> Clauses:
+    """x[0, 0], and x[p,i] ∧ t[i,k,j] → x[c,j] for every edge p —k→ c of a trie, or of a
+    graph of words (:class:`rmtk.sat.folded.Folded`) whose node 0 is the empty word. An edge
+    of ``power`` s > 0 stands for 2^s steps on letter k: x[p,i] ∧ P_s[k,i,j] → x[c,j], the
+    s-th power of k's transitions (:func:`letter_powers`)."""
+    n = pool.n
     i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
     i, j = i.ravel(), j.ravel()
-    cl = np.stack(
-        [
-            -pool.x(par[:, None], i[None, :]),
-            -pool.t(i[None, :], k[:, None], j[None, :]),
-            pool.x(kid[:, None], j[None, :]),
-        ],
-        axis=-1,
-    ).reshape(-1, 3)
-    return [[int(pool.x(0, 0))]] + _rows(cl)
+    out: Clauses = [[int(pool.x(0, 0))]]
+    if power is not None and len(power) and power.max() > 0:
+        step, out2 = letter_powers(pool, k, power)
+        out += out2
+        moves = step[k, power][:, i, j]  # (edges, n * n)
+    else:
+        moves = pool.t(i[None, :], k[:, None], j[None, :])
+    cl = np.stack([-pool.x(par[:, None], i[None, :]), -moves, pool.x(kid[:, None], j[None, :])], axis=-1)
+    return out + _rows(cl.reshape(-1, 3))
+
+
+def letter_powers(pool: VarPool, k: np.ndarray, power: np.ndarray) -> tuple[np.ndarray, Clauses]:
+    """P_s[k,i,j]: 2^s steps on letter k lead node i to node j, for each letter and every s up
+    to the largest ``power`` it is used with (P_0 is t[·,k,·]), as a ``(K, S + 1, n, n)`` array
+    of ids (0 where not defined), with their clauses: P_{s−1}[k,i,l] ∧ P_{s−1}[k,l,j] →
+    P_s[k,i,j], and exactly one j per (k, s, i), so that P_s is the function δ_k^(2^s)."""
+    n, K = pool.n, pool.K
+    top = np.zeros(K, np.int64)
+    np.maximum.at(top, k, power)
+    step = np.zeros((K, int(top.max()) + 1, n, n), np.int64)
+    step[:, 0] = pool.t_grid().transpose(1, 0, 2)
+    i, l, j = (a.ravel() for a in np.meshgrid(np.arange(n), np.arange(n), np.arange(n), indexing="ij"))
+    a, b = np.triu_indices(n, 1)
+    out: Clauses = []
+    for letter in np.flatnonzero(top).tolist():
+        for s in range(1, int(top[letter]) + 1):
+            ids = np.array([pool.new(("power", letter, s, u)) for u in range(n * n)], np.int64).reshape(n, n)
+            step[letter, s] = ids
+            prev = step[letter, s - 1]
+            out += _rows(np.stack([-prev[i, l], -prev[l, j], ids[i, j]], axis=-1))
+            out += _rows(-np.stack([ids[:, a], ids[:, b]], axis=-1).reshape(-1, 2))
+            out += _rows(ids)
+    return step, out
 
 
 def negative_classes(pool: VarPool, classes: PolicyClasses, *, amo_pairwise_max: int = 6) -> Clauses:
@@ -241,7 +287,7 @@ def negative_pairs(pool: VarPool, pairs: np.ndarray) -> Clauses:
     return _rows(np.stack([-pool.x(pairs[:, :1], i), -pool.x(pairs[:, 1:], i)], axis=-1).reshape(-1, 2))
 
 
-def _reward_vars(pool: VarPool, obs: RewardTraces) -> tuple[np.ndarray, np.ndarray, Clauses]:
+def _reward_vars(pool: VarPool, obs: RewardTraces | Folded) -> tuple[np.ndarray, np.ndarray, Clauses]:
     """o[i,k,v] (node i pays value v on letter k) as an ``(n, K, R)`` array of ids (0 where no
     observation has letter k and value v), each row's value index, and at most one value per
     (node, letter)."""
@@ -259,7 +305,7 @@ def _reward_vars(pool: VarPool, obs: RewardTraces) -> tuple[np.ndarray, np.ndarr
     return o, value.astype(np.int64), out
 
 
-def reward_outputs(pool: VarPool, obs: RewardTraces) -> Clauses:
+def reward_outputs(pool: VarPool, obs: RewardTraces | Folded) -> Clauses:
     """Reward traces, exactly: for every observation (trie node p, letter k, value v) and node
     i, ¬x[p,i] ∨ o[i,k,v]; and each (node, letter) pays at most one value."""
     o, value, out = _reward_vars(pool, obs)

@@ -40,8 +40,8 @@ def fewest_search(
     """The smallest n of ``limits.sizes`` whose ``encode(problem, n)`` is satisfiable (as
     :func:`search`), then every machine at n with the fewest of the unit-weight relaxation
     variables of ``weigh(problem, n, formula)`` true (the formula taken over and extended),
-    all on the solver that decided n: the new clauses added, one fewer asked for until none
-    (:func:`fewest_true`), then the optima listed under "at most that many" (its learnt
+    all on the solver that decided n: the new clauses added, at most the middle of the known
+    bounds asked for until they meet (:func:`fewest_true`), then the optima listed under "at most that many" (its learnt
     clauses kept: a fresh solver would search the same space again). The machines come in
     their canonical order (:func:`canonical_order`): which solver listed them, and in which
     order, does not show in the answer."""
@@ -114,8 +114,9 @@ class Fewest:
 
 def fewest_true(solver, relax: np.ndarray, top: int, deadline, floor: int = 0) -> Fewest | None:
     """The fewest of ``relax`` true in a model of ``solver`` (which has just found one), by
-    asking for one fewer until none (an incremental totalizer over ``relax``, numbered past
-    ``top``, added to ``solver``); ``None`` when ``deadline`` stopped it. ``floor``: a lower
+    asking for at most the middle of what is known until the two bounds meet (an incremental
+    totalizer over ``relax``, numbered past ``top``, added to ``solver``); ``None`` when
+    ``deadline`` stopped it. ``floor``: a lower
     bound known to hold (the optimum of a sample of the same evidence, where the machines
     satisfy fewer clauses): asked for first, so that a sample's optimum that still holds costs
     one call, and never gone below (the same count, without proving the step under it)."""
@@ -138,11 +139,10 @@ def fewest_true(solver, relax: np.ndarray, top: int, deadline, floor: int = 0) -
         if sat is None:
             return None
         best, low = (count(), low) if sat else (best, low + 1)
-    while best > low:
-        sat = solve(solver, deadline, assumptions=[-tot.rhs[best - 1]])
+    while best > low:  # halve the gap: at most the middle count asked for
+        mid = (low + best - 1) // 2
+        sat = solve(solver, deadline, assumptions=[-tot.rhs[mid]])
         if sat is None:
             return None
-        if not sat:
-            break
-        best = count()
+        best, low = (count(), low) if sat else (best, mid + 1)
     return Fewest(best, [[-tot.rhs[best]]])

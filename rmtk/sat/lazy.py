@@ -31,13 +31,13 @@ import attrs
 import numpy as np
 from pysat.solvers import Solver
 
-from ..capabilities import Capabilities
-from ..equivalence import clash_pairs, clashes, compressed, exercised, sync_product
 from ..errors import RmtkError
+from ..learner.capabilities import Capabilities
 from ..limits import SearchLimits
-from ..mdp import LabeledMDP
-from ..negatives import NegativePairs, PolicyClasses
-from ..ptp import Trie
+from ..machine.equivalence import clash_pairs, clashes, compressed, exercised, sync_product
+from ..mdp.model import LabeledMDP
+from ..negatives.miners import NegativePairs, PolicyClasses
+from ..ptp.tree import Trie
 from .encoding import Formula, Problem, VarPool, clique_pins, decode_transitions
 from .search import SearchResult, Solution, _stopped, no_machine, record, stopped_while, used_transitions
 from .solver import DEFAULT_SOLVER, open_solver, solve
@@ -72,7 +72,7 @@ class Oracle(Protocol):
     """Checks candidate machines against a whole prefix tree policy.
 
     An oracle a PTP strategy gives for tree-free learning (its ``oracle`` capability,
-    :class:`rmtk.ptp.PTPCapabilities`) also gives the product policy of a learned machine for
+    :class:`rmtk.ptp.tree.PTPCapabilities`) also gives the product policy of a learned machine for
     its rewards (``product_policy(delta_u) -> ((S, n, A) policy, (S, n) observed mask)``, as
     :meth:`ProductOracle.product_policy`)."""
 
@@ -91,7 +91,7 @@ class Oracle(Protocol):
 
 class OracleCapabilities(Capabilities):
     """What an :class:`Oracle` can give beyond the protocol, with the defaults of one that does
-    not say (:mod:`rmtk.capabilities`): rmtk's oracles inherit it; a user's oracle may."""
+    not say (:mod:`rmtk.learner.capabilities`): rmtk's oracles inherit it; a user's oracle may."""
 
     __slots__ = ()
 

@@ -26,7 +26,7 @@ from pysat.card import CardEnc, EncType
 
 from ..errors import RmtkError
 from ..limits import SearchLimits
-from ..ptp import Trie
+from ..ptp.tree import Trie
 from .encoding import Formula, Problem, VarPool, decode_transitions
 from .solver import DEFAULT_SOLVER, maxsat_compute, open_solver, rc2_class, solve
 

@@ -2,7 +2,7 @@
 
 The other half of the reward-machine literature (JIRP and its noisy-reward successors) learns
 from what an environment pays rather than from what an expert does. This package holds that
-side, beside the negative examples (:mod:`rmtk.negatives`) that the policy side mines:
+side, beside the negative examples (:mod:`rmtk.negatives.miners`) that the policy side mines:
 
 - :mod:`rmtk.traces.rewards`: the rewards observed per (label word, next letter), counted from
   demonstrations with a reward column on any engine (:func:`reward_traces`);

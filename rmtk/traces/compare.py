@@ -1,8 +1,8 @@
 """Learning from what the world pays (docs/design/rewards-evidence.md): the
-:class:`~rmtk.learner.Learner`'s path from reward traces alone, the rewards of machines
+:class:`~rmtk.learner.pipeline.Learner`'s path from reward traces alone, the rewards of machines
 learned with reward evidence, and which evidence decided what.
 
-Three ways, one learner (rmtk/learner.py): ``Learner(ptp=None, rewards=TraceRewards(data))`` learns from the
+Three ways, one learner (rmtk/learner/pipeline.py): ``Learner(ptp=None, rewards=TraceRewards(data))`` learns from the
 rewards alone (JIRP's setting); ``Learner(ptp=...)`` from the expert's policy alone (the
 paper's); ``Learner(ptp=..., rewards=...)`` from both, the reward clauses and the negative
 examples in one formula on one trie. :func:`compare_evidence` runs each evidence alone beside
@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 import attrs
 import numpy as np
 
-from ..ptp import Trie
-from ..result import LearnResult
+from ..learner.result import LearnResult
+from ..ptp.tree import Trie
 from .evidence import decode_rewards, noise_interval
 from .rewards import RewardTraces
 
 if TYPE_CHECKING:
-    from ..learner import Learner
+    from ..learner.pipeline import Learner
 
 
 def with_rewards(result: LearnResult, traces: RewardTraces) -> LearnResult:

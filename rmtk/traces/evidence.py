@@ -1,5 +1,5 @@
 """Reward traces as evidence (docs/design/rewards-evidence.md): what the world paid along
-label words, beside the negative examples of the expert's policy (rmtk/negatives.py).
+label words, beside the negative examples of the expert's policy (rmtk/negatives/miners.py).
 
 A *reward trace* is a label word ``L(s_0) … L(s_T)`` and the rewards the steps earned: the
 reward of step ``t`` is what its action earned, paid by the machine on the label of the next
@@ -31,7 +31,7 @@ import numpy as np
 
 from .._arrays import array_eq, bool_array, float_array
 from ..errors import ModelError
-from ..ptp import Trie, TrieBuilder
+from ..ptp.tree import Trie, TrieBuilder
 
 if TYPE_CHECKING:  # imported where used: a learner reads this module, rarely counts traces here
     from .rewards import RewardTraces
@@ -90,14 +90,14 @@ class RewardEvidence(Protocol):
 class TraceRewards:
     """Reward traces from ``data``: anything :func:`rmtk.traces.rewards.reward_traces` counts
     (demonstrations with rewards, a file with a ``reward`` column, a Parquet dataset, a
-    recording, an :class:`~rmtk.empirical.EmpiricalPTP`), or the
+    recording, an :class:`~rmtk.ptp.empirical.EmpiricalPTP`), or the
     :class:`~rmtk.traces.rewards.RewardTraces` themselves. Only the words some step observes
     are kept (:func:`observed_part`)."""
 
     data: object
 
     def compressed(self) -> bool | None:
-        from ..empirical import EmpiricalPTP
+        from ..ptp.empirical import EmpiricalPTP
         from .rewards import RewardTraces
 
         if isinstance(self.data, RewardTraces):

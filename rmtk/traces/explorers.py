@@ -6,7 +6,7 @@ Two explorers (the :class:`Explorer` strategy), each mixed with ``epsilon`` of u
 actions:
 
 * :class:`ExpertMix` (the default, ``explore(..., epsilon=ε)``): the task's scripted
-  shortest-path expert (:func:`rmtk.exact.shortest_path_table`); ``epsilon=1`` is a random walk.
+  shortest-path expert (:func:`rmtk.ptp.exact.shortest_path_table`); ``epsilon=1`` is a random walk.
   It knows the machine, so it visits the objects in the machine's order and seldom in others.
 * :class:`RandomSubgoals`: "random subgoal" exploration, common in the reward-machine
   literature (options or counterfactual goals of Toro Icarte et al.): it draws a target
@@ -14,7 +14,7 @@ actions:
   paths, and draws another target (not the one reached) on arrival. It knows the MDP (its
   kernel and labels) but not the machine, so it visits the propositions in every order.
 
-Trajectories are drawn from ``seed`` (:func:`rmtk.simulate.simulate` for the expert) and the
+Trajectories are drawn from ``seed`` (:func:`rmtk.product.simulate.simulate` for the expert) and the
 rewards are the task's machine's, paid on the label of the next state (docs/design/02-conventions.md,
 "The prefix convention").
 Episodes end, as in the Office and Craft Worlds of the literature, when the machine enters an
@@ -32,8 +32,8 @@ import numpy as np
 
 from ..data import Demonstrations
 from ..errors import ModelError
-from ..machine import RewardMachine
-from ..simulate import RowSampler, rollout_nodes, simulate
+from ..machine.model import RewardMachine
+from ..product.simulate import RowSampler, rollout_nodes, simulate
 from ..task import Task
 from .noise import replace_values
 
@@ -66,7 +66,7 @@ class ExpertMix:
     epsilon: float = attrs.field(default=1.0, converter=float, validator=_epsilon)
 
     def trajectories(self, task: Task, n: int, horizon: int, seed: int) -> Demonstrations:
-        from ..exact import shortest_path_table
+        from ..ptp.exact import shortest_path_table
 
         policy = np.ascontiguousarray(shortest_path_table(task, self.epsilon).transpose(1, 0, 2))
         return simulate(task, n, horizon, seed=seed, policy=policy)
@@ -101,7 +101,7 @@ class RandomSubgoals:
     def policies(self, task: Task, goals: np.ndarray) -> np.ndarray:
         """``(G, S, A)``: for each goal, the shortest-path walk to it (the scripted expert of a
         two-node machine that pays on the goal's letter and stops, unpaid, on ``avoid``), ε-mixed."""
-        from ..exact import shortest_path_table
+        from ..ptp.exact import shortest_path_table
 
         mdp = task.mdp
         P = mdp.n_propositions

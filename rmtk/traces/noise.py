@@ -2,7 +2,7 @@
 
 - *Replacement* (:func:`replaced_rewards`): each recorded reward is, with probability ``ε``,
   another of the machine's values (so ``ε`` is the true share of wrong rewards); learned with
-  :class:`~rmtk.encoders.NoisyRewardEncoder`, which estimates ``ε``.
+  :class:`~rmtk.sat.encoders.NoisyRewardEncoder`, which estimates ``ε``.
 - *Uniform* (:func:`uniform_noise`): a uniform draw from ``[−w, w]`` added to each paid reward,
   as in the stochastic-reward-machine paper's Mining task; learned with
   :class:`~rmtk.traces.tolerance.TolerantRewards`, which estimates ``w``.

@@ -1,7 +1,7 @@
 """Reward traces: the rewards the world paid, per (label word, next letter) — the evidence
 on a reward machine's ``δ_r`` that demonstrations with rewards hold.
 
-:func:`reward_traces` counts demonstrations (any :class:`~rmtk.empirical.EmpiricalPTP`
+:func:`reward_traces` counts demonstrations (any :class:`~rmtk.ptp.empirical.EmpiricalPTP`
 source: :class:`~rmtk.data.Demonstrations`, a CSV/NPZ file, a Parquet dataset counted on
 any engine, a stream of chunks, a count table or a :func:`rmtk.gym.collect` recording) and
 returns :class:`RewardTraces`: for every recorded pair (word ``σ = L(s_0) … L(s_t)``, next
@@ -12,7 +12,7 @@ The convention (which row's reward, NaN, the last row) and the rounding that dec
 two rewards are one value are those of :mod:`rmtk.data.rewards`.
 
 The words are the nodes of the count table's trie in canonical numbering
-(:func:`rmtk.empirical.canonical_counts`): with the same data, ``compress`` and ``depth``,
+(:func:`rmtk.ptp.empirical.canonical_counts`): with the same data, ``compress`` and ``depth``,
 node ids are those of the empirical prefix tree policy the same data give, whatever the
 engine, chunk or partition size.
 """
@@ -27,11 +27,11 @@ import numpy as np
 
 from .._arrays import array_eq, float_array, int_array
 from ..data.rewards import REWARD_DECIMALS, RewardCounts
-from ..empirical import CountTable, EmpiricalPTP
 from ..engines.local import Engine, LocalEngine, as_engine
 from ..errors import DataError
 from ..progress import Progress
-from ..ptp import Trie
+from ..ptp.empirical import CountTable, EmpiricalPTP
+from ..ptp.tree import Trie
 from ..task import Task
 
 __all__ = ["RewardTraces", "reward_traces", "REWARD_DECIMALS"]
@@ -157,17 +157,17 @@ def reward_traces(
     engine: str | Engine = "local",
     progress: Progress | None = None,
 ) -> RewardTraces:
-    """The reward traces of ``data`` on ``mdp`` (a :class:`~rmtk.mdp.LabeledMDP`, a
-    :class:`~rmtk.task.Task`'s MDP, or a :class:`~rmtk.space.Space` for a recording).
+    """The reward traces of ``data`` on ``mdp`` (a :class:`~rmtk.mdp.model.LabeledMDP`, a
+    :class:`~rmtk.task.Task`'s MDP, or a :class:`~rmtk.mdp.space.Space` for a recording).
 
     Args:
         data: :class:`~rmtk.data.Demonstrations` with ``rewards``; a path (a Parquet dataset
             directory, counted partition by partition on ``engine``, or a ``.csv``/``.npz``
             file) with a ``reward`` column; a stream of chunks; a
-            :class:`~rmtk.empirical.CountTable` or :class:`~rmtk.gym.Recording` counted from
-            data with rewards; or an :class:`~rmtk.empirical.EmpiricalPTP` (its counts are
+            :class:`~rmtk.ptp.empirical.CountTable` or :class:`~rmtk.gym.Recording` counted from
+            data with rewards; or an :class:`~rmtk.ptp.empirical.EmpiricalPTP` (its counts are
             used and kept, so the policy and the traces are counted once and share the trie).
-        compress, depth, labels, chunk, engine: as for :class:`~rmtk.empirical.EmpiricalPTP`
+        compress, depth, labels, chunk, engine: as for :class:`~rmtk.ptp.empirical.EmpiricalPTP`
             (ignored when ``data`` is one).
         progress: hears the counting.
 

@@ -43,7 +43,7 @@ import numpy as np
 from .._arrays import array_eq, float_array, int_array
 from ..data.rewards import REWARD_DECIMALS, RewardCounts
 from ..errors import DataError, ModelError
-from ..ptp import Trie
+from ..ptp.tree import Trie
 from .evidence import TraceRewards, graft
 from .rewards import RewardTraces
 

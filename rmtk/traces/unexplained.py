@@ -17,9 +17,9 @@ import numpy as np
 
 from ..data.demonstrations import Demonstrations
 from ..data.rewards import round_rewards
-from ..empirical import EmpiricalPTP
 from ..limits import SearchLimits
-from ..mdp import LabeledMDP
+from ..mdp.model import LabeledMDP
+from ..ptp.empirical import EmpiricalPTP
 from ..sat.search import SearchResult
 from .rewards import RewardTraces
 
@@ -96,7 +96,7 @@ def first_step(
 def recorded(evidence) -> Demonstrations | None:
     """The demonstrations in memory behind rmtk's reward evidence
     (:class:`~rmtk.traces.evidence.TraceRewards` or :class:`~rmtk.traces.tolerance.TolerantRewards` of them, or of an
-    :class:`~rmtk.empirical.EmpiricalPTP` counting them); ``None`` for a file or dataset counted
+    :class:`~rmtk.ptp.empirical.EmpiricalPTP` counting them); ``None`` for a file or dataset counted
     as it was read, a table, or other evidence."""
     from .evidence import TraceRewards
     from .tolerance import TolerantRewards

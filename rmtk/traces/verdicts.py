@@ -3,7 +3,7 @@ pays what the true machine pays after every word the MDP produces.
 
 A step's reward is ``δ_r(u_t, L(s_{t+1}))`` (:mod:`rmtk.data.rewards`), so two machines pay
 the same everywhere exactly when, at every triple (state, true node, learned node) of the
-synchronised product that a word reaches (:func:`rmtk.equivalence.sync_product`), both pay the
+synchronised product that a word reaches (:func:`rmtk.machine.equivalence.sync_product`), both pay the
 same on the label of every state the MDP can move to next. The search is exact and at every
 depth; a difference comes with the shortest word that shows it, and whether the learned
 machine's part of it is one the traces never observed (a free transition or reward, written as
@@ -18,8 +18,8 @@ import attrs
 import numpy as np
 
 from ..data.rewards import round_rewards
-from ..equivalence import stacked, sync_product
-from ..mdp import LabeledMDP
+from ..machine.equivalence import stacked, sync_product
+from ..mdp.model import LabeledMDP
 from .tolerance import NoiseWidth
 
 
@@ -37,7 +37,7 @@ class RewardVerdict:
             observes (free in the learned machine: the data could not decide it).
     """
 
-    #: How a summary counts the machines judged equivalent (:class:`rmtk.summary.MachineSummary`).
+    #: How a summary counts the machines judged equivalent (:class:`rmtk.learner.summary.MachineSummary`).
     equivalence: ClassVar[str] = "reward-equivalent"
 
     consistent: bool

@@ -6,7 +6,7 @@ target once complete, so an interrupted save leaves the previous archive as it w
 The archive holds ``model.zip`` (Stable-Baselines3's own save, without its replay buffer),
 ``machine.rm`` (the current hypothesis as `.rm` text, readable by :func:`rmtk.dsl.loads`),
 ``state.json`` (the loop's counters and the history, each machine as
-:meth:`~rmtk.machine.RewardMachine.to_dict`), ``traces.npz`` (the kept traces and the history's
+:meth:`~rmtk.machine.model.RewardMachine.to_dict`), ``traces.npz`` (the kept traces and the history's
 counterexamples), ``buffer.npz`` and ``walker.npz``. A resumed run continues the counts, the
 history and the buffer; its random streams start again from the seed and the step reached, so it
 is not the very run an uninterrupted one would have been.
@@ -23,7 +23,7 @@ import numpy as np
 
 from ... import output
 from ...errors import DataError
-from ...machine import RewardMachine
+from ...machine.model import RewardMachine
 from .hypothesis import Hypothesis
 from .loop import Swap
 from .traces import Trace, padded

@@ -119,7 +119,7 @@ class OnlineEnv(gymnasium.Wrapper):
 
     @property
     def machine(self):
-        """The current hypothesis (a :class:`~rmtk.machine.RewardMachine`)."""
+        """The current hypothesis (a :class:`~rmtk.machine.model.RewardMachine`)."""
         return self.loop.machine
 
     def encode(self, obs, node: int):

@@ -39,8 +39,8 @@ import attrs
 import numpy as np
 from gymnasium import spaces
 
-from ...capabilities import Capabilities
 from ...errors import ModelError
+from ...learner.capabilities import Capabilities
 from .hypothesis import Hypothesis
 
 

@@ -17,7 +17,7 @@ import attrs
 import numpy as np
 
 from ...errors import ModelError
-from ...machine import RewardMachine
+from ...machine.model import RewardMachine
 
 
 def trivial(propositions: Sequence[str]) -> RewardMachine:

@@ -1,11 +1,11 @@
 """Inference in the online loop (docs/guide/14-online.md): when a trace disagrees with the
 hypothesis, the smallest machine that pays what every kept trace was paid, from the rewards
-alone (rmtk's :class:`~rmtk.learner.Learner` with reward evidence, docs/design/rewards-evidence.md).
+alone (rmtk's :class:`~rmtk.learner.pipeline.Learner` with reward evidence, docs/design/rewards-evidence.md).
 
 The Inference strategy says when a trace disagrees and how the next hypothesis is inferred:
 
 * :class:`ExactRewards` (the default): rewards are exact; a trace disagrees where the
-  hypothesis pays another value; :class:`~rmtk.encoders.SimplestEncoder` (the smallest size,
+  hypothesis pays another value; :class:`~rmtk.sat.encoders.SimplestEncoder` (the smallest size,
   then the fewest moving transitions, the first machine in canonical order);
 * :class:`TolerantRewards`: rewards scatter within ``±delta`` of the machine's outputs (the
   continuous noise of the stochastic-reward-machine paper's Mining task); a trace disagrees where
@@ -16,7 +16,7 @@ The Inference strategy says when a trace disagrees and how the next hypothesis i
   hypothesis wrong, so this strategy is *statistical* (:class:`InferenceCapabilities`): the loop
   infers again when the kept traces, together, disagree with the hypothesis on more steps than
   noise at ``epsilon`` explains (a binomial quantile at ``confidence``), and the machine inferred
-  is the smallest whose fewest noisy steps (:class:`~rmtk.encoders.SimplestNoisyRewardEncoder`,
+  is the smallest whose fewest noisy steps (:class:`~rmtk.sat.encoders.SimplestNoisyRewardEncoder`,
   weighted MaxSAT at each size in turn) noise at ``epsilon`` explains.
 
 What bounds one inference and never steers it: the kept traces (their number,
@@ -36,9 +36,9 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from ...capabilities import Capabilities
 from ...errors import ModelError
-from ...machine import RewardMachine
+from ...learner.capabilities import Capabilities
+from ...machine.model import RewardMachine
 from ...words import plural
 from .traces import Trace, reward_traces_of
 
@@ -92,8 +92,8 @@ class Inference(Protocol):
 
 
 def _fit(evidence, encoder, propositions, time_limit: float | None, **sizes):
-    from ...learner import Learner
-    from ...space import Space
+    from ...learner.pipeline import Learner
+    from ...mdp.space import Space
 
     return Learner(ptp=None, rewards=evidence, encoder=encoder, max_solutions=1, time_limit=time_limit, **sizes).fit(
         Space(1, 1, tuple(propositions), name="labels")
@@ -101,7 +101,7 @@ def _fit(evidence, encoder, propositions, time_limit: float | None, **sizes):
 
 
 def _learn(evidence, traces: Sequence[Trace], propositions, max_nodes: int, time_limit: float | None) -> Inferred:
-    from ...encoders import SimplestEncoder
+    from ...sat.encoders import SimplestEncoder
 
     t0 = time.process_time()
     observed = reward_traces_of(traces, propositions)
@@ -191,7 +191,7 @@ class ReplacedRewards(InferenceCapabilities):
     def infer(
         self, traces: Sequence[Trace], propositions: Sequence[str], max_nodes: int, time_limit: float | None
     ) -> Inferred:
-        from ...encoders import SimplestNoisyRewardEncoder
+        from ...sat.encoders import SimplestNoisyRewardEncoder
         from ...traces.evidence import TraceRewards
 
         t0 = time.process_time()

@@ -279,7 +279,7 @@ class OnlineLearner:
     # ------------------------------------------------------------------ results
     @property
     def machine(self):
-        """The final (current) hypothesis, a :class:`~rmtk.machine.RewardMachine`."""
+        """The final (current) hypothesis, a :class:`~rmtk.machine.model.RewardMachine`."""
         return self.env.machine
 
     @property

@@ -16,7 +16,7 @@ import attrs
 import numpy as np
 
 from ...errors import DataError, ModelError, RmtkError
-from ...machine import RewardMachine
+from ...machine.model import RewardMachine
 from ...words import plural
 from .hypothesis import Hypothesis, aligned, ending, trivial, with_end
 from .inference import ExactRewards, Inference, InferenceCapabilities

@@ -22,7 +22,7 @@ import numpy as np
 
 from ...gym.labels import StateLabels, check_labeler
 from ...gym.wrapper import check_machine, terminal_nodes
-from ...machine import RewardMachine
+from ...machine.model import RewardMachine
 
 
 class ReplacedNoise(gymnasium.Wrapper):

@@ -142,11 +142,11 @@ def padded(traces: Sequence[Trace]) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 
 def reward_traces_of(traces: Sequence[Trace], propositions: Sequence[str]):
     """The :class:`~rmtk.traces.rewards.RewardTraces` of ``traces``: the rewards per (compressed
-    label word, next letter), counted as :func:`rmtk.empirical.count_chunk` counts a recording
+    label word, next letter), counted as :func:`rmtk.ptp.empirical.count_chunk` counts a recording
     whose labels are given step by step (no states: the words are all that matter)."""
     from ...data import Demonstrations
-    from ...empirical import count_chunk
-    from ...space import Space
+    from ...mdp.space import Space
+    from ...ptp.empirical import count_chunk
     from ...traces.rewards import RewardTraces
 
     letters, rewards, lengths = padded(traces)

@@ -9,7 +9,7 @@ the steps leave from, and both machines pay alike on every step (within a tolera
 rewards); the transitions between the mapped nodes then agree wherever a step exercised them. A
 node the traces only ever enter (an episode's last, such as the end node of a task that ends the
 episode) has no step leaving it: nothing shows what it does, and it is named, not compared. When
-every pair of both machines was exercised, this is :func:`rmtk.machine.isomorphic`.
+every pair of both machines was exercised, this is :func:`rmtk.machine.model.isomorphic`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import attrs
 import numpy as np
 
-from ...machine import RewardMachine, isomorphic
+from ...machine.model import RewardMachine, isomorphic
 from ...words import plural
 from .hypothesis import Hypothesis
 from .traces import Trace
@@ -63,7 +63,7 @@ class FinalMachine:
 @attrs.frozen
 class Verdict:
     """:func:`against_truth`'s answer: ``same`` (the truth up to unexercised pairs), ``complete``
-    (every pair of both machines exercised, and then :func:`~rmtk.machine.isomorphic`),
+    (every pair of both machines exercised, and then :func:`~rmtk.machine.model.isomorphic`),
     ``never_left`` (the truth's nodes no step leaves: nothing shows what they do), ``unexercised``
     (the learned machine's pairs no step read), and ``reason`` when not ``same``."""
 

@@ -37,12 +37,12 @@ import operator
 import attrs
 import numpy as np
 
-from .data import PAD, Demonstrations
-from .engines.local import as_engine
-from .engines.shards import Shard, plan_shards
-from .errors import DataError, ModelError
-from .progress import Progress, as_progress
-from .task import Task
+from ..data import PAD, Demonstrations
+from ..engines.local import as_engine
+from ..engines.shards import Shard, plan_shards
+from ..errors import DataError, ModelError
+from ..progress import Progress, as_progress
+from ..task import Task
 
 #: Tolerance on the rows of a user-given policy summing to 1.
 POLICY_TOL = 1e-6
@@ -161,7 +161,7 @@ def _base_policy(task: Task, policy) -> np.ndarray:
         from .planning import task_policy
 
         return np.asarray(task_policy(task).pi, dtype=float)
-    if callable(getattr(policy, "policy", None)):  # a policy source (rmtk.exact): its policy on the task
+    if callable(getattr(policy, "policy", None)):  # a policy source (rmtk.ptp.exact): its policy on the task
         policy = policy.policy(task)
     pi = np.asarray(getattr(policy, "pi", policy), dtype=float)
     if pi.shape != (S, n, A):
@@ -276,7 +276,7 @@ def simulate(
             ``horizon`` — not on ``chunk`` — and trajectory ``i`` is the same for every
             ``n > i``.
         policy: ``(S, n_nodes, A)`` array, ``policy[s, u, a] = π(a | s, u)`` (each row sums to
-            1), or an object with such a ``.pi`` (a :class:`~rmtk.planning.SoftPolicy`).
+            1), or an object with such a ``.pi`` (a :class:`~rmtk.product.planning.SoftPolicy`).
             Default: the task's soft-optimal policy ``task_policy(task).pi``. Any stochastic
             per-node policy is allowed (the paper's sub-optimal experts); ``"uniform"`` is
             every action with probability ``1/A``.
@@ -343,12 +343,12 @@ class SimulationJob:
         rng = shard.jumped_rng(2 * self.horizon)
         demos = sampler.draw(rng, shard.size, self.horizon, self.chunk, rewards=self.rewards)
         if self.label_noise is not None:
-            from .label_noise.evidence import recorded_by
+            from ..label_noise.evidence import recorded_by
 
             demos = recorded_by(self.label_noise, demos, self.task.mdp, seed=(self.noise_seed, shard.index))
         if self.directory is None:
             return demos
-        from .data.parquet_io import partition_file
+        from ..data.parquet_io import partition_file
 
         size = self.schema.write(
             demos, partition_file(self.directory, shard.index), index=shard.index, first_id=shard.start
@@ -422,7 +422,7 @@ def simulate_dataset(
     dataset appears at ``path`` only once every partition is written; an existing one is
     replaced only with ``overwrite``. With a Dask cluster, ``path`` must be on a filesystem
     the workers share."""
-    from .data.parquet_io import PARTITION_SIZE, PartitionSchema, Staging
+    from ..data.parquet_io import PARTITION_SIZE, PartitionSchema, Staging
 
     partition_size = PARTITION_SIZE if partition_size is None else partition_size
     n, horizon, partition_size = check_sizes(n, horizon, partition_size, rewards=rewards)

@@ -24,18 +24,18 @@ from typing import TYPE_CHECKING, Protocol
 import attrs
 import numpy as np
 
-from . import ties
-from .axes import order_hint
-from .equivalence import policy_class_table
-from .errors import ModelError, RmtkError
-from .mdp import LabeledMDP
-from .negatives import POLICY_TOL
-from .progress import Progress
-from .ptp import PrefixTree, PrefixTreePolicy, PTPCapabilities, build_prefix_tree
-from .task import EVERY_DEPTH, Task, depth_beyond
+from .. import ties
+from ..axes import order_hint
+from ..errors import ModelError, RmtkError
+from ..machine.equivalence import policy_class_table
+from ..mdp.model import LabeledMDP
+from ..negatives.miners import POLICY_TOL
+from ..progress import Progress
+from ..task import EVERY_DEPTH, Task, depth_beyond
+from .tree import PrefixTree, PrefixTreePolicy, PTPCapabilities, build_prefix_tree
 
 if TYPE_CHECKING:
-    from .sat.lazy import ProductOracle
+    from ..sat.lazy import ProductOracle
 
 #: Depth used when neither the strategy nor the task sets one.
 DEFAULT_DEPTH = 6
@@ -72,8 +72,8 @@ class SoftOptimal:
 
     def policy(self, task: Task) -> np.ndarray:
         """``(S, n, A)`` product policy (cached for the last task)."""
-        from ._threads import single_blas
-        from .planning import task_policy
+        from .._threads import single_blas
+        from ..product.planning import task_policy
 
         key = id(task)
         if key not in self._cache:
@@ -187,7 +187,7 @@ def require_task(target, what: str) -> Task:
 class ExactPTP(PTPCapabilities):
     """The PTP strategy of a known expert: the exact prefix tree policy of a task.
 
-    Capabilities (:class:`~rmtk.ptp.PTPCapabilities`): ``compress`` as set; every depth when
+    Capabilities (:class:`~rmtk.ptp.tree.PTPCapabilities`): ``compress`` as set; every depth when
     ``depth`` is ``None`` (or the task says ``depth inf``); an oracle on the synchronised
     product for a task; the expert's policy classes from its ``source``.
 
@@ -253,7 +253,7 @@ class ExactPTP(PTPCapabilities):
         """The prefix tree policy of this depth as an oracle on the synchronised product (no
         tree is built): what lazy and every-depth learning check candidates with. ``None``
         when ``target`` is not a task (no expert to check against)."""
-        from .sat.lazy import ProductOracle
+        from ..sat.lazy import ProductOracle
 
         if not isinstance(target, Task):
             return None
@@ -280,12 +280,12 @@ def _epsilon(epsilon: float) -> None:
 
 def greedy_table(policy, epsilon: float = 0.1) -> np.ndarray:
     """``(nodes, S, A)``: the ε-greedy expert of a product policy (a
-    :class:`~rmtk.planning.SoftPolicy` such as a task's soft-optimal one, or its ``(S, n, A)``
+    :class:`~rmtk.product.planning.SoftPolicy` such as a task's soft-optimal one, or its ``(S, n, A)``
     action distributions): in each product state (s, u) the most probable action with
     probability 1 − ε, else a uniformly random one. Actions within :data:`rmtk.ties.TOL` of
     the most probable are tied and the lowest action index wins (:func:`rmtk.ties.argbest`),
     so the expert is the same on every machine."""
-    from .planning import SoftPolicy
+    from ..product.planning import SoftPolicy
 
     _epsilon(epsilon)
     pi = np.asarray(policy.pi if isinstance(policy, SoftPolicy) else policy, dtype=float)

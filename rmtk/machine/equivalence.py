@@ -26,11 +26,11 @@ from typing import ClassVar
 import attrs
 import numpy as np
 
-from . import ties
-from ._arrays import unique
-from .limits import NEVER
-from .mdp import LabeledMDP
-from .negatives import POLICY_TOL
+from .. import ties
+from .._arrays import unique
+from ..limits import NEVER
+from ..mdp.model import LabeledMDP
+from ..negatives.miners import POLICY_TOL
 
 #: Beyond this many (state, node, node) codes the BFS keeps its visited set sorted instead of dense.
 DENSE_CODES = 50_000_000
@@ -52,7 +52,7 @@ class Verdict:
         triples: number of reachable (state, true node, learned node) triples explored.
     """
 
-    #: How a summary counts the machines judged equivalent (:class:`rmtk.summary.MachineSummary`).
+    #: How a summary counts the machines judged equivalent (:class:`rmtk.learner.summary.MachineSummary`).
     equivalence: ClassVar[str] = "policy-equivalent"
 
     consistent: bool
@@ -439,7 +439,7 @@ class Fillings:
     def _solver(self, n: int):
         if n in self._solvers:
             return self._solvers[n]
-        from .sat.solver import DEFAULT_SOLVER, open_solver  # pysat is imported by the first query
+        from ..sat.solver import DEFAULT_SOLVER, open_solver  # pysat is imported by the first query
 
         K = self.K
 
@@ -487,8 +487,8 @@ class Fillings:
         """Some filling of the transitions not in ``used`` makes ``delta_u`` consistent
         (``None``: the ``deadline`` (a :class:`~rmtk.limits.Deadline`; default: none) or a stop
         request ended the query undecided)."""
-        from .limits import NEVER
-        from .sat.solver import solve
+        from ..limits import NEVER
+        from ..sat.solver import solve
 
         n = delta_u.shape[0]
         solver, t = self._solver(n)

@@ -1,4 +1,4 @@
-"""The SatEncoder strategies of the :class:`~rmtk.learner.Learner`: from the prefix tree and
+"""The SatEncoder strategies of the :class:`~rmtk.learner.pipeline.Learner`: from the prefix tree and
 its negative examples to learned machine models (paper sections 3.1-3.2 and 5.2).
 
 An encoder has two methods, and that is the whole interface a user's encoder implements:
@@ -37,17 +37,18 @@ from typing import ClassVar
 import attrs
 import numpy as np
 
-from . import _deprecated
-from .capabilities import Capabilities
-from .errors import RmtkError
-from .limits import SearchLimits
-from .negatives import NegativePairs, PolicyClasses
-from .sat import grown
-from .sat.encoding import (
+from ..errors import RmtkError
+from ..learner.capabilities import Capabilities
+from ..limits import SearchLimits
+from ..negatives.miners import NegativePairs, PolicyClasses
+from ..validators import one_of
+from . import grown
+from .encoding import (
     Formula,
     Problem,
     VarPool,
     determinism,
+    edge_runs,
     full_specification,
     negative_classes,
     negative_pairs,
@@ -58,10 +59,9 @@ from .sat.encoding import (
     soft_reward_outputs,
     symmetry_breaking_bfs,
 )
-from .sat.fewest import fewest_search
-from .sat.search import SearchResult, maxsat_search, search
-from .sat.solver import DEFAULT_SOLVER, check_solver_field
-from .validators import one_of
+from .fewest import fewest_search
+from .search import SearchResult, maxsat_search, search
+from .solver import DEFAULT_SOLVER, check_solver_field
 
 NEGATIVE_MODES = ("classes", "pairs", "lazy")
 WEIGHT_MODES = ("unit", "evidence")
@@ -71,7 +71,7 @@ class EncoderCapabilities(Capabilities):
     """What a SatEncoder strategy can do beyond ``encode`` and ``search``, with the defaults of
     one that does not say (docs/design/05-strategies.md). rmtk's encoders inherit it; so may a
     user's. An encoder that does not inherit it is read with these defaults for whatever it does
-    not define (:meth:`~rmtk.capabilities.Capabilities.of`)."""
+    not define (:meth:`~rmtk.learner.capabilities.Capabilities.of`)."""
 
     __slots__ = ()
 
@@ -132,11 +132,16 @@ class SatEncoder(EncoderCapabilities):
         pool sized for the problem's policy classes."""
         classes = problem.negatives if isinstance(problem.negatives, PolicyClasses) else None
         pool = VarPool(n, problem.n_letters, problem.trie.n_nodes, classes.n_classes if classes is not None else 0)
+        return self.machine_with(pool, prefix_runs(pool, problem.trie), symmetry_breaking)
+
+    def machine_with(self, pool: VarPool, runs: list[list[int]], symmetry_breaking: bool | None = None) -> Formula:
+        """Determinism and full specification (eq. 2, 3), the words' ``runs`` (their clauses,
+        over ``pool``), non-stuttering (eq. 7) and BFS symmetry breaking."""
         clauses = determinism(pool) + full_specification(pool)  # eq. 2, 3
-        clauses += prefix_runs(pool, problem.trie)  # runs of the words on the machine
+        clauses += runs  # runs of the words on the machine
         if self.non_stuttering:
             clauses += non_stuttering(pool)  # eq. 7
-        if (self.symmetry_breaking if symmetry_breaking is None else symmetry_breaking) and n > 1:
+        if (self.symmetry_breaking if symmetry_breaking is None else symmetry_breaking) and pool.n > 1:
             clauses += symmetry_breaking_bfs(pool)
         return Formula(pool, clauses)
 
@@ -168,7 +173,7 @@ class SatEncoder(EncoderCapabilities):
         """The smallest size of ``limits`` and all its solutions. A problem with an oracle is
         searched lazily (:func:`rmtk.sat.lazy.lazy_search`)."""
         if problem.oracle is not None:
-            from .sat.lazy import lazy_search  # imported when a lazy search runs
+            from .lazy import lazy_search  # imported when a lazy search runs
 
             return lazy_search(
                 self.structure,
@@ -289,19 +294,34 @@ def moving_transitions(formula: Formula, n: int, n_letters: int) -> np.ndarray:
 # -- SimplestEncoder: the smallest machines in which the fewest letters move a node ------
 @attrs.frozen
 class SimplestEncoder(SatEncoder):
-    """Hard negatives, the smallest ``n`` (as :class:`~rmtk.encoders.SatEncoder`), then only
+    """Hard negatives, the smallest ``n`` (as :class:`~rmtk.sat.encoders.SatEncoder`), then only
     the machines with the fewest transitions that leave their node (``SearchResult.message``
     says how many; their ``cost`` is ``None``: no negative example is dropped), listed in
     their canonical order (:func:`rmtk.sat.fewest.canonical_order`), so a complete listing is
     the same on every backend.
 
     Its backend is MiniSat 2.2 unless ``solver`` says otherwise: its searches are many small
-    incremental calls (a size at a time, then one fewer moving transition at a time, then one
+    incremental calls (a size at a time, then a bound on the moving transitions at a time, then one
     machine at a time), where MiniSat loads clauses faster and finishes sooner than CaDiCaL
     (Craft t9 from 400 episodes of rewards: about half the CPU; the Office World's tasks from
     10⁴ demonstrations: a quarter less; docs/benchmarks/rewards.md)."""
 
     default_solver: ClassVar[str] = "minisat22"
+
+    def encode(self, problem: Problem, n: int) -> Formula:
+        """As :meth:`SatEncoder.encode`; reward traces alone are encoded on their words folded
+        (:mod:`rmtk.sat.folded`: its run variables are the folded graph's nodes, not the
+        trie's): fewer clauses, the same machines, listed in their canonical order."""
+        if problem.rewards is None or problem.negatives is not None or problem.oracle is not None:
+            return super().encode(problem, n)
+        words = problem.folded()
+        pool = VarPool(n, problem.n_letters, words.n_nodes, 0)
+        if n == 1 and len(words.node):  # one node pays one value a letter; a deciding letter was paid two
+            return Formula(pool, [[int(pool.x(0, 0))], [-int(pool.x(0, 0))]])
+        runs = edge_runs(pool, words.edge_parent, words.edge_letter, words.edge_child, words.edge_power)
+        formula = self.machine_with(pool, runs)
+        formula.hard += reward_outputs(pool, words)
+        return formula
 
     def moves(self, problem: Problem, n: int, hard: Formula | None = None) -> Formula:
         """The hard formula at ``n`` nodes (``hard``, when given: ``encode(problem, n)`` made
@@ -324,7 +344,7 @@ class SimplestEncoder(SatEncoder):
                 "SimplestEncoder weighs a finite set of transitions on a built prefix tree: lazy and "
                 "every-depth learning need SatEncoder"
             )
-        if grown.applies(problem):  # reward traces alone on a large trie: on a sample of its words
+        if grown.applies(problem, folded=True):  # reward traces alone, many words: on a sample of them
             res = grown.grown_search(self._fewest, problem, limits)
         else:
             res = self._fewest(problem, limits)
@@ -406,8 +426,3 @@ class SimplestNoisyRewardEncoder(NoisyRewardEncoder):
         return attrs.evolve(
             res, solutions=solutions, cost=noisy, message="; ".join(m for m in (message, res.message) if m)
         )
-
-
-def __getattr__(name: str):
-    """Names of the previous version that moved (rmtk/_deprecated.py), with a warning."""
-    return _deprecated.moved(__name__, name)

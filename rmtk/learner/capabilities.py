@@ -1,9 +1,9 @@
 """What a strategy can do beyond the methods its protocol requires (docs/design/05-strategies.md).
 
 A strategy's *capabilities* are documented attributes and methods with defaults, collected in
-a small base class per protocol (:class:`rmtk.ptp.PTPCapabilities`,
-:class:`rmtk.encoders.EncoderCapabilities`). rmtk's strategies inherit their base and override
-what they can do; the :class:`~rmtk.learner.Learner` reads capabilities, never probes for
+a small base class per protocol (:class:`rmtk.ptp.tree.PTPCapabilities`,
+:class:`rmtk.sat.encoders.EncoderCapabilities`). rmtk's strategies inherit their base and override
+what they can do; the :class:`~rmtk.learner.pipeline.Learner` reads capabilities, never probes for
 them. A user's strategy does the same, or stays purely structural (only the protocol's
 methods): it is then read through :meth:`Capabilities.of`, which takes what the strategy
 defines and the base's default for the rest. A new capability is a new defaulted member of a

@@ -4,24 +4,24 @@ with the exact equivalence verdict when the truth is known (paper Algorithm 1, s
 A learner composes four strategies, each an object with a small interface, so that a user
 swaps one without touching the others (docs/design/05-strategies.md):
 
-* a **PTP** (:class:`~rmtk.ptp.PTP`) builds the prefix tree policy:
-  :class:`~rmtk.exact.ExactPTP` (a task's exact policy) or
-  :class:`~rmtk.empirical.EmpiricalPTP` (demonstrations);
-* a **NegativeExampleMiner** (:class:`~rmtk.negatives.NegativeExampleMiner`) turns it into
-  negative examples: :class:`~rmtk.negatives.ExactMiner` (policy classes) or
-  :class:`~rmtk.negatives.ConfidenceMiner` (the confidence bound of eq. 18-19);
-* a **SatEncoder** (:class:`~rmtk.encoders.SatEncoder`) encodes and searches:
-  :class:`~rmtk.encoders.SatEncoder` (hard negatives, smallest n) or
-  :class:`~rmtk.encoders.MaxSatEncoder` (soft negatives, every optimum);
+* a **PTP** (:class:`~rmtk.ptp.tree.PTP`) builds the prefix tree policy:
+  :class:`~rmtk.ptp.exact.ExactPTP` (a task's exact policy) or
+  :class:`~rmtk.ptp.empirical.EmpiricalPTP` (demonstrations);
+* a **NegativeExampleMiner** (:class:`~rmtk.negatives.miners.NegativeExampleMiner`) turns it into
+  negative examples: :class:`~rmtk.negatives.miners.ExactMiner` (policy classes) or
+  :class:`~rmtk.negatives.miners.ConfidenceMiner` (the confidence bound of eq. 18-19);
+* a **SatEncoder** (:class:`~rmtk.sat.encoders.SatEncoder`) encodes and searches:
+  :class:`~rmtk.sat.encoders.SatEncoder` (hard negatives, smallest n) or
+  :class:`~rmtk.sat.encoders.MaxSatEncoder` (soft negatives, every optimum);
 * a **MaxEntIRL** (:class:`~rmtk.rewards.maxent.MaxEntIRL`) recovers the rewards (``None`` skips it).
 
 What else a strategy can do (an oracle instead of a tree, every depth, the expert's policy
 classes for verdicts, lazy negatives, ...) it declares as capabilities
-(:mod:`rmtk.capabilities`); :meth:`Learner.fit` takes its path from them.
+(:mod:`rmtk.learner.capabilities`); :meth:`Learner.fit` takes its path from them.
 
-The result is :class:`~rmtk.result.LearnResult` (rmtk/result.py, offered here too); the
-survivors' summary and the phases' deadline bookkeeping live in :mod:`rmtk.summary`, the
-verdicts in :mod:`rmtk.equivalence`.
+The result is :class:`~rmtk.learner.result.LearnResult` (rmtk/learner/result.py, offered here too); the
+survivors' summary and the phases' deadline bookkeeping live in :mod:`rmtk.learner.summary`, the
+verdicts in :mod:`rmtk.machine.equivalence`.
 """
 
 from __future__ import annotations
@@ -33,29 +33,29 @@ from typing import TYPE_CHECKING
 import attrs
 import numpy as np
 
-from ._deprecated import LabelingEncoder
-from .encoders import EncoderCapabilities, SatEncoder
-from .equivalence import judge as verdicts_of  # the active learner's verdicts too
-from .errors import RmtkError
-from .exact import DistinctPerNode, ExactPTP, NodePolicyTable, SoftOptimal
-from .limits import Deadline, SearchLimits, max_nodes_or_default, node_bound_note
-from .machine import RewardMachine
-from .mdp import LabeledMDP
-from .negatives import ConfidenceMiner, ExactMiner, NegativeExampleMiner, NegativePairs, PolicyClasses
-from .progress import Progress, Recorder
-from .ptp import PTP, PrefixTree, PrefixTreePolicy, PTPCapabilities, Trie
+from .._deprecated import LabelingEncoder
+from ..errors import RmtkError
+from ..limits import Deadline, SearchLimits, max_nodes_or_default, node_bound_note
+from ..machine.equivalence import judge as verdicts_of  # the active learner's verdicts too
+from ..machine.model import RewardMachine
+from ..mdp.model import LabeledMDP
+from ..mdp.space import Space
+from ..negatives.miners import ConfidenceMiner, ExactMiner, NegativeExampleMiner, NegativePairs, PolicyClasses
+from ..progress import Progress, Recorder
+from ..ptp.exact import DistinctPerNode, ExactPTP, NodePolicyTable, SoftOptimal
+from ..ptp.tree import PTP, PrefixTree, PrefixTreePolicy, PTPCapabilities, Trie
+from ..rewards.maxent import IRLCapabilities, MaxEntIRL
+from ..sat.encoders import EncoderCapabilities, SatEncoder
+from ..sat.encoding import Problem
+from ..sat.search import SearchResult
+from ..task import Task
+from ..traces.evidence import RewardEvidence
+from ..validators import BOUND_WHY, MAX_NODES, implements, node_count, optional_positive_int, optional_seconds
 from .result import LearnResult
-from .rewards.maxent import IRLCapabilities, MaxEntIRL
-from .sat.encoding import Problem
-from .sat.search import SearchResult
-from .space import Space
 from .summary import Phases
-from .task import Task
-from .traces.evidence import RewardEvidence
-from .validators import BOUND_WHY, MAX_NODES, implements, node_count, optional_positive_int, optional_seconds
 
 if TYPE_CHECKING:
-    from .sat.lazy import Oracle
+    from ..sat.lazy import Oracle
 
 __all__ = [
     "Learner",
@@ -72,7 +72,7 @@ __all__ = [
 
 def __getattr__(name):
     if name == "EmpiricalPTP":  # re-exported without importing the demonstrations machinery up front
-        from .empirical import EmpiricalPTP
+        from ..ptp.empirical import EmpiricalPTP
 
         return EmpiricalPTP
     raise AttributeError(f"module 'rmtk.learner' has no attribute {name!r}")
@@ -95,7 +95,7 @@ class Learner:
             exact soft-optimal policy at the task's depth).
         miner: negative example miner (default: :class:`ExactMiner` for an exact policy,
             :class:`ConfidenceMiner` (α = 0.05) for one counted from demonstrations).
-        encoder: SAT encoding and search (default :class:`~rmtk.encoders.SatEncoder`).
+        encoder: SAT encoding and search (default :class:`~rmtk.sat.encoders.SatEncoder`).
         irl: reward recovery (default :class:`~rmtk.rewards.maxent.MaxEntIRL`); ``None`` skips it.
         max_nodes: bound u_max on the number of nodes (default: the task's, else 4).
         nodes: solve for exactly this many nodes instead of the smallest feasible number
@@ -152,12 +152,12 @@ class Learner:
 
     def fit(self, target: Task | LabeledMDP | Space) -> LearnResult:
         """Learn from ``target``: a :class:`Task` (the truth is known: verdicts, false positive
-        rate), a bare :class:`LabeledMDP` or a :class:`~rmtk.space.Space` (an environment
+        rate), a bare :class:`LabeledMDP` or a :class:`~rmtk.mdp.space.Space` (an environment
         without a transition model: no rewards), with a PTP strategy that needs no truth,
         such as :class:`EmpiricalPTP`.
 
-        The path is read from the strategies' capabilities (:class:`~rmtk.ptp.PTPCapabilities`,
-        :class:`~rmtk.encoders.EncoderCapabilities`): learning at every depth or a lazy encoder
+        The path is read from the strategies' capabilities (:class:`~rmtk.ptp.tree.PTPCapabilities`,
+        :class:`~rmtk.sat.encoders.EncoderCapabilities`): learning at every depth or a lazy encoder
         checks candidates with the PTP's oracle when it has one for ``target``, else with the
         built tree; verdicts need the PTP's ``expert_classes``.
 
@@ -214,7 +214,7 @@ class Learner:
             else:
                 rec.stage("mine", time.perf_counter() - t, pairs=len(negatives))
             if lazy:
-                from .sat.lazy import TrieOracle  # the lazy search's modules, imported when it runs
+                from ..sat.lazy import TrieOracle  # the lazy search's modules, imported when it runs
 
                 oracle = TrieOracle(ptp.trie, negatives, depth=ptp.tree.depth)
         traces = None
@@ -250,7 +250,7 @@ class Learner:
         if res.n_nodes is None and res.complete and self.nodes is None and res.tried:  # the bound may be why
             res = attrs.evolve(res, message=res.message + node_bound_note(max_nodes, self.max_nodes, task))
         if traces is not None:  # rewards that contradict each other are said so, by word and step
-            from .traces.unexplained import none_paid  # imported where reward traces are learned from
+            from ..traces.unexplained import none_paid  # imported where reward traces are learned from
 
             res = none_paid(res, traces, limits, self.rewards, mdp, policy=True)
         if oracle is not None and res.lazy is None:
@@ -283,7 +283,7 @@ class Learner:
         if task is not None and task.machine is not None:  # a truth to judge against
             result = self._judge(task, result, source, encoder, rec, phases)
         if traces is not None:  # the rewards are the observed ones: no IRL
-            from .traces.compare import with_rewards  # reward traces' modules, imported when learning from them
+            from ..traces.compare import with_rewards  # reward traces' modules, imported when learning from them
 
             result = with_rewards(result, traces)
         elif self.irl is not None and result.machines:
@@ -334,8 +334,8 @@ class Learner:
             progress=rec,
         )
         phases.starts("search")
-        from .traces.unexplained import none_paid
-        from .traces.verdicts import judge_rewards
+        from ..traces.unexplained import none_paid
+        from ..traces.verdicts import judge_rewards
 
         res = none_paid(self.encoder.search(problem, limits), traces, limits, self.rewards, mdp, policy=False)
         phases.after_search(res, listed)
@@ -354,7 +354,7 @@ class Learner:
             truth=task.machine if task is not None else None,
             max_solutions=listed,
         )
-        from .traces.compare import with_rewards
+        from ..traces.compare import with_rewards
 
         result = with_rewards(result, traces)
         if task is not None and task.machine is not None and result.machines and phases.starts("verdict"):
@@ -448,7 +448,7 @@ class Learner:
     def fit_demonstrations(self, target: Task | LabeledMDP, demos, *, chunk: int = 250_000) -> LearnResult:
         """Convenience: :meth:`fit` with ``ptp=EmpiricalPTP(demos)`` (same compression as
         this learner's PTP; default miner :class:`ConfidenceMiner`)."""
-        from .empirical import EmpiricalPTP
+        from ..ptp.empirical import EmpiricalPTP
 
         ptp = EmpiricalPTP(demos, compress=PTPCapabilities.of(self.ptp).compress, chunk=chunk)
         return attrs.evolve(self, ptp=ptp).fit(target)

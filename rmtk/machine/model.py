@@ -16,9 +16,9 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ._arrays import array_eq, float_array, int_array
-from .errors import ModelError
-from .mdp import _check_unique, _index, _names
+from .._arrays import array_eq, float_array, int_array
+from ..errors import ModelError
+from ..mdp.model import _check_unique, _index, _names
 
 
 @attrs.frozen
@@ -261,7 +261,7 @@ class RewardMachine:
 
     def _repr_svg_(self) -> str:
         """The machine drawn as SVG: what Jupyter shows (:func:`rmtk.io.display.machine_svg`)."""
-        from .io.display import machine_svg
+        from ..io.display import machine_svg
 
         return machine_svg(self)
 

@@ -20,16 +20,16 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import attrs
 import numpy as np
 
-from ._arrays import array_eq, float_array, int_array, unique
-from .capabilities import Capabilities
-from .errors import ModelError, RmtkError
-from .mdp import LabeledMDP
+from .._arrays import array_eq, float_array, int_array, unique
+from ..errors import ModelError, RmtkError
+from ..learner.capabilities import Capabilities
+from ..mdp.model import LabeledMDP
 
 if TYPE_CHECKING:
-    from .limits import Deadline
-    from .progress import Progress
-    from .space import Space
-    from .task import Task
+    from ..limits import Deadline
+    from ..mdp.space import Space
+    from ..progress import Progress
+    from ..task import Task
 
 
 @attrs.frozen
@@ -356,7 +356,7 @@ class PTP(Protocol):
     section 5, eq. 17, empirical).
 
     Consumes the learning target (a :class:`~rmtk.task.Task`, or a bare
-    :class:`~rmtk.mdp.LabeledMDP` or :class:`~rmtk.space.Space` when the truth is unknown);
+    :class:`~rmtk.mdp.model.LabeledMDP` or :class:`~rmtk.mdp.space.Space` when the truth is unknown);
     produces a :class:`PrefixTreePolicy` — a trie of label words and the action distribution
     (and, from data, the action counts) at every (word, state) pair. Long stages report to
     ``progress``.
@@ -374,7 +374,7 @@ class PTPCapabilities(Capabilities):
     """What a PTP strategy can do beyond :meth:`PTP.build`, with the defaults of one that does
     not say (docs/design/05-strategies.md). rmtk's PTP strategies inherit it; so may a user's,
     overriding what it can do. A strategy that does not inherit it is read with these defaults
-    for whatever it does not define (:meth:`~rmtk.capabilities.Capabilities.of`)."""
+    for whatever it does not define (:meth:`~rmtk.learner.capabilities.Capabilities.of`)."""
 
     __slots__ = ()
 

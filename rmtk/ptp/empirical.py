@@ -23,19 +23,19 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ._arrays import array_eq, int_array
+from .._arrays import array_eq, int_array
+from ..data import Demonstrations
+from ..data.rewards import RewardCounts, final_rewards, merge_rewards
+from ..engines.local import Engine, LocalEngine, as_engine
+from ..engines.shards import TreeReducer
+from ..errors import DataError, RmtkError
+from ..limits import NEVER, Deadline
+from ..mdp.model import LabeledMDP
+from ..progress import Progress, as_progress
+from ..task import Task
 from ._keys import merge_sorted
-from .data import Demonstrations
-from .data.rewards import RewardCounts, final_rewards, merge_rewards
-from .engines.local import Engine, LocalEngine, as_engine
-from .engines.shards import TreeReducer
-from .errors import DataError, RmtkError
 from .exact import PolicySource, SoftOptimal
-from .limits import NEVER, Deadline
-from .mdp import LabeledMDP
-from .progress import Progress, as_progress
-from .ptp import PrefixTree, PrefixTreePolicy, PTPCapabilities, Trie, TrieBuilder
-from .task import Task
+from .tree import PrefixTree, PrefixTreePolicy, PTPCapabilities, Trie, TrieBuilder
 
 
 @attrs.frozen
@@ -97,7 +97,7 @@ def count_chunk(
     whose next label is known: the next row's, or for a trajectory's last step
     ``final_labels[i]`` (the label of the state after it, −1 when unknown; default: unknown).
 
-    ``mdp`` is a :class:`~rmtk.mdp.LabeledMDP` or any object with ``n_states``,
+    ``mdp`` is a :class:`~rmtk.mdp.model.LabeledMDP` or any object with ``n_states``,
     ``n_actions``, ``n_propositions`` (and ``labels`` when ``labels`` is not given): the
     counts need no transition model. ``labels``, an ``(N, T)`` integer array of per-step
     proposition indices (−1 padded, like ``demos.states``), overrides ``mdp.labels[state]``
@@ -331,7 +331,7 @@ def count_dataset(
     files. The table is in canonical order (:func:`canonical_counts`). Once ``deadline``
     passes no further partition is started: the count is then of those started
     (``PartialCount.spans`` lists them)."""
-    from .data.parquet_dataset import check_disjoint
+    from ..data.parquet_dataset import check_disjoint
 
     job = CountJob(mdp, compress, depth, chunk, dataset)
     parts = dataset.partitions
@@ -448,7 +448,7 @@ class EmpiricalPTP(PTPCapabilities):
             ``DaskEngine(client=...)`` or ``DaskEngine(scheduler="tcp://host:8786")``
             (:mod:`rmtk.engines.local`). Every engine returns the same count table.
 
-    Capabilities (:class:`~rmtk.ptp.PTPCapabilities`): ``compress`` as set; the expert's
+    Capabilities (:class:`~rmtk.ptp.tree.PTPCapabilities`): ``compress`` as set; the expert's
     policy classes from ``expert``; no oracle, no learning at every depth.
 
     The engine is a setting, not a strategy: it changes where the map and the reduce run, never
@@ -505,8 +505,8 @@ class EmpiricalPTP(PTPCapabilities):
         if key in self._counted:
             return self._counted[key], None
         if not isinstance(data, Demonstrations):
-            from .data.parquet_dataset import ParquetDataset
-            from .data.parquet_io import is_dataset_path
+            from ..data.parquet_dataset import ParquetDataset
+            from ..data.parquet_io import is_dataset_path
 
             path = isinstance(data, (str, os.PathLike))
             if isinstance(data, ParquetDataset) or path and is_dataset_path(data):
@@ -531,7 +531,7 @@ class EmpiricalPTP(PTPCapabilities):
                 self._counted[key] = part.table
                 return part.table, None
             if path:
-                from .data import load
+                from ..data import load
 
                 data = load(data, mdp)
         if self._counted and not isinstance(data, Demonstrations):

@@ -1,11 +1,11 @@
 """Anytime-valid comparisons that adapt to the counts, and negative examples mined with them
 (docs/design/14-sampled-experts.md).
 
-The bounds of :mod:`rmtk.statistics` are Hoeffding-type: their radius depends on the counts
+The bounds of :mod:`rmtk.negatives.statistics` are Hoeffding-type: their radius depends on the counts
 only, as if every action frequency had the largest variance. An expert that is nearly
 deterministic (a sharp one) then pays for variance it does not have: two histories after which
 it takes the same action 97 % of the time are resolved to a total variation of 0.1 only after
-about 10,000 draws a side with :class:`~rmtk.statistics.Mixture`. The bound here adapts:
+about 10,000 draws a side with :class:`~rmtk.negatives.statistics.Mixture`. The bound here adapts:
 
 * :class:`Binomial`: for each action a, Robbins' beta-binomial mixture of likelihood ratios
   (a Jeffreys prior, Beta(½, ½)) is a nonnegative martingale under the true frequency p_a, so by
@@ -14,7 +14,7 @@ about 10,000 draws a side with :class:`~rmtk.statistics.Mixture`. The bound here
   Its width follows the frequency's own variance: about ``log(1/level)/n`` for a frequency near
   0 or 1, about ``√(2p(1 − p)·log(1/level)/n)`` otherwise.
 * :class:`Adaptive` (the loop's bound): the intersection of :class:`Binomial` (one interval per
-  action, a union over the actions) and :class:`~rmtk.statistics.Mixture` (a union over the
+  action, a union over the actions) and :class:`~rmtk.negatives.statistics.Mixture` (a union over the
   action subsets, better for spread distributions over many actions), each at α/2, each side of
   a comparison at half of that. On the event that every interval holds, the total variation
   ``TV(p, q) = Σ_a (p_a − q_a)⁺ = Σ_a max(p_a, q_a) − 1 = 1 − Σ_a min(p_a, q_a)`` lies in
@@ -28,7 +28,7 @@ widest gap between two intervals of one action or ``tv̂ − w``, is positive): 
 distributions are separated with probability at most α, however long they are sampled and
 looked at. One that is not separated has ``TV ≤ upper`` with confidence 1 − α: its
 *resolution* is ``upper``, "no difference ≥ upper found". :class:`AnytimeMiner` mines negative
-examples with it, as :class:`~rmtk.negatives.ConfidenceMiner` does with the paper's
+examples with it, as :class:`~rmtk.negatives.miners.ConfidenceMiner` does with the paper's
 fixed-sample bound, which is invalid for counts gathered while looking at them.
 """
 
@@ -40,10 +40,10 @@ import math
 import attrs
 import numpy as np
 
-from . import ties
-from .errors import ModelError
-from .negatives import ConfidenceMiner, NegativePairs
-from .ptp import PrefixTree, PrefixTreePolicy
+from .. import ties
+from ..errors import ModelError
+from ..ptp.tree import PrefixTree, PrefixTreePolicy
+from .miners import ConfidenceMiner, NegativePairs
 from .statistics import Mixture, compare, draws_to_resolve, total_variation
 
 __all__ = ["Binomial", "Adaptive", "Interval", "Rows", "AnytimeMiner", "FamilyWise", "FirmRows", "row_weights"]
@@ -263,7 +263,7 @@ class Rows:
 @attrs.frozen
 class Adaptive:
     """The bound of counts gathered while looking (module docstring): :class:`Binomial` and
-    :class:`~rmtk.statistics.Mixture` intersected, each at α/2; anytime-valid."""
+    :class:`~rmtk.negatives.statistics.Mixture` intersected, each at α/2; anytime-valid."""
 
     binomial: Binomial = attrs.field(factory=Binomial)
     mixture: Mixture = attrs.field(factory=Mixture)
@@ -285,7 +285,7 @@ class Adaptive:
     def to_resolve(self, counts1, counts2, target, *, alpha: float) -> tuple[np.ndarray, np.ndarray]:
         """Further draws ``(m1, m2)`` on each side after which the resolution would be at most
         ``target`` if the frequencies stayed what they are (both sides raised to one count),
-        never more than the :class:`~rmtk.statistics.Mixture` part needs whatever the
+        never more than the :class:`~rmtk.negatives.statistics.Mixture` part needs whatever the
         frequencies (its resolution depends on the counts only). ``inf`` where nothing can
         reach ``target``."""
         a, b = np.atleast_2d(_arr(counts1)), np.atleast_2d(_arr(counts2))
@@ -343,7 +343,7 @@ class FamilyWise:
     pairs, so a few of its negative examples may be false. Here the level is spent per *row*
     (a history at a state) instead of per pair: the row asked ``r``-th gets its intervals at
     ``alpha·w_r`` (:func:`row_weights`, ``Σ w_r ≤ 1``; half to its per-action intervals, half
-    to its :class:`~rmtk.statistics.Mixture` radius), read on its answers alone (the caller's
+    to its :class:`~rmtk.negatives.statistics.Mixture` radius), read on its answers alone (the caller's
     counts; recorded counts were seen before the row was ranked). The order is the order of
     first asking, fixed before the row's first answer, and every interval is anytime-valid, so with probability
     at least 1 − ``alpha`` every row's intervals hold at every moment of the run, and no pair
@@ -424,7 +424,7 @@ class AnytimeMiner:
     Valid at every sample size, so the learner may ask until it likes; two equal distributions
     give a negative example with probability at most ``alpha``. Rows ``fixed`` (recorded and
     never asked: their counts were not chosen by looking at them) are compared among themselves
-    with the paper's rule (:class:`~rmtk.negatives.ConfidenceMiner`, which passive learning
+    with the paper's rule (:class:`~rmtk.negatives.miners.ConfidenceMiner`, which passive learning
     uses); a pair with an asked row, always with ``bound``."""
 
     alpha: float = 0.05

@@ -2,7 +2,7 @@
 (prefix tree, negative examples), the verdicts against a known truth, the rewards, the timings,
 and what the data resolve and what would separate the survivors (docs/design/07-verdicts.md,
 docs/design/09-beyond-the-paper.md and docs/design/14-sampled-experts.md). The passive
-:class:`~rmtk.learner.Learner` and the active loop both build it (the active loop wraps it
+:class:`~rmtk.learner.pipeline.Learner` and the active loop both build it (the active loop wraps it
 in rmtk/active/result.py's ``ActiveResult``; the label learner's result is
 rmtk/labels/result.py's ``LabelLearnResult``).
 """
@@ -14,14 +14,14 @@ from typing import cast
 import attrs
 import numpy as np
 
-from .equivalence import Verdict
-from .errors import RmtkError
-from .machine import RewardMachine, isomorphic
-from .mdp import LabeledMDP
-from .negatives import NegativePairs, PolicyClasses
-from .ptp import PrefixTree, PrefixTreePolicy
-from .sat.search import SearchResult, Solution
-from .space import Space
+from ..errors import RmtkError
+from ..machine.equivalence import Verdict
+from ..machine.model import RewardMachine, isomorphic
+from ..mdp.model import LabeledMDP
+from ..mdp.space import Space
+from ..negatives.miners import NegativePairs, PolicyClasses
+from ..ptp.tree import PrefixTree, PrefixTreePolicy
+from ..sat.search import SearchResult, Solution
 from .summary import MachineSummary, Stop
 
 __all__ = ["LearnResult"]
@@ -42,7 +42,7 @@ class LearnResult:
         classes: the policy classes (negative examples) used; for a tree-free search, those
             of the counterexample words.
         tree: the prefix tree; for a tree-free search, the counterexample words in play.
-        mdp: the labeled MDP learned on (a :class:`~rmtk.space.Space` for data without a
+        mdp: the labeled MDP learned on (a :class:`~rmtk.mdp.space.Space` for data without a
             transition model).
         verdicts: exact consistency of each machine with the true policy (when known), its
             free transitions written as self-loops; for the first machines only when the run
@@ -61,12 +61,12 @@ class LearnResult:
         expert_classes: ``(S, n_true)`` true policy classes (when the truth is known).
         bound: what the counts are judged with for :meth:`resolution` (``None``: the paper's
             fixed-sample bound of recorded data; an active learner's counts, gathered while
-            looking at them: :class:`~rmtk.anytime.Adaptive`, docs/design/14-sampled-experts.md).
+            looking at them: :class:`~rmtk.negatives.anytime.Adaptive`, docs/design/14-sampled-experts.md).
         truth_merges: how many negative examples mined from data the true machine violates
             (sends both words to one node); 0: it keeps them all (when the truth is known).
         max_solutions: the bound on the machines listed that the search ran with (``None``: none).
         stopped: what the run's deadline (a time limit, SIGINT, SIGTERM) stopped and left
-            undone (:class:`~rmtk.summary.Stop`); ``None``: the run finished.
+            undone (:class:`~rmtk.learner.summary.Stop`); ``None``: the run finished.
         rewards: the reward traces learned from (:class:`~rmtk.traces.rewards.RewardTraces` on the
             trie searched), ``None`` when learned from the policy alone.
         decoded: per machine, its rewards read from the traces
@@ -106,7 +106,7 @@ class LearnResult:
 
     def _repr_html_(self) -> str:
         """The result as HTML, what Jupyter shows: its table and pictures (:func:`rmtk.io.display.result_html`)."""
-        from .io.display import result_html
+        from ..io.display import result_html
 
         return result_html(self)
 
@@ -160,8 +160,8 @@ class LearnResult:
     def distinguish(self, i: int, j: int):
         """A shortest witness telling machines ``i`` and ``j`` apart: a state and two label words
         reaching it that one sends to the same node and the other to different nodes
-        (:class:`~rmtk.equivalence.Witness`; ``None`` if no observation can)."""
-        from .equivalence import distinguish
+        (:class:`~rmtk.machine.equivalence.Witness`; ``None`` if no observation can)."""
+        from ..machine.equivalence import distinguish
 
         if isinstance(self.mdp, Space):
             raise RmtkError(
@@ -173,10 +173,10 @@ class LearnResult:
 
     def explain(self, *, limit: int = 10, confidence: float | None = None):
         """What would separate the surviving machines: a small cover of witnesses
-        (:func:`rmtk.explain.cover`) and, from demonstrations, the (word, word, state) triples
+        (:func:`rmtk.learner.explain.cover`) and, from demonstrations, the (word, word, state) triples
         that are not negative examples, those whose difference is beyond sampling noise at the
         planning ``confidence`` first, with the visits that would confirm it
-        (:func:`rmtk.explain.rare_triples`). With one machine from demonstrations: why nothing
+        (:func:`rmtk.learner.explain.rare_triples`). With one machine from demonstrations: why nothing
         refutes it, and the triples it merges that would."""
         from .explain import PLANNING_CONFIDENCE, Explanation, cover, rare_triples
 
@@ -206,7 +206,7 @@ class LearnResult:
 
     def resolution(self, i: int = 0):
         """What the counted data resolved behind machine ``i``'s merges (a
-        :class:`~rmtk.statistics.MergeResolution`: the weakest merge the answer rests on, the
+        :class:`~rmtk.negatives.statistics.MergeResolution`: the weakest merge the answer rests on, the
         negative examples it rests on), or ``None`` for an exact policy, which proves its answer."""
         if i >= len(self.machines):
             return None
@@ -217,7 +217,7 @@ class LearnResult:
         0; ``None`` for an exact policy): what the counts resolved behind its merges."""
         if self.ptp is None or self.ptp.counts is None or self.negatives is None:
             return None
-        from .statistics import FIXED, CountBound, Radius, merge_resolution
+        from ..negatives.statistics import FIXED, CountBound, Radius, merge_resolution
 
         return merge_resolution(
             self.ptp,
@@ -229,7 +229,7 @@ class LearnResult:
 
     def summary(self) -> MachineSummary:
         """The surviving machines in brief (:meth:`MachineSummary.of
-        <rmtk.summary.MachineSummary.of>`): how many survive, what the listed ones agree and
+        <rmtk.learner.summary.MachineSummary.of>`): how many survive, what the listed ones agree and
         differ on, how they and the truth stand; :meth:`explain` says what would separate them."""
         return MachineSummary.of(self)
 

@@ -8,10 +8,10 @@ import sys
 
 import numpy as np
 
-from . import dsl
-from .learner import LearnResult
+from .. import dsl
+from ..task import Task
+from .pipeline import LearnResult
 from .summary import MachineSummary, single_action, single_action_note
-from .task import Task
 
 #: Machines whose resolution (what the samples could resolve behind their merges) is printed:
 #: the first ones, as the rewards (each costs a pass over the counted pairs, 17 ms at the Craft

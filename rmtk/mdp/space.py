@@ -1,14 +1,14 @@
 """What learning from counted behaviour needs of an environment that has no transition
 model: its numbers of (discretised) states and actions and its propositions, in the order of
-the counts' label indices. A :class:`~rmtk.learner.Learner` fits such a :class:`Space` in
-place of a :class:`~rmtk.mdp.LabeledMDP` (machines, no rewards: those need the model)."""
+the counts' label indices. A :class:`~rmtk.learner.pipeline.Learner` fits such a :class:`Space` in
+place of a :class:`~rmtk.mdp.model.LabeledMDP` (machines, no rewards: those need the model)."""
 
 from __future__ import annotations
 
 import attrs
 
-from .errors import ModelError
-from .mdp import _check_unique, _names
+from ..errors import ModelError
+from .model import _check_unique, _names
 
 
 def _positive(instance, attribute, value) -> None:

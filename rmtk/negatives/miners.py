@@ -19,10 +19,10 @@ from typing import Protocol, runtime_checkable
 import attrs
 import numpy as np
 
-from . import ties
-from ._arrays import array_eq, float_array, int_array, unique
-from .errors import ModelError
-from .ptp import PrefixTreePolicy
+from .. import ties
+from .._arrays import array_eq, float_array, int_array, unique
+from ..errors import ModelError
+from ..ptp.tree import PrefixTreePolicy
 
 #: Default tolerance when comparing two action distributions (max absolute difference), the
 #: tolerance of every tie in rmtk (:data:`rmtk.ties.TOL`, docs/design/02-conventions.md).
@@ -33,7 +33,7 @@ POLICY_TOL = ties.TOL
 class NegativeExampleMiner(Protocol):
     """The NegativeExampleMiner strategy (paper eq. 6; section 3 exact, section 5 from data).
 
-    Consumes a :class:`~rmtk.ptp.PrefixTreePolicy`; produces the negative examples: a
+    Consumes a :class:`~rmtk.ptp.tree.PrefixTreePolicy`; produces the negative examples: a
     :class:`PolicyClasses` (a partition per state, exact setting) or a
     :class:`NegativePairs` (word pairs, each with the state where it was detected).
     """

@@ -1,4 +1,4 @@
-"""Sorted distinct integer keys with counts, the form of the count tables (rmtk/empirical.py):
+"""Sorted distinct integer keys with counts, the form of the count tables (rmtk/ptp/empirical.py):
 a few more keys merged in by bisection, with one copy of the sorted ones and no sort of them."""
 
 from __future__ import annotations

@@ -9,11 +9,11 @@ Policies come in three forms, all arrays of action distributions over the last a
 * ``(S, n, A)`` together with a reward machine (``machine=`` / ``policy_machine``): a product
   policy ``π(a | s, u)`` whose node ``u`` tracks that machine along the labels (the
   design's prefix convention: ``u_0 = δ_u(u_I, L(s_0))``, ``u_{t+1} = δ_u(u_t, L(s_{t+1}))``).
-  Objects with a ``.pi`` attribute (a :class:`~rmtk.planning.SoftPolicy`) are accepted too.
+  Objects with a ``.pi`` attribute (a :class:`~rmtk.product.planning.SoftPolicy`) are accepted too.
 
 MDP propositions are read by a machine through ``letter`` (``letter[k]`` = index in the
 machine's alphabet of proposition ``k``); the default matches names
-(:func:`rmtk.product.letter_map`).
+(:func:`rmtk.product.model.letter_map`).
 
 Everything is vectorised over trajectories; the only Python loops are over time steps and
 chunks of rollouts. Rollouts are seeded: one ``numpy.random.default_rng(seed)`` stream is read
@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .data import PAD, Demonstrations
-from .errors import DataError, ModelError
-from .machine import RewardMachine
-from .mdp import LabeledMDP
-from .product import letter_map
-from .simulate import RowSampler, check_sizes
+from ..data import PAD, Demonstrations
+from ..errors import DataError, ModelError
+from ..machine.model import RewardMachine
+from ..mdp.model import LabeledMDP
+from ..product.model import letter_map
+from ..product.simulate import RowSampler, check_sizes
 
 __all__ = [
     "log_likelihood",
@@ -246,7 +246,7 @@ def sample_demonstrations(
     mdp: LabeledMDP, policy, *, n: int, horizon: int, seed, machine=None, letter=None
 ) -> Demonstrations:
     """:func:`rollout` as :class:`~rmtk.data.Demonstrations` of ``horizon`` steps (for
-    Markovian and time-dependent policies, which :func:`rmtk.simulate.simulate` does not take)."""
+    Markovian and time-dependent policies, which :func:`rmtk.product.simulate.simulate` does not take)."""
     states, actions = rollout(mdp, policy, n=n, horizon=horizon, seed=seed, machine=machine, letter=letter)
     return Demonstrations(states[:, :horizon], actions, np.full(states.shape[0], horizon, dtype=np.int64))
 

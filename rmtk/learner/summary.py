@@ -4,7 +4,7 @@ docs/design/09-beyond-the-paper.md):
 :class:`MachineSummary`, the surviving machines in brief, for when they are too many to read
 (how many survive, what the listed ones agree on, how they stand against the truth).
 
-:class:`Phases` is how :meth:`rmtk.learner.Learner.fit` keeps the run's
+:class:`Phases` is how :meth:`rmtk.learner.pipeline.Learner.fit` keeps the run's
 :class:`~rmtk.limits.Deadline` between its phases: a phase that finds it passed does not start,
 a phase it stopped says what it left undone, and the result carries the first of them.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from .limits import Deadline
+from ..limits import Deadline
 
 
 def node_count(n: int | None) -> str:
@@ -132,7 +132,7 @@ class Phases:
 
 @attrs.frozen
 class MachineSummary:
-    """The surviving machines in brief (:meth:`rmtk.result.LearnResult.summary`).
+    """The surviving machines in brief (:meth:`rmtk.learner.result.LearnResult.summary`).
 
     Attributes:
         listed: machines listed (their verdicts and rewards computed).
@@ -183,7 +183,7 @@ class MachineSummary:
 
     @classmethod
     def of(cls, result, *, iso: tuple[bool, ...] | None = None) -> MachineSummary:
-        """The summary of a :class:`~rmtk.result.LearnResult`: the transitions compared in the
+        """The summary of a :class:`~rmtk.learner.result.LearnResult`: the transitions compared in the
         machines' canonical numbering, where equal targets mean the same node (``iso``: the
         result's ``isomorphic_to_truth()`` when already computed)."""
         ms, sols = result.machines, result.solutions

@@ -40,13 +40,13 @@ from typing import NamedTuple
 import attrs
 import numpy as np
 
-from . import ties
-from ._arrays import Csr, array_eq, frozen_array
-from .errors import ModelError, RmtkError
-from .machine import RewardMachine
-from .mdp import LabeledMDP
-from .product import Product, letter_map
-from .task import Task
+from .. import ties
+from .._arrays import Csr, array_eq, frozen_array
+from ..errors import ModelError, RmtkError
+from ..machine.model import RewardMachine
+from ..mdp.model import LabeledMDP
+from ..task import Task
+from .model import Product, letter_map
 
 #: Grids with at most this many ``(s, u)`` pairs are evaluated with a dense solve (numpy's
 #: LAPACK); larger ones with a sparse LU (SuperLU, scipy imported then), which is faster and

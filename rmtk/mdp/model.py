@@ -18,10 +18,10 @@ from typing import Any
 import attrs
 import numpy as np
 
-from . import ties
-from ._arrays import Csr, array_eq, as_csr, float_array, int_array, unique
-from .axes import order_hint
-from .errors import ModelError
+from .. import ties
+from .._arrays import Csr, array_eq, as_csr, float_array, int_array, unique
+from ..axes import order_hint
+from ..errors import ModelError
 
 #: Tolerance on probability rows and the initial distribution summing to 1.
 PROB_TOL = 1e-9
@@ -327,7 +327,7 @@ class LabeledMDP:
     def _repr_svg_(self) -> str | None:
         """A grid world's map or the labyrinth as SVG, what Jupyter shows; ``None`` (the text
         form is shown) for an MDP without a picture (:func:`rmtk.io.display.mdp_svg`)."""
-        from .io.display import mdp_svg
+        from ..io.display import mdp_svg
 
         return mdp_svg(self)
 

@@ -2,7 +2,7 @@
 
 When several machines fit the data, each pair differs somewhere: a state and two label words
 reaching it that one machine sends to the same node and the other to different nodes
-(:func:`rmtk.equivalence.distinguish`). Observing whether the expert acts the same after both
+(:func:`rmtk.machine.equivalence.distinguish`). Observing whether the expert acts the same after both
 words there refutes the machines that merge them whenever it does not. :func:`cover` picks a
 small set of such witnesses (greedy set cover over the pairs of machines) that tells every
 pair apart that can be told apart.
@@ -20,14 +20,14 @@ import math
 import attrs
 import numpy as np
 
-from . import ties
-from .equivalence import Witness, distinguish
-from .errors import RmtkError
-from .mdp import LabeledMDP
-from .negatives import log_weissman_constant
-from .ptp import disagreements
-from .space import Space
-from .statistics import FIXED, compare_counts, draws_to_resolve, growth_to_resolve
+from .. import ties
+from ..errors import RmtkError
+from ..machine.equivalence import Witness, distinguish
+from ..mdp.model import LabeledMDP
+from ..mdp.space import Space
+from ..negatives.miners import log_weissman_constant
+from ..negatives.statistics import FIXED, compare_counts, draws_to_resolve, growth_to_resolve
+from ..ptp.tree import disagreements
 
 
 @attrs.frozen
@@ -412,10 +412,10 @@ def rare_triples(
     that real differences come first (docs/design/14-sampled-experts.md).
 
     Each triple's true total variation has a lower confidence bound at the planning
-    ``confidence`` (the fixed-sample bound of :mod:`rmtk.statistics`: the data were recorded
+    ``confidence`` (the fixed-sample bound of :mod:`rmtk.negatives.statistics`: the data were recorded
     before being looked at). Triples whose bound is positive come first, the cheapest first:
     the growth of the data after which the test at ``alpha`` detects a difference as large as
-    the bound with probability at least 1 − α (:func:`rmtk.statistics.growth_to_resolve`). The
+    the bound with probability at least 1 − α (:func:`rmtk.negatives.statistics.growth_to_resolve`). The
     others are consistent with zero, their empirical difference may be sampling noise; they
     follow, closest to a negative example first, with no visits promised."""
     examined = beyond = 0
@@ -507,7 +507,7 @@ def _confidence(value: float) -> float:
 
 @attrs.frozen
 class Explanation:
-    """:meth:`rmtk.result.LearnResult.explain`: the witness cover and the rare pairs, and, from
+    """:meth:`rmtk.learner.result.LearnResult.explain`: the witness cover and the rare pairs, and, from
     demonstrations, how many negative examples were mined at which ``alpha``, how many rare
     triples were ``examined`` and how many of them differ ``beyond_noise`` at the planning
     ``confidence`` (docs/design/14-sampled-experts.md)."""

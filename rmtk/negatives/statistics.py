@@ -29,7 +29,7 @@ Hoeffding-type bound on each subset's frequency:
 for :class:`Mixture`). The two distributions are *separated* when the empirical total
 variation reaches the bound's threshold (``w`` for :class:`Mixture`; for :class:`Weissman` the
 paper's rule ``δ₁ + δ₂ ≤ α`` with ``δⱼ = (2^|A| − 2)·exp(−nⱼ tv̂²/2)``, what
-:class:`~rmtk.negatives.ConfidenceMiner` decides). When the two are equal, a separation is
+:class:`~rmtk.negatives.miners.ConfidenceMiner` decides). When the two are equal, a separation is
 declared with probability at most α (with :class:`Mixture` also when the counts are looked at
 after every draw); a comparison that is not separated is *consistent with zero*.
 
@@ -52,9 +52,9 @@ from typing import Protocol, runtime_checkable
 import attrs
 import numpy as np
 
-from . import ties
-from .errors import ModelError
-from .negatives import log_weissman_constant
+from .. import ties
+from ..errors import ModelError
+from .miners import log_weissman_constant
 
 __all__ = [
     "Radius",
@@ -106,7 +106,7 @@ class Radius(Protocol):
 @runtime_checkable
 class CountBound(Protocol):
     """A bound that reads the counts themselves, not only their number (its width follows
-    each frequency's variance: :class:`rmtk.anytime.Adaptive`). ``compare`` gives, per pair of
+    each frequency's variance: :class:`rmtk.negatives.anytime.Adaptive`). ``compare`` gives, per pair of
     count rows, whether they are ``separated``, a ``margin``, a confidence interval
     ``[lower, upper]`` of the total variation and the ``resolution``; ``to_resolve`` the
     further draws a side after which the resolution would reach a target."""
@@ -367,7 +367,7 @@ class Sequential:
     """Sampling two distributions until they are separated or resolved (module docstring).
 
     The comparison uses an anytime-valid bound (:class:`Mixture` by default; the active loop
-    uses :class:`rmtk.anytime.Adaptive`, which adapts to each frequency's variance), so it may
+    uses :class:`rmtk.negatives.anytime.Adaptive`, which adapts to each frequency's variance), so it may
     be looked at after every draw: a pair of equal distributions is declared separated with
     probability at most ``alpha`` however long it is sampled, and a pair whose true total
     variation exceeds ``epsilon`` is declared resolved ("alike to ε") with probability at most
@@ -390,7 +390,7 @@ class Sequential:
         if not isinstance(self.bound, (Radius, CountBound)) or not self.bound.anytime:
             raise ModelError(
                 "Sequential sampling looks at the counts as they come: its bound must be anytime-valid "
-                f"(rmtk.statistics.Mixture, rmtk.anytime.Adaptive), not {type(self.bound).__name__}"
+                f"(rmtk.negatives.statistics.Mixture, rmtk.negatives.anytime.Adaptive), not {type(self.bound).__name__}"
             )
         if int(self.first) < 1 or not self.growth > 1.0:
             raise ModelError(f"Sequential(first={self.first}, growth={self.growth}): first ≥ 1 and growth > 1 expected")

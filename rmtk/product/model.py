@@ -21,11 +21,11 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from ._arrays import Csr, array_eq, as_csr, frozen_array
-from .errors import ModelError
-from .machine import RewardMachine
-from .mdp import LabeledMDP
-from .task import Task
+from .._arrays import Csr, array_eq, as_csr, frozen_array
+from ..errors import ModelError
+from ..machine.model import RewardMachine
+from ..mdp.model import LabeledMDP
+from ..task import Task
 
 
 def letter_map(mdp: LabeledMDP, machine: RewardMachine, letter=None) -> np.ndarray:
