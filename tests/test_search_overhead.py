@@ -57,6 +57,15 @@ def test_deciding_the_size_alone_matches_the_search():
     assert min(int((s.delta_u[s.used] != np.nonzero(s.used)[0]).sum()) for s in full.solutions) >= moving[0]
 
 
+def _coffee_mail() -> Problem:
+    """The rewards of 120 episodes of the Office World's coffee_mail (ε = 0.5): a problem
+    with several simplest machines."""
+    task = dsl.load(MODELS / "office.rm").tasks["coffee_mail"]
+    demos = explore(task, 120, 60, seed=1, epsilon=0.5)
+    traces = reward_traces(demos, task.mdp)
+    return Problem(traces.trie, task.mdp.n_propositions, rewards=traces)
+
+
 def _key(solution):
     return canonical_partial(solution.delta_u, solution.used)[0]
 
@@ -65,10 +74,7 @@ def test_simplest_takes_over_the_formula_of_its_size():
     """SimplestEncoder weighs the moving transitions on the formula and the solver its first
     pass made at the smallest size, and lists the optima there: the same machines as MaxSAT
     on the formula made afresh, in their canonical order."""
-    task = dsl.load(MODELS / "office.rm").tasks["coffee_mail"]
-    demos = explore(task, 120, 60, seed=1, epsilon=0.5)
-    traces = reward_traces(demos, task.mdp)
-    problem = Problem(traces.trie, task.mdp.n_propositions, rewards=traces)
+    problem = _coffee_mail()
     enc = SimplestEncoder()
     res = enc.search(problem, SearchLimits(max_nodes=5, min_nodes=1, max_solutions=50))
     fresh = maxsat_search(enc.moves, problem, SearchLimits(nodes=res.n_nodes, max_solutions=50))
@@ -83,10 +89,7 @@ def test_simplest_takes_over_the_formula_of_its_size():
 def test_the_simplest_machines_do_not_depend_on_the_backend(solver):
     """A complete listing of the simplest machines is the same list on every backend: the
     machines sorted by their canonical key, not in the order a solver found them."""
-    task = dsl.load(MODELS / "office.rm").tasks["coffee_mail"]
-    demos = explore(task, 120, 60, seed=1, epsilon=0.5)
-    traces = reward_traces(demos, task.mdp)
-    problem = Problem(traces.trie, task.mdp.n_propositions, rewards=traces)
+    problem = _coffee_mail()
     limits = SearchLimits(max_nodes=5, min_nodes=1, max_solutions=50)
     ours = SimplestEncoder(solver=solver).search(problem, limits)
     ref = maxsat_search(SimplestEncoder().moves, problem, SearchLimits(nodes=ours.n_nodes, max_solutions=50))
@@ -94,3 +97,28 @@ def test_the_simplest_machines_do_not_depend_on_the_backend(solver):
     keys = [_key(s) for s in ours.solutions]
     assert keys == sorted(_key(s) for s in ref.solutions) and keys == sorted(keys)
     assert f"the simplest machines: {ref.cost} (node, letter)" in ours.message
+
+
+def test_climbing_from_the_lower_bound_finds_the_same_simplest_machines(monkeypatch):
+    """A descending call that spends ``DESCENT_CONFLICTS`` undecided turns the descent into a
+    climb (at most the lower bound asked for, one more at a time): the same fewest moving
+    transitions and the same machines as the halving descent."""
+    import rmtk.sat.fewest as fewest
+
+    problem = _coffee_mail()
+    limits = SearchLimits(max_nodes=5, min_nodes=1, max_solutions=50)
+    halving = SimplestEncoder(non_stuttering=False).search(problem, limits)
+    calls, solve = [], fewest.solve
+
+    def spied(solver, deadline, assumptions=(), conflicts=None):
+        sat = solve(solver, deadline, assumptions, conflicts)
+        calls.append((conflicts, sat))
+        return sat
+
+    monkeypatch.setattr(fewest, "solve", spied)
+    monkeypatch.setattr(fewest, "DESCENT_CONFLICTS", 1)
+    climbed = SimplestEncoder(non_stuttering=False).search(problem, limits)
+    assert (1, None) in calls and calls[-1] == (None, True)  # a descent cut short, then a climb
+    assert halving.complete and climbed.complete and len(halving.solutions) >= 1
+    assert [_key(s) for s in climbed.solutions] == [_key(s) for s in halving.solutions]
+    assert climbed.message == halving.message

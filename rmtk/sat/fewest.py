@@ -103,6 +103,18 @@ def canonical_order(solutions) -> tuple[Solution, ...]:
     return tuple(sorted(solutions, key=lambda s: canonical_partial(s.delta_u, s.used)[0]))
 
 
+#: The conflicts a call of :func:`fewest_true` asking for at most the middle of its bounds may
+#: spend undecided before the descent turns to climbing: at most the lower bound asked for, one
+#: more at a time until a machine has that few. Those calls are refutations (but the last) that
+#: the solver's learnt clauses make quick, where a machine with few moves can be hard to find
+#: (Craft t7 in JIRP's class: 81,000 conflicts, 4.3 s, to find one moving on 8 transitions of 6
+#: nodes; the seven refutations and the machine moving on 7 from below, 2.5 s). Counted in
+#: conflicts, not seconds, so the path, and the machines a cut listing keeps, are the same under
+#: any load. Fewer (2,000) would reach calls of smaller searches and change which machines their
+#: cut listings keep (t9 in JIRP's class, docs/benchmarks/rewards.md, "Two machine classes").
+DESCENT_CONFLICTS = 10_000
+
+
 @attrs.frozen
 class Fewest:
     """What :func:`fewest_true` found: the fewest ``count`` of the relaxation variables true,
@@ -115,11 +127,13 @@ class Fewest:
 def fewest_true(solver, relax: np.ndarray, top: int, deadline, floor: int = 0) -> Fewest | None:
     """The fewest of ``relax`` true in a model of ``solver`` (which has just found one), by
     asking for at most the middle of what is known until the two bounds meet (an incremental
-    totalizer over ``relax``, numbered past ``top``, added to ``solver``); ``None`` when
-    ``deadline`` stopped it. ``floor``: a lower
-    bound known to hold (the optimum of a sample of the same evidence, where the machines
-    satisfy fewer clauses): asked for first, so that a sample's optimum that still holds costs
-    one call, and never gone below (the same count, without proving the step under it)."""
+    totalizer over ``relax``, numbered past ``top``, added to ``solver``), or, once such a call
+    has spent :data:`DESCENT_CONFLICTS` undecided, for at most the lower bound, one more at a
+    time until a model has that few (the same count); ``None`` when ``deadline`` stopped it.
+    ``floor``: a lower bound known to hold (the optimum of a sample of the same evidence, where
+    the machines satisfy fewer clauses): asked for first, so that a sample's optimum that still
+    holds costs one call, and never gone below (the same count, without proving the step under
+    it)."""
     from pysat.card import ITotalizer
 
     def count() -> int:
@@ -139,9 +153,14 @@ def fewest_true(solver, relax: np.ndarray, top: int, deadline, floor: int = 0) -
         if sat is None:
             return None
         best, low = (count(), low) if sat else (best, low + 1)
+    climbing = False  # asking for at most the lower bound, one more at a time
     while best > low:  # halve the gap: at most the middle count asked for
-        mid = (low + best - 1) // 2
-        sat = solve(solver, deadline, assumptions=[-tot.rhs[mid]])
+        mid = low if climbing else (low + best - 1) // 2
+        budget = None if mid == low else DESCENT_CONFLICTS
+        sat = solve(solver, deadline, assumptions=[-tot.rhs[mid]], conflicts=budget)
+        if sat is None and budget is not None:  # a hard machine to find: prove the lower bounds instead
+            climbing = True  # (a deadline passed stops the next call)
+            continue
         if sat is None:
             return None
         best, low = (count(), low) if sat else (best, mid + 1)
