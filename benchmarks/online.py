@@ -5,7 +5,9 @@ For each task (``--tasks``: ``cliff`` CliffWalking's patrol a → b → c, ``cof
 of the Office World, ``craft-t1`` and ``craft-t2`` of the Craft World) and each agent (``--arms``:
 ``online`` the OnlineLearner with subgoal exploration, ``online-eps`` with the agent's own
 ε-greedy exploration, ``true`` DQN with CRM given the true machine, ``none`` DQN given no machine),
-``--seeds`` runs (``--first-seed``, the next, …), each in its own process, ``--jobs`` at a time.
+``--seeds`` runs (``--first-seed``, the next, …), each in its own process, ``--jobs`` at a time;
+``--algorithm``: DQN (the default) or PPO (on-policy: the online agent explores as PPO does, the
+agent given the true machine has no CRM).
 Training, the settings of each task (those of docs/benchmarks/deep-rl.md, the same for every
 agent of a task) and the measure (the greedy policy's exact success rate from every start state
 of the task, every ``--every`` steps) are :mod:`rmtk.experiments._online`'s, which
@@ -64,7 +66,7 @@ def one(args: list[str]) -> int:
     from rmtk.experiments._online import task, train
 
     torch.set_num_threads(1)
-    name, arm, seed, steps, every, stop = args
+    name, arm, seed, steps, every, stop, algorithm = args
     t = task(name)
     t0 = time.process_time()
 
@@ -72,10 +74,20 @@ def one(args: list[str]) -> int:
         if n % PROGRESS_EVERY < int(every):
             print(f"{name} {arm} seed={seed}: {n} steps, success {rate:.2f}", file=sys.stderr, flush=True)
 
-    r = train(t, arm, seed=int(seed), steps=int(steps), every=int(every), stop=float(stop) or None, log=progress)
+    r = train(
+        t,
+        arm,
+        seed=int(seed),
+        steps=int(steps),
+        every=int(every),
+        stop=float(stop) or None,
+        log=progress,
+        algorithm=algorithm,
+    )
     record = {
         "task": name,
         "arm": arm,
+        "algorithm": algorithm,
         "seed": int(seed),
         "reached": r.reached(),
         "steps": list(r.steps),
@@ -139,6 +151,7 @@ def main() -> int:
     ap.add_argument("--every", type=int, default=250)
     ap.add_argument("--stop", type=float, default=0.9, help="end a run at this success rate (0: never)")
     ap.add_argument("--jobs", type=int, default=2, help="children at a time")
+    ap.add_argument("--algorithm", choices=("DQN", "PPO"), default="DQN", help="every agent's algorithm")
     ap.add_argument("--out", type=Path, help="write every run's record here (JSON)")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
@@ -154,7 +167,10 @@ def main() -> int:
         name, arm, seed = job
         steps = args.steps or BUDGET[name]
         rec = run_child(
-            __file__, [name, arm, str(seed), str(steps), str(args.every), str(args.stop)], MARK, f"{name} {arm} {seed}"
+            __file__,
+            [name, arm, str(seed), str(steps), str(args.every), str(args.stop), args.algorithm],
+            MARK,
+            f"{name} {arm} {seed}",
         )
         rec["budget"] = steps
         print(
@@ -179,7 +195,7 @@ def main() -> int:
             rows.append(
                 {
                     "task": name,
-                    "agent": arm,
+                    "agent": arm if args.algorithm == "DQN" else f"{arm} ({args.algorithm})",
                     "median steps to 90 %": f">{budget}" if med[arm] is None else int(med[arm]),
                     "per seed": " ".join(str(r["reached"] or f">{budget}") for r in rs),
                     "train CPU s (median)": f"{statistics.median(r['train_cpu'] for r in rs):.0f}",

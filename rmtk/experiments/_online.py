@@ -34,6 +34,9 @@ from ._dqn import DQNConfig
 TASKS = ("cliff", "coffee", "patrol", "craft-t1", "craft-t2", "coffee-noisy", "mining")
 #: The agents.
 ARMS = ("online", "online-eps", "true", "none")
+#: The Stable-Baselines3 algorithms an agent can be (DQN: off-policy, CRM into its replay buffer for
+#: ``true``, subgoal exploration for ``online``; PPO: on-policy, its own exploration, no CRM).
+ALGORITHMS = ("DQN", "PPO")
 ARM_NAMES = {
     "online": "online, subgoals",
     "online-eps": "online, ε-greedy",
@@ -171,6 +174,28 @@ class Run:
         return next((s for s, ok in zip(self.steps, self.success) if ok >= level), None)
 
 
+def ppo_kwargs(settings: DQNConfig) -> dict:
+    """PPO's keyword arguments on a task: the task's hidden layers (for the policy and the value
+    network each) and γ, Stable-Baselines3's defaults for the rest (what ``OnlineLearner`` keeps)."""
+    return {"policy_kwargs": {"net_arch": list(settings.hidden)}, "gamma": settings.gamma}
+
+
+def scores(model, algorithm: str) -> np.ndarray:
+    """The scores whose row-wise argmax is the model's greedy action at every observation of its
+    ``Discrete`` observation space: DQN's Q-values, PPO's action log-probabilities (their argmax
+    is ``predict(deterministic=True)``'s action, ties to the first)."""
+    from ..rl import q_table
+
+    if algorithm == "DQN":
+        return q_table(model)
+    import torch
+
+    model.policy.set_training_mode(False)
+    with torch.no_grad():
+        dist = model.policy.get_distribution(torch.arange(int(model.observation_space.n)))
+        return dist.distribution.logits.cpu().numpy().astype(float)
+
+
 def _slots(q: np.ndarray, n_states: int, slots: int, nodes: int) -> np.ndarray:
     """The Q-values of the first ``nodes`` slots of a slot product (``state · slots + slot``)."""
     return q.reshape(n_states, slots, -1)[:, :nodes].reshape(n_states * nodes, -1)
@@ -187,18 +212,24 @@ def train(
     settings: DQNConfig | None = None,
     log: Callable | None = None,
     exploration=None,
+    algorithm: str = "DQN",
 ) -> Run:
     """Train agent ``arm`` (:data:`ARMS`) on task ``t`` for at most ``steps`` steps, evaluating
     every ``every`` (``log(steps, success)`` hears each); ``stop``: end at the first success rate
-    at least this; ``exploration``: the online agent's strategy in place of its default."""
-    from ..rl import GreedyRollouts, q_table
+    at least this; ``exploration``: the online agent's strategy in place of its default;
+    ``algorithm``: one of :data:`ALGORITHMS` (PPO: :func:`ppo_kwargs`, the online agent with
+    its own exploration, ``true`` without CRM)."""
+    from ..rl import GreedyRollouts
     from ..rl.sb3 import _require  # Stable-Baselines3 (and torch) through rmtk.rl: a clear error without them
 
     sb3 = _require()
-    DQN = sb3.DQN
+    if algorithm not in ALGORITHMS:
+        raise RmtkError(f"unknown algorithm {algorithm!r}; the algorithms are {', '.join(ALGORITHMS)}")
+    dqn = algorithm == "DQN"
+    Algorithm = getattr(sb3, algorithm)
 
     settings = settings or t.settings
-    kwargs = settings.kwargs(steps)
+    kwargs = settings.kwargs(steps) if dqn else ppo_kwargs(settings)
     at: list[int] = []
     ok: list[float] = []
     S = t.mdp.n_states
@@ -219,14 +250,14 @@ def train(
         learner = OnlineLearner(
             t.paying(seed),
             t.labels,
-            DQN,
+            Algorithm,
             seed=seed,
             max_nodes=t.max_nodes,
             exploration=exploration,
             **t.inference(),
             **kwargs,
         )
-        assert set(kwargs) >= set(DQN_DEFAULTS), "the task's settings give every default"
+        assert not dqn or set(kwargs) >= set(DQN_DEFAULTS), "the task's settings give every default"
         rollouts: dict[int, object] = {}
 
         def rate(model) -> float:
@@ -235,7 +266,7 @@ def train(
             if key not in rollouts:
                 rollouts.clear()
                 rollouts[key] = GreedyRollouts.of(t.mdp, h, t.truth, t.horizon)
-            q = _slots(q_table(model), S, learner.env.max_nodes, h.n_nodes)
+            q = _slots(scores(model, algorithm), S, learner.env.max_nodes, h.n_nodes)
             return rollouts[key].rate(q)  # type: ignore[attr-defined]
 
         def evaluate(model) -> float:
@@ -271,7 +302,7 @@ def train(
     if arm == "true":
         env = RewardMachineEnv(t.base(), t.truth, t.labels, observation="flat")
         check = GreedyRollouts.of(t.mdp, t.truth, t.truth, t.horizon)
-        extra = crm(env)
+        extra = crm(env) if dqn else {}
     elif arm == "none":
         env = MachinePays(t.base(), t.truth, t.labels)
         check = GreedyRollouts.of(t.mdp, t.truth, t.truth, t.horizon, node=False)
@@ -283,9 +314,9 @@ def train(
         def _on_step(self) -> bool:
             if self.num_timesteps % every:
                 return True
-            return record(self.num_timesteps, check.rate(q_table(self.model)))
+            return record(self.num_timesteps, check.rate(scores(self.model, algorithm)))
 
-    model = DQN("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **kwargs, **extra)
+    model = Algorithm("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **kwargs, **extra)
     model.set_logger(quiet_logger())
     with one_thread():
         model.learn(steps, callback=Evaluate())
@@ -294,4 +325,4 @@ def train(
     )
 
 
-__all__ = ["ARMS", "ARM_NAMES", "TASKS", "Run", "Task", "task", "train"]
+__all__ = ["ALGORITHMS", "ARMS", "ARM_NAMES", "TASKS", "Run", "Task", "ppo_kwargs", "scores", "task", "train"]
