@@ -189,7 +189,7 @@ def rc2_class(stratified: bool):
     level's search for AtMost1 groups, one propagation per selector: one pass took 6 s at
     2x10^5 noisy steps, docs/benchmarks/21-stopped-runs.md), so the deadline is also checked
     at each level, before each core is processed, and before each propagation and clause of
-    those passes (:class:`_Checked`), and ``interrupt()`` (another thread's stop) is honoured
+    those passes (``_Checked``), and ``interrupt()`` (another thread's stop) is honoured
     at the next of these checks. The slices are sized by the
     solver's work, never by the clock, so a run that is not stopped makes the same calls
     with the same results whatever the load."""
@@ -277,7 +277,7 @@ class _Checked:
 
 @contextlib.contextmanager
 def _checked_oracle(rc2):
-    """``rc2.oracle`` checks the deadline within the block (:class:`_Checked`). A stop raises
+    """``rc2.oracle`` checks the deadline within the block (``_Checked``). A stop raises
     between two of the oracle's calls, never inside one, and leaves the RC2 half-way: a stopped
     compute's RC2 is not used again (:func:`maxsat_compute`'s callers drop it)."""
     oracle = rc2.oracle
