@@ -58,3 +58,47 @@ def test_the_time_limit_bounds_every_mode(mode, demos, capsys):
     assert "# stopped:" not in out  # the learner stopped itself, not the command's safety net
     assert "time limit" in out, out[-3000:]  # what was not finished is flagged
     assert status in (0, 1) and "Traceback" not in err
+
+
+class _Clock:
+    """rmtk.limits' clock, moved on by ``jump`` seconds when asked: a time limit that passes at
+    a chosen step of the work, on any machine."""
+
+    def __init__(self):
+        self.offset = 0.0
+
+    def monotonic(self) -> float:
+        return time.monotonic() + self.offset
+
+
+def test_the_time_limit_passing_in_rc2s_atmost1_pass_stops_the_run(tmp_path, monkeypatch, capsys):
+    """``--noisy`` from reward traces: RC2's ``adapt`` pass propagates every selector of a
+    level before its first oracle call (rmtk/sat/solver.py ``_Checked``); at 10^6 noisy steps
+    that pass ran seconds past a limit, and the command's safety net ended the run. Here the
+    limit passes at the pass's first propagation: the run stops there, by the learner's own
+    deadline, flagged (it used to propagate every other selector first)."""
+    import pysat.solvers
+
+    data = tmp_path / "noisy.npz"
+    argv = ["simulate", OFFICE, "coffee", "-n", "200", "-T", "30", "--seed", "0", "--policy", "uniform", "--rewards"]
+    assert main([*argv, "--reward-noise", "replace:0.05", "-o", str(data), "-q"]) == 0
+    clock = _Clock()
+    monkeypatch.setattr("rmtk.limits.time", clock)
+    after: list[int] = []
+    propagate = pysat.solvers.Solver.propagate
+
+    def passing(self, *args, **kwargs):
+        if clock.offset:
+            after.append(1)  # a propagation once the limit has passed
+        clock.offset = 3600.0  # the limit passes during the first one
+        return propagate(self, *args, **kwargs)
+
+    monkeypatch.setattr(pysat.solvers.Solver, "propagate", passing)
+    learn = ["learn", OFFICE, "coffee", "--demos", str(data), "--from", "rewards", "--noisy", "--time-limit", "600"]
+    status = main([*learn, "-q"])
+    out, err = capsys.readouterr()
+    assert clock.offset, "the search reached RC2's adapt pass"
+    assert "# stopped:" not in out  # the learner stopped itself, not the command's safety net
+    assert "time limit reached while optimising at 3 nodes" in out, out[-3000:]
+    assert status in (0, 1) and "Traceback" not in err
+    assert not after, f"{len(after)} propagations after the time limit passed"

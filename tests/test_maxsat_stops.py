@@ -132,3 +132,56 @@ def test_a_stop_ends_rc2_inside_one_oracle_call(backend):
         spent = rc2.oracle.accum_stats()["conflicts"]
     assert model is None and not decided
     assert 0 < spent < whole / 4, (spent, whole)
+
+
+def exclusive_pairs(n: int) -> WCNF:
+    """n pairs of soft units, the two of each pair exclusive (RC2's ``adapt`` finds each pair
+    an AtMost1 group), weights 1 to n: n levels, and 2n selectors for ``adapt_am1`` to
+    propagate one by one."""
+    wcnf = WCNF()
+    for i in range(n):
+        a, b = 2 * i + 1, 2 * i + 2
+        wcnf.append([-a, -b])
+        wcnf.append([a], weight=i + 1)
+        wcnf.append([b], weight=i + 1)
+    return wcnf
+
+
+class _ExpiresAfterWork:
+    """A deadline that expires once the oracle has made ``propagations`` calls of
+    ``propagate``: time measured in the work of the phase under test, so that the limit
+    passes inside it on any machine."""
+
+    def __init__(self, propagations: int):
+        self.left = propagations
+        self.at = None
+
+    def expired(self) -> bool:
+        return self.left <= 0
+
+
+@pytest.mark.parametrize("stratified", [True, False])
+def test_a_deadline_that_passes_while_rc2_looks_for_atmost1_groups_stops_it(stratified):
+    """RC2's ``adapt`` pass (the noisy-reward search's, Formula.exclusive_softs) propagates
+    every selector of the level, in Python, before its first oracle call: at 10^6 noisy steps
+    it did not look at the deadline for seconds, so the command's safety net, not the
+    learner's limit, ended the run. A deadline that passes during the pass now stops it at
+    the next propagation (it used to propagate all 2n selectors, then stop at the call)."""
+    n = 40
+    with rc2_class(stratified)(exclusive_pairs(n), solver="cadical153", adapt=True, exhaust=True) as rc2:
+        model, decided = maxsat_compute(rc2, _ExpiresLater(10**9))
+        assert decided and rc2.cost == sum(range(1, n + 1))  # one of each pair dropped
+    deadline = _ExpiresAfterWork(3)
+    calls = []
+    with rc2_class(stratified)(exclusive_pairs(n), solver="cadical153", adapt=True, exhaust=True) as rc2:
+        propagate = rc2.oracle.propagate
+
+        def counted(*args, **kwargs):
+            calls.append(args)
+            deadline.left -= 1
+            return propagate(*args, **kwargs)
+
+        rc2.oracle.propagate = counted
+        model, decided = maxsat_compute(rc2, deadline)
+    assert model is None and not decided
+    assert len(calls) == 3, len(calls)  # not one propagation after the deadline passed

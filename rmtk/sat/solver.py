@@ -185,9 +185,12 @@ def rc2_class(stratified: bool):
     search's single call took two minutes: docs/benchmarks/rewards.md); the calls of its core
     minimisation, bounded by RC2's own conflict budget, run whole. Between calls RC2 runs
     pure-Python steps (a stratified level's hardening over every clause, once per distinct
-    weight: with weights from evidence counts, hundreds of levels), so the deadline is also
-    checked at each level and before each core is processed, and ``interrupt()`` (another
-    thread's stop) is honoured at the next of these checks. The slices are sized by the
+    weight: with weights from evidence counts, hundreds of levels; and, with ``adapt``, each
+    level's search for AtMost1 groups, one propagation per selector: one pass took 6 s at
+    2x10^5 noisy steps, docs/benchmarks/21-stopped-runs.md), so the deadline is also checked
+    at each level, before each core is processed, and before each propagation and clause of
+    those passes (``_Checked``), and ``interrupt()`` (another thread's stop) is honoured
+    at the next of these checks. The slices are sized by the
     solver's work, never by the clock, so a run that is not stopped makes the same calls
     with the same results whatever the load."""
     from pysat.examples.rc2 import RC2, RC2Stratified
@@ -229,6 +232,10 @@ def rc2_class(stratified: bool):
             self.check()
             return super().compute_()
 
+        def adapt_am1(self):
+            with _checked_oracle(self):
+                return super().adapt_am1()
+
         def get_core(self):
             self.check()
             return super().get_core()
@@ -237,10 +244,48 @@ def rc2_class(stratified: bool):
 
             def finish_level(self):
                 self.check()
-                return super().finish_level()
+                with _checked_oracle(self):
+                    return super().finish_level()
 
     Stoppable.__name__ = Stoppable.__qualname__ = f"Stoppable{base.__name__}"
     return Stoppable
+
+
+class _Checked:
+    """An RC2's oracle that checks the RC2's deadline (:meth:`check`) before each propagation
+    and each clause added: what RC2's passes over every soft clause call once per clause
+    (``adapt_am1``, run by each stratified level, propagates every selector and processes each
+    AtMost1 group found, in seconds to minutes at a million observed steps; ``finish_level``
+    hardens clause by clause). Work, not time, spaces the checks; nothing changes unless the
+    deadline expired."""
+
+    def __init__(self, oracle, rc2):
+        self.oracle = oracle
+        self.rc2 = rc2
+
+    def __getattr__(self, name):
+        return getattr(self.oracle, name)
+
+    def propagate(self, *args, **kwargs):
+        self.rc2.check()
+        return self.oracle.propagate(*args, **kwargs)
+
+    def add_clause(self, *args, **kwargs):
+        self.rc2.check()
+        return self.oracle.add_clause(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def _checked_oracle(rc2):
+    """``rc2.oracle`` checks the deadline within the block (``_Checked``). A stop raises
+    between two of the oracle's calls, never inside one, and leaves the RC2 half-way: a stopped
+    compute's RC2 is not used again (:func:`maxsat_compute`'s callers drop it)."""
+    oracle = rc2.oracle
+    rc2.oracle = _Checked(oracle, rc2)
+    try:
+        yield
+    finally:
+        rc2.oracle = oracle
 
 
 class _Either:
