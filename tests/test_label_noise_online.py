@@ -211,6 +211,13 @@ def test_label_noise_online_dqn_filtered_belief_is_the_filters_and_a_swap_relabe
     labels = StateBeliefLabels(record, truth.alphabet, S)
     online = OnlineEnv(env, labels, max_nodes=N, view=FilteredBelief(labels), exploration=SubgoalExploration())
     assert online.observation_space.shape == (S + N,)
+    other = StateBeliefLabels(record, truth.alphabet, S)
+    with pytest.raises(ModelError, match="give the same object as the run's labeler"):
+        OnlineEnv(env, other, max_nodes=N, view=FilteredBelief(labels))
+    with pytest.raises(ModelError, match="use observation='flat'"):
+        OnlineEnv(env, labels, max_nodes=N, view=FilteredBelief(labels), observation="dict")
+    with pytest.raises(ModelError, match="must be the run's StateBeliefLabels"):
+        FilteredBelief(truth_labels)
 
     def check_episode(machine, steps: int, seed: int):
         """Acts at random; every observation is the state one-hot, then the filter's belief."""

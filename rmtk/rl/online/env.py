@@ -100,6 +100,7 @@ class OnlineEnv(gymnasium.Wrapper):
         self.view = view if view is not None else HardNode()
         if not isinstance(self.view, NodeView):
             raise ModelError(f"view must be a NodeView (HardNode, FilteredBelief), not {type(self.view).__name__}")
+        self.view.reads(labeler)
         self.observation_space = self.view.space(env.observation_space, self.max_nodes, observation)
         self.encoding = self.view.encoding(self.observation_space, self.max_nodes, env.observation_space)
         #: the view's state of the current episode (:class:`~rmtk.rl.online.views.NodeView`)

@@ -38,6 +38,9 @@ from .hypothesis import Hypothesis
 class NodeView(Protocol):
     """The NodeView strategy (module docstring): the observation space, and the slot of each step."""
 
+    def reads(self, labeler) -> None:
+        """A clear error unless the view can follow the run's ``labeler``."""
+
     def space(self, inner: spaces.Space, max_nodes: int, observation: str) -> spaces.Space:
         """The agent's observation space for the environment's ``inner``."""
 
@@ -60,6 +63,9 @@ class NodeView(Protocol):
 @attrs.frozen
 class HardNode:
     """The node along the letters the labeler returned (module docstring)."""
+
+    def reads(self, labeler) -> None:
+        return None
 
     def space(self, inner: spaces.Space, max_nodes: int, observation: str) -> spaces.Space:
         from ...gym.wrapper import product_space
@@ -112,6 +118,13 @@ class FilteredBelief:
 
     labels: StateBeliefLabels = attrs.field(validator=_labels)
 
+    def reads(self, labeler) -> None:
+        if labeler is not self.labels:
+            raise ModelError(
+                "FilteredBelief filters the detections of its StateBeliefLabels: give the same object as the "
+                f"run's labeler, not {type(labeler).__name__}"
+            )
+
     def space(self, inner: spaces.Space, max_nodes: int, observation: str) -> spaces.Space:
         from ...gym.wrapper import product_space
 
@@ -128,7 +141,7 @@ class FilteredBelief:
     def encoding(self, space: spaces.Space, max_nodes: int, inner: spaces.Space) -> ProductEncoding:
         return ProductEncoding.of(space, max_nodes, None if isinstance(inner, spaces.Discrete) else inner)
 
-    def _detection(self, letter: int) -> np.ndarray:
+    def _detection(self) -> np.ndarray:
         q = self.labels.last
         if q is None:
             raise ModelError("FilteredBelief reads the detection of the labeler it was given: pass that labeler")
@@ -142,11 +155,11 @@ class FilteredBelief:
         return b
 
     def start(self, hypothesis: Hypothesis, letter: int) -> Filtered:
-        q = self._detection(letter)
+        q = self._detection()
         return Filtered((q,), BayesFilter(hypothesis.machine).start(q))
 
     def step(self, hypothesis: Hypothesis, state: Filtered, letter: int) -> Filtered:
-        q = self._detection(letter)
+        q = self._detection()
         return Filtered((*state.detections, q), BayesFilter(hypothesis.machine).step(state.belief, q))
 
     def swapped(self, hypothesis: Hypothesis, state: Filtered) -> Filtered:
