@@ -368,13 +368,14 @@ def one_deep(arm: str, confidence: float, seed: int, steps: int, every: int, epi
     swaps: list[int] = []
     verdict = ""
     inference_cpu = 0.0
-    if arm in ("online", "online-believed", "true-state"):
+    if arm in ("online", "online-believed", "online-belief", "true-state"):
         labels = StateBeliefLabels(SimulatedDetector(t.labels, m, noise, seed=seed), m.alphabet, S)
-    if arm in ("online", "online-believed"):
-        from rmtk.rl.online import OnlineLearner, against_truth
+    if arm in ("online", "online-believed", "online-belief"):
+        from rmtk.rl.online import FilteredBelief, OnlineLearner, against_truth
         from rmtk.rl.online.labels import BelievedLabels
 
         inference = BelievedLabels(labels) if arm == "online-believed" else None
+        view = FilteredBelief(labels) if arm == "online-belief" else None
         learner = OnlineLearner(
             t.paying(seed),
             labels,
@@ -382,14 +383,43 @@ def one_deep(arm: str, confidence: float, seed: int, steps: int, every: int, epi
             seed=seed,
             max_nodes=t.max_nodes,
             inference=inference,
+            view=view,
             **t.settings.kwargs(steps),
         )
 
         def online_rate(model) -> float:
             h = learner.env.machine
-            rate = believed(labels, h).rate(_slots(q_table(model), S, learner.env.max_nodes, h.n_nodes))
+            if view is None:
+                rate = believed(labels, h).rate(_slots(q_table(model), S, learner.env.max_nodes, h.n_nodes))
+            else:
+                rate = filtered_rate(model, h)
             record(model.num_timesteps, rate)
             return rate
+
+        world, check = t.base(), SimulatedDetector(t.labels, m, noise, seed=10_000 + seed)
+
+        def filtered_rate(model, h) -> float:
+            """``episodes`` greedy episodes on the belief over ``h``'s nodes from a detector of
+            its own (seeded resets and draws), won where the world's machine pays within the
+            horizon (as the belief arm's evaluation)."""
+            from rmtk.rl.online.views import Filtered
+
+            env, f, wins = learner.env, BayesFilter(h), 0
+            for e in range(episodes):
+                obs, info = world.reset(seed=100_000 * (seed + 1) + e)
+                check.reset(100_000 * (seed + 1) + e)
+                b = f.start(check(obs, info))
+                u = int(m.delta_u[m.initial, m.letter_index(t.labels(obs, info))])
+                for _ in range(t.horizon):
+                    x = env.view.encode(env.encoding, obs, 0, Filtered((), b))
+                    obs, _, term, trunc, info = world.step(int(model.predict(x, deterministic=True)[0]))
+                    k = m.letter_index(t.labels(obs, info))
+                    paid, u = m.delta_r[u, k] > 0, int(m.delta_u[u, k])
+                    b = f.step(b, check(obs, info))
+                    if paid or term or trunc:
+                        break
+                wins += bool(paid)
+            return wins / episodes
 
         learner.learn(steps, evaluate=online_rate, evaluate_every=every, target=0.9)
         swaps = [s.step for s in learner.hypotheses[1:]]
@@ -634,6 +664,7 @@ DEEP_ARMS = {
     "true-state": "true machine, each state's believed letter",
     "online": "online learner, each state's believed letter",
     "online-believed": "online learner, traces read anew, doubtful letters chosen (BelievedLabels)",
+    "online-belief": "online learner, Bayes filter's belief over its hypothesis' nodes (FilteredBelief)",
 }
 
 

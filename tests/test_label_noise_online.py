@@ -177,3 +177,106 @@ def test_label_noise_online_a_false_alarm_at_reset_does_not_end_the_start():
     loop.finished(went_on)
     assert not loop.hypothesis.terminal[loop.hypothesis.start(1)]
     assert all(t.disagreement(loop.hypothesis) is None for t in loop.kept)
+
+
+class Recorded:
+    """A detector that keeps every detection it reports (the independent record of the test)."""
+
+    def __init__(self, detector):
+        self.detector, self.seen = detector, []
+
+    def __call__(self, obs, info):
+        q = np.asarray(self.detector(obs, info), dtype=np.float64)
+        self.seen.append(q / q.sum())
+        return q
+
+
+def test_label_noise_online_dqn_filtered_belief_is_the_filters_and_a_swap_relabels_it():
+    """FilteredBelief (rmtk/rl/online/views.py): the agent's node slot is the Bayes filter's
+    belief over the hypothesis' nodes (rmtk/label_noise/filter.py, computed here from the
+    detector's own record), after the one-hot state; a swap filters the episode again over the new
+    hypothesis, and the replay buffer serves each stored step from the new hypothesis' nodes."""
+    sb3 = pytest.importorskip("stable_baselines3", reason="stable-baselines3 is not installed (pip install '.[rl]')")
+    from rmtk.gym import SimulatedDetector
+    from rmtk.gym.wrapper import counterfactual_experiences
+    from rmtk.label_noise import LabelNoise
+    from rmtk.label_noise.filter import BayesFilter
+    from rmtk.rl.online import FilteredBelief, OnlineEnv, SubgoalExploration, online_replay
+    from rmtk.rl.online.hypothesis import trivial
+    from rmtk.rl.online.tasks import cliff_patrol
+
+    env, truth_labels, truth = cliff_patrol()
+    S, N = env.observation_space.n, 4
+    record = Recorded(SimulatedDetector(truth_labels, truth, LabelNoise.uniform(truth.alphabet, 0.2), seed=0))
+    labels = StateBeliefLabels(record, truth.alphabet, S)
+    online = OnlineEnv(env, labels, max_nodes=N, view=FilteredBelief(labels), exploration=SubgoalExploration())
+    assert online.observation_space.shape == (S + N,)
+    other = StateBeliefLabels(record, truth.alphabet, S)
+    with pytest.raises(ModelError, match="give the same object as the run's labeler"):
+        OnlineEnv(env, other, max_nodes=N, view=FilteredBelief(labels))
+    with pytest.raises(ModelError, match="use observation='flat'"):
+        OnlineEnv(env, labels, max_nodes=N, view=FilteredBelief(labels), observation="dict")
+    with pytest.raises(ModelError, match="must be the run's StateBeliefLabels"):
+        FilteredBelief(truth_labels)
+
+    def check_episode(machine, steps: int, seed: int):
+        """Acts at random; every observation is the state one-hot, then the filter's belief."""
+        rng = np.random.default_rng(seed)
+        record.seen.clear()
+        obs, _ = online.reset(seed=seed)
+        f = BayesFilter(machine)
+        belief = f.start(record.seen[0])
+        for t in range(steps):
+            state = online.env.unwrapped.s
+            assert obs.shape == (S + N,) and obs[:S].sum() == 1 and obs[state] == 1
+            want = np.zeros(N)
+            want[: machine.n_nodes] = belief
+            np.testing.assert_allclose(obs[S:], want, rtol=1e-6, atol=1e-7)
+            obs, _, term, trunc, _ = online.step(int(rng.integers(4)))
+            belief = f.step(belief, record.seen[-1])
+            assert len(record.seen) == t + 2  # one detection a step, read once (the labeler's)
+            if term or trunc:
+                break
+
+    def filtered(machine, detections) -> np.ndarray:
+        f = BayesFilter(machine)
+        b = f.start(detections[0])
+        for q in detections[1:]:
+            b = f.step(b, q)
+        return b
+
+    online.loop.assume(truth)  # four nodes: a belief that spreads
+    check_episode(truth, 60, seed=1)
+    assert 0 < np.sort(online.seen.belief)[-2] < 1  # somewhere the detections left the node in doubt
+
+    # a DQN on the belief; its replay buffer serves the stored steps from the current hypothesis
+    online.loop.assume(trivial(truth.alphabet))
+    model = sb3.DQN(
+        "MlpPolicy", online, seed=0, device="cpu", learning_starts=10_000, policy_kwargs={"net_arch": [8]},
+        **online_replay(online),
+    )  # fmt: skip
+    model.learn(300)
+    buf = model.replay_buffer
+    rows = np.arange(buf.pos)
+    before = online.machine
+    detections = list(online.seen.detections)  # the episode under way
+    np.testing.assert_allclose(online.seen.belief, filtered(before, detections))
+    assert before.n_nodes < truth.n_nodes
+    for machine in (before, truth):  # before and after a swap
+        if machine is truth:
+            online.loop.assume(truth)
+        samples = buf._get_samples(rows)
+        obs, nxt = samples.observations.numpy(), samples.next_observations.numpy()
+        assert np.array_equal(obs[:, :S], buf.observations[rows, 0, :S])  # the stored steps' states
+        assert np.all(obs[:, S:].sum(axis=1) == 1) and np.all(nxt[:, S:].sum(axis=1) == 1)  # a node, one-hot
+        u, v = obs[:, S:].argmax(axis=1), nxt[:, S:].argmax(axis=1)
+        assert u.max() < machine.n_nodes
+        for i in range(len(rows)):  # rmtk.gym.wrapper's CRM, computed apart from the buffer
+            letter = machine.alphabet[buf.letters[i]]
+            cf = counterfactual_experiences(machine, letter, env_terminated=bool(buf.ended[i]))
+            j = list(cf.node).index(u[i])
+            assert (v[i], samples.rewards[i, 0]) == (cf.next_node[j], cf.reward[j])
+    # the swap filters the episode under way again, over the new hypothesis' nodes
+    swapped = online.view.swapped(online.hypothesis, online.seen)
+    np.testing.assert_allclose(swapped.belief, filtered(truth, detections))
+    assert swapped.belief.shape == (truth.n_nodes,) != online.seen.belief.shape

@@ -52,6 +52,9 @@ class StateBeliefLabels:
         self.evidence = np.zeros((int(n_states), len(self.propositions)))
         #: ``(n_states, letters)``: how often each letter was a detection's most likely one at each state
         self.counts = np.zeros((int(n_states), len(self.propositions)), dtype=np.int64)
+        #: the last detection, normalised (``None`` before the first): what a step showed of its
+        #: letter, for a Bayes filter over a machine's nodes (:class:`~rmtk.rl.online.views.FilteredBelief`)
+        self.last: np.ndarray | None = None
 
     def _state(self, obs) -> int:
         s = int(np.asarray(obs).reshape(-1)[0]) if np.ndim(obs) else int(obs)
@@ -64,7 +67,8 @@ class StateBeliefLabels:
         q = np.asarray(self.detector(obs, info), dtype=np.float64)
         if q.shape != (len(self.propositions),) or not np.all(np.isfinite(q)) or q.min() < 0 or q.sum() <= 0:
             raise ModelError(f"a detection is {len(self.propositions)} non-negative probabilities; got {q.tolist()}")
-        self.evidence[s] += np.log(np.maximum(q / q.sum(), FLOOR))
+        self.last = q / q.sum()
+        self.evidence[s] += np.log(np.maximum(self.last, FLOOR))
         self.counts[s, int(np.argmax(q))] += 1  # integers of one detection: no tie by noise
         return self.propositions[int(ties.argbest(self.evidence[s]))]
 

@@ -12,7 +12,9 @@ JIRP (Xu et al., ICAPS 2020) with a Stable-Baselines3 agent on a user's Gymnasiu
   (when the hypothesis is shown wrong, how the next machine is inferred; :class:`BelievedLabels`
   when the labels come through a detector that errs, read by
   :class:`~rmtk.label_noise.online.StateBeliefLabels`),
-  :class:`KeepCounterexamples` (which traces are kept).
+  :class:`KeepCounterexamples` (which traces are kept), :class:`HardNode` /
+  :class:`FilteredBelief` (what the agent sees of the node: the belief a detector's detections
+  give, under label noise).
 * What the run says: :class:`Swap` (the history), :class:`FinalMachine`, and
   :func:`against_truth` when the true machine is known.
 
@@ -31,6 +33,7 @@ from .learner import OnlineLearner
 from .loop import LoopSettings, MarkovianRewardError, NodeBoundError, OnlineLoop, Swap
 from .traces import KeepCounterexamples, Trace, TraceKeeping
 from .verdict import FinalMachine, Verdict, against_truth
+from .views import FilteredBelief, HardNode, NodeView
 
 __all__ = [
     "AgentExploration",
@@ -38,7 +41,9 @@ __all__ = [
     "ExactRewards",
     "Exploration",
     "ExplorationCapabilities",
+    "FilteredBelief",
     "FinalMachine",
+    "HardNode",
     "Hypothesis",
     "Inference",
     "InferenceCapabilities",
@@ -46,6 +51,7 @@ __all__ = [
     "KeepCounterexamples",
     "LoopSettings",
     "MarkovianRewardError",
+    "NodeView",
     "NodeBoundError",
     "OnlineEnv",
     "OnlineLearner",

@@ -26,16 +26,15 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import gymnasium
-import numpy as np
 from gymnasium.vector import VectorEnv
 
 from ...errors import ModelError
 from ...gym.labels import Alphabet, check_labeler
-from ..encoding import ProductEncoding
 from .exploration import AgentExploration, Exploration, ExplorationCapabilities
 from .hypothesis import Hypothesis
 from .loop import LoopSettings, OnlineLoop, check_letter
 from .traces import Trace
+from .views import HardNode, NodeView
 
 
 @runtime_checkable
@@ -68,6 +67,8 @@ class OnlineEnv(gymnasium.Wrapper):
         max_nodes: the node slots, and the bound of every inference.
         observation: ``"flat"`` or ``"dict"`` (as :class:`~rmtk.gym.RewardMachineEnv`).
         exploration: the :class:`~rmtk.rl.online.exploration.Exploration` strategy.
+        view: the :class:`~rmtk.rl.online.views.NodeView` strategy, what the agent sees of the
+            node (default :class:`~rmtk.rl.online.views.HardNode`).
         settings: the loop's other settings (:class:`~rmtk.rl.online.loop.LoopSettings`; its
             ``max_nodes`` is replaced by this one's).
         seed: the seed of the loop's and the walker's draws.
@@ -82,14 +83,13 @@ class OnlineEnv(gymnasium.Wrapper):
         max_nodes: int = 8,
         observation: str = "flat",
         exploration: Exploration | None = None,
+        view: NodeView | None = None,
         settings: LoopSettings | None = None,
         seed: int = 0,
     ):
         if isinstance(env, VectorEnv):
             raise ModelError("OnlineEnv wraps one environment (the loop reads one episode at a time), not a vector")
         super().__init__(env)
-        from ...gym.wrapper import product_space
-
         self.labeler = check_labeler(labeler)
         self.alphabet = alphabet_of(labeler, propositions)
         settings = settings or LoopSettings()
@@ -97,8 +97,14 @@ class OnlineEnv(gymnasium.Wrapper):
 
         self.loop = OnlineLoop(self.alphabet.propositions, attrs.evolve(settings, max_nodes=max_nodes, seed=seed))
         self.max_nodes, self.mode = int(max_nodes), observation
-        self.observation_space = product_space(env.observation_space, self.max_nodes, observation)
-        self.encoding = ProductEncoding.of(self.observation_space, self.max_nodes, env.observation_space)
+        self.view = view if view is not None else HardNode()
+        if not isinstance(self.view, NodeView):
+            raise ModelError(f"view must be a NodeView (HardNode, FilteredBelief), not {type(self.view).__name__}")
+        self.view.reads(labeler)
+        self.observation_space = self.view.space(env.observation_space, self.max_nodes, observation)
+        self.encoding = self.view.encoding(self.observation_space, self.max_nodes, env.observation_space)
+        #: the view's state of the current episode (:class:`~rmtk.rl.online.views.NodeView`)
+        self.seen: Any = None
         self.exploration = exploration or AgentExploration()
         self.walker = self.exploration.walker(
             env.observation_space, env.action_space, len(self.alphabet.propositions), seed
@@ -125,11 +131,9 @@ class OnlineEnv(gymnasium.Wrapper):
         return self.loop.machine
 
     def encode(self, obs, node: int):
-        """The product observation of one environment observation at ``node``."""
-        if self.mode == "dict":
-            return {"obs": obs, "node": int(node)}
-        out = self.encoding.encode(np.asarray(obs)[None, ...], [node])
-        return int(out[0]) if np.ndim(out) == 1 else out[0]
+        """The product observation of one environment observation at ``node`` (and the view's
+        state of the episode)."""
+        return self.view.encode(self.encoding, obs, node, self.seen)
 
     def _node_after(self, letters: list[int]) -> int:
         h = self.hypothesis
@@ -150,6 +154,7 @@ class OnlineEnv(gymnasium.Wrapper):
         if self._states is not None:
             self._states = [int(obs)]
         self.node = self.hypothesis.start(k)
+        self.seen = self.view.start(self.hypothesis, k)
         self._obs = obs
         self.led = bool(
             self.walker is not None and self.walker.begin(obs, k, self.node, self.hypothesis, self.loop.exercised)
@@ -178,6 +183,7 @@ class OnlineEnv(gymnasium.Wrapper):
         if self._states is not None:
             self._states.append(int(obs))
         self._obs, self.node = obs, v
+        self.seen = self.view.step(self.hypothesis, self.seen, k)
         info = dict(
             info,
             rm_node=v,
@@ -201,6 +207,7 @@ class OnlineEnv(gymnasium.Wrapper):
             )
             if self.loop.finished(trace) is not None:
                 self.node = self._node_after(self._letters)
+                self.seen = self.view.swapped(self.hypothesis, self.seen)
         return out, reward, terminated, truncated, info
 
 

@@ -42,6 +42,7 @@ from .inference import Inference
 from .loop import LoopSettings
 from .traces import TraceKeeping
 from .verdict import FinalMachine, final_machine
+from .views import NodeView
 
 #: DQN's defaults (docs/benchmarks/deep-rl.md, the coffee task); ``explore`` is in steps.
 DQN_DEFAULTS = {
@@ -127,6 +128,9 @@ class OnlineLearner:
         markov_after: episodes paid a reward after which a one-node hypothesis is the answer
             "Markovian, no machine needed" (an error); ``None``: never.
         observation: ``"flat"`` or ``"dict"`` product observations.
+        view: what the agent sees of the node, a :class:`~rmtk.rl.online.views.NodeView`
+            (default the node along the labels; :class:`~rmtk.rl.online.views.FilteredBelief`:
+            the belief a detector's detections give).
         progress: receives the progress lines (e.g. :class:`~rmtk.progress.StderrProgress`).
         report_every: steps between progress lines.
         policy: the policy name or class (default ``"MlpPolicy"``).
@@ -148,6 +152,7 @@ class OnlineLearner:
         time_limit: float | None = 300.0,
         markov_after: int | None = 20,
         observation: str = "flat",
+        view: NodeView | None = None,
         progress: Progress | None = None,
         report_every: int = 10_000,
         policy="MlpPolicy",
@@ -173,6 +178,7 @@ class OnlineLearner:
             propositions=propositions,
             max_nodes=max_nodes,
             observation=observation,
+            view=view,
             exploration=given,
             settings=settings,
             seed=int(seed),
