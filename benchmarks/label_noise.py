@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -682,13 +683,13 @@ def deep(opts) -> str:
             recs.append(rec)
             cpus.append(cpu)
         reached = [r["reached"] if r and r["reached"] is not None else None for r in recs]
-        known = sorted(x for x in reached if x is not None)
-        median = statistics.median(known) if len(known) * 2 > len(reached) else None
+        # a seed that did not reach 90 % counts as beyond the budget (not left out of the median)
+        median = statistics.median([math.inf if x is None else x for x in reached]) if reached else math.inf
         table.append(
             {
                 "agent": DEEP_ARMS[arm],
                 "confidence": c,
-                "steps to 90 % (median)": f"{median:,.0f}" if median is not None else f">{opts.deep_steps:,}",
+                "steps to 90 % (median)": f"{median:,.0f}" if median < math.inf else f">{opts.deep_steps:,}",
                 "per seed": ", ".join("-" if x is None else f"{x:,}" for x in reached),
                 "best success (per seed)": ", ".join(
                     "stopped" if r is None else f"{max(r['success'] or [0]):.2f}" for r in recs
