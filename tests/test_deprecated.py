@@ -259,3 +259,30 @@ def test_the_changelog_and_the_upgrading_page_list_every_old_path_and_name(doc):
     text = (ROOT / doc).read_text()
     missing = [f"`{old}`" for old in [*MODULES, *NAMES, *GONE] if f"`{old}`" not in text]
     assert missing == [] and REMOVED_IN in text and _deprecated.FOLDERS_REMOVED_IN in text
+
+
+#: Modules of 0.2 that became folders in 0.3 → the module of the folder that holds their code.
+FOLDER_MODULES = {
+    "rmtk.machine": "rmtk.machine.model",
+    "rmtk.mdp": "rmtk.mdp.model",
+    "rmtk.product": "rmtk.product.model",
+    "rmtk.ptp": "rmtk.ptp.tree",
+    "rmtk.negatives": "rmtk.negatives.miners",
+    "rmtk.learner": "rmtk.learner.pipeline",
+}
+
+
+@pytest.mark.parametrize("old", sorted(FOLDER_MODULES))
+def test_a_module_that_became_a_folder_keeps_every_name_without_a_warning(old):
+    home = importlib.import_module(FOLDER_MODULES[old])
+    names = [n for n in vars(home) if not n.startswith("__")]
+    package, said = _silently(lambda: importlib.import_module(old))
+    values, said_too = _silently(lambda: [getattr(package, n) for n in names])
+    assert said == said_too == [] and len(names) > 1
+    assert all(v is getattr(home, n) for n, v in zip(names, values))
+    if old == "rmtk.learner":  # a name the old module served on first use, as it still does
+        from rmtk.ptp.empirical import EmpiricalPTP
+
+        assert package.EmpiricalPTP is EmpiricalPTP
+    with pytest.raises(AttributeError, match="has no attribute 'nosuch'"):
+        package.nosuch  # noqa: B018
