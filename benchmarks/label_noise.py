@@ -678,15 +678,17 @@ def belief(opts) -> str:
     for name in opts.belief_tasks:
         for c in opts.belief_levels:
             row = {"task": name, "confidence": c}
-            for tracker in opts.belief_trackers if c < 1.0 else ("belief",):  # exact labels: they are one
-                args = ["belief", name, repr(c), tracker, str(opts.runs), str(opts.steps)]
+            for tracker in opts.belief_trackers:
+                if c >= 1.0 and tracker != opts.belief_trackers[0]:  # exact labels: the trackers are one
+                    row[f"{tracker} success"], row[f"{tracker} cpu s"] = "(the same)", "-"
+                    continue
+                # exact labels: the Bayes filter is plain CRM (the pooled trackers differ by their floor alone)
+                run = "belief" if c >= 1.0 else tracker
+                args = ["belief", name, repr(c), run, str(opts.runs), str(opts.steps)]
                 rec, cpu = measured(args, opts.cpu_limit)
                 row[f"{tracker} success"] = "stopped" if rec is None else f"{rec['rate']:.3f}"
                 row[f"{tracker} cpu s"] = round(cpu, 1)
-                print(f"belief {name} {c} {tracker}: {rec}", file=sys.stderr, flush=True)
-            if c >= 1.0:
-                for tracker in opts.belief_trackers[1:]:
-                    row[f"{tracker} success"], row[f"{tracker} cpu s"] = "(the same)", "-"
+                print(f"belief {name} {c} {run}: {rec}", file=sys.stderr, flush=True)
             table.append(row)
     return render(table, opts.markdown, frozenset({"task"}))
 
