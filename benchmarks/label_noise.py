@@ -25,7 +25,8 @@ otherwise by another letter drawn uniformly (``LabelNoise.uniform(props, 1 − c
 3. **Belief against the naive use** (``belief``): Office coffee and mail with their true
    machines, tabular Q-learning with CRM through a detector of confidence 0.9 and 0.8 (and 1,
    exact labels: the same-run reference)
-   (``BeliefQLearning``: the Bayes filter vs the most likely label), ``--runs`` seeds of
+   (``BeliefQLearning``: the Bayes filter vs the most likely label; ``--belief-trackers`` adds
+   ``PooledStateLetters`` around either, each state's detections pooled), ``--runs`` seeds of
    ``--steps`` steps each; the success rate of 50 greedy episodes per run (the world's machine
    pays within 100 steps), one process per cell.
 
