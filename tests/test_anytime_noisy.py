@@ -97,7 +97,7 @@ def test_flag_in_result_and_report(case):
     report(task, r, out=out)
     text = out.getvalue()
     assert "NOT PROVEN least noisy" in text and "not proven" in text
-    assert "likelihood ratio" in text
+    assert "likelihood ratio" in text and "the nearest other machine" in text
 
 
 def test_exact_answer_kept_when_proven(case):

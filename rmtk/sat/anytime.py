@@ -320,8 +320,10 @@ SEPARATES = 100.0
 @attrs.frozen
 class Unproven:
     """A least noisy machine found, not proven least noisy: its noise, a proven lower bound on
-    any machine's, the runner-up found and the machine of one node, and the local search's
-    work. :meth:`lines` says it, with what the samples resolve."""
+    any machine's, the noise of the nearest other machine (one transition changed, the least
+    noisy of those that change what the words do), of the runner-up among the climbs' ends and
+    of the machine of one node, and the local search's work. :meth:`lines` says it, with what
+    the samples resolve."""
 
     noise: int
     lower_bound: int
@@ -329,6 +331,8 @@ class Unproven:
     values: int
     runner_up: int | None
     one_node: int
+    rival: int | None
+    rival_change: str
     evaluated: int
     starts: int
     seed: int
@@ -349,7 +353,12 @@ class Unproven:
             f"noisy; proven lower bound {self.lower_bound:,} (the (word, letter) pairs observed with several "
             f"values), gap {self.gap:,}",
         ]
-        for what, other in (("the runner-up found", self.runner_up), ("the machine of one node", self.one_node)):
+        others = (
+            (f"the nearest other machine ({self.rival_change})", self.rival),
+            ("the runner-up among the climbs' ends", self.runner_up),
+            ("the machine of one node", self.one_node),
+        )
+        for what, other in others:
             if other is None:
                 continue
             d = other - self.noise
@@ -428,6 +437,7 @@ class AnytimeNoisyRewardEncoder(NoisyRewardEncoder):
             land.n_values,
             other[0] if other else None,
             land.one_node(),
+            *(_rival(land, chosen[0], problem, self.non_stuttering) if chosen else (None, "")),
             run.evaluated,
             run.starts,
             self.seed,
@@ -467,6 +477,26 @@ class AnytimeNoisyRewardEncoder(NoisyRewardEncoder):
         at = problem.trie.run(du, 0)[traces.node]
         dropped = np.flatnonzero(decoded.delta_r[at, traces.letter] != traces.value)
         return Solution(du, determined, relabel * comp, comp, tuple(dropped.tolist()))
+
+
+def _rival(land: NoiseLandscape, best: Found, problem: Problem, non_stuttering: bool) -> tuple[int | None, str]:
+    """The least noisy machine one transition away from ``best`` that changes where some word
+    ends (equal noise: the first in :func:`neighbours`' order), and the change in words."""
+    nb = neighbours(best.delta_u, non_stuttering)
+    if not len(nb):
+        return None, ""
+    order = canonical_partial(best.delta_u, used_transitions(problem.trie, best.delta_u)[0])[1]
+    n = best.delta_u.shape[0]
+    name = {u: f"u{r}" for r, u in enumerate(order + [u for u in range(n) if u not in set(order)])}  # as printed
+    noise = land.score(nb)[0]
+    for i in np.argsort(noise, kind="stable").tolist():
+        used = used_transitions(problem.trie, nb[i])[0]
+        if canonical_partial(nb[i], used)[0] != best.key:
+            changed = np.argwhere(nb[i] != best.delta_u)
+            props = problem.rewards.propositions
+            text = ", ".join(f"{name[q]} on {props[a]} to {name[int(nb[i][q, a])]}" for q, a in changed.tolist())
+            return int(noise[i]), text
+    return None, ""
 
 
 @attrs.frozen
