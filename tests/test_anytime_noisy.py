@@ -97,7 +97,9 @@ def test_flag_in_result_and_report(case):
     report(task, r, out=out)
     text = out.getvalue()
     assert "NOT PROVEN least noisy" in text and "not proven" in text
-    assert "likelihood ratio" in text and "the nearest other machine" in text
+    assert "likelihood ratio" in text
+    assert ("one transition away" in text) == bool(un.unresolved)
+    assert ("the nearest other machine" in text) == (not un.unresolved and un.rival is not None)
 
 
 def test_exact_answer_kept_when_proven(case):

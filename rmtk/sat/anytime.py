@@ -333,6 +333,8 @@ class Unproven:
     one_node: int
     rival: int | None
     rival_change: str
+    #: the machines one transition away the samples do not separate from it: (change, extra noise)
+    unresolved: tuple[tuple[str, int], ...]
     evaluated: int
     starts: int
     seed: int
@@ -354,10 +356,17 @@ class Unproven:
             f"values), gap {self.gap:,}",
         ]
         others = (
-            (f"the nearest other machine ({self.rival_change})", self.rival),
+            (f"the nearest other machine ({self.rival_change})", None if self.unresolved else self.rival),
             ("the runner-up among the climbs' ends", self.runner_up),
             ("the machine of one node", self.one_node),
         )
+        if self.unresolved:
+            named = ", ".join(f"{change} (+{d})" for change, d in self.unresolved[:6])
+            more = f" and {len(self.unresolved) - 6} more" if len(self.unresolved) > 6 else ""
+            out.append(
+                f"one transition away, {len(self.unresolved)} machine(s) the samples do not separate from it "
+                f"(likelihood ratio under {SEPARATES:g}): {named}{more}"
+            )
         for what, other in others:
             if other is None:
                 continue
@@ -437,7 +446,7 @@ class AnytimeNoisyRewardEncoder(NoisyRewardEncoder):
             land.n_values,
             other[0] if other else None,
             land.one_node(),
-            *(_rival(land, chosen[0], problem, self.non_stuttering) if chosen else (None, "")),
+            *(_rival(land, chosen[0], problem, self.non_stuttering) if chosen else (None, "", ())),
             run.evaluated,
             run.starts,
             self.seed,
@@ -479,24 +488,37 @@ class AnytimeNoisyRewardEncoder(NoisyRewardEncoder):
         return Solution(du, determined, relabel * comp, comp, tuple(dropped.tolist()))
 
 
-def _rival(land: NoiseLandscape, best: Found, problem: Problem, non_stuttering: bool) -> tuple[int | None, str]:
-    """The least noisy machine one transition away from ``best`` that changes where some word
-    ends (equal noise: the first in :func:`neighbours`' order), and the change in words."""
+def _rival(land: NoiseLandscape, best: Found, problem: Problem, non_stuttering: bool) -> tuple:
+    """The machines one transition away from ``best`` that change where some word ends: the
+    least noisy one's noise and change (equal noise: the first in :func:`neighbours`' order), and
+    every one the samples do not separate from ``best`` (likelihood ratio under
+    :data:`SEPARATES`), with its change and extra noise, least noisy first."""
     nb = neighbours(best.delta_u, non_stuttering)
     if not len(nb):
-        return None, ""
+        return None, "", ()
     order = canonical_partial(best.delta_u, used_transitions(problem.trie, best.delta_u)[0])[1]
     n = best.delta_u.shape[0]
     name = {u: f"u{r}" for r, u in enumerate(order + [u for u in range(n) if u not in set(order)])}  # as printed
+    props = problem.rewards.propositions
     noise = land.score(nb)[0]
+    found: list[tuple[str, int]] = []
+    seen = {best.key}
     for i in np.argsort(noise, kind="stable").tolist():
-        used = used_transitions(problem.trie, nb[i])[0]
-        if canonical_partial(nb[i], used)[0] != best.key:
-            changed = np.argwhere(nb[i] != best.delta_u)
-            props = problem.rewards.propositions
-            text = ", ".join(f"{name[q]} on {props[a]} to {name[int(nb[i][q, a])]}" for q, a in changed.tolist())
-            return int(noise[i]), text
-    return None, ""
+        d = int(noise[i]) - best.noise
+        if found and log10_ratio(d, best.noise, land.steps, land.n_values) >= math.log10(SEPARATES):
+            break
+        key = canonical_partial(nb[i], used_transitions(problem.trie, nb[i])[0])[0]
+        if key in seen:
+            continue
+        seen.add(key)
+        changed = np.argwhere(nb[i] != best.delta_u).tolist()
+        found.append((", ".join(f"{name[q]} on {props[a]} to {name[int(nb[i][q, a])]}" for q, a in changed), d))
+    if not found:
+        return None, "", ()
+    unresolved = tuple(
+        (c, d) for c, d in found if log10_ratio(d, best.noise, land.steps, land.n_values) < math.log10(SEPARATES)
+    )
+    return best.noise + found[0][1], found[0][0], unresolved
 
 
 @attrs.frozen
