@@ -361,11 +361,14 @@ class Unproven:
             ("the machine of one node", self.one_node),
         )
         if self.unresolved:
-            named = ", ".join(f"{change} (+{d})" for change, d in self.unresolved[:6])
-            more = f" and {len(self.unresolved) - 6} more" if len(self.unresolved) > 6 else ""
+            groups = []
+            for d in sorted({d for _, d in self.unresolved}):
+                changes = [c for c, e in self.unresolved if e == d]
+                named = "; ".join(changes[:4]) + ("; …" if len(changes) > 4 else "")
+                groups.append(f"{len(changes)} at +{d} ({named})")
             out.append(
                 f"one transition away, {len(self.unresolved)} machine(s) the samples do not separate from it "
-                f"(likelihood ratio under {SEPARATES:g}): {named}{more}"
+                f"(likelihood ratio under {SEPARATES:g}): " + ", ".join(groups)
             )
         for what, other in others:
             if other is None:
