@@ -1,8 +1,9 @@
-"""Reward traces encoded on their words folded (rmtk/sat/folded.py, SimplestEncoder's formula
-from rewards alone) admit the same machines as on every word of the trie: the same sizes ruled
-out, fewest moving transitions, machines and counts, in both machine classes, on small random
-instances (explorers' words paid by random machines); and the folding numbers two words alike
-exactly when their observed futures are the same (checked against a recursive computation)."""
+"""Reward traces encoded on their words folded, or cut to a tree of the deciding words
+(rmtk/sat/folded.py, SimplestEncoder's formula from rewards alone: raw words, compressed words)
+admit the same machines as on every word of the trie: the same sizes ruled out, fewest moving
+transitions, machines and counts, in both machine classes, on small random instances
+(explorers' words paid by random machines); and the folding numbers two words alike exactly
+when their observed futures are the same (checked against a recursive computation)."""
 
 import attrs
 import numpy as np
@@ -84,7 +85,8 @@ def test_folded_words_give_the_same_simplest_machines(problems, listed):
             assert answer(folded) == answer(plain), (name, compress)
         else:  # which of the machines a cut listing keeps is the solver's choice
             assert answer(folded)[:5] == answer(plain)[:5], (name, compress)
-        assert folded.clauses <= plain.clauses
+        if not compress:  # compressed words are a tree with clauses that propagate (rmtk.sat.folded.cut)
+            assert folded.clauses <= plain.clauses
 
 
 def futures(obs):
@@ -200,3 +202,26 @@ def test_letter_powers_are_the_powers_of_the_transitions():
                     assert not any(v in model for v in others)
                     assert not s.solve(assumptions=[int(step[k, p, 0, (f[0] + 1) % n])])
             assert not step[1, 1:].any()  # letter 1 has no power above 0
+
+
+def test_sizes_decided_by_climbing_give_the_same_answers(problems, monkeypatch):
+    """A size whose first call is undecided is decided by asking for few moving transitions,
+    one more at a time (rmtk.sat.fewest.decide_size): with a budget of one conflict, so that
+    every size climbs, the same sizes, fewest moving transitions and machines."""
+    from rmtk.sat import fewest
+
+    limits = SearchLimits(max_nodes=3)
+    before = [answer(SimplestEncoder(non_stuttering=c)._fewest(p, limits)) for _, c, p in problems]
+    monkeypatch.setattr(fewest, "DECIDE_CONFLICTS", 1)
+    climbs = []
+    decide = fewest.decide_size
+
+    def counted(*args, **kwargs):
+        sat, climbed = decide(*args, **kwargs)
+        climbs.append(climbed is not None)
+        return sat, climbed
+
+    monkeypatch.setattr(fewest, "decide_size", counted)
+    after = [answer(SimplestEncoder(non_stuttering=c)._fewest(p, limits)) for _, c, p in problems]
+    assert after == before
+    assert sum(climbs) >= 10, climbs  # the climb was taken
