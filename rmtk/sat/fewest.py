@@ -159,7 +159,7 @@ def decide_size(
 ) -> tuple[bool | None, Climbed | None]:
     """Whether ``formula`` (at ``n`` nodes, on ``solver``) is satisfiable, in rounds: a call of
     at most :data:`DECIDE_CONFLICTS` conflicts (doubled each round), then, while undecided, calls
-    of as many conflicts asking for a machine with at most ``low`` moving transitions (the
+    sharing as many conflicts asking for a machine with at most ``low`` moving transitions (the
     relaxation variables of ``weigh()``, made at the first round that needs them, added to
     ``solver``), ``low`` one more after each refutation, from ``floor``. A machine with few
     moves is much easier to find than any machine (Craft t10 from random subgoals, 200
@@ -183,14 +183,22 @@ def decide_size(
             for clause in tot.cnf.clauses:
                 solver.add_clause(clause)
             climbed = Climbed(n, weighed, tot, floor)
-        while climbed.low < climbed.tot.ubound:
-            sat = solve(solver, deadline, assumptions=[-climbed.tot.rhs[climbed.low]], conflicts=budget)
+        spent = 0  # the climb's calls share the round's conflicts: at most twice the first call's work
+        while climbed.low < climbed.tot.ubound and spent < budget:
+            before = conflicts(solver)
+            sat = solve(solver, deadline, assumptions=[-climbed.tot.rhs[climbed.low]], conflicts=budget - spent)
+            spent += conflicts(solver) - before
             if sat:
                 return True, climbed
             if sat is None:
                 break
             climbed = attrs.evolve(climbed, low=climbed.low + 1)
         budget *= 2
+
+
+def conflicts(solver) -> int:
+    """The conflicts ``solver`` has met so far (0 for a backend that does not count them)."""
+    return int((solver.accum_stats() or {}).get("conflicts", 0))
 
 
 @attrs.frozen
