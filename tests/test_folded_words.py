@@ -11,6 +11,7 @@ import pytest
 
 from rmtk import dsl
 from rmtk.limits import SearchLimits
+from rmtk.sat import folded as folded_module
 from rmtk.sat.encoders import SimplestEncoder
 from rmtk.sat.encoding import Problem, reward_outputs
 from rmtk.sat.folded import contract_runs, deciding_rows, fold
@@ -75,8 +76,12 @@ def problems():
     return list(instances())
 
 
+@pytest.mark.parametrize("tree_from", [0, None])
 @pytest.mark.parametrize("listed", [None, 1])
-def test_folded_words_give_the_same_simplest_machines(problems, listed):
+def test_folded_words_give_the_same_simplest_machines(problems, listed, tree_from, monkeypatch):
+    """Also with compressed words as a tree (``TREE_FROM`` 0: every instance)."""
+    if tree_from is not None:
+        monkeypatch.setattr(folded_module, "TREE_FROM", tree_from)
     for name, compress, problem in problems:
         limits = SearchLimits(max_nodes=3, max_solutions=listed)
         folded = SimplestEncoder(non_stuttering=compress)._fewest(problem, limits)
@@ -85,7 +90,7 @@ def test_folded_words_give_the_same_simplest_machines(problems, listed):
             assert answer(folded) == answer(plain), (name, compress)
         else:  # which of the machines a cut listing keeps is the solver's choice
             assert answer(folded)[:5] == answer(plain)[:5], (name, compress)
-        if not compress:  # compressed words are a tree with clauses that propagate (rmtk.sat.folded.cut)
+        if not compress or tree_from is None:  # a tree has more clauses, which propagate (rmtk.sat.folded.cut)
             assert folded.clauses <= plain.clauses
 
 
@@ -210,6 +215,7 @@ def test_sizes_decided_by_climbing_give_the_same_answers(problems, monkeypatch):
     every size climbs, the same sizes, fewest moving transitions and machines."""
     from rmtk.sat import fewest
 
+    monkeypatch.setattr(folded_module, "TREE_FROM", 0)  # compressed words as a tree
     limits = SearchLimits(max_nodes=3)
     before = [answer(SimplestEncoder(non_stuttering=c)._fewest(p, limits)) for _, c, p in problems]
     monkeypatch.setattr(fewest, "DECIDE_CONFLICTS", 1)

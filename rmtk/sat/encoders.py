@@ -42,6 +42,7 @@ from ..learner.capabilities import Capabilities
 from ..limits import SearchLimits
 from ..negatives.miners import NegativePairs, PolicyClasses
 from ..validators import one_of
+from . import folded as folded_words
 from . import grown
 from .encoding import (
     Formula,
@@ -312,15 +313,15 @@ class SimplestEncoder(SatEncoder):
 
     def encode(self, problem: Problem, n: int) -> Formula:
         """As :meth:`SatEncoder.encode`; reward traces alone are encoded on the words that
-        observe something deciding: compressed words as a tree, each word in exactly one node
-        and each edge's transition fixed by its words' nodes (:func:`~rmtk.sat.folded.cut`,
+        observe something deciding, folded (:mod:`rmtk.sat.folded`; raw words with their runs
+        of a letter contracted), or, compressed words whose folding keeps many nodes
+        (:data:`~rmtk.sat.folded.TREE_FROM`), as a tree, each word in exactly one node and each
+        edge's transition fixed by its words' nodes (:func:`~rmtk.sat.folded.cut`,
         :func:`~rmtk.sat.encoding.one_node_each`, :func:`~rmtk.sat.encoding.edge_transitions`:
-        clauses that propagate, Craft t10 from random subgoals: 6 nodes refuted in 0.2 M
-        conflicts instead of 11.6 M); raw words folded, their runs of a letter contracted
-        (:mod:`rmtk.sat.folded`). The same machines, listed in their canonical order."""
+        clauses that propagate). The same machines, listed in their canonical order."""
         if problem.rewards is None or problem.negatives is not None or problem.oracle is not None:
             return super().encode(problem, n)
-        tree = problem.rewards.trie.compressed
+        tree = problem.rewards.trie.compressed and problem.folded().n_nodes >= folded_words.TREE_FROM
         words = problem.tree() if tree else problem.folded()
         pool = VarPool(n, problem.n_letters, words.n_nodes, 0)
         if n == 1 and len(words.node):  # one node pays one value a letter; a deciding letter was paid two
