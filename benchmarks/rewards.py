@@ -27,6 +27,8 @@
    ε-greedy expert never identifies (:data:`HARD`). ``--fit-limit`` bounds each fit;
    ``--horizon`` and ``--goals task`` (:func:`task_goals`: subgoals among the propositions the
    task's machine reads) change the explorer (Craft t10: docs/benchmarks/rewards.md, section 5).
+   ``--fit-limit`` is wall seconds; ``--fit-cpu-limit`` CPU seconds of this process (on a shared
+   machine a fit's share of a core may be small). The log gives each fit's CPU seconds.
 
 Timing: rmtk's whole ``Learner.fit`` and the peer's whole search are each run ``--repeat``
 times on the same traces (the peer's only when one run took under ``--repeat-under`` CPU
@@ -217,6 +219,42 @@ def learn(task, demos, *, noisy: bool = False, plain: bool = False, nodes: int |
     return r, time.perf_counter() - t0
 
 
+@contextlib.contextmanager
+def cpu_limit(seconds: float | None):
+    """Stop a fit (:func:`rmtk.limits.request_stop`, as Ctrl-C does) once this process has spent
+    ``seconds`` CPU seconds more (``None``: no limit); checked every 0.2 s by a thread. A
+    shared machine gives a fit a small share of a core: a wall limit then gives it little CPU."""
+    import threading
+
+    from rmtk.limits import clear_stop, request_stop
+
+    if seconds is None:
+        yield
+        return
+    end, done = time.process_time() + seconds, threading.Event()
+
+    def watch():
+        while not done.wait(0.2):
+            if time.process_time() >= end:
+                request_stop("CPU limit")
+                return
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        clear_stop()
+
+
+def refuted(r) -> str:
+    """The sizes a fit proved to have no machine, as ``1-5`` (``none``)."""
+    sizes = [n for n, sat in r.search.tried if sat is False]
+    return f"{sizes[0]}-{sizes[-1]}" if len(sizes) > 1 else str(sizes[0]) if sizes else "none"
+
+
 def timed(task, demos, repeat: int) -> tuple[float, float]:
     """The medians of ``repeat`` fits of :func:`learn` on ``demos`` (one process, after the
     doubling's fits, so no import is counted): wall seconds and CPU seconds."""
@@ -235,22 +273,37 @@ def truth_alone(task, demos, r) -> bool:
 
 
 def episodes_needed(
-    name: str, seed: int, start: int, budget: int, log, kind: str = "expert", limit=None, **explorer_options
+    name: str,
+    seed: int,
+    start: int,
+    budget: int,
+    log,
+    kind: str = "expert",
+    limit=None,
+    cpu=None,
+    **explorer_options,
 ) -> dict:
     """Double the episodes from ``start`` until the truth alone at ``n`` and ``2n`` (or the budget,
-    or a fit stopped by the time ``limit``: ``stopped`` is then its ``n``)."""
+    or a fit stopped by the time ``limit``, wall seconds, or ``cpu``, CPU seconds: ``stopped`` is
+    then its ``n``)."""
     task = load(name)
     n, hits, first = start, 0, None
     while n <= budget:
         demos, _ = traces(name, task, n, seed, kind, **explorer_options)
-        r, secs = learn(task, demos, limit=limit)
-        if not r.search.complete and limit is not None and secs >= limit:
-            log(f"{name}: {n} episodes: stopped at the {limit:g} s limit ({r.n_nodes} nodes so far)")
+        c0 = time.process_time()
+        with cpu_limit(cpu):
+            r, secs = learn(task, demos, limit=limit)
+        c1 = time.process_time() - c0
+        if not r.search.complete and ((limit is not None and secs >= limit) or (cpu is not None and c1 >= cpu)):
+            log(
+                f"{name}: {n} episodes: stopped by the limit after {secs:.1f} s ({c1:.1f} CPU s): "
+                f"sizes {refuted(r)} refuted, no machine found ({r.search.message})"
+            )
             return dict(task=name, found=None, stays=False, last=n, stopped=n)
         ok = truth_alone(task, demos, r) and exercised(task, demos)[0]
         log(
             f"{name}: {n} episodes, {int(demos.lengths.sum())} steps: {r.n_nodes} nodes, "
-            f"{len(r.machines)} machines, truth alone {ok}, {secs:.2f} s"
+            f"{len(r.machines)} machines, truth alone {ok}, {secs:.2f} s ({c1:.2f} CPU s)"
         )
         if ok:
             if first is None:
@@ -459,7 +512,12 @@ def main(argv=None) -> int:
     ap.add_argument("--noise", action="store_true", help="the noisy-reward table")
     ap.add_argument("--noise-episodes", type=int, default=2000)
     ap.add_argument("--markdown", action="store_true")
-    ap.add_argument("--fit-limit", type=float, default=None, help="seconds per fit; a stopped fit ends the doubling")
+    ap.add_argument(
+        "--fit-limit", type=float, default=None, help="wall seconds per fit; a stopped fit ends the doubling"
+    )
+    ap.add_argument(
+        "--fit-cpu-limit", type=float, default=None, help="CPU seconds per fit; a stopped fit ends the doubling"
+    )
     ap.add_argument(
         "--explorer",
         choices=("expert", "subgoals"),
@@ -487,7 +545,9 @@ def main(argv=None) -> int:
     rows = []
     for name in tasks:
         options = dict(horizon=args.horizon, goals=args.goals)
-        out = episodes_needed(name, args.seed, args.start, args.budget, log, args.explorer, args.fit_limit, **options)
+        out = episodes_needed(
+            name, args.seed, args.start, args.budget, log, args.explorer, args.fit_limit, args.fit_cpu_limit, **options
+        )
         f = out["found"]
         row = {
             "task": name,
@@ -514,9 +574,10 @@ def main(argv=None) -> int:
             row.update({"rmtk s": f"{f['wall']:.3f}", "rmtk CPU s": f"{f['cpu']:.3f}"})
         else:
             stopped = out["stopped"]
-            row["episodes"] = f"> {args.budget}" if stopped is None else f"fit > {args.fit_limit:g} s at {stopped}"
+            over = f"{args.fit_limit:g} s" if args.fit_cpu_limit is None else f"{args.fit_cpu_limit:g} CPU s"
+            row["episodes"] = f"> {args.budget}" if stopped is None else f"fit > {over} at {stopped}"
         if f is not None:
-            plain, secs = learn(load(name), f["demos"], plain=True)
+            plain, secs = learn(load(name), f["demos"], plain=True, limit=args.fit_limit)
             more = "" if plain.search.complete else "≥ "
             row["machines"] = f"{more}{len(plain.machines)}"
         if args.jirp:

@@ -1,8 +1,9 @@
-"""Reward traces encoded on their words folded (rmtk/sat/folded.py, SimplestEncoder's formula
-from rewards alone) admit the same machines as on every word of the trie: the same sizes ruled
-out, fewest moving transitions, machines and counts, in both machine classes, on small random
-instances (explorers' words paid by random machines); and the folding numbers two words alike
-exactly when their observed futures are the same (checked against a recursive computation)."""
+"""Reward traces encoded on their words folded, or cut to a tree of the deciding words
+(rmtk/sat/folded.py, SimplestEncoder's formula from rewards alone: raw words, compressed words)
+admit the same machines as on every word of the trie: the same sizes ruled out, fewest moving
+transitions, machines and counts, in both machine classes, on small random instances
+(explorers' words paid by random machines); and the folding numbers two words alike exactly
+when their observed futures are the same (checked against a recursive computation)."""
 
 import attrs
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 
 from rmtk import dsl
 from rmtk.limits import SearchLimits
+from rmtk.sat import folded as folded_module
 from rmtk.sat.encoders import SimplestEncoder
 from rmtk.sat.encoding import Problem, reward_outputs
 from rmtk.sat.folded import contract_runs, deciding_rows, fold
@@ -74,8 +76,12 @@ def problems():
     return list(instances())
 
 
+@pytest.mark.parametrize("tree_from", [0, None])
 @pytest.mark.parametrize("listed", [None, 1])
-def test_folded_words_give_the_same_simplest_machines(problems, listed):
+def test_folded_words_give_the_same_simplest_machines(problems, listed, tree_from, monkeypatch):
+    """Also with compressed words as a tree (``TREE_FROM`` 0: every instance)."""
+    if tree_from is not None:
+        monkeypatch.setattr(folded_module, "TREE_FROM", tree_from)
     for name, compress, problem in problems:
         limits = SearchLimits(max_nodes=3, max_solutions=listed)
         folded = SimplestEncoder(non_stuttering=compress)._fewest(problem, limits)
@@ -84,7 +90,8 @@ def test_folded_words_give_the_same_simplest_machines(problems, listed):
             assert answer(folded) == answer(plain), (name, compress)
         else:  # which of the machines a cut listing keeps is the solver's choice
             assert answer(folded)[:5] == answer(plain)[:5], (name, compress)
-        assert folded.clauses <= plain.clauses
+        if not compress or tree_from is None:  # a tree has more clauses, which propagate (rmtk.sat.folded.cut)
+            assert folded.clauses <= plain.clauses
 
 
 def futures(obs):
@@ -200,3 +207,27 @@ def test_letter_powers_are_the_powers_of_the_transitions():
                     assert not any(v in model for v in others)
                     assert not s.solve(assumptions=[int(step[k, p, 0, (f[0] + 1) % n])])
             assert not step[1, 1:].any()  # letter 1 has no power above 0
+
+
+def test_sizes_decided_by_climbing_give_the_same_answers(problems, monkeypatch):
+    """A size whose first call is undecided is decided by asking for few moving transitions,
+    one more at a time (rmtk.sat.fewest.decide_size): with a budget of one conflict, so that
+    every size climbs, the same sizes, fewest moving transitions and machines."""
+    from rmtk.sat import fewest
+
+    monkeypatch.setattr(folded_module, "TREE_FROM", 0)  # compressed words as a tree
+    limits = SearchLimits(max_nodes=3)
+    before = [answer(SimplestEncoder(non_stuttering=c)._fewest(p, limits)) for _, c, p in problems]
+    monkeypatch.setattr(fewest, "DECIDE_CONFLICTS", 1)
+    climbs = []
+    decide = fewest.decide_size
+
+    def counted(*args, **kwargs):
+        sat, climbed = decide(*args, **kwargs)
+        climbs.append(climbed is not None)
+        return sat, climbed
+
+    monkeypatch.setattr(fewest, "decide_size", counted)
+    after = [answer(SimplestEncoder(non_stuttering=c)._fewest(p, limits)) for _, c, p in problems]
+    assert after == before
+    assert sum(climbs) >= 10, climbs  # the climb was taken

@@ -42,6 +42,7 @@ from ..learner.capabilities import Capabilities
 from ..limits import SearchLimits
 from ..negatives.miners import NegativePairs, PolicyClasses
 from ..validators import one_of
+from . import folded as folded_words
 from . import grown
 from .encoding import (
     Formula,
@@ -49,10 +50,12 @@ from .encoding import (
     VarPool,
     determinism,
     edge_runs,
+    edge_transitions,
     full_specification,
     negative_classes,
     negative_pairs,
     non_stuttering,
+    one_node_each,
     prefix_runs,
     reward_outputs,
     soft_negative_pairs,
@@ -309,16 +312,24 @@ class SimplestEncoder(SatEncoder):
     default_solver: ClassVar[str] = "minisat22"
 
     def encode(self, problem: Problem, n: int) -> Formula:
-        """As :meth:`SatEncoder.encode`; reward traces alone are encoded on their words folded
-        (:mod:`rmtk.sat.folded`: its run variables are the folded graph's nodes, not the
-        trie's): fewer clauses, the same machines, listed in their canonical order."""
+        """As :meth:`SatEncoder.encode`; reward traces alone are encoded on the words that
+        observe something deciding, folded (:mod:`rmtk.sat.folded`; raw words with their runs
+        of a letter contracted), or, compressed words whose folding keeps many nodes
+        (:data:`~rmtk.sat.folded.TREE_FROM`), as a tree, each word in exactly one node and each
+        edge's transition fixed by its words' nodes (:func:`~rmtk.sat.folded.cut`,
+        :func:`~rmtk.sat.encoding.one_node_each`, :func:`~rmtk.sat.encoding.edge_transitions`:
+        clauses that propagate). The same machines, listed in their canonical order."""
         if problem.rewards is None or problem.negatives is not None or problem.oracle is not None:
             return super().encode(problem, n)
-        words = problem.folded()
+        tree = problem.rewards.trie.compressed and problem.folded().n_nodes >= folded_words.TREE_FROM
+        words = problem.tree() if tree else problem.folded()
         pool = VarPool(n, problem.n_letters, words.n_nodes, 0)
         if n == 1 and len(words.node):  # one node pays one value a letter; a deciding letter was paid two
             return Formula(pool, [[int(pool.x(0, 0))], [-int(pool.x(0, 0))]])
         runs = edge_runs(pool, words.edge_parent, words.edge_letter, words.edge_child, words.edge_power)
+        if tree:
+            runs += one_node_each(pool, words.n_nodes)
+            runs += edge_transitions(pool, words.edge_parent, words.edge_letter, words.edge_child)
         formula = self.machine_with(pool, runs)
         formula.hard += reward_outputs(pool, words)
         return formula

@@ -25,6 +25,8 @@ Constraint families, one generator each (grep for the name):
 * :func:`non_stuttering` (eq. 7): t[i,k,j] → t[j,k,j].
 * :func:`symmetry_breaking_bfs` (Ulyantsev et al. 2015): nodes numbered in breadth-first
   order from u_I, children of a node ordered by their smallest letter.
+* :func:`one_node_each` and :func:`edge_transitions` (a tree of words): each word in exactly
+  one node, and the nodes of an edge's two words fix its transition.
 * :func:`clique_pins`: the other way to number the nodes when n words must all end in
   different nodes (a state with n policy classes): each word pinned to its own node.
 
@@ -93,6 +95,16 @@ class Problem:
             words = fold(self.rewards)
             self._pairs["folded"] = words if self.rewards.trie.compressed else contract_runs(words)
         return self._pairs["folded"]
+
+    def tree(self) -> Folded:
+        """The reward traces' words cut to those that observe something deciding, unfolded
+        (:func:`rmtk.sat.folded.cut`: each node one word), computed once."""
+        if "tree" not in self._pairs:
+            from .folded import cut
+
+            assert self.rewards is not None, "cutting reward traces"
+            self._pairs["tree"] = cut(self.rewards)
+        return self._pairs["tree"]
 
     def lower_bound(self) -> int:
         """Nodes needed at least: the largest number of policy classes at one state (1 for pairs)."""
@@ -225,6 +237,28 @@ def edge_runs(
         moves = pool.t(i[None, :], k[:, None], j[None, :])
     cl = np.stack([-pool.x(par[:, None], i[None, :]), -moves, pool.x(kid[:, None], j[None, :])], axis=-1)
     return out + _rows(cl.reshape(-1, 3))
+
+
+def one_node_each(pool: VarPool, n_words: int) -> Clauses:
+    """Each of ``n_words`` words (a tree of words: :func:`rmtk.sat.folded.cut`) ends in exactly
+    one node: ∨_i x[p,i], and ¬x[p,i] ∨ ¬x[p,j]. Implied where the runs decide every word, but
+    stated: a word known in one node is known in no other, which the runs' clauses alone never
+    propagate."""
+    x = pool.x(np.arange(n_words)[:, None], np.arange(pool.n)[None, :])
+    a, b = np.triu_indices(pool.n, 1)
+    return _rows(x) + _rows(-np.stack([x[:, a], x[:, b]], axis=-1).reshape(-1, 2))
+
+
+def edge_transitions(pool: VarPool, par: np.ndarray, k: np.ndarray, kid: np.ndarray) -> Clauses:
+    """x[p,i] ∧ x[c,j] → t[i,k,j] for every edge p —k→ c of a tree of words: the nodes of a
+    word and of its child fix the transition between them (implied, with :func:`one_node_each`,
+    by the runs and determinism; stated, so that it propagates: Heule and Verwer's DFA
+    identification states it too)."""
+    n = pool.n
+    i, j = (a.ravel() for a in np.meshgrid(np.arange(n), np.arange(n), indexing="ij"))
+    xp, xc = pool.x(par[:, None], i[None, :]), pool.x(kid[:, None], j[None, :])
+    cl = np.stack([-xp, -xc, pool.t(i[None, :], k[:, None], j[None, :])], axis=-1)
+    return _rows(cl.reshape(-1, 3))
 
 
 def letter_powers(pool: VarPool, k: np.ndarray, power: np.ndarray) -> tuple[np.ndarray, Clauses]:

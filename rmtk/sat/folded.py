@@ -115,6 +115,40 @@ def fold(obs: RewardTraces) -> Folded:
     return Folded(n, edge[0], edge[1], edge[2], row[0], row[1], values[row[2]], np.zeros(edge.shape[1], np.int64))
 
 
+#: Compressed words are encoded as a tree (:func:`cut`) instead of folded when their folding
+#: keeps at least this many nodes: where few words share their futures, the search is hard and
+#: the tree's clauses pay (Craft t10 from random subgoals, 200 episodes: 3,402 folded nodes,
+#: 4,366 words; 6 nodes refuted in 0.2 M conflicts, not 11.6 M). The other reward rows of
+#: docs/benchmarks/rewards.md fold into 10-688 nodes, where the folded formula, a third to a
+#: half of the tree's, is the faster (Craft t9, 400 episodes: 0.15 against 0.34 CPU s a fit).
+TREE_FROM = 2_000
+
+
+def cut(obs: RewardTraces) -> Folded:
+    """``obs``'s words cut to those with a deciding row at or below them (:func:`deciding_rows`),
+    not folded: a tree, each node one word, so that a machine sends each to exactly one node
+    (:func:`~rmtk.sat.encoding.one_node_each`), which folded words may not say (a shared node
+    stands for words that may end in different nodes). Numbered in the trie's order."""
+    trie = obs.trie
+    keep = deciding_rows(obs)
+    node, letter, value = obs.node[keep], obs.letter[keep], obs.value[keep]
+    parent = trie.parent.tolist()
+    marked = bytearray(trie.n_nodes)
+    marked[0] = 1
+    for p in np.unique(node).tolist():
+        while not marked[p]:
+            marked[p] = 1
+            p = parent[p]
+    need = np.flatnonzero(np.frombuffer(bytes(marked), bool))
+    ids = np.full(trie.n_nodes, -1, np.int64)
+    ids[need] = np.arange(len(need))
+    kids = need[1:]
+    row = _distinct(ids[node], letter, np.unique(value, return_inverse=True)[1].reshape(-1))
+    values = np.unique(value)
+    zero = np.zeros(len(kids), np.int64)
+    return Folded(len(need), ids[trie.parent[kids]], trie.letter[kids], ids[kids], row[0], row[1], values[row[2]], zero)
+
+
 def _distinct(*columns: np.ndarray) -> np.ndarray:
     """The distinct rows of non-negative integer ``columns``, sorted, as a ``(len(columns), m)``
     array (one packed key each: cheaper than ``np.unique(axis=1)``)."""

@@ -190,6 +190,7 @@ def search(
     non_stuttering: bool = True,
     decide_only: bool = False,
     at_smallest: Callable[[object, Formula, int], None] | None = None,
+    decide: Callable[[object, Formula, int], bool | None] | None = None,
 ) -> SearchResult:
     """Smallest n of ``limits.sizes`` whose formula ``encode(problem, n)`` is satisfiable,
     and all its solutions (up to ``limits.max_solutions`` distinct machines, or until the
@@ -197,7 +198,8 @@ def search(
     incrementally. ``decide_only``: the smallest n alone, no solution listed (a search that
     lists its machines by another formula at that size, e.g. the simplest ones).
     ``at_smallest(solver, formula, n)`` is called at the smallest size, its solver still open
-    (it has just found a model of ``formula``), before the listing."""
+    (it has just found a model of ``formula``), before the listing. ``decide(solver, formula,
+    n)``: how a size is decided on its open solver (``None``: not decided; by default one call)."""
     progress, deadline = limits.progress, limits.deadline
     decoder = _Decoder(problem.trie, non_stuttering)
     tried: list[tuple[int, bool | None]] = []
@@ -209,7 +211,7 @@ def search(
         t1 = time.perf_counter()
         t_enc += t1 - t0
         with open_solver(solver, clauses) as sat_solver:
-            sat = solve(sat_solver, deadline)
+            sat = solve(sat_solver, deadline) if decide is None else decide(sat_solver, formula, n)
             t2 = time.perf_counter()
             t_solve += t2 - t1
             tried.append((n, sat))
