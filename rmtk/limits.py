@@ -42,6 +42,22 @@ def clear_stop() -> None:
     _STOP_REASON.clear()
 
 
+_SIGNAL_FD: list[int] = []
+
+
+def set_signal_fd(fd: int | None) -> None:
+    """The read end of a pipe the command's signals are written to (``signal.set_wakeup_fd``;
+    ``None``: none). A solver call that holds no interpreter lock is interrupted as soon as a
+    byte arrives there (rmtk/sat/terminator.py), before the signal's Python handler, which runs
+    only once the call returns, asks for the stop."""
+    _SIGNAL_FD[:] = [] if fd is None else [fd]
+
+
+def signal_fd() -> int | None:
+    """The pipe of :func:`set_signal_fd`, or ``None``."""
+    return _SIGNAL_FD[0] if _SIGNAL_FD else None
+
+
 def _seconds(value, what: str) -> float | None:
     if value is None:
         return None

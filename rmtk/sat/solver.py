@@ -26,6 +26,7 @@ from pysat.solvers import Solver, SolverNames
 
 from ..errors import RmtkError
 from ..limits import NEVER, Deadline
+from .terminator import stoppable_calls
 
 #: The backend used unless one is asked for (``--solver``).
 DEFAULT_SOLVER = "cadical153"
@@ -131,16 +132,18 @@ def solve(
     assume = list(assumptions)
     budget = first if conflicts is None else min(first, conflicts)
     spent = 0
-    with pysat_sigint_off():
+    with pysat_sigint_off(), stoppable_calls(solver, deadline) as stopper:
         try:
             while True:
                 if deadline.expired():
                     return None
                 solver.conf_budget(budget)
                 before = propagations(solver)
-                result = solver.solve_limited(assumptions=assume)
+                result = solver.solve_limited(assumptions=assume, expect_interrupt=True)
                 if result is not None:
                     return result
+                if stopper is not None and stopper.fired:  # stopped inside the slice
+                    return None
                 spent += budget
                 if conflicts is not None and spent >= conflicts:
                     return None
@@ -214,8 +217,9 @@ def rc2_class(stratified: bool):
 
         def _call_oracle(self, assumptions=(), expect_interrupt=False):
             self.check()
-            if self.bounded:
-                return super()._call_oracle(list(assumptions), expect_interrupt)
+            if self.bounded:  # a stop ends the call (None: RC2 keeps the core as it is), then raises
+                with stoppable_calls(self.oracle, _Either(self)):
+                    return super()._call_oracle(list(assumptions), True)
             result = solve(self.oracle, _Either(self), assumptions)
             if result is None:
                 raise _Stopped
