@@ -28,7 +28,7 @@ from ..errors import RmtkError
 from ..limits import SearchLimits
 from ..ptp.tree import Trie
 from .encoding import Formula, Problem, VarPool, decode_transitions
-from .solver import DEFAULT_SOLVER, maxsat_compute, open_solver, rc2_class, solve
+from .solver import DEFAULT_SOLVER, maxsat_compute, open_rc2, open_solver, solve
 
 #: An encoder's clause builder, giving the formula of ``problem`` for ``n`` nodes.
 Encode = Callable[[Problem, int], Formula]
@@ -378,6 +378,25 @@ def maxsat_search(
     t0 = time.perf_counter()
     formula = encode(problem, nodes)
     pool = formula.pool
+
+    def undecided() -> SearchResult:  # the deadline expired before the optimum was known
+        t = time.perf_counter()
+        return SearchResult(
+            None,
+            (),
+            False,
+            ((nodes, None),),
+            formula.n_clauses,
+            pool.top,
+            min(t, t1) - t0,
+            max(0.0, t - t1),
+            0.0,
+            stopped_while(deadline, f"optimising at {nodes} nodes"),
+        )
+
+    t1 = float("inf")
+    if deadline.expired():  # the encoding of a million steps is a second without a look
+        return undecided()
     relax = np.empty(0, np.int64) if formula.relax is None else np.asarray(formula.relax, dtype=np.int64)
     weights = np.ones(len(relax), np.int64) if formula.weights is None else np.asarray(formula.weights, np.int64)
     wcnf = weighted_cnf(formula.hard, relax, weights)
@@ -389,22 +408,14 @@ def maxsat_search(
     # exclusive soft groups (noisy rewards): RC2 finds them first and exhausts each core, 60-150x
     # faster on Office coffee's noisy traces (benchmarks/rewards.py --noise); the optima are the same
     options = dict(adapt=True, exhaust=True) if formula.exclusive_softs else {}
-    with rc2_class(stratified=not uniform)(wcnf, solver=solver, **options) as rc2:
+    rc2 = open_rc2(wcnf, deadline, stratified=not uniform, solver=solver, **options)
+    if rc2 is None:
+        return undecided()
+    with rc2:
         model, decided = maxsat_compute(rc2, deadline)
         t2 = time.perf_counter()
         if not decided:
-            return SearchResult(
-                None,
-                (),
-                False,
-                ((nodes, None),),
-                formula.n_clauses,
-                pool.top,
-                t1 - t0,
-                t2 - t1,
-                0.0,
-                stopped_while(deadline, f"optimising at {nodes} nodes"),
-            )
+            return undecided()
         if model is None:
             return SearchResult(
                 None,

@@ -18,6 +18,7 @@ models on any machine under any load (docs/design/determinism.md); a time limit 
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 from collections.abc import Iterable, Sequence
 from typing import Protocol
@@ -205,6 +206,18 @@ def rc2_class(stratified: bool):
         deadline = NEVER
         bounded = False  # inside RC2's core minimisation, whose calls have RC2's own budget
 
+        def __init__(self, formula, *args, deadline: Deadline = NEVER, **kwargs):
+            self.deadline = deadline
+            super().__init__(formula, *args, **kwargs)
+
+        def init(self, formula, incr=False):
+            # RC2's set-up feeds the oracle every hard clause, in Python (a second at 10^6
+            # noisy steps): a copy of the formula whose clause lists look at the deadline
+            checked = copy.copy(formula)
+            checked.hard = _CheckedClauses(formula.hard, self.check)
+            checked.soft = _CheckedClauses(formula.soft, self.check)
+            return super().init(checked, incr=incr)
+
         def check(self):
             if self.stopped or self.deadline.expired():
                 raise _Stopped
@@ -253,6 +266,36 @@ def rc2_class(stratified: bool):
 
     Stoppable.__name__ = Stoppable.__qualname__ = f"Stoppable{base.__name__}"
     return Stoppable
+
+
+#: Clauses fed to a solver between two looks at the deadline (:class:`_CheckedClauses`).
+CHECK_EVERY = 4096
+
+
+class _CheckedClauses(list):
+    """Clauses that call ``check`` every :data:`CHECK_EVERY` clauses as they are iterated (a
+    stop raises between two clauses given to the solver, never inside a call)."""
+
+    def __init__(self, clauses, check):
+        super().__init__(clauses)
+        self.check = check
+
+    def __iter__(self):
+        for start in range(0, len(self), CHECK_EVERY):
+            self.check()
+            yield from self[start : start + CHECK_EVERY]
+
+
+def open_rc2(wcnf, deadline: Deadline = NEVER, *, stratified: bool, solver: str = DEFAULT_SOLVER, **options):
+    """An :func:`rc2_class` instance holding ``wcnf`` (with ``options``), or ``None`` when
+    ``deadline`` expired during its set-up (which adds every clause to the oracle and looks at
+    the deadline every :data:`CHECK_EVERY` clauses)."""
+    cls = rc2_class(stratified)
+    try:
+        with pysat_sigint_off():
+            return cls(wcnf, solver=solver, deadline=deadline, **options)
+    except _Stopped:
+        return None
 
 
 class _Checked:
