@@ -10,6 +10,8 @@ and flagged (the deadline's :meth:`~Deadline.reason` says which).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import threading
 import time
@@ -108,6 +110,34 @@ class Deadline:
 
 #: The deadline of a run without a time limit (it expires only on a stop request).
 NEVER = Deadline()
+
+
+class Expired(Exception):
+    """Raised by :func:`checkpoint` within :func:`checking` once its deadline has expired: how
+    a long pure computation with no result to return half-way (an encoding) is cut short."""
+
+
+_CHECKED: contextvars.ContextVar = contextvars.ContextVar("rmtk_checked_deadline", default=None)
+
+
+@contextlib.contextmanager
+def checking(deadline):
+    """Within the block, :func:`checkpoint` raises :class:`Expired` once ``deadline`` (a
+    :class:`Deadline`, or anything with ``expired()``) has expired; the caller catches it and
+    reports what the deadline stopped."""
+    token = _CHECKED.set(deadline)
+    try:
+        yield
+    finally:
+        _CHECKED.reset(token)
+
+
+def checkpoint() -> None:
+    """A look at the deadline of the innermost :func:`checking` block (none: nothing to do),
+    made between the pieces of a long computation: :class:`Expired` if it has expired."""
+    deadline = _CHECKED.get()
+    if deadline is not None and deadline.expired():
+        raise Expired
 
 
 def _optional_count(instance, attribute, value) -> None:

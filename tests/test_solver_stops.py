@@ -104,3 +104,63 @@ class _Either:
         from rmtk.limits import stop_requested
 
         return self.looks.expired() or stop_requested() is not None
+
+
+def test_a_deadline_that_expires_during_rc2s_set_up_stops_it():
+    """RC2's set-up gives the oracle every hard clause, in Python (a second at 10^6 noisy
+    steps, without a look at the deadline before): one that expires at its third look, during
+    the set-up of 20,000 clauses, leaves no RC2; never expiring, the same set-up is whole."""
+    from pysat.formula import WCNF
+
+    from rmtk.sat.solver import CHECK_EVERY, open_rc2
+
+    wcnf = WCNF()
+    wcnf.extend([[i, i + 1] for i in range(1, 20_001)])
+    wcnf.append([-1], weight=1)
+    looks = _Looks(2)
+    assert open_rc2(wcnf, looks, stratified=False) is None
+    assert looks.looks == 3 < 20_000 / CHECK_EVERY
+    rc2 = open_rc2(wcnf, NEVER, stratified=False)
+    with rc2:
+        assert rc2.compute() is not None and rc2.cost == 0
+
+
+def test_a_large_encoding_looks_at_the_deadline_as_it_goes():
+    """Clauses are made into lists a chunk at a time, each after a look at the deadline of the
+    ``checking`` block (a million observed steps took a second without one): the same clauses
+    without a deadline, Expired at the first look past it."""
+    import numpy as np
+
+    from rmtk.limits import Expired, checking
+    from rmtk.sat.encoding import ROWS_PER_CHECK, _rows
+
+    arr = np.arange(6 * ROWS_PER_CHECK).reshape(-1, 2)
+    assert _rows(arr) == arr.tolist()
+    looks = _Looks(1)
+    with pytest.raises(Expired), checking(looks):
+        _rows(arr)
+    assert looks.looks == 2  # the second chunk was never made
+
+
+def test_the_exact_search_stopped_in_its_encoding_says_so(monkeypatch):
+    """A deadline that has expired by the encoding's first look: the exact search returns from
+    the encoding, no solver opened, the size undecided and the stop named, as when a solver
+    call is stopped; never expiring, the same search decides the size."""
+    import time
+
+    import rmtk.sat.search as search_module
+    from rmtk.limits import Deadline, SearchLimits
+    from rmtk.ptp.tree import Trie
+    from rmtk.sat.encoders import SatEncoder
+    from rmtk.sat.encoding import Problem
+
+    problem = Problem(Trie.root(True), 3)
+    decided = search_module.search(SatEncoder().encode, problem, SearchLimits(max_nodes=2))
+    assert decided.n_nodes == 1 and decided.complete  # no evidence: one node
+    opened = []
+    monkeypatch.setattr(search_module, "open_solver", lambda *a, **k: opened.append(a))
+    passed = SearchLimits(max_nodes=2, deadline=Deadline(time.monotonic() - 1.0))
+    stopped = search_module.search(SatEncoder().encode, problem, passed)
+    assert stopped.n_nodes is None and not stopped.complete and stopped.tried == ((1, None),)
+    assert "time limit" in stopped.message and "deciding 1 nodes" in stopped.message
+    assert opened == []

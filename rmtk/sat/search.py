@@ -25,7 +25,7 @@ import numpy as np
 from pysat.card import CardEnc, EncType
 
 from ..errors import RmtkError
-from ..limits import SearchLimits
+from ..limits import Expired, SearchLimits, checking
 from ..ptp.tree import Trie
 from .encoding import Formula, Problem, VarPool, decode_transitions
 from .solver import DEFAULT_SOLVER, maxsat_compute, open_rc2, open_solver, solve
@@ -201,11 +201,20 @@ def search(
     t_enc = t_solve = 0.0
     for n in limits.sizes:
         t0 = time.perf_counter()
-        formula = encode(problem, n)
-        pool, clauses = formula.pool, formula.hard
-        t1 = time.perf_counter()
-        t_enc += t1 - t0
-        with open_solver(solver, clauses) as sat_solver:
+        try:  # a large encoding, and the solver's set-up, look at the deadline as they go
+            with checking(deadline):
+                formula = encode(problem, n)
+            pool, clauses = formula.pool, formula.hard
+            t1 = time.perf_counter()
+            t_enc += t1 - t0
+            opened = open_solver(solver, clauses, deadline)
+        except Expired:
+            tried.append((n, None))
+            t_enc += time.perf_counter() - t0
+            return SearchResult(
+                None, (), False, tuple(tried), 0, 0, t_enc, t_solve, 0.0, stopped_while(deadline, f"deciding {n} nodes")
+            )
+        with opened as sat_solver:
             sat = solve(sat_solver, deadline)
             t2 = time.perf_counter()
             t_solve += t2 - t1
@@ -376,8 +385,8 @@ def maxsat_search(
     nodes, deadline, progress = limits.nodes, limits.deadline, limits.progress
     decoder = _Decoder(problem.trie, non_stuttering)
     t0 = time.perf_counter()
-    formula = encode(problem, nodes)
-    pool = formula.pool
+    t1 = float("inf")
+    formula = None
 
     def undecided() -> SearchResult:  # the deadline expired before the optimum was known
         t = time.perf_counter()
@@ -386,16 +395,21 @@ def maxsat_search(
             (),
             False,
             ((nodes, None),),
-            formula.n_clauses,
-            pool.top,
+            0 if formula is None else formula.n_clauses,
+            0 if formula is None else formula.pool.top,
             min(t, t1) - t0,
             max(0.0, t - t1),
             0.0,
             stopped_while(deadline, f"optimising at {nodes} nodes"),
         )
 
-    t1 = float("inf")
-    if deadline.expired():  # the encoding of a million steps is a second without a look
+    try:  # the encoding of a million steps takes a second: it looks at the deadline (checkpoint)
+        with checking(deadline):
+            formula = encode(problem, nodes)
+    except Expired:
+        return undecided()
+    pool = formula.pool
+    if deadline.expired():
         return undecided()
     relax = np.empty(0, np.int64) if formula.relax is None else np.asarray(formula.relax, dtype=np.int64)
     weights = np.ones(len(relax), np.int64) if formula.weights is None else np.asarray(formula.weights, np.int64)

@@ -26,7 +26,7 @@ from typing import Protocol
 from pysat.solvers import Solver, SolverNames
 
 from ..errors import RmtkError
-from ..limits import NEVER, Deadline
+from ..limits import NEVER, Deadline, Expired
 from .terminator import stoppable_calls
 
 #: The backend used unless one is asked for (``--solver``).
@@ -69,9 +69,18 @@ def check_solver_field(instance, attribute, value) -> None:
     check_solver(value)
 
 
-def open_solver(name: str = DEFAULT_SOLVER, clauses: Iterable[Sequence[int]] = ()) -> Solver:
-    """A new solver ``name`` holding ``clauses``; use it as a context manager, or ``delete()`` it."""
+def open_solver(name: str = DEFAULT_SOLVER, clauses: Iterable[Sequence[int]] = (), deadline=None) -> Solver:
+    """A new solver ``name`` holding ``clauses``; use it as a context manager, or ``delete()`` it.
+    With ``deadline``, the clauses are given a chunk at a time with a look at it before each
+    (:class:`~rmtk.limits.Expired` once it has expired: a million clauses take a second)."""
+    if deadline is not None:
+        clauses = _CheckedClauses(clauses, functools.partial(_raise_if_expired, deadline))
     return Solver(name=check_solver(name), bootstrap_with=clauses)
+
+
+def _raise_if_expired(deadline) -> None:
+    if deadline.expired():
+        raise Expired
 
 
 #: A call runs in slices of conflicts, from ``FIRST_SLICE`` up to ``MAX_SLICE``: signals and
