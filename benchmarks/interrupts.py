@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import selectors
 import signal
 import subprocess
@@ -102,30 +103,60 @@ def burners(n: int) -> list[subprocess.Popen]:
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
 
 
-def limited_run(argv: list[str], limit: float, out: Path) -> dict:
-    """One run with ``--time-limit limit``: what it printed, and the seconds from its time limit
-    (the instant the learner's deadline fell, which the run announces) to its exit."""
+def limited_run(argv: list[str], limit: float, out: Path, dot: bool = True) -> dict:
+    """One run with ``--time-limit limit``: what it printed, the seconds from its time limit
+    (the instant the learner's deadline fell, which the run announces) to its exit, and the
+    CPU seconds it spent in that time (its CPU read from /proc at the limit, and its total when
+    reaped). ``dot``: with ``--dot`` (a run stopped by its limit writes one file per machine
+    found, whole)."""
+    files = ["--dot", str(out / "m.dot"), "--force"] if dot else []
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(
-        [sys.executable, "-c", RUN, *argv, "--dot", str(out / "m.dot"), "--force", "--time-limit", f"{limit:g}"],
+        [sys.executable, "-c", RUN, *argv, *files, "--time-limit", f"{limit:g}"],
         cwd=CHECKOUT,
         env=_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    stdout, stderr = (b.decode() for b in proc.communicate())
+    seen = b""
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stderr, selectors.EVENT_READ)
+    while b"rmtk-bench-deadline " not in seen and proc.poll() is None:
+        if sel.select(timeout=1):
+            seen += os.read(proc.stderr.fileno(), 65536)
+    sel.close()
+    at = [float(line.split()[1]) for line in seen.decode().splitlines() if line.startswith("rmtk-bench-deadline ")]
+    cpu_at = None
+    if at:
+        time.sleep(max(0.0, min(at) - time.monotonic()))
+        cpu_at = _cpu(proc.pid)
+    stdout, rest = proc.communicate()
     ended = time.monotonic()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    stderr = (seen + rest).decode()
     ats = [float(line.split()[1]) for line in stderr.splitlines() if line.startswith("rmtk-bench-deadline ")]
-    left = sorted(p.name for p in out.iterdir() if p.name != "m.dot")  # a machine found is written whole
+    left = sorted(p.name for p in out.iterdir() if p.name.startswith("."))  # machines found are written whole
     for p in out.iterdir():
         p.unlink()
     return dict(
         status=proc.returncode,
         seconds=ended - min(ats) if ats else float("nan"),
-        stdout=stdout,
+        cpu=total - cpu_at if cpu_at is not None else float("nan"),
+        stdout=stdout.decode(),
         stderr=stderr,
         left=left,
-        early="# stopped" not in stdout,
+        early="# stopped" not in stdout.decode(),
     )
+
+
+def _cpu(pid: int) -> float | None:
+    """CPU seconds process ``pid`` has spent so far (user + system, from /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def check_limited(run: dict) -> list[str]:
@@ -158,6 +189,7 @@ def one_run(argv: list[str], marker: str, sig: int, delay: float, double: float 
     """One run stopped ``delay`` s after ``marker`` appeared on its stderr: what it printed and
     how it ended."""
     dot = out / "m.dot"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(
         [sys.executable, "-c", RUN, *argv, "--dot", str(dot), "--force"],
         cwd=CHECKOUT,
@@ -174,6 +206,7 @@ def one_run(argv: list[str], marker: str, sig: int, delay: float, double: float 
     sel.close()
     time.sleep(delay)
     finished_before = proc.poll() is not None
+    cpu_at = _cpu(proc.pid)
     proc.send_signal(sig)
     if double is not None:
         time.sleep(double)
@@ -189,6 +222,9 @@ def one_run(argv: list[str], marker: str, sig: int, delay: float, double: float 
     else:
         status = proc.returncode
     stdout, stderr = stdout.decode(), (seen + rest).decode()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    cpu = total - cpu_at if cpu_at is not None and status != "hang" else float("nan")
     if status == "hang":
         return dict(status=status, seconds=120.0, stdout=stdout, stderr=stderr, left=[], early=finished_before)
     left = sorted(p.name for p in out.iterdir())
@@ -197,6 +233,7 @@ def one_run(argv: list[str], marker: str, sig: int, delay: float, double: float 
     return dict(
         status=status,
         seconds=time.monotonic() - t0,
+        cpu=cpu,
         stdout=stdout,
         stderr=stderr,
         left=left,
@@ -224,7 +261,7 @@ def check(run: dict, status: int, message: str, double: bool) -> list[str]:
 
 def _row(case: str, stop: str, runs: list) -> dict:
     seconds = sorted(r["seconds"] for r, _ in runs)
-    return {
+    row = {
         "case": case,
         "signal": stop,
         "runs": len(runs),
@@ -233,6 +270,10 @@ def _row(case: str, stop: str, runs: list) -> dict:
         "max s after signal": f"{seconds[-1]:.2f}",
         "median s": f"{seconds[len(seconds) // 2]:.2f}",
     }
+    cpu = sorted(r["cpu"] for r, _ in runs if "cpu" in r)
+    if cpu:
+        row.update({"max CPU s": f"{cpu[-1]:.2f}", "median CPU s": f"{cpu[len(cpu) // 2]:.2f}"})
+    return row
 
 
 def main(argv=None) -> int:
@@ -257,6 +298,7 @@ def main(argv=None) -> int:
         help="no signal: each run has --time-limit drawn between LO and HI s (uniform); the time is "
         "from the learner's limit to the exit",
     )
+    ap.add_argument("--no-dot", action="store_true", help="--time-limit runs without --dot (no file per machine)")
     ap.add_argument("--load", type=int, default=0, help="busy processes running meanwhile")
     ap.add_argument("--bound", type=float, default=8.0, help="seconds a run may take after its (last) signal")
     ap.add_argument("--seed", type=int, default=0, help="seed of the signal times")
@@ -287,7 +329,7 @@ def main(argv=None) -> int:
                 if opts.time_limit:
                     runs = []
                     for _ in range(opts.repeat):
-                        run = limited_run(argv_case, rng.uniform(*opts.time_limit), out)
+                        run = limited_run(argv_case, rng.uniform(*opts.time_limit), out, not opts.no_dot)
                         wrong = check_limited(run)
                         if run["seconds"] > opts.bound:
                             wrong.append(f"{run['seconds']:.1f} s after the limit")
