@@ -13,6 +13,10 @@ request, and returns ``None`` ("not decided"). The slices are sized by the solve
 (conflicts, and the propagations the last slice took), never by the clock: where a call
 pauses changes the solver's course, so the same formula and the same calls give the same
 models on any machine under any load (docs/design/determinism.md); a time limit only stops.
+Within a slice, the deadline is looked at too (:mod:`rmtk.sat.terminator`: CaDiCaL's own
+terminator, or ``interrupt()`` from a watching thread), so a stop does not wait for a slice
+that lasts seconds on a formula of a million clauses; a look that finds the deadline unexpired
+changes nothing.
 """
 
 from __future__ import annotations
