@@ -25,7 +25,8 @@ otherwise by another letter drawn uniformly (``LabelNoise.uniform(props, 1 − c
 3. **Belief against the naive use** (``belief``): Office coffee and mail with their true
    machines, tabular Q-learning with CRM through a detector of confidence 0.9 and 0.8 (and 1,
    exact labels: the same-run reference)
-   (``BeliefQLearning``: the Bayes filter vs the most likely label), ``--runs`` seeds of
+   (``BeliefQLearning``: the Bayes filter vs the most likely label; ``--belief-trackers`` adds
+   ``PooledStateLetters`` around either, each state's detections pooled), ``--runs`` seeds of
    ``--steps`` steps each; the success rate of 50 greedy episodes per run (the world's machine
    pays within 100 steps), one process per cell.
 
@@ -35,6 +36,11 @@ otherwise by another letter drawn uniformly (``LabelNoise.uniform(props, 1 − c
    detector's, by BIC): how often each model is chosen, how often every state's letter is
    believed right, and how often each reported 95 % interval holds its true rate. CPU: the fit of
    ``auto`` beside the uniform model's alone (the same-run reference), in one process.
+
+6. **The machines demonstrations identify** (``class``): for each ``--class-tasks`` task,
+   ``--class-n`` demonstrations of the scripted expert, the machines the noise-free labels give
+   (nodes, count, whether the truth is among them or alone) beside those of the same episodes
+   recorded at each ``--levels`` confidence, and whether they are the same machines.
 
 5. **Deep agents and the online learner** (``deep``): Office coffee with a Stable-Baselines3
    DQN (rmtk reproduce online's coffee settings), the steps to 90 % greedy success (evaluated
@@ -279,7 +285,7 @@ def one_grid(name: str, evidence: str, confidence: float, seed: int, budget_scal
 def one_belief(name: str, confidence: float, tracker: str, runs: int, steps: int) -> dict:
     from rmtk.gym import BeliefQLearning, RewardMachineEnv, SimulatedDetector, StateLabels, office_env
     from rmtk.label_noise import LabelNoise
-    from rmtk.label_noise.filter import BayesFilter, MostLikelyLabel
+    from rmtk.label_noise.filter import BayesFilter, MostLikelyLabel, PooledStateLetters
 
     if name == "cliff":  # the patrol of rmtk.rl.online.tasks (a, b, then g; no failing letter)
         import gymnasium
@@ -298,20 +304,21 @@ def one_belief(name: str, confidence: float, tracker: str, runs: int, steps: int
             return office_env(max_steps=100)
 
     noise = LabelNoise.uniform(machine.alphabet, round(1.0 - confidence, 12))
-    kind = BayesFilter if tracker == "belief" else MostLikelyLabel
+    kind = BayesFilter if tracker in ("belief", "pooled") else MostLikelyLabel
     agent = BeliefQLearning(alpha=0.1, gamma=0.9, epsilon=0.1, q_init=0.5)
+    n_states = int(world().observation_space.n)
 
-    def env(seed):
+    def env(seed, track):
         detector = SimulatedDetector(labeler, machine, noise, seed=seed)
-        return RewardMachineEnv(
-            world(), machine, labeler, observation="belief", detector=detector, tracker=kind(machine)
-        )
+        return RewardMachineEnv(world(), machine, labeler, observation="belief", detector=detector, tracker=track)
 
     rates = []
     t0 = time.process_time()
     for run in range(runs):
-        q, _ = agent.train(env(run), steps, seed=run)
-        check = env(1000 + run)
+        # the pooled trackers keep each state's detections: one per run, shared by training and evaluation
+        track = PooledStateLetters(kind(machine), n_states) if tracker.startswith("pooled") else kind(machine)
+        q, _ = agent.train(env(run, track), steps, seed=run)
+        check = env(1000 + run, track)
         rates.append(float(np.mean([agent.episode(check, q, seed=e, max_steps=100) > 0 for e in range(50)])))
     return dict(
         task=name,
@@ -493,6 +500,38 @@ NOISES = {
 }
 
 
+def one_class(name: str, n: int, levels: list[float], seed: int) -> dict:
+    """From ``n`` demonstrations: the machines the noise-free labels give, and whether the labels
+    of each detector confidence give the same ones (pairwise isomorphic, rewards included)."""
+    from rmtk.machine.model import isomorphic
+
+    task = load(name)
+    clean, table = demonstrations(task, n, seed)
+    rows, base = [], None
+    for c in levels:
+        data = clean if c >= 1.0 else recorded(task, clean, c, seed + 1)
+        r, res, cpu = fit(task, data, "demos", c, table)
+        machines = list(r.machines)
+        if base is None:
+            base = machines
+        same = len(machines) == len(base) and all(any(isomorphic(m, b) for b in base) for m in machines)
+        rows.append(
+            dict(
+                confidence=c,
+                nodes=r.n_nodes,
+                machines=len(machines),
+                complete=bool(r.search.complete),
+                consistent=sum(bool(v.consistent) for v in (r.verdicts or ())),
+                truth=any(isomorphic(m, task.machine) for m in machines),
+                alone=truth_alone(task, clean, "demos", r),
+                same=same,
+                doubtful=None if res is None else res.choices.n_states,
+                cpu=round(cpu, 3),
+            )
+        )
+    return dict(task=name, n=n, rows=rows)
+
+
 def one_coverage(name: str, seeds: int) -> dict:
     """``seeds`` seeded simulations of the noise ``name``: the model chosen, the letters, and how
     often each reported interval holds its true rate."""
@@ -640,14 +679,17 @@ def belief(opts) -> str:
     for name in opts.belief_tasks:
         for c in opts.belief_levels:
             row = {"task": name, "confidence": c}
-            for tracker in ("belief", "naive") if c < 1.0 else ("belief",):  # exact labels: the two are one
-                args = ["belief", name, repr(c), tracker, str(opts.runs), str(opts.steps)]
+            for tracker in opts.belief_trackers:
+                if c >= 1.0 and tracker != opts.belief_trackers[0]:  # exact labels: the trackers are one
+                    row[f"{tracker} success"], row[f"{tracker} cpu s"] = "(the same)", "-"
+                    continue
+                # exact labels: the Bayes filter is plain CRM (the pooled trackers differ by their floor alone)
+                run = "belief" if c >= 1.0 else tracker
+                args = ["belief", name, repr(c), run, str(opts.runs), str(opts.steps)]
                 rec, cpu = measured(args, opts.cpu_limit)
                 row[f"{tracker} success"] = "stopped" if rec is None else f"{rec['rate']:.3f}"
                 row[f"{tracker} cpu s"] = round(cpu, 1)
-                print(f"belief {name} {c} {tracker}: {rec}", file=sys.stderr, flush=True)
-            if c >= 1.0:
-                row["naive success"], row["naive cpu s"] = "(the same)", "-"
+                print(f"belief {name} {c} {run}: {rec}", file=sys.stderr, flush=True)
             table.append(row)
     return render(table, opts.markdown, frozenset({"task"}))
 
@@ -655,6 +697,15 @@ def belief(opts) -> str:
 #: the tasks the belief section can run (their true machines, given): the Office World's and
 #: CliffWalking's patrol (rmtk.rl.online.tasks)
 BELIEF_TASKS = ("coffee", "mail", "patrol", "coffee_mail", "cliff")
+
+
+#: the trackers of the belief section (one_belief)
+BELIEF_TRACKERS = {
+    "belief": "Bayes filter on each detection",
+    "naive": "most likely label of each detection",
+    "pooled": "Bayes filter on the state's pooled letter posterior (PooledStateLetters)",
+    "pooled-naive": "most likely pooled letter of the state",
+}
 
 
 #: the agents of the deep section (one_deep)
@@ -724,6 +775,35 @@ def coverage(opts) -> str:
     return render(table, opts.markdown, frozenset({"noise"}))
 
 
+def equivalence(opts) -> str:
+    """The machines the noise-free demonstrations give, beside those of each noisy level."""
+    table = []
+    for name in opts.class_tasks:
+        args = ["class", name, str(opts.class_n), ",".join(map(repr, opts.levels)), str(opts.seed)]
+        rec, cpu = measured(args, opts.cpu_limit)
+        print(f"class {name}: {rec}", file=sys.stderr, flush=True)
+        if rec is None:
+            table.append({"task": name, "confidence": "stopped"})
+            continue
+        for row in rec["rows"]:
+            table.append(
+                {
+                    "task": name,
+                    "episodes": rec["n"],
+                    "confidence": row["confidence"],
+                    "nodes": row["nodes"],
+                    "machines": f"{row['machines']}" + ("" if row["complete"] else "+"),
+                    "consistent with the expert": row["consistent"],
+                    "truth among": "yes" if row["truth"] else "no",
+                    "truth alone": "yes" if row["alone"] else "no",
+                    "same as noise-free": "yes" if row["same"] else "no",
+                    "doubtful states": "-" if row["doubtful"] is None else row["doubtful"],
+                    "fit cpu s": row["cpu"],
+                }
+            )
+    return render(table, opts.markdown, frozenset({"task"}))
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--one":
@@ -732,6 +812,8 @@ def main(argv=None) -> int:
             rec = one_paper(rest[0], int(rest[1]), int(rest[2]), int(rest[3]))
         elif kind == "grid":
             rec = one_grid(rest[0], rest[1], float(rest[2]), int(rest[3]), float(rest[4]))
+        elif kind == "class":
+            rec = one_class(rest[0], int(rest[1]), [float(c) for c in rest[2].split(",")], int(rest[3]))
         elif kind == "coverage":
             rec = one_coverage(rest[0], int(rest[1]))
         elif kind == "deep":
@@ -741,7 +823,7 @@ def main(argv=None) -> int:
         print(MARK + json.dumps(rec), flush=True)
         return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sections = ("paper", "grid", "belief", "coverage", "deep")
+    sections = ("paper", "grid", "belief", "coverage", "deep", "class")
     ap.add_argument("--sections", nargs="+", default=list(sections), choices=sections)
     ap.add_argument("--seeds", type=int, default=40, help="seeds of the coverage section")
     ap.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
@@ -751,12 +833,21 @@ def main(argv=None) -> int:
     ap.add_argument("--paper-n", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--budget-scale", type=float, default=1.0, help="scale the episode budgets of the grid")
+    ap.add_argument("--class-tasks", nargs="+", default=["patrol"], choices=TASKS, help="tasks of class")
+    ap.add_argument("--class-n", type=int, default=16_000, help="demonstrations of class")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument(
         "--belief-levels", nargs="+", type=float, default=[1.0, 0.9, 0.8], help="detector confidences of the belief"
     )
     ap.add_argument(
         "--belief-tasks", nargs="+", default=["coffee", "mail"], choices=BELIEF_TASKS, help="Office tasks of belief"
+    )
+    ap.add_argument(
+        "--belief-trackers",
+        nargs="+",
+        default=["belief", "naive"],
+        choices=BELIEF_TRACKERS,
+        help="the trackers of belief (" + "; ".join(f"{k}: {v}" for k, v in BELIEF_TRACKERS.items()) + ")",
     )
     ap.add_argument("--steps", type=int, default=30_000)
     ap.add_argument("--deep-levels", nargs="+", type=float, default=[0.9], help="detector confidences of deep")
@@ -773,7 +864,8 @@ def main(argv=None) -> int:
         opts.tasks, opts.levels, opts.seeds = ["coffee", "t1"], [1.0, 0.9], 3
     started = time.time()
     for section in opts.sections:
-        text = {"paper": paper, "grid": grid, "belief": belief, "coverage": coverage, "deep": deep}[section](opts)
+        run = {"paper": paper, "grid": grid, "belief": belief, "coverage": coverage, "deep": deep, "class": equivalence}
+        text = run[section](opts)
         print(f"\n## {section}\n\n{text}", flush=True)
     print(f"\n{time.time() - started:.0f} s wall, {children_cpu():.0f} CPU s in the children", flush=True)
     return 0

@@ -51,6 +51,8 @@ SAMPLE = {
     "--alpha": ([], ["--alpha", "0.01"]),
     "--maxsat": ([], ["--maxsat"]),
     "--noisy": ([], ["--noisy"]),
+    "--noisy-moves": (["--noisy"], ["--noisy-moves", "500"]),
+    "--noisy-exact": (["--noisy"], ["--noisy-exact"]),
     "--tolerance": ([], ["--tolerance", "0.1"]),
     "--label-noise": (["--demos", "{rdemos}"], ["--label-noise", "auto"]),  # with --active: the labels --demos recorded
     "--simplest": ([], ["--simplest"]),

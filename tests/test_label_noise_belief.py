@@ -9,7 +9,7 @@ import pytest
 
 from rmtk.errors import ModelError
 from rmtk.label_noise import LabelNoise
-from rmtk.label_noise.filter import BayesFilter, MostLikelyLabel, NoisyDetector
+from rmtk.label_noise.filter import BayesFilter, MostLikelyLabel, NoisyDetector, PooledStateLetters
 from rmtk.machine.model import RewardMachine
 
 gymnasium = pytest.importorskip("gymnasium")
@@ -133,3 +133,72 @@ def test_label_noise_belief_q_learning_learns_the_corridor(corridor):
     agent = BeliefQLearning(alpha=0.5, q_init=1.0)
     q, curve = agent.train(env, 2000, seed=0)
     assert agent.episode(belief_env(mdp, m, LabelNoise.exact(m.alphabet), seed=9), q, seed=4) == 1.0
+
+
+def test_label_noise_pooled_state_letters_is_the_hand_computed_belief():
+    """Each step's letter read as its state's, from every detection there so far: the second
+    detection at state 1 is pooled with the first, ∝ [0.7·0.1, 0.1·0.6, 0.1·0.2, 0.1·0.1]."""
+    m = coffee_like()
+    pooled = PooledStateLetters(BayesFilter(m), n_states=3)
+    q0, q1, flat, q2 = [0.1, 0.1, 0.7, 0.1], [0.7, 0.1, 0.1, 0.1], [0.25] * 4, [0.1, 0.6, 0.2, 0.1]
+    b = pooled.start(pooled.pool(0, q0))
+    assert np.allclose(b, [0.8, 0.1, 0.1])
+    b = pooled.step(b, pooled.pool(1, q1))  # state 1's first detection: the Bayes filter's step
+    # u0 (0.8): f -> u1 0.56, n -> end 0.08, g i stay 0.16; u1 (0.1): f i stay 0.08, g n -> end 0.02
+    assert np.allclose(b, [0.16, 0.64, 0.2])
+    b = pooled.step(b, pooled.pool(2, flat))
+    # u0 (0.16): f -> u1 0.04, n -> end 0.04, g i stay 0.08; u1 (0.64): f i stay 0.32, g n -> end 0.32
+    assert np.allclose(b, [0.08, 0.36, 0.56])
+    read = pooled.pool(1, q2)
+    assert np.allclose(read, [0.4375, 0.375, 0.125, 0.0625]) and pooled.visits.tolist() == [1, 2, 1]
+    b = pooled.step(b, read)
+    # u0 (0.08): f -> u1 0.035, n -> end 0.005, g i stay 0.04;
+    # u1 (0.36): f i stay 0.36·0.5625, g n -> end 0.36·0.4375; end 0.56
+    assert np.allclose(b, [0.04, 0.035 + 0.2025, 0.005 + 0.1575 + 0.56])
+    assert not np.allclose(b, BayesFilter(m).step([0.08, 0.36, 0.56], q2))  # the per-step filter forgets
+    naive = PooledStateLetters(MostLikelyLabel(m), n_states=3)
+    naive.pool(1, q1)
+    assert np.array_equal(naive.letters(naive.pool(1, q2)), [1, 0, 0, 0])  # f pooled; g alone
+    assert np.array_equal(MostLikelyLabel(m).letters(q2), [0, 1, 0, 0])
+    with pytest.raises(ModelError, match=r"reads Discrete\(3, start=0\) observations"):
+        pooled.pool(3, flat)
+    with pytest.raises(ModelError, match="needs a NodeTracker"):
+        PooledStateLetters(m, n_states=3)
+
+
+def test_label_noise_pooled_letters_are_the_posterior_of_the_confusion():
+    """Against Bayes' rule on the detector's confusion matrix itself: the recorded letters of
+    one state's visits, a uniform prior, ``p(ℓ) ∝ Π_i C[ℓ, k_i]``."""
+    noise = LabelNoise.uniform(["f", "g", "i", "n"], 0.35)
+    detector = NoisyDetector(noise, 5)
+    pooled = PooledStateLetters(BayesFilter(coffee_like()), n_states=2, first=10)
+    recorded = []
+    for _ in range(12):
+        k, q = detector(0)  # the true letter f at observation 11
+        recorded.append(k)
+        expected = np.prod(noise.confusion[:, recorded], axis=1)
+        assert np.allclose(pooled.pool(11, q), expected / expected.sum())
+    assert pooled.visits.tolist() == [0, 12]
+
+
+def test_label_noise_pooled_tracker_in_the_belief_product(corridor):
+    """The wrapper hands the pooled tracker each step's observation; the experiences weigh the
+    pooled letters; the default trackers read the detection itself."""
+    mdp, m = corridor
+    noise = LabelNoise.uniform(m.alphabet, 0.3)
+    plain = belief_env(mdp, m, noise)
+    _, info = plain.reset(seed=3)
+    assert np.array_equal(info["rm_letters"], info["rm_detection"])
+    tracker = PooledStateLetters(BayesFilter(m), n_states=mdp.n_states)
+    env = belief_env(mdp, m, noise, tracker=tracker)
+    check = PooledStateLetters(BayesFilter(m), n_states=mdp.n_states)
+    obs, info = env.reset(seed=3)
+    b = check.start(check.pool(obs["obs"], info["rm_detection"]))
+    for action in ["right", "left", "left", "right", "left"]:
+        obs, _, term, _, info = env.step(mdp.action_index(action))
+        read = check.pool(obs["obs"], info["rm_detection"])
+        b = check.step(b, read)
+        assert np.allclose(info["rm_letters"], read) and np.allclose(obs["belief"], b)
+    rows = env.belief_experiences(info)
+    assert np.allclose(rows.weight[rows.node == 0], info["rm_letters"])
+    assert np.array_equal(tracker.visits, check.visits) and tracker.visits.sum() == 6

@@ -150,8 +150,13 @@ def _encoder_from_args(args):
         common.update(solver=args.solver)
     if args.maxsat:
         return MaxSatEncoder(weights=args.weights or "unit", **common)
-    if args.noisy:
+    if args.noisy and args.noisy_exact:
         return (SimplestNoisyRewardEncoder if args.simplest else NoisyRewardEncoder)(**common)
+    if args.noisy:  # the exact search within a budget of work, then the least noisy machine found
+        from ..sat.anytime import AnytimeNoisyRewardEncoder, SimplestAnytimeNoisyRewardEncoder
+
+        anytime = SimplestAnytimeNoisyRewardEncoder if args.simplest else AnytimeNoisyRewardEncoder
+        return anytime(**common, **({} if args.noisy_moves is None else {"moves": args.noisy_moves}))
     negatives = args.negatives or "classes"
     return (SimplestEncoder if args.simplest else SatEncoder)(negatives=negatives, **common)
 

@@ -215,6 +215,26 @@ LEARN_FLAGS = (
         "it treats recorded rewards as noisy: weighted MaxSAT over the reward observations",
     ),
     Flag(
+        "--noisy-moves",
+        "noisy_moves",
+        REWARDS,
+        "it bounds the local search for the least noisy machine",
+        _needs("noisy", why="needs --noisy: it bounds the search for the least noisy machine"),
+    ),
+    Flag(
+        "--noisy-exact",
+        "noisy_exact",
+        REWARDS,
+        "it asks the exact search for the least noisy machine alone",
+        lambda args, mode: (
+            "needs --noisy: it asks for the least noisy machine's exact search"
+            if not args.noisy
+            else "cannot go with --noisy-moves: the exact search alone runs no local search"
+            if args.noisy_moves is not None
+            else None
+        ),
+    ),
+    Flag(
         "--label-noise",
         "label_noise",
         frozenset({"demos", "rewards", "both", "active", "active-simulated"}),

@@ -269,7 +269,20 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "--noisy",
         action="store_true",
         help="with --from rewards|both: recorded rewards may be wrong; weighted MaxSAT at --nodes (else "
-        "--max-nodes) calls the fewest steps noisy and reports the noise level",
+        "--max-nodes) calls the fewest steps noisy and reports the noise level; past its budget of work, the "
+        "least noisy machine a local search finds, flagged NOT PROVEN with a lower bound and the gap",
+    )
+    ln.add_argument(
+        "--noisy-moves",
+        type=_positive_int,
+        metavar="N",
+        help="with --noisy: machines the local search evaluates once the exact search's budget is spent "
+        "(default 20000)",
+    )
+    ln.add_argument(
+        "--noisy-exact",
+        action="store_true",
+        help="with --noisy: the exact search alone, however long (its answer is proven least noisy)",
     )
     ln.add_argument(
         "--tolerance",

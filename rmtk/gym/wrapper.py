@@ -170,11 +170,14 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
             letter of the machine's alphabet (e.g. :class:`~rmtk.gym.belief.SimulatedDetector`).
         tracker: with ``observation="belief"``: the
             :class:`~rmtk.label_noise.filter.NodeTracker` (default the Bayes filter;
-            :class:`~rmtk.label_noise.filter.MostLikelyLabel` for the naive use).
+            :class:`~rmtk.label_noise.filter.MostLikelyLabel` for the naive use;
+            :class:`~rmtk.label_noise.filter.PooledStateLetters` around either to read each
+            step's letter from every detection of its state).
 
     ``info`` gets ``rm_node`` (index), ``rm_label``, ``rm_reward`` (the machine's part) and
     ``env_reward``, ``env_terminated``; with a belief also ``rm_detection`` (the detector's
-    probabilities) and ``rm_belief``: ``rm_node`` and ``rm_label`` are then the world's, which an
+    probabilities), ``rm_letters`` (the letter probabilities the tracker read: the detection,
+    or its state's pooled posterior) and ``rm_belief``: ``rm_node`` and ``rm_label`` are then the world's, which an
     agent under noise does not see. The constructor's arguments are recorded, so
     ``gymnasium.make(env.spec)`` rebuilds the product of a ``gymnasium.make`` environment.
     """
@@ -277,9 +280,12 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         if self.tracker is not None:
             self.detector.reset(seed)
             q = self.detector(obs, info)
-            self.belief = self.tracker.start(q)
+            read = self._read(obs, q)
+            self.belief = self.tracker.start(read)
             self._obs = {"obs": obs, "belief": self.belief}
-            return self._obs, dict(info, rm_node=self.node, rm_label=label, rm_detection=q, rm_belief=self.belief)
+            return self._obs, dict(
+                info, rm_node=self.node, rm_label=label, rm_detection=q, rm_letters=read, rm_belief=self.belief
+            )
         self._obs = self.encode(obs, self.node)
         return self._obs, dict(info, rm_node=self.node, rm_label=label)
 
@@ -300,13 +306,21 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         before = self._obs
         if self.tracker is not None:
             q = self.detector(obs, info)
-            self.belief = self.tracker.step(self.belief, q)
-            info.update(rm_detection=q, rm_belief=self.belief, rm_ended=bool(self._terminal[v]))
+            read = self._read(obs, q)
+            self.belief = self.tracker.step(self.belief, read)
+            info.update(rm_detection=q, rm_letters=read, rm_belief=self.belief, rm_ended=bool(self._terminal[v]))
             self._obs = {"obs": obs, "belief": self.belief}
         else:
             self._obs = int(obs - self._flat_start) * self._flat_n + v if self._flat_n else self.encode(obs, v)
         self._last = (before, action, self._obs, info)
         return self._obs, reward, env_terminated or self._terminal[v], truncated, info
+
+    def _read(self, obs, q) -> np.ndarray:
+        """The letter probabilities the tracker reads at a step (its capability, with a default:
+        the detection itself)."""
+        from ..label_noise.filter import TrackerCapabilities
+
+        return TrackerCapabilities.of(self.tracker).pool(obs, q)
 
     def counterfactual_experiences(self, obs, action, next_obs, info) -> list[tuple]:
         """CRM: ``(obs, action, reward, next_obs, terminated)`` for every non-terminal node,
@@ -333,15 +347,16 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
     def belief_experiences(self, info) -> BeliefExperiences:
         """CRM from a detection (``observation="belief"``): for every non-terminal node and every
         letter the tracker weighs (:meth:`~rmtk.label_noise.filter.NodeTracker.letters` of
-        ``info["rm_detection"]``: the detection itself for the Bayes filter, the most likely
-        letter for the naive use), the node it leads to, its reward and whether it ends, with
-        that weight. A learner that takes the weighted mean of the rows' targets per node makes
-        the expected CRM update under the detection (:class:`~rmtk.gym.belief.BeliefQLearning`).
+        ``info["rm_letters"]``: the detection itself for the Bayes filter, the most likely
+        letter for the naive use, the state's pooled posterior with ``PooledStateLetters``),
+        the node it leads to, its reward and whether it ends, with that weight. A learner that
+        takes the weighted mean of the rows' targets per node makes the expected CRM update under
+        the detection (:class:`~rmtk.gym.belief.BeliefQLearning`).
         A step that ends the world's episode (its machine at a terminal node, or the environment
         terminating) ends every row: the agent sees the episode end, and nothing follows it there."""
         if self.tracker is None:
             raise ModelError("belief_experiences needs observation='belief' (a detector and a tracker)")
-        w = np.asarray(self.tracker.letters(info["rm_detection"]), dtype=np.float64)
+        w = np.asarray(self.tracker.letters(read_letters(info)), dtype=np.float64)
         ks = np.flatnonzero(w > 0)
         tab = self.tables
         extra = info.get("env_reward", 0.0) if self.add_env_reward else 0.0
@@ -359,6 +374,12 @@ class RewardMachineEnv(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs)
         """CRM of the last ``step`` (empty after a reset): the route to CRM when the
         wrapper is applied inside a vector environment, ``envs.call("last_experiences")``."""
         return [] if self._last is None else self.counterfactual_experiences(*self._last)
+
+
+def read_letters(info) -> np.ndarray:
+    """The letter probabilities the tracker read at a step of a belief product: ``rm_letters``
+    (the detection, or what the tracker pooled from it), else the detection ``rm_detection``."""
+    return info["rm_letters"] if "rm_letters" in info else info["rm_detection"]
 
 
 def _belief_strategies(machine: RewardMachine, observation: str, detector, tracker):

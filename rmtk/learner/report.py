@@ -87,7 +87,10 @@ def report(
             f"# lazy negatives: {lazy.counterexamples} added in {lazy.rounds} candidate checks, "
             f"{lazy.trie.n_nodes - 1} words in play"
         )
-    if result.search.cost is not None and result.noise is not None:
+    if result.search.unproven is not None:  # the least noisy machine found, not proven (rmtk/sat/anytime.py)
+        for line in result.search.unproven.lines():
+            w(f"# {line}")
+    elif result.search.cost is not None and result.noise is not None:
         w(f"# MaxSAT: the optimum calls {result.search.cost} observed step(s) noisy")
     elif result.search.cost is not None:
         w(f"# MaxSAT: optimum drops {result.search.cost} negative example(s)")
@@ -106,7 +109,13 @@ def report(
     w(
         f"# solutions: {result.distinct_count} machine{'s' if result.distinct_count != 1 else ''} up to renaming, "
         f"{result.raw_count} raw assignments (node 0 fixed, the paper's count)"
-        + ("" if result.search.complete else f"; {result.search.message}")
+        + (
+            ""
+            if result.search.complete
+            else "; not proven least noisy (above)"
+            if result.search.unproven is not None
+            else f"; {result.search.message}"
+        )
     )
     fits = result.reward_fits
     if fits is not None and len(fits) < result.distinct_count:

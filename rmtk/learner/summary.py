@@ -180,6 +180,8 @@ class MachineSummary:
     stopped: Stop | None = None
     equivalence: str = "policy-equivalent"
     single_action: bool = False
+    #: the machines are the least noisy a local search found, not proven least noisy (rmtk/sat/anytime.py)
+    unproven: bool = False
 
     @classmethod
     def of(cls, result, *, iso: tuple[bool, ...] | None = None) -> MachineSummary:
@@ -224,6 +226,7 @@ class MachineSummary:
             stopped=result.stopped,
             equivalence=verdicts[0].equivalence if verdicts else "policy-equivalent",
             single_action=result.negatives is not None and single_action(result.ptp),
+            unproven=result.search.unproven is not None,
         )
 
     @property
@@ -241,6 +244,8 @@ class MachineSummary:
         end with where to see what would separate the machines)."""
         if self.complete:
             why = ""
+        elif self.unproven:
+            why = ": the least noisy a local search found, not proven; others may be as little noisy, or less"
         elif self.more:
             why = f": {self.listed} listed (max_solutions {self.cap})"
         elif self.stopped is not None and self.stopped.phase == "enumerate":

@@ -34,7 +34,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..errors import ModelError, RmtkError
-from ..gym.wrapper import CrmTables
+from ..gym.wrapper import CrmTables, read_letters
 from ..machine.model import RewardMachine
 from .encoding import product_attributes
 from .sb3 import _require
@@ -67,11 +67,11 @@ class BeliefCounterfactuals:
 
     def letters(self, infos, rng: np.random.Generator) -> np.ndarray:
         """One letter per copy, drawn from the tracker's weights of its detection
-        (``info["rm_detection"]``); a weight of one is taken without a draw."""
+        (``info["rm_letters"]``, else ``info["rm_detection"]``); a weight of one is taken without a draw."""
         out = np.empty(len(infos), dtype=np.int64)
         for i, info in enumerate(infos):
             try:
-                w = np.asarray(self.tracker.letters(info["rm_detection"]), dtype=np.float64)
+                w = np.asarray(self.tracker.letters(read_letters(info)), dtype=np.float64)
             except KeyError:
                 raise RmtkError(
                     "a step's info has no 'rm_detection': the environment is not a belief product"

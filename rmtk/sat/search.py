@@ -25,7 +25,7 @@ import numpy as np
 from pysat.card import CardEnc, EncType
 
 from ..errors import RmtkError
-from ..limits import Expired, SearchLimits, checking
+from ..limits import Deadline, Expired, SearchLimits, checking
 from ..ptp.tree import Trie
 from .encoding import Formula, Problem, VarPool, decode_transitions
 from .solver import DEFAULT_SOLVER, maxsat_compute, open_rc2, open_solver, solve
@@ -75,6 +75,9 @@ class SearchResult:
     #: once ``max_solutions`` machines were listed: whether another one survives (``True``: one
     #: was found and not kept; ``False``: none, the listing is complete); ``None``: not asked.
     more: bool | None = None
+    #: a machine found but not proven optimal (rmtk.sat.anytime.Unproven: its lower bound, the gap and
+    #: what the samples resolve); ``None``: an exact search's answer
+    unproven: object = None
 
     @property
     def raw_count(self) -> int:
@@ -368,6 +371,46 @@ def _enumerate(solver, pool, decoder, n, limits: SearchLimits, relax=None):
     return tuple(found.values()), complete, time.perf_counter() - t0, more
 
 
+@attrs.frozen
+class WorkBudget(Deadline):
+    """A deadline that also expires once the oracle of the RC2 it watches has made more than
+    ``propagations`` propagations (its :meth:`watch`, which :func:`maxsat_search` calls; read at
+    every 32nd check of the deadline): a bound
+    on the work of a MaxSAT search that, unlike a time limit, ends it at the same point on every
+    machine under any load (the stop checks are placed by the solver's work: rmtk/sat/solver.py)."""
+
+    propagations: int = 0
+    _state: dict = attrs.field(factory=dict, eq=False, repr=False)
+
+    def watch(self, rc2) -> None:
+        """Count the work of ``rc2``'s oracle from now on."""
+        self._state.update(rc2=rc2, start=rc2.oracle.accum_stats()["propagations"], spent=False)
+
+    @property
+    def work(self) -> int:
+        """The propagations counted at the last check."""
+        return int(self._state.get("work", 0))
+
+    @property
+    def spent(self) -> bool:
+        """Whether the budget ran out (not the time limit, nor a stop request)."""
+        return bool(self._state.get("spent"))
+
+    def expired(self) -> bool:
+        rc2 = self._state.get("rc2")
+        if rc2 is not None and rc2.oracle is None:  # its search is over: the budget bounded it alone
+            self._state["rc2"] = rc2 = None
+        if rc2 is not None and not self.spent:
+            calls = self._state["calls"] = self._state.get("calls", 0) + 1
+            if calls % 32 == 1:  # reading the counts costs microseconds; a count, not the clock, spaces them
+                work = self._state["work"] = rc2.oracle.accum_stats()["propagations"] - self._state["start"]
+                self._state["spent"] = work > self.propagations
+        return self.spent or Deadline.expired(self)
+
+    def reason(self) -> str | None:
+        return "its budget of work spent" if self.spent else Deadline.reason(self)
+
+
 def maxsat_search(
     encode: Encode,
     problem: Problem,
@@ -426,6 +469,8 @@ def maxsat_search(
     if rc2 is None:
         return undecided()
     with rc2:
+        if isinstance(deadline, WorkBudget):
+            deadline.watch(rc2)
         model, decided = maxsat_compute(rc2, deadline)
         t2 = time.perf_counter()
         if not decided:

@@ -31,7 +31,7 @@ from pysat.solvers import Solver, SolverNames
 
 from ..errors import RmtkError
 from ..limits import NEVER, Deadline, Expired
-from .terminator import stoppable_calls
+from .terminator import stop_only, stoppable_calls
 
 #: The backend used unless one is asked for (``--solver``).
 DEFAULT_SOLVER = "cadical153"
@@ -136,17 +136,20 @@ def solve(
     assumptions: Sequence[int] = (),
     conflicts: int | None = None,
     first: int = FIRST_SLICE,
+    inside: Expiring | None = None,
 ) -> bool | None:
     """``solver.solve(assumptions)`` in slices of conflicts: ``True``/``False`` when decided,
     ``None`` when ``deadline`` expired first (its time limit passed or a stop was requested)
     or, with ``conflicts``, when that many conflicts did not decide it. ``first``: the
     conflicts of the first slice, and the smallest a slow slice shrinks to (a formula of
     millions of clauses spends milliseconds on one conflict: a smaller first slice keeps its
-    deadline to about a second)."""
+    deadline to about a second). ``inside``: what the looks within a slice ask (default
+    :func:`~rmtk.sat.terminator.stop_only` of ``deadline``: its time limit and stop requests)."""
     assume = list(assumptions)
     budget = first if conflicts is None else min(first, conflicts)
     spent = 0
-    with pysat_sigint_off(), stoppable_calls(solver, deadline) as stopper:
+    inside = stop_only(deadline) if inside is None else inside
+    with pysat_sigint_off(), stoppable_calls(solver, inside) as stopper:
         try:
             while True:
                 if deadline.expired():
@@ -244,9 +247,9 @@ def rc2_class(stratified: bool):
         def _call_oracle(self, assumptions=(), expect_interrupt=False):
             self.check()
             if self.bounded:  # a stop ends the call (None: RC2 keeps the core as it is), then raises
-                with stoppable_calls(self.oracle, _Either(self)):
+                with stoppable_calls(self.oracle, _Either(self, stop_only=True)):
                     return super()._call_oracle(list(assumptions), True)
-            result = solve(self.oracle, _Either(self), assumptions)
+            result = solve(self.oracle, _Either(self), assumptions, inside=_Either(self, stop_only=True))
             if result is None:
                 raise _Stopped
             return result
@@ -349,13 +352,17 @@ def _checked_oracle(rc2):
 
 
 class _Either:
-    """The deadline of a sliced oracle call: an RC2's deadline, or its :meth:`interrupt`."""
+    """The deadline of a sliced oracle call: an RC2's deadline, or its :meth:`interrupt`;
+    with ``stop_only``, of its deadline only the time limit and stop requests (the looks
+    inside a call: :func:`~rmtk.sat.terminator.stop_only`)."""
 
-    def __init__(self, rc2):
+    def __init__(self, rc2, stop_only: bool = False):
         self.rc2 = rc2
+        self.stop_only = stop_only
 
     def expired(self) -> bool:
-        return self.rc2.stopped or self.rc2.deadline.expired()
+        deadline = stop_only(self.rc2.deadline) if self.stop_only else self.rc2.deadline
+        return self.rc2.stopped or deadline.expired()
 
 
 def maxsat_compute(rc2, deadline: Deadline = NEVER):

@@ -27,7 +27,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from ..limits import signal_fd
+from ..limits import Deadline, signal_fd
 
 if TYPE_CHECKING:
     from pysat.solvers import Solver
@@ -226,6 +226,25 @@ def interrupting(solver: Solver, expiring):
         yield call
     finally:
         _WATCHER.remove(call)
+
+
+class _StopOnly:
+    """A deadline asked only whether its time limit passed or a stop was requested."""
+
+    def __init__(self, deadline: Deadline):
+        self.deadline = deadline
+
+    def expired(self) -> bool:
+        return Deadline.expired(self.deadline)
+
+
+def stop_only(expiring):
+    """What a look inside a call asks: of a :class:`~rmtk.limits.Deadline`, only whether its
+    time limit passed or a stop was requested (``Deadline.expired`` as the base class defines
+    it), never a budget of work a subclass counts at the looks between calls
+    (rmtk.sat.search.WorkBudget), whose count the many looks inside a call would change;
+    anything else is asked as it is."""
+    return _StopOnly(expiring) if isinstance(expiring, Deadline) else expiring
 
 
 @contextlib.contextmanager
