@@ -29,6 +29,8 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
+import resource
 import selectors
 import signal
 import subprocess
@@ -46,6 +48,14 @@ RUN = (
     "import runpy, signal, sys\n"
     "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
     "sys.argv = ['rmtk'] + sys.argv[1:]\n"
+    "import rmtk.limits as L\n"
+    "_after = L.Deadline.after.__func__\n"
+    "def _announced(cls, seconds):\n"  # the instant of each time limit, for --time-limit runs
+    "    d = _after(cls, seconds)\n"
+    "    if d.at is not None:\n"
+    "        sys.stderr.write(f'rmtk-bench-deadline {d.at!r}\\n'); sys.stderr.flush()\n"
+    "    return d\n"
+    "L.Deadline.after = classmethod(_announced)\n"
     "runpy.run_module('rmtk', run_name='__main__')\n"
 )
 #: The runs, and a progress line (stderr) that shows each is in its work: the signal comes a
@@ -60,6 +70,10 @@ CASES = {
     ),
     # a weighted MaxSAT search whose single oracle calls last minutes (docs/benchmarks/rewards.md)
     "noisy": (["learn", "models/office.rm", "coffee", "--demos", "{noisy}", "--from", "rewards", "--noisy"], "words"),
+    # the same at 10^6 steps: a second of encoding, a second of RC2's set-up, slices of seconds
+    "noisy6": (["learn", "models/office.rm", "coffee", "--demos", "{noisy6}", "--from", "rewards", "--noisy"], "words"),
+    # the exact search (SAT) listing every machine of 6 nodes of the stack task: minutes
+    "exact": (["learn", "models/stack.rm", "--nodes", "6", "--no-rewards"], "nodes: satisfiable"),
 }
 #: The data of the cases: file name, and the ``rmtk simulate`` arguments that write it.
 DATA = {
@@ -67,6 +81,11 @@ DATA = {
     "noisy": (
         "coffee_noisy.npz",
         ["models/office.rm", "coffee", "-n", "2000", "-T", "100", "--seed", "0", "--policy", "uniform", "--rewards"]
+        + ["--reward-noise", "replace:0.05"],
+    ),
+    "noisy6": (
+        "coffee_noisy6.npz",
+        ["models/office.rm", "coffee", "-n", "10000", "-T", "100", "--seed", "0", "--policy", "uniform", "--rewards"]
         + ["--reward-noise", "replace:0.05"],
     ),
 }
@@ -85,10 +104,95 @@ def burners(n: int) -> list[subprocess.Popen]:
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
 
 
+def limited_run(argv: list[str], limit: float, out: Path, dot: bool = True) -> dict:
+    """One run with ``--time-limit limit``: what it printed, the seconds from its time limit
+    (the instant the learner's deadline fell, which the run announces) to its exit, and the
+    CPU seconds it spent in that time (its CPU read from /proc at the limit, and its total when
+    reaped). ``dot``: with ``--dot`` (a run stopped by its limit writes one file per machine
+    found, whole)."""
+    files = ["--dot", str(out / "m.dot"), "--force"] if dot else []
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RUN, *argv, *files, "--time-limit", f"{limit:g}"],
+        cwd=CHECKOUT,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    seen = b""
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stderr, selectors.EVENT_READ)
+    while b"rmtk-bench-deadline " not in seen and proc.poll() is None:
+        if sel.select(timeout=1):
+            seen += os.read(proc.stderr.fileno(), 65536)
+    sel.close()
+    at = [float(line.split()[1]) for line in seen.decode().splitlines() if line.startswith("rmtk-bench-deadline ")]
+    cpu_at = None
+    if at:
+        time.sleep(max(0.0, min(at) - time.monotonic()))
+        cpu_at = _cpu(proc.pid)
+    stdout, rest = proc.communicate()
+    ended = time.monotonic()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    stderr = (seen + rest).decode()
+    ats = [float(line.split()[1]) for line in stderr.splitlines() if line.startswith("rmtk-bench-deadline ")]
+    left = sorted(p.name for p in out.iterdir() if p.name.startswith("."))  # machines found are written whole
+    for p in out.iterdir():
+        p.unlink()
+    totals = re.findall(r"^# timings \(s\):.* total ([0-9.]+)", stdout.decode(), re.M)
+    return dict(
+        status=proc.returncode,
+        seconds=ended - min(ats) if ats else float("nan"),
+        learner=float(totals[-1]) - limit if totals else float("nan"),  # its own total past the limit
+        cpu=total - cpu_at if cpu_at is not None else float("nan"),
+        stdout=stdout.decode(),
+        stderr=stderr,
+        left=left,
+        early="# stopped" not in stdout.decode(),
+    )
+
+
+def _cpu(pid: int) -> float | None:
+    """CPU seconds process ``pid`` has spent so far (user + system, from /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def check_limited(run: dict) -> list[str]:
+    """What is wrong with a run stopped by its time limit (nothing: an empty list)."""
+    wrong = [
+        f"{bad!r} on stderr" for bad in ("Traceback", "Exception ignored", "Fatal Python error") if bad in run["stderr"]
+    ]
+    if run["status"] not in (0, 1):
+        wrong.append(f"exit status {run['status']}")
+    if "time limit" not in run["stdout"] and not run["early"]:
+        wrong.append("stopped, but not by the learner's time limit")
+    if run["left"]:
+        wrong.append(f"files left: {run['left']}")
+    return wrong
+
+
+def reference(repeat: int = 3) -> str:
+    """The same run's reference: ``python -c "import numpy"``, wall and CPU seconds (median)."""
+    walls, cpus = [], []
+    for _ in range(repeat):
+        t0, c0 = time.monotonic(), os.times()
+        subprocess.run([sys.executable, "-c", "import numpy"], check=True)
+        c1 = os.times()
+        walls.append(time.monotonic() - t0)
+        cpus.append(c1.children_user + c1.children_system - c0.children_user - c0.children_system)
+    return f"python -c 'import numpy': {sorted(walls)[repeat // 2]:.3f} s wall, {sorted(cpus)[repeat // 2]:.3f} s CPU"
+
+
 def one_run(argv: list[str], marker: str, sig: int, delay: float, double: float | None, out: Path) -> dict:
     """One run stopped ``delay`` s after ``marker`` appeared on its stderr: what it printed and
     how it ended."""
     dot = out / "m.dot"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(
         [sys.executable, "-c", RUN, *argv, "--dot", str(dot), "--force"],
         cwd=CHECKOUT,
@@ -105,6 +209,7 @@ def one_run(argv: list[str], marker: str, sig: int, delay: float, double: float 
     sel.close()
     time.sleep(delay)
     finished_before = proc.poll() is not None
+    cpu_at = _cpu(proc.pid)
     proc.send_signal(sig)
     if double is not None:
         time.sleep(double)
@@ -120,6 +225,9 @@ def one_run(argv: list[str], marker: str, sig: int, delay: float, double: float 
     else:
         status = proc.returncode
     stdout, stderr = stdout.decode(), (seen + rest).decode()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    cpu = total - cpu_at if cpu_at is not None and status != "hang" else float("nan")
     if status == "hang":
         return dict(status=status, seconds=120.0, stdout=stdout, stderr=stderr, left=[], early=finished_before)
     left = sorted(p.name for p in out.iterdir())
@@ -128,6 +236,7 @@ def one_run(argv: list[str], marker: str, sig: int, delay: float, double: float 
     return dict(
         status=status,
         seconds=time.monotonic() - t0,
+        cpu=cpu,
         stdout=stdout,
         stderr=stderr,
         left=left,
@@ -153,6 +262,26 @@ def check(run: dict, status: int, message: str, double: bool) -> list[str]:
     return wrong
 
 
+def _row(case: str, stop: str, runs: list) -> dict:
+    seconds = sorted(r["seconds"] for r, _ in runs)
+    row = {
+        "case": case,
+        "signal": stop,
+        "runs": len(runs),
+        "clean": sum(not w for _, w in runs),
+        "partial answer printed": sum("# stopped" in r["stdout"] for r, _ in runs),
+        "max s after signal": f"{seconds[-1]:.2f}",
+        "median s": f"{seconds[len(seconds) // 2]:.2f}",
+    }
+    learner = sorted(r["learner"] for r, _ in runs if "learner" in r)
+    if learner:
+        row["learner's max s past the limit"] = f"{learner[-1]:.2f}"
+    cpu = sorted(r["cpu"] for r, _ in runs if "cpu" in r)
+    if cpu:
+        row.update({"max CPU s": f"{cpu[-1]:.2f}", "median CPU s": f"{cpu[len(cpu) // 2]:.2f}"})
+    return row
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", nargs="+", choices=sorted(CASES), default=list(CASES))
@@ -167,6 +296,15 @@ def main(argv=None) -> int:
         help="seconds from the progress line to the signal (uniform)",
     )
     ap.add_argument("--double", type=float, help="send the signal again this many seconds later")
+    ap.add_argument(
+        "--time-limit",
+        type=float,
+        nargs=2,
+        metavar=("LO", "HI"),
+        help="no signal: each run has --time-limit drawn between LO and HI s (uniform); the time is "
+        "from the learner's limit to the exit",
+    )
+    ap.add_argument("--no-dot", action="store_true", help="--time-limit runs without --dot (no file per machine)")
     ap.add_argument("--load", type=int, default=0, help="busy processes running meanwhile")
     ap.add_argument("--bound", type=float, default=8.0, help="seconds a run may take after its (last) signal")
     ap.add_argument("--seed", type=int, default=0, help="seed of the signal times")
@@ -194,6 +332,22 @@ def main(argv=None) -> int:
             for case in opts.cases:
                 words, marker = CASES[case]
                 argv_case = [w.format(**files) for w in words]
+                if opts.time_limit:
+                    runs = []
+                    for _ in range(opts.repeat):
+                        run = limited_run(argv_case, rng.uniform(*opts.time_limit), out, not opts.no_dot)
+                        wrong = check_limited(run)
+                        if run["seconds"] > opts.bound:
+                            wrong.append(f"{run['seconds']:.1f} s after the limit")
+                        if wrong:
+                            failures += 1
+                            print(
+                                f"FAILED {case} time limit: {'; '.join(wrong)}\n{run['stderr'][-3000:]}",
+                                file=sys.stderr,
+                            )
+                        runs.append((run, wrong))
+                    rows.append(_row(case, f"--time-limit {opts.time_limit[0]:g}-{opts.time_limit[1]:g}", runs))
+                    continue
                 for name in opts.signals:
                     sig, status, message = SIGNALS[name]
                     runs = []
@@ -207,21 +361,14 @@ def main(argv=None) -> int:
                             print(f"FAILED {case} {name}: {'; '.join(wrong)}\n{run['stderr'][-3000:]}", file=sys.stderr)
                         runs.append((run, wrong))
                     rows.append(
-                        {
-                            "case": case,
-                            "signal": name + (f" ×2 ({opts.double:g} s)" if opts.double is not None else ""),
-                            "runs": len(runs),
-                            "clean": sum(not w for _, w in runs),
-                            "partial answer printed": sum("# stopped:" in r["stdout"] for r, _ in runs),
-                            "max s after signal": f"{max(r['seconds'] for r, _ in runs):.2f}",
-                            "median s": f"{sorted(r['seconds'] for r, _ in runs)[len(runs) // 2]:.2f}",
-                        }
+                        _row(case, name + (f" ×2 ({opts.double:g} s)" if opts.double is not None else ""), runs)
                     )
         finally:
             for p in load:
                 p.kill()
                 p.wait()
     print(render(rows, opts.markdown, frozenset({"case", "signal"})))
+    print(f"reference, the same run: {reference()}")
     print(f"load: {opts.load} busy processes; cpus: {os.cpu_count()}; rmtk of {CHECKOUT}")
     return 1 if failures else 0
 

@@ -10,6 +10,8 @@ and flagged (the deadline's :meth:`~Deadline.reason` says which).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import threading
 import time
@@ -40,6 +42,22 @@ def clear_stop() -> None:
     """Forget a stop request (a new run in the same process starts unstopped)."""
     _STOP.clear()
     _STOP_REASON.clear()
+
+
+_SIGNAL_FD: list[int] = []
+
+
+def set_signal_fd(fd: int | None) -> None:
+    """The read end of a pipe the command's signals are written to (``signal.set_wakeup_fd``;
+    ``None``: none). A solver call that holds no interpreter lock is interrupted as soon as a
+    byte arrives there (rmtk/sat/terminator.py), before the signal's Python handler, which runs
+    only once the call returns, asks for the stop."""
+    _SIGNAL_FD[:] = [] if fd is None else [fd]
+
+
+def signal_fd() -> int | None:
+    """The pipe of :func:`set_signal_fd`, or ``None``."""
+    return _SIGNAL_FD[0] if _SIGNAL_FD else None
 
 
 def _seconds(value, what: str) -> float | None:
@@ -92,6 +110,34 @@ class Deadline:
 
 #: The deadline of a run without a time limit (it expires only on a stop request).
 NEVER = Deadline()
+
+
+class Expired(Exception):
+    """Raised by :func:`checkpoint` within :func:`checking` once its deadline has expired: how
+    a long pure computation with no result to return half-way (an encoding) is cut short."""
+
+
+_CHECKED: contextvars.ContextVar = contextvars.ContextVar("rmtk_checked_deadline", default=None)
+
+
+@contextlib.contextmanager
+def checking(deadline):
+    """Within the block, :func:`checkpoint` raises :class:`Expired` once ``deadline`` (a
+    :class:`Deadline`, or anything with ``expired()``) has expired; the caller catches it and
+    reports what the deadline stopped."""
+    token = _CHECKED.set(deadline)
+    try:
+        yield
+    finally:
+        _CHECKED.reset(token)
+
+
+def checkpoint() -> None:
+    """A look at the deadline of the innermost :func:`checking` block (none: nothing to do),
+    made between the pieces of a long computation: :class:`Expired` if it has expired."""
+    deadline = _CHECKED.get()
+    if deadline is not None and deadline.expired():
+        raise Expired
 
 
 def _optional_count(instance, attribute, value) -> None:

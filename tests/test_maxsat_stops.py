@@ -131,7 +131,7 @@ def test_a_stop_ends_rc2_inside_one_oracle_call(backend):
         model, decided = maxsat_compute(rc2, _ExpiresLater(4))  # compute, the call, two slices
         spent = rc2.oracle.accum_stats()["conflicts"]
     assert model is None and not decided
-    assert 0 < spent < whole / 4, (spent, whole)
+    assert spent < whole / 4, (spent, whole)  # CaDiCaL's terminator looks inside the first slice
 
 
 def exclusive_pairs(n: int) -> WCNF:

@@ -27,7 +27,7 @@ import os
 import signal
 import threading
 
-from ..limits import clear_stop, request_stop, stop_requested
+from ..limits import clear_stop, request_stop, set_signal_fd, stop_requested
 
 #: Seconds a stopped run has to print what it has before it is ended at once.
 GRACE_SECONDS = 5.0
@@ -153,14 +153,41 @@ def installed(time_limit: float | None = None, *, program: bool):
         )
     }
     _current = stops
+    wakeup = _signal_pipe()
     try:
         yield stops
     finally:
         stops.close()
+        _close_signal_pipe(*wakeup)
         clear_stop()
         _current = None
         for sig, handler in previous.items():
             signal.signal(sig, signal.SIG_IGN if program and sig != signal.SIGALRM else handler)
+
+
+def _signal_pipe() -> tuple[int, int, int] | tuple[()]:
+    """A pipe each signal is written to (``signal.set_wakeup_fd``), read by the thread that
+    interrupts solver calls holding no interpreter lock (:func:`rmtk.limits.set_signal_fd`):
+    their handler runs only once the call returns. (read end, write end, the former wakeup fd)."""
+    try:
+        read, write = os.pipe()
+        os.set_blocking(read, False)
+        os.set_blocking(write, False)
+        former = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    except (OSError, ValueError):
+        return ()
+    set_signal_fd(read)
+    return read, write, former
+
+
+def _close_signal_pipe(*pipe: int) -> None:
+    if not pipe:
+        return
+    read, write, former = pipe
+    set_signal_fd(None)
+    signal.set_wakeup_fd(former)
+    os.close(write)
+    os.close(read)
 
 
 @contextlib.contextmanager

@@ -46,6 +46,7 @@ from pysat.card import CardEnc, EncType
 from pysat.formula import IDPool
 
 from .._arrays import unique
+from ..limits import checkpoint
 from ..negatives.miners import NegativePairs, PolicyClasses
 from ..ptp.tree import Trie
 
@@ -195,8 +196,22 @@ class VarPool:
         return self._t_grid
 
 
+#: Clauses made into lists between two looks at the deadline (:func:`rmtk.limits.checkpoint`).
+ROWS_PER_CHECK = 65_536
+
+
 def _rows(arr: np.ndarray) -> Clauses:
-    return np.asarray(arr, dtype=np.int64).reshape(len(arr), -1).tolist() if len(arr) else []
+    """The rows of ``arr`` as clauses (lists of ints), a chunk at a time with a look at the
+    deadline before each (:func:`rmtk.limits.checkpoint`: a million observed steps make
+    millions of clauses, a second of conversion)."""
+    if not len(arr):
+        return []
+    arr = np.asarray(arr, dtype=np.int64).reshape(len(arr), -1)
+    out: Clauses = []
+    for start in range(0, len(arr), ROWS_PER_CHECK):
+        checkpoint()
+        out += arr[start : start + ROWS_PER_CHECK].tolist()
+    return out
 
 
 # ---------------------------------------------------------------------- constraint families

@@ -33,7 +33,7 @@ from pysat.solvers import Solver
 
 from ..errors import RmtkError
 from ..learner.capabilities import Capabilities
-from ..limits import SearchLimits
+from ..limits import Expired, SearchLimits, checking
 from ..machine.equivalence import clash_pairs, clashes, compressed, exercised, sync_product
 from ..mdp.model import LabeledMDP
 from ..negatives.miners import NegativePairs, PolicyClasses
@@ -389,9 +389,18 @@ def lazy_search(
     for n in limits.sizes:
         t0 = time.perf_counter()
         pinned = len(clique) == n > 1
-        formula = (pinned_structure if pinned and pinned_structure is not None else structure)(problem, n)
+        try:  # a large encoding, and the solver's set-up, look at the deadline as they go
+            with checking(deadline):
+                formula = (pinned_structure if pinned and pinned_structure is not None else structure)(problem, n)
+            opened = open_solver(solver, formula.hard, deadline)
+        except Expired:
+            tried.append((n, None))
+            t_enc += time.perf_counter() - t0
+            why = stopped_while(deadline, f"deciding {n} nodes")
+            stats = lazy.stats(rounds) if lazy is not None else None
+            return SearchResult(None, (), False, tuple(tried), 0, 0, t_enc, t_solve, t_enum, why, lazy=stats)
         t_enc += time.perf_counter() - t0
-        with open_solver(solver, formula.hard) as sat_solver:
+        with opened as sat_solver:
             lazy = LazyFormula(formula.pool, sat_solver)
             t0 = time.perf_counter()
             if pinned:

@@ -25,10 +25,10 @@ import numpy as np
 from pysat.card import CardEnc, EncType
 
 from ..errors import RmtkError
-from ..limits import Deadline, SearchLimits
+from ..limits import Deadline, Expired, SearchLimits, checking
 from ..ptp.tree import Trie
 from .encoding import Formula, Problem, VarPool, decode_transitions
-from .solver import DEFAULT_SOLVER, maxsat_compute, open_solver, rc2_class, solve
+from .solver import DEFAULT_SOLVER, maxsat_compute, open_rc2, open_solver, solve
 
 #: An encoder's clause builder, giving the formula of ``problem`` for ``n`` nodes.
 Encode = Callable[[Problem, int], Formula]
@@ -206,11 +206,20 @@ def search(
     t_enc = t_solve = 0.0
     for n in limits.sizes:
         t0 = time.perf_counter()
-        formula = encode(problem, n)
-        pool, clauses = formula.pool, formula.hard
-        t1 = time.perf_counter()
-        t_enc += t1 - t0
-        with open_solver(solver, clauses) as sat_solver:
+        try:  # a large encoding, and the solver's set-up, look at the deadline as they go
+            with checking(deadline):
+                formula = encode(problem, n)
+            pool, clauses = formula.pool, formula.hard
+            t1 = time.perf_counter()
+            t_enc += t1 - t0
+            opened = open_solver(solver, clauses, deadline)
+        except Expired:
+            tried.append((n, None))
+            t_enc += time.perf_counter() - t0
+            return SearchResult(
+                None, (), False, tuple(tried), 0, 0, t_enc, t_solve, 0.0, stopped_while(deadline, f"deciding {n} nodes")
+            )
+        with opened as sat_solver:
             sat = solve(sat_solver, deadline) if decide is None else decide(sat_solver, formula, n)
             t2 = time.perf_counter()
             t_solve += t2 - t1
@@ -421,8 +430,32 @@ def maxsat_search(
     nodes, deadline, progress = limits.nodes, limits.deadline, limits.progress
     decoder = _Decoder(problem.trie, non_stuttering)
     t0 = time.perf_counter()
-    formula = encode(problem, nodes)
+    t1 = float("inf")
+    formula = None
+
+    def undecided() -> SearchResult:  # the deadline expired before the optimum was known
+        t = time.perf_counter()
+        return SearchResult(
+            None,
+            (),
+            False,
+            ((nodes, None),),
+            0 if formula is None else formula.n_clauses,
+            0 if formula is None else formula.pool.top,
+            min(t, t1) - t0,
+            max(0.0, t - t1),
+            0.0,
+            stopped_while(deadline, f"optimising at {nodes} nodes"),
+        )
+
+    try:  # the encoding of a million steps takes a second: it looks at the deadline (checkpoint)
+        with checking(deadline):
+            formula = encode(problem, nodes)
+    except Expired:
+        return undecided()
     pool = formula.pool
+    if deadline.expired():
+        return undecided()
     relax = np.empty(0, np.int64) if formula.relax is None else np.asarray(formula.relax, dtype=np.int64)
     weights = np.ones(len(relax), np.int64) if formula.weights is None else np.asarray(formula.weights, np.int64)
     wcnf = weighted_cnf(formula.hard, relax, weights)
@@ -434,24 +467,16 @@ def maxsat_search(
     # exclusive soft groups (noisy rewards): RC2 finds them first and exhausts each core, 60-150x
     # faster on Office coffee's noisy traces (benchmarks/rewards.py --noise); the optima are the same
     options = dict(adapt=True, exhaust=True) if formula.exclusive_softs else {}
-    with rc2_class(stratified=not uniform)(wcnf, solver=solver, **options) as rc2:
+    rc2 = open_rc2(wcnf, deadline, stratified=not uniform, solver=solver, **options)
+    if rc2 is None:
+        return undecided()
+    with rc2:
         if isinstance(deadline, WorkBudget):
             deadline.watch(rc2)
         model, decided = maxsat_compute(rc2, deadline)
         t2 = time.perf_counter()
         if not decided:
-            return SearchResult(
-                None,
-                (),
-                False,
-                ((nodes, None),),
-                formula.n_clauses,
-                pool.top,
-                t1 - t0,
-                t2 - t1,
-                0.0,
-                stopped_while(deadline, f"optimising at {nodes} nodes"),
-            )
+            return undecided()
         if model is None:
             return SearchResult(
                 None,

@@ -13,11 +13,16 @@ request, and returns ``None`` ("not decided"). The slices are sized by the solve
 (conflicts, and the propagations the last slice took), never by the clock: where a call
 pauses changes the solver's course, so the same formula and the same calls give the same
 models on any machine under any load (docs/design/determinism.md); a time limit only stops.
+Within a slice, the deadline is looked at too (:mod:`rmtk.sat.terminator`: CaDiCaL's own
+terminator, or ``interrupt()`` from a watching thread), so a stop does not wait for a slice
+that lasts seconds on a formula of a million clauses; a look that finds the deadline unexpired
+changes nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 from collections.abc import Iterable, Sequence
 from typing import Protocol
@@ -25,7 +30,8 @@ from typing import Protocol
 from pysat.solvers import Solver, SolverNames
 
 from ..errors import RmtkError
-from ..limits import NEVER, Deadline
+from ..limits import NEVER, Deadline, Expired
+from .terminator import stop_only, stoppable_calls
 
 #: The backend used unless one is asked for (``--solver``).
 DEFAULT_SOLVER = "cadical153"
@@ -67,9 +73,18 @@ def check_solver_field(instance, attribute, value) -> None:
     check_solver(value)
 
 
-def open_solver(name: str = DEFAULT_SOLVER, clauses: Iterable[Sequence[int]] = ()) -> Solver:
-    """A new solver ``name`` holding ``clauses``; use it as a context manager, or ``delete()`` it."""
+def open_solver(name: str = DEFAULT_SOLVER, clauses: Iterable[Sequence[int]] = (), deadline=None) -> Solver:
+    """A new solver ``name`` holding ``clauses``; use it as a context manager, or ``delete()`` it.
+    With ``deadline``, the clauses are given a chunk at a time with a look at it before each
+    (:class:`~rmtk.limits.Expired` once it has expired: a million clauses take a second)."""
+    if deadline is not None:
+        clauses = _CheckedClauses(clauses, functools.partial(_raise_if_expired, deadline))
     return Solver(name=check_solver(name), bootstrap_with=clauses)
+
+
+def _raise_if_expired(deadline) -> None:
+    if deadline.expired():
+        raise Expired
 
 
 #: A call runs in slices of conflicts, from ``FIRST_SLICE`` up to ``MAX_SLICE``: signals and
@@ -121,26 +136,31 @@ def solve(
     assumptions: Sequence[int] = (),
     conflicts: int | None = None,
     first: int = FIRST_SLICE,
+    inside: Expiring | None = None,
 ) -> bool | None:
     """``solver.solve(assumptions)`` in slices of conflicts: ``True``/``False`` when decided,
     ``None`` when ``deadline`` expired first (its time limit passed or a stop was requested)
     or, with ``conflicts``, when that many conflicts did not decide it. ``first``: the
     conflicts of the first slice, and the smallest a slow slice shrinks to (a formula of
     millions of clauses spends milliseconds on one conflict: a smaller first slice keeps its
-    deadline to about a second)."""
+    deadline to about a second). ``inside``: what the looks within a slice ask (default
+    :func:`~rmtk.sat.terminator.stop_only` of ``deadline``: its time limit and stop requests)."""
     assume = list(assumptions)
     budget = first if conflicts is None else min(first, conflicts)
     spent = 0
-    with pysat_sigint_off():
+    inside = stop_only(deadline) if inside is None else inside
+    with pysat_sigint_off(), stoppable_calls(solver, inside) as stopper:
         try:
             while True:
                 if deadline.expired():
                     return None
                 solver.conf_budget(budget)
                 before = propagations(solver)
-                result = solver.solve_limited(assumptions=assume)
+                result = solver.solve_limited(assumptions=assume, expect_interrupt=True)
                 if result is not None:
                     return result
+                if stopper is not None and stopper.fired:  # stopped inside the slice
+                    return None
                 spent += budget
                 if conflicts is not None and spent >= conflicts:
                     return None
@@ -202,6 +222,18 @@ def rc2_class(stratified: bool):
         deadline = NEVER
         bounded = False  # inside RC2's core minimisation, whose calls have RC2's own budget
 
+        def __init__(self, formula, *args, deadline: Deadline = NEVER, **kwargs):
+            self.deadline = deadline
+            super().__init__(formula, *args, **kwargs)
+
+        def init(self, formula, incr=False):
+            # RC2's set-up feeds the oracle every hard clause, in Python (a second at 10^6
+            # noisy steps): a copy of the formula whose clause lists look at the deadline
+            checked = copy.copy(formula)
+            checked.hard = _CheckedClauses(formula.hard, self.check)
+            checked.soft = _CheckedClauses(formula.soft, self.check)
+            return super().init(checked, incr=incr)
+
         def check(self):
             if self.stopped or self.deadline.expired():
                 raise _Stopped
@@ -214,9 +246,10 @@ def rc2_class(stratified: bool):
 
         def _call_oracle(self, assumptions=(), expect_interrupt=False):
             self.check()
-            if self.bounded:
-                return super()._call_oracle(list(assumptions), expect_interrupt)
-            result = solve(self.oracle, _Either(self), assumptions)
+            if self.bounded:  # a stop ends the call (None: RC2 keeps the core as it is), then raises
+                with stoppable_calls(self.oracle, _Either(self, stop_only=True)):
+                    return super()._call_oracle(list(assumptions), True)
+            result = solve(self.oracle, _Either(self), assumptions, inside=_Either(self, stop_only=True))
             if result is None:
                 raise _Stopped
             return result
@@ -249,6 +282,36 @@ def rc2_class(stratified: bool):
 
     Stoppable.__name__ = Stoppable.__qualname__ = f"Stoppable{base.__name__}"
     return Stoppable
+
+
+#: Clauses fed to a solver between two looks at the deadline (:class:`_CheckedClauses`).
+CHECK_EVERY = 4096
+
+
+class _CheckedClauses(list):
+    """Clauses that call ``check`` every :data:`CHECK_EVERY` clauses as they are iterated (a
+    stop raises between two clauses given to the solver, never inside a call)."""
+
+    def __init__(self, clauses, check):
+        super().__init__(clauses)
+        self.check = check
+
+    def __iter__(self):
+        for start in range(0, len(self), CHECK_EVERY):
+            self.check()
+            yield from self[start : start + CHECK_EVERY]
+
+
+def open_rc2(wcnf, deadline: Deadline = NEVER, *, stratified: bool, solver: str = DEFAULT_SOLVER, **options):
+    """An :func:`rc2_class` instance holding ``wcnf`` (with ``options``), or ``None`` when
+    ``deadline`` expired during its set-up (which adds every clause to the oracle and looks at
+    the deadline every :data:`CHECK_EVERY` clauses)."""
+    cls = rc2_class(stratified)
+    try:
+        with pysat_sigint_off():
+            return cls(wcnf, solver=solver, deadline=deadline, **options)
+    except _Stopped:
+        return None
 
 
 class _Checked:
@@ -289,13 +352,17 @@ def _checked_oracle(rc2):
 
 
 class _Either:
-    """The deadline of a sliced oracle call: an RC2's deadline, or its :meth:`interrupt`."""
+    """The deadline of a sliced oracle call: an RC2's deadline, or its :meth:`interrupt`;
+    with ``stop_only``, of its deadline only the time limit and stop requests (the looks
+    inside a call: :func:`~rmtk.sat.terminator.stop_only`)."""
 
-    def __init__(self, rc2):
+    def __init__(self, rc2, stop_only: bool = False):
         self.rc2 = rc2
+        self.stop_only = stop_only
 
     def expired(self) -> bool:
-        return self.rc2.stopped or self.rc2.deadline.expired()
+        deadline = stop_only(self.rc2.deadline) if self.stop_only else self.rc2.deadline
+        return self.rc2.stopped or deadline.expired()
 
 
 def maxsat_compute(rc2, deadline: Deadline = NEVER):
