@@ -164,3 +164,17 @@ def test_the_exact_search_stopped_in_its_encoding_says_so(monkeypatch):
     assert stopped.n_nodes is None and not stopped.complete and stopped.tried == ((1, None),)
     assert "time limit" in stopped.message and "deciding 1 nodes" in stopped.message
     assert opened == []
+
+
+def test_the_cadical_terminator_can_be_switched_off(monkeypatch):
+    """``RMTK_CADICAL_TERMINATOR=off`` leaves python-sat's CaDiCaL as it is (nothing connected
+    through ctypes): a stop then waits for the slice, and the answers are the same."""
+    from rmtk.sat.terminator import SWITCH, terminating
+
+    with open_solver("cadical153", pigeonhole(5)) as solver:
+        assert can_terminate(solver)
+        monkeypatch.setenv(SWITCH, "off")
+        assert not can_terminate(solver)
+        with terminating(solver, NEVER) as terminator:
+            assert terminator is None
+        assert solve(solver, NEVER) is False  # 6 pigeons, 5 holes

@@ -13,7 +13,9 @@ next check sees), and other threads (a test's timer) get their turn.
 The terminator answers "go on" until the deadline has expired, and CaDiCaL's course does not
 depend on it (the same conflicts, decisions and propagations with or without it): a stop only
 stops. When python-sat's extension lacks the entry points (another build), nothing is
-connected and a stop waits for the slice, as before.
+connected and a stop waits for the slice, as before. The connection leans on python-sat's
+internal C++ symbols and layout (the Itanium C++ ABI): the environment variable
+``RMTK_CADICAL_TERMINATOR=off`` leaves it out (a stop then waits for the slice).
 """
 
 from __future__ import annotations
@@ -66,6 +68,10 @@ def _capsule_pointer():
 _get_pointer = _capsule_pointer()
 
 
+#: The environment variable that, set to ``off``, leaves the terminator out.
+SWITCH = "RMTK_CADICAL_TERMINATOR"
+
+
 def _cadical(solver: Solver):
     """(the C++ solver's address, its CaDiCaL version) of a CaDiCaL backend, else ``None``."""
     backend = getattr(solver, "solver", None)
@@ -106,7 +112,11 @@ class _Terminator:
 def can_terminate(solver: Solver) -> bool:
     """Whether :func:`terminating` reaches inside ``solver``'s calls."""
     found = _cadical(solver)
-    return found is not None and _entry_points(found[1]) is not None
+    return found is not None and _switched_on() and _entry_points(found[1]) is not None
+
+
+def _switched_on() -> bool:
+    return os.environ.get(SWITCH, "on").strip().lower() != "off"
 
 
 @contextlib.contextmanager
@@ -117,7 +127,7 @@ def terminating(solver: Solver, expiring):
     says whether it stopped a call), or ``None``. A plain ``solve()`` must not run inside: a
     stopped one would read as satisfiable."""
     found = _cadical(solver)
-    points = None if found is None else _entry_points(found[1])
+    points = None if found is None or not _switched_on() else _entry_points(found[1])
     if found is None or points is None or not found[0]:
         yield None
         return
