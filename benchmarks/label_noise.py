@@ -371,13 +371,14 @@ def one_deep(arm: str, confidence: float, seed: int, steps: int, every: int, epi
     swaps: list[int] = []
     verdict = ""
     inference_cpu = 0.0
-    if arm in ("online", "online-believed", "online-belief", "true-state"):
+    if arm in ONLINE_ARMS or arm == "true-state":
         labels = StateBeliefLabels(SimulatedDetector(t.labels, m, noise, seed=seed), m.alphabet, S)
-    if arm in ("online", "online-believed", "online-belief"):
-        from rmtk.rl.online import FilteredBelief, OnlineLearner, against_truth
+    if arm in ONLINE_ARMS:
+        from rmtk.rl.online import AsBelieved, FilteredBelief, OnlineLearner, against_truth
         from rmtk.rl.online.labels import BelievedLabels
 
-        inference = BelievedLabels(labels) if arm == "online-believed" else None
+        inference = BelievedLabels(labels) if arm.startswith("online-believed") else None
+        replay = AsBelieved(labels) if arm == "online-believed-replay" else None
         view = FilteredBelief(labels) if arm == "online-belief" else None
         learner = OnlineLearner(
             t.paying(seed),
@@ -387,6 +388,7 @@ def one_deep(arm: str, confidence: float, seed: int, steps: int, every: int, epi
             max_nodes=t.max_nodes,
             inference=inference,
             view=view,
+            replay=replay,
             **t.settings.kwargs(steps),
         )
 
@@ -677,8 +679,11 @@ DEEP_ARMS = {
     "true-state": "true machine, each state's believed letter",
     "online": "online learner, each state's believed letter",
     "online-believed": "online learner, traces read anew, doubtful letters chosen (BelievedLabels)",
+    "online-believed-replay": "online learner, BelievedLabels, replay buffer read anew (AsBelieved)",
     "online-belief": "online learner, Bayes filter's belief over its hypothesis' nodes (FilteredBelief)",
 }
+#: the online learner's arms
+ONLINE_ARMS = ("online", "online-believed", "online-believed-replay", "online-belief")
 
 
 def deep(opts) -> str:
