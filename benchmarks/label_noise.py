@@ -42,8 +42,9 @@ otherwise by another letter drawn uniformly (``LabelNoise.uniform(props, 1 − c
    machine with exact labels (the same-run reference), through a detector of each
    ``--deep-levels`` confidence with the belief observation (the Bayes filter, read by the
    network or acted on by QMDP; the most likely label), on each state's believed letter
-   (``StateBeliefLabels``), and the online learner on those letters (``--deep-arms`` picks
-   some). One process per run.
+   (``StateBeliefLabels``), and the online learner on those letters (its kept traces as read or
+   read anew, its replay buffer's letters as read or as believed; ``--deep-arms`` picks some).
+   One process per run.
 
     PYTHONPATH=. python benchmarks/label_noise.py --sections paper grid belief coverage --markdown
     PYTHONPATH=. python benchmarks/label_noise.py --sections deep --deep-levels 0.9 --markdown
