@@ -46,9 +46,11 @@ otherwise by another letter drawn uniformly (``LabelNoise.uniform(props, 1 − c
    DQN (rmtk reproduce online's coffee settings), the steps to 90 % greedy success (evaluated
    every ``--deep-every`` steps, at most ``--deep-steps``, ``--deep-seeds`` seeds): the true
    machine with exact labels (the same-run reference), through a detector of each
-   ``--deep-levels`` confidence with the belief observation (the Bayes filter, the most likely
-   label), on each state's believed letter (``StateBeliefLabels``), and the online learner on
-   those letters (``--deep-arms`` picks some). One process per run.
+   ``--deep-levels`` confidence with the belief observation (the Bayes filter, read by the
+   network or acted on by QMDP; the most likely label), on each state's believed letter
+   (``StateBeliefLabels``), and the online learner on those letters (its kept traces as read or
+   read anew, its replay buffer's letters as read or as believed; ``--deep-arms`` picks some).
+   One process per run.
 
     PYTHONPATH=. python benchmarks/label_noise.py --sections paper grid belief coverage --markdown
     PYTHONPATH=. python benchmarks/label_noise.py --sections deep --deep-levels 0.9 --markdown
@@ -334,7 +336,8 @@ def one_deep(arm: str, confidence: float, seed: int, steps: int, every: int, epi
     """Office coffee, DQN (rmtk.experiments._online's coffee settings), until 90 % greedy success:
     ``true`` the true machine, exact labels, the flat product (CRM); ``belief``/``naive`` the true
     machine through a detector of ``confidence``, the belief observation (rmtk/rl/belief_crm.py;
-    the Bayes filter or the most likely label), judged on ``episodes`` greedy episodes (seeded
+    the Bayes filter or the most likely label; ``belief-qmdp`` the Bayes filter, acting on the
+    belief-weighted Q-values of the nodes, rmtk/rl/qmdp.py), judged on ``episodes`` greedy episodes (seeded
     resets and detector draws) in which the world's machine pays within the horizon;
     ``true-state``/``online`` the true machine (CRM) or the online learner (rmtk.rl.online) on the
     letters each state is believed to carry from every detection there (StateBeliefLabels),
@@ -376,13 +379,14 @@ def one_deep(arm: str, confidence: float, seed: int, steps: int, every: int, epi
     swaps: list[int] = []
     verdict = ""
     inference_cpu = 0.0
-    if arm in ("online", "online-believed", "online-belief", "true-state"):
+    if arm in ONLINE_ARMS or arm == "true-state":
         labels = StateBeliefLabels(SimulatedDetector(t.labels, m, noise, seed=seed), m.alphabet, S)
-    if arm in ("online", "online-believed", "online-belief"):
-        from rmtk.rl.online import FilteredBelief, OnlineLearner, against_truth
+    if arm in ONLINE_ARMS:
+        from rmtk.rl.online import AsBelieved, FilteredBelief, OnlineLearner, against_truth
         from rmtk.rl.online.labels import BelievedLabels
 
-        inference = BelievedLabels(labels) if arm == "online-believed" else None
+        inference = BelievedLabels(labels) if arm.startswith("online-believed") else None
+        replay = AsBelieved(labels) if arm == "online-believed-replay" else None
         view = FilteredBelief(labels) if arm == "online-belief" else None
         learner = OnlineLearner(
             t.paying(seed),
@@ -392,6 +396,7 @@ def one_deep(arm: str, confidence: float, seed: int, steps: int, every: int, epi
             max_nodes=t.max_nodes,
             inference=inference,
             view=view,
+            replay=replay,
             **t.settings.kwargs(steps),
         )
 
@@ -439,7 +444,7 @@ def one_deep(arm: str, confidence: float, seed: int, steps: int, every: int, epi
         elif arm == "true-state":
             train = RewardMachineEnv(t.base(), m, labels, observation="flat")
         else:
-            tracker = (BayesFilter if arm == "belief" else MostLikelyLabel)(m)
+            tracker = (MostLikelyLabel if arm == "naive" else BayesFilter)(m)
 
             def env(s):
                 detector = SimulatedDetector(t.labels, m, noise, seed=s)
@@ -470,8 +475,14 @@ def one_deep(arm: str, confidence: float, seed: int, steps: int, every: int, epi
                 return bool(self.num_timesteps % every) or record(self.num_timesteps, rate(self.model))
 
         policy = "MultiInputPolicy" if arm in ("belief", "naive") else "MlpPolicy"
-        extra = crm(train, seed=seed) if arm in ("belief", "naive") else crm(train)
-        model = sb3.DQN(policy, train, seed=seed, device="cpu", verbose=0, **t.settings.kwargs(steps), **extra)
+        extra = crm(train, seed=seed) if arm in BELIEF_ARMS else crm(train)
+        kwargs = t.settings.kwargs(steps)
+        if arm == "belief-qmdp":
+            from rmtk.rl.qmdp import qmdp_kwargs, qmdp_policy
+
+            policy = qmdp_policy()
+            kwargs["policy_kwargs"] = dict(kwargs["policy_kwargs"], **qmdp_kwargs(train))
+        model = sb3.DQN(policy, train, seed=seed, device="cpu", verbose=0, **kwargs, **extra)
         model.set_logger(quiet_logger())
         with one_thread():
             model.learn(steps, callback=Evaluate())
@@ -707,17 +718,23 @@ BELIEF_TRACKERS = {
     "pooled-naive": "most likely pooled letter of the state",
 }
 
+#: the deep section's agents on the belief observation (judged on sampled episodes)
+BELIEF_ARMS = ("belief", "belief-qmdp", "naive")
 
 #: the agents of the deep section (one_deep)
 DEEP_ARMS = {
     "true": "true machine, exact labels",
     "belief": "true machine, Bayes filter (belief observation)",
+    "belief-qmdp": "true machine, Bayes filter, acting by QMDP (belief observation, QmdpPolicy)",
     "naive": "true machine, most likely label (belief observation)",
     "true-state": "true machine, each state's believed letter",
     "online": "online learner, each state's believed letter",
     "online-believed": "online learner, traces read anew, doubtful letters chosen (BelievedLabels)",
+    "online-believed-replay": "online learner, BelievedLabels, replay buffer read anew (AsBelieved)",
     "online-belief": "online learner, Bayes filter's belief over its hypothesis' nodes (FilteredBelief)",
 }
+#: the online learner's arms
+ONLINE_ARMS = ("online", "online-believed", "online-believed-replay", "online-belief")
 
 
 def deep(opts) -> str:

@@ -280,3 +280,56 @@ def test_label_noise_online_dqn_filtered_belief_is_the_filters_and_a_swap_relabe
     swapped = online.view.swapped(online.hypothesis, online.seen)
     np.testing.assert_allclose(swapped.belief, filtered(truth, detections))
     assert swapped.belief.shape == (truth.n_nodes,) != online.seen.belief.shape
+
+
+def test_label_noise_online_replay_as_believed_reads_each_stored_step_anew():
+    """AsBelieved (rmtk/rl/online/replay.py): a stored step's letter is its state's believed one
+    when the batch is drawn, in the buffer's alphabet order; a state never detected keeps the
+    letter read; AsRead keeps every letter read."""
+    pytest.importorskip("gymnasium", reason="rmtk.rl needs gymnasium (pip install '.[gym]')")
+    from rmtk.rl.online import AsBelieved, AsRead
+
+    labels = StateBeliefLabels(Reads({0: "baa", 1: "o"}), PROPS, 3)
+    order = ("o", "a", "b")  # the buffer's alphabet, another order than the labeler's
+    read = [order.index(labels(0, {})), order.index(labels(1, {}))]  # b (the first visit), o
+    recorded = np.array([read[0], read[1], order.index("a")])
+    states = np.array([0, 1, 2])  # state 2 never detected
+    assert AsBelieved(labels).letters(recorded, states, order).tolist() == [2, 0, 1]  # b: 0 read once
+    labels(0, {}), labels(0, {})  # two more visits read a: a is believed now
+    assert AsBelieved(labels).letters(recorded, states, order).tolist() == [1, 0, 1]
+    assert AsBelieved(labels).letters(recorded, states[:, None].astype(float), order).tolist() == [1, 0, 1]
+    assert AsRead().letters(recorded, states, order) is recorded
+    with pytest.raises(ModelError, match="a stored state outside the labeler's 3"):
+        AsBelieved(labels).letters(recorded, np.array([0, 1, 3]), order)
+    with pytest.raises(ModelError, match="must be the run's StateBeliefLabels"):
+        AsBelieved(lambda obs, info: "a")
+
+
+def test_label_noise_online_dqn_replay_as_believed_relabels_the_buffer():
+    """With AsBelieved the online buffer's experiences follow each stored step's state letter as
+    believed when drawn, not the letter read then, more of which were wrong (CliffWalking patrol
+    at detector confidence 0.8)."""
+    pytest.importorskip("stable_baselines3", reason="stable-baselines3 is not installed (pip install '.[rl]')")
+    from rmtk.gym import SimulatedDetector
+    from rmtk.label_noise import LabelNoise
+    from rmtk.rl.online import AsBelieved, OnlineLearner
+    from rmtk.rl.online.tasks import cliff_patrol
+
+    env, truth_labels, truth = cliff_patrol()
+    detector = SimulatedDetector(truth_labels, truth, LabelNoise.uniform(truth.alphabet, 0.2), seed=0)
+    labels = StateBeliefLabels(detector, truth.alphabet, env.observation_space.n)
+    tiny = dict(policy_kwargs={"net_arch": [8]}, batch_size=32, learning_starts=100, buffer_size=5_000)
+    run = OnlineLearner(env, labels, seed=0, max_nodes=4, replay=AsBelieved(labels), **tiny).learn(1_500)
+    buf, h, enc = run.model.replay_buffer, run.env.hypothesis, run.env.encoding
+    rows = np.arange(buf.pos)
+    reached = enc.environment(buf.next_observations[rows, 0]).astype(int)
+    believed = labels.letters()[reached]
+    true = np.array([truth.letter_index(truth_labels(s, {})) for s in reached])
+    stored = buf.letters[rows]
+    assert (stored != believed).sum() >= 5  # read otherwise when stored than believed now
+    assert (believed != true).sum() < (stored != true).sum()  # believed now: fewer wrong
+    for node in h.live:
+        nodes = np.full(len(rows), node)
+        _, nxt, reward, _ = buf.experiences(rows, nodes)
+        np.testing.assert_array_equal(reward, h.reward[nodes, believed])
+        np.testing.assert_array_equal(nxt, enc.encode(reached, h.next[nodes, believed]))

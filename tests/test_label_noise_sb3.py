@@ -17,6 +17,7 @@ from rmtk.label_noise import LabelNoise  # noqa: E402
 from rmtk.machine.model import RewardMachine  # noqa: E402
 from rmtk.rl import crm, no_log_folder  # noqa: E402
 from rmtk.rl.belief_crm import BeliefCounterfactuals  # noqa: E402
+from rmtk.rl.sb3 import one_thread  # noqa: E402
 
 
 def coffee_like() -> RewardMachine:
@@ -131,3 +132,78 @@ def test_label_noise_sb3_dqn_on_the_belief_learns_the_corridor(corridor):
         if term or trunc:
             break
     assert reward == 1.0 and [mdp.actions[a] for a in actions] == ["left", "right", "right", "right"]
+
+
+def qmdp_dqn(env, seed=0, **kw):
+    """``dqn`` with ``QmdpPolicy`` (rmtk/rl/qmdp.py)."""
+    from rmtk.rl.qmdp import qmdp_kwargs, qmdp_policy
+
+    kw = {"learning_starts": 0, "buffer_size": 10_000, **kw}
+    policy_kwargs = dict(qmdp_kwargs(env), net_arch=[16])
+    model = sb3.DQN(qmdp_policy(), env, policy_kwargs=policy_kwargs, seed=seed, device="cpu", **crm(env), **kw)
+    return no_log_folder(model)
+
+
+def test_label_noise_sb3_qmdp_acts_on_the_belief_weighted_values_of_the_live_nodes(corridor):
+    """QmdpPolicy's value at a belief: the network at each live node's one-hot, weighted by the
+    belief, an end node worth 0 (computed here from the plain MultiInputPolicy network with the
+    same weights); the greedy action is its argmax; a saved model loads with it."""
+    mdp, m = corridor
+    env = belief_env(mdp, m, LabelNoise.uniform(m.alphabet, 0.2))
+    model = qmdp_dqn(env, gradient_steps=1)
+    with one_thread():
+        model.learn(300)
+    plain = dqn(env)
+    plain.q_net.load_state_dict(model.q_net.state_dict())
+    beliefs = np.array([[0.2, 0.5, 0.3], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.1, 0.0, 0.9], [0.7, 0.3, 0.0]])
+    states = np.array([1, 2, 0, 3, 1])
+    obs = {"obs": states, "belief": beliefs}
+    with torch.no_grad():
+        got = model.q_net(model.policy.obs_to_tensor(obs)[0]).numpy()
+        at = [
+            plain.q_net(plain.policy.obs_to_tensor({"obs": states, "belief": np.eye(3)[[u] * 5]})[0]).numpy()
+            for u in range(3)
+        ]
+    want = beliefs[:, 0, None] * at[0] + beliefs[:, 1, None] * at[1]  # node 2 (end) worth 0
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(got[1], at[1][1])  # a live one-hot: the network as it is
+    assert not got[2].any() and np.abs(at[2][2]).sum() > 0  # an end one-hot: 0, not the network's
+    np.testing.assert_array_equal(model.predict(obs, deterministic=True)[0], got.argmax(axis=1))
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        model.save(f"{folder}/m.zip")
+        again = sb3.DQN.load(f"{folder}/m.zip", device="cpu")
+    with torch.no_grad():
+        np.testing.assert_array_equal(again.q_net(again.policy.obs_to_tensor(obs)[0]).numpy(), got)
+
+
+def test_label_noise_sb3_qmdp_trains_as_the_plain_policy_where_beliefs_are_one_hot(corridor):
+    """With a detector that never errs every belief is one-hot: QmdpPolicy acts, trains and ends
+    with the weights of MultiInputPolicy, bit for bit (same seed, greedy steps included)."""
+    mdp, m = corridor
+    env = lambda: belief_env(mdp, m, LabelNoise.exact(m.alphabet))  # noqa: E731
+    kw = {"gradient_steps": 1, "exploration_final_eps": 0.1, "exploration_fraction": 0.3}
+    models = [qmdp_dqn(env(), seed=2, **kw)]
+    with one_thread():
+        models[0].learn(600)  # before the next model is made: SB3 samples batches with numpy's global generator
+        models.append(dqn(env(), seed=2, exploration_initial_eps=1.0, **kw))
+        models[1].learn(600)
+    a, b = (dict(x.q_net.state_dict()) for x in models)
+    assert set(a) == set(b)
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], rtol=0, atol=0)
+
+
+def test_label_noise_sb3_qmdp_refuses_what_it_cannot_do(corridor):
+    from rmtk.rl.qmdp import qmdp_kwargs, qmdp_policy
+
+    mdp, m = corridor
+    flat = RewardMachineEnv(MdpEnv(mdp, 20), m, StateLabels.of(mdp), observation="flat")
+    with pytest.raises(ModelError, match="QmdpPolicy acts on a belief"):
+        qmdp_kwargs(flat)
+    env = belief_env(mdp, m, LabelNoise.exact(m.alphabet))
+    with pytest.raises(ModelError, match="one of them live"):
+        sb3.DQN(qmdp_policy(), env, policy_kwargs={"ended": (True, True, True)}, device="cpu")
+    with pytest.raises(RmtkError, match="the belief has 3 nodes, and the machine 2"):
+        sb3.DQN(qmdp_policy(), env, policy_kwargs={"ended": (False, True)}, device="cpu").predict(env.reset()[0])

@@ -11,7 +11,8 @@ with torch; docs/guide/12-deep-rl.md).
 * **Train an agent with a machine**: :func:`crm` (counterfactual experiences in an off-policy
   algorithm's replay buffer, the class :func:`~rmtk.rl.crm.counterfactual_replay_buffer`
   makes; from a detector's belief, ``observation="belief"``, the buffer of
-  :mod:`rmtk.rl.belief_crm`); on-policy
+  :mod:`rmtk.rl.belief_crm`; acting on the belief as the tabular learner does, QMDP:
+  :func:`qmdp_policy` with :func:`qmdp_kwargs`); on-policy
   algorithms (PPO, A2C) train on :class:`~rmtk.gym.RewardMachineEnv` as it is.
 * **Learn the machine while the agent trains** (JIRP's loop, :mod:`rmtk.rl.online`):
   :class:`OnlineLearner` on an environment that pays a non-Markovian reward and a labeler; for a
@@ -34,6 +35,7 @@ from .expert import AgentExpert
 from .greedy import GreedyRollouts, hide_node, q_table
 from .online import OnlineEnv, OnlineLearner, OnlineMachineCallback, online_replay
 from .policy import AgentPolicy, agent_policy
+from .qmdp import qmdp_kwargs, qmdp_policy
 from .sb3 import as_agent, no_log_folder, sb3_agent
 
 __all__ = [
@@ -59,5 +61,7 @@ __all__ = [
     "no_log_folder",
     "online_replay",
     "q_table",
+    "qmdp_kwargs",
+    "qmdp_policy",
     "sb3_agent",
 ]

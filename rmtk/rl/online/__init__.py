@@ -14,7 +14,8 @@ JIRP (Xu et al., ICAPS 2020) with a Stable-Baselines3 agent on a user's Gymnasiu
   :class:`~rmtk.label_noise.online.StateBeliefLabels`),
   :class:`KeepCounterexamples` (which traces are kept), :class:`HardNode` /
   :class:`FilteredBelief` (what the agent sees of the node: the belief a detector's detections
-  give, under label noise).
+  give, under label noise), :class:`AsRead` / :class:`AsBelieved` (the letters the replay buffer
+  replays its steps with: as read, or as the detections believe them now).
 * What the run says: :class:`Swap` (the history), :class:`FinalMachine`, and
   :func:`against_truth` when the true machine is known.
 
@@ -31,12 +32,15 @@ from .inference import ExactRewards, Inference, InferenceCapabilities, Inferred,
 from .labels import BelievedLabels
 from .learner import OnlineLearner
 from .loop import LoopSettings, MarkovianRewardError, NodeBoundError, OnlineLoop, Swap
+from .replay import AsBelieved, AsRead, ReplayLetters
 from .traces import KeepCounterexamples, Trace, TraceKeeping
 from .verdict import FinalMachine, Verdict, against_truth
 from .views import FilteredBelief, HardNode, NodeView
 
 __all__ = [
     "AgentExploration",
+    "AsBelieved",
+    "AsRead",
     "BelievedLabels",
     "ExactRewards",
     "Exploration",
@@ -58,6 +62,7 @@ __all__ = [
     "OnlineLoop",
     "OnlineMachineCallback",
     "ReplacedRewards",
+    "ReplayLetters",
     "SubgoalExploration",
     "Swap",
     "TolerantRewards",

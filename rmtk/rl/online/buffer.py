@@ -5,7 +5,8 @@ relabels every stored step at once.
 It stores each environment step once: the observation (in the agent's product encoding; the
 node it carries is ignored), the next one, the action taken (``info["rm_action"]``: the
 exploration walker's where it led), the step's letter and whether the environment ended the
-episode. A batch draws steps uniformly, and for each a node uniformly among the hypothesis'
+episode. A batch draws steps uniformly (each with the letter the loop's ``replay`` strategy gives
+it, :mod:`rmtk.rl.online.replay`: by default the letter read), and for each a node uniformly among the hypothesis'
 live nodes (:class:`~rmtk.rl.online.hypothesis.Hypothesis`): the experience of that node, with the
 hypothesis' reward and next node, ending where the environment ended the episode or the next
 node is an end of the hypothesis (an episode cut by a time limit is bootstrapped). In
@@ -64,11 +65,12 @@ def _online_buffer():
         def experiences(self, rows: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, ...]:
             """``(obs, next_obs, reward, done)`` of stored steps ``rows`` from ``nodes`` under
             the current hypothesis (product observations in the agent's encoding)."""
-            h, enc = self.online.hypothesis, self.online.encoding
-            k = self.letters[rows]
+            h, enc, online = self.online.hypothesis, self.online.encoding, self.online
+            reached = enc.environment(self.next_observations[rows, 0])
+            k = online.loop.settings.replay.letters(self.letters[rows], reached, online.alphabet.propositions)
             after = h.next[nodes, k]
             obs = enc.encode(enc.environment(self.observations[rows, 0]), nodes)
-            nxt = enc.encode(enc.environment(self.next_observations[rows, 0]), after)
+            nxt = enc.encode(reached, after)
             done = self.ended[rows] | h.ends[after]
             return obs, nxt, h.reward[nodes, k], done
 

@@ -40,6 +40,7 @@ from ..sb3 import _require, quiet_logger
 from .exploration import Exploration, ExplorationCapabilities, SubgoalExploration
 from .inference import Inference
 from .loop import LoopSettings
+from .replay import ReplayLetters
 from .traces import TraceKeeping
 from .verdict import FinalMachine, final_machine
 from .views import NodeView
@@ -123,6 +124,8 @@ class OnlineLearner:
         inference: an :class:`~rmtk.rl.online.inference.Inference` (default exact rewards).
         keeping: a :class:`~rmtk.rl.online.traces.TraceKeeping` (default every counterexample and
             100 sampled episodes).
+        replay: a :class:`~rmtk.rl.online.replay.ReplayLetters` (default the letters as read;
+            :class:`~rmtk.rl.online.replay.AsBelieved`: as the detections believe them now).
         time_limit: seconds one inference may take before the run is stopped, flagged (a safety
             stop: it never changes the machine a run returns).
         markov_after: episodes paid a reward after which a one-node hypothesis is the answer
@@ -149,6 +152,7 @@ class OnlineLearner:
         exploration: Exploration | None = None,
         inference: Inference | None = None,
         keeping: TraceKeeping | None = None,
+        replay: ReplayLetters | None = None,
         time_limit: float | None = 300.0,
         markov_after: int | None = 20,
         observation: str = "flat",
@@ -172,6 +176,8 @@ class OnlineLearner:
             settings = _evolve(settings, inference=inference)
         if keeping is not None:
             settings = _evolve(settings, keeping=keeping)
+        if replay is not None:
+            settings = _evolve(settings, replay=replay)
         self.env = OnlineEnv(
             env,
             labeler,

@@ -20,6 +20,7 @@ from ...machine.model import RewardMachine
 from ...words import plural
 from .hypothesis import Hypothesis, aligned, ending, trivial, with_end
 from .inference import ExactRewards, Inference, InferenceCapabilities
+from .replay import AsRead, ReplayLetters
 from .traces import KeepCounterexamples, Trace, TraceKeeping
 
 
@@ -103,7 +104,8 @@ class LoopSettings:
     """What the loop is told: the node bound, the strategies, the seed of its draws, the inference's
     safety ``time_limit`` (seconds; it stops the run, flagged), ``markov_after`` (the episodes paid
     a reward after which a one-node hypothesis means the reward is Markovian; ``None``: never
-    concluded) and ``window`` (the agent-led episodes the success rate is taken over)."""
+    concluded), ``window`` (the agent-led episodes the success rate is taken over) and ``replay``
+    (the letters the replay buffer replays its steps with, :mod:`rmtk.rl.online.replay`)."""
 
     max_nodes: int = attrs.field(default=8, validator=_bound)
     inference: Inference = attrs.field(factory=ExactRewards)
@@ -112,6 +114,7 @@ class LoopSettings:
     time_limit: float | None = 300.0
     markov_after: int | None = attrs.field(default=20, validator=_optional_count)
     window: int = 100
+    replay: ReplayLetters = attrs.field(factory=AsRead)
 
 
 class OnlineLoop:
