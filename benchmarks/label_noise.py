@@ -337,7 +337,9 @@ def one_deep(arm: str, confidence: float, seed: int, steps: int, every: int, epi
     ``true`` the true machine, exact labels, the flat product (CRM); ``belief``/``naive`` the true
     machine through a detector of ``confidence``, the belief observation (rmtk/rl/belief_crm.py;
     the Bayes filter or the most likely label; ``belief-qmdp`` the Bayes filter, acting on the
-    belief-weighted Q-values of the nodes, rmtk/rl/qmdp.py), judged on ``episodes`` greedy episodes (seeded
+    belief-weighted Q-values of the nodes, rmtk/rl/qmdp.py; ``belief-pooled-qmdp`` the same on
+    each state's pooled detections, PooledStateLetters, one tracker for training and checks),
+    judged on ``episodes`` greedy episodes (seeded
     resets and detector draws) in which the world's machine pays within the horizon;
     ``true-state``/``online`` the true machine (CRM) or the online learner (rmtk.rl.online) on the
     letters each state is believed to carry from every detection there (StateBeliefLabels),
@@ -445,6 +447,10 @@ def one_deep(arm: str, confidence: float, seed: int, steps: int, every: int, epi
             train = RewardMachineEnv(t.base(), m, labels, observation="flat")
         else:
             tracker = (MostLikelyLabel if arm == "naive" else BayesFilter)(m)
+            if arm == "belief-pooled-qmdp":  # each state's detections pooled, one tracker for train and check
+                from rmtk.label_noise.filter import PooledStateLetters
+
+                tracker = PooledStateLetters(tracker, int(t.base().observation_space.n))
 
             def env(s):
                 detector = SimulatedDetector(t.labels, m, noise, seed=s)
@@ -477,7 +483,7 @@ def one_deep(arm: str, confidence: float, seed: int, steps: int, every: int, epi
         policy = "MultiInputPolicy" if arm in ("belief", "naive") else "MlpPolicy"
         extra = crm(train, seed=seed) if arm in BELIEF_ARMS else crm(train)
         kwargs = t.settings.kwargs(steps)
-        if arm == "belief-qmdp":
+        if arm in ("belief-qmdp", "belief-pooled-qmdp"):
             from rmtk.rl.qmdp import qmdp_kwargs, qmdp_policy
 
             policy = qmdp_policy()
@@ -719,13 +725,14 @@ BELIEF_TRACKERS = {
 }
 
 #: the deep section's agents on the belief observation (judged on sampled episodes)
-BELIEF_ARMS = ("belief", "belief-qmdp", "naive")
+BELIEF_ARMS = ("belief", "belief-qmdp", "belief-pooled-qmdp", "naive")
 
 #: the agents of the deep section (one_deep)
 DEEP_ARMS = {
     "true": "true machine, exact labels",
     "belief": "true machine, Bayes filter (belief observation)",
     "belief-qmdp": "true machine, Bayes filter, acting by QMDP (belief observation, QmdpPolicy)",
+    "belief-pooled-qmdp": "true machine, each state's detections pooled (PooledStateLetters), acting by QMDP",
     "naive": "true machine, most likely label (belief observation)",
     "true-state": "true machine, each state's believed letter",
     "online": "online learner, each state's believed letter",
