@@ -48,7 +48,7 @@ from .search import (
     used_transitions,
 )
 
-#: Trie words × machines evaluated in one numpy pass at most (memory: 8 bytes each, a few times).
+#: Trie words × machines evaluated in one numpy pass at most (8 bytes each, a few times over).
 BATCH_CELLS = 4_000_000
 #: Relative tolerance under which two spreads are equal (then the order of the moves decides).
 SPREAD_TOLERANCE = 1e-9
@@ -59,11 +59,10 @@ class NoiseLandscape:
     """The reward traces in the form the local search evaluates: the trie's words level by
     level, and per observed (word, letter) pair the count of each value.
 
-    Attributes:
-        parent, letter: the trie's arrays (node 0 the empty word).
-        levels: the trie's words by length, the root's level left out.
-        pair_word, pair_letter: ``(P,)`` the observed (word, letter) pairs.
-        counts: ``(P, V)`` steps observing each value (ascending values) on each pair.
+    ``parent`` and ``letter`` are the trie's arrays (node 0 the empty word); ``levels`` its
+    words by length, the root's level left out; ``pair_word`` and ``pair_letter`` (``(P,)``) the
+    observed (word, letter) pairs; ``counts`` (``(P, V)``) the steps observing each value
+    (ascending values) on each pair.
     """
 
     parent: np.ndarray
@@ -333,7 +332,8 @@ class Unproven:
     one_node: int
     rival: int | None
     rival_change: str
-    #: the machines one transition away the samples do not separate from it: (change, extra noise)
+    #: the machines one transition away that the samples do not separate from it, as pairs
+    #: (change, extra noise)
     unresolved: tuple[tuple[str, int], ...]
     evaluated: int
     starts: int

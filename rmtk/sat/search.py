@@ -75,8 +75,8 @@ class SearchResult:
     #: once ``max_solutions`` machines were listed: whether another one survives (``True``: one
     #: was found and not kept; ``False``: none, the listing is complete); ``None``: not asked.
     more: bool | None = None
-    #: a machine found but not proven optimal (rmtk.sat.anytime.Unproven: its lower bound, the gap and
-    #: what the samples resolve); ``None``: an exact search's answer
+    #: the least noisy machine found and not proven optimal, an :class:`rmtk.sat.anytime.Unproven`
+    #: with its lower bound, the gap and what the samples resolve (``None`` for an exact answer)
     unproven: object = None
 
     @property

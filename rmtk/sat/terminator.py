@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from ..limits import Deadline, signal_fd
 
 if TYPE_CHECKING:
-    from pysat.solvers import Solver
+    import pysat.solvers
 
 #: ``bool Terminator::terminate()`` (a virtual method: ``this`` is its only argument).
 _TERMINATE = ctypes.CFUNCTYPE(ctypes.c_bool, ctypes.c_void_p)
@@ -72,7 +72,7 @@ _get_pointer = _capsule_pointer()
 SWITCH = "RMTK_CADICAL_TERMINATOR"
 
 
-def _cadical(solver: Solver):
+def _cadical(solver: pysat.solvers.Solver):
     """(the C++ solver's address, its CaDiCaL version) of a CaDiCaL backend, else ``None``."""
     backend = getattr(solver, "solver", None)
     name = type(backend).__name__
@@ -109,7 +109,7 @@ class _Terminator:
         return ctypes.addressof(self._object)
 
 
-def can_terminate(solver: Solver) -> bool:
+def can_terminate(solver: pysat.solvers.Solver) -> bool:
     """Whether :func:`terminating` reaches inside ``solver``'s calls."""
     found = _cadical(solver)
     return found is not None and _switched_on() and _entry_points(found[1]) is not None
@@ -120,7 +120,7 @@ def _switched_on() -> bool:
 
 
 @contextlib.contextmanager
-def terminating(solver: Solver, expiring):
+def terminating(solver: pysat.solvers.Solver, expiring):
     """Within the block, ``solver``'s limited calls (``solve_limited``) end, returning ``None``,
     within a few decisions of ``expiring.expired()`` turning true (a CaDiCaL backend whose entry
     points python-sat exports; others are left as they are). Yields the terminator (``fired``
@@ -148,7 +148,7 @@ POLL_SECONDS = 0.05
 class _Call:
     """One call watched by :data:`_WATCHER`."""
 
-    def __init__(self, solver: Solver, expiring):
+    def __init__(self, solver: pysat.solvers.Solver, expiring):
         self.solver = solver
         self.expiring = expiring
         self.fired = False
@@ -215,14 +215,14 @@ def _wait_signal(seconds: float) -> bool:
 _WATCHER = _Watcher()
 
 
-def interruptible(solver: Solver) -> bool:
+def interruptible(solver: pysat.solvers.Solver) -> bool:
     """Whether ``solver``'s backend takes ``interrupt()`` from another thread (python-sat's
     backends but CaDiCaL's)."""
     return _cadical(solver) is None
 
 
 @contextlib.contextmanager
-def interrupting(solver: Solver, expiring):
+def interrupting(solver: pysat.solvers.Solver, expiring):
     """Within the block, ``solver``'s calls made with ``expect_interrupt=True`` are interrupted
     (returning ``None``) within :data:`POLL_SECONDS` of ``expiring.expired()`` turning true or at
     once on a signal (:func:`rmtk.limits.set_signal_fd`). Yields the watched call (``fired``: it was
@@ -258,7 +258,7 @@ def stop_only(expiring):
 
 
 @contextlib.contextmanager
-def stoppable_calls(solver: Solver, expiring):
+def stoppable_calls(solver: pysat.solvers.Solver, expiring):
     """Within the block, a limited call of ``solver`` (made with ``expect_interrupt=True``) ends
     soon after ``expiring`` expires, on every backend: :func:`terminating` for CaDiCaL,
     :func:`interrupting` for the others. Yields an object whose ``fired`` says whether a call was
