@@ -312,3 +312,19 @@ def test_sigint_mid_write_leaves_no_finished_looking_file(tmp_path):
         if problems:
             failures.append(f"{name}: {'; '.join(problems)}")
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("durable", [True, False])
+def test_durable_syncs_before_the_rename_and_either_way_is_whole_or_absent(tmp_path, monkeypatch, durable):
+    synced = []
+    monkeypatch.setattr(output.os, "fsync", lambda fd: synced.append(fd))
+    target = tmp_path / "m.dot"
+    with pytest.raises(KeyboardInterrupt):
+        with output.replacing(target, text=True, durable=durable) as f:
+            f.write("half")
+            raise KeyboardInterrupt
+    assert not target.exists() and list(tmp_path.iterdir()) == []
+    with output.replacing(target, text=True, durable=durable) as f:
+        f.write("digraph {}")
+    assert target.read_text() == "digraph {}"
+    assert len(synced) == (1 if durable else 0)

@@ -235,7 +235,8 @@ def _write_outputs(plan, result) -> None:
     def write_dot(i, p):
         from ..io import dot
 
-        with output.replacing(p, overwrite=plan.force, text=True) as f:
+        # one file per machine, thousands after a stopped listing: whole or absent, not synced
+        with output.replacing(p, overwrite=plan.force, text=True, durable=False) as f:
             f.write(dot.to_dot(machines[i]))
 
     for target, write in ((plan.dot, write_dot), (plan.png, draw)):
