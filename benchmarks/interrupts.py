@@ -104,6 +104,25 @@ def burners(n: int) -> list[subprocess.Popen]:
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
 
 
+def _start(args: list[str]) -> subprocess.Popen:
+    """The learner run with ``args``, its output piped."""
+    return subprocess.Popen(
+        [sys.executable, "-c", RUN, *args], cwd=CHECKOUT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+
+
+def _read_until(proc: subprocess.Popen, marker: str) -> bytes:
+    """``proc``'s stderr up to the first chunk holding ``marker`` (or its exit)."""
+    seen = b""
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stderr, selectors.EVENT_READ)
+    while marker.encode() not in seen and proc.poll() is None:
+        if sel.select(timeout=1):
+            seen += os.read(proc.stderr.fileno(), 65536)
+    sel.close()
+    return seen
+
+
 def limited_run(argv: list[str], limit: float, out: Path, dot: bool = True) -> dict:
     """One run with ``--time-limit limit``: what it printed, the seconds from its time limit
     (the instant the learner's deadline fell, which the run announces) to its exit, and the
@@ -112,20 +131,8 @@ def limited_run(argv: list[str], limit: float, out: Path, dot: bool = True) -> d
     found, whole)."""
     files = ["--dot", str(out / "m.dot"), "--force"] if dot else []
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.Popen(
-        [sys.executable, "-c", RUN, *argv, *files, "--time-limit", f"{limit:g}"],
-        cwd=CHECKOUT,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    seen = b""
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stderr, selectors.EVENT_READ)
-    while b"rmtk-bench-deadline " not in seen and proc.poll() is None:
-        if sel.select(timeout=1):
-            seen += os.read(proc.stderr.fileno(), 65536)
-    sel.close()
+    proc = _start([*argv, *files, "--time-limit", f"{limit:g}"])
+    seen = _read_until(proc, "rmtk-bench-deadline ")
     at = [float(line.split()[1]) for line in seen.decode().splitlines() if line.startswith("rmtk-bench-deadline ")]
     cpu_at = None
     if at:
@@ -193,20 +200,8 @@ def one_run(argv: list[str], marker: str, sig: int, delay: float, double: float 
     how it ended."""
     dot = out / "m.dot"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.Popen(
-        [sys.executable, "-c", RUN, *argv, "--dot", str(dot), "--force"],
-        cwd=CHECKOUT,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    seen = b""
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stderr, selectors.EVENT_READ)
-    while marker.encode() not in seen and proc.poll() is None:
-        if sel.select(timeout=1):
-            seen += os.read(proc.stderr.fileno(), 65536)
-    sel.close()
+    proc = _start([*argv, "--dot", str(dot), "--force"])
+    seen = _read_until(proc, marker)
     time.sleep(delay)
     finished_before = proc.poll() is not None
     cpu_at = _cpu(proc.pid)
