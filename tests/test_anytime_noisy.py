@@ -85,6 +85,18 @@ def test_same_seed_same_answer_and_budget_kept(case):
     assert a.stopped is None
 
 
+def test_a_finished_climb_keeps_its_neighbours_noise(case):
+    """The report's rivals reuse the last look of the climb (no second scoring after a stop):
+    it must be the neighbours' noise, in :func:`neighbours`' order."""
+    _, _, traces = case
+    land = NoiseLandscape.of(traces, len(traces.propositions))
+    run = local_search(land, 3, seed=2, moves=3000, trie=traces.trie)
+    kept = [f for f in run.found if f.around is not None]
+    assert kept and run.found[0].around is not None
+    for f in kept:
+        assert np.array_equal(f.around, land.score(neighbours(f.delta_u, True))[0])
+
+
 def test_flag_in_result_and_report(case):
     task, demos, _ = case
     encoder = AnytimeNoisyRewardEncoder(proof_work=0, moves=2000)  # no proof: the local search answers

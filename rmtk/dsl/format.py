@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -10,6 +11,7 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 KEYWORDS = frozenset({"mdp", "machine", "task", "on", "reward", "else", "true", "false"})
 
 
+@functools.lru_cache(maxsize=4096)  # the same few names, thousands of times in a listing
 def fmt_ident(name: str) -> str:
     """``name`` bare when it is a plain identifier, else as a quoted string."""
     if _NAME.match(name) and name not in KEYWORDS:

@@ -26,8 +26,12 @@ def _block(header: str, lines: list[str]) -> str:
 
 
 def _wrapped(key: str, names) -> list[str]:
-    names = [fmt_ident(n) for n in names]
-    return [f"{key} " + " ".join(names[i : i + WRAP]) for i in range(0, len(names), WRAP)] or []
+    return _lines(key, [fmt_ident(n) for n in names])
+
+
+def _lines(key: str, spelled: list[str]) -> list[str]:
+    """``key`` then the already spelled names, :data:`WRAP` per line."""
+    return [f"{key} " + " ".join(spelled[i : i + WRAP]) for i in range(0, len(spelled), WRAP)] or []
 
 
 @singledispatch
@@ -63,17 +67,19 @@ def _(f: RmFile) -> str:
 def machine_block(m: RewardMachine) -> str:
     """``machine NAME { ... }``: alphabet, nodes, initial, then non-default transitions
     grouped per (source, target, reward) in node then letter order."""
-    lines = _wrapped("alphabet", m.alphabet) + _wrapped("nodes", m.nodes)
-    lines.append(f"initial {fmt_ident(m.nodes[m.initial])}")
+    # names spelled once and the tables read as Python numbers once: a stopped listing prints
+    # thousands of machines (docs/benchmarks/21-stopped-runs.md)
+    nodes, letters = [fmt_ident(x) for x in m.nodes], [fmt_ident(a) for a in m.alphabet]
+    lines = _lines("alphabet", letters) + _lines("nodes", nodes)
+    lines.append(f"initial {nodes[m.initial]}")
+    delta_u, delta_r = m.delta_u.tolist(), m.delta_r.tolist()
     for u in range(m.n_nodes):
         groups: dict[tuple[int, float], list[str]] = {}
-        for k, letter in enumerate(m.alphabet):
-            v, r = int(m.delta_u[u, k]), float(m.delta_r[u, k])
+        for letter, v, r in zip(letters, delta_u[u], delta_r[u]):
             if v != u or r != 0.0:
                 groups.setdefault((v, r), []).append(letter)
-        for (v, r), letters in groups.items():
-            guard = " | ".join(fmt_ident(a) for a in letters)
-            line = f"{fmt_ident(m.nodes[u])} -> {fmt_ident(m.nodes[v])} on {guard}"
+        for (v, r), guard in groups.items():
+            line = f"{nodes[u]} -> {nodes[v]} on {' | '.join(guard)}"
             if r != 0.0:
                 line += f" reward {fmt_number(r)}"
             lines.append(line)

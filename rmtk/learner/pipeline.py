@@ -49,7 +49,7 @@ from ..sat.encoders import EncoderCapabilities, SatEncoder
 from ..sat.encoding import Problem
 from ..sat.search import SearchResult
 from ..task import Task
-from ..traces.evidence import RewardEvidence
+from ..traces.evidence import RewardEvidence, warm_noise_interval
 from ..validators import BOUND_WHY, MAX_NODES, implements, node_count, optional_positive_int, optional_seconds
 from .result import LearnResult
 from .summary import Phases
@@ -315,6 +315,7 @@ class Learner:
         task = target if isinstance(target, Task) else None
         mdp = target.mdp if isinstance(target, Task) else target
         encoder = EncoderCapabilities.of(self.encoder)
+        warm_noise_interval()  # every run ends with the noise interval, a stopped one too
         rec = Recorder(self.progress)
         t0 = time.perf_counter()
         deadline = Deadline.after(self.time_limit)
@@ -476,9 +477,10 @@ def expert_class_table(task: Task, table, given_by: str, unknown: str, progress:
 def machines_of(mdp: LabeledMDP | Space, res: SearchResult) -> tuple[RewardMachine, ...]:
     """The machines of a search's solutions: canonical node names ``u0 u1 ...``, the MDP's
     propositions as alphabet, rewards 0 (unconstrained transitions are self-loops)."""
+    names = {n: tuple(f"u{i}" for i in range(n)) for n in {len(s.delta_u) for s in res.solutions}}
     return tuple(
         RewardMachine(
-            nodes=[f"u{i}" for i in range(len(s.delta_u))],
+            nodes=names[len(s.delta_u)],
             alphabet=mdp.propositions,
             delta_u=s.delta_u,
             delta_r=np.zeros(s.delta_u.shape),

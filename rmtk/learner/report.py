@@ -138,34 +138,35 @@ def report(
         for line in str(result.explain()).splitlines():
             w(f"# {line}")
     for i, m in enumerate(result.machines):
-        w()
+        lines = [""]  # each machine's lines written at once: a stopped listing has thousands
+        add = lines.append
         free = result.unconstrained(i)
         if free:
-            w("# unconstrained by the data (written as self-loops): " + ", ".join(f"{u} on {a}" for u, a in free))
+            add("# unconstrained by the data (written as self-loops): " + ", ".join(f"{u} on {a}" for u, a in free))
         if result.decoded is not None:
             for line in observed_rewards(m, result.decoded[i]):
-                w(f"# {line}")
+                add(f"# {line}")
         resolved = result.resolution(i) if i < RESOLVED else None  # from counted data: what the samples resolve
         if resolved is not None:
-            w(f"# {resolved}")
+            add(f"# {resolved}")
         if result.verdicts is not None and i < len(result.verdicts):
             verdict, truth = result.verdicts[i], result.truth
             same = iso and iso[i] and verdict.consistent and truth is not None
-            w(f"# verdict: {verdict}" + (f"; isomorphic to the true machine '{truth.name}'" if same else ""))
+            add(f"# verdict: {verdict}" + (f"; isomorphic to the true machine '{truth.name}'" if same else ""))
         elif result.stopped is not None and result.truth is not None:
-            w("# verdict: not decided (the run was stopped)")
+            add("# verdict: not decided (the run was stopped)")
         if result.reward_fits is not None and i < len(result.reward_fits):
             f = result.reward_fits[i]
-            w("# " + (f.summary() if hasattr(f, "summary") else f"rewards ({type(f).__name__})"))
+            add("# " + (f.summary() if hasattr(f, "summary") else f"rewards ({type(f).__name__})"))
         if result.negatives is not None and result.solutions[i].dropped:
             shown = result.dropped(i)[:5]
             more = f" and {len(result.solutions[i].dropped) - 5} more" if len(result.solutions[i].dropped) > 5 else ""
-            w(
+            add(
                 "# violates the negative examples: "
                 + "; ".join(f"{' '.join(a)} / {' '.join(b)}" for a, b in shown)
                 + more
             )
-        out.write(dsl.dumps(m))
+        out.write("\n".join(lines) + "\n" + dsl.dumps(m))
 
 
 def observed_rewards(machine, decoded) -> list[str]:

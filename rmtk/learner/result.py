@@ -123,10 +123,11 @@ class LearnResult:
         if self.truth is None:
             return None
         truth = self.truth.with_rewards(np.zeros_like(self.truth.delta_r))
+        letters = set(truth.alphabet)
         return tuple(
-            isomorphic(m.with_alphabet_order(truth.alphabet), truth, rewards=False)
-            if set(m.alphabet) == set(truth.alphabet)
-            else False
+            m.n_nodes == truth.n_nodes  # first: the cheap refusal (a stopped listing has thousands)
+            and set(m.alphabet) == letters
+            and isomorphic(m.with_alphabet_order(truth.alphabet), truth, rewards=False)
             for m in self.machines
         )
 

@@ -52,14 +52,13 @@ class RewardMachine:
         for field, arr in (("delta_u", self.delta_u), ("delta_r", self.delta_r)):
             if arr.shape != (n, k):
                 raise ModelError(f"machine {self.name!r}: {field} has shape {arr.shape}, expected ({n}, {k})")
-        bad = np.argwhere((self.delta_u < 0) | (self.delta_u >= n))
-        if bad.size:
-            u, a = bad[0]
+        if self.delta_u.min() < 0 or self.delta_u.max() >= n:  # (n, k) with n, k ≥ 1: not empty
+            u, a = np.argwhere((self.delta_u < 0) | (self.delta_u >= n))[0]
             raise ModelError(
                 f"machine {self.name!r}: transition from {self.nodes[u]!r} on {self.alphabet[a]!r} "
                 f"goes to an unknown node (index {self.delta_u[u, a]})"
             )
-        if not np.all(np.isfinite(self.delta_r)):
+        if not np.isfinite(self.delta_r).all():
             raise ModelError(f"machine {self.name!r}: rewards must be finite numbers")
         if not 0 <= self.initial < n:
             raise ModelError(f"machine {self.name!r}: initial node index {self.initial} out of range")

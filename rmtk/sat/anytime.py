@@ -191,12 +191,14 @@ def random_machine(n: int, K: int, rng: np.random.Generator, non_stuttering: boo
 
 @attrs.frozen
 class Found:
-    """A machine the local search ended a climb on: its transitions and noise."""
+    """A machine the local search ended a climb on: its transitions and noise, and the noise of
+    each of its :func:`neighbours` when the climb evaluated them last (``None``: it was stopped)."""
 
     delta_u: np.ndarray = attrs.field(eq=False)
     noise: int
     key: tuple  # renaming-invariant (canonical_partial) on the transitions the words use
     moving: int  # used transitions that leave their node
+    around: np.ndarray | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen
@@ -239,11 +241,11 @@ def local_search(
             break
         start = np.tile(np.arange(n)[:, None], (1, K)) if starts == 0 else random_machine(n, K, rng, non_stuttering)
         starts += 1
-        machine, spent, halted = _climb(land, start, non_stuttering, moves - evaluated, deadline)
+        machine, spent, halted, around = _climb(land, start, non_stuttering, moves - evaluated, deadline)
         evaluated += spent
         noise = int(land.score(machine[None])[0][0])
         evaluated += 1
-        _file(found, machine, noise, trie)
+        _file(found, machine, noise, trie, around)
         if halted:
             stopped = deadline.reason() or "time limit"
             break
@@ -264,14 +266,16 @@ def _objective(land: NoiseLandscape, machines: np.ndarray, by: int) -> np.ndarra
 
 def _climb(land: NoiseLandscape, machine: np.ndarray, non_stuttering: bool, budget: int, deadline: Deadline):
     """Down the spread, then down the noise and the moving transitions, from ``machine``: (the
-    machine, machines evaluated, whether the deadline stopped it)."""
+    machine, machines evaluated, whether the deadline stopped it, the noise of its neighbours
+    when the last step evaluated them all and found none better, else ``None``)."""
     spent = 0
+    around = None
     for by in (1, 0):  # spread, then noise
         current = _objective(land, machine[None], by)[0]
         spent += 1
         while spent < budget:
             if deadline.expired():
-                return machine, spent, True
+                return machine, spent, True, None
             nb = neighbours(machine, non_stuttering)
             if not len(nb):
                 break
@@ -284,12 +288,14 @@ def _climb(land: NoiseLandscape, machine: np.ndarray, non_stuttering: bool, budg
                 if not values[best] < current - tol:
                     break
             elif not values[best] < current:
+                _, n, K = nb.shape
+                around = values // (n * K + 1)  # the noise: the moving transitions are at most n·K
                 break
             machine, current = nb[best], values[best]
-    return machine, spent, False
+    return machine, spent, False, around
 
 
-def _file(found: dict, machine: np.ndarray, noise: int, trie) -> None:
+def _file(found: dict, machine: np.ndarray, noise: int, trie, around: np.ndarray | None = None) -> None:
     if trie is None:
         key: tuple = (machine.tobytes(),)
         moving = int((machine != np.arange(machine.shape[0])[:, None]).sum())
@@ -298,7 +304,7 @@ def _file(found: dict, machine: np.ndarray, noise: int, trie) -> None:
         key = canonical_partial(machine, used)[0]
         moving = int((used & (machine != np.arange(machine.shape[0])[:, None])).sum())
     if key not in found:
-        found[key] = Found(machine, noise, key, moving)
+        found[key] = Found(machine, noise, key, moving, around)
 
 
 def log10_ratio(d: int, noise: int, steps: int, values: int) -> float:
@@ -503,7 +509,7 @@ def _rival(land: NoiseLandscape, best: Found, problem: Problem, non_stuttering: 
     n = best.delta_u.shape[0]
     name = {u: f"u{r}" for r, u in enumerate(order + [u for u in range(n) if u not in set(order)])}  # as printed
     props = problem.rewards.propositions
-    noise = land.score(nb)[0]
+    noise = best.around if best.around is not None else land.score(nb)[0]  # the climb's last look
     found: list[tuple[str, int]] = []
     seen = {best.key}
     for i in np.argsort(noise, kind="stable").tolist():

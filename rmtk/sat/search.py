@@ -53,7 +53,8 @@ class Solution:
 
     @property
     def unconstrained(self) -> list[tuple[int, int]]:
-        return [tuple(map(int, ik)) for ik in np.argwhere(~self.used)]
+        u, k = np.nonzero(~self.used)
+        return list(zip(u.tolist(), k.tolist()))
 
 
 @attrs.frozen

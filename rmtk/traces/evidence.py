@@ -195,6 +195,12 @@ def share(x: float) -> str:
     return f"{x:.4f}" if x == 0 or abs(x) >= 1e-3 else f"{x:.1e}"
 
 
+def warm_noise_interval() -> None:
+    """Import what :func:`noise_interval` needs now (scipy.special: 0.25-0.36 CPU s), so that a
+    run stopped later reports its noise without that wait (docs/benchmarks/21-stopped-runs.md)."""
+    import scipy.special  # type: ignore[import-untyped]  # noqa: F401
+
+
 def noise_interval(disagreements: int, steps: int, confidence: float = 0.95) -> NoiseEstimate:
     """The :class:`NoiseEstimate` of ``disagreements`` among ``steps`` (Clopper-Pearson: the
     beta quantiles, by ``scipy.special.betaincinv``, which ``scipy.stats.beta.ppf`` calls;
