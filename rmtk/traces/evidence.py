@@ -198,7 +198,9 @@ def share(x: float) -> str:
 def warm_noise_interval() -> None:
     """Import what :func:`noise_interval` needs now (scipy.special: 0.25-0.36 CPU s), so that a
     run stopped later reports its noise without that wait (docs/benchmarks/21-stopped-runs.md)."""
-    import scipy.special  # noqa: F401
+    import importlib
+
+    importlib.import_module("scipy.special")
 
 
 def noise_interval(disagreements: int, steps: int, confidence: float = 0.95) -> NoiseEstimate:
