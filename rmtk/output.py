@@ -70,10 +70,13 @@ def check_directory(path, *, error=RmtkError) -> Path:
     return parent
 
 
-def check(path, *, overwrite: bool = False, error=RmtkError) -> Path:
+def check(path, *, overwrite: bool = False, error=RmtkError, probe: bool = True) -> Path:
     """Check, before the work, that ``path`` can be written: its directory exists and takes new
     files, it is not a directory, and it does not exist unless ``overwrite``. Returns ``path``
-    as a :class:`~pathlib.Path`; raises ``error`` (a :class:`~rmtk.errors.RmtkError` class)."""
+    as a :class:`~pathlib.Path`; raises ``error`` (a :class:`~rmtk.errors.RmtkError` class).
+    ``probe=False`` leaves out the test file that shows the directory takes new files (a
+    creation and a removal), for a caller that has probed it already or creates a file there
+    at once: thousands of files in one directory each probed cost seconds."""
     p = Path(path)
     try:
         st = os.stat(p)
@@ -93,10 +96,13 @@ def check(path, *, overwrite: bool = False, error=RmtkError) -> Path:
             if not os.access(p, os.W_OK):
                 raise _fail(error, p, "permission denied")
             return p
-        p_real = Path(os.path.realpath(p))
-        check_directory(p_real, error=error)
+        if probe:
+            check_directory(Path(os.path.realpath(p)), error=error)
         return p
-    check_directory(p, error=error)
+    if probe:
+        check_directory(p, error=error)
+    else:
+        _directory_of(p, error)
     return p
 
 
@@ -165,7 +171,7 @@ def replacing(
     is on disk before it appears (``fsync``, a few ms a file); ``False`` keeps only the
     whole-or-nothing of the rename, which a stopped process cannot break but a power cut can
     (for the thousands of small files of one listing, written after a stop)."""
-    p = check(path, overwrite=overwrite, error=error)
+    p = check(path, overwrite=overwrite, error=error, probe=False)  # the temporary file below is the probe
     mode = "w" if text else "wb"
     kw = {"encoding": encoding, "newline": newline} if text else {}
     if p.exists() and not p.is_file():  # a device or a pipe (checked): no temporary file can replace it
@@ -202,8 +208,10 @@ def replacing(
             if durable:
                 os.fsync(f.fileno())
         _install(tmp, target, overwrite, p, error)
+        tmp = ""  # installed: nothing left to remove
     except OSError as e:
         raise _fail(error, p, e.strerror or str(e)) from None
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        if tmp:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)

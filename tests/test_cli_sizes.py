@@ -105,6 +105,31 @@ def test_force_replaces_numbered_files(tmp_path, capsys):
     assert (tmp_path / "m_2.dot").read_text().startswith('digraph "learned_2"')
 
 
+def test_numbered_files_probe_their_directory_once(tmp_path, capsys, monkeypatch):
+    """Each file is created once (its temporary name, then linked): no probe file per machine,
+    which made a stopped listing's thousands of files cost seconds (docs/benchmarks/21-stopped-runs.md)."""
+    import os
+
+    created = []
+    real_open = os.open
+
+    def counting(path, flags, *args, **kwargs):
+        if flags & os.O_CREAT:
+            created.append(os.path.basename(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting)
+    dot = tmp_path / "m.dot"
+    argv = ["learn", str(MODELS / "stack.rm"), "--nodes", "4", "--max-solutions", "5", "--dot", str(dot), "-q"]
+    assert main([*argv, "--no-rewards"]) == 0
+    capsys.readouterr()
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == [f"m_{i}.dot" for i in range(1, 6)]
+    probes = [c for c in created if c.endswith(".probe")]
+    assert len(probes) == 2  # the --dot path before the work, the numbered files' directory once after it
+    assert len([c for c in created if c.endswith(".tmp")]) == 5
+
+
 # ---------------------------------------------------------------------- the report of an active run
 def test_the_active_report_says_no_tree_was_built(capsys):
     assert main(["learn", PATROL, "--active", "-q"]) == 0

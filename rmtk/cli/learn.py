@@ -242,8 +242,8 @@ def _write_outputs(plan, result) -> None:
     for target, write in ((plan.dot, write_dot), (plan.png, draw)):
         if target:
             paths = figure_paths(target, len(machines))
-            for p in paths:
-                writable(p, plan.force)
+            for i, p in enumerate(paths):  # all in one directory: probed once
+                output.check(p, overwrite=plan.force, probe=i == 0)
             for i, p in enumerate(paths):
                 write(i, p)
                 print(f"wrote {p}", file=sys.stderr)

@@ -10,9 +10,12 @@ with ``show_defaults=False``. The pictures of :mod:`rmtk.io.draw` use the same g
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
+
+import numpy as np
 
 from .. import ties
 
@@ -47,17 +50,23 @@ def edge_groups(machine: RewardMachine, *, show_defaults: bool = True) -> list[t
     letters in alphabet order. Rewards within :data:`rmtk.ties.TOL` are one reward (that of
     the group's first letter). 0-reward self-loops are dropped when ``show_defaults`` is false.
     """
-    rank = ties.ranks(machine.delta_r)
+    dr = machine.delta_r
+    # one reward everywhere (a learned machine before its rewards, often): one rank, no sorting
+    ranked = np.zeros(dr.shape, np.int64) if (dr == dr.flat[0]).all() else ties.ranks(dr)
+    rank = cast(list, ranked.tolist())  # (n, K): nested lists
+    delta_u: list = machine.delta_u.tolist()
+    delta_r: list = dr.tolist()
     groups: dict[tuple[int, int, int], tuple[float, list[str]]] = {}
     for u in range(machine.n_nodes):
         for k, letter in enumerate(machine.alphabet):
-            v, r = int(machine.delta_u[u, k]), float(machine.delta_r[u, k])
+            v, r = delta_u[u][k], delta_r[u][k]
             if not show_defaults and v == u and r == 0.0:
                 continue
-            groups.setdefault((u, v, int(rank[u, k])), (r + 0.0, []))[1].append(letter)  # + 0.0: -0.0 → 0.0
+            groups.setdefault((u, v, rank[u][k]), (r + 0.0, []))[1].append(letter)  # + 0.0: -0.0 → 0.0
     return [(u, v, r, tuple(ls)) for (u, v, _), (r, ls) in sorted(groups.items(), key=lambda kv: kv[0])]
 
 
+@functools.lru_cache(maxsize=4096)  # the same names and labels over thousands of machines
 def _dot_quote(s: str) -> str:
     """A DOT double-quoted string: backslashes and quotes escaped, newlines as ``\\n``."""
     s = s.replace("\\", "\\\\").replace('"', '\\"').replace("\r", "").replace("\n", "\\n")
