@@ -130,6 +130,31 @@ def test_numbered_files_probe_their_directory_once(tmp_path, capsys, monkeypatch
     assert len([c for c in created if c.endswith(".tmp")]) == 5
 
 
+def test_a_stopped_listing_writes_the_first_files_only(tmp_path, capsys, monkeypatch):
+    """After a time limit, --dot writes STOPPED_FILES at most (the first machines), says so, and
+    the listing printed still has every machine."""
+    import attrs
+
+    import rmtk.cli.learn as cli_learn
+    from rmtk.learner.summary import Stop
+
+    run = cli_learn.run_plan
+
+    def stopped(plan):
+        result = run(plan)
+        return attrs.evolve(result, stopped=Stop("enumerate", "time limit"))
+
+    monkeypatch.setattr(cli_learn, "run_plan", stopped)
+    monkeypatch.setitem(cli_learn.STOPPED_FILES, "dot", 2)
+    dot = tmp_path / "m.dot"
+    argv = ["learn", str(MODELS / "stack.rm"), "--nodes", "4", "--max-solutions", "5", "--dot", str(dot)]
+    assert main([*argv, "--no-rewards"]) == 0
+    out, err = capsys.readouterr()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m_1.dot", "m_2.dot"]
+    assert "--dot is written for the first 2 of the 5 machines listed" in err
+    assert out.count("\nmachine learned_") == 5
+
+
 # ---------------------------------------------------------------------- the report of an active run
 def test_the_active_report_says_no_tree_was_built(capsys):
     assert main(["learn", PATROL, "--active", "-q"]) == 0

@@ -211,20 +211,28 @@ def _active_header(plan, active) -> None:
         print(f"# {active.ended}: the machines below are the survivors so far")
 
 
+#: Files ``--dot`` / ``--png`` write at most once a time limit stopped the run (the first
+#: machines; a listing stopped after thousands would otherwise write thousands of files, or draw
+#: thousands of pictures, past the limit): the listing printed has every machine.
+STOPPED_FILES = {"dot": 100, "png": 1}
+
+
 def _write_outputs(plan, result) -> None:
     """``--dot`` and ``--png``: one file per learned machine (numbered when several), each
-    written whole (:mod:`rmtk.output`)."""
+    written whole (:mod:`rmtk.output`); after a time limit, :data:`STOPPED_FILES` at most."""
     from .. import output
     from .flags import LABELS
 
     if plan.mode in LABELS:
         from ..labels.report import draw_labels, learned_tasks
 
+        stopped = bool(result.unfinished)
         machines = [t.machine for t in learned_tasks(result, plan.task)]
 
         def draw(i, p):
             draw_labels(result, i, Path(p))
     else:
+        stopped = result.stopped is not None
         machines = list(result.machines)
 
         def draw(i, p):
@@ -239,9 +247,18 @@ def _write_outputs(plan, result) -> None:
         with output.replacing(p, overwrite=plan.force, text=True, durable=False) as f:
             f.write(dot.to_dot(machines[i]))
 
-    for target, write in ((plan.dot, write_dot), (plan.png, draw)):
+    for kind, target, write in (("dot", plan.dot, write_dot), ("png", plan.png, draw)):
         if target:
             paths = figure_paths(target, len(machines))
+            if stopped and len(paths) > STOPPED_FILES[kind]:
+                paths = paths[: STOPPED_FILES[kind]]
+                first = "the first machine" if len(paths) == 1 else f"the first {len(paths)}"
+                print(
+                    f"rmtk: the run was stopped: --{kind} is written for {first} of the {len(machines):,} "
+                    "machines listed; `rmtk show LISTING learned_N --format dot` (or --png PATH) gives any other "
+                    "from the listing saved as LISTING",
+                    file=sys.stderr,
+                )
             for i, p in enumerate(paths):  # all in one directory: probed once
                 output.check(p, overwrite=plan.force, probe=i == 0)
             for i, p in enumerate(paths):
