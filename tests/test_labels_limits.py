@@ -45,6 +45,20 @@ def test_a_stop_after_the_search_leaves_free_states_and_verdicts_undone_and_name
     )
 
 
+def test_a_stopped_fit_does_not_solve_for_the_experts_classes(monkeypatch):
+    """The expert's policy classes serve the verdicts only: after a stop no pair is judged, so
+    the soft Bellman solve that gives them (half a second on the Craft World) is not made."""
+    from rmtk.labels.histories import StateHistoryPTP
+
+    def refused(self, task):
+        raise AssertionError("the expert's classes were computed after the stop")
+
+    monkeypatch.setattr(StateHistoryPTP, "expert_classes", refused)
+    task = dsl.load_model("patrol").tasks["patrol"]
+    res = LabelLearner(search=StopAfterSearch()).fit(task)
+    assert res.verdicts == (None,) and res.truth_survives is None
+
+
 def test_the_report_says_what_was_not_finished(capsys):
     from rmtk.labels.report import label_report
 

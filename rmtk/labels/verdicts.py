@@ -79,14 +79,15 @@ def equal_to_truth(sol: LabelSolution, key: tuple, reach: np.ndarray) -> bool:
 
 def verdicts(
     task: Task,
-    expert_classes: np.ndarray,
+    expert_classes: np.ndarray | None,
     solutions: tuple[LabelSolution, ...],
     seen: np.ndarray,
     deadline: Deadline,
     non_stuttering: bool = True,
 ) -> tuple[tuple[LabelVerdict | None, ...], tuple[int, int]]:
     """Each pair against the truth (``None`` for the pairs the deadline left unjudged), and the
-    truth's size (nodes, propositions) on the states ``seen`` (those the histories reach)."""
+    truth's size (nodes, propositions) on the states ``seen`` (those the histories reach).
+    ``expert_classes`` may be ``None`` only when ``deadline`` has expired (no pair is judged)."""
     st = state_task(task)
     true_D = state_machine(task).delta_u
     key = truth_key(task, non_stuttering)[0]
@@ -100,6 +101,8 @@ def verdicts(
         if deadline.expired():
             out += [None] * len(chunk)
             continue
+        if expert_classes is None:
+            raise ValueError("verdicts: the expert's classes are needed while the deadline has not expired")
         checks = consistency_many(
             st.mdp,
             true_D,
