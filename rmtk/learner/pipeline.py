@@ -407,6 +407,8 @@ class Learner:
         classes, the verdicts and false positive rate; without them, a warning and no verdicts."""
         truth = task.require_machine("verdicts against the truth")
         result = attrs.evolve(result, truth=truth)
+        if not phases.starts("verdict"):  # stopped: the expert's classes (from demonstrations a soft
+            return result  # Bellman solve, half a second) would serve verdicts not judged
         t = time.perf_counter()
         table = expert_class_table(
             task,
