@@ -78,7 +78,9 @@ def ranks(values, tol: float = TOL) -> np.ndarray:
     v = np.asarray(values, dtype=float)
     flat = v.ravel()
     out = np.zeros(flat.size, dtype=np.int64)
-    if flat.size > 1 and np.isnan(flat).any():
+    if flat.size > 1 and (flat == flat[0]).all():  # one value (a machine before its rewards): one rank
+        pass
+    elif flat.size > 1 and np.isnan(flat).any():
         order = np.argsort(flat, kind="stable")
         srt = flat[order]
         a, b = srt[:-1], srt[1:]

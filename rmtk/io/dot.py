@@ -15,8 +15,6 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
-import numpy as np
-
 from .. import ties
 
 if TYPE_CHECKING:  # annotations only (a machine draws itself through rmtk.io.draw, which uses this module)
@@ -50,12 +48,9 @@ def edge_groups(machine: RewardMachine, *, show_defaults: bool = True) -> list[t
     letters in alphabet order. Rewards within :data:`rmtk.ties.TOL` are one reward (that of
     the group's first letter). 0-reward self-loops are dropped when ``show_defaults`` is false.
     """
-    dr = machine.delta_r
-    # one reward everywhere (a learned machine before its rewards, often): one rank, no sorting
-    ranked = np.zeros(dr.shape, np.int64) if (dr == dr.flat[0]).all() else ties.ranks(dr)
-    rank = cast(list, ranked.tolist())  # (n, K): nested lists
+    rank = cast(list, ties.ranks(machine.delta_r).tolist())  # (n, K): nested lists
     delta_u: list = machine.delta_u.tolist()
-    delta_r: list = dr.tolist()
+    delta_r: list = machine.delta_r.tolist()
     groups: dict[tuple[int, int, int], tuple[float, list[str]]] = {}
     for u in range(machine.n_nodes):
         for k, letter in enumerate(machine.alphabet):
